@@ -1,0 +1,108 @@
+// The in-memory shape of one recording (.edodb file): what `edo synth`, the collector
+// (`edo record` / `edo import`) build, and what report/diff/tune/dashboard read back.
+// db/profile_store.h writes and reads it to and from SQLite.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edo/stats/table_stats.h"
+
+namespace edo::db {
+
+// One traced process (or one `edo synth` run).
+struct Session {
+  int64_t id = 0;               // assigned by the store; 0 = not yet stored
+  std::string command;          // the job's command line, space-joined
+  std::string host;
+  int64_t pid = 0;
+  int64_t parent_pid = 0;
+  std::optional<int64_t> rank;        // RANK, when set
+  std::optional<int64_t> local_rank;  // LOCAL_RANK, when set
+  int64_t start_unix_ns = 0;
+  int64_t duration_ns = 0;
+  std::optional<int> exit_code;       // the job's exit code (128+signal when killed)
+  std::string gpus;                   // free text: device names, comma-separated
+  std::string source;                 // "synth", "record", "import"
+  uint64_t dropped_events = 0;        // events the tracer had to drop (bounded memory)
+  uint64_t steps = 0;                 // edo_step() calls
+};
+
+// One embedding table seen in a session.
+struct Table {
+  int64_t id = 0;                     // assigned by the store
+  int64_t session_id = 0;
+  std::string name;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::string dtype;                  // "f32", "f16", "bf16", "i8", "u8", "f8e4m3"
+  std::string device;                 // "host" or "cuda" (optionally "cuda:N")
+  uint64_t base_address = 0;
+  uint64_t bytes = 0;                 // rows * dim * element size (+ optimizer state, see extra_bytes)
+  uint64_t extra_bytes = 0;           // memory that belongs to the table besides its weights
+                                      // (optimizer moments, gradients), recorded by the tracer
+  stats::TableAggregate aggregate;    // counts, sketches, stack distances, drift windows
+};
+
+// Two table names sharing one base pointer (tied / shared weights).
+struct Tie {
+  int64_t session_id = 0;
+  std::string table;                  // the name registered first
+  std::string tied_with;              // a later name on the same base pointer
+};
+
+// One device allocation or free (memory timeline).
+struct MemoryEvent {
+  int64_t session_id = 0;
+  int64_t time_ns = 0;                // since session start
+  int64_t bytes = 0;                  // > 0 allocation, < 0 free
+  uint64_t address = 0;
+  uint64_t stream = 0;
+  int32_t device = 0;
+  std::string kind;                   // "cudaMalloc", "cuMemAlloc", "cudaMallocAsync", "cuMemMap", ...
+  std::string table;                  // attributed table name, or "" for other
+};
+
+// Per-kernel totals.
+struct KernelStat {
+  int64_t session_id = 0;
+  std::string name;
+  uint64_t launches = 0;
+  uint64_t total_ns = 0;
+  std::vector<std::string> tables;    // tables whose memory its pointer arguments point into
+};
+
+// Per-NVTX-range totals (name = "domain::range" or "range" in the default domain).
+struct RangeStat {
+  int64_t session_id = 0;
+  std::string name;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t lookups = 0;               // lookups attributed to the range (innermost range)
+  uint64_t alloc_bytes = 0;           // bytes allocated inside the range
+};
+
+struct Profile {
+  std::vector<Session> sessions;
+  std::vector<Table> tables;
+  std::vector<Tie> ties;
+  std::vector<MemoryEvent> memory_events;
+  std::vector<KernelStat> kernels;
+  std::vector<RangeStat> ranges;
+  // Free-form key/value facts about the recording (tool version, EDO_* settings in force).
+  std::map<std::string, std::string> metadata;
+
+  uint64_t dropped_events() const;
+  // Peak of the running sum of memory_events per session, maxed over sessions; when there is
+  // no timeline, the sum of table bytes.
+  int64_t peak_bytes() const;
+  uint64_t table_bytes() const;       // sum of Table::bytes + extra_bytes
+};
+
+// Bytes per element of a dtype name; 0 for an unknown name.
+uint32_t dtype_size(const std::string& dtype);
+
+}  // namespace edo::db

@@ -1,0 +1,51 @@
+// Reading and writing a Profile to an .edodb file (SQLite through SQLiteCpp, WAL mode).
+//
+// Errors are reported as edo::db::DbError with a one-line message that names the file and
+// the fix ("not an edo database", "written by a newer edo (schema 7 > 3): upgrade edo",
+// "truncated or corrupt: ..."), never a crash.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "edo/db/profile.h"
+
+namespace edo::db {
+
+class DbError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The schema version this build writes and the oldest it migrates forward.
+int current_schema_version();
+
+class ProfileStore {
+ public:
+  enum class Mode { kReadOnly, kReadWrite, kCreate /* new file, replaces an existing one */ };
+
+  // Opens (and for kCreate creates) the file; validates that it is an edo database of a
+  // schema this build understands, migrating older schemas forward in kReadWrite mode.
+  ProfileStore(const std::string& path, Mode mode);
+  ~ProfileStore();
+  ProfileStore(ProfileStore&&) noexcept;
+  ProfileStore& operator=(ProfileStore&&) noexcept;
+
+  const std::string& path() const;
+
+  // Writes the whole profile in one transaction. Sessions/tables with id 0 are inserted and
+  // get their ids assigned; ones with an id are updated in place (the collector calls this
+  // repeatedly as deltas arrive, so that a job that dies leaves everything received so far).
+  // Memory events, kernels and ranges of the given sessions are replaced.
+  void save(Profile& profile);
+
+  // Reads everything back.
+  Profile load() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edo::db

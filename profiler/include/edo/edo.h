@@ -1,0 +1,56 @@
+/* edo C API: register embedding tables and count the rows a job reads.
+ *
+ * Link with -ledo_trace (build/lib/libedo_trace.so) or run under `edo record`, which
+ * preloads the library. Without `edo record` or EDO_OUTPUT set, every call is a cheap no-op
+ * that returns 0 (or a handle), so instrumented programs run unchanged.
+ * All functions are thread-safe and never throw.
+ */
+#ifndef EDO_EDO_H
+#define EDO_EDO_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define EDO_API __attribute__((visibility("default")))
+#else
+#define EDO_API
+#endif
+
+typedef enum { EDO_F32, EDO_F16, EDO_BF16, EDO_I8, EDO_U8, EDO_F8E4M3 } edo_dtype;
+typedef enum { EDO_I32, EDO_I64 } edo_index_type;
+typedef enum { EDO_HOST, EDO_CUDA } edo_device;
+
+/* Error codes (negative). */
+enum {
+  EDO_OK = 0,
+  EDO_ERR_INVALID_ARGUMENT = -1, /* null name, zero rows or dim, bad enum value */
+  EDO_ERR_BAD_HANDLE = -2,       /* table handle not returned by edo_table_register */
+  EDO_ERR_NO_MEMORY = -3,        /* bounded buffers full: the batch was dropped and counted */
+  EDO_ERR_NO_CUDA = -4,          /* device indices given but no CUDA runtime is usable */
+  EDO_ERR_CUDA = -5,             /* a CUDA call failed (copying device indices) */
+  EDO_ERR_SHAPE_MISMATCH = -6    /* same name registered again with another shape */
+};
+
+/* Returns a table handle >= 0, or a negative edo error code. Registering the same
+   base pointer under a second name records a tie (shared weights). */
+EDO_API int64_t edo_table_register(const char* name, const void* base, uint64_t rows,
+                                   uint32_t dim, edo_dtype dtype, edo_device device);
+/* Count one batch of row ids read from a table. Device indices are copied
+   asynchronously on `stream` (cudaStream_t, may be NULL); the call never blocks
+   on the GPU. Returns 0 or a negative edo error code. */
+EDO_API int edo_table_lookup(int64_t table, const void* indices, uint64_t count,
+                             edo_index_type type, edo_device device, void* stream);
+/* Marks one training/serving step. */
+EDO_API int edo_step(void);
+/* A static, human-readable description of an edo error code. */
+EDO_API const char* edo_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EDO_EDO_H */

@@ -1,0 +1,221 @@
+// edo statistics engine: the definitions of DESIGN.md "Statistics", used identically by the
+// tracer inside the job (libedo_trace.so), by `edo synth`, by the collector and by analysis.
+//
+// Pure C++20 on the standard library only: this code is linked into libedo_trace.so, which
+// lives inside someone else's process and may depend on libc and libstdc++ alone.
+//
+// Two halves:
+//  * TableAggregate: everything that is *mergeable* about one table's accesses (counts or
+//    sketches, unique-row estimator, stack-distance histogram, per-window hot sets).
+//    Two aggregates of the same table add up with merge(); they serialize to a compact,
+//    versioned byte string (used on the wire and as the database blob).
+//  * TableIngestor: the stateful front end that consumes index batches in order. It owns the
+//    LRU state (Mattson stack / SHARDS sample) that cannot be merged, and hands out deltas
+//    (TableAggregate holding only what arrived since the last take_delta()).
+//  * summarize(): derived statistics (coverage curve, Zipf fit, LRU hit-rate curve, drift)
+//    computed from a (merged) aggregate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace edo::stats {
+
+// Tunables. Defaults follow DESIGN.md; the tracer fills them from EDO_* variables.
+struct StatsConfig {
+  // Tables with at most this many rows get exact per-row counts (EDO_EXACT_ROWS).
+  uint64_t exact_rows_limit = uint64_t{1} << 26;
+  // Space-saving top-K size for sketched tables (EDO_TOPK).
+  uint32_t top_k = uint32_t{1} << 16;
+  // Count-min sketch shape for sketched tables.
+  uint32_t cms_width = uint32_t{1} << 20;
+  uint32_t cms_depth = 4;
+  // HyperLogLog precision (2^p registers) for sketched tables.
+  uint32_t hll_precision = 14;
+  // Tables with at most this many rows get exact Mattson stack distances; above it SHARDS
+  // fixed-rate sampling with the rate below (chosen so the error stays <= 0.01).
+  uint64_t exact_lru_rows_limit = uint64_t{1} << 16;
+  double shards_rate = 0.01;
+  // Rows kept per drift window (the window's hot set).
+  uint32_t drift_top_k = 1024;
+  // At most this many drift windows are kept; older windows are merged pairwise when full.
+  uint32_t max_windows = 512;
+};
+
+// Stack-distance histogram with log-linear bins (HDR style): distances below 256 are exact,
+// above that each power of two is split into 128 sub-bins (relative bin width < 0.8 %).
+// Distances are in *rows* (already scaled by 1/rate for SHARDS samples).
+class StackDistanceHistogram {
+ public:
+  static constexpr uint32_t kExactBelow = 256;
+  static constexpr uint32_t kSubBinsPerOctave = 128;
+
+  void add(uint64_t distance, double weight = 1.0);
+  void add_cold(double weight = 1.0);  // first reference of a row (infinite distance)
+  void merge(const StackDistanceHistogram& other);
+  // Weighted number of references with stack distance < cache_rows (linear interpolation
+  // inside a bin), i.e. the LRU hits of a fully associative cache of `cache_rows` rows.
+  double hits_below(double cache_rows) const;
+  double total() const;  // all references, cold included
+  double cold() const { return cold_; }
+  bool empty() const { return total() == 0.0; }
+
+  static uint32_t bin_of(uint64_t distance);
+  static uint64_t bin_lower(uint32_t bin);  // smallest distance in bin
+  static uint64_t bin_upper(uint32_t bin);  // one past the largest distance in bin
+
+  const std::vector<double>& bins() const { return bins_; }
+  void set(std::vector<double> bins, double cold) { bins_ = std::move(bins); cold_ = cold; }
+
+ private:
+  std::vector<double> bins_;  // grows on demand
+  double cold_ = 0.0;
+};
+
+// One window's hot set: the `drift_top_k` most-read rows of that window.
+struct HotSetWindow {
+  uint64_t window_index = 0;   // monotonically increasing per table
+  uint64_t lookups = 0;        // lookups inside the window
+  std::vector<uint64_t> rows;  // sorted ascending
+};
+
+enum class CountMode : uint8_t { kExact = 0, kSketch = 1 };
+
+// Mergeable aggregate of one table's accesses.
+class TableAggregate {
+ public:
+  TableAggregate();
+  TableAggregate(uint64_t rows, const StatsConfig& config);
+  ~TableAggregate();
+  TableAggregate(const TableAggregate&);
+  TableAggregate& operator=(const TableAggregate&);
+  TableAggregate(TableAggregate&&) noexcept;
+  TableAggregate& operator=(TableAggregate&&) noexcept;
+
+  uint64_t rows() const;
+  CountMode mode() const;
+  uint64_t lookups() const;
+  // Indices outside [0, rows) seen (not counted anywhere else).
+  uint64_t out_of_range() const;
+
+  // Exact count (exact mode) or count-min estimate (sketch mode) of one row.
+  uint64_t count(uint64_t row) const;
+  // Rows read at least once: exact, or HyperLogLog estimate in sketch mode.
+  uint64_t unique_rows() const;
+  // Nonzero row counts sorted descending (exact mode: all of them; sketch mode: the top-K
+  // summary's counts). The basis of coverage and the Zipf fit.
+  std::vector<uint64_t> counts_descending() const;
+  // The most-read rows, (row, count) pairs, descending by count, at most k of them.
+  std::vector<std::pair<uint64_t, uint64_t>> top_rows(size_t k) const;
+  // Exact-mode dense counts (empty in sketch mode).
+  const std::vector<uint64_t>& exact_counts() const;
+
+  const StackDistanceHistogram& stack_distances() const;
+  const std::vector<HotSetWindow>& windows() const;
+
+  // Adds `other` (same table shape and mode) into this aggregate. Returns false (and
+  // changes nothing) if shapes or modes disagree.
+  bool merge(const TableAggregate& other);
+  bool empty() const;  // nothing recorded
+  void clear();        // back to empty, same shape
+
+  // Versioned, checksum-free byte encoding (the wire frame adds its own checksum).
+  // Exact counts are stored sparsely (varint row gaps) when that is smaller.
+  std::string serialize() const;
+  // Returns false on malformed input (never throws, never reads out of bounds).
+  static bool deserialize(std::string_view bytes, TableAggregate& out);
+
+  // Used by TableIngestor; not for general callers.
+  struct Impl;
+  Impl& impl();
+  const Impl& impl() const;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Stateful front end: feed index batches in order, take mergeable deltas.
+class TableIngestor {
+ public:
+  TableIngestor(uint64_t rows, const StatsConfig& config);
+  ~TableIngestor();
+  TableIngestor(TableIngestor&&) noexcept;
+  TableIngestor& operator=(TableIngestor&&) noexcept;
+
+  void add(const int64_t* indices, size_t n);
+  void add(const int32_t* indices, size_t n);
+  // Closes the current drift window (the caller decides the cadence: a flush, N steps).
+  void close_window();
+  // Everything recorded since the previous take_delta(); the ingestor's LRU state is kept.
+  TableAggregate take_delta();
+  // Read access to the not-yet-taken delta.
+  const TableAggregate& pending() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Derived statistics of one table (DESIGN.md definitions).
+struct CurvePoint {
+  double x;  // rows (k or cache size)
+  double y;  // share of lookups (coverage) or hit rate
+};
+
+struct ZipfFit {
+  double alpha = 0.0;      // maximum-likelihood exponent of the rank-frequency curve
+  double fit_error = 0.0;  // RMS error of log10(frequency) of the fitted vs observed curve
+  bool valid = false;      // false when too few distinct rows to fit
+};
+
+struct TableSummary {
+  uint64_t rows = 0;
+  uint64_t lookups = 0;
+  uint64_t unique_rows = 0;
+  CountMode mode = CountMode::kExact;
+  // Coverage of the top floor(x% * rows) rows, for x = 0.1, 1, 10.
+  double coverage_top_0_1pct = 0.0;
+  double coverage_top_1pct = 0.0;
+  double coverage_top_10pct = 0.0;
+  std::vector<CurvePoint> coverage_curve;   // log-spaced k
+  ZipfFit zipf;
+  // LRU hit rate vs cache size in rows; log-spaced, always including 1, 10, 50, 100 % rows.
+  std::vector<CurvePoint> lru_curve;
+  double lru_hit_rate_1pct = 0.0;
+  double lru_hit_rate_10pct = 0.0;
+  double lru_hit_rate_50pct = 0.0;
+  double lru_hit_rate_100pct = 0.0;
+  // Jaccard overlap of consecutive windows' hot sets: (window_index, jaccard).
+  std::vector<CurvePoint> drift;
+  double mean_drift_jaccard = 0.0;
+};
+
+// Coverage of the top k rows: share of all lookups that go to the k most-read rows.
+double coverage_of_top(const TableAggregate& agg, uint64_t k);
+// LRU hit rate of a fully associative cache holding cache_rows rows.
+double lru_hit_rate(const TableAggregate& agg, double cache_rows);
+ZipfFit fit_zipf(const std::vector<uint64_t>& counts_descending);
+TableSummary summarize(const TableAggregate& agg);
+
+// Synthetic Zipf(A) generator (DESIGN.md): bounded Zipf over ranks 1..R with
+// P(rank k) ~ k^-A, ranks mapped to rows through a seeded random permutation.
+// A == 0 gives uniform. Deterministic for a given (rows, alpha, seed).
+class ZipfGenerator {
+ public:
+  ZipfGenerator(uint64_t rows, double alpha, uint64_t seed);
+  ~ZipfGenerator();
+  ZipfGenerator(ZipfGenerator&&) noexcept;
+  void fill(int64_t* out, size_t n);
+  uint64_t row_of_rank(uint64_t rank) const;  // rank is 1-based
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edo::stats
