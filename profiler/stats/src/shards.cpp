@@ -218,8 +218,17 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   // Everything else: sampled references, each class scaled to its exact reference count.
   std::vector<double> total(kClasses, 0.0);
   if (class_refs) {
-    for (size_t k = 0; k < kClasses && k < class_refs->size(); ++k)
+    // Classes are by running count for the totals but by count at the end of a chunk for the
+    // hot references, so a difference can go negative: clamp, then rescale so that the
+    // classes add up to exactly the references not covered by the hot path.
+    double sum = 0.0;
+    for (size_t k = 0; k < kClasses && k < class_refs->size(); ++k) {
       total[k] = std::max(0.0, (*class_refs)[k] - hot_refs_[k]);
+      sum += total[k];
+    }
+    const double want = std::max(0.0, static_cast<double>(refs) - hot_total);
+    if (sum > 0.0)
+      for (double& x : total) x *= want / sum;
   } else {
     total[0] = std::max(0.0, static_cast<double>(refs) - hot_total);
   }
