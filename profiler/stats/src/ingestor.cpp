@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "internal.h"
 
@@ -70,24 +71,31 @@ struct TableIngestor::Impl {
     a.out_of_range += oor;
     a.lookups += n - oor;
     if (!cfg.track_lru) return;
-    // In-range rows, compacted branch-free into buf, then the LRU stack.
+    // In-range rows, compacted branch-free into buf (int64 input with nothing out of range
+    // is used as it is), then the LRU stack.
+    const uint64_t* in = buf.data();
     size_t m = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
-      buf[m] = r;
-      m += r < rows;
+    if (std::is_same_v<I, int64_t> && oor == 0) {
+      in = reinterpret_cast<const uint64_t*>(idx);
+      m = n;
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+        buf[m] = r;
+        m += r < rows;
+      }
     }
     seg_refs += m;
     if (exact_lru) {
       for (size_t i = 0; i < m; ++i) {
-        const uint64_t d = stack.reference(buf[i]);
+        const uint64_t d = stack.reference(in[i]);
         if (d == detail::MattsonStack::kCold)
           a.hist.add_cold(1.0);
         else
           a.hist.add(d, 1.0);
       }
     } else {
-      shards->process(buf.data(), m, a.exact.dense_data());
+      shards->process(in, m, a.exact.dense_data());
     }
   }
 

@@ -215,9 +215,9 @@ class ShardsSampler {
   void process(const uint64_t* rows, size_t n, const uint32_t* counts);
   // A row whose count just reached the hot threshold (counts: current counts).
   void promote(uint64_t row, const uint32_t* counts);
-  // Filter only: writes selected rows into out and their batch positions into pos (both of
-  // capacity n), returns how many.
-  size_t filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos) const;
+  // Filter only: writes selected rows, their batch positions and hashes into out, pos and
+  // hashes (each of capacity n), returns how many.
+  size_t filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const;
   // Moves the segment's estimate into `out`, scaled to `refs` references; class_refs[k]:
   // exact references of frequency class k in the segment (nullptr: one class, all refs).
   void flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs);
@@ -238,8 +238,8 @@ class ShardsSampler {
   // Segment state.
   std::vector<StackDistanceHistogram> cls_;  // sampled (non-hot) references per class
   std::vector<double> samples_;              // their number per class
-  std::vector<double> hot_refs_;             // hot references recorded per class
-  std::vector<double> hot_reuse_;            // hot references' reuse times (refs between), binned
+  std::vector<uint64_t> hot_refs_;           // hot references recorded per class
+  std::vector<uint64_t> hot_reuse_;          // hot references' reuse times (refs between), binned
   std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
   // Hot table.
   std::vector<uint64_t> hot_tag_;   // row + 1, 0 = empty

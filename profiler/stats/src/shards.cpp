@@ -26,10 +26,11 @@ ShardsSampler::ShardsSampler(double rate) {
   ids_.assign(1024, 0);
   cls_.resize(kClasses);
   samples_.assign(kClasses, 0.0);
-  hot_refs_.assign(kClasses, 0.0);
+  hot_refs_.assign(kClasses, 0);
   hot_tag_.assign(kHotSlots, 0);
   hot_last_.assign(kHotSlots, 0);
   hot_stack_t_.assign(kHotSlots, 0);
+  hot_reuse_.assign(StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
   fp_sum_.assign(kWindow + 1, 0.0);
   seen_.assign(4 * kWindow, 0);
@@ -38,7 +39,7 @@ ShardsSampler::ShardsSampler(double rate) {
 
 // Branch-free: every row is written, the output cursor only advances for rows that are
 // sampled or hot (one hash serves both: low bits sample, high bits pick the hot slot).
-size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos) const {
+size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const {
   const uint64_t mask = (uint64_t{1} << kModBits) - 1, t = threshold_;
   const uint64_t* tags = hot_tag_.data();
   size_t m = 0;
@@ -47,6 +48,7 @@ size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint
     const uint64_t h = mix64(r ^ kSampleSalt);
     out[m] = r;
     pos[m] = static_cast<uint32_t>(i);
+    hashes[m] = h;
     m += ((h & mask) < t) | (tags[(h >> 40) & (kHotSlots - 1)] == r + 1);
   }
   return m;
@@ -129,17 +131,17 @@ double ShardsSampler::footprint(double w) const {
 }
 
 void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
-  uint64_t buf[512];
+  uint64_t buf[512], hashes[512];
   uint32_t pos[512];
   const uint64_t mask = (uint64_t{1} << kModBits) - 1;
   const double inv = 1.0 / rate_;
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
-    const size_t m = filter(rows + off, c, buf, pos);
+    const size_t m = filter(rows + off, c, buf, pos, hashes);
     for (size_t i = 0; i < m; ++i) {
       const uint64_t row = buf[i];
       const uint64_t t = now_ + pos[i];
-      const uint64_t h = mix64(row ^ kSampleSalt);
+      const uint64_t h = hashes[i];
       const uint64_t slot = (h >> 40) & (kHotSlots - 1);
       const uint32_t k = class_of(counts, row);
       bool recorded = false;
@@ -147,10 +149,8 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
         const uint64_t prev = hot_last_[slot];
         hot_last_[slot] = t + 1;
         if (prev) {
-          const uint32_t b = StackDistanceHistogram::bin_of(t - prev);  // refs strictly between
-          if (b >= hot_reuse_.size()) hot_reuse_.resize(b + 1, 0.0);
-          hot_reuse_[b] += 1.0;
-          hot_refs_[k] += 1.0;
+          ++hot_reuse_[StackDistanceHistogram::bin_of(t - prev)];  // refs strictly between
+          ++hot_refs_[k];
           recorded = true;
         }
       }
@@ -181,6 +181,13 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       const uint64_t every = fp_n_ < 256.0 ? kWindowEvery : 8 * uint64_t{kWindowEvery};
       const uint64_t next_b = (now_ / every + 1) * every;
       const size_t upto = std::min<uint64_t>(c, i + (next_b - now_));
+      // Only the last kWindow references before a window boundary are ever read.
+      const uint64_t first_needed = next_b - kWindow;
+      if (now_ < first_needed) {
+        const size_t skip = std::min<uint64_t>(upto - i, first_needed - now_);
+        i += skip;
+        now_ += skip;
+      }
       for (; i < upto; ++i, ++now_) ring_[now_ & (kWindow - 1)] = rows[off + i];
       if (now_ == next_b && now_ >= kWindow) sample_window();
     }
@@ -208,12 +215,12 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   double hot_total = 0.0;
   const auto& hb = hot_reuse_;
   for (size_t b = 0; b < hb.size(); ++b) {
-    if (hb[b] == 0.0) continue;
+    if (hb[b] == 0) continue;
     const uint64_t lo = StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b));
     const uint64_t up = StackDistanceHistogram::bin_upper(static_cast<uint32_t>(b));
     const double t = (static_cast<double>(lo) + static_cast<double>(up - 1)) / 2.0;
-    put(footprint(t), hb[b]);
-    hot_total += hb[b];
+    put(footprint(t), static_cast<double>(hb[b]));
+    hot_total += static_cast<double>(hb[b]);
   }
   // Everything else: sampled references, each class scaled to its exact reference count.
   std::vector<double> total(kClasses, 0.0);
@@ -223,7 +230,7 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
     // classes add up to exactly the references not covered by the hot path.
     double sum = 0.0;
     for (size_t k = 0; k < kClasses && k < class_refs->size(); ++k) {
-      total[k] = std::max(0.0, (*class_refs)[k] - hot_refs_[k]);
+      total[k] = std::max(0.0, (*class_refs)[k] - static_cast<double>(hot_refs_[k]));
       sum += total[k];
     }
     const double want = std::max(0.0, static_cast<double>(refs) - hot_total);
@@ -264,8 +271,8 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   out.set(std::move(bins), cold, maxd);
   for (auto& h : cls_) h.clear();
   std::fill(samples_.begin(), samples_.end(), 0.0);
-  std::fill(hot_refs_.begin(), hot_refs_.end(), 0.0);
-  std::fill(hot_reuse_.begin(), hot_reuse_.end(), 0.0);
+  std::fill(hot_refs_.begin(), hot_refs_.end(), 0);
+  std::fill(hot_reuse_.begin(), hot_reuse_.end(), 0);
 }
 
 }  // namespace edo::stats::detail
