@@ -13,7 +13,7 @@
 namespace edo::cli {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 struct DiffOptions {
   std::string before;

@@ -4,7 +4,7 @@
 
 namespace edo::cli {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 // NaN/inf are not JSON: write null instead.

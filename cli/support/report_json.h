@@ -9,9 +9,9 @@
 
 namespace edo::cli {
 
-nlohmann::json session_json(const db::Session& s);
+nlohmann::ordered_json session_json(const db::Session& s);
 // top_rows > 0 adds "top_rows": [[row, count], ...] (the most-read rows).
-nlohmann::json table_json(const db::TableView& t, size_t top_rows = 0);
-nlohmann::json report_json(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top_rows = 0);
+nlohmann::ordered_json table_json(const db::TableView& t, size_t top_rows = 0);
+nlohmann::ordered_json report_json(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top_rows = 0);
 
 }  // namespace edo::cli

@@ -141,7 +141,7 @@ TEST(Diff, ShowsChangesAndTablesOnlyInOne) {
 }
 
 TEST(Errors, BadFlagsAreUsageErrorsOnOneLine) {
-  for (const std::string args : {"synth --tables 2", "synth -o x.edodb --tables -3", "synth -o x.edodb --dtype f64",
+  for (const std::string args : std::vector<std::string>{"synth --tables 2", "synth -o x.edodb --tables -3", "synth -o x.edodb --dtype f64",
                                  "report", "frobnicate", "synth -o x.edodb --zipf abc"}) {
     auto r = run_command(kEdo + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
@@ -154,7 +154,7 @@ TEST(Errors, BadFilesAreRuntimeErrorsNamingTheFile) {
   std::ofstream(garbage) << std::string(10000, 'g');
   const std::string missing = temp_path("missing.edodb");
   for (const std::string& path : {garbage, missing}) {
-    for (const std::string cmd : {"report ", "report --json ", "diff " + path + " "}) {
+    for (const std::string& cmd : std::vector<std::string>{"report ", "report --json ", "diff " + path + " "}) {
       auto r = run_command(kEdo + " " + cmd + path);
       EXPECT_EQ(r.exit_code, 1) << cmd << path;
       EXPECT_EQ(count_lines(r.err), 1u) << r.err;
