@@ -217,6 +217,34 @@ TEST(TracerE2E, SigtermFlushesAndStillDiesBySignal) {
   expect_basic(p, s.id);  // flushed by the signal handler, not by a periodic flush (1 s)
 }
 
+TEST(TracerE2E, SignalsToEdoRecordAreForwardedToTheJob) {
+  const std::string db = tmp_path("fwd.edodb"), out = tmp_path("fwd.out");
+  pid_t edo = fork();
+  if (edo == 0) {
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (auto& kv : kClean) unsetenv(kv.substr(0, kv.find('=')).c_str());
+    execl(EDO_BIN, EDO_BIN, "record", "-o", db.c_str(), "--", TRACER_JOB, "wait", "0", (char*)nullptr);
+    _exit(126);
+  }
+  bool ready = false;
+  for (int i = 0; i < 200 && !ready; ++i) {
+    usleep(50000);
+    ready = slurp(out).find("ready") != std::string::npos;
+  }
+  ASSERT_TRUE(ready) << slurp(out);
+  kill(edo, SIGTERM);
+  int st = 0;
+  waitpid(edo, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << "edo record itself was killed";
+  EXPECT_EQ(WEXITSTATUS(st), 128 + SIGTERM) << slurp(out);
+  Profile p = load(db);
+  const auto& s = only_session(p);
+  EXPECT_EQ(s.exit_code.value_or(-1), 128 + SIGTERM);
+  expect_basic(p, s.id);
+}
+
 TEST(TracerE2E, ForkedWorkersAreSessions) {
   const std::string db = tmp_path("fork.edodb");
   Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "fork", "0"}, kClean);
@@ -239,7 +267,9 @@ TEST(TracerE2E, ForkedWorkersAreSessions) {
   }
   EXPECT_EQ(worker_lookups, (std::multiset<uint64_t>{100, 200, 300}));
   for (auto& s : p.sessions) {
-    if (!s.exit_code) EXPECT_EQ(s.parent_pid, parent_pid);
+    if (!s.exit_code) {
+      EXPECT_EQ(s.parent_pid, parent_pid);
+    }
   }
 }
 
