@@ -453,6 +453,7 @@ void bg_main() {
     if (stop) break;
     drain_queue();
     cuda_poll(false);
+    cupti_poll();
     const uint64_t sreq = g->sig_req.load();
     const bool sig = sreq != g->sig_done.load();
     if (req || sig || std::chrono::steady_clock::now() >= next_flush) {
