@@ -24,8 +24,10 @@ inline uint64_t mix64(uint64_t x) {
 }
 
 // ---- exact per-row counts -----------------------------------------------------------------
-// Dense form: uint32 per row, overflow of a row past 2^32-1 kept as a high word in a map,
-// plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
+// Dense form: uint32 per row; a row's count is lo_[row] + carry_[row] (a map, almost always
+// empty). The hot loop has no overflow test: headroom_ bounds how many more increments any
+// lo_ can take, and when it runs out fold() moves every lo_ >= 2^31 into carry_ (a scan of
+// the dirty blocks at most once per 2^31 indices). Plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
 // costs O(rows touched), not O(rows). Sparse form: (row, count) pairs sorted by row, used by
 // deltas and by collector-side aggregates until they get dense enough to switch.
 class ExactCounts {
@@ -57,7 +59,7 @@ class ExactCounts {
         if (!dirty_[b]) continue;
         uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
         for (uint64_t r = lo; r < hi; ++r)
-          if (lo_[r] != 0 || (!hi_.empty() && hi_.count(r))) f(r, get(r));
+          if (lo_[r] != 0 || (!carry_.empty() && carry_.count(r))) f(r, get(r));
       }
     } else {
       for (const auto& [r, c] : sparse_) f(r, c);
@@ -81,12 +83,19 @@ class ExactCounts {
   template <bool kWatch, class I>
   uint64_t add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed);
   void densify_from_sparse();
+  void set_dense(uint64_t row, uint64_t v);  // dense only; keeps lo_ < 2^31
+
+ public:
+  // Moves every lo_ >= 2^31 into carry_ and recomputes headroom_ (public for tests).
+  void fold();
+  void set_headroom_for_test(uint64_t h) { headroom_ = h; }
 
   uint64_t rows_ = 0;
   bool dense_ = false;
   std::vector<uint32_t> lo_;
   std::vector<uint8_t> dirty_;
-  std::unordered_map<uint64_t, uint32_t> hi_;  // row -> high 32 bits of its count
+  std::unordered_map<uint64_t, uint64_t> carry_;  // row -> count beyond lo_[row]
+  uint64_t headroom_ = UINT32_MAX;                 // increments every lo_ can still take
   std::vector<std::pair<uint64_t, uint64_t>> sparse_;
 };
 

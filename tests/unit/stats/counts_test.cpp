@@ -83,6 +83,31 @@ TEST(ExactCountsTest, Uint32OverflowCarriesTo64Bit) {
   EXPECT_EQ(d.nonzero(), 0u);
 }
 
+TEST(ExactCountsTest, FoldKeepsCountsPastTwoTo31) {
+  detail::ExactCounts c;
+  c.reset(10);
+  c.sparse().emplace_back(2, (uint64_t{1} << 31) - 3);
+  detail::ExactCounts d;
+  d.reset(10);
+  d.make_dense();
+  d.merge(c);
+  std::vector<int64_t> idx(10, 2);
+  idx.push_back(4);
+  d.add_batch(idx.data(), idx.size());  // lo_[2] is now >= 2^31
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 7);
+  d.fold();
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 7);
+  d.set_headroom_for_test(3);  // forces folds inside the next batch
+  d.add_batch(idx.data(), idx.size());
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 17);
+  EXPECT_EQ(d.get(4), 2u);
+  EXPECT_EQ(d.nonzero(), 2u);
+  EXPECT_EQ(d.total(), (uint64_t{1} << 31) + 19);
+  detail::ExactCounts e;
+  d.extract(e);
+  EXPECT_EQ(e.get(2), (uint64_t{1} << 31) + 17);
+}
+
 TEST(SketchTest, HeavyHittersUniqueAndCountBounds) {
   StatsConfig cfg;
   cfg.exact_rows_limit = 1000;
