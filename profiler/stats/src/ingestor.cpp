@@ -33,14 +33,14 @@ struct TableIngestor::Impl {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
     exact_lru = r <= c.exact_lru_rows_limit;
     if (!exact_lru) shards.emplace(c.shards_rate);
-    buf.resize(16384);
+    buf.resize(4096);
   }
 
   // Counting and the LRU stack run chunk by chunk, so that the counts the SHARDS classes
   // read are current to within one chunk.
   template <class I>
   void add(const I* idx, size_t n) {
-    constexpr size_t kChunk = 16384;
+    constexpr size_t kChunk = 4096;
     for (size_t off = 0; off < n; off += kChunk) add_chunk(idx + off, std::min(kChunk, n - off));
   }
 
