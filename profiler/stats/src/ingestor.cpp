@@ -63,8 +63,7 @@ struct TableIngestor::Impl {
           ++oor;
           continue;
         }
-        a.cms.add(r);
-        a.topk.add(r);
+        a.topk.offer(r, a.cms.add(r));
         a.hll.add(r);
       }
     }

@@ -162,3 +162,36 @@ TEST(SketchTest, DeltasMergeLikeOneIngest) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+TEST(FlatMapTest, MatchesUnorderedMapUnderInsertEraseChurn) {
+  detail::FlatMap m;
+  m.reset(300);
+  std::unordered_map<uint64_t, uint32_t> ref;
+  uint64_t x = 7;
+  for (int i = 0; i < 200000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t k = (x >> 33) % 1000;
+    if ((x >> 20) & 1) {
+      if (ref.size() < 300 || ref.count(k)) {
+        m.set(k, static_cast<uint32_t>(i));
+        ref[k] = static_cast<uint32_t>(i);
+      }
+    } else {
+      m.erase(k);
+      ref.erase(k);
+    }
+    ASSERT_EQ(m.size(), ref.size());
+  }
+  for (uint64_t k = 0; k < 1000; ++k) {
+    const uint32_t* p = m.find(k);
+    auto it = ref.find(k);
+    ASSERT_EQ(p != nullptr, it != ref.end()) << k;
+    if (p) EXPECT_EQ(*p, it->second);
+  }
+}
+
+}  // namespace
+}  // namespace edo::stats
