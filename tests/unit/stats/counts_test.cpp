@@ -189,7 +189,9 @@ TEST(FlatMapTest, MatchesUnorderedMapUnderInsertEraseChurn) {
     const uint32_t* p = m.find(k);
     auto it = ref.find(k);
     ASSERT_EQ(p != nullptr, it != ref.end()) << k;
-    if (p) EXPECT_EQ(*p, it->second);
+    if (p) {
+      EXPECT_EQ(*p, it->second);
+    }
   }
 }
 
