@@ -361,6 +361,23 @@ TEST(TracerE2E, BadEnvironmentValuesWarnAndTheJobRuns) {
   expect_basic(p, only_session(p).id);
 }
 
+TEST(TracerE2E, FullBuffersDropAndCountBatches) {
+  const std::string db = tmp_path("flood.edodb");
+  Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "flood", "0"}, with({"EDO_MAX_BUFFER_MB=1"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  int accepted = -1, dropped = -1;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "accepted %d dropped %d", &accepted, &dropped), 2) << r.out;
+  EXPECT_EQ(accepted + dropped, 40);
+  Profile p = load(db);
+  const auto& s = only_session(p);
+  // Every accepted batch is counted exactly, every dropped one is reported.
+  EXPECT_EQ(table(p, s.id, "flood")->aggregate.lookups(), uint64_t(accepted) * 262144);
+  EXPECT_EQ(s.dropped_events, uint64_t(dropped));
+  if (dropped > 0) {
+    EXPECT_NE(r.err.find("dropped events: " + std::to_string(dropped)), std::string::npos) << r.err;
+  }
+}
+
 TEST(TracerE2E, SynchronousIngestGivesTheSameCounts) {
   const std::string db = tmp_path("sync.edodb");
   Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "basic", "0"}, with({"EDO_ASYNC=0"}));

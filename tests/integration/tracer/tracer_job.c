@@ -10,6 +10,8 @@
  *       after_exec  reads row 7 of emb.item 70 times
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
  *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
+ *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
+ *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
  * Ground truth (basic): emb.user 1000x16 f32: 10000 lookups, each row 10 times (int64);
  * emb.item 5000x8 f16: 3000 lookups, rows 0..99 30 times each (int32); decoder.weight
@@ -116,6 +118,18 @@ int main(int argc, char** argv) {
     printf("ready\n");
     fflush(stdout);
     sleep_ms(20000);
+  } else if (!strcmp(mode, "flood")) {
+    int64_t t = edo_table_register("flood", user_w, 1000, 16, EDO_F32, EDO_HOST);
+    static int32_t big[262144];
+    for (int i = 0; i < 262144; ++i) big[i] = i % 1000;
+    int accepted = 0, dropped = 0;
+    for (int b = 0; b < 40; ++b) {
+      int rc = edo_table_lookup(t, big, 262144, EDO_I32, EDO_HOST, NULL);
+      if (rc == 0) ++accepted;
+      else if (rc == EDO_ERR_NO_MEMORY) ++dropped;
+      else check(rc, "flood lookup");
+    }
+    printf("accepted %d dropped %d\n", accepted, dropped);
   } else if (!strcmp(mode, "sigkill")) {
     basic();
     sleep_ms(700);
