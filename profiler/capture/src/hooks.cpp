@@ -52,6 +52,15 @@ void before_exec() {
   errno = saved;
 }
 
+void after_failed_exec() {
+  const int saved = errno;
+  try {
+    resume_after_failed_exec();
+  } catch (...) {
+  }
+  errno = saved;
+}
+
 void before_exit(int code) {
   if (!tracer_active() || session_pid() != getpid()) return;
   try {
@@ -69,31 +78,41 @@ extern "C" {
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   resolve(real_execve, "execve");
   before_exec();
-  return real_execve(path, argv, envp);
+  const int rc = real_execve(path, argv, envp);
+  after_failed_exec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   resolve(real_execv, "execv");
   before_exec();
-  return real_execv(path, argv);
+  const int rc = real_execv(path, argv);
+  after_failed_exec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   resolve(real_execvp, "execvp");
   before_exec();
-  return real_execvp(file, argv);
+  const int rc = real_execvp(file, argv);
+  after_failed_exec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   resolve(real_execvpe, "execvpe");
   before_exec();
-  return real_execvpe(file, argv, envp);
+  const int rc = real_execvpe(file, argv, envp);
+  after_failed_exec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
   resolve(real_fexecve, "fexecve");
   before_exec();
-  return real_fexecve(fd, argv, envp);
+  const int rc = real_fexecve(fd, argv, envp);
+  after_failed_exec();
+  return rc;
 }
 
 #define EDO_COLLECT_ARGS(first, last_out)                      \

@@ -143,6 +143,9 @@ struct State {
   std::atomic<int> sig_final{0};
   std::atomic<bool> exited{false};
   std::atomic<uint64_t> unsent_bytes{0};
+  // A forked child that has only inherited the parent's registry has nothing to say yet:
+  // it gets a session once it registers, reads, steps, opens a range or allocates.
+  std::atomic<bool> child_quiet{false};
 };
 
 State* g = nullptr;
@@ -308,7 +311,7 @@ void ensure_bg();
 
 // ---- flush ---------------------------------------------------------------------------------
 bool anything_to_say() {
-  if (g->ntables.load() > 0 || g->steps.load() > 0 || g->ranges_dirty.load()) return true;
+  if ((g->ntables.load() > 0 && !g->child_quiet.load()) || g->steps.load() > 0 || g->ranges_dirty.load()) return true;
   std::lock_guard<std::mutex> lk(g->mem_mu);
   if (!g->mem_events.empty() || !g->notes.empty() || g->drops_dirty) return true;
   std::lock_guard<std::mutex> lk2(g->kern_mu);
@@ -631,6 +634,7 @@ void atfork_child() {
   g->sig_final.store(0);
   g->exited.store(false);
   g->unsent_bytes.store(0);
+  g->child_quiet.store(true);
   cuda_after_fork_child();
 }
 
@@ -713,6 +717,16 @@ void flush_now(bool final_goodbye, int reason, int code) {
   }
   cupti_flush();
   flush_internal(final_goodbye, static_cast<wire::EndReason>(reason), code, false);
+}
+
+void resume_after_failed_exec() {
+  if (!tracer_active() || g->pid.load() != getpid()) return;
+  std::lock_guard<std::mutex> flk(g->flush_mu);
+  g->goodbye_sent = false;
+  g->exited.store(false);
+  g->need_start.store(true);
+  std::lock_guard<std::mutex> lk(g->q_mu);
+  g->stop = false;
 }
 
 void count_drop(const char* counter, uint64_t n) {
@@ -825,6 +839,7 @@ int64_t api_register(const char* name, const void* base, uint64_t rows, uint32_t
       device < EDO_HOST || device > EDO_CUDA)
     return EDO_ERR_INVALID_ARGUMENT;
   if (g->active) ensure_bg();
+  g->child_quiet.store(false);
   std::lock_guard<std::mutex> lk(g->reg_mu);
   const uint32_t n = g->ntables.load();
   int64_t tie_with = -1;
@@ -869,6 +884,7 @@ int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int
   if (!indices) return EDO_ERR_INVALID_ARGUMENT;
   if (!g->active) return EDO_OK;
   ensure_bg();
+  if (g->child_quiet.load(std::memory_order_relaxed)) g->child_quiet.store(false);
   if (RangeTotals* r = innermost_range()) {
     r->lookups.fetch_add(count, std::memory_order_relaxed);
     g->ranges_dirty.store(true, std::memory_order_relaxed);
@@ -925,6 +941,7 @@ int api_set_extra_bytes(int64_t table, const char* kind, uint64_t bytes) {
   Table* t = table_of(table);
   if (!t) return EDO_ERR_BAD_HANDLE;
   if (!kind || !*kind) return EDO_ERR_INVALID_ARGUMENT;
+  g->child_quiet.store(false);
   std::lock_guard<std::mutex> lk(g->reg_mu);
   t->extra[kind] = bytes;
   t->extra_dirty = true;

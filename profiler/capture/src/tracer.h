@@ -46,6 +46,8 @@ void ingest_indices(int64_t table, const void* indices, uint64_t count, int type
 
 // Flush everything now (exec, _exit). Safe to call from any normal thread context.
 void flush_now(bool final_goodbye, int reason, int code);
+// The exec failed and the process goes on: resume tracing (the session continues).
+void resume_after_failed_exec();
 // pid of the current session owner; hooks compare it with getpid() (vfork children).
 int64_t session_pid();
 

@@ -10,6 +10,8 @@
  *       after_exec  reads row 7 of emb.item 70 times
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
  *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
+ *       spawn   basic, then fork+exec /bin/true and system("true"): children that record
+ *               nothing leave no session
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -118,6 +120,15 @@ int main(int argc, char** argv) {
     printf("ready\n");
     fflush(stdout);
     sleep_ms(20000);
+  } else if (!strcmp(mode, "spawn")) {
+    basic();
+    pid_t c = fork();
+    if (c == 0) {
+      execl("/bin/true", "true", (char*)NULL);
+      _exit(127);
+    }
+    waitpid(c, NULL, 0);
+    if (system("true") != 0) return 97;
   } else if (!strcmp(mode, "flood")) {
     int64_t t = edo_table_register("flood", user_w, 1000, 16, EDO_F32, EDO_HOST);
     static int32_t big[262144];
