@@ -146,6 +146,19 @@ bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t
   return true;
 }
 
+// Registered at the first device lookup or CUPTI event, i.e. after the CUDA runtime set up
+// its own exit-time teardown, so that (atexit runs in reverse order) device copies still in
+// flight and CUPTI's buffered records are collected while the context is alive.
+void late_exit() {
+  if (cuda_dead_after_fork.load()) return;
+  cupti_flush();
+  cuda_poll(true);
+}
+std::once_flag late_exit_once;
+void register_late_exit() {
+  std::call_once(late_exit_once, [] { atexit(late_exit); });
+}
+
 void record_op(const MemOp& op) {
   int64_t delta;
   {
@@ -158,6 +171,7 @@ void record_op(const MemOp& op) {
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
     auto out = translator->on_callback(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+    if (!out.mem.empty() || out.launch) register_late_exit();
     for (auto& op : out.mem) {
       {
         std::lock_guard<std::mutex> lk(tracker_mu);
@@ -335,6 +349,7 @@ void cupti_flush() {
 
 int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream) {
   if (cuda_dead_after_fork.load() || !load_driver()) return EDO_ERR_NO_CUDA;
+  register_late_exit();
   const size_t bytes = size_t(count) * (type == EDO_I64 ? 8 : 4);
   CUstream s = static_cast<CUstream>(stream);
   if (drv.cuStreamIsCapturing) {
@@ -393,6 +408,8 @@ int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, vo
 
 void cuda_poll(bool wait_all) {
   if (cuda_dead_after_fork.load() || !drv.loaded) return;
+  static std::mutex* poll_mu = new std::mutex();  // one poller at a time (background thread, exit handlers)
+  std::lock_guard<std::mutex> poll_lock(*poll_mu);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (true) {
     Pending p{};
