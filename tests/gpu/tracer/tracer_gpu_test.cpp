@@ -18,7 +18,7 @@ struct Result {
   std::string out;
 };
 
-Result sh(const std::string& cmd) {
+[[maybe_unused]] Result sh(const std::string& cmd) {
   Result r;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return r;

@@ -20,7 +20,9 @@
  * (tied to emb.user): row 3 500 times. NVTX: "forward" x2 (4000+6000 lookups),
  * "model::embedding" x1 (3000 lookups), "epoch" start/end x1. 5 steps. */
 #include <edo/edo.h>
+#ifdef EDO_JOB_NVTX
 #include <nvtx3/nvToolsExt.h>
+#endif
 
 #include <signal.h>
 #include <stdint.h>
@@ -60,14 +62,21 @@ static void basic(void) {
   check((int)dec, "register decoder.weight");
   check(edo_table_set_extra_bytes(user, "adam.exp_avg", 1000 * 16 * 4), "extra bytes");
 
+#ifdef EDO_JOB_NVTX
   nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
+#endif
   static int64_t idx[10000];
   for (int i = 0; i < 10000; ++i) idx[i] = (i * 7) % 1000;
+#ifdef EDO_JOB_NVTX
   nvtxRangePushA("forward");
+#endif
   check(edo_table_lookup(user, idx, 4000, EDO_I64, EDO_HOST, NULL), "lookup user");
+#ifdef EDO_JOB_NVTX
   nvtxRangePop();
   nvtxRangePushA("forward");
+#endif
   check(edo_table_lookup(user, idx + 4000, 6000, EDO_I64, EDO_HOST, NULL), "lookup user");
+#ifdef EDO_JOB_NVTX
   nvtxRangePop();
 
   nvtxDomainHandle_t dom = nvtxDomainCreateA("model");
@@ -78,16 +87,21 @@ static void basic(void) {
   a.messageType = NVTX_MESSAGE_TYPE_ASCII;
   a.message.ascii = "embedding";
   nvtxDomainRangePushEx(dom, &a);
+#endif
   static int32_t idx32[3000];
   for (int i = 0; i < 3000; ++i) idx32[i] = i % 100;
   for (int b = 0; b < 3; ++b) check(edo_table_lookup(item, idx32 + 1000 * b, 1000, EDO_I32, EDO_HOST, NULL), "lookup item");
+#ifdef EDO_JOB_NVTX
   nvtxDomainRangePop(dom);
+#endif
 
   static int64_t three[500];
   for (int i = 0; i < 500; ++i) three[i] = 3;
   check(edo_table_lookup(dec, three, 500, EDO_I64, EDO_HOST, NULL), "lookup decoder");
   for (int s = 0; s < 5; ++s) check(edo_step(), "step");
+#ifdef EDO_JOB_NVTX
   nvtxRangeEnd(epoch);
+#endif
 }
 
 int main(int argc, char** argv) {
