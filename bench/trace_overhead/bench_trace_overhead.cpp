@@ -4,7 +4,9 @@
 // scatter-add of the bag gradients into the rows read + SGD. The loop runs in child
 // processes (this binary re-execs itself): "baseline" without the tracer (no edo calls),
 // "traced" with EDO_OUTPUT set (edo_table_lookup per step, exact counting), alternating,
-// median of the repetitions. The traced run's output is decoded afterwards to check that
+// median of the repetitions. Three tracer settings: the default (async ingest on the
+// background thread, counts + LRU curve), EDO_ASYNC=0 (inline ingest) and EDO_LRU=0 (async,
+// counts only). The traced run's output is decoded afterwards to check that
 // every lookup was counted (no drops).
 //
 // Anchor: heaptrack costs 4.25x on malloc-heavy code on this machine (research notes).
@@ -191,8 +193,9 @@ int main(int argc, char** argv) {
   std::printf("anchor: heaptrack costs 4.25x on malloc-heavy code on this machine\n");
   const uint64_t expected = uint64_t(o.steps + 3) * o.batch;
   int rc = 0;
-  for (const char* mode : {"async", "sync"}) {
-    const std::string env = std::string("EDO_ASYNC=") + (std::strcmp(mode, "async") == 0 ? "1" : "0");
+  for (const char* mode : {"async", "sync", "counts-only"}) {
+    const std::string env = std::strcmp(mode, "counts-only") == 0 ? "EDO_LRU=0"
+                            : std::string("EDO_ASYNC=") + (std::strcmp(mode, "async") == 0 ? "1" : "0");
     std::vector<double> base, traced, base_cpu, traced_cpu, traced_proc;
     uint64_t got = 0, dropped = 0;
     for (int r = 0; r < o.reps; ++r) {
@@ -211,8 +214,10 @@ int main(int argc, char** argv) {
     const double bc = median(base_cpu), tc = median(traced_cpu), tp = median(traced_proc);
     if (std::strcmp(mode, "async") == 0) {
       std::printf("baseline_ms %.1f\ntraced_ms %.1f\noverhead_ratio %.4f\n", b, t, t / b);
-    } else {
+    } else if (std::strcmp(mode, "sync") == 0) {
       std::printf("sync_traced_ms %.1f\nsync_overhead_ratio %.4f\n", t, t / b);
+    } else {
+      std::printf("counts_only_traced_ms %.1f\ncounts_only_overhead_ratio %.4f\n", t, t / b);
     }
     std::printf("  [%s ingest] step %.2f ms; caller-thread CPU ratio %.4f; whole-process CPU (tracer thread included) %.4f; "
                 "lookups recorded %llu of %llu, dropped %llu\n",

@@ -17,6 +17,7 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_MAX_EVENTS", "1048576", "memory events buffered between two flushes; beyond it events are dropped and counted"},
       {"EDO_WINDOW_STEPS", "0", "close a hot-set drift window every N edo_step() calls (0: at every flush)"},
       {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
+      {"EDO_LRU", "1", "0: count rows only, no LRU hit-rate curve (cheaper ingest)"},
       {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture and device-index copies"},
       {"EDO_CUPTI_PATH", "(toolkit libcupti)", "libcupti.so to load (then the build-time toolkit path, then libcupti.so.13)"},
       {"EDO_VERBOSE", "0", "1: the library explains what it captures and why something is off"},
@@ -95,6 +96,7 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   get_u64(get, "EDO_MAX_EVENTS", c.max_events, 16, uint64_t{1} << 30, warnings);
   get_u64(get, "EDO_WINDOW_STEPS", c.window_steps, 0, uint64_t{1} << 40, warnings);
   get_bool(get, "EDO_ASYNC", c.async, warnings);
+  get_bool(get, "EDO_LRU", c.lru, warnings);
   get_bool(get, "EDO_CUDA_CAPTURE", c.cuda, warnings);
   if (const char* v = get("EDO_ROOT_PID")) {
     uint64_t x = 0;

@@ -20,6 +20,7 @@ struct Config {
   uint64_t max_events = uint64_t{1} << 20;  // EDO_MAX_EVENTS: memory events buffered per flush
   uint64_t window_steps = 0;       // EDO_WINDOW_STEPS: drift window every N steps (0: per flush)
   bool async = true;               // EDO_ASYNC: ingest on the background thread
+  bool lru = true;                 // EDO_LRU: stack distances (LRU hit-rate curve); 0 = counts only
   bool cuda = true;                // EDO_CUDA_CAPTURE: CUPTI + device-index copies
   bool verbose = false;            // EDO_VERBOSE
   std::string cupti_path;          // EDO_CUPTI_PATH

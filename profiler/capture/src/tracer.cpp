@@ -338,6 +338,7 @@ wire::Hello make_hello() {
                 {"EDO_MAX_EVENTS", std::to_string(c.max_events)},
                 {"EDO_WINDOW_STEPS", std::to_string(c.window_steps)},
                 {"EDO_ASYNC", c.async ? "1" : "0"},
+                {"EDO_LRU", c.lru ? "1" : "0"},
                 {"EDO_CUDA_CAPTURE", c.cuda ? "1" : "0"}};
   return h;
 }
@@ -654,6 +655,7 @@ __attribute__((constructor(101))) void edo_trace_init() {
   if (!g->active) return;
   g->stats_cfg.exact_rows_limit = g->cfg.exact_rows;
   g->stats_cfg.top_k = uint32_t(g->cfg.top_k);
+  g->stats_cfg.track_lru = g->cfg.lru;
   g->addr_index = std::make_shared<wire::AddressIndex>();
   if (!g->cfg.output.empty() && !getenv("EDO_OUTPUT_OWNER")) {
     // The first process of an EDO_OUTPUT run owns the file; start it afresh.

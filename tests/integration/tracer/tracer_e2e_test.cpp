@@ -417,7 +417,7 @@ TEST(TracerE2E, RecordHelpDocumentsEveryVariable) {
   Result r = run({EDO_BIN, "record", "--help"});
   EXPECT_EQ(r.status, 0);
   for (const char* v : {"EDO_OUTPUT", "EDO_CHANNEL", "EDO_FLUSH_MS", "EDO_EXACT_ROWS", "EDO_TOPK", "EDO_MAX_BUFFER_MB",
-                        "EDO_MAX_EVENTS", "EDO_WINDOW_STEPS", "EDO_ASYNC", "EDO_CUDA_CAPTURE", "EDO_CUPTI_PATH",
+                        "EDO_MAX_EVENTS", "EDO_WINDOW_STEPS", "EDO_ASYNC", "EDO_LRU", "EDO_CUDA_CAPTURE", "EDO_CUPTI_PATH",
                         "EDO_VERBOSE", "EDO_TORCH", "EDO_ROOT_PID", "EDO_TRACE_LIB"})
     EXPECT_NE(r.out.find(v), std::string::npos) << v;
 }
