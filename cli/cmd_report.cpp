@@ -55,13 +55,16 @@ void print_text(const db::Profile& profile, const std::vector<db::TableView>& ta
     std::string tied;
     for (const auto& n : t.tied_with) tied += (tied.empty() ? "" : ", ") + n;
     fmt::print("{:<32} {:>18} {:<6} {:>11} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n",
-               shorten(t.name, 32), fmt::format("{} x {}", t.rows, t.dim), t.dtype, db::format_bytes(t.bytes + t.extra_bytes),
+               shorten(t.name, 32), fmt::format("{} x {}", t.rows, t.dim), t.dtype,
+               t.shares_weights_of.empty() ? db::format_bytes(t.bytes + t.extra_bytes)
+                                           : (t.extra_bytes ? "+" + db::format_bytes(t.extra_bytes) : std::string("shared")),
                s.lookups, unique, pct(s.coverage_top_0_1pct), pct(s.coverage_top_1pct), pct(s.coverage_top_10pct), zipf,
                pct(s.lru_hit_rate_1pct), pct(s.lru_hit_rate_10pct), pct(s.lru_hit_rate_50pct), tied);
   }
   bool any_sketch = false;
   for (const auto& t : tables) any_sketch |= t.summary.mode == stats::CountMode::kSketch;
-  fmt::print("\nTOPx%: share of lookups that go to the top x% of the table's rows. LRUx%: hit rate of an LRU cache holding x% of rows.\n");
+  fmt::print("\nBYTES: weights plus optimizer state; 'shared': the weights belong to the tied table named first.\n");
+  fmt::print("TOPx%: share of lookups that go to the top x% of the table's rows. LRUx%: hit rate of an LRU cache holding x% of rows.\n");
   if (any_sketch) fmt::print("~: estimated (table above the exact-count limit: count-min sketch + top-K + HyperLogLog).\n");
   if (top > 0) {
     for (const auto& t : tables) {

@@ -55,6 +55,7 @@ json table_json(const db::TableView& t, size_t top_rows) {
               {"100pct", s.lru_hit_rate_100pct}}},
             {"drift_mean_jaccard", number_or_null(s.mean_drift_jaccard)},
             {"tied_with", t.tied_with}};
+  j["shares_weights_of"] = t.shares_weights_of.empty() ? json(nullptr) : json(t.shares_weights_of);
   if (top_rows > 0) {
     json top = json::array();
     for (const auto& [row, count] : t.aggregate.top_rows(top_rows)) top.push_back({row, count});

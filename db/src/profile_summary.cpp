@@ -37,14 +37,18 @@ std::vector<TableView> table_views(const Profile& profile) {
     views.push_back(std::move(v));
   }
   std::map<std::string, std::set<std::string>> tied;
+  std::map<std::string, std::string> owner;
   for (const Tie& tie : profile.ties) {
     tied[tie.table].insert(tie.tied_with);
     tied[tie.tied_with].insert(tie.table);
+    owner.emplace(tie.tied_with, tie.table);
   }
   for (TableView& v : views) {
     v.summary = stats::summarize(v.aggregate);
     auto it = tied.find(v.name);
     if (it != tied.end()) v.tied_with.assign(it->second.begin(), it->second.end());
+    auto own = owner.find(v.name);
+    if (own != owner.end()) v.shares_weights_of = own->second;
   }
   std::stable_sort(views.begin(), views.end(), [](const TableView& a, const TableView& b) {
     if (a.bytes != b.bytes) return a.bytes > b.bytes;

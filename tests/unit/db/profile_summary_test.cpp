@@ -22,6 +22,8 @@ TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
   EXPECT_EQ(views[0].extra_bytes, 128000u);
   EXPECT_EQ(views[0].tied_with, std::vector<std::string>{"model.lm_head"});
   EXPECT_EQ(views[1].tied_with, std::vector<std::string>{"model.emb.user"});
+  EXPECT_EQ(views[1].shares_weights_of, "model.emb.user");
+  EXPECT_EQ(views[0].shares_weights_of, "");
 }
 
 TEST(TableViews, SameNameOtherShapeStaysSeparate) {

@@ -24,6 +24,9 @@ struct TableView {
   stats::TableAggregate aggregate;  // merged over sessions
   stats::TableSummary summary;
   std::vector<std::string> tied_with;  // other names on the same weights
+  // Set when this name was registered on weights that an earlier name already owns (e.g. an
+  // LM head tied to the input embedding): its bytes are that table's, not extra memory.
+  std::string shares_weights_of;
 };
 
 // Tables sorted by bytes (descending), then name.
