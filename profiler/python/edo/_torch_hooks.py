@@ -390,17 +390,22 @@ def _ensure(module):
         if _scans < _MAX_SCANS and (seq > _last_scan_seq or seq == 0) and not _explicit_roots_only():
             _scans += 1
             _last_scan_seq = _creation_seq
+            # Remember every model that holds an embedding, so that the next new table
+            # is looked up there first, without another scan.
+            mine = None
             for r in _gc_roots():
                 r2 = _unwrap(r)
-                if r2 is module:
+                if r2 is module or isinstance(r2, _EMB_CLASSES):
                     continue
-                if isinstance(r2, _EMB_CLASSES):
-                    continue
-                if not _in_tree(r2, module):
+                paths = _walk(r2, "")
+                if not any(isinstance(m, _EMB_CLASSES) for _, m in paths):
                     continue
                 if not any(ref() is r2 for ref, _ in _auto_roots):
                     _auto_roots.append((weakref.ref(r2), ""))
-                _register_tree(r2, "")
+                if mine is None and any(m is module for _, m in paths):
+                    mine = r2
+            if mine is not None:
+                _register_tree(mine, "")
                 st = _mod_state.get(module)
                 if st is not None and st.weight is w:
                     return st
@@ -778,10 +783,25 @@ def _patch_jit(torch):
     if orig is None:
         return
 
+    F = torch.nn.functional
+
     @functools.wraps(orig)
     def script(obj, *args, **kwargs):
+        # TorchScript compiles what forward calls: while it does, torch.nn.functional holds
+        # the original functions and the modules carry no edo hook.
+        depth = getattr(_tls, "script_depth", 0)
+        if depth:
+            return orig(obj, *args, **kwargs)
+        _tls.script_depth = 1
         removed = []
+        swapped = []
         try:
+            for fname in ("embedding", "embedding_bag"):
+                cur = getattr(F, fname)
+                o = getattr(cur, "_edo_original", None)
+                if o is not None:
+                    setattr(F, fname, o)
+                    swapped.append((fname, cur))
             if isinstance(obj, torch.nn.Module):
                 for m in obj.modules():
                     hooks = m.__dict__.get("_forward_pre_hooks")
@@ -797,6 +817,9 @@ def _patch_jit(torch):
         finally:
             for hooks, k, h in removed:
                 hooks[k] = h
+            for fname, cur in swapped:
+                setattr(F, fname, cur)
+            _tls.script_depth = 0
     _orig[(jit, "script")] = orig
     jit.script = script
 
