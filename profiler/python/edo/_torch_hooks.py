@@ -504,6 +504,42 @@ def _count(tab, idx):
               "further failures are not reported)" % (tab.name, _backend.strerror(int(rc))))
 
 
+def _pre_hook_body(module, args):
+    try:
+        w = module._parameters.get("weight")
+        st = _mod_state.get(module)
+        if st is None or st.weight is not w or st.ptr != w.data_ptr():
+            if _backend is None:
+                backend()
+            st = _ensure(module)
+            if st is None:
+                return None
+        if args:
+            _count(st.table, args[0])
+        _tls.pending = st.table
+    except Exception as e:
+        _internal_error("forward pre-hook", e)
+    return None
+
+
+def _functional_body(name, input, weight):
+    try:
+        pending = getattr(_tls, "pending", None)
+        if pending is not None:
+            _tls.pending = None
+        tab = _table_for_weight(weight)
+        if tab is not None and tab is not pending:
+            _count(tab, input)
+    except Exception as e:
+        _internal_error("torch.nn.functional." + name, e)
+
+
+# What the hook and the functional wrappers call; under torch.compile they become
+# torch._dynamo.disable'd versions (run eagerly, with real tensors, at a graph break).
+_hook_impl = _pre_hook_body
+_functional_impl = _functional_body
+
+
 class _EdoPreHook(object):
     """The forward pre-hook put on every Embedding / EmbeddingBag."""
 
@@ -513,21 +549,7 @@ class _EdoPreHook(object):
     def __call__(self, module, args):
         if not _enabled:
             return None
-        try:
-            w = module._parameters.get("weight")
-            st = _mod_state.get(module)
-            if st is None or st.weight is not w or st.ptr != w.data_ptr():
-                if _backend is None:
-                    backend()
-                st = _ensure(module)
-                if st is None:
-                    return None
-            if args:
-                _count(st.table, args[0])
-            _tls.pending = st.table
-        except Exception as e:
-            _internal_error("forward pre-hook", e)
-        return None
+        return _hook_impl(module, args)
 
     def __reduce__(self):
         # Only reached when a subclass pickles its hooks itself: refuse to put edo in it.
@@ -579,15 +601,7 @@ def _wrap_functional(name, orig):
     @functools.wraps(orig)
     def wrapper(input, weight, *args, **kwargs):
         if _enabled and _by_base:
-            try:
-                pending = getattr(_tls, "pending", None)
-                if pending is not None:
-                    _tls.pending = None
-                tab = _table_for_weight(weight)
-                if tab is not None and tab is not pending:
-                    _count(tab, input)
-            except Exception as e:
-                _internal_error("torch.nn.functional." + name, e)
+            _functional_impl(name, input, weight)
         return orig(input, weight, *args, **kwargs)
     wrapper._edo_original = orig
     return wrapper
@@ -824,6 +838,34 @@ def _patch_jit(torch):
     jit.script = script
 
 
+def _dynamo_compat():
+    """torch.compile traces into module hooks: make ours graph breaks that run eagerly."""
+    global _hook_impl, _functional_impl
+    d = sys.modules.get("torch._dynamo")
+    disable = getattr(d, "disable", None) if d is not None else None
+    if disable is None or _hook_impl is not _pre_hook_body:
+        return
+    try:
+        _hook_impl = disable(_pre_hook_body)
+        _functional_impl = disable(_functional_body)
+    except Exception as e:
+        _internal_error("torch.compile support", e)
+
+
+def _patch_compile(torch):
+    orig = getattr(torch, "compile", None)
+    if orig is None:
+        return
+
+    @functools.wraps(orig)
+    def compile(*args, **kwargs):
+        out = orig(*args, **kwargs)
+        _dynamo_compat()
+        return out
+    _orig[(torch, "compile")] = orig
+    torch.compile = compile
+
+
 def patch():
     """Installs the hooks into the imported torch. Idempotent; never raises."""
     global _torch, _patched, _EMB_CLASSES, _enabled
@@ -851,6 +893,8 @@ def patch():
                 setattr(F, fname, _wrap_functional(fname, orig))
             _patch_optimizer(torch)
             _patch_jit(torch)
+            _patch_compile(torch)
+            _dynamo_compat()
             _patched = True
         except Exception as e:
             _internal_error("patching torch", e)

@@ -317,6 +317,12 @@ def main():
     rc = 0
     try:
         ctx.python = find_torch_python()
+        if args.device == "cuda":
+            r = subprocess.run([ctx.python[0], "-c", "import torch, sys; "
+                                "sys.exit(0 if torch.cuda.is_available() else 1)"],
+                               capture_output=True, env=clean_env())
+            if r.returncode != 0:
+                raise Skip("%s: torch.cuda.is_available() is False" % ctx.python[0])
         print("python: %s (torch %s), package: %s" % (ctx.python[0], ctx.python[1], ctx.pkg))
         if args.case == "dlrm":
             case_record(ctx, "dlrm_like", 0)
