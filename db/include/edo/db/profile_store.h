@@ -34,11 +34,14 @@ class ProfileStore {
 
   const std::string& path() const;
 
-  // Writes the whole profile in one transaction. Sessions/tables with id 0 are inserted and
-  // get their ids assigned; ones with an id are updated in place (the collector calls this
-  // repeatedly as deltas arrive, so that a job that dies leaves everything received so far).
-  // Memory events, kernels and ranges of the given sessions are replaced.
-  void save(Profile& profile);
+  // Writes the whole profile in one transaction. Session ids are chosen by whoever builds
+  // the profile (unique, > 0; throws DbError otherwise); tables with id 0 get an id assigned
+  // (written back into `profile`). Rows with an existing id are replaced in place, so the
+  // collector can call this repeatedly as deltas arrive and a job that dies leaves
+  // everything received so far. Ties, memory events, kernels and ranges of the saved
+  // sessions are replaced. With `with_summaries`, derived statistics (coverage, Zipf fit,
+  // LRU and drift curves) are computed and stored too (slower: do it for the final save).
+  void save(Profile& profile, bool with_summaries = true);
 
   // Reads everything back.
   Profile load() const;

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,12 +39,18 @@ struct StatsConfig {
   // HyperLogLog precision (2^p registers) for sketched tables.
   uint32_t hll_precision = 14;
   // Tables with at most this many rows get exact Mattson stack distances; above it SHARDS
-  // fixed-rate sampling with the rate below (chosen so the error stays <= 0.01).
+  // fixed-rate spatial sampling (hash(row) mod 2^24 < rate * 2^24) with the rate below.
+  // See docs/stats.md ("SHARDS rate") for why this default keeps the mean absolute error
+  // of the LRU curve <= 0.01 (checked by ShardsTest.*).
   uint64_t exact_lru_rows_limit = uint64_t{1} << 16;
   double shards_rate = 0.01;
+  // Whether the ingestor computes stack distances at all (false: counts only; used by the
+  // benchmark to time the counting path alone, and by callers that do not want the curve).
+  bool track_lru = true;
   // Rows kept per drift window (the window's hot set).
   uint32_t drift_top_k = 1024;
-  // At most this many drift windows are kept; older windows are merged pairwise when full.
+  // At most this many drift windows are kept; when full, the oldest windows are dropped
+  // (window_index keeps counting, so gaps are visible to readers).
   uint32_t max_windows = 512;
 };
 
@@ -60,7 +67,11 @@ class StackDistanceHistogram {
   void merge(const StackDistanceHistogram& other);
   // Weighted number of references with stack distance < cache_rows (linear interpolation
   // inside a bin), i.e. the LRU hits of a fully associative cache of `cache_rows` rows.
+  // The bin that holds the largest recorded distance is treated as ending right after it, so
+  // hits_below(cache >= max_distance()+1) is exactly total() - cold().
   double hits_below(double cache_rows) const;
+  // Largest distance added (0 when none).
+  uint64_t max_distance() const { return max_distance_; }
   double total() const;  // all references, cold included
   double cold() const { return cold_; }
   bool empty() const { return total() == 0.0; }
@@ -70,11 +81,14 @@ class StackDistanceHistogram {
   static uint64_t bin_upper(uint32_t bin);  // one past the largest distance in bin
 
   const std::vector<double>& bins() const { return bins_; }
-  void set(std::vector<double> bins, double cold) { bins_ = std::move(bins); cold_ = cold; }
+  // max_distance defaults to "unknown" (the upper end of the last nonempty bin).
+  void set(std::vector<double> bins, double cold, uint64_t max_distance = UINT64_MAX);
+  void clear() { bins_.clear(); cold_ = 0.0; max_distance_ = 0; }
 
  private:
   std::vector<double> bins_;  // grows on demand
   double cold_ = 0.0;
+  uint64_t max_distance_ = 0;
 };
 
 // One window's hot set: the `drift_top_k` most-read rows of that window.
@@ -112,8 +126,10 @@ class TableAggregate {
   std::vector<uint64_t> counts_descending() const;
   // The most-read rows, (row, count) pairs, descending by count, at most k of them.
   std::vector<std::pair<uint64_t, uint64_t>> top_rows(size_t k) const;
-  // Exact-mode dense counts (empty in sketch mode).
-  const std::vector<uint64_t>& exact_counts() const;
+  // Exact mode: calls f(row, count) for every row with a nonzero count, rows ascending
+  // (replaces a dense vector<uint64_t>, which would be 512 MiB for 2^26 rows). Sketch mode:
+  // the top-K summary's (row, estimated count) pairs, rows ascending.
+  void for_each_nonzero(const std::function<void(uint64_t row, uint64_t count)>& f) const;
 
   const StackDistanceHistogram& stack_distances() const;
   const std::vector<HotSetWindow>& windows() const;

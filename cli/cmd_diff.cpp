@@ -1,0 +1,141 @@
+// `edo diff A B`: what changed between two recordings, table by table.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "command.h"
+#include "edo/db/profile_store.h"
+#include "edo/db/profile_summary.h"
+#include "support/report_json.h"
+
+namespace edo::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct DiffOptions {
+  std::string before;
+  std::string after;
+  bool json = false;
+};
+
+struct Loaded {
+  db::Profile profile;
+  std::vector<db::TableView> tables;
+};
+
+Loaded load(const std::string& path) {
+  db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
+  Loaded l;
+  l.profile = store.load();
+  l.tables = db::table_views(l.profile);
+  return l;
+}
+
+// The numbers compared, in display order: key, getter, is_share (shown as a percentage).
+struct Metric {
+  const char* key;
+  double (*get)(const db::TableView&);
+  bool share;
+};
+
+const Metric kMetrics[] = {
+    {"bytes", [](const db::TableView& t) { return static_cast<double>(t.bytes + t.extra_bytes); }, false},
+    {"lookups", [](const db::TableView& t) { return static_cast<double>(t.summary.lookups); }, false},
+    {"unique_rows", [](const db::TableView& t) { return static_cast<double>(t.summary.unique_rows); }, false},
+    {"coverage_top_1pct", [](const db::TableView& t) { return t.summary.coverage_top_1pct; }, true},
+    {"coverage_top_10pct", [](const db::TableView& t) { return t.summary.coverage_top_10pct; }, true},
+    {"lru_hit_rate_1pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_1pct; }, true},
+    {"lru_hit_rate_10pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_10pct; }, true},
+    {"lru_hit_rate_50pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_50pct; }, true},
+};
+
+std::string show(double v, bool share) {
+  return share ? fmt::format("{:.1f}%", 100.0 * v) : fmt::format("{:.0f}", v);
+}
+
+std::string change(double a, double b, bool share) {
+  if (share) return fmt::format("{:+.1f} pt", 100.0 * (b - a));
+  if (a == 0) return b == 0 ? "=" : "new";
+  return fmt::format("{:+.1f}%", 100.0 * (b - a) / a);
+}
+
+int run_diff(const DiffOptions& o) {
+  Loaded a = load(o.before);
+  Loaded b = load(o.after);
+  std::map<std::string, const db::TableView*> in_a, in_b;
+  for (const auto& t : a.tables) in_a[t.name] = &t;
+  for (const auto& t : b.tables) in_b[t.name] = &t;
+
+  json out = {{"schema", "edo.diff/1"}, {"before", o.before}, {"after", o.after}};
+  json changed = json::array(), only_before = json::array(), only_after = json::array();
+  for (const auto& [name, ta] : in_a) {
+    auto it = in_b.find(name);
+    if (it == in_b.end()) {
+      only_before.push_back(name);
+      continue;
+    }
+    const db::TableView* tb = it->second;
+    json entry = {{"name", name}};
+    if (ta->rows != tb->rows || ta->dim != tb->dim || ta->dtype != tb->dtype) {
+      entry["shape"] = {{"before", fmt::format("{} x {} {}", ta->rows, ta->dim, ta->dtype)},
+                        {"after", fmt::format("{} x {} {}", tb->rows, tb->dim, tb->dtype)}};
+    }
+    for (const Metric& m : kMetrics) entry[m.key] = {{"before", m.get(*ta)}, {"after", m.get(*tb)}};
+    changed.push_back(entry);
+  }
+  for (const auto& [name, tb] : in_b) {
+    if (!in_a.count(name)) only_after.push_back(name);
+  }
+  out["tables"] = changed;
+  out["only_in_before"] = only_before;
+  out["only_in_after"] = only_after;
+  out["memory"] = {{"peak_bytes", {{"before", a.profile.peak_bytes()}, {"after", b.profile.peak_bytes()}}},
+                   {"table_bytes", {{"before", a.profile.table_bytes()}, {"after", b.profile.table_bytes()}}}};
+  if (o.json) {
+    std::puts(out.dump(2).c_str());
+    return 0;
+  }
+
+  fmt::print("before: {}\nafter:  {}\n", o.before, o.after);
+  fmt::print("memory peak: {} -> {}; tables: {} -> {}\n\n", db::format_bytes(a.profile.peak_bytes()),
+             db::format_bytes(b.profile.peak_bytes()), db::format_bytes(a.profile.table_bytes()),
+             db::format_bytes(b.profile.table_bytes()));
+  for (const auto& entry : changed) {
+    const std::string name = entry["name"];
+    fmt::print("{}\n", name);
+    if (entry.contains("shape")) {
+      fmt::print("  {:<20} {} -> {}\n", "shape", entry["shape"]["before"].get<std::string>(),
+                 entry["shape"]["after"].get<std::string>());
+    }
+    for (const Metric& m : kMetrics) {
+      double va = entry[m.key]["before"], vb = entry[m.key]["after"];
+      if (va == vb) continue;
+      fmt::print("  {:<20} {:>14} -> {:<14} {}\n", m.key, show(va, m.share), show(vb, m.share), change(va, vb, m.share));
+    }
+  }
+  for (const auto& n : only_before) fmt::print("only in before: {}\n", n.get<std::string>());
+  for (const auto& n : only_after) fmt::print("only in after:  {}\n", n.get<std::string>());
+  if (changed.empty() && only_before.empty() && only_after.empty()) fmt::print("no tables in either recording\n");
+  return 0;
+}
+
+Runner setup(CLI::App& sub) {
+  auto o = std::make_shared<DiffOptions>();
+  sub.footer(
+      "Compares tables by name: bytes, lookups, unique rows, coverage and LRU hit rates, and lists tables\n"
+      "found in only one of the two recordings. Unchanged numbers are not printed (they are in --json).\n\n"
+      "Example:\n  edo diff baseline.edodb int8.edodb");
+  sub.add_option("before", o->before, "the earlier recording (.edodb)")->required();
+  sub.add_option("after", o->after, "the later recording (.edodb)")->required();
+  sub.add_flag("--json", o->json, "print JSON (schema edo.diff/1)");
+  return [o] { return run_diff(*o); };
+}
+
+}  // namespace
+
+EDO_REGISTER_COMMAND("diff", "compare two recordings table by table", 30, setup);
+
+}  // namespace edo::cli

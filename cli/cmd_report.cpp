@@ -1,0 +1,106 @@
+// `edo report`: the terminal summary of one recording (or --json for machines).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+
+#include "command.h"
+#include "edo/db/profile_store.h"
+#include "edo/db/profile_summary.h"
+#include "support/report_json.h"
+
+namespace edo::cli {
+namespace {
+
+struct ReportOptions {
+  std::string file;
+  bool json = false;
+  size_t top = 0;
+};
+
+std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
+
+std::string shorten(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  return "…" + s.substr(s.size() - (width - 1));
+}
+
+void print_text(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top) {
+  if (!profile.sessions.empty()) {
+    const db::Session& s = profile.sessions.front();
+    std::string exit = s.exit_code ? fmt::format("exit {}", *s.exit_code) : "exit unknown";
+    fmt::print("session: {}\n  {} pid {} on {}, {:.1f} s, {}, {} steps{}\n", s.command, s.source, s.pid, s.host,
+               static_cast<double>(s.duration_ns) / 1e9, exit, s.steps,
+               profile.sessions.size() > 1 ? fmt::format(" (+{} more processes)", profile.sessions.size() - 1) : "");
+  }
+  const int64_t peak = profile.peak_bytes();
+  const uint64_t table_bytes = profile.table_bytes();
+  fmt::print("memory: peak {}{}, tables {}{}\n", db::format_bytes(static_cast<uint64_t>(peak)),
+             profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "",
+             db::format_bytes(table_bytes),
+             peak > 0 ? fmt::format(" ({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "");
+  fmt::print("dropped events: {}{}\n\n", profile.dropped_events(),
+             profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
+  if (tables.empty()) {
+    fmt::print("no embedding tables recorded\n");
+    return;
+  }
+  fmt::print("{:<32} {:>18} {:<6} {:>11} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n", "TABLE",
+             "ROWS x DIM", "DTYPE", "BYTES", "LOOKUPS", "UNIQUE", "TOP.1%", "TOP1%", "TOP10%", "ZIPF", "LRU1%",
+             "LRU10%", "LRU50%", "TIED WITH");
+  for (const auto& t : tables) {
+    const auto& s = t.summary;
+    std::string unique = fmt::format("{}{}", s.unique_rows, s.mode == stats::CountMode::kSketch ? "~" : "");
+    std::string zipf = s.zipf.valid ? fmt::format("{:.2f}", s.zipf.alpha) : "-";
+    std::string tied;
+    for (const auto& n : t.tied_with) tied += (tied.empty() ? "" : ", ") + n;
+    fmt::print("{:<32} {:>18} {:<6} {:>11} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n",
+               shorten(t.name, 32), fmt::format("{} x {}", t.rows, t.dim), t.dtype, db::format_bytes(t.bytes + t.extra_bytes),
+               s.lookups, unique, pct(s.coverage_top_0_1pct), pct(s.coverage_top_1pct), pct(s.coverage_top_10pct), zipf,
+               pct(s.lru_hit_rate_1pct), pct(s.lru_hit_rate_10pct), pct(s.lru_hit_rate_50pct), tied);
+  }
+  bool any_sketch = false;
+  for (const auto& t : tables) any_sketch |= t.summary.mode == stats::CountMode::kSketch;
+  fmt::print("\nTOPx%: share of lookups that go to the top x% of the table's rows. LRUx%: hit rate of an LRU cache holding x% of rows.\n");
+  if (any_sketch) fmt::print("~: estimated (table above the exact-count limit: count-min sketch + top-K + HyperLogLog).\n");
+  if (top > 0) {
+    for (const auto& t : tables) {
+      fmt::print("\n{}: top {} rows\n", t.name, top);
+      for (const auto& [row, count] : t.aggregate.top_rows(top)) fmt::print("  row {:>12}  {:>12} reads\n", row, count);
+    }
+  }
+}
+
+int run_report(const ReportOptions& o) {
+  db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
+  db::Profile profile = store.load();
+  auto tables = db::table_views(profile);
+  if (o.json) {
+    std::puts(report_json(profile, tables, o.top).dump(2).c_str());
+  } else {
+    print_text(profile, tables, o.top);
+  }
+  return 0;
+}
+
+Runner setup(CLI::App& sub) {
+  auto o = std::make_shared<ReportOptions>();
+  sub.footer(
+      "Tables are sorted by bytes. Tables recorded by several processes (ranks, workers) under one name are merged.\n"
+      "--json prints a stable shape (schema edo.report/1; keys may be added, none renamed):\n"
+      "  {\"schema\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\"},\"tables\":[{\"name\",\"rows\",\"dim\",\n"
+      "   \"dtype\",\"device\",\"bytes\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\"coverage\",\"lru_hit_rate\",\"tied_with\"}],\n"
+      "   \"dropped_events\"}\n\n"
+      "Example:\n  edo report run.edodb --top 10");
+  sub.add_option("file", o->file, "an .edodb file from 'edo record', 'edo import' or 'edo synth'")->required();
+  sub.add_flag("--json", o->json, "print JSON instead of text");
+  sub.add_option("--top", o->top, "also list the N most-read rows of each table (exact counts, or top-K estimates)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 32));
+  return [o] { return run_report(*o); };
+}
+
+}  // namespace
+
+EDO_REGISTER_COMMAND("report", "summarise a recording: memory, lookups, skew, cache hit rates per table", 20, setup);
+
+}  // namespace edo::cli

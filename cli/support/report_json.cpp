@@ -1,0 +1,94 @@
+#include "support/report_json.h"
+
+#include <cmath>
+
+namespace edo::cli {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+// NaN/inf are not JSON: write null instead.
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+}  // namespace
+
+json session_json(const db::Session& s) {
+  json j = {{"id", s.id},
+            {"command", s.command},
+            {"host", s.host},
+            {"pid", s.pid},
+            {"parent_pid", s.parent_pid},
+            {"start_unix_ns", s.start_unix_ns},
+            {"duration_s", static_cast<double>(s.duration_ns) / 1e9},
+            {"gpus", s.gpus},
+            {"source", s.source},
+            {"steps", s.steps},
+            {"dropped_events", s.dropped_events}};
+  j["rank"] = s.rank ? json(*s.rank) : json(nullptr);
+  j["local_rank"] = s.local_rank ? json(*s.local_rank) : json(nullptr);
+  j["exit_code"] = s.exit_code ? json(*s.exit_code) : json(nullptr);
+  return j;
+}
+
+json table_json(const db::TableView& t, size_t top_rows) {
+  const stats::TableSummary& s = t.summary;
+  json lru = json::array();
+  for (const auto& p : s.lru_curve) lru.push_back({static_cast<uint64_t>(std::llround(p.x)), p.y});
+  json j = {{"name", t.name},
+            {"rows", t.rows},
+            {"dim", t.dim},
+            {"dtype", t.dtype},
+            {"device", t.device},
+            {"bytes", t.bytes},
+            {"extra_bytes", t.extra_bytes},
+            {"sessions", t.sessions},
+            {"lookups", s.lookups},
+            {"unique_rows", s.unique_rows},
+            {"out_of_range", t.aggregate.out_of_range()},
+            {"counts", s.mode == stats::CountMode::kExact ? "exact" : "sketch"},
+            {"zipf_alpha", s.zipf.valid ? number_or_null(s.zipf.alpha) : json(nullptr)},
+            {"zipf_fit_error", s.zipf.valid ? number_or_null(s.zipf.fit_error) : json(nullptr)},
+            {"coverage",
+             {{"top_0.1pct", s.coverage_top_0_1pct}, {"top_1pct", s.coverage_top_1pct}, {"top_10pct", s.coverage_top_10pct}}},
+            {"lru_hit_rate", lru},
+            {"lru_hit_rate_at",
+             {{"1pct", s.lru_hit_rate_1pct}, {"10pct", s.lru_hit_rate_10pct}, {"50pct", s.lru_hit_rate_50pct},
+              {"100pct", s.lru_hit_rate_100pct}}},
+            {"drift_mean_jaccard", number_or_null(s.mean_drift_jaccard)},
+            {"tied_with", t.tied_with}};
+  if (top_rows > 0) {
+    json top = json::array();
+    for (const auto& [row, count] : t.aggregate.top_rows(top_rows)) top.push_back({row, count});
+    j["top_rows"] = top;
+  }
+  return j;
+}
+
+json report_json(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top_rows) {
+  json j;
+  j["schema"] = "edo.report/1";
+  j["session"] = profile.sessions.empty() ? json::object() : session_json(profile.sessions.front());
+  json sessions = json::array();
+  for (const auto& s : profile.sessions) sessions.push_back(session_json(s));
+  j["sessions"] = sessions;
+  j["memory"] = {{"peak_bytes", profile.peak_bytes()}, {"table_bytes", profile.table_bytes()},
+                 {"timeline_events", profile.memory_events.size()}};
+  json tj = json::array();
+  for (const auto& t : tables) tj.push_back(table_json(t, top_rows));
+  j["tables"] = tj;
+  json ranges = json::array();
+  for (const auto& r : profile.ranges) {
+    ranges.push_back({{"session_id", r.session_id}, {"name", r.name}, {"count", r.count}, {"total_ns", r.total_ns},
+                      {"lookups", r.lookups}, {"alloc_bytes", r.alloc_bytes}});
+  }
+  j["ranges"] = ranges;
+  json kernels = json::array();
+  for (const auto& k : profile.kernels) {
+    kernels.push_back({{"session_id", k.session_id}, {"name", k.name}, {"launches", k.launches},
+                       {"total_ns", k.total_ns}, {"tables", k.tables}});
+  }
+  j["kernels"] = kernels;
+  j["dropped_events"] = profile.dropped_events();
+  return j;
+}
+
+}  // namespace edo::cli

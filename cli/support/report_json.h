@@ -1,0 +1,17 @@
+// JSON renderings shared by `edo report --json` and `edo diff --json` (schema edo.report/1:
+// keys may be added, never renamed).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "edo/db/profile.h"
+#include "edo/db/profile_summary.h"
+
+namespace edo::cli {
+
+nlohmann::ordered_json session_json(const db::Session& s);
+// top_rows > 0 adds "top_rows": [[row, count], ...] (the most-read rows).
+nlohmann::ordered_json table_json(const db::TableView& t, size_t top_rows = 0);
+nlohmann::ordered_json report_json(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top_rows = 0);
+
+}  // namespace edo::cli

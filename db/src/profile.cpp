@@ -1,0 +1,53 @@
+// Whole-profile helpers: totals and peak memory.
+#include "edo/db/profile.h"
+
+#include <algorithm>
+#include <map>
+
+namespace edo::db {
+
+uint64_t Profile::dropped_events() const {
+  uint64_t total = 0;
+  for (const auto& s : sessions) total += s.dropped_events;
+  return total;
+}
+
+uint64_t Profile::table_bytes() const {
+  // A tied table shares its weights with the table it is tied to: count the storage once.
+  uint64_t total = 0;
+  for (const auto& t : tables) {
+    bool tied_to_earlier = std::any_of(ties.begin(), ties.end(), [&](const Tie& tie) {
+      return tie.session_id == t.session_id && tie.tied_with == t.name;
+    });
+    total += t.extra_bytes + (tied_to_earlier ? 0 : t.bytes);
+  }
+  return total;
+}
+
+int64_t Profile::peak_bytes() const {
+  if (memory_events.empty()) return static_cast<int64_t>(table_bytes());
+  // Events are stored per session in time order; the peak of each session's running sum.
+  std::map<int64_t, std::vector<const MemoryEvent*>> by_session;
+  for (const auto& e : memory_events) by_session[e.session_id].push_back(&e);
+  int64_t peak = 0;
+  for (auto& [session, events] : by_session) {
+    std::stable_sort(events.begin(), events.end(),
+                     [](const MemoryEvent* a, const MemoryEvent* b) { return a->time_ns < b->time_ns; });
+    int64_t live = 0;
+    for (const MemoryEvent* e : events) {
+      live += e->bytes;
+      peak = std::max(peak, live);
+    }
+  }
+  return peak;
+}
+
+uint32_t dtype_size(const std::string& dtype) {
+  if (dtype == "f32" || dtype == "i32") return 4;
+  if (dtype == "f16" || dtype == "bf16") return 2;
+  if (dtype == "i8" || dtype == "u8" || dtype == "f8e4m3") return 1;
+  if (dtype == "f64" || dtype == "i64") return 8;
+  return 0;
+}
+
+}  // namespace edo::db

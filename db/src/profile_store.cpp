@@ -1,0 +1,452 @@
+// ProfileStore: SQLite reading and writing of a Profile. See profile_store.h.
+#include "edo/db/profile_store.h"
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "schema.h"
+
+namespace edo::db {
+
+int current_schema_version() { return schema::kCurrentVersion; }
+
+namespace {
+
+std::string mode_name(stats::CountMode m) { return m == stats::CountMode::kExact ? "exact" : "sketch"; }
+
+// Splits "a\nb" into names (kernel -> tables column).
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string join_lines(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += '\n';
+    out += n;
+  }
+  return out;
+}
+
+int64_t u64_to_i64(uint64_t v) { return static_cast<int64_t>(v); }  // bit pattern kept (addresses)
+uint64_t i64_to_u64(int64_t v) { return static_cast<uint64_t>(v); }
+
+}  // namespace
+
+struct ProfileStore::Impl {
+  std::string path;
+  Mode mode;
+  std::unique_ptr<SQLite::Database> db;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw DbError(path + ": truncated or corrupt edo database (" + what +
+                  "); re-record it or restore a copy");
+  }
+
+  void save(Profile& p, bool with_summaries);
+  Profile load() const;
+};
+
+ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->mode = mode;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (mode != Mode::kCreate) {
+    if (!fs::exists(path, ec)) throw DbError(path + ": no such file; record one with 'edo record' or 'edo synth'");
+    if (fs::is_directory(path, ec)) throw DbError(path + ": is a directory, not an edo database");
+    if (fs::file_size(path, ec) == 0) throw DbError(path + ": empty file, not an edo database (was the recording interrupted before its first save?)");
+  } else {
+    // Replace an existing file (and its WAL side files) atomically enough for a CLI tool.
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
+    auto parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::exists(parent, ec)) {
+      throw DbError(path + ": folder " + parent.string() + " does not exist; create it or choose another -o path");
+    }
+  }
+  try {
+    int flags = mode == Mode::kReadOnly ? SQLite::OPEN_READONLY
+                : mode == Mode::kReadWrite ? SQLite::OPEN_READWRITE
+                                           : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    impl_->db = std::make_unique<SQLite::Database>(path, flags, /*busy timeout ms*/ 5000);
+    if (mode == Mode::kCreate) {
+      impl_->db->exec("PRAGMA journal_mode=WAL");
+      impl_->db->exec("PRAGMA synchronous=NORMAL");
+      impl_->db->exec("PRAGMA foreign_keys=ON");
+      SQLite::Transaction txn(*impl_->db);
+      schema::create(*impl_->db);
+      txn.commit();
+      return;
+    }
+    int version = schema::read_version(*impl_->db, path);
+    if (version > schema::kCurrentVersion) {
+      throw DbError(path + ": written by a newer edo (schema " + std::to_string(version) + " > " +
+                    std::to_string(schema::kCurrentVersion) + "); upgrade edo to read it");
+    }
+    if (version < 1) impl_->fail("schema version " + std::to_string(version));
+    if (version < schema::kCurrentVersion) {
+      // Older files are upgraded in place, also when opened for reading.
+      SQLite::Database writer(path, SQLite::OPEN_READWRITE, 5000);
+      SQLite::Transaction txn(writer);
+      schema::migrate(writer, version);
+      txn.commit();
+    }
+    if (mode == Mode::kReadWrite) impl_->db->exec("PRAGMA foreign_keys=ON");
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    std::string what = e.what();
+    if (what.find("not a database") != std::string::npos) {
+      throw DbError(path + ": not an edo database (not an SQLite file); record one with 'edo record' or 'edo synth'");
+    }
+    impl_->fail(what);
+  }
+}
+
+ProfileStore::~ProfileStore() {
+  if (!impl_ || !impl_->db || impl_->mode == Mode::kReadOnly) return;
+  // Leave a single self-contained file behind: fold the WAL back in.
+  try {
+    impl_->db->exec("PRAGMA journal_mode=DELETE");
+  } catch (const std::exception&) {
+    // Another reader holds the file; the WAL stays beside it and SQLite reads it.
+  }
+}
+
+ProfileStore::ProfileStore(ProfileStore&&) noexcept = default;
+ProfileStore& ProfileStore::operator=(ProfileStore&&) noexcept = default;
+
+const std::string& ProfileStore::path() const { return impl_->path; }
+
+void ProfileStore::save(Profile& profile, bool with_summaries) {
+  if (impl_->mode == Mode::kReadOnly) throw DbError(impl_->path + ": opened read-only, cannot save");
+  try {
+    impl_->save(profile, with_summaries);
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    throw DbError(impl_->path + ": cannot write (" + std::string(e.what()) + "); check free disk space and permissions");
+  }
+}
+
+Profile ProfileStore::load() const {
+  try {
+    return impl_->load();
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    impl_->fail(e.what());
+  }
+}
+
+void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
+  SQLite::Database& d = *db;
+  std::set<int64_t> session_ids;
+  for (const auto& s : p.sessions) {
+    if (s.id <= 0) throw DbError(path + ": internal error: session without an id");
+    if (!session_ids.insert(s.id).second) throw DbError(path + ": internal error: duplicate session id " + std::to_string(s.id));
+  }
+  SQLite::Transaction txn(d);
+
+  SQLite::Statement put_session(d,
+      "INSERT INTO sessions(id, command, host, pid, parent_pid, rank, local_rank,"
+      " start_unix_ns, duration_ns, exit_code, gpus, source, dropped_events, steps)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+      " command=excluded.command, host=excluded.host, pid=excluded.pid, parent_pid=excluded.parent_pid,"
+      " rank=excluded.rank, local_rank=excluded.local_rank, start_unix_ns=excluded.start_unix_ns,"
+      " duration_ns=excluded.duration_ns, exit_code=excluded.exit_code, gpus=excluded.gpus,"
+      " source=excluded.source, dropped_events=excluded.dropped_events, steps=excluded.steps");
+  for (const auto& s : p.sessions) {
+    put_session.reset();
+    put_session.clearBindings();
+    put_session.bind(1, s.id);
+    put_session.bind(2, s.command);
+    put_session.bind(3, s.host);
+    put_session.bind(4, s.pid);
+    put_session.bind(5, s.parent_pid);
+    if (s.rank) put_session.bind(6, *s.rank); else put_session.bind(6);
+    if (s.local_rank) put_session.bind(7, *s.local_rank); else put_session.bind(7);
+    put_session.bind(8, s.start_unix_ns);
+    put_session.bind(9, s.duration_ns);
+    if (s.exit_code) put_session.bind(10, *s.exit_code); else put_session.bind(10);
+    put_session.bind(11, s.gpus);
+    put_session.bind(12, s.source);
+    put_session.bind(13, u64_to_i64(s.dropped_events));
+    put_session.bind(14, u64_to_i64(s.steps));
+    put_session.exec();
+  }
+
+  int64_t next_table_id = d.execAndGet("SELECT COALESCE(MAX(id), 0) FROM tables").getInt64() + 1;
+  for (auto& t : p.tables) {
+    if (t.id <= 0) t.id = next_table_id++;
+    else next_table_id = std::max(next_table_id, t.id + 1);
+  }
+  SQLite::Statement put_table(d,
+      "INSERT INTO tables(id, session_id, name, rows, dim, dtype, device, base_address,"
+      " bytes, extra_bytes) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+      " session_id=excluded.session_id, name=excluded.name, rows=excluded.rows, dim=excluded.dim,"
+      " dtype=excluded.dtype, device=excluded.device, base_address=excluded.base_address,"
+      " bytes=excluded.bytes, extra_bytes=excluded.extra_bytes");
+  SQLite::Statement put_stats(d,
+      "INSERT OR REPLACE INTO table_stats(table_id, counts_mode, lookups, unique_rows, out_of_range,"
+      " aggregate) VALUES (?,?,?,?,?,?)");
+  SQLite::Statement del_summary(d, "DELETE FROM table_summary WHERE table_id = ?");
+  SQLite::Statement del_curves(d, "DELETE FROM table_curves WHERE table_id = ?");
+  SQLite::Statement put_summary(d,
+      "INSERT INTO table_summary(table_id, zipf_alpha, zipf_fit_error, coverage_top_0_1pct,"
+      " coverage_top_1pct, coverage_top_10pct, lru_hit_1pct, lru_hit_10pct, lru_hit_50pct,"
+      " lru_hit_100pct, mean_drift_jaccard) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  SQLite::Statement put_curve(d, "INSERT INTO table_curves(table_id, kind, x, y) VALUES (?,?,?,?)");
+  for (const auto& t : p.tables) {
+    if (!session_ids.count(t.session_id)) {
+      throw DbError(path + ": internal error: table '" + t.name + "' refers to unknown session " + std::to_string(t.session_id));
+    }
+    put_table.reset();
+    put_table.bind(1, t.id);
+    put_table.bind(2, t.session_id);
+    put_table.bind(3, t.name);
+    put_table.bind(4, u64_to_i64(t.rows));
+    put_table.bind(5, static_cast<int64_t>(t.dim));
+    put_table.bind(6, t.dtype);
+    put_table.bind(7, t.device);
+    put_table.bind(8, u64_to_i64(t.base_address));
+    put_table.bind(9, u64_to_i64(t.bytes));
+    put_table.bind(10, u64_to_i64(t.extra_bytes));
+    put_table.exec();
+
+    const std::string blob = t.aggregate.serialize();
+    put_stats.reset();
+    put_stats.bind(1, t.id);
+    put_stats.bind(2, mode_name(t.aggregate.mode()));
+    put_stats.bind(3, u64_to_i64(t.aggregate.lookups()));
+    put_stats.bind(4, u64_to_i64(t.aggregate.unique_rows()));
+    put_stats.bind(5, u64_to_i64(t.aggregate.out_of_range()));
+    put_stats.bindNoCopy(6, blob.data(), static_cast<int>(blob.size()));
+    put_stats.exec();
+
+    del_summary.reset();
+    del_summary.bind(1, t.id);
+    del_summary.exec();
+    del_curves.reset();
+    del_curves.bind(1, t.id);
+    del_curves.exec();
+    if (!with_summaries) continue;
+    const stats::TableSummary s = stats::summarize(t.aggregate);
+    put_summary.reset();
+    put_summary.bind(1, t.id);
+    if (s.zipf.valid) put_summary.bind(2, s.zipf.alpha); else put_summary.bind(2);
+    if (s.zipf.valid) put_summary.bind(3, s.zipf.fit_error); else put_summary.bind(3);
+    put_summary.bind(4, s.coverage_top_0_1pct);
+    put_summary.bind(5, s.coverage_top_1pct);
+    put_summary.bind(6, s.coverage_top_10pct);
+    put_summary.bind(7, s.lru_hit_rate_1pct);
+    put_summary.bind(8, s.lru_hit_rate_10pct);
+    put_summary.bind(9, s.lru_hit_rate_50pct);
+    put_summary.bind(10, s.lru_hit_rate_100pct);
+    put_summary.bind(11, s.mean_drift_jaccard);
+    put_summary.exec();
+    auto put_points = [&](const char* kind, const std::vector<stats::CurvePoint>& pts) {
+      for (const auto& pt : pts) {
+        put_curve.reset();
+        put_curve.bind(1, t.id);
+        put_curve.bind(2, kind);
+        put_curve.bind(3, pt.x);
+        put_curve.bind(4, pt.y);
+        put_curve.exec();
+      }
+    };
+    put_points("coverage", s.coverage_curve);
+    put_points("lru", s.lru_curve);
+    put_points("drift", s.drift);
+  }
+
+  // Per-session collections are replaced wholesale.
+  for (int64_t sid : session_ids) {
+    for (const char* table : {"ties", "memory_events", "kernels", "ranges"}) {
+      SQLite::Statement del(d, std::string("DELETE FROM ") + table + " WHERE session_id = ?");
+      del.bind(1, sid);
+      del.exec();
+    }
+  }
+  SQLite::Statement put_tie(d, "INSERT OR IGNORE INTO ties(session_id, table_name, tied_with) VALUES (?,?,?)");
+  for (const auto& tie : p.ties) {
+    put_tie.reset();
+    put_tie.bind(1, tie.session_id);
+    put_tie.bind(2, tie.table);
+    put_tie.bind(3, tie.tied_with);
+    put_tie.exec();
+  }
+  SQLite::Statement put_event(d,
+      "INSERT INTO memory_events(session_id, time_ns, bytes, address, stream, device, kind, table_name)"
+      " VALUES (?,?,?,?,?,?,?,?)");
+  for (const auto& e : p.memory_events) {
+    put_event.reset();
+    put_event.bind(1, e.session_id);
+    put_event.bind(2, e.time_ns);
+    put_event.bind(3, e.bytes);
+    put_event.bind(4, u64_to_i64(e.address));
+    put_event.bind(5, u64_to_i64(e.stream));
+    put_event.bind(6, e.device);
+    put_event.bind(7, e.kind);
+    put_event.bind(8, e.table);
+    put_event.exec();
+  }
+  SQLite::Statement put_kernel(d,
+      "INSERT INTO kernels(session_id, name, launches, total_ns, tables) VALUES (?,?,?,?,?)");
+  for (const auto& k : p.kernels) {
+    put_kernel.reset();
+    put_kernel.bind(1, k.session_id);
+    put_kernel.bind(2, k.name);
+    put_kernel.bind(3, u64_to_i64(k.launches));
+    put_kernel.bind(4, u64_to_i64(k.total_ns));
+    put_kernel.bind(5, join_lines(k.tables));
+    put_kernel.exec();
+  }
+  SQLite::Statement put_range(d,
+      "INSERT INTO ranges(session_id, name, count, total_ns, lookups, alloc_bytes) VALUES (?,?,?,?,?,?)");
+  for (const auto& r : p.ranges) {
+    put_range.reset();
+    put_range.bind(1, r.session_id);
+    put_range.bind(2, r.name);
+    put_range.bind(3, u64_to_i64(r.count));
+    put_range.bind(4, u64_to_i64(r.total_ns));
+    put_range.bind(5, u64_to_i64(r.lookups));
+    put_range.bind(6, u64_to_i64(r.alloc_bytes));
+    put_range.exec();
+  }
+  SQLite::Statement put_meta(d, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
+  for (const auto& [key, value] : p.metadata) {
+    put_meta.reset();
+    put_meta.bind(1, key);
+    put_meta.bind(2, value);
+    put_meta.exec();
+  }
+  txn.commit();
+}
+
+Profile ProfileStore::Impl::load() const {
+  SQLite::Database& d = *db;
+  Profile p;
+  {
+    SQLite::Statement q(d,
+        "SELECT id, command, host, pid, parent_pid, rank, local_rank, start_unix_ns, duration_ns,"
+        " exit_code, gpus, source, dropped_events, steps FROM sessions ORDER BY id");
+    while (q.executeStep()) {
+      Session s;
+      s.id = q.getColumn(0).getInt64();
+      s.command = q.getColumn(1).getString();
+      s.host = q.getColumn(2).getString();
+      s.pid = q.getColumn(3).getInt64();
+      s.parent_pid = q.getColumn(4).getInt64();
+      if (!q.getColumn(5).isNull()) s.rank = q.getColumn(5).getInt64();
+      if (!q.getColumn(6).isNull()) s.local_rank = q.getColumn(6).getInt64();
+      s.start_unix_ns = q.getColumn(7).getInt64();
+      s.duration_ns = q.getColumn(8).getInt64();
+      if (!q.getColumn(9).isNull()) s.exit_code = q.getColumn(9).getInt();
+      s.gpus = q.getColumn(10).getString();
+      s.source = q.getColumn(11).getString();
+      s.dropped_events = i64_to_u64(q.getColumn(12).getInt64());
+      s.steps = i64_to_u64(q.getColumn(13).getInt64());
+      p.sessions.push_back(std::move(s));
+    }
+  }
+  {
+    SQLite::Statement q(d,
+        "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address, t.bytes,"
+        " t.extra_bytes, s.aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+    while (q.executeStep()) {
+      Table t;
+      t.id = q.getColumn(0).getInt64();
+      t.session_id = q.getColumn(1).getInt64();
+      t.name = q.getColumn(2).getString();
+      t.rows = i64_to_u64(q.getColumn(3).getInt64());
+      t.dim = static_cast<uint32_t>(q.getColumn(4).getInt64());
+      t.dtype = q.getColumn(5).getString();
+      t.device = q.getColumn(6).getString();
+      t.base_address = i64_to_u64(q.getColumn(7).getInt64());
+      t.bytes = i64_to_u64(q.getColumn(8).getInt64());
+      t.extra_bytes = i64_to_u64(q.getColumn(9).getInt64());
+      SQLite::Column blob = q.getColumn(10);
+      if (blob.isNull()) {
+        t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
+      } else {
+        std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
+        if (!stats::TableAggregate::deserialize(bytes, t.aggregate)) {
+          fail("statistics of table '" + t.name + "' do not decode");
+        }
+      }
+      p.tables.push_back(std::move(t));
+    }
+  }
+  {
+    SQLite::Statement q(d, "SELECT session_id, table_name, tied_with FROM ties ORDER BY rowid");
+    while (q.executeStep()) {
+      p.ties.push_back({q.getColumn(0).getInt64(), q.getColumn(1).getString(), q.getColumn(2).getString()});
+    }
+  }
+  {
+    SQLite::Statement q(d,
+        "SELECT session_id, time_ns, bytes, address, stream, device, kind, table_name FROM memory_events"
+        " ORDER BY session_id, time_ns, rowid");
+    while (q.executeStep()) {
+      MemoryEvent e;
+      e.session_id = q.getColumn(0).getInt64();
+      e.time_ns = q.getColumn(1).getInt64();
+      e.bytes = q.getColumn(2).getInt64();
+      e.address = i64_to_u64(q.getColumn(3).getInt64());
+      e.stream = i64_to_u64(q.getColumn(4).getInt64());
+      e.device = q.getColumn(5).getInt();
+      e.kind = q.getColumn(6).getString();
+      e.table = q.getColumn(7).getString();
+      p.memory_events.push_back(std::move(e));
+    }
+  }
+  {
+    SQLite::Statement q(d, "SELECT session_id, name, launches, total_ns, tables FROM kernels ORDER BY rowid");
+    while (q.executeStep()) {
+      KernelStat k;
+      k.session_id = q.getColumn(0).getInt64();
+      k.name = q.getColumn(1).getString();
+      k.launches = i64_to_u64(q.getColumn(2).getInt64());
+      k.total_ns = i64_to_u64(q.getColumn(3).getInt64());
+      k.tables = split_lines(q.getColumn(4).getString());
+      p.kernels.push_back(std::move(k));
+    }
+  }
+  {
+    SQLite::Statement q(d, "SELECT session_id, name, count, total_ns, lookups, alloc_bytes FROM ranges ORDER BY rowid");
+    while (q.executeStep()) {
+      RangeStat r;
+      r.session_id = q.getColumn(0).getInt64();
+      r.name = q.getColumn(1).getString();
+      r.count = i64_to_u64(q.getColumn(2).getInt64());
+      r.total_ns = i64_to_u64(q.getColumn(3).getInt64());
+      r.lookups = i64_to_u64(q.getColumn(4).getInt64());
+      r.alloc_bytes = i64_to_u64(q.getColumn(5).getInt64());
+      p.ranges.push_back(std::move(r));
+    }
+  }
+  {
+    SQLite::Statement q(d, "SELECT key, value FROM metadata");
+    while (q.executeStep()) p.metadata[q.getColumn(0).getString()] = q.getColumn(1).getString();
+  }
+  return p;
+}
+
+}  // namespace edo::db

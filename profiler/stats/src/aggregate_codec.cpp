@@ -1,0 +1,360 @@
+// Versioned byte encoding of TableAggregate. Layout (all integers LEB128 varints):
+//   u8 version (=1) | config | rows | u8 mode | lookups | out_of_range
+//   exact mode: counts (u8 0 = sparse: n, then n x (row gap, count); u8 1 = dense: rows counts)
+//   sketch mode: cms width, depth, cells (u64 array) | top-K: n, n x (row, count)
+//                | hll precision, registers (u64 array)
+//   histogram: nonzero bins n, n x (bin gap, f64) | f64 cold | max_distance
+//   windows: n, n x (window_index, lookups, nrows, nrows x row gap)
+// u64 array: u8 0 = sparse: nnz, nnz x (index gap, value); u8 1 = dense: size x value.
+// Decoding checks every length against the bytes left before allocating.
+#include <cstring>
+#include <new>
+
+#include "internal.h"
+
+namespace edo::stats::detail {
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+bool get_varint(std::string_view& in, uint64_t& v) {
+  v = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (in.empty()) return false;
+    const uint8_t b = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    if (shift == 63 && b > 1) return false;
+    v |= uint64_t{b & 0x7fu} << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+void put_double(std::string& out, double v) {
+  char b[8];
+  std::memcpy(b, &v, 8);
+  out.append(b, 8);
+}
+
+bool get_double(std::string_view& in, double& v) {
+  if (in.size() < 8) return false;
+  std::memcpy(&v, in.data(), 8);
+  in.remove_prefix(8);
+  return v == v;  // reject NaN
+}
+
+namespace {
+
+constexpr uint8_t kVersion = 1;
+constexpr uint64_t kMaxSketchCells = uint64_t{1} << 24;
+
+size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+template <class V>
+void put_array(std::string& out, const V& a) {
+  size_t dense = 0, sparse = 0, nnz = 0, prev = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dense += varint_len(a[i]);
+    if (a[i]) {
+      sparse += varint_len(i - prev) + varint_len(a[i]);
+      prev = i;
+      ++nnz;
+    }
+  }
+  if (sparse + varint_len(nnz) < dense) {
+    out.push_back(0);
+    put_varint(out, nnz);
+    prev = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i]) {
+        put_varint(out, i - prev);
+        put_varint(out, a[i]);
+        prev = i;
+      }
+  } else {
+    out.push_back(1);
+    for (size_t i = 0; i < a.size(); ++i) put_varint(out, a[i]);
+  }
+}
+
+// `a` is already sized; values must fit in `maxv`.
+template <class V>
+bool get_array(std::string_view& in, V& a, uint64_t maxv) {
+  if (in.empty()) return false;
+  const uint8_t kind = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  uint64_t v;
+  if (kind == 1) {
+    if (in.size() < a.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!get_varint(in, v) || v > maxv) return false;
+      a[i] = static_cast<typename V::value_type>(v);
+    }
+    return true;
+  }
+  if (kind != 0) return false;
+  uint64_t nnz, idx = 0, gap;
+  if (!get_varint(in, nnz) || nnz > a.size() || nnz * 2 > in.size()) return false;
+  for (uint64_t k = 0; k < nnz; ++k) {
+    if (!get_varint(in, gap) || !get_varint(in, v) || v == 0 || v > maxv) return false;
+    if (k > 0 && gap == 0) return false;
+    if (gap >= a.size() - idx) return false;
+    idx += gap;
+    if (idx >= a.size()) return false;
+    a[idx] = static_cast<typename V::value_type>(v);
+  }
+  return true;
+}
+
+}  // namespace
+
+void ExactCounts::encode(std::string& out) const {
+  // Size both forms, write the smaller.
+  size_t sparse = 0, dense = rows_, nnz = 0;
+  uint64_t prev = 0;
+  for_each_nonzero([&](uint64_t r, uint64_t c) {
+    sparse += varint_len(r - prev) + varint_len(c);
+    dense += varint_len(c) - 1;
+    prev = r;
+    ++nnz;
+  });
+  if (sparse + varint_len(nnz) <= dense) {
+    out.push_back(0);
+    put_varint(out, nnz);
+    prev = 0;
+    for_each_nonzero([&](uint64_t r, uint64_t c) {
+      put_varint(out, r - prev);
+      put_varint(out, c);
+      prev = r;
+    });
+  } else {
+    out.push_back(1);
+    uint64_t next = 0;
+    for_each_nonzero([&](uint64_t r, uint64_t c) {
+      for (; next < r; ++next) out.push_back(0);
+      put_varint(out, c);
+      next = r + 1;
+    });
+    for (; next < rows_; ++next) out.push_back(0);
+  }
+}
+
+bool ExactCounts::decode(std::string_view& in, uint64_t rows) {
+  reset(rows);
+  if (in.empty()) return false;
+  const uint8_t kind = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  uint64_t v;
+  if (kind == 1) {
+    if (in.size() < rows) return false;
+    make_dense();
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (!get_varint(in, v)) return false;
+      if (!v) continue;
+      lo_[r] = static_cast<uint32_t>(v);
+      if (v >> 32) hi_[r] = static_cast<uint32_t>(v >> 32);
+      dirty_[r >> kBlockShift] = 1;
+    }
+    return true;
+  }
+  if (kind != 0) return false;
+  uint64_t nnz, gap, row = 0;
+  if (!get_varint(in, nnz) || nnz > rows || nnz * 2 > in.size()) return false;
+  sparse_.reserve(nnz);
+  for (uint64_t k = 0; k < nnz; ++k) {
+    if (!get_varint(in, gap) || !get_varint(in, v) || v == 0) return false;
+    if (k > 0 && gap == 0) return false;
+    if (gap >= rows - row) return false;
+    row += gap;
+    if (row >= rows) return false;
+    sparse_.emplace_back(row, v);
+  }
+  if (sparse_.size() * 16 > rows * 4) make_dense();
+  return true;
+}
+
+}  // namespace edo::stats::detail
+
+namespace edo::stats {
+
+using detail::get_double;
+using detail::get_varint;
+using detail::put_double;
+using detail::put_varint;
+
+std::string TableAggregate::serialize() const {
+  std::string out;
+  if (!impl_) return out;
+  const Impl& a = *impl_;
+  out.push_back(static_cast<char>(detail::kVersion));
+  const StatsConfig& c = a.config;
+  put_varint(out, c.exact_rows_limit);
+  put_varint(out, c.top_k);
+  put_varint(out, c.cms_width);
+  put_varint(out, c.cms_depth);
+  put_varint(out, c.hll_precision);
+  put_varint(out, c.exact_lru_rows_limit);
+  put_double(out, c.shards_rate);
+  put_varint(out, c.drift_top_k);
+  put_varint(out, c.max_windows);
+  out.push_back(c.track_lru ? 1 : 0);
+  put_varint(out, a.rows);
+  out.push_back(static_cast<char>(a.mode));
+  put_varint(out, a.lookups);
+  put_varint(out, a.out_of_range);
+  if (a.mode == CountMode::kExact) {
+    a.exact.encode(out);
+  } else {
+    put_varint(out, a.cms.width());
+    put_varint(out, a.cms.depth());
+    detail::put_array(out, a.cms.cells());
+    auto top = a.topk.sorted();
+    put_varint(out, top.size());
+    for (const auto& [r, n] : top) {
+      put_varint(out, r);
+      put_varint(out, n);
+    }
+    put_varint(out, a.hll.precision());
+    detail::put_array(out, a.hll.registers());
+  }
+  const auto& bins = a.hist.bins();
+  size_t nnz = 0;
+  for (double b : bins) nnz += b != 0.0;
+  put_varint(out, nnz);
+  size_t prev = 0;
+  for (size_t i = 0; i < bins.size(); ++i)
+    if (bins[i] != 0.0) {
+      put_varint(out, i - prev);
+      put_double(out, bins[i]);
+      prev = i;
+    }
+  put_double(out, a.hist.cold());
+  put_varint(out, a.hist.max_distance());
+  put_varint(out, a.windows.size());
+  for (const auto& w : a.windows) {
+    put_varint(out, w.window_index);
+    put_varint(out, w.lookups);
+    put_varint(out, w.rows.size());
+    uint64_t p = 0;
+    for (uint64_t r : w.rows) {
+      put_varint(out, r - p);
+      p = r;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
+  if (in.empty() || static_cast<uint8_t>(in.front()) != detail::kVersion) return false;
+  in.remove_prefix(1);
+  StatsConfig c;
+  uint64_t v[9];
+  auto get = [&](uint64_t& x) { return get_varint(in, x); };
+  if (!get(v[0]) || !get(v[1]) || !get(v[2]) || !get(v[3]) || !get(v[4]) || !get(v[5])) return false;
+  if (!get_double(in, c.shards_rate) || !(c.shards_rate > 0.0) || c.shards_rate > 1.0) return false;
+  if (!get(v[6]) || !get(v[7]) || in.empty()) return false;
+  const uint8_t lru = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (lru > 1) return false;
+  if (v[1] > (1u << 24) || v[2] > (1u << 30) || v[3] > 16 || v[4] > 18 || v[6] > (1u << 24) ||
+      v[7] > (1u << 24))
+    return false;
+  c.exact_rows_limit = v[0];
+  c.top_k = static_cast<uint32_t>(v[1]);
+  c.cms_width = static_cast<uint32_t>(v[2]);
+  c.cms_depth = static_cast<uint32_t>(v[3]);
+  c.hll_precision = static_cast<uint32_t>(v[4]);
+  c.exact_lru_rows_limit = v[5];
+  c.drift_top_k = static_cast<uint32_t>(v[6]);
+  c.max_windows = static_cast<uint32_t>(v[7]);
+  c.track_lru = lru == 1;
+  uint64_t rows;
+  if (!get(rows) || in.empty()) return false;
+  const uint8_t mode = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (mode > 1) return false;
+  a.config = c;
+  a.rows = rows;
+  a.mode = static_cast<CountMode>(mode);
+  a.hist.clear();
+  a.windows.clear();
+  if (!get(a.lookups) || !get(a.out_of_range)) return false;
+  if (a.mode == CountMode::kExact) {
+    if (!a.exact.decode(in, rows)) return false;
+  } else {
+    uint64_t w, d;
+    if (!get(w) || !get(d) || w == 0 || (w & (w - 1)) || d == 0 || d > 16 || w * d > detail::kMaxSketchCells)
+      return false;
+    a.cms.reset(static_cast<uint32_t>(w), static_cast<uint32_t>(d));
+    if (!detail::get_array(in, a.cms.cells(), UINT64_MAX)) return false;
+    uint64_t n;
+    if (!get(n) || n > c.top_k || n * 2 > in.size()) return false;
+    std::vector<std::pair<uint64_t, uint64_t>> top(n);
+    for (auto& [r, k] : top)
+      if (!get(r) || !get(k) || r >= rows) return false;
+    a.topk.reset(c.top_k);
+    a.topk.assign(top);
+    uint64_t p;
+    if (!get(p) || p < 4 || p > 18) return false;
+    a.hll.reset(static_cast<uint32_t>(p));
+    if (!detail::get_array(in, a.hll.registers(), 64 - p + 1)) return false;
+  }
+  uint64_t nb, gap, bin = 0;
+  if (!get(nb) || nb * 9 > in.size()) return false;
+  std::vector<double> bins;
+  const uint64_t max_bins = StackDistanceHistogram::bin_of(UINT64_MAX) + 1;
+  for (uint64_t k = 0; k < nb; ++k) {
+    double x;
+    if (!get(gap) || (k > 0 && gap == 0) || gap >= max_bins - bin || !get_double(in, x)) return false;
+    bin += gap;
+    if (bins.size() <= bin) bins.resize(bin + 1, 0.0);
+    bins[bin] = x;
+  }
+  double cold;
+  uint64_t maxd;
+  if (!get_double(in, cold) || !get(maxd)) return false;
+  a.hist.set(std::move(bins), cold, maxd);
+  uint64_t nw;
+  if (!get(nw) || nw > c.max_windows || nw * 3 > in.size()) return false;
+  a.windows.resize(nw);
+  for (auto& win : a.windows) {
+    uint64_t nr, r = 0;
+    if (!get(win.window_index) || !get(win.lookups) || !get(nr) || nr > in.size()) return false;
+    win.rows.resize(nr);
+    for (uint64_t k = 0; k < nr; ++k) {
+      if (!get(gap) || (k > 0 && gap == 0) || gap >= rows - r) return false;
+      r += gap;
+      win.rows[k] = r;
+    }
+  }
+  return in.empty();
+}
+
+}  // namespace
+
+bool TableAggregate::deserialize(std::string_view bytes, TableAggregate& out) {
+  try {
+    auto impl = std::make_unique<Impl>();
+    if (!decode_impl(bytes, *impl)) return false;
+    out.impl_ = std::move(impl);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace edo::stats

@@ -1,0 +1,48 @@
+// Count-min sketch (Cormode & Muthukrishnan): depth rows of width counters, point estimate
+// is the minimum over rows; merge adds cell-wise.
+#include <algorithm>
+
+#include "internal.h"
+
+namespace edo::stats::detail {
+
+void CountMinSketch::reset(uint32_t width_pow2, uint32_t depth) {
+  uint32_t w = 1;
+  while (w < width_pow2 && w < (1u << 30)) w <<= 1;
+  width_ = w;
+  depth_ = std::max<uint32_t>(1, std::min<uint32_t>(depth, 16));
+  cells_.assign(uint64_t{width_} * depth_, 0);
+}
+
+// Double hashing: cell of row i is (h1 + i * h2) mod width, h2 odd.
+void CountMinSketch::add(uint64_t row, uint64_t c) {
+  uint64_t h = mix64(row);
+  uint64_t h1 = h, h2 = (h >> 32) | 1;
+  const uint64_t mask = width_ - 1;
+  for (uint32_t i = 0; i < depth_; ++i) cells_[uint64_t{i} * width_ + ((h1 + i * h2) & mask)] += c;
+}
+
+uint64_t CountMinSketch::estimate(uint64_t row) const {
+  if (cells_.empty()) return 0;
+  uint64_t h = mix64(row);
+  uint64_t h1 = h, h2 = (h >> 32) | 1;
+  const uint64_t mask = width_ - 1;
+  uint64_t m = UINT64_MAX;
+  for (uint32_t i = 0; i < depth_; ++i)
+    m = std::min(m, cells_[uint64_t{i} * width_ + ((h1 + i * h2) & mask)]);
+  return m;
+}
+
+bool CountMinSketch::merge(const CountMinSketch& o) {
+  if (o.width_ != width_ || o.depth_ != depth_) return false;
+  for (size_t i = 0; i < cells_.size(); ++i) cells_[i] += o.cells_[i];
+  return true;
+}
+
+void CountMinSketch::clear() { std::fill(cells_.begin(), cells_.end(), 0); }
+
+bool CountMinSketch::empty() const {
+  return std::all_of(cells_.begin(), cells_.end(), [](uint64_t v) { return v == 0; });
+}
+
+}  // namespace edo::stats::detail

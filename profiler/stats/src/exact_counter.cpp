@@ -1,0 +1,177 @@
+// Exact per-row counts: dense uint32 with 64-bit overflow words, dirty blocks, sparse form.
+#include <algorithm>
+
+#include "internal.h"
+
+namespace edo::stats::detail {
+
+void ExactCounts::make_dense() {
+  if (dense_) return;
+  auto sp = std::move(sparse_);
+  sparse_.clear();
+  sparse_.shrink_to_fit();
+  lo_.assign(rows_, 0);
+  dirty_.assign((rows_ + kBlockRows - 1) >> kBlockShift, 0);
+  hi_.clear();
+  dense_ = true;
+  for (const auto& [r, c] : sp) {
+    lo_[r] = static_cast<uint32_t>(c);
+    if (c >> 32) hi_[r] = static_cast<uint32_t>(c >> 32);
+    dirty_[r >> kBlockShift] = 1;
+  }
+}
+
+// The hot loop. Per index: one compare (out of range, predicted), one increment, one store
+// of a dirty byte into a small L1-resident array, and an overflow test that is almost never
+// taken. Unrolled by 4 so the compiler can schedule the independent loads.
+template <class I>
+uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
+  uint32_t* __restrict c = lo_.data();
+  uint8_t* __restrict d = dirty_.data();
+  const uint64_t rows = rows_;
+  uint64_t oor = 0;
+  auto one = [&](I v) {
+    uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(v));
+    if (__builtin_expect(r >= rows, 0)) {
+      ++oor;
+      return;
+    }
+    d[r >> kBlockShift] = 1;
+    if (__builtin_expect(++c[r] == 0, 0)) ++hi_[r];
+  };
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    one(idx[i]);
+    one(idx[i + 1]);
+    one(idx[i + 2]);
+    one(idx[i + 3]);
+  }
+  for (; i < n; ++i) one(idx[i]);
+  return oor;
+}
+
+uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl(idx, n); }
+uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl(idx, n); }
+
+uint64_t ExactCounts::get(uint64_t row) const {
+  if (row >= rows_) return 0;
+  if (dense_) {
+    uint64_t v = lo_[row];
+    if (!hi_.empty()) {
+      auto it = hi_.find(row);
+      if (it != hi_.end()) v |= uint64_t{it->second} << 32;
+    }
+    return v;
+  }
+  auto it = std::lower_bound(sparse_.begin(), sparse_.end(), std::make_pair(row, uint64_t{0}));
+  return (it != sparse_.end() && it->first == row) ? it->second : 0;
+}
+
+uint64_t ExactCounts::nonzero() const {
+  if (!dense_) return sparse_.size();
+  uint64_t nz = 0;
+  for_each_nonzero([&](uint64_t, uint64_t) { ++nz; });
+  return nz;
+}
+
+uint64_t ExactCounts::total() const {
+  uint64_t t = 0;
+  for_each_nonzero([&](uint64_t, uint64_t c) { t += c; });
+  return t;
+}
+
+void ExactCounts::extract(ExactCounts& out) {
+  out.reset(rows_);
+  if (!dense_) {
+    out.sparse_ = std::move(sparse_);
+    sparse_.clear();
+    return;
+  }
+  // Pass 1: how many nonzero rows (touched blocks only).
+  uint64_t nz = 0;
+  for (size_t b = 0; b < dirty_.size(); ++b) {
+    if (!dirty_[b]) continue;
+    uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
+    for (uint64_t r = lo; r < hi; ++r) nz += lo_[r] != 0;
+  }
+  nz += hi_.size();  // upper bound, only matters for the choice below
+  if (nz * 16 > rows_ * 4) {
+    // Dense is smaller: hand over the whole array and start a fresh one.
+    out.dense_ = true;
+    out.lo_ = std::move(lo_);
+    out.dirty_ = std::move(dirty_);
+    out.hi_ = std::move(hi_);
+    hi_.clear();
+    lo_.assign(rows_, 0);
+    dirty_.assign(out.dirty_.size(), 0);
+    return;
+  }
+  out.sparse_.reserve(nz);
+  for (size_t b = 0; b < dirty_.size(); ++b) {
+    if (!dirty_[b]) continue;
+    dirty_[b] = 0;
+    uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
+    for (uint64_t r = lo; r < hi; ++r) {
+      uint64_t v = lo_[r];
+      if (!hi_.empty()) {
+        auto it = hi_.find(r);
+        if (it != hi_.end()) v |= uint64_t{it->second} << 32;
+      }
+      if (v) out.sparse_.emplace_back(r, v);
+      lo_[r] = 0;
+    }
+  }
+  hi_.clear();
+}
+
+void ExactCounts::densify_from_sparse() { make_dense(); }
+
+void ExactCounts::merge(const ExactCounts& o) {
+  if (dense_) {
+    o.for_each_nonzero([&](uint64_t r, uint64_t c) {
+      uint64_t v = get(r) + c;
+      lo_[r] = static_cast<uint32_t>(v);
+      if (v >> 32)
+        hi_[r] = static_cast<uint32_t>(v >> 32);
+      dirty_[r >> kBlockShift] = 1;
+    });
+    return;
+  }
+  if (o.dense_) {
+    make_dense();
+    merge(o);
+    return;
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> m;
+  m.reserve(sparse_.size() + o.sparse_.size());
+  size_t i = 0, j = 0;
+  while (i < sparse_.size() || j < o.sparse_.size()) {
+    if (j == o.sparse_.size() || (i < sparse_.size() && sparse_[i].first < o.sparse_[j].first)) {
+      m.push_back(sparse_[i++]);
+    } else if (i == sparse_.size() || o.sparse_[j].first < sparse_[i].first) {
+      m.push_back(o.sparse_[j++]);
+    } else {
+      m.emplace_back(sparse_[i].first, sparse_[i].second + o.sparse_[j].second);
+      ++i;
+      ++j;
+    }
+  }
+  sparse_ = std::move(m);
+  if (sparse_.size() * 16 > rows_ * 4) make_dense();
+}
+
+void ExactCounts::clear() {
+  if (dense_) {
+    for (size_t b = 0; b < dirty_.size(); ++b) {
+      if (!dirty_[b]) continue;
+      dirty_[b] = 0;
+      uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
+      std::fill(lo_.begin() + lo, lo_.begin() + hi, 0u);
+    }
+    hi_.clear();
+  } else {
+    sparse_.clear();
+  }
+}
+
+}  // namespace edo::stats::detail

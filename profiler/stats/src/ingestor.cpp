@@ -1,0 +1,182 @@
+// TableIngestor: counts into a dense (or sketch) pending segment, runs the LRU stack, and cuts
+// segments at take_delta()/close_window(). A segment's top rows feed the current drift
+// window's candidate summary; segments are merged into the staged delta.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "internal.h"
+
+namespace edo::stats {
+
+struct TableIngestor::Impl {
+  uint64_t rows = 0;
+  StatsConfig cfg;
+  TableAggregate seg;     // since the last segment cut
+  TableAggregate staged;  // cut segments since the last take_delta()
+  bool has_staged = false;
+  bool exact_lru = true;
+  detail::MattsonStack stack;
+  std::optional<detail::ShardsSampler> shards;
+  uint64_t seg_refs = 0, seg_sampled = 0;
+  // Drift: candidate hot rows of the open window (bounded, see feed_window()).
+  std::vector<std::pair<uint64_t, uint64_t>> window_acc;  // (row, count), unsorted
+  uint64_t window_lookups = 0;
+  uint64_t window_index = 0;
+  std::vector<uint64_t> buf;
+
+  Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
+    if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
+    exact_lru = r <= c.exact_lru_rows_limit;
+    if (!exact_lru) shards.emplace(c.shards_rate);
+    buf.resize(4096);
+  }
+
+  template <class I>
+  void add(const I* idx, size_t n) {
+    TableAggregate::Impl& a = seg.impl();
+    uint64_t oor = 0;
+    if (a.mode == CountMode::kExact) {
+      oor = a.exact.add_batch(idx, n);
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+        if (r >= rows) {
+          ++oor;
+          continue;
+        }
+        a.cms.add(r);
+        a.topk.add(r);
+        a.hll.add(r);
+      }
+    }
+    a.out_of_range += oor;
+    a.lookups += n - oor;
+    if (!cfg.track_lru) return;
+    // In-range rows, compacted branch-free into buf, then the LRU stack.
+    for (size_t off = 0; off < n; off += buf.size()) {
+      const size_t c = std::min(buf.size(), n - off);
+      size_t m = 0;
+      for (size_t i = 0; i < c; ++i) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[off + i]));
+        buf[m] = r;
+        m += r < rows;
+      }
+      seg_refs += m;
+      if (exact_lru) {
+        for (size_t i = 0; i < m; ++i) {
+          const uint64_t d = stack.reference(buf[i]);
+          if (d == detail::MattsonStack::kCold)
+            a.hist.add_cold(1.0);
+          else
+            a.hist.add(d, 1.0);
+        }
+      } else {
+        seg_sampled += shards->process(buf.data(), m, a.hist);
+      }
+    }
+  }
+
+  // Ends the current segment: moves its contents into a new aggregate.
+  TableAggregate cut() {
+    TableAggregate out(rows, cfg);
+    TableAggregate::Impl& o = out.impl();
+    TableAggregate::Impl& a = seg.impl();
+    o.lookups = a.lookups;
+    o.out_of_range = a.out_of_range;
+    a.lookups = a.out_of_range = 0;
+    if (a.mode == CountMode::kExact) {
+      a.exact.extract(o.exact);
+    } else {
+      std::swap(o.cms, a.cms);
+      std::swap(o.topk, a.topk);
+      std::swap(o.hll, a.hll);
+    }
+    // SHARDS bias correction (Waldspurger et al.): the sampled references, weighted 1/R,
+    // should add up to the references seen; the difference goes to the first bucket.
+    if (shards && seg_refs > 0) {
+      const double diff = static_cast<double>(seg_refs) - static_cast<double>(seg_sampled) / shards->rate();
+      if (diff != 0.0) a.hist.add(0, diff);
+    }
+    seg_refs = seg_sampled = 0;
+    std::swap(o.hist, a.hist);
+    o.windows = std::move(a.windows);
+    a.windows.clear();
+    return out;
+  }
+
+  void feed_window(const TableAggregate& s) {
+    window_lookups += s.lookups();
+    if (s.lookups() == 0) return;
+    const size_t cap = size_t{4} * std::max<uint32_t>(1, cfg.drift_top_k);
+    for (const auto& rc : s.top_rows(cap)) window_acc.push_back(rc);
+    std::sort(window_acc.begin(), window_acc.end());
+    size_t k = 0;
+    for (size_t i = 0; i < window_acc.size(); ++i) {
+      if (k > 0 && window_acc[k - 1].first == window_acc[i].first)
+        window_acc[k - 1].second += window_acc[i].second;
+      else
+        window_acc[k++] = window_acc[i];
+    }
+    window_acc.resize(k);
+    if (window_acc.size() > 2 * cap) {
+      auto desc = [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+      };
+      std::nth_element(window_acc.begin(), window_acc.begin() + static_cast<ptrdiff_t>(cap), window_acc.end(), desc);
+      window_acc.resize(cap);
+    }
+  }
+
+  void flush() {
+    TableAggregate s = cut();
+    feed_window(s);
+    if (!has_staged) {
+      staged = std::move(s);
+      has_staged = true;
+    } else {
+      staged.merge(s);
+    }
+  }
+};
+
+TableIngestor::TableIngestor(uint64_t rows, const StatsConfig& config)
+    : impl_(std::make_unique<Impl>(rows, config)) {}
+TableIngestor::~TableIngestor() = default;
+TableIngestor::TableIngestor(TableIngestor&&) noexcept = default;
+TableIngestor& TableIngestor::operator=(TableIngestor&&) noexcept = default;
+
+void TableIngestor::add(const int64_t* indices, size_t n) { impl_->add(indices, n); }
+void TableIngestor::add(const int32_t* indices, size_t n) { impl_->add(indices, n); }
+
+void TableIngestor::close_window() {
+  Impl& s = *impl_;
+  s.flush();
+  HotSetWindow w;
+  w.window_index = s.window_index++;
+  w.lookups = s.window_lookups;
+  auto desc = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  const size_t k = std::min<size_t>(s.cfg.drift_top_k, s.window_acc.size());
+  std::partial_sort(s.window_acc.begin(), s.window_acc.begin() + static_cast<ptrdiff_t>(k), s.window_acc.end(), desc);
+  for (size_t i = 0; i < k; ++i) w.rows.push_back(s.window_acc[i].first);
+  std::sort(w.rows.begin(), w.rows.end());
+  s.window_acc.clear();
+  s.window_lookups = 0;
+  s.staged.impl().append_windows({w});
+}
+
+TableAggregate TableIngestor::take_delta() {
+  Impl& s = *impl_;
+  s.flush();
+  s.has_staged = false;
+  return std::move(s.staged);  // staged stays moved-from until the next flush()
+}
+
+const TableAggregate& TableIngestor::pending() const {
+  impl_->flush();
+  return impl_->staged;
+}
+
+}  // namespace edo::stats

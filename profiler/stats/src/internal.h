@@ -1,0 +1,230 @@
+// Private building blocks of the statistics engine (not installed, not part of the contract).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "edo/stats/table_stats.h"
+
+namespace edo::stats::detail {
+
+// 64-bit finaliser (murmur3 fmix64): a cheap, well-mixing hash of a row id.
+inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+// ---- exact per-row counts -----------------------------------------------------------------
+// Dense form: uint32 per row, overflow of a row past 2^32-1 kept as a high word in a map,
+// plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
+// costs O(rows touched), not O(rows). Sparse form: (row, count) pairs sorted by row, used by
+// deltas and by collector-side aggregates until they get dense enough to switch.
+class ExactCounts {
+ public:
+  static constexpr unsigned kBlockShift = 12;
+  static constexpr uint64_t kBlockRows = uint64_t{1} << kBlockShift;
+
+  void reset(uint64_t rows) { *this = ExactCounts(); rows_ = rows; }
+  void make_dense();  // allocates rows_ * 4 bytes (zeroed) if not dense yet
+  bool dense() const { return dense_; }
+  uint64_t rows() const { return rows_; }
+
+  // Counts indices in [0, rows); returns how many were out of range. Dense only.
+  uint64_t add_batch(const int64_t* idx, size_t n);
+  uint64_t add_batch(const int32_t* idx, size_t n);
+
+  uint64_t get(uint64_t row) const;
+  uint64_t nonzero() const;
+  uint64_t total() const;
+  template <class F>
+  void for_each_nonzero(F&& f) const {
+    if (dense_) {
+      for (size_t b = 0; b < dirty_.size(); ++b) {
+        if (!dirty_[b]) continue;
+        uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
+        for (uint64_t r = lo; r < hi; ++r)
+          if (lo_[r] != 0 || (!hi_.empty() && hi_.count(r))) f(r, get(r));
+      }
+    } else {
+      for (const auto& [r, c] : sparse_) f(r, c);
+    }
+  }
+  // Moves all counts out (leaving zeros) into `out` (reset to the same rows), sparse unless
+  // dense is smaller. Cost O(touched blocks) unless the result is dense.
+  void extract(ExactCounts& out);
+  // Adds `o` (same rows). Switches to dense when the sparse form gets larger than dense.
+  void merge(const ExactCounts& o);
+  void clear();
+
+  // Codec (see aggregate_codec.cpp).
+  void encode(std::string& out) const;
+  bool decode(std::string_view& in, uint64_t rows);
+
+  // Sparse building (rows must be strictly ascending).
+  std::vector<std::pair<uint64_t, uint64_t>>& sparse() { return sparse_; }
+
+ private:
+  template <class I>
+  uint64_t add_impl(const I* idx, size_t n);
+  void densify_from_sparse();
+
+  uint64_t rows_ = 0;
+  bool dense_ = false;
+  std::vector<uint32_t> lo_;
+  std::vector<uint8_t> dirty_;
+  std::unordered_map<uint64_t, uint32_t> hi_;  // row -> high 32 bits of its count
+  std::vector<std::pair<uint64_t, uint64_t>> sparse_;
+};
+
+// ---- sketches ---------------------------------------------------------------------------
+class CountMinSketch {
+ public:
+  void reset(uint32_t width_pow2, uint32_t depth);
+  void add(uint64_t row, uint64_t c = 1);
+  uint64_t estimate(uint64_t row) const;
+  bool merge(const CountMinSketch& o);  // false on shape mismatch
+  void clear();
+  bool empty() const;
+  uint32_t width() const { return width_; }
+  uint32_t depth() const { return depth_; }
+  std::vector<uint64_t>& cells() { return cells_; }
+  const std::vector<uint64_t>& cells() const { return cells_; }
+
+ private:
+  uint32_t width_ = 0, depth_ = 0;
+  std::vector<uint64_t> cells_;  // depth_ * width_
+};
+
+// Space-saving top-K (Metwally et al.), min-heap over counters; mergeable as in Agarwal et
+// al. "Mergeable summaries": counts of both sides are added (an item missing from a full
+// side is credited with that side's minimum, its maximum possible count), then the K
+// largest are kept.
+class SpaceSaving {
+ public:
+  void reset(uint32_t k);
+  void add(uint64_t row, uint64_t c = 1);
+  void merge(const SpaceSaving& o);
+  void clear();
+  bool empty() const { return items_.empty(); }
+  size_t size() const { return items_.size(); }
+  uint32_t capacity() const { return k_; }
+  uint64_t min_count() const;  // 0 when not full
+  // (row, count) descending by count.
+  std::vector<std::pair<uint64_t, uint64_t>> sorted() const;
+  // Rebuild from pairs (any order); truncates to capacity.
+  void assign(const std::vector<std::pair<uint64_t, uint64_t>>& items);
+
+ private:
+  void sift_down(size_t i);
+  void sift_up(size_t i);
+  void swap_nodes(size_t a, size_t b);
+  uint32_t k_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> items_;  // heap by count: (row, count)
+  std::unordered_map<uint64_t, uint32_t> pos_;
+};
+
+class HyperLogLog {
+ public:
+  void reset(uint32_t precision);
+  void add(uint64_t row) {
+    uint64_t h = mix64(row ^ 0x9e3779b97f4a7c15ULL);
+    uint32_t idx = static_cast<uint32_t>(h >> (64 - p_));
+    uint64_t w = (h << p_) | (uint64_t{1} << (p_ - 1));
+    uint8_t rho = static_cast<uint8_t>(__builtin_clzll(w) + 1);
+    if (reg_[idx] < rho) reg_[idx] = rho;
+  }
+  double estimate() const;
+  bool merge(const HyperLogLog& o);
+  void clear();
+  bool empty() const;
+  uint32_t precision() const { return p_; }
+  std::vector<uint8_t>& registers() { return reg_; }
+  const std::vector<uint8_t>& registers() const { return reg_; }
+
+ private:
+  uint32_t p_ = 0;
+  std::vector<uint8_t> reg_;
+};
+
+// ---- Mattson stack distances ------------------------------------------------------------
+// LRU stack distance of each reference over dense ids [0, n): a Fenwick tree over
+// timestamps marks each id's most recent reference; the distance is the number of marks
+// after the previous one. When timestamps run out the live marks are renumbered in order
+// (compaction) into a tree of 2x the live count, so memory stays O(distinct ids).
+class MattsonStack {
+ public:
+  static constexpr uint64_t kCold = UINT64_MAX;
+  // Returns the stack distance (distinct other ids since the previous reference) or kCold.
+  uint64_t reference(uint64_t id);
+  uint64_t distinct() const { return live_; }
+
+ private:
+  void compact();
+  std::vector<uint32_t> last_;   // id -> timestamp + 1 (0 = never)
+  std::vector<uint32_t> owner_;  // timestamp -> id + 1 (0 = dead)
+  std::vector<int32_t> tree_;    // Fenwick over timestamps, 1-based
+  uint64_t cap_ = 0, now_ = 0, live_ = 0;
+};
+
+// SHARDS (Waldspurger et al., FAST'15) fixed-rate spatial sampling in front of a Mattson
+// stack: a row is sampled iff mix64(row ^ salt) mod 2^24 < T, T = rate * 2^24. Sampled
+// distances are scaled by 1/R (R = T / 2^24) and weighted 1/R.
+class ShardsSampler {
+ public:
+  static constexpr uint32_t kModBits = 24;
+  explicit ShardsSampler(double rate = 0.01);
+  double rate() const { return rate_; }
+  // Processes a batch of in-range rows; records into h. Returns sampled reference count.
+  uint64_t process(const uint64_t* rows, size_t n, StackDistanceHistogram& h);
+  // Filter only: writes sampled rows into out (capacity n), returns how many.
+  size_t filter(const uint64_t* rows, size_t n, uint64_t* out) const;
+
+ private:
+  uint64_t id_of(uint64_t row);
+  uint64_t threshold_;
+  double rate_;
+  // Open-addressing row -> dense id map (key stored +1, 0 = empty).
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> ids_;
+  uint64_t used_ = 0;
+  MattsonStack stack_;
+};
+
+// ---- the aggregate ----------------------------------------------------------------------
+// Varint helpers (LEB128).
+void put_varint(std::string& out, uint64_t v);
+bool get_varint(std::string_view& in, uint64_t& v);
+void put_double(std::string& out, double v);
+bool get_double(std::string_view& in, double& v);
+
+}  // namespace edo::stats::detail
+
+namespace edo::stats {
+
+struct TableAggregate::Impl {
+  uint64_t rows = 0;
+  StatsConfig config;
+  CountMode mode = CountMode::kExact;
+  uint64_t lookups = 0;
+  uint64_t out_of_range = 0;
+  detail::ExactCounts exact;
+  detail::CountMinSketch cms;
+  detail::SpaceSaving topk;
+  detail::HyperLogLog hll;
+  StackDistanceHistogram hist;
+  std::vector<HotSetWindow> windows;
+
+  void init(uint64_t r, const StatsConfig& c);
+  void append_windows(const std::vector<HotSetWindow>& w);
+};
+
+}  // namespace edo::stats

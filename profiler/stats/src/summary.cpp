@@ -1,0 +1,104 @@
+// Derived statistics: coverage, LRU hit rates, drift, and the summary that bundles them.
+#include <algorithm>
+#include <cmath>
+
+#include "internal.h"
+
+namespace edo::stats {
+
+namespace {
+
+// 1..n, `per_decade` log-spaced points per decade, plus n itself; ascending, unique.
+std::vector<uint64_t> log_points(uint64_t n, int per_decade) {
+  std::vector<uint64_t> v;
+  if (n == 0) return v;
+  for (int i = 0;; ++i) {
+    const double x = std::round(std::pow(10.0, static_cast<double>(i) / per_decade));
+    if (x >= static_cast<double>(n)) break;
+    const uint64_t k = static_cast<uint64_t>(x);
+    if (v.empty() || v.back() != k) v.push_back(k);
+  }
+  v.push_back(n);
+  return v;
+}
+
+double coverage_from(const std::vector<uint64_t>& prefix, uint64_t lookups, uint64_t k) {
+  if (lookups == 0 || prefix.empty()) return 0.0;
+  const uint64_t i = std::min<uint64_t>(k, prefix.size() - 1);
+  return std::min(1.0, static_cast<double>(prefix[i]) / static_cast<double>(lookups));
+}
+
+}  // namespace
+
+double coverage_of_top(const TableAggregate& agg, uint64_t k) {
+  if (agg.lookups() == 0 || k == 0) return 0.0;
+  std::vector<uint64_t> c = agg.counts_descending();
+  uint64_t s = 0;
+  for (uint64_t i = 0; i < std::min<uint64_t>(k, c.size()); ++i) s += c[i];
+  return std::min(1.0, static_cast<double>(s) / static_cast<double>(agg.lookups()));
+}
+
+double lru_hit_rate(const TableAggregate& agg, double cache_rows) {
+  const StackDistanceHistogram& h = agg.stack_distances();
+  const double t = h.total();
+  if (t <= 0.0) return 0.0;
+  return std::clamp(h.hits_below(cache_rows) / t, 0.0, 1.0);
+}
+
+TableSummary summarize(const TableAggregate& agg) {
+  TableSummary s;
+  s.rows = agg.rows();
+  s.lookups = agg.lookups();
+  s.unique_rows = agg.unique_rows();
+  s.mode = agg.mode();
+
+  const std::vector<uint64_t> counts = agg.counts_descending();
+  std::vector<uint64_t> prefix(counts.size() + 1, 0);  // prefix[k] = sum of top k
+  for (size_t i = 0; i < counts.size(); ++i) prefix[i + 1] = prefix[i] + counts[i];
+  s.coverage_top_0_1pct = coverage_from(prefix, s.lookups, s.rows / 1000);
+  s.coverage_top_1pct = coverage_from(prefix, s.lookups, s.rows / 100);
+  s.coverage_top_10pct = coverage_from(prefix, s.lookups, s.rows / 10);
+  std::vector<uint64_t> kpts = log_points(s.rows, 10);
+  for (uint64_t k : {s.rows / 1000, s.rows / 100, s.rows / 10})
+    if (k > 0) kpts.push_back(k);
+  std::sort(kpts.begin(), kpts.end());
+  kpts.erase(std::unique(kpts.begin(), kpts.end()), kpts.end());
+  for (uint64_t k : kpts)
+    s.coverage_curve.push_back({static_cast<double>(k), coverage_from(prefix, s.lookups, k)});
+
+  s.zipf = fit_zipf(counts);
+
+  if (!agg.stack_distances().empty()) {
+    std::vector<uint64_t> cpts = log_points(s.rows, 10);
+    auto pct = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, s.rows * num / den); };
+    for (uint64_t c : {pct(1, 100), pct(10, 100), pct(50, 100), s.rows}) cpts.push_back(c);
+    std::sort(cpts.begin(), cpts.end());
+    cpts.erase(std::unique(cpts.begin(), cpts.end()), cpts.end());
+    for (uint64_t c : cpts) s.lru_curve.push_back({static_cast<double>(c), lru_hit_rate(agg, static_cast<double>(c))});
+    s.lru_hit_rate_1pct = lru_hit_rate(agg, static_cast<double>(pct(1, 100)));
+    s.lru_hit_rate_10pct = lru_hit_rate(agg, static_cast<double>(pct(10, 100)));
+    s.lru_hit_rate_50pct = lru_hit_rate(agg, static_cast<double>(pct(50, 100)));
+    s.lru_hit_rate_100pct = lru_hit_rate(agg, static_cast<double>(s.rows));
+  }
+
+  const auto& w = agg.windows();
+  double sum = 0.0;
+  for (size_t i = 1; i < w.size(); ++i) {
+    const auto& a = w[i - 1].rows;
+    const auto& b = w[i].rows;
+    size_t inter = 0, x = 0, y = 0;
+    while (x < a.size() && y < b.size()) {
+      if (a[x] < b[y]) ++x;
+      else if (b[y] < a[x]) ++y;
+      else { ++inter; ++x; ++y; }
+    }
+    const size_t uni = a.size() + b.size() - inter;
+    const double j = uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
+    s.drift.push_back({static_cast<double>(w[i].window_index), j});
+    sum += j;
+  }
+  if (!s.drift.empty()) s.mean_drift_jaccard = sum / static_cast<double>(s.drift.size());
+  return s;
+}
+
+}  // namespace edo::stats

@@ -1,0 +1,164 @@
+// TableAggregate: construction, accessors, merge.
+#include <algorithm>
+#include <cmath>
+
+#include "internal.h"
+
+namespace edo::stats {
+
+void TableAggregate::Impl::init(uint64_t r, const StatsConfig& c) {
+  rows = r;
+  config = c;
+  mode = r <= c.exact_rows_limit ? CountMode::kExact : CountMode::kSketch;
+  lookups = out_of_range = 0;
+  exact.reset(mode == CountMode::kExact ? r : 0);
+  if (mode == CountMode::kSketch) {
+    cms.reset(c.cms_width, c.cms_depth);
+    topk.reset(c.top_k);
+    hll.reset(c.hll_precision);
+  }
+  hist.clear();
+  windows.clear();
+}
+
+void TableAggregate::Impl::append_windows(const std::vector<HotSetWindow>& w) {
+  if (w.empty()) return;
+  windows.insert(windows.end(), w.begin(), w.end());
+  std::stable_sort(windows.begin(), windows.end(),
+                   [](const HotSetWindow& a, const HotSetWindow& b) { return a.window_index < b.window_index; });
+  const size_t cap = std::max<uint32_t>(1, config.max_windows);
+  if (windows.size() > cap) windows.erase(windows.begin(), windows.end() - static_cast<ptrdiff_t>(cap));
+}
+
+TableAggregate::TableAggregate() : TableAggregate(0, StatsConfig{}) {}
+TableAggregate::TableAggregate(uint64_t rows, const StatsConfig& config) : impl_(std::make_unique<Impl>()) {
+  impl_->init(rows, config);
+}
+TableAggregate::~TableAggregate() = default;
+TableAggregate::TableAggregate(const TableAggregate& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+TableAggregate& TableAggregate::operator=(const TableAggregate& o) {
+  if (this != &o) impl_ = std::make_unique<Impl>(*o.impl_);
+  return *this;
+}
+TableAggregate::TableAggregate(TableAggregate&& o) noexcept : impl_(std::move(o.impl_)) {}
+TableAggregate& TableAggregate::operator=(TableAggregate&& o) noexcept {
+  impl_ = std::move(o.impl_);
+  return *this;
+}
+
+TableAggregate::Impl& TableAggregate::impl() { return *impl_; }
+const TableAggregate::Impl& TableAggregate::impl() const { return *impl_; }
+
+uint64_t TableAggregate::rows() const { return impl_ ? impl_->rows : 0; }
+CountMode TableAggregate::mode() const { return impl_ ? impl_->mode : CountMode::kExact; }
+uint64_t TableAggregate::lookups() const { return impl_ ? impl_->lookups : 0; }
+uint64_t TableAggregate::out_of_range() const { return impl_ ? impl_->out_of_range : 0; }
+
+uint64_t TableAggregate::count(uint64_t row) const {
+  if (!impl_) return 0;
+  return impl_->mode == CountMode::kExact ? impl_->exact.get(row) : impl_->cms.estimate(row);
+}
+
+uint64_t TableAggregate::unique_rows() const {
+  if (!impl_) return 0;
+  if (impl_->mode == CountMode::kExact) return impl_->exact.nonzero();
+  const double e = std::llround(impl_->hll.estimate());
+  return std::min<uint64_t>(impl_->rows, static_cast<uint64_t>(std::max(0.0, e)));
+}
+
+std::vector<uint64_t> TableAggregate::counts_descending() const {
+  std::vector<uint64_t> v;
+  if (!impl_) return v;
+  if (impl_->mode == CountMode::kExact) {
+    v.reserve(impl_->exact.dense() ? 1024 : impl_->exact.sparse().size());
+    impl_->exact.for_each_nonzero([&](uint64_t, uint64_t c) { v.push_back(c); });
+  } else {
+    for (const auto& [r, c] : impl_->topk.sorted()) v.push_back(c);
+  }
+  std::sort(v.begin(), v.end(), std::greater<>());
+  return v;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> TableAggregate::top_rows(size_t k) const {
+  std::vector<std::pair<uint64_t, uint64_t>> v;
+  if (!impl_ || k == 0) return v;
+  auto desc = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  if (impl_->mode == CountMode::kExact) {
+    impl_->exact.for_each_nonzero([&](uint64_t r, uint64_t c) { v.emplace_back(r, c); });
+    if (v.size() > k) {
+      std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end(), desc);
+      v.resize(k);
+    }
+    std::sort(v.begin(), v.end(), desc);
+  } else {
+    v = impl_->topk.sorted();
+    if (v.size() > k) v.resize(k);
+  }
+  return v;
+}
+
+void TableAggregate::for_each_nonzero(const std::function<void(uint64_t, uint64_t)>& f) const {
+  if (!impl_) return;
+  if (impl_->mode == CountMode::kExact) {
+    impl_->exact.for_each_nonzero(f);
+  } else {
+    auto v = impl_->topk.sorted();
+    std::sort(v.begin(), v.end());
+    for (const auto& [r, c] : v) f(r, c);
+  }
+}
+
+const StackDistanceHistogram& TableAggregate::stack_distances() const {
+  static const StackDistanceHistogram kEmpty;
+  return impl_ ? impl_->hist : kEmpty;
+}
+const std::vector<HotSetWindow>& TableAggregate::windows() const {
+  static const std::vector<HotSetWindow> kEmpty;
+  return impl_ ? impl_->windows : kEmpty;
+}
+
+bool TableAggregate::merge(const TableAggregate& other) {
+  if (!impl_ || !other.impl_) return false;
+  Impl& a = *impl_;
+  const Impl& b = *other.impl_;
+  if (a.rows != b.rows || a.mode != b.mode) return false;
+  if (a.mode == CountMode::kSketch &&
+      (a.cms.width() != b.cms.width() || a.cms.depth() != b.cms.depth() ||
+       a.hll.precision() != b.hll.precision()))
+    return false;
+  if (a.mode == CountMode::kExact) {
+    a.exact.merge(b.exact);
+  } else {
+    a.cms.merge(b.cms);
+    a.topk.merge(b.topk);
+    a.hll.merge(b.hll);
+  }
+  a.lookups += b.lookups;
+  a.out_of_range += b.out_of_range;
+  a.hist.merge(b.hist);
+  a.append_windows(b.windows);
+  return true;
+}
+
+bool TableAggregate::empty() const {
+  if (!impl_) return true;
+  return impl_->lookups == 0 && impl_->out_of_range == 0 && impl_->hist.empty() && impl_->windows.empty();
+}
+
+void TableAggregate::clear() {
+  if (!impl_) return;
+  Impl& a = *impl_;
+  a.lookups = a.out_of_range = 0;
+  a.exact.clear();
+  if (a.mode == CountMode::kSketch) {
+    a.cms.clear();
+    a.topk.clear();
+    a.hll.clear();
+  }
+  a.hist.clear();
+  a.windows.clear();
+}
+
+}  // namespace edo::stats

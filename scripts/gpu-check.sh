@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The one script a lent GPU machine runs (see README "GPU check"). It builds what needs only
+# the CUDA toolkit for sm_90, runs the GPU tests, traces a real PyTorch GPU job and runs the
+# GPU benchmarks, writing everything under $OUT (or bench/results/<date>-<card>/).
+#
+# Each part of edo adds its GPU steps as an executable `gpu-steps.sh` next to its GPU tests
+# (tests/gpu/<area>/gpu-steps.sh or bench/<area>/gpu-steps.sh); this script runs them all,
+# each with a time limit, and never stops at the first failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export EDO_ROOT=$PWD
+export EDO_BUILD=${EDO_BUILD:-$PWD/build-gpu}
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 | tr ' ' '-' || true)
+card=${card:-no-gpu}
+export RESULTS=${OUT:-$PWD/bench/results/$(date +%Y-%m-%d)-$card}
+mkdir -p "$RESULTS"
+log="$RESULTS/gpu-check.log"
+step_limit=${EDO_GPU_STEP_TIMEOUT:-240}
+
+{
+  echo "gpu-check: $(date -u +%FT%TZ) card=$card"
+  nvidia-smi 2>&1 | head -n 15 || echo "nvidia-smi: not available"
+  nvcc --version 2>&1 | tail -n 2 || echo "nvcc: not available"
+} | tee "$log"
+
+failed=0
+steps=0
+for step in tests/gpu/*/gpu-steps.sh bench/*/gpu-steps.sh; do
+  [[ -x $step ]] || continue
+  steps=$((steps + 1))
+  echo "=== $step" | tee -a "$log"
+  if timeout "$step_limit" "$step" >>"$log" 2>&1; then
+    echo "ok: $step" | tee -a "$log"
+  else
+    echo "FAILED ($?): $step" | tee -a "$log"
+    failed=$((failed + 1))
+  fi
+done
+echo "gpu-check: $steps step(s), $failed failed; results in $RESULTS" | tee -a "$log"
+exit $((failed > 0))

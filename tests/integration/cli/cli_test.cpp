@@ -1,0 +1,178 @@
+// `edo synth`, `edo report`, `edo diff` end to end: statistics checked against exact ground
+// truth recomputed here from the same generator, and the errors a user meets.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "edo/stats/table_stats.h"
+#include "run_command.h"
+
+namespace {
+
+using edo::testing::run_command;
+using nlohmann::json;
+
+const std::string kEdo = EDO_BIN;
+
+std::string temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("edo-cli-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+size_t count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+// The documented synth stream: table t uses seed S + 1000003 * t, batches of B lookups.
+std::map<int64_t, uint64_t> ground_truth(uint64_t rows, double alpha, uint64_t seed, int table, uint64_t lookups) {
+  edo::stats::ZipfGenerator gen(rows, alpha, seed + 1000003ull * static_cast<uint64_t>(table));
+  std::vector<int64_t> buf(lookups);
+  gen.fill(buf.data(), buf.size());
+  std::map<int64_t, uint64_t> counts;
+  for (int64_t r : buf) ++counts[r];
+  return counts;
+}
+
+json report(const std::string& db, const std::string& extra = "") {
+  auto r = run_command(kEdo + " report --json " + extra + " " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+TEST(Synth, ReportMatchesExactGroundTruth) {
+  const std::string db = temp_path("exact.edodb");
+  const uint64_t rows = 5000, lookups = 200000;
+  // One batch holds the whole stream so that the ground truth reads the generator the same way.
+  auto r = run_command(kEdo + " synth -o " + db + " --tables 2 --rows 5000 --dim 32 --zipf 1.1 --lookups 200000 --batch 200000 --seed 7");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = report(db, "--top 5000");
+  EXPECT_EQ(j["schema"], "edo.report/1");
+  ASSERT_EQ(j["tables"].size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    const json* table = nullptr;
+    for (const auto& tj : j["tables"]) if (tj["name"] == "synth.table_" + std::to_string(t)) table = &tj;
+    ASSERT_NE(table, nullptr);
+    auto truth = ground_truth(rows, 1.1, 7, t, lookups);
+    EXPECT_EQ((*table)["rows"], rows);
+    EXPECT_EQ((*table)["dim"], 32);
+    EXPECT_EQ((*table)["bytes"], rows * 32 * 4);
+    EXPECT_EQ((*table)["counts"], "exact");
+    EXPECT_EQ((*table)["lookups"], lookups);
+    EXPECT_EQ((*table)["unique_rows"], truth.size());
+    // Every row's count.
+    std::map<int64_t, uint64_t> reported;
+    for (const auto& pair : (*table)["top_rows"]) reported[pair[0].get<int64_t>()] = pair[1].get<uint64_t>();
+    EXPECT_EQ(reported, truth);
+    // Coverage of the top 1 % = top floor(50) rows.
+    std::vector<uint64_t> sorted;
+    for (auto& [row, c] : truth) sorted.push_back(c);
+    std::sort(sorted.rbegin(), sorted.rend());
+    uint64_t top50 = 0;
+    for (size_t i = 0; i < 50 && i < sorted.size(); ++i) top50 += sorted[i];
+    EXPECT_NEAR((*table)["coverage"]["top_1pct"].get<double>(), static_cast<double>(top50) / lookups, 1e-12);
+    // LRU at full cache = 1 - unique / lookups (only cold misses remain).
+    const auto& lru = (*table)["lru_hit_rate"];
+    ASSERT_FALSE(lru.empty());
+    EXPECT_EQ(lru.back()[0].get<uint64_t>(), rows);
+    EXPECT_NEAR(lru.back()[1].get<double>(), 1.0 - static_cast<double>(truth.size()) / lookups, 1e-9);
+    // The curve includes 1, 10, 50 and 100 % of rows and never decreases.
+    std::vector<uint64_t> xs;
+    double prev = -1;
+    for (const auto& p : lru) {
+      xs.push_back(p[0].get<uint64_t>());
+      EXPECT_GE(p[1].get<double>(), prev - 1e-12);
+      prev = p[1].get<double>();
+    }
+    for (uint64_t must : {rows / 100, rows / 10, rows / 2, rows}) {
+      EXPECT_NE(std::find(xs.begin(), xs.end(), must), xs.end()) << must;
+    }
+    EXPECT_TRUE((*table)["zipf_alpha"].is_number());
+    EXPECT_NEAR((*table)["zipf_alpha"].get<double>(), 1.1, 0.25);
+  }
+  EXPECT_EQ(j["memory"]["table_bytes"], 2 * rows * 32 * 4);
+  EXPECT_EQ(j["dropped_events"], 0);
+  EXPECT_EQ(j["session"]["source"], "synth");
+}
+
+TEST(Synth, SketchModeAboveTheExactLimit) {
+  const std::string db = temp_path("sketch.edodb");
+  auto r = run_command(kEdo + " synth -o " + db + " --tables 1 --rows 50000 --zipf 1.0 --lookups 300000 --batch 300000 --seed 3 --exact-rows 1000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json t = report(db)["tables"][0];
+  EXPECT_EQ(t["counts"], "sketch");
+  EXPECT_EQ(t["lookups"], 300000);
+  auto truth = ground_truth(50000, 1.0, 3, 0, 300000);
+  const double unique = t["unique_rows"].get<double>();
+  EXPECT_NEAR(unique / truth.size(), 1.0, 0.05);
+}
+
+TEST(Report, TextOutputNamesTablesAndTotals) {
+  const std::string db = temp_path("text.edodb");
+  ASSERT_EQ(run_command(kEdo + " synth -o " + db + " --tables 3 --rows 1000 --lookups 10000").exit_code, 0);
+  auto r = run_command(kEdo + " report " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* needle : {"synth.table_0", "synth.table_2", "memory: peak", "LRU10%", "dropped events: 0"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+}
+
+TEST(Diff, ShowsChangesAndTablesOnlyInOne) {
+  const std::string a = temp_path("a.edodb"), b = temp_path("b.edodb");
+  ASSERT_EQ(run_command(kEdo + " synth -o " + a + " --tables 2 --rows 2000 --lookups 20000 --zipf 0.8").exit_code, 0);
+  ASSERT_EQ(run_command(kEdo + " synth -o " + b + " --tables 3 --rows 2000 --lookups 40000 --zipf 1.2").exit_code, 0);
+  auto r = run_command(kEdo + " diff --json " + a + " " + b);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.diff/1");
+  ASSERT_EQ(j["tables"].size(), 2u);
+  EXPECT_EQ(j["tables"][0]["lookups"]["before"], 20000);
+  EXPECT_EQ(j["tables"][0]["lookups"]["after"], 40000);
+  EXPECT_EQ(j["only_in_after"], json::array({"synth.table_2"}));
+  auto text = run_command(kEdo + " diff " + a + " " + b);
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("only in after:  synth.table_2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("+100.0%"), std::string::npos) << text.out;
+}
+
+TEST(Errors, BadFlagsAreUsageErrorsOnOneLine) {
+  for (const std::string args : std::vector<std::string>{"synth --tables 2", "synth -o x.edodb --tables -3", "synth -o x.edodb --dtype f64",
+                                 "report", "frobnicate", "synth -o x.edodb --zipf abc"}) {
+    auto r = run_command(kEdo + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << args << ": " << r.err;
+  }
+}
+
+TEST(Errors, BadFilesAreRuntimeErrorsNamingTheFile) {
+  const std::string garbage = temp_path("garbage.edodb");
+  std::ofstream(garbage) << std::string(10000, 'g');
+  const std::string missing = temp_path("missing.edodb");
+  for (const std::string& path : {garbage, missing}) {
+    for (const std::string& cmd : std::vector<std::string>{"report ", "report --json ", "diff " + path + " "}) {
+      auto r = run_command(kEdo + " " + cmd + path);
+      EXPECT_EQ(r.exit_code, 1) << cmd << path;
+      EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+      EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+  }
+}
+
+TEST(Help, ListsEveryCommandAndEachHasHelp) {
+  auto r = run_command(kEdo + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"synth", "report", "diff"}) {
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+    auto sub = run_command(kEdo + " " + cmd + " --help");
+    EXPECT_EQ(sub.exit_code, 0) << cmd;
+    EXPECT_NE(sub.out.find("Example"), std::string::npos) << cmd;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,194 @@
+// ProfileStore: round trips, repeated saves, and clear errors on files that are not
+// (valid, current) edo databases.
+#include "edo/db/profile_store.h"
+
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_profiles.h"
+
+namespace edo::db {
+namespace {
+
+using testing::sample_profile;
+using testing::temp_path;
+
+void expect_error_mentions(const std::string& path, const std::string& needle) {
+  try {
+    ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+    store.load();
+    FAIL() << "expected DbError for " << path;
+  } catch (const DbError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
+  }
+}
+
+TEST(ProfileStore, RoundTripKeepsEverything) {
+  const std::string path = temp_path("roundtrip.edodb");
+  Profile p = sample_profile();
+  {
+    ProfileStore store(path, ProfileStore::Mode::kCreate);
+    store.save(p);
+  }
+  for (const auto& t : p.tables) EXPECT_GT(t.id, 0);
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  Profile q = store.load();
+  ASSERT_EQ(q.sessions.size(), 2u);
+  EXPECT_EQ(q.sessions[0].command, p.sessions[0].command);
+  EXPECT_EQ(q.sessions[0].rank, std::optional<int64_t>(0));
+  EXPECT_FALSE(q.sessions[1].rank.has_value());
+  EXPECT_EQ(q.sessions[0].exit_code, std::optional<int>(3));
+  EXPECT_FALSE(q.sessions[1].exit_code.has_value());
+  EXPECT_EQ(q.sessions[0].start_unix_ns, p.sessions[0].start_unix_ns);
+  EXPECT_EQ(q.dropped_events(), 8u);
+  ASSERT_EQ(q.tables.size(), 4u);
+  for (size_t i = 0; i < q.tables.size(); ++i) {
+    EXPECT_EQ(q.tables[i].name, p.tables[i].name);
+    EXPECT_EQ(q.tables[i].rows, p.tables[i].rows);
+    EXPECT_EQ(q.tables[i].base_address, p.tables[i].base_address);
+    EXPECT_EQ(q.tables[i].extra_bytes, p.tables[i].extra_bytes);
+    EXPECT_EQ(q.tables[i].aggregate.lookups(), p.tables[i].aggregate.lookups());
+    EXPECT_EQ(q.tables[i].aggregate.unique_rows(), p.tables[i].aggregate.unique_rows());
+  }
+  EXPECT_EQ(q.tables[0].aggregate.count(3), 3u);
+  EXPECT_EQ(q.tables[0].aggregate.count(2), 2u);
+  EXPECT_EQ(q.tables[0].aggregate.count(4), 0u);
+  ASSERT_EQ(q.ties.size(), 1u);
+  EXPECT_EQ(q.ties[0].tied_with, "model.lm_head");
+  ASSERT_EQ(q.memory_events.size(), 4u);
+  EXPECT_EQ(q.memory_events[2].bytes, -64000);
+  EXPECT_EQ(q.memory_events[3].stream, 7u);
+  ASSERT_EQ(q.kernels.size(), 1u);
+  EXPECT_EQ(q.kernels[0].tables, (std::vector<std::string>{"model.emb.user", "model.emb.item"}));
+  ASSERT_EQ(q.ranges.size(), 1u);
+  EXPECT_EQ(q.ranges[0].lookups, 9u);
+  EXPECT_EQ(q.metadata.at("edo_version"), "test");
+  // Peak of the running sum: 64000 + 1600 = 65600 before the free.
+  EXPECT_EQ(q.peak_bytes(), 65600);
+}
+
+TEST(ProfileStore, RepeatedSavesUpdateInPlace) {
+  const std::string path = temp_path("repeated.edodb");
+  Profile p = sample_profile();
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  store.save(p, /*with_summaries=*/false);
+  // More lookups arrive, a table and an event are added, the session ends.
+  stats::TableIngestor ing(1000, stats::StatsConfig{});
+  std::vector<int64_t> more{7, 7, 8};
+  ing.add(more.data(), more.size());
+  ASSERT_TRUE(p.tables[0].aggregate.merge(ing.take_delta()));
+  p.sessions[0].duration_ns = 9'000'000'000;
+  p.memory_events.push_back({1, 50, 100, 0xb000, 0, 0, "cudaMalloc", ""});
+  Table extra = p.tables[1];
+  extra.id = 0;
+  extra.name = "model.emb.extra";
+  p.tables.push_back(extra);
+  store.save(p);
+  Profile q = store.load();
+  ASSERT_EQ(q.tables.size(), 5u);
+  EXPECT_EQ(q.tables[0].aggregate.lookups(), 9u);
+  EXPECT_EQ(q.tables[0].aggregate.count(7), 2u);
+  EXPECT_EQ(q.sessions[0].duration_ns, 9'000'000'000);
+  EXPECT_EQ(q.memory_events.size(), 5u);
+  EXPECT_EQ(q.ties.size(), 1u);
+}
+
+TEST(ProfileStore, SummariesAreStoredForSqlReaders) {
+  const std::string path = temp_path("summaries.edodb");
+  Profile p = sample_profile();
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  SQLite::Database db(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT COUNT(*) FROM table_summary").getInt(), 4);
+  EXPECT_GT(db.execAndGet("SELECT COUNT(*) FROM table_curves WHERE kind = 'lru'").getInt(), 0);
+  // Full-cache LRU hit rate of "model.emb.user" (session 1): 1 - unique/lookups = 1 - 3/6.
+  EXPECT_DOUBLE_EQ(db.execAndGet("SELECT lru_hit_100pct FROM table_summary WHERE table_id = 1").getDouble(), 0.5);
+}
+
+TEST(ProfileStore, MissingFile) { expect_error_mentions(temp_path("does-not-exist.edodb"), "no such file"); }
+
+TEST(ProfileStore, EmptyFile) {
+  const std::string path = temp_path("empty.edodb");
+  std::ofstream(path).close();
+  expect_error_mentions(path, "empty file");
+}
+
+TEST(ProfileStore, NotSqlite) {
+  const std::string path = temp_path("text.edodb");
+  std::ofstream(path) << "this is a text file, not a database\n" << std::string(5000, 'x');
+  expect_error_mentions(path, "not an edo database");
+}
+
+TEST(ProfileStore, SqliteButNotEdo) {
+  const std::string path = temp_path("other.sqlite");
+  std::filesystem::remove(path);
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE t (x INTEGER)");
+  }
+  expect_error_mentions(path, "not an edo database");
+}
+
+TEST(ProfileStore, NewerSchemaIsRefusedWithUpgradeHint) {
+  const std::string path = temp_path("newer.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("UPDATE edo_meta SET value = '999' WHERE key = 'schema_version'");
+  }
+  expect_error_mentions(path, "newer edo");
+}
+
+TEST(ProfileStore, TruncatedFilesGiveAnErrorNotACrash) {
+  const std::string path = temp_path("full.edodb");
+  Profile p = sample_profile();
+  // Make the file span many pages so that truncation cuts through table data.
+  stats::TableIngestor ing(200000, stats::StatsConfig{});
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < 200000; i += 3) idx.push_back(i);
+  ing.add(idx.data(), idx.size());
+  p.tables[1].rows = 200000;
+  p.tables[1].aggregate = ing.take_delta();
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 16384u);
+  int errors = 0;
+  for (uintmax_t cut : {uintmax_t{100}, uintmax_t{4096}, size / 3, size / 2, size - 4096}) {
+    const std::string cut_path = temp_path("cut.edodb");
+    std::filesystem::copy_file(path, cut_path, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::resize_file(cut_path, cut);
+    try {
+      ProfileStore store(cut_path, ProfileStore::Mode::kReadOnly);
+      store.load();
+    } catch (const DbError& e) {
+      ++errors;
+      EXPECT_NE(std::string(e.what()).find(cut_path), std::string::npos);
+    }
+  }
+  EXPECT_GE(errors, 4);  // every cut that loses data is reported
+}
+
+TEST(ProfileStore, SaveRejectsSessionsWithoutIds) {
+  const std::string path = temp_path("noid.edodb");
+  Profile p = sample_profile();
+  p.sessions[1].id = 0;
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  EXPECT_THROW(store.save(p), DbError);
+}
+
+TEST(ProfileStore, CreateInMissingFolderNamesTheFolder) {
+  try {
+    ProfileStore store("/nonexistent-edo-dir/x.edodb", ProfileStore::Mode::kCreate);
+    FAIL();
+  } catch (const DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace edo::db
