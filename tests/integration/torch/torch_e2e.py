@@ -296,7 +296,7 @@ def case_disabled(ctx):
 
 def case_unit(ctx):
     py, _ = ctx.python
-    r = run([py, "-m", "unittest", "-v", os.path.join(HERE, "test_hooks_fake.py")],
+    r = run([py, os.path.join(HERE, "test_hooks_fake.py"), "-v"],
             clean_env({"PYTHONPATH": ctx.pkg}), expect=None)
     sys.stdout.write(r.stderr[-6000:])
     if r.returncode != 0:
