@@ -295,7 +295,7 @@ def _register_tree(root, prefix):
         if not n:
             continue   # the root itself is an embedding: named by its creation site below
         st = _mod_state.get(m)
-        w = m._parameters.get("weight") if hasattr(m, "_parameters") else None
+        w = _weight_of(m)
         if w is None:
             continue
         if st is not None and st.weight is w and st.ptr == _safe_ptr(w):
@@ -325,6 +325,15 @@ def _owner_of(tab):
     if tab.tied_to is not None:
         return _tables.get(tab.tied_to, tab)
     return tab
+
+
+def _weight_of(m):
+    """The module's weight: a Parameter, or a plain tensor attribute (DataParallel replicas)."""
+    params = getattr(m, "_parameters", None)
+    w = params.get("weight") if params else None
+    if w is None:
+        w = m.__dict__.get("weight")
+    return w if isinstance(w, _torch.Tensor) else None
 
 
 def _safe_ptr(w):
@@ -367,7 +376,7 @@ def _ensure(module):
     """Registers ``module`` (and its siblings in its model) if needed; returns its state."""
     global _last_scan_seq, _scans
     with _lock:
-        w = module._parameters.get("weight")
+        w = _weight_of(module)
         if w is None:
             return None
         st = _mod_state.get(module)
@@ -452,7 +461,7 @@ def instrument(model, prefix=""):
                     _install_hook(m)
             if isinstance(root, _EMB_CLASSES):
                 name = prefix or _creation_label(root)
-                w = root._parameters.get("weight")
+                w = _weight_of(root)
                 tab = _register_weight(name, w, root)
                 if tab is not None:
                     _mod_state[root] = _ModState(w, _safe_ptr(w), _owner_of(tab))
@@ -507,6 +516,8 @@ def _count(tab, idx):
 def _pre_hook_body(module, args):
     try:
         w = module._parameters.get("weight")
+        if w is None:
+            w = _weight_of(module)
         st = _mod_state.get(module)
         if st is None or st.weight is not w or st.ptr != w.data_ptr():
             if _backend is None:
