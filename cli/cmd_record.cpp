@@ -1,0 +1,336 @@
+// `edo record`: run a job with libedo_trace.so preloaded, collect the frames of every process
+// that loads it (one session each) over a Unix socket, and keep the .edodb up to date while
+// the job runs (saved every ~2 s and at the end, so a killed job leaves what was flushed).
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "config.h"
+#include "edo/collector/collector.h"
+#include "edo/db/profile_store.h"
+#include "version.h"
+
+extern char** environ;
+
+namespace edo::cli {
+namespace {
+
+struct RecordOptions {
+  std::string output;
+  uint64_t exact_rows = 0;
+  uint64_t flush_ms = 0;
+  std::vector<std::string> command;
+};
+
+std::atomic<pid_t> g_child{0};
+
+void forward_signal(int sig, siginfo_t* info, void*) {
+  // Terminal-generated signals (SI_KERNEL) already reach the job: same process group.
+  if (info && info->si_code == SI_KERNEL) return;
+  pid_t c = g_child.load();
+  if (c > 0) kill(c, sig);
+}
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string p(buf);
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string canonical(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+// Returns the executable path, or "" with errno-style code in `err` (127 not found, 126 not
+// executable).
+std::string resolve_command(const std::string& cmd, int& err) {
+  auto check = [&](const std::string& p) {
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return 127;
+    return access(p.c_str(), X_OK) == 0 ? 0 : 126;
+  };
+  if (cmd.find('/') != std::string::npos) {
+    err = check(cmd);
+    return err ? "" : cmd;
+  }
+  const char* path = getenv("PATH");
+  std::string ps = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  err = 127;
+  size_t start = 0;
+  while (start <= ps.size()) {
+    size_t end = ps.find(':', start);
+    if (end == std::string::npos) end = ps.size();
+    std::string dir = ps.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string cand = dir + "/" + cmd;
+    int e = check(cand);
+    if (e == 0) {
+      err = 0;
+      return cand;
+    }
+    if (e == 126) err = 126;
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string variables_help() {
+  std::string s =
+      "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH,\n"
+      "EDO_CHANNEL, EDO_TRACE_LIB and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
+      "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist.\n\n"
+      "Environment (read by libedo_trace.so in every traced process; a bad value prints one warning\n"
+      "naming the variable and the default used, and the job runs on):\n";
+  for (const auto& v : capture::documented_variables()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-18s default %-20s %s\n", v.name, v.default_value, v.meaning);
+    s += line;
+  }
+  return s;
+}
+
+int run_record(const RecordOptions& o) {
+  if (o.command.empty()) throw UsageError("missing the command to run (edo record [options] -- CMD ARGS...)");
+  const std::string lib = canonical(self_dir() + "/../lib/libedo_trace.so");
+  if (access(lib.c_str(), R_OK) != 0)
+    throw Failure("cannot find libedo_trace.so at " + lib + " (it belongs next to the edo executable, in ../lib; rebuild or reinstall edo)");
+  int err = 0;
+  const std::string exe = resolve_command(o.command[0], err);
+  if (err) {
+    std::fprintf(stderr, "edo record: %s: %s\n", o.command[0].c_str(), err == 127 ? "command not found" : "permission denied");
+    return err;
+  }
+  std::string prog = o.command[0];
+  if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
+  const std::string out = o.output.empty() ? "edo." + prog + "." + std::to_string(getpid()) + ".edodb" : o.output;
+
+  collector::ChannelServer server;  // throws with a one-line message
+  db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
+  collector::ProfileBuilder builder("record");
+  builder.profile().metadata["edo_version"] = EDO_VERSION;
+  builder.profile().metadata["recorded_command"] = [&] {
+    std::string c;
+    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
+    return c;
+  }();
+
+  // ---- the job's environment ----
+  std::vector<std::string> env;
+  auto getv = [](const char* n) -> std::string { const char* v = getenv(n); return v ? v : ""; };
+  const std::string libdir = lib.substr(0, lib.rfind('/'));
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string k = kv.substr(0, kv.find('='));
+    if (k == "LD_PRELOAD" || k == "NVTX_INJECTION64_PATH" || k == "EDO_CHANNEL" || k == "EDO_OUTPUT" ||
+        k == "EDO_OUTPUT_OWNER" || k == "EDO_ROOT_PID" || k == "EDO_TRACE_LIB" || k == "PYTHONPATH" ||
+        (k == "EDO_EXACT_ROWS" && o.exact_rows) || (k == "EDO_FLUSH_MS" && o.flush_ms))
+      continue;
+    env.push_back(kv);
+  }
+  const std::string old_preload = getv("LD_PRELOAD");
+  env.push_back("LD_PRELOAD=" + lib + (old_preload.empty() ? "" : ":" + old_preload));
+  const std::string old_nvtx = getv("NVTX_INJECTION64_PATH");
+  if (!old_nvtx.empty() && canonical(old_nvtx) != lib)
+    std::fprintf(stderr, "edo record: NVTX_INJECTION64_PATH was %s; replaced by edo's (only one NVTX tool can attach)\n", old_nvtx.c_str());
+  env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  env.push_back("EDO_CHANNEL=" + server.path());
+  env.push_back("EDO_TRACE_LIB=" + lib);
+  if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
+  if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
+  std::string pythonpath = getv("PYTHONPATH");
+  if (getv("EDO_TORCH") != "0") {
+    std::string add;
+    if (is_dir(libdir + "/python/edo_boot")) add = libdir + "/python/edo_boot";
+    if (is_dir(libdir + "/python")) add += (add.empty() ? "" : ":") + libdir + "/python";
+    if (!add.empty()) pythonpath = add + (pythonpath.empty() ? "" : ":" + pythonpath);
+  }
+  if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_s = o.command;
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // ---- signals: forward to the job ----
+  struct sigaction sa{};
+  sa.sa_sigaction = forward_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int{}, old_term{}, old_hup{};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) throw Failure(std::string("cannot fork: ") + std::strerror(errno));
+  if (child == 0) {
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    sigaction(SIGPIPE, &dfl, nullptr);
+    std::string root = "EDO_ROOT_PID=" + std::to_string(getpid());
+    envp.insert(envp.end() - 1, root.data());
+    execve(exe.c_str(), argv.data(), envp.data());
+    std::fprintf(stderr, "edo record: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  g_child.store(child);
+
+  // ---- collect ----
+  using clock = std::chrono::steady_clock;
+  auto last_save = clock::now();
+  uint64_t saved_gen = 0;
+  bool save_failed = false;
+  auto save = [&](bool final_save) {
+    if (!final_save && builder.generation() == saved_gen) return;
+    try {
+      store.save(builder.finish(), final_save);
+      saved_gen = builder.generation();
+    } catch (const std::exception& e) {
+      if (!save_failed || final_save) std::fprintf(stderr, "edo record: %s\n", e.what());
+      save_failed = true;
+    }
+  };
+  int status = 0;
+  bool exited = false;
+  auto exit_time = clock::now();
+  auto last_activity = clock::now();
+  while (true) {
+    if (server.poll_once(builder, 100)) last_activity = clock::now();
+    if (!exited) {
+      pid_t r = waitpid(child, &status, WNOHANG);
+      if (r == child) {
+        exited = true;
+        exit_time = clock::now();
+        server.stop_listening();
+      }
+    }
+    if (exited) {
+      // Drain: connections close when their processes end; grandchildren that outlive the
+      // job get a short grace period.
+      if (server.connections() == 0) break;
+      if (clock::now() - last_activity > std::chrono::seconds(2) && clock::now() - exit_time > std::chrono::seconds(2)) break;
+    }
+    if (clock::now() - last_save > std::chrono::seconds(2)) {
+      save(false);
+      last_save = clock::now();
+    }
+  }
+  while (server.poll_once(builder, 0)) {
+  }
+  g_child.store(0);
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  bool have_root = false;
+  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
+  if (!have_root) {
+    // The job never loaded the library (static binary, or it cleared LD_PRELOAD).
+    db::Session s;
+    int64_t max_id = 0;
+    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
+    s.id = max_id + 1;
+    s.command = builder.profile().metadata["recorded_command"];
+    s.pid = child;
+    s.parent_pid = getpid();
+    s.source = "record";
+    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
+    std::fprintf(stderr, "edo record: the job's first process did not load libedo_trace.so (statically linked, or LD_PRELOAD removed?)\n");
+  }
+  builder.set_exit_code(child, code);
+  for (auto& is : builder.issues())
+    std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", is.stream.c_str(), static_cast<unsigned long long>(is.offset), is.message.c_str());
+  save(true);
+  std::fprintf(stderr, "edo record: wrote %s\n", out.c_str());
+  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", line.c_str());
+  return code;
+}
+
+// CLI11 2.1 mangles a trailing command line (flags of the job, a second "--"); once it has
+// accepted the arguments, the job's command is taken verbatim from the raw argv instead.
+std::vector<std::string> raw_command() {
+  std::vector<std::string> args;
+  FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  if (!f) return args;
+  std::string cur;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) {
+    if (c == '\0') {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(char(c));
+    }
+  }
+  std::fclose(f);
+  size_t i = 1;
+  while (i < args.size() && args[i] != "record") ++i;
+  ++i;
+  while (i < args.size()) {
+    const std::string& a = args[i];
+    if (a == "--") return {args.begin() + long(i) + 1, args.end()};
+    if (a == "-o" || a == "--output" || a == "--exact-rows" || a == "--flush-ms") {
+      i += 2;
+      continue;
+    }
+    if (a.rfind("--output=", 0) == 0 || a.rfind("--exact-rows=", 0) == 0 || a.rfind("--flush-ms=", 0) == 0 ||
+        (a.rfind("-o", 0) == 0 && a.size() > 2)) {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  return {args.begin() + long(std::min(i, args.size())), args.end()};
+}
+
+Runner setup(CLI::App& sub) {
+  auto o = std::make_shared<RecordOptions>();
+  sub.add_option("-o,--output", o->output, "the .edodb to write (default edo.<program>.<pid>.edodb)");
+  sub.add_option("--exact-rows", o->exact_rows, "exact per-row counts up to this many rows (EDO_EXACT_ROWS)");
+  sub.add_option("--flush-ms", o->flush_ms, "flush interval of the traced processes in ms (EDO_FLUSH_MS)");
+  sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();
+  sub.prefix_command();
+  sub.footer(variables_help());
+  return [o] {
+    RecordOptions opts = *o;
+    std::vector<std::string> raw = raw_command();
+    if (!raw.empty()) opts.command = raw;
+    return run_record(opts);
+  };
+}
+
+}  // namespace
+
+EDO_REGISTER_COMMAND("record", "run a job with the tracer attached and write an .edodb", 10, setup);
+
+}  // namespace edo::cli

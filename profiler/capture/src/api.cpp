@@ -1,0 +1,57 @@
+// The exported C API (profiler/include/edo/edo.h). Nothing here throws across the C boundary.
+#include "edo/edo.h"
+
+#include "tracer.h"
+
+using namespace edo::capture;
+
+extern "C" {
+
+EDO_API int64_t edo_table_register(const char* name, const void* base, uint64_t rows, uint32_t dim,
+                                   edo_dtype dtype, edo_device device) {
+  try {
+    return api_register(name, base, rows, dim, int(dtype), int(device));
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
+  }
+}
+
+EDO_API int edo_table_lookup(int64_t table, const void* indices, uint64_t count,
+                             edo_index_type type, edo_device device, void* stream) {
+  try {
+    return api_lookup(table, indices, count, int(type), int(device), stream);
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
+  }
+}
+
+EDO_API int edo_table_set_extra_bytes(int64_t table, const char* kind, uint64_t bytes) {
+  try {
+    return api_set_extra_bytes(table, kind, bytes);
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
+  }
+}
+
+EDO_API int edo_step(void) {
+  try {
+    return api_step();
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
+  }
+}
+
+EDO_API const char* edo_strerror(int code) {
+  switch (code) {
+    case EDO_OK: return "success";
+    case EDO_ERR_INVALID_ARGUMENT: return "invalid argument (null name, zero rows or dim, bad enum value)";
+    case EDO_ERR_BAD_HANDLE: return "unknown table handle (not returned by edo_table_register)";
+    case EDO_ERR_NO_MEMORY: return "tracer buffers full: the batch was dropped and counted";
+    case EDO_ERR_NO_CUDA: return "device indices given but no usable CUDA driver";
+    case EDO_ERR_CUDA: return "a CUDA call failed while copying device indices";
+    case EDO_ERR_SHAPE_MISMATCH: return "table name already registered with another shape";
+    default: return "unknown edo error code";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,106 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace edo::capture {
+
+const std::vector<VarDoc>& documented_variables() {
+  static const std::vector<VarDoc> docs = {
+      {"EDO_OUTPUT", "(unset)", "write frames to this file instead of `edo record`'s channel; children write <path>.<pid>; turn it into a database with `edo import`"},
+      {"EDO_CHANNEL", "(set by edo record)", "Unix socket path of the collector"},
+      {"EDO_FLUSH_MS", "1000", "flush aggregated deltas at least this often (milliseconds, 10..3600000)"},
+      {"EDO_EXACT_ROWS", "67108864", "tables with at most this many rows get exact per-row counts; larger ones a count-min sketch + top-K"},
+      {"EDO_TOPK", "65536", "top-K size of sketched tables"},
+      {"EDO_MAX_BUFFER_MB", "256", "bound on index batches waiting for the background thread (host copies and pinned device staging); beyond it batches are dropped and counted"},
+      {"EDO_MAX_EVENTS", "1048576", "memory events buffered between two flushes; beyond it events are dropped and counted"},
+      {"EDO_WINDOW_STEPS", "0", "close a hot-set drift window every N edo_step() calls (0: at every flush)"},
+      {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
+      {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture and device-index copies"},
+      {"EDO_CUPTI_PATH", "(toolkit libcupti)", "libcupti.so to load (then the build-time toolkit path, then libcupti.so.13)"},
+      {"EDO_VERBOSE", "0", "1: the library explains what it captures and why something is off"},
+      {"EDO_TORCH", "1", "0: do not auto-instrument torch.nn.Embedding/EmbeddingBag (edo record)"},
+      {"EDO_ROOT_PID", "(set by edo record)", "pid of the job's first process"},
+      {"EDO_TRACE_LIB", "(set by edo record)", "full path of libedo_trace.so, for the Python hook"},
+  };
+  return docs;
+}
+
+namespace {
+
+bool parse_u64(const char* s, uint64_t& out) {
+  if (!s || !*s) return false;
+  for (const char* p = s; *p; ++p)
+    if (*p < '0' || *p > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  out = v;
+  return true;
+}
+
+void warn(std::vector<std::string>* w, const char* var, const char* value, const std::string& def,
+          const char* why) {
+  if (w)
+    w->push_back(std::string("edo: ignoring ") + var + "='" + value + "' (" + why +
+                 "); using the default " + def);
+}
+
+void get_u64(const std::function<const char*(const char*)>& get, const char* var, uint64_t& field,
+             uint64_t lo, uint64_t hi, std::vector<std::string>* w) {
+  const char* v = get(var);
+  if (!v) return;
+  uint64_t x = 0;
+  if (!parse_u64(v, x)) {
+    warn(w, var, v, std::to_string(field), "not a non-negative integer");
+    return;
+  }
+  if (x < lo || x > hi) {
+    warn(w, var, v, std::to_string(field),
+         ("must be between " + std::to_string(lo) + " and " + std::to_string(hi)).c_str());
+    return;
+  }
+  field = x;
+}
+
+void get_bool(const std::function<const char*(const char*)>& get, const char* var, bool& field,
+              std::vector<std::string>* w) {
+  const char* v = get(var);
+  if (!v) return;
+  if (!std::strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) {
+    field = true;
+  } else if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+             !strcasecmp(v, "off") || !*v) {
+    field = false;
+  } else {
+    warn(w, var, v, field ? "1" : "0", "expected 0 or 1");
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::function<const char*(const char*)>& get,
+                    std::vector<std::string>* warnings) {
+  Config c;
+  if (const char* v = get("EDO_CHANNEL")) c.channel = v;
+  if (const char* v = get("EDO_OUTPUT")) c.output = v;
+  if (const char* v = get("EDO_CUPTI_PATH")) c.cupti_path = v;
+  get_bool(get, "EDO_VERBOSE", c.verbose, warnings);
+  get_u64(get, "EDO_FLUSH_MS", c.flush_ms, 10, 3600000, warnings);
+  get_u64(get, "EDO_EXACT_ROWS", c.exact_rows, 0, uint64_t{1} << 40, warnings);
+  get_u64(get, "EDO_TOPK", c.top_k, 16, uint64_t{1} << 24, warnings);
+  get_u64(get, "EDO_MAX_BUFFER_MB", c.max_buffer_mb, 1, uint64_t{1} << 20, warnings);
+  get_u64(get, "EDO_MAX_EVENTS", c.max_events, 16, uint64_t{1} << 30, warnings);
+  get_u64(get, "EDO_WINDOW_STEPS", c.window_steps, 0, uint64_t{1} << 40, warnings);
+  get_bool(get, "EDO_ASYNC", c.async, warnings);
+  get_bool(get, "EDO_CUDA_CAPTURE", c.cuda, warnings);
+  if (const char* v = get("EDO_ROOT_PID")) {
+    uint64_t x = 0;
+    if (parse_u64(v, x)) c.root_pid = static_cast<int64_t>(x);
+  }
+  return c;
+}
+
+}  // namespace edo::capture

@@ -1,0 +1,43 @@
+// EDO_* settings of the preload library, parsed once at load. A bad value produces one
+// warning naming the variable and the default used; it never stops the job.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edo::capture {
+
+struct Config {
+  std::string channel;             // EDO_CHANNEL: Unix socket of `edo record`
+  std::string output;              // EDO_OUTPUT: frame file (children: <path>.<pid>)
+  uint64_t flush_ms = 1000;        // EDO_FLUSH_MS
+  uint64_t exact_rows = uint64_t{1} << 26;  // EDO_EXACT_ROWS
+  uint64_t top_k = uint64_t{1} << 16;       // EDO_TOPK
+  uint64_t max_buffer_mb = 256;    // EDO_MAX_BUFFER_MB: host+pinned index staging bound
+  uint64_t max_events = uint64_t{1} << 20;  // EDO_MAX_EVENTS: memory events buffered per flush
+  uint64_t window_steps = 0;       // EDO_WINDOW_STEPS: drift window every N steps (0: per flush)
+  bool async = true;               // EDO_ASYNC: ingest on the background thread
+  bool cuda = true;                // EDO_CUDA_CAPTURE: CUPTI + device-index copies
+  bool verbose = false;            // EDO_VERBOSE
+  std::string cupti_path;          // EDO_CUPTI_PATH
+  int64_t root_pid = 0;            // EDO_ROOT_PID (set by `edo record`)
+
+  bool active() const { return !channel.empty() || !output.empty(); }
+};
+
+struct VarDoc {
+  const char* name;
+  const char* default_value;
+  const char* meaning;
+};
+// Every variable the library (and `edo record`) reads, for `edo record --help`.
+const std::vector<VarDoc>& documented_variables();
+
+// getenv-like lookup (nullptr when unset). Warnings are appended, one line each.
+Config parse_config(const std::function<const char*(const char*)>& get,
+                    std::vector<std::string>* warnings);
+
+}  // namespace edo::capture

@@ -1,0 +1,11 @@
+// Built when the CUPTI headers are not available: no GPU capture at all.
+#include "edo/edo.h"
+#include "tracer.h"
+
+namespace edo::capture {
+int cuda_lookup(int64_t, const void*, uint64_t, int, void*) { return EDO_ERR_NO_CUDA; }
+void cuda_poll(bool) {}
+void cuda_after_fork_child() {}
+void cupti_start() { tracer_verbose("built without CUPTI headers: GPU capture is off; C API, NVTX and host lookups still work"); }
+void cupti_flush() {}
+}  // namespace edo::capture

@@ -1,0 +1,59 @@
+// The in-process half of the tracer (internal to libedo_trace.so).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "edo/wire/attribution.h"
+
+namespace edo::capture {
+
+// True once the library is configured to record (EDO_CHANNEL or EDO_OUTPUT set).
+bool tracer_active();
+const Config& tracer_config();
+void tracer_log(const std::string& line);     // one line on stderr, prefixed "edo: "
+void tracer_verbose(const std::string& line); // only with EDO_VERBOSE=1
+
+// C API back ends (never throw).
+int64_t api_register(const char* name, const void* base, uint64_t rows, uint32_t dim, int dtype,
+                     int device);
+int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int device,
+               void* stream);
+int api_set_extra_bytes(int64_t table, const char* kind, uint64_t bytes);
+int api_step();
+
+// Events from NVTX / CUPTI.
+int64_t now_ns();  // monotonic
+void record_memory_event(int64_t bytes, uint64_t address, uint64_t stream, int32_t device,
+                         const char* kind);
+void record_kernel_launch(const std::string& name, const std::vector<std::string>& tables);
+void record_kernel_time(const std::string& name, uint64_t ns);
+void record_note(const std::string& key, const std::string& value);
+void count_drop(const char* counter, uint64_t n);
+// Snapshot of the registered tables' address ranges (for kernel arguments).
+std::shared_ptr<const wire::AddressIndex> table_address_index();
+
+// NVTX range bookkeeping (thread-local stacks, per-name totals).
+void range_push(const std::string& name);
+void range_pop();
+uint64_t range_start(const std::string& name);
+void range_end(uint64_t id);
+
+// Host ingest of device-index batches, called by the background thread (cuda_staging.cpp).
+void ingest_indices(int64_t table, const void* indices, uint64_t count, int type);
+
+// Flush everything now (exec, _exit). Safe to call from any normal thread context.
+void flush_now(bool final_goodbye, int reason, int code);
+// pid of the current session owner; hooks compare it with getpid() (vfork children).
+int64_t session_pid();
+
+// CUDA side (cuda_staging.cpp / cupti_runtime.cpp); no-ops without CUDA.
+int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream);
+void cuda_poll(bool wait_all);  // background thread: ingest completed device copies
+void cuda_after_fork_child();
+void cupti_start();             // subscribe if a driver exists
+void cupti_flush();             // flush activity buffers (background thread / exit)
+
+}  // namespace edo::capture

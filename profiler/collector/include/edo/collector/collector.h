@@ -1,0 +1,91 @@
+// The collector side of the tracer: decode wire frames (one stream per connection or file)
+// into an edo::db::Profile, and the Unix-socket server `edo record` listens on.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edo/db/profile.h"
+#include "edo/wire/wire.h"
+
+namespace edo::collector {
+
+struct DecodeIssue {
+  std::string stream;  // file name or "connection N (pid P)"
+  uint64_t offset = 0; // byte offset in that stream
+  std::string message;
+};
+
+class ProfileBuilder {
+ public:
+  explicit ProfileBuilder(std::string source);  // db::Session::source: "record" or "import"
+  ~ProfileBuilder();
+  ProfileBuilder(const ProfileBuilder&) = delete;
+  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+
+  int open_stream(std::string label);
+  void feed(int stream, const void* data, size_t n);
+  // End of stream: a partial frame at the tail is reported as a truncation issue.
+  void close_stream(int stream);
+
+  // Sets the exit code on the sessions of `pid` that have none (the last one gets it).
+  void set_exit_code(int64_t pid, int code);
+  // Attributes memory events to tables by address range and returns the profile.
+  db::Profile& finish();
+  db::Profile& profile() { return profile_; }
+
+  const std::vector<DecodeIssue>& issues() const { return issues_; }
+  uint64_t frames() const { return frames_; }
+  uint64_t generation() const { return generation_; }  // bumps on every applied frame
+  size_t open_streams() const;
+
+ private:
+  struct Stream;
+  void apply(Stream& s, wire::Message& m, uint64_t offset);
+  db::Session* session(Stream& s);
+  void attribute();
+
+  std::string source_;
+  db::Profile profile_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<DecodeIssue> issues_;
+  uint64_t frames_ = 0;
+  uint64_t generation_ = 0;
+  int64_t next_session_id_ = 1;
+  // per session: drop counters (absolute, latest), to sum into Session::dropped_events
+  std::map<int64_t, std::map<std::string, uint64_t>> drops_;
+};
+
+// Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,
+// dropped events).
+std::vector<std::string> summary_lines(const db::Profile& p);
+
+// Unix-domain stream socket in a private temporary directory; every traced process connects
+// once (one stream, one or more sessions).
+class ChannelServer {
+ public:
+  ChannelServer();   // throws std::runtime_error with a one-line message
+  ~ChannelServer();  // removes the socket and its directory
+  const std::string& path() const { return path_; }
+  // Accepts connections and feeds whatever arrives within `timeout_ms` into `b`.
+  // Returns true if any byte or connection event was handled.
+  bool poll_once(ProfileBuilder& b, int timeout_ms);
+  size_t connections() const { return conns_.size(); }
+  // Closes the listening socket (no new connections).
+  void stop_listening();
+
+ private:
+  struct Conn {
+    int fd;
+    int stream;
+  };
+  std::string dir_, path_;
+  int listen_fd_ = -1;
+  std::vector<Conn> conns_;
+  int accepted_ = 0;
+};
+
+}  // namespace edo::collector

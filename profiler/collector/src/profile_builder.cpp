@@ -1,0 +1,253 @@
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <type_traits>
+#include <unordered_map>
+
+#include "edo/collector/collector.h"
+#include "edo/wire/attribution.h"
+
+namespace edo::collector {
+
+namespace {
+const char* dtype_name(uint8_t d) {
+  static const char* names[] = {"f32", "f16", "bf16", "i8", "u8", "f8e4m3"};
+  return d < 6 ? names[d] : "u8";
+}
+}  // namespace
+
+struct ProfileBuilder::Stream {
+  std::string label;
+  wire::StreamDecoder dec;
+  bool open = true;
+  int64_t session = -1;                       // index into profile_.sessions
+  std::unordered_map<uint32_t, size_t> tables; // wire table id -> index into profile_.tables
+  std::set<size_t> has_agg;                   // tables that received a first delta
+  std::map<std::pair<size_t, std::string>, uint64_t> extra;  // (table, kind) -> bytes
+};
+
+ProfileBuilder::ProfileBuilder(std::string source) : source_(std::move(source)) {}
+ProfileBuilder::~ProfileBuilder() = default;
+
+int ProfileBuilder::open_stream(std::string label) {
+  auto s = std::make_unique<Stream>();
+  s->label = std::move(label);
+  streams_.push_back(std::move(s));
+  return int(streams_.size() - 1);
+}
+
+size_t ProfileBuilder::open_streams() const {
+  size_t n = 0;
+  for (auto& s : streams_) n += s->open;
+  return n;
+}
+
+void ProfileBuilder::feed(int stream, const void* data, size_t n) {
+  Stream& s = *streams_.at(size_t(stream));
+  s.dec.feed(data, n);
+  wire::Message m;
+  while (true) {
+    auto r = s.dec.next(m);
+    if (r.status == wire::StreamDecoder::Status::kNeedMore) break;
+    if (r.status == wire::StreamDecoder::Status::kCorrupt) {
+      issues_.push_back({s.label, r.offset, "corrupt data: " + r.error});
+      continue;
+    }
+    ++frames_;
+    ++generation_;
+    apply(s, m, r.offset);
+  }
+}
+
+void ProfileBuilder::close_stream(int stream) {
+  Stream& s = *streams_.at(size_t(stream));
+  if (!s.open) return;
+  s.open = false;
+  if (s.dec.pending_bytes() > 0)
+    issues_.push_back({s.label, s.dec.consumed_offset(),
+                       "truncated: the last " + std::to_string(s.dec.pending_bytes()) +
+                           " bytes are not a whole frame (kept everything before)"});
+}
+
+db::Session* ProfileBuilder::session(Stream& s) {
+  if (s.session < 0) {
+    // Frames before any hello (should not happen): give them an anonymous session.
+    db::Session ses;
+    ses.id = next_session_id_++;
+    ses.source = source_;
+    ses.command = "(unknown: stream without hello)";
+    profile_.sessions.push_back(ses);
+    s.session = int64_t(profile_.sessions.size() - 1);
+  }
+  return &profile_.sessions[size_t(s.session)];
+}
+
+void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
+  std::visit(
+      [&](auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, wire::Hello>) {
+          db::Session ses;
+          ses.id = next_session_id_++;
+          ses.command = v.command;
+          ses.host = v.host;
+          ses.pid = v.pid;
+          ses.parent_pid = v.ppid;
+          ses.rank = v.rank;
+          ses.local_rank = v.local_rank;
+          ses.start_unix_ns = v.start_unix_ns;
+          ses.source = source_;
+          profile_.sessions.push_back(ses);
+          s.session = int64_t(profile_.sessions.size() - 1);
+          s.tables.clear();
+          s.has_agg.clear();
+          for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
+          if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
+        } else if constexpr (std::is_same_v<T, wire::TableReg>) {
+          db::Session* ses = session(s);
+          db::Table t;
+          t.session_id = ses->id;
+          t.name = v.name;
+          t.rows = v.rows;
+          t.dim = v.dim;
+          t.dtype = dtype_name(v.dtype);
+          t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
+          t.base_address = v.base;
+          t.bytes = v.rows * v.dim * std::max<uint32_t>(1, db::dtype_size(t.dtype));
+          profile_.tables.push_back(std::move(t));
+          s.tables[v.id] = profile_.tables.size() - 1;
+        } else if constexpr (std::is_same_v<T, wire::Tie>) {
+          db::Session* ses = session(s);
+          auto a = s.tables.find(v.table), b = s.tables.find(v.tied_with);
+          if (a == s.tables.end() || b == s.tables.end()) {
+            issues_.push_back({s.label, offset, "tie refers to an unknown table id"});
+            return;
+          }
+          profile_.ties.push_back({ses->id, profile_.tables[a->second].name, profile_.tables[b->second].name});
+        } else if constexpr (std::is_same_v<T, wire::TableDelta>) {
+          auto it = s.tables.find(v.table);
+          if (it == s.tables.end()) {
+            issues_.push_back({s.label, offset, "delta for an unknown table id " + std::to_string(v.table)});
+            return;
+          }
+          stats::TableAggregate agg;
+          if (!stats::TableAggregate::deserialize(v.aggregate, agg)) {
+            issues_.push_back({s.label, offset, "undecodable table aggregate (skipped)"});
+            return;
+          }
+          db::Table& t = profile_.tables[it->second];
+          if (!s.has_agg.count(it->second)) {
+            t.aggregate = std::move(agg);
+            s.has_agg.insert(it->second);
+          } else if (!t.aggregate.merge(agg)) {
+            issues_.push_back({s.label, offset, "table aggregate of another shape for '" + t.name + "' (skipped)"});
+          }
+        } else if constexpr (std::is_same_v<T, wire::ExtraBytes>) {
+          auto it = s.tables.find(v.table);
+          if (it == s.tables.end()) return;
+          // Each kind replaces its previous value.
+          db::Table& t = profile_.tables[it->second];
+          uint64_t& slot = s.extra[{it->second, v.kind}];
+          t.extra_bytes = t.extra_bytes - slot + v.bytes;
+          slot = v.bytes;
+        } else if constexpr (std::is_same_v<T, wire::Steps>) {
+          session(s)->steps = v.steps;
+        } else if constexpr (std::is_same_v<T, wire::MemoryEvents>) {
+          db::Session* ses = session(s);
+          for (auto& e : v.events)
+            profile_.memory_events.push_back({ses->id, e.time_ns, e.bytes, e.address, e.stream, e.device, e.kind, ""});
+        } else if constexpr (std::is_same_v<T, wire::KernelStats>) {
+          db::Session* ses = session(s);
+          auto& ks = profile_.kernels;
+          ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const db::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
+          for (auto& k : v.kernels) ks.push_back({ses->id, k.name, k.launches, k.total_ns, k.tables});
+        } else if constexpr (std::is_same_v<T, wire::RangeStats>) {
+          db::Session* ses = session(s);
+          auto& rs = profile_.ranges;
+          rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const db::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
+          for (auto& r : v.ranges) rs.push_back({ses->id, r.name, r.count, r.total_ns, r.lookups, r.alloc_bytes});
+        } else if constexpr (std::is_same_v<T, wire::Dropped>) {
+          db::Session* ses = session(s);
+          auto& d = drops_[ses->id];
+          for (auto& [k, n] : v.counters) d[k] = n;
+          uint64_t total = 0;
+          for (auto& [k, n] : d)
+            if (k != "indices" && k != "unsent_bytes") total += n;
+          ses->dropped_events = total;
+        } else if constexpr (std::is_same_v<T, wire::Note>) {
+          db::Session* ses = session(s);
+          profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
+          profile_.metadata[v.key] = v.value;
+        } else if constexpr (std::is_same_v<T, wire::Goodbye>) {
+          db::Session* ses = session(s);
+          ses->duration_ns = v.duration_ns;
+          if (v.reason == wire::EndReason::kSignal && !ses->exit_code) ses->exit_code = 128 + v.code;
+        }
+      },
+      msg);
+}
+
+void ProfileBuilder::set_exit_code(int64_t pid, int code) {
+  for (auto it = profile_.sessions.rbegin(); it != profile_.sessions.rend(); ++it) {
+    if (it->pid == pid) {
+      it->exit_code = code;
+      return;
+    }
+  }
+}
+
+void ProfileBuilder::attribute() {
+  // Per session: the tables' address ranges (device tables first, host tables too).
+  std::map<int64_t, wire::AddressIndex> idx;
+  for (auto& t : profile_.tables) idx[t.session_id].add(t.base_address, t.bytes, t.name);
+  for (auto& [sid, ix] : idx) ix.finalize();
+  for (auto& e : profile_.memory_events) {
+    auto it = idx.find(e.session_id);
+    if (it == idx.end()) continue;
+    if (e.bytes > 0) {
+      if (auto* ent = it->second.attribute(e.address, uint64_t(e.bytes))) e.table = ent->name;
+    } else if (auto* ent = it->second.find(e.address)) {
+      e.table = ent->name;
+    }
+  }
+  // Frees carry the attribution of their allocation (the allocation may contain the table
+  // rather than start inside it).
+  std::map<std::pair<int64_t, uint64_t>, std::string> live;
+  for (auto& e : profile_.memory_events) {
+    if (e.bytes > 0) live[{e.session_id, e.address}] = e.table;
+    else if (auto it = live.find({e.session_id, e.address}); it != live.end()) {
+      e.table = it->second;
+      live.erase(it);
+    }
+  }
+}
+
+db::Profile& ProfileBuilder::finish() {
+  attribute();
+  return profile_;
+}
+
+std::vector<std::string> summary_lines(const db::Profile& p) {
+  uint64_t lookups = 0;
+  for (auto& t : p.tables) lookups += t.aggregate.lookups();
+  auto human = [](double b) {
+    const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) { b /= 1024; ++i; }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+    return std::string(buf);
+  };
+  std::vector<std::string> out;
+  out.push_back(std::to_string(p.sessions.size()) + " session(s), " + std::to_string(p.tables.size()) +
+                " table(s), " + std::to_string(lookups) + " lookups, " + std::to_string(p.ties.size()) + " tie(s)");
+  uint64_t alloc_events = 0;
+  for (auto& e : p.memory_events) alloc_events += e.bytes > 0;
+  out.push_back("peak memory " + human(double(p.peak_bytes())) + " (" + std::to_string(alloc_events) +
+                " device allocation(s) traced, table memory " + human(double(p.table_bytes())) + ")");
+  out.push_back("dropped events: " + std::to_string(p.dropped_events()) +
+                (p.dropped_events() ? " (raise EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS)" : ""));
+  return out;
+}
+
+}  // namespace edo::collector

@@ -1,0 +1,197 @@
+// edo trace wire format: what leaves a traced process (over the `edo record` socket or into
+// an EDO_OUTPUT file) and what the collector decodes.
+//
+// A stream is a sequence of frames. Each frame is
+//
+//   offset size  field
+//   0      4     magic "EDOF"
+//   4      1     format version (kVersion)
+//   5      1     message type (MsgType)
+//   6      2     flags (0)
+//   8      4     payload length (little endian, <= kMaxPayload)
+//   12     4     CRC-32 (IEEE) of bytes 4..11 followed by the payload
+//   16     n     payload (varint-encoded message fields, see wire.cpp)
+//
+// so a stream cut at any byte decodes up to its last whole frame, and garbage is detected
+// (checksum) and skipped by scanning for the next magic. A stream may hold several sessions:
+// each Hello starts one (an exec'ed process appends to its predecessor's file).
+// Table statistics travel as deltas (edo::stats::TableAggregate::serialize()); everything
+// else that is a running total (steps, kernels, ranges, drop counters) travels as the
+// absolute value so that a lost frame never corrupts later ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace edo::wire {
+
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 16;
+inline constexpr uint32_t kMaxPayload = 1u << 30;
+inline constexpr char kMagic[4] = {'E', 'D', 'O', 'F'};
+
+uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
+
+enum class MsgType : uint8_t {
+  kHello = 1,
+  kTable = 2,
+  kTie = 3,
+  kTableDelta = 4,
+  kExtraBytes = 5,
+  kSteps = 6,
+  kMemoryEvents = 7,
+  kKernelStats = 8,
+  kRangeStats = 9,
+  kDropped = 10,
+  kNote = 11,
+  kGoodbye = 12,
+};
+
+struct Hello {
+  uint32_t protocol = kVersion;
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  std::optional<int64_t> rank;
+  std::optional<int64_t> local_rank;
+  int64_t start_unix_ns = 0;
+  std::string host;
+  std::string command;       // argv joined by spaces
+  std::string tool_version;
+  std::vector<std::pair<std::string, std::string>> settings;  // EDO_* in force
+};
+
+// dtype/device use the numeric values of edo_dtype / edo_device (edo.h).
+struct TableReg {
+  uint32_t id = 0;           // per-session table id, referenced by the frames below
+  std::string name;
+  uint64_t base = 0;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  uint8_t dtype = 0;
+  uint8_t device = 0;
+  int32_t device_index = -1;
+};
+
+struct Tie {
+  uint32_t table = 0;        // registered first
+  uint32_t tied_with = 0;    // a later name on the same base pointer
+};
+
+struct TableDelta {
+  uint32_t table = 0;
+  std::string aggregate;     // TableAggregate::serialize()
+};
+
+struct ExtraBytes {
+  uint32_t table = 0;
+  std::string kind;
+  uint64_t bytes = 0;        // replaces the previous value of this kind
+};
+
+struct Steps {
+  uint64_t steps = 0;        // absolute
+};
+
+struct MemEvent {
+  int64_t time_ns = 0;       // since session start
+  int64_t bytes = 0;         // > 0 allocation, < 0 free
+  uint64_t address = 0;
+  uint64_t stream = 0;
+  int32_t device = 0;
+  std::string kind;
+};
+
+struct MemoryEvents {        // appended
+  std::vector<MemEvent> events;
+};
+
+struct Kernel {
+  std::string name;
+  uint64_t launches = 0;
+  uint64_t total_ns = 0;
+  std::vector<std::string> tables;
+};
+
+struct KernelStats {         // absolute (replaces the session's kernels)
+  std::vector<Kernel> kernels;
+};
+
+struct Range {
+  std::string name;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t lookups = 0;
+  uint64_t alloc_bytes = 0;
+};
+
+struct RangeStats {          // absolute (replaces the session's ranges)
+  std::vector<Range> ranges;
+};
+
+struct Dropped {             // absolute counters, e.g. "batches", "indices", "memory_events"
+  std::vector<std::pair<std::string, uint64_t>> counters;
+};
+
+struct Note {                // free-form fact, e.g. ("cupti", "unavailable: ...")
+  std::string key;
+  std::string value;
+};
+
+enum class EndReason : uint8_t { kExit = 0, kSignal = 1, kExec = 2 };
+
+struct Goodbye {
+  int64_t duration_ns = 0;
+  EndReason reason = EndReason::kExit;
+  int32_t code = 0;          // signal number for kSignal
+};
+
+using Message = std::variant<Hello, TableReg, Tie, TableDelta, ExtraBytes, Steps, MemoryEvents,
+                             KernelStats, RangeStats, Dropped, Note, Goodbye>;
+
+MsgType type_of(const Message& m);
+const char* type_name(MsgType t);
+
+// Appends one whole frame (header + payload) for `m` to `out`.
+void encode(const Message& m, std::string& out);
+std::string encode(const Message& m);
+
+// Decodes one frame's payload. Returns false on malformed payload (never throws, never reads
+// out of bounds).
+bool decode_payload(MsgType type, std::string_view payload, Message& out);
+
+// Incremental decoder for a byte stream (socket or file). Feed bytes as they arrive and pull
+// messages; corrupt data is reported once per damaged region and skipped (resync on the next
+// valid frame).
+class StreamDecoder {
+ public:
+  enum class Status { kMessage, kNeedMore, kCorrupt };
+  struct Result {
+    Status status = Status::kNeedMore;
+    uint64_t offset = 0;     // stream offset of the frame (kMessage) or of the damage (kCorrupt)
+    std::string error;       // kCorrupt: what was wrong
+  };
+
+  void feed(const void* data, size_t n);
+  // kMessage: `out` holds the next message. kCorrupt: some bytes were skipped; call again.
+  Result next(Message& out);
+  // Bytes buffered but not yet forming a whole frame (a truncated tail at end of stream).
+  size_t pending_bytes() const { return buf_.size() - pos_; }
+  uint64_t consumed_offset() const { return base_offset_ + pos_; }
+  uint64_t frames() const { return frames_; }
+
+ private:
+  void compact();
+  std::string buf_;
+  size_t pos_ = 0;
+  uint64_t base_offset_ = 0;  // stream offset of buf_[0]
+  uint64_t frames_ = 0;
+  bool in_garbage_ = false;
+};
+
+}  // namespace edo::wire

@@ -1,0 +1,139 @@
+/* A traced job with known ground truth, for the tracer's end-to-end tests.
+ *
+ *   tracer_job MODE EXIT_CODE
+ *
+ * MODE: basic   tables (one tie), host lookups, NVTX ranges, steps, extra bytes
+ *       fork    the parent forks 3 workers; worker k reads row k of emb.user 100*(k+1) times
+ *       sigkill basic, waits for a flush, then SIGKILLs itself (expects --flush-ms <= 200)
+ *       sigterm basic, then raise(SIGTERM) with the default disposition
+ *       exec    basic, then execs itself in "after_exec" mode (same pid, a second session)
+ *       after_exec  reads row 7 of emb.item 70 times
+ *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
+ *
+ * Ground truth (basic): emb.user 1000x16 f32: 10000 lookups, each row 10 times (int64);
+ * emb.item 5000x8 f16: 3000 lookups, rows 0..99 30 times each (int32); decoder.weight
+ * (tied to emb.user): row 3 500 times. NVTX: "forward" x2 (4000+6000 lookups),
+ * "model::embedding" x1 (3000 lookups), "epoch" start/end x1. 5 steps. */
+#include <edo/edo.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static float user_w[1000 * 16];
+static uint16_t item_w[5000 * 8];
+
+static void check(int rc, const char* what) {
+  if (rc < 0) {
+    fprintf(stderr, "tracer_job: %s failed: %s\n", what, edo_strerror(rc));
+    exit(99);
+  }
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int64_t reg_user(void) {
+  int64_t h = edo_table_register("emb.user", user_w, 1000, 16, EDO_F32, EDO_HOST);
+  check((int)h, "register emb.user");
+  return h;
+}
+
+static void basic(void) {
+  int64_t user = reg_user();
+  int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+  check((int)item, "register emb.item");
+  int64_t dec = edo_table_register("decoder.weight", user_w, 1000, 16, EDO_F32, EDO_HOST);
+  check((int)dec, "register decoder.weight");
+  check(edo_table_set_extra_bytes(user, "adam.exp_avg", 1000 * 16 * 4), "extra bytes");
+
+  nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
+  static int64_t idx[10000];
+  for (int i = 0; i < 10000; ++i) idx[i] = (i * 7) % 1000;
+  nvtxRangePushA("forward");
+  check(edo_table_lookup(user, idx, 4000, EDO_I64, EDO_HOST, NULL), "lookup user");
+  nvtxRangePop();
+  nvtxRangePushA("forward");
+  check(edo_table_lookup(user, idx + 4000, 6000, EDO_I64, EDO_HOST, NULL), "lookup user");
+  nvtxRangePop();
+
+  nvtxDomainHandle_t dom = nvtxDomainCreateA("model");
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = "embedding";
+  nvtxDomainRangePushEx(dom, &a);
+  static int32_t idx32[3000];
+  for (int i = 0; i < 3000; ++i) idx32[i] = i % 100;
+  for (int b = 0; b < 3; ++b) check(edo_table_lookup(item, idx32 + 1000 * b, 1000, EDO_I32, EDO_HOST, NULL), "lookup item");
+  nvtxDomainRangePop(dom);
+
+  static int64_t three[500];
+  for (int i = 0; i < 500; ++i) three[i] = 3;
+  check(edo_table_lookup(dec, three, 500, EDO_I64, EDO_HOST, NULL), "lookup decoder");
+  for (int s = 0; s < 5; ++s) check(edo_step(), "step");
+  nvtxRangeEnd(epoch);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "basic";
+  int code = argc > 2 ? atoi(argv[2]) : 0;
+  if (!strcmp(mode, "basic")) {
+    basic();
+  } else if (!strcmp(mode, "noisy")) {
+    basic();
+    for (int i = 0; i < 1000; ++i) printf("line %d of the job's own output\n", i);
+  } else if (!strcmp(mode, "fork")) {
+    int64_t user = reg_user();
+    pid_t kids[3];
+    for (int k = 0; k < 3; ++k) {
+      kids[k] = fork();
+      if (kids[k] == 0) {
+        int n = 100 * (k + 1);
+        int64_t* v = malloc(sizeof(int64_t) * n);
+        for (int i = 0; i < n; ++i) v[i] = k;
+        check(edo_table_lookup(user, v, n, EDO_I64, EDO_HOST, NULL), "worker lookup");
+        exit(0);
+      }
+    }
+    for (int k = 0; k < 3; ++k) waitpid(kids[k], NULL, 0);
+    int64_t v[50];
+    for (int i = 0; i < 50; ++i) v[i] = 999;
+    check(edo_table_lookup(user, v, 50, EDO_I64, EDO_HOST, NULL), "parent lookup");
+  } else if (!strcmp(mode, "sigkill")) {
+    basic();
+    sleep_ms(700);
+    kill(getpid(), SIGKILL);
+  } else if (!strcmp(mode, "sigterm")) {
+    basic();
+    raise(SIGTERM);
+    sleep_ms(5000);
+  } else if (!strcmp(mode, "exec")) {
+    basic();
+    char code_s[16];
+    snprintf(code_s, sizeof code_s, "%d", code);
+    execl("/proc/self/exe", argv[0], "after_exec", code_s, (char*)NULL);
+    perror("execl");
+    return 98;
+  } else if (!strcmp(mode, "after_exec")) {
+    int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+    int64_t v[70];
+    for (int i = 0; i < 70; ++i) v[i] = 7;
+    check(edo_table_lookup(item, v, 70, EDO_I64, EDO_HOST, NULL), "after-exec lookup");
+  } else {
+    fprintf(stderr, "tracer_job: unknown mode %s\n", mode);
+    return 2;
+  }
+  printf("tracer_job %s done\n", mode);
+  return code;
+}
