@@ -186,11 +186,13 @@ def main():
 
     losses = []
     times = []
+    cpu = []
     for i, b in enumerate(batches):
         b = to_device(b, args.device)
         if args.bench and args.device == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
+        c0 = time.process_time()
         side_vec = side(b["side"]).sum(1)
         out = model(b["dense"], b["feats"], b["ad"], side_vec)
         loss = F.binary_cross_entropy_with_logits(out, b["label"])
@@ -202,8 +204,10 @@ def main():
         if args.bench and args.device == "cuda":
             torch.cuda.synchronize()
         t1 = time.perf_counter()
+        c1 = time.process_time()
         if i >= args.warmup:
             times.append(t1 - t0)
+            cpu.append(c1 - c0)
         losses.append(loss.detach())
     losses = [float(x) for x in torch.stack(losses).cpu()]
 
@@ -221,6 +225,9 @@ def main():
         mean = sum(times) / len(times) * 1000.0
         print("ms_per_step %.4f" % med)
         print("mean_ms_per_step %.4f" % mean)
+        print("min_ms_per_step %.4f" % (times[0] * 1000.0))
+        # CPU time of the whole process (all threads: torch's and the tracer's) per step
+        print("cpu_ms_per_step %.4f" % (sum(cpu) / len(cpu) * 1000.0))
     if args.outputs:
         with open(args.outputs, "w") as f:
             json.dump({"losses": losses, "checksum": checksum}, f)

@@ -45,11 +45,15 @@ def env(extra=None):
     return e
 
 
-def ms_per_step(out):
-    m = re.search(r"^ms_per_step ([0-9.]+)$", out, re.M)
+def figure(out, key="ms_per_step"):
+    m = re.search(r"^%s ([0-9.]+)$" % key, out, re.M)
     if not m:
-        raise RuntimeError("no ms_per_step in output:\n" + out)
+        raise RuntimeError("no %s in output:\n%s" % (key, out))
     return float(m.group(1))
+
+
+def ms_per_step(out):
+    return figure(out)
 
 
 def main():
@@ -80,12 +84,18 @@ def main():
            "--threads", str(a.threads)] + a.extra
     tmp = tempfile.mkdtemp(prefix="edo-bench-")
     base, traced, sums = [], [], set()
+    base_min, traced_min, base_cpu, traced_cpu = [], [], [], []
+    hooks_only = []
+    lib = os.path.join(a.build, "lib", "libedo_trace.so")
+    pkg = os.path.join(a.build, "lib", "python")
     try:
         for r in range(a.rounds):
             p = subprocess.run(job, capture_output=True, text=True, env=env(), timeout=600)
             if p.returncode != 0:
                 raise RuntimeError("baseline run failed:\n" + p.stderr[-3000:])
             base.append(ms_per_step(p.stdout))
+            base_min.append(figure(p.stdout, "min_ms_per_step"))
+            base_cpu.append(figure(p.stdout, "cpu_ms_per_step"))
             sums.add(re.search(r"checksum (\w+)", p.stdout).group(1))
             db = os.path.join(tmp, "r%d.edodb" % r)
             p = subprocess.run([edo, "record", "-o", db, "--"] + job, capture_output=True,
@@ -95,9 +105,18 @@ def main():
             if "edo: " in p.stderr:
                 sys.stderr.write(p.stderr)
             traced.append(ms_per_step(p.stdout))
+            traced_min.append(figure(p.stdout, "min_ms_per_step"))
+            traced_cpu.append(figure(p.stdout, "cpu_ms_per_step"))
             sums.add(re.search(r"checksum (\w+)", p.stdout).group(1))
-            print("round %d: baseline %.3f ms/step, traced %.3f ms/step"
-                  % (r + 1, base[-1], traced[-1]))
+            # the Python hooks alone: library preloaded without a collector (calls are no-ops)
+            if os.path.exists(lib) and os.path.isdir(pkg):
+                p = subprocess.run(job, capture_output=True, text=True, timeout=600, env=env({
+                    "LD_PRELOAD": lib, "EDO_TRACE_LIB": lib,
+                    "PYTHONPATH": os.pathsep.join([os.path.join(pkg, "edo_boot"), pkg])}))
+                if p.returncode == 0:
+                    hooks_only.append(ms_per_step(p.stdout))
+            print("round %d: baseline %.3f ms/step (cpu %.3f), traced %.3f ms/step (cpu %.3f)"
+                  % (r + 1, base[-1], base_cpu[-1], traced[-1], traced_cpu[-1]))
         rep = subprocess.run([edo, "report", db, "--json"], capture_output=True, text=True)
         lookups = None
         if rep.returncode == 0:
@@ -114,6 +133,24 @@ def main():
     print("baseline_ms_per_step %.4f" % b)
     print("traced_ms_per_step %.4f" % t)
     print("overhead %.4f" % ov)
+    bm, tm = min(base_min), min(traced_min)
+    bc, tc = statistics.median(base_cpu), statistics.median(traced_cpu)
+    if hooks_only:
+        ho = statistics.median(hooks_only)
+        print("hooks_only_ms_per_step %.4f (python hooks, tracer inactive: %+.1f%%)"
+              % (ho, 100.0 * (ho / b - 1.0)))
+    print("baseline_min_ms_per_step %.4f" % bm)
+    print("traced_min_ms_per_step %.4f" % tm)
+    print("overhead_min %.4f" % (tm / bm - 1.0))
+    print("baseline_cpu_ms_per_step %.4f" % bc)
+    print("traced_cpu_ms_per_step %.4f" % tc)
+    print("cpu_overhead %.4f" % (tc / bc - 1.0))
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = -1.0
+    print("load_average %.2f on %d cpus (other load makes wall-clock figures noisy; "
+          "overhead_min and cpu_overhead are steadier)" % (load, os.cpu_count() or 0))
     print("torch_overhead: %s, batch %d, %d timed steps x %d rounds, threads %d: %+.1f%% "
           "(target <= 5%%), lookups recorded in the last traced run %s, counts %s, "
           "results identical across all runs: %s"
@@ -126,6 +163,11 @@ def main():
                        "steps": a.steps, "rounds": a.rounds, "threads": a.threads,
                        "baseline_ms_per_step": b, "traced_ms_per_step": t, "overhead": ov,
                        "baseline_runs": base, "traced_runs": traced,
+                       "baseline_min_ms_per_step": bm, "traced_min_ms_per_step": tm,
+                       "overhead_min": tm / bm - 1.0,
+                       "baseline_cpu_ms_per_step": bc, "traced_cpu_ms_per_step": tc,
+                       "cpu_overhead": tc / bc - 1.0, "load_average": load,
+                       "hooks_only_runs": hooks_only,
                        "lookups_last_run": lookups, "identical_results": len(sums) == 1},
                       f, indent=2)
     return 0
