@@ -578,7 +578,8 @@ def _install_hook(module):
         if isinstance(h, _EdoPreHook):
             return
     module.register_forward_pre_hook(_PRE_HOOK)
-    _hooks_owner[id(hooks)] = weakref.ref(module)
+    key = id(hooks)
+    _hooks_owner[key] = weakref.ref(module, lambda _r, k=key: _hooks_owner.pop(k, None))
 
 
 def _site():
