@@ -328,6 +328,61 @@ class HookTest(unittest.TestCase):
             e(torch.tensor([1.0]))    # torch rejects it; edo neither counts nor raises first
         self.assertEqual(sum(self.fake.lookups.values()), before)
 
+    def test_cuda_indices_are_passed_as_device_pointers_without_sync(self):
+        """The CUDA branch of the counting path, with a stand-in for a CUDA tensor that fails
+        on anything that would synchronise (cpu, item, tolist, numpy, bool, int)."""
+        calls = []
+
+        class Backend(FakeBackend):
+            def table_lookup(self, table, ptr, count, index_type, device, stream):
+                calls.append((table, ptr, count, index_type, device, stream))
+                return 0
+
+        def sync(*a, **k):
+            raise AssertionError("host synchronisation")
+
+        class FakeCuda(object):
+            def __init__(self, dtype, n, contiguous=True):
+                self.dtype, self.n, self._contig = dtype, n, contiguous
+                self.is_cuda = True
+                self.layout = torch.strided
+                self.device = "cuda:1"
+            def numel(self):
+                return self.n
+            def is_contiguous(self):
+                return self._contig
+            def contiguous(self):
+                return FakeCuda(self.dtype, self.n, True)
+            def data_ptr(self):
+                return 0xC0DE00 if self._contig else 0xBAD
+            cpu = item = tolist = numpy = __bool__ = __int__ = __index__ = sync
+
+        class Stream(object):
+            cuda_stream = 0x5157
+
+        class Shim(object):
+            Tensor = FakeCuda
+            int32, int64, strided = torch.int32, torch.int64, torch.strided
+
+            class cuda(object):
+                @staticmethod
+                def current_stream(device=None):
+                    assert device == "cuda:1"
+                    return Stream()
+
+        H.set_backend(Backend())
+        real = H._torch
+        H._torch = Shim
+        try:
+            tab = H.Table("t", 7, 1, 10, 2, "f32", "cuda", None, torch.zeros(1))
+            H._count(tab, FakeCuda(torch.int64, 12))
+            H._count(tab, FakeCuda(torch.int32, 5, contiguous=False))
+            H._count(tab, FakeCuda(torch.int64, 0))
+        finally:
+            H._torch = real
+        self.assertEqual(calls, [(7, 0xC0DE00, 12, _native.I64, _native.CUDA, 0x5157),
+                                 (7, 0xC0DE00, 5, _native.I32, _native.CUDA, 0x5157)])
+
     def test_hook_errors_never_reach_the_job(self):
         class Boom(FakeBackend):
             def table_lookup(self, *a):
