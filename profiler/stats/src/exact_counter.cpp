@@ -24,8 +24,8 @@ void ExactCounts::make_dense() {
 // The hot loop. Per index: one compare (out of range, predicted), one increment, one store
 // of a dirty byte into a small L1-resident array, and an overflow test that is almost never
 // taken. Unrolled by 4 so the compiler can schedule the independent loads.
-template <class I>
-uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
+template <bool kWatch, class I>
+uint64_t ExactCounts::add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed) {
   uint32_t* __restrict c = lo_.data();
   uint8_t* __restrict d = dirty_.data();
   const uint64_t rows = rows_;
@@ -37,7 +37,11 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
       return;
     }
     d[r >> kBlockShift] = 1;
-    if (__builtin_expect(++c[r] == 0, 0)) ++hi_[r];
+    const uint32_t nv = ++c[r];
+    if (__builtin_expect(nv == 0, 0)) ++hi_[r];
+    if constexpr (kWatch) {
+      if (__builtin_expect(nv == watch, 0)) crossed->push_back(r);
+    }
   };
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -50,8 +54,14 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
   return oor;
 }
 
-uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl(idx, n); }
-uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl(idx, n); }
+uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl<false>(idx, n, 0, nullptr); }
+uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl<false>(idx, n, 0, nullptr); }
+uint64_t ExactCounts::add_batch_watch(const int64_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed) {
+  return add_impl<true>(idx, n, watch, &crossed);
+}
+uint64_t ExactCounts::add_batch_watch(const int32_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed) {
+  return add_impl<true>(idx, n, watch, &crossed);
+}
 
 uint64_t ExactCounts::get(uint64_t row) const {
   if (row >= rows_) return 0;

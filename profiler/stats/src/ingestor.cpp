@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "internal.h"
 
@@ -18,7 +19,10 @@ struct TableIngestor::Impl {
   bool exact_lru = true;
   detail::MattsonStack stack;
   std::optional<detail::ShardsSampler> shards;
-  uint64_t seg_refs = 0, seg_sampled = 0;
+  uint64_t seg_refs = 0;
+  // SHARDS hot-row candidates: rows whose segment count reached kHotThreshold.
+  static constexpr uint32_t kHotThreshold = 64;
+  std::vector<uint64_t> crossed;
   // Drift: candidate hot rows of the open window (bounded, see feed_window()).
   std::vector<std::pair<uint64_t, uint64_t>> window_acc;  // (row, count), unsorted
   uint64_t window_lookups = 0;
@@ -32,12 +36,26 @@ struct TableIngestor::Impl {
     buf.resize(4096);
   }
 
+  // Counting and the LRU stack run chunk by chunk, so that the counts the SHARDS classes
+  // read are current to within one chunk.
   template <class I>
   void add(const I* idx, size_t n) {
+    constexpr size_t kChunk = 4096;
+    for (size_t off = 0; off < n; off += kChunk) add_chunk(idx + off, std::min(kChunk, n - off));
+  }
+
+  template <class I>
+  void add_chunk(const I* idx, size_t n) {
     TableAggregate::Impl& a = seg.impl();
     uint64_t oor = 0;
     if (a.mode == CountMode::kExact) {
-      oor = a.exact.add_batch(idx, n);
+      if (shards && cfg.track_lru) {
+        crossed.clear();
+        oor = a.exact.add_batch_watch(idx, n, kHotThreshold, crossed);
+        for (uint64_t r : crossed) shards->promote(r, a.exact.dense_data());
+      } else {
+        oor = a.exact.add_batch(idx, n);
+      }
     } else {
       for (size_t i = 0; i < n; ++i) {
         const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
@@ -53,28 +71,52 @@ struct TableIngestor::Impl {
     a.out_of_range += oor;
     a.lookups += n - oor;
     if (!cfg.track_lru) return;
-    // In-range rows, compacted branch-free into buf, then the LRU stack.
-    for (size_t off = 0; off < n; off += buf.size()) {
-      const size_t c = std::min(buf.size(), n - off);
-      size_t m = 0;
-      for (size_t i = 0; i < c; ++i) {
-        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[off + i]));
+    // In-range rows, compacted branch-free into buf (int64 input with nothing out of range
+    // is used as it is), then the LRU stack.
+    const uint64_t* in = buf.data();
+    size_t m = 0;
+    if (std::is_same_v<I, int64_t> && oor == 0) {
+      in = reinterpret_cast<const uint64_t*>(idx);
+      m = n;
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
         buf[m] = r;
         m += r < rows;
       }
-      seg_refs += m;
-      if (exact_lru) {
-        for (size_t i = 0; i < m; ++i) {
-          const uint64_t d = stack.reference(buf[i]);
-          if (d == detail::MattsonStack::kCold)
-            a.hist.add_cold(1.0);
-          else
-            a.hist.add(d, 1.0);
-        }
-      } else {
-        seg_sampled += shards->process(buf.data(), m, a.hist);
-      }
     }
+    seg_refs += m;
+    if (exact_lru) {
+      for (size_t i = 0; i < m; ++i) {
+        const uint64_t d = stack.reference(in[i]);
+        if (d == detail::MattsonStack::kCold)
+          a.hist.add_cold(1.0);
+        else
+          a.hist.add(d, 1.0);
+      }
+    } else {
+      shards->process(in, m, a.exact.dense_data());
+    }
+  }
+
+  // SHARDS: exact references per frequency class (running count in the segment) from the
+  // segment's counts, then the sampler scales its estimate to them.
+  void shards_into(StackDistanceHistogram& out, const TableAggregate::Impl& counts) {
+    const size_t kc = detail::ShardsSampler::kClasses;
+    if (counts.mode != CountMode::kExact) {
+      shards->flush_segment(out, nullptr, seg_refs);
+      return;
+    }
+    std::vector<double> total(kc, 0.0);
+    counts.exact.for_each_nonzero([&](uint64_t, uint64_t n) {
+      for (uint32_t k = 0; k < kc; ++k) {
+        const uint64_t lo = uint64_t{1} << k;
+        if (lo > n) break;
+        const uint64_t hi = std::min<uint64_t>(n, (lo << 1) - 1);
+        total[std::min<size_t>(k, kc - 1)] += static_cast<double>(hi - lo + 1);
+      }
+    });
+    shards->flush_segment(out, &total, seg_refs);
   }
 
   // Ends the current segment: moves its contents into a new aggregate.
@@ -92,13 +134,8 @@ struct TableIngestor::Impl {
       std::swap(o.topk, a.topk);
       std::swap(o.hll, a.hll);
     }
-    // SHARDS bias correction (Waldspurger et al.): the sampled references, weighted 1/R,
-    // should add up to the references seen; the difference goes to the first bucket.
-    if (shards && seg_refs > 0) {
-      const double diff = static_cast<double>(seg_refs) - static_cast<double>(seg_sampled) / shards->rate();
-      if (diff != 0.0) a.hist.add(0, diff);
-    }
-    seg_refs = seg_sampled = 0;
+    if (shards && seg_refs > 0) shards_into(a.hist, o);
+    seg_refs = 0;
     std::swap(o.hist, a.hist);
     o.windows = std::move(a.windows);
     a.windows.clear();

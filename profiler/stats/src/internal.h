@@ -37,10 +37,15 @@ class ExactCounts {
   void make_dense();  // allocates rows_ * 4 bytes (zeroed) if not dense yet
   bool dense() const { return dense_; }
   uint64_t rows() const { return rows_; }
+  // The low 32 bits of the dense counts (nullptr when sparse).
+  const uint32_t* dense_data() const { return dense_ ? lo_.data() : nullptr; }
 
   // Counts indices in [0, rows); returns how many were out of range. Dense only.
   uint64_t add_batch(const int64_t* idx, size_t n);
   uint64_t add_batch(const int32_t* idx, size_t n);
+  // Same, and appends to `crossed` each row whose count becomes exactly `watch`.
+  uint64_t add_batch_watch(const int64_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed);
+  uint64_t add_batch_watch(const int32_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed);
 
   uint64_t get(uint64_t row) const;
   uint64_t nonzero() const;
@@ -73,8 +78,8 @@ class ExactCounts {
   std::vector<std::pair<uint64_t, uint64_t>>& sparse() { return sparse_; }
 
  private:
-  template <class I>
-  uint64_t add_impl(const I* idx, size_t n);
+  template <bool kWatch, class I>
+  uint64_t add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed);
   void densify_from_sparse();
 
   uint64_t rows_ = 0;
@@ -176,27 +181,76 @@ class MattsonStack {
 };
 
 // SHARDS (Waldspurger et al., FAST'15) fixed-rate spatial sampling in front of a Mattson
-// stack: a row is sampled iff mix64(row ^ salt) mod 2^24 < T, T = rate * 2^24. Sampled
-// distances are scaled by 1/R (R = T / 2^24) and weighted 1/R.
+// stack: a row is sampled iff mix64(row ^ salt) mod 2^24 < T, T = rate * 2^24 (rate R).
+// A sampled reference's distance is estimated as d_s / R (d_s: distance in the sampled
+// stack), capped by its reuse time (the exact number of references since the row's
+// previous one, an upper bound on the distance); d_s = 0 is read as 0.5 / R.
+//
+// Two additions reduce the variance that plain SHARDS has on Zipf-skewed tables, where a
+// handful of hot rows carry most references and are either all in or all out of a 1 %
+// sample (see docs/stats.md):
+//  * post-stratification: sampled references are recorded per frequency class
+//    (floor(log2 of the row's count in the segment)), and each class is scaled to the
+//    exact number of references of its class (from the exact counts);
+//  * hot rows: up to kHotSlots rows whose count crossed hot_threshold are tracked in a
+//    direct-mapped table with their last reference time, so every one of their references
+//    gets an exact reuse time t; its stack distance is estimated as the footprint fp(t), the
+//    mean number of distinct rows in a window of t references, measured on sampled windows
+//    of the recent trace (Xiang et al.'s footprint, exact windows, no model fitting).
 class ShardsSampler {
  public:
   static constexpr uint32_t kModBits = 24;
+  static constexpr uint32_t kClasses = 40;
+  static constexpr uint32_t kHotSlots = 4096;
+  static constexpr uint32_t kWindow = 2048;      // footprint window length (references)
+  static constexpr uint32_t kWindowEvery = 8192;  // one footprint window per this many refs
+  // A hot row that is also sampled refreshes its SHARDS-stack position at most once per this
+  // many references (its own distances come from the hot path; for other rows' distances a
+  // mark up to this many references stale changes nothing but windows shorter than it).
+  static constexpr uint64_t kHotRefresh = 256;
   explicit ShardsSampler(double rate = 0.01);
   double rate() const { return rate_; }
-  // Processes a batch of in-range rows; records into h. Returns sampled reference count.
-  uint64_t process(const uint64_t* rows, size_t n, StackDistanceHistogram& h);
-  // Filter only: writes sampled rows into out (capacity n), returns how many.
-  size_t filter(const uint64_t* rows, size_t n, uint64_t* out) const;
+  // Processes a batch of in-range rows. counts (nullable): the rows' current counts, for the
+  // class of each reference.
+  void process(const uint64_t* rows, size_t n, const uint32_t* counts);
+  // A row whose count just reached the hot threshold (counts: current counts).
+  void promote(uint64_t row, const uint32_t* counts);
+  // Filter only: writes selected rows, their batch positions and hashes into out, pos and
+  // hashes (each of capacity n), returns how many.
+  size_t filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const;
+  // Moves the segment's estimate into `out`, scaled to `refs` references; class_refs[k]:
+  // exact references of frequency class k in the segment (nullptr: one class, all refs).
+  void flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs);
 
  private:
   uint64_t id_of(uint64_t row);
+  void sample_window();
+  double footprint(double w) const;
   uint64_t threshold_;
   double rate_;
   // Open-addressing row -> dense id map (key stored +1, 0 = empty).
   std::vector<uint64_t> keys_;
   std::vector<uint32_t> ids_;
+  std::vector<uint64_t> last_time_;  // id -> global time of the previous reference + 1
   uint64_t used_ = 0;
+  uint64_t now_ = 0;  // global reference clock (all in-range references)
   MattsonStack stack_;
+  // Segment state.
+  std::vector<StackDistanceHistogram> cls_;  // sampled (non-hot) references per class
+  std::vector<double> samples_;              // their number per class
+  std::vector<uint64_t> hot_refs_;           // hot references recorded per class
+  std::vector<uint64_t> hot_reuse_;          // hot references' reuse times (refs between), binned
+  std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
+  // Hot table.
+  std::vector<uint64_t> hot_tag_;   // row + 1, 0 = empty
+  std::vector<uint64_t> hot_last_;  // global time + 1 of the row's last reference, 0 = none
+  // Footprint: ring of the last kWindow rows and per-length distinct-count sums.
+  std::vector<uint64_t> ring_;
+  std::vector<double> fp_sum_;
+  double fp_n_ = 0.0;
+  std::vector<uint64_t> seen_;  // scratch set for sample_window (row + 1)
+  std::vector<uint32_t> seen_gen_;
+  uint32_t gen_ = 0;
 };
 
 // ---- the aggregate ----------------------------------------------------------------------

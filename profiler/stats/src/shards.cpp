@@ -1,4 +1,5 @@
-// SHARDS fixed-rate spatial sampling in front of the Mattson stack.
+// SHARDS fixed-rate spatial sampling in front of the Mattson stack, with post-stratified
+// weights and exact reuse times for hot rows (see internal.h and docs/stats.md).
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +10,11 @@ namespace edo::stats::detail {
 namespace {
 constexpr uint64_t kSampleSalt = 0x5bd1e9955bd1e995ULL;
 constexpr uint64_t kMapSalt = 0x2545f4914f6cdd1dULL;
+inline uint32_t class_of(const uint32_t* counts, uint64_t row) {
+  if (!counts) return 0;
+  const uint32_t c = counts[row];
+  return c ? std::min<uint32_t>(ShardsSampler::kClasses - 1, 31u - static_cast<uint32_t>(__builtin_clz(c))) : 0;
+}
 }  // namespace
 
 ShardsSampler::ShardsSampler(double rate) {
@@ -18,18 +24,44 @@ ShardsSampler::ShardsSampler(double rate) {
   rate_ = static_cast<double>(threshold_) / (1u << kModBits);
   keys_.assign(1024, 0);
   ids_.assign(1024, 0);
+  cls_.resize(kClasses);
+  samples_.assign(kClasses, 0.0);
+  hot_refs_.assign(kClasses, 0);
+  hot_tag_.assign(kHotSlots, 0);
+  hot_last_.assign(kHotSlots, 0);
+  hot_stack_t_.assign(kHotSlots, 0);
+  hot_reuse_.assign(StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
+  ring_.assign(kWindow, 0);
+  fp_sum_.assign(kWindow + 1, 0.0);
+  seen_.assign(4 * kWindow, 0);
+  seen_gen_.assign(4 * kWindow, 0);
 }
 
-// Branch-free: every row is written, the output cursor only advances for sampled rows.
-size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out) const {
+// Branch-free: every row is written, the output cursor only advances for rows that are
+// sampled or hot (one hash serves both: low bits sample, high bits pick the hot slot).
+size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const {
   const uint64_t mask = (uint64_t{1} << kModBits) - 1, t = threshold_;
+  const uint64_t* tags = hot_tag_.data();
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rows[i];
+    const uint64_t h = mix64(r ^ kSampleSalt);
     out[m] = r;
-    m += (mix64(r ^ kSampleSalt) & mask) < t;
+    pos[m] = static_cast<uint32_t>(i);
+    hashes[m] = h;
+    m += ((h & mask) < t) | (tags[(h >> 40) & (kHotSlots - 1)] == r + 1);
   }
   return m;
+}
+
+void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
+  const uint64_t slot = (mix64(row ^ kSampleSalt) >> 40) & (kHotSlots - 1);
+  const uint64_t tag = hot_tag_[slot];
+  if (tag == row + 1) return;
+  if (tag != 0 && !(counts && counts[tag - 1] < counts[row])) return;
+  hot_tag_[slot] = row + 1;
+  hot_last_[slot] = 0;
+  hot_stack_t_[slot] = 0;
 }
 
 uint64_t ShardsSampler::id_of(uint64_t row) {
@@ -58,23 +90,189 @@ uint64_t ShardsSampler::id_of(uint64_t row) {
   return used_++;
 }
 
-uint64_t ShardsSampler::process(const uint64_t* rows, size_t n, StackDistanceHistogram& h) {
-  uint64_t buf[512];
-  const double w = 1.0 / rate_;
-  uint64_t sampled = 0;
+// Distinct rows among the last w references, for every w <= kWindow, added to fp_sum_.
+void ShardsSampler::sample_window() {
+  if (++gen_ == 0) {
+    std::fill(seen_gen_.begin(), seen_gen_.end(), 0);
+    gen_ = 1;
+  }
+  const uint64_t mask = seen_.size() - 1;
+  uint64_t distinct = 0;
+  for (uint32_t w = 1; w <= kWindow; ++w) {
+    const uint64_t r = ring_[(now_ - w) & (kWindow - 1)];
+    uint64_t s = mix64(r ^ kMapSalt) & mask;
+    for (;;) {
+      if (seen_gen_[s] != gen_) {
+        seen_gen_[s] = gen_;
+        seen_[s] = r;
+        ++distinct;
+        break;
+      }
+      if (seen_[s] == r) break;
+      s = (s + 1) & mask;
+    }
+    fp_sum_[w] += static_cast<double>(distinct);
+  }
+  fp_n_ += 1.0;
+}
+
+double ShardsSampler::footprint(double w) const {
+  if (w <= 0.0) return 0.0;
+  if (fp_n_ == 0.0) return w;  // no window measured yet: the upper bound
+  auto at = [&](uint32_t i) { return fp_sum_[i] / fp_n_; };
+  if (w <= kWindow) {
+    const uint32_t lo = static_cast<uint32_t>(w);
+    const double f = w - lo;
+    const double a = lo ? at(lo) : 0.0;
+    return lo < kWindow ? a + f * (at(lo + 1) - a) : a;
+  }
+  const double slope = std::max(0.0, (at(kWindow) - at(kWindow / 2)) / (kWindow / 2));
+  return at(kWindow) + (w - kWindow) * slope;
+}
+
+void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
+  uint64_t buf[512], hashes[512];
+  uint32_t pos[512];
+  const uint64_t mask = (uint64_t{1} << kModBits) - 1;
+  const double inv = 1.0 / rate_;
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
-    const size_t m = filter(rows + off, c, buf);
-    sampled += m;
+    const size_t m = filter(rows + off, c, buf, pos, hashes);
     for (size_t i = 0; i < m; ++i) {
-      const uint64_t d = stack_.reference(id_of(buf[i]));
-      if (d == MattsonStack::kCold)
-        h.add_cold(w);
-      else
-        h.add(static_cast<uint64_t>(std::llround(static_cast<double>(d) * w)), w);
+      const uint64_t row = buf[i];
+      const uint64_t t = now_ + pos[i];
+      const uint64_t h = hashes[i];
+      const uint64_t slot = (h >> 40) & (kHotSlots - 1);
+      const uint32_t k = class_of(counts, row);
+      bool recorded = false;
+      if (hot_tag_[slot] == row + 1) {
+        const uint64_t prev = hot_last_[slot];
+        hot_last_[slot] = t + 1;
+        if (prev) {
+          ++hot_reuse_[StackDistanceHistogram::bin_of(t - prev)];  // refs strictly between
+          ++hot_refs_[k];
+          recorded = true;
+        }
+      }
+      if ((h & mask) >= threshold_) continue;
+      if (recorded) {
+        if (t - hot_stack_t_[slot] < kHotRefresh) continue;
+        hot_stack_t_[slot] = t;
+      }
+      const uint64_t id = id_of(row);
+      if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
+      const uint64_t prev = last_time_[id];
+      last_time_[id] = t + 1;
+      const uint64_t d = stack_.reference(id);
+      if (recorded) continue;
+      samples_[k] += 1.0;
+      if (d == MattsonStack::kCold || prev == 0) {
+        cls_[k].add_cold(1.0);
+        continue;
+      }
+      double est = (d == 0 ? 0.5 : static_cast<double>(d)) * inv;
+      est = std::min(est, static_cast<double>(t - prev));
+      cls_[k].add(static_cast<uint64_t>(std::llround(est)), 1.0);
+    }
+    // The recent-trace ring and the footprint windows.
+    size_t i = 0;
+    while (i < c) {
+      // One footprint window per kWindowEvery references, 8x fewer once 256 are averaged.
+      const uint64_t every = fp_n_ < 256.0 ? kWindowEvery : 8 * uint64_t{kWindowEvery};
+      const uint64_t next_b = (now_ / every + 1) * every;
+      const size_t upto = std::min<uint64_t>(c, i + (next_b - now_));
+      // Only the last kWindow references before a window boundary are ever read.
+      const uint64_t first_needed = next_b - kWindow;
+      if (now_ < first_needed) {
+        const size_t skip = std::min<uint64_t>(upto - i, first_needed - now_);
+        i += skip;
+        now_ += skip;
+      }
+      for (; i < upto; ++i, ++now_) ring_[now_ & (kWindow - 1)] = rows[off + i];
+      if (now_ == next_b && now_ >= kWindow) sample_window();
     }
   }
-  return sampled;
+}
+
+void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs) {
+  std::vector<double> bins = out.bins();
+  double cold = out.cold();
+  uint64_t maxd = out.max_distance();
+  auto put = [&](double dist, double w) {
+    const double fl = std::floor(dist);
+    const double fr = dist - fl;
+    for (int j = 0; j < 2; ++j) {
+      const double x = j ? w * fr : w * (1.0 - fr);
+      if (x == 0.0) continue;
+      const uint64_t d = static_cast<uint64_t>(fl) + static_cast<uint64_t>(j);
+      const uint32_t b = StackDistanceHistogram::bin_of(d);
+      if (b >= bins.size()) bins.resize(b + 1, 0.0);
+      bins[b] += x;
+      maxd = std::max(maxd, d);
+    }
+  };
+  // Hot rows: every reference, distance = footprint of its reuse time.
+  double hot_total = 0.0;
+  const auto& hb = hot_reuse_;
+  for (size_t b = 0; b < hb.size(); ++b) {
+    if (hb[b] == 0) continue;
+    const uint64_t lo = StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b));
+    const uint64_t up = StackDistanceHistogram::bin_upper(static_cast<uint32_t>(b));
+    const double t = (static_cast<double>(lo) + static_cast<double>(up - 1)) / 2.0;
+    put(footprint(t), static_cast<double>(hb[b]));
+    hot_total += static_cast<double>(hb[b]);
+  }
+  // Everything else: sampled references, each class scaled to its exact reference count.
+  std::vector<double> total(kClasses, 0.0);
+  if (class_refs) {
+    // Classes are by running count for the totals but by count at the end of a chunk for the
+    // hot references, so a difference can go negative: clamp, then rescale so that the
+    // classes add up to exactly the references not covered by the hot path.
+    double sum = 0.0;
+    for (size_t k = 0; k < kClasses && k < class_refs->size(); ++k) {
+      total[k] = std::max(0.0, (*class_refs)[k] - static_cast<double>(hot_refs_[k]));
+      sum += total[k];
+    }
+    const double want = std::max(0.0, static_cast<double>(refs) - hot_total);
+    if (sum > 0.0)
+      for (double& x : total) x *= want / sum;
+  } else {
+    total[0] = std::max(0.0, static_cast<double>(refs) - hot_total);
+  }
+  bool any = false;
+  for (size_t k = 0; k < kClasses; ++k) any |= samples_[k] > 0.0;
+  if (!any) {
+    double rest = 0.0;
+    for (double x : total) rest += x;
+    if (rest > 0.0) put(0.0, rest);  // nothing sampled: no information
+  } else {
+    std::vector<double> extra(kClasses, 0.0);
+    for (size_t k = 0; k < kClasses; ++k) {
+      if (total[k] == 0.0 || samples_[k] > 0.0) continue;
+      size_t best = kClasses;
+      for (size_t d = 1; d < kClasses && best == kClasses; ++d) {
+        if (k >= d && samples_[k - d] > 0.0)
+          best = k - d;
+        else if (k + d < kClasses && samples_[k + d] > 0.0)
+          best = k + d;
+      }
+      extra[best] += total[k];
+    }
+    for (size_t k = 0; k < kClasses; ++k) {
+      if (samples_[k] <= 0.0) continue;
+      const double f = (total[k] + extra[k]) / samples_[k];
+      const auto& b = cls_[k].bins();
+      if (b.size() > bins.size()) bins.resize(b.size(), 0.0);
+      for (size_t i = 0; i < b.size(); ++i) bins[i] += f * b[i];
+      cold += f * cls_[k].cold();
+      if (!b.empty()) maxd = std::max(maxd, cls_[k].max_distance());
+    }
+  }
+  out.set(std::move(bins), cold, maxd);
+  for (auto& h : cls_) h.clear();
+  std::fill(samples_.begin(), samples_.end(), 0.0);
+  std::fill(hot_refs_.begin(), hot_refs_.end(), 0);
+  std::fill(hot_reuse_.begin(), hot_reuse_.end(), 0);
 }
 
 }  // namespace edo::stats::detail

@@ -7,13 +7,6 @@
 
 namespace edo::stats {
 
-uint32_t StackDistanceHistogram::bin_of(uint64_t d) {
-  if (d < kExactBelow) return static_cast<uint32_t>(d);
-  const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(d));  // >= 8
-  const uint32_t sub = static_cast<uint32_t>((d >> (o - 7)) & (kSubBinsPerOctave - 1));
-  return kExactBelow + (o - 8) * kSubBinsPerOctave + sub;
-}
-
 uint64_t StackDistanceHistogram::bin_lower(uint32_t bin) {
   if (bin < kExactBelow) return bin;
   const uint32_t o = 8 + (bin - kExactBelow) / kSubBinsPerOctave;

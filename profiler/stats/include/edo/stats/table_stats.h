@@ -76,7 +76,12 @@ class StackDistanceHistogram {
   double cold() const { return cold_; }
   bool empty() const { return total() == 0.0; }
 
-  static uint32_t bin_of(uint64_t distance);
+  static uint32_t bin_of(uint64_t distance) {
+    if (distance < kExactBelow) return static_cast<uint32_t>(distance);
+    const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(distance));  // >= 8
+    const uint32_t sub = static_cast<uint32_t>((distance >> (o - 7)) & (kSubBinsPerOctave - 1));
+    return kExactBelow + (o - 8) * kSubBinsPerOctave + sub;
+  }
   static uint64_t bin_lower(uint32_t bin);  // smallest distance in bin
   static uint64_t bin_upper(uint32_t bin);  // one past the largest distance in bin
 

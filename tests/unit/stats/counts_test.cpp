@@ -1,0 +1,139 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "internal.h"
+#include "test_util.h"
+
+namespace edo::stats {
+namespace {
+
+using testing::map_counts;
+using testing::zipf_trace;
+
+TEST(ExactCountsTest, MatchesMapAndSkipsOutOfRange) {
+  const uint64_t rows = 10000;
+  auto t = zipf_trace(rows, 1.0, 200000, 1);
+  t.push_back(-1);
+  t.push_back(static_cast<int64_t>(rows));
+  t.push_back(INT64_MIN);
+  t.push_back(INT64_MAX);
+  TableIngestor ing(rows, StatsConfig{});
+  ing.add(t.data(), t.size());
+  const TableAggregate& a = ing.pending();
+  EXPECT_EQ(a.mode(), CountMode::kExact);
+  EXPECT_EQ(a.out_of_range(), 4u);
+  EXPECT_EQ(a.lookups(), t.size() - 4);
+  auto m = map_counts(t, rows);
+  EXPECT_EQ(a.unique_rows(), m.size());
+  for (uint64_t r = 0; r < rows; ++r) {
+    auto it = m.find(static_cast<int64_t>(r));
+    ASSERT_EQ(a.count(r), it == m.end() ? 0u : it->second) << r;
+  }
+  uint64_t seen = 0;
+  a.for_each_nonzero([&](uint64_t r, uint64_t c) {
+    EXPECT_EQ(m.at(static_cast<int64_t>(r)), c);
+    ++seen;
+  });
+  EXPECT_EQ(seen, m.size());
+  auto desc = a.counts_descending();
+  std::vector<uint64_t> ref;
+  for (auto& [r, c] : m) ref.push_back(c);
+  std::sort(ref.rbegin(), ref.rend());
+  EXPECT_EQ(desc, ref);
+  auto top = a.top_rows(5);
+  ASSERT_EQ(top.size(), 5u);
+  EXPECT_EQ(top[0].second, ref[0]);
+  EXPECT_EQ(a.count(top[0].first), ref[0]);
+}
+
+TEST(ExactCountsTest, Int32IndicesAndNegatives) {
+  std::vector<int32_t> t = {0, 1, 1, 2, -5, 7, 8, 2, 2};
+  TableIngestor ing(8, StatsConfig{});
+  ing.add(t.data(), t.size());
+  const TableAggregate& a = ing.pending();
+  EXPECT_EQ(a.out_of_range(), 2u);
+  EXPECT_EQ(a.lookups(), 7u);
+  EXPECT_EQ(a.count(2), 3u);
+  EXPECT_EQ(a.count(7), 1u);
+  EXPECT_EQ(a.unique_rows(), 4u);
+}
+
+TEST(ExactCountsTest, Uint32OverflowCarriesTo64Bit) {
+  detail::ExactCounts c;
+  c.reset(100);
+  c.sparse().emplace_back(5, 0xFFFFFFFFull);
+  detail::ExactCounts d;
+  d.reset(100);
+  d.make_dense();
+  d.merge(c);
+  EXPECT_EQ(d.get(5), 0xFFFFFFFFull);
+  int64_t idx[3] = {5, 5, 6};
+  EXPECT_EQ(d.add_batch(idx, 3), 0u);
+  EXPECT_EQ(d.get(5), 0x100000001ull);
+  EXPECT_EQ(d.get(6), 1u);
+  uint64_t total = 0;
+  d.for_each_nonzero([&](uint64_t, uint64_t v) { total += v; });
+  EXPECT_EQ(total, 0x100000002ull);
+  detail::ExactCounts e;
+  d.extract(e);
+  EXPECT_EQ(e.get(5), 0x100000001ull);
+  EXPECT_EQ(d.get(5), 0u);
+  EXPECT_EQ(d.nonzero(), 0u);
+}
+
+TEST(SketchTest, HeavyHittersUniqueAndCountBounds) {
+  StatsConfig cfg;
+  cfg.exact_rows_limit = 1000;
+  cfg.top_k = 256;
+  cfg.cms_width = 1 << 14;
+  cfg.hll_precision = 14;
+  const uint64_t rows = 1 << 20;
+  auto t = zipf_trace(rows, 1.1, 300000, 3);
+  TableIngestor ing(rows, cfg);
+  ing.add(t.data(), t.size());
+  const TableAggregate& a = ing.pending();
+  ASSERT_EQ(a.mode(), CountMode::kSketch);
+  auto m = map_counts(t, rows);
+  EXPECT_NEAR(static_cast<double>(a.unique_rows()), static_cast<double>(m.size()), 0.03 * m.size());
+  for (auto& [r, c] : m) ASSERT_GE(a.count(static_cast<uint64_t>(r)), c);
+  // True top 20 rows are all in the top-K summary.
+  std::vector<std::pair<uint64_t, int64_t>> ref;
+  for (auto& [r, c] : m) ref.emplace_back(c, r);
+  std::sort(ref.rbegin(), ref.rend());
+  auto top = a.top_rows(256);
+  for (int i = 0; i < 20; ++i) {
+    bool found = std::any_of(top.begin(), top.end(), [&](auto& p) { return p.first == static_cast<uint64_t>(ref[i].second); });
+    EXPECT_TRUE(found) << "rank " << i;
+  }
+  EXPECT_EQ(a.counts_descending().size(), 256u);
+  EXPECT_GT(coverage_of_top(a, 256), 0.3);
+}
+
+TEST(SketchTest, DeltasMergeLikeOneIngest) {
+  StatsConfig cfg;
+  cfg.exact_rows_limit = 1000;
+  cfg.top_k = 128;
+  cfg.cms_width = 1 << 12;
+  const uint64_t rows = 1 << 18;
+  auto t = zipf_trace(rows, 1.2, 100000, 4);
+  TableIngestor one(rows, cfg), parts(rows, cfg);
+  one.add(t.data(), t.size());
+  TableAggregate whole = one.take_delta();
+  TableAggregate merged(rows, cfg);
+  for (size_t off = 0; off < t.size(); off += 25000) {
+    parts.add(t.data() + off, 25000);
+    std::string blob = parts.take_delta().serialize();
+    TableAggregate d;
+    ASSERT_TRUE(TableAggregate::deserialize(blob, d));
+    ASSERT_TRUE(merged.merge(d));
+  }
+  EXPECT_EQ(merged.lookups(), whole.lookups());
+  EXPECT_EQ(merged.unique_rows(), whole.unique_rows());  // HLL registers merge by max: identical
+  for (uint64_t r = 0; r < 1000; ++r) ASSERT_EQ(merged.count(r), whole.count(r));  // CMS adds up exactly
+  EXPECT_EQ(merged.top_rows(1)[0].first, whole.top_rows(1)[0].first);
+}
+
+}  // namespace
+}  // namespace edo::stats
