@@ -105,7 +105,7 @@ struct State {
   std::shared_ptr<const wire::AddressIndex> addr_index;  // reg_mu (copy under lock)
 
   // ingest queue
-  std::condition_variable cv;
+  std::condition_variable* cv = new std::condition_variable();  // replaced in a fork child
   std::vector<Batch*> queue;   // q_mu
   std::vector<Batch*> pool;    // q_mu
   uint64_t queued_bytes = 0;   // q_mu
@@ -445,7 +445,7 @@ void bg_main() {
     {
       std::unique_lock<std::mutex> lk(g->q_mu);
       auto until = std::min(next_flush, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
-      g->cv.wait_until(lk, until, [] { return !g->queue.empty() || g->stop || g->flush_req; });
+      g->cv->wait_until(lk, until, [] { return !g->queue.empty() || g->stop || g->flush_req; });
       stop = g->stop;
       req = g->flush_req;
       g->flush_req = false;
@@ -490,7 +490,7 @@ void stop_bg() {
     std::lock_guard<std::mutex> lk(g->q_mu);
     g->stop = true;
   }
-  g->cv.notify_all();
+  g->cv->notify_all();
   if (g->bg->joinable() && g->bg->get_id() != std::this_thread::get_id()) g->bg->join();
   g->bg_running.store(false);
 }
@@ -552,6 +552,7 @@ void install_signal(int sig) {
 
 void atfork_prepare() {
   if (!g || !g->active) return;
+  g->start_mu.lock();
   g->flush_mu.lock(); g->reg_mu.lock(); g->ing_mu.lock(); g->q_mu.lock(); g->mem_mu.lock();
   g->kern_mu.lock(); g->nvtx_mu.lock(); g->sink_mu.lock();
 }
@@ -559,10 +560,14 @@ void atfork_parent() {
   if (!g || !g->active) return;
   g->sink_mu.unlock(); g->nvtx_mu.unlock(); g->kern_mu.unlock(); g->mem_mu.unlock();
   g->q_mu.unlock(); g->ing_mu.unlock(); g->reg_mu.unlock(); g->flush_mu.unlock();
+  g->start_mu.unlock();
 }
 void atfork_child() {
   if (!g || !g->active) return;
   atfork_parent();  // unlock everything (this thread locked it in prepare)
+  // The parent's background thread may have been waiting on the condition variable: its
+  // copied state is meaningless here. Start with a fresh one (the old one is leaked).
+  g->cv = new std::condition_variable();
   // A new session for the child; the parent's pending data stays the parent's.
   g->pid.store(getpid());
   g->ppid = getppid();
@@ -893,7 +898,7 @@ int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int
     std::lock_guard<std::mutex> lk(g->q_mu);
     g->queue.push_back(b);
   }
-  g->cv.notify_one();
+  g->cv->notify_one();
   return EDO_OK;
 }
 
@@ -919,7 +924,7 @@ int api_step() {
         std::lock_guard<std::mutex> lk(g->q_mu);
         g->queue.push_back(b);
       }
-      g->cv.notify_one();
+      g->cv->notify_one();
     } else {
       std::lock_guard<std::mutex> lk(g->ing_mu);
       close_windows_locked();

@@ -183,6 +183,13 @@ static uint32_t get32(const char* p) {
   return v;
 }
 
+// Low 16 bits of the CRC-32 of version, type and length: lets the decoder reject a damaged
+// length field at once instead of waiting for bytes that will never come.
+static uint16_t header_check(const char* h) {
+  char b[6] = {h[4], h[5], h[8], h[9], h[10], h[11]};
+  return static_cast<uint16_t>(crc32(b, 6) & 0xFFFF);
+}
+
 void encode(const Message& m, std::string& out) {
   const size_t start = out.size();
   out.resize(start + kHeaderSize);
@@ -193,9 +200,10 @@ void encode(const Message& m, std::string& out) {
   std::memcpy(h, kMagic, 4);
   h[4] = static_cast<char>(kVersion);
   h[5] = static_cast<char>(type_of(m));
-  h[6] = 0;
-  h[7] = 0;
   put32(h + 8, static_cast<uint32_t>(len));
+  const uint16_t hc = header_check(h);
+  h[6] = static_cast<char>(hc & 0xFF);
+  h[7] = static_cast<char>(hc >> 8);
   uint32_t c = crc32(h + 4, 8);
   c = crc32(h + kHeaderSize, len, c);
   put32(h + 12, c);
@@ -345,6 +353,8 @@ StreamDecoder::Result StreamDecoder::next(Message& out) {
     std::string why;
     if (std::memcmp(h, kMagic, 4) != 0) {
       why = "bad magic";
+    } else if ((static_cast<uint8_t>(h[6]) | static_cast<uint8_t>(h[7]) << 8) != header_check(h)) {
+      why = "damaged frame header";
     } else if (static_cast<uint8_t>(h[4]) != kVersion) {
       why = "unsupported frame version " + std::to_string(static_cast<uint8_t>(h[4]));
     } else {

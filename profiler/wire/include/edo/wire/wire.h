@@ -7,13 +7,14 @@
 //   0      4     magic "EDOF"
 //   4      1     format version (kVersion)
 //   5      1     message type (MsgType)
-//   6      2     flags (0)
+//   6      2     header check: low 16 bits of CRC-32 of bytes 4, 5, 8..11
 //   8      4     payload length (little endian, <= kMaxPayload)
 //   12     4     CRC-32 (IEEE) of bytes 4..11 followed by the payload
 //   16     n     payload (varint-encoded message fields, see wire.cpp)
 //
 // so a stream cut at any byte decodes up to its last whole frame, and garbage is detected
-// (checksum) and skipped by scanning for the next magic. A stream may hold several sessions:
+// (checksums) and skipped by scanning for the next magic; a damaged length field is caught by
+// the header check without waiting for the bytes it claims. A stream may hold several sessions:
 // each Hello starts one (an exec'ed process appends to its predecessor's file).
 // Table statistics travel as deltas (edo::stats::TableAggregate::serialize()); everything
 // else that is a running total (steps, kernels, ranges, drop counters) travels as the

@@ -1,0 +1,158 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "edo/collector/collector.h"
+#include "edo/db/profile_store.h"
+#include "sample_trace.h"
+
+using namespace edo;
+using namespace edo::wire;
+
+namespace {
+
+collector::ProfileBuilder& build(collector::ProfileBuilder& b, const std::string& bytes) {
+  const int s = b.open_stream("test");
+  b.feed(s, bytes.data(), bytes.size());
+  b.close_stream(s);
+  b.finish();
+  return b;
+}
+
+}  // namespace
+
+TEST(Collector, SampleTraceBecomesAProfile) {
+  collector::ProfileBuilder b("import");
+  build(b, sample::sample_stream());
+  const db::Profile& p = b.profile();
+  EXPECT_TRUE(b.issues().empty());
+  ASSERT_EQ(p.sessions.size(), 2u);
+  const auto& s = p.sessions[0];
+  EXPECT_EQ(s.pid, 4242);
+  EXPECT_EQ(*s.rank, 3);
+  EXPECT_EQ(*s.local_rank, 1);
+  EXPECT_EQ(s.steps, 12u);
+  EXPECT_EQ(s.host, "node-7");
+  EXPECT_EQ(s.source, "import");
+  EXPECT_EQ(*s.exit_code, 128 + 15);  // goodbye: killed by SIGTERM
+  EXPECT_EQ(s.dropped_events, 1u);    // "batches" (indices are not events)
+  EXPECT_EQ(s.duration_ns, 5000000000);
+  EXPECT_FALSE(p.sessions[1].rank.has_value());
+  EXPECT_NE(p.sessions[0].id, p.sessions[1].id);
+
+  ASSERT_EQ(p.tables.size(), 2u);
+  EXPECT_EQ(p.tables[0].name, "model.emb");
+  EXPECT_EQ(p.tables[0].device, "cuda:0");
+  EXPECT_EQ(p.tables[0].bytes, 1000u * 16 * 4);
+  EXPECT_EQ(p.tables[0].extra_bytes, 64000u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 5000u);
+  EXPECT_EQ(p.tables[0].aggregate.count(31), 5u);
+  ASSERT_EQ(p.ties.size(), 1u);
+  EXPECT_EQ(p.ties[0].table, "model.emb");
+  EXPECT_EQ(p.ties[0].tied_with, "lm_head");
+
+  ASSERT_EQ(p.memory_events.size(), 3u);
+  EXPECT_EQ(p.memory_events[0].table, "model.emb");  // attributed by address range
+  EXPECT_EQ(p.memory_events[1].table, "");
+  EXPECT_EQ(p.memory_events[2].bytes, -4096);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].tables, std::vector<std::string>{"model.emb"});
+  ASSERT_EQ(p.ranges.size(), 2u);
+  EXPECT_EQ(p.ranges[0].lookups, 5000u);
+  EXPECT_EQ(p.metadata.at("cupti"), "unavailable: no CUDA driver");
+}
+
+TEST(Collector, DeltasAddUpAndExtraBytesReplace) {
+  std::string s;
+  Hello h;
+  h.pid = 1;
+  encode(h, s);
+  encode(TableReg{5, "t", 0x1000, 100, 4, 0, 0, -1}, s);
+  stats::TableIngestor ing(100, stats::StatsConfig{});
+  std::vector<int32_t> a(50, 7), c(25, 9);
+  ing.add(a.data(), a.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  ing.add(c.data(), c.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  encode(ExtraBytes{5, "adam.exp_avg", 100}, s);
+  encode(ExtraBytes{5, "adam.exp_avg", 300}, s);
+  encode(ExtraBytes{5, "grad", 5}, s);
+  encode(Steps{3}, s);
+  encode(Steps{4}, s);  // absolute
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  const auto& t = b.profile().tables.at(0);
+  EXPECT_EQ(t.device, "host");
+  EXPECT_EQ(t.aggregate.lookups(), 75u);
+  EXPECT_EQ(t.aggregate.count(7), 50u);
+  EXPECT_EQ(t.aggregate.count(9), 25u);
+  EXPECT_EQ(t.aggregate.unique_rows(), 2u);
+  EXPECT_EQ(t.extra_bytes, 305u);
+  EXPECT_EQ(b.profile().sessions[0].steps, 4u);
+  b.set_exit_code(1, 7);
+  EXPECT_EQ(*b.profile().sessions[0].exit_code, 7);
+}
+
+TEST(Collector, TruncatedStreamIsReportedWithItsOffset) {
+  std::vector<size_t> ends;
+  const std::string s = sample::sample_stream(&ends);
+  collector::ProfileBuilder b("import");
+  build(b, s.substr(0, ends[4] + 10));
+  EXPECT_EQ(b.frames(), 5u);
+  ASSERT_EQ(b.issues().size(), 1u);
+  EXPECT_EQ(b.issues()[0].offset, ends[4]);
+  EXPECT_NE(b.issues()[0].message.find("truncated"), std::string::npos);
+  EXPECT_EQ(b.profile().tables.at(0).aggregate.lookups(), 5000u);
+}
+
+TEST(Collector, FreesInheritTheAttributionOfTheirAllocation) {
+  std::string s;
+  Hello h;
+  encode(h, s);
+  encode(TableReg{0, "emb", 0x10100, 10, 4, 0, 1, 0}, s);  // 160 bytes inside a segment
+  MemoryEvents me;
+  me.events.push_back({1, 1 << 20, 0x10000, 0, 0, "cudaMalloc"});  // segment containing the table
+  me.events.push_back({2, -(1 << 20), 0x10000, 0, 0, "cudaFree"});
+  me.events.push_back({3, 64, 0x90000, 0, 0, "cudaMalloc"});
+  encode(me, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  const auto& ev = b.profile().memory_events;
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].table, "emb");
+  EXPECT_EQ(ev[1].table, "emb");
+  EXPECT_EQ(ev[2].table, "");
+  EXPECT_EQ(b.profile().peak_bytes(), 1 << 20);
+}
+
+TEST(Collector, ProfileSavesAndLoadsRepeatedly) {
+  const std::string path = ::testing::TempDir() + "/collector_test_" + std::to_string(getpid()) + ".edodb";
+  collector::ProfileBuilder b("record");
+  const int st = b.open_stream("c");
+  std::vector<size_t> ends;
+  const std::string s = sample::sample_stream(&ends);
+  db::ProfileStore store(path, db::ProfileStore::Mode::kCreate);
+  b.feed(st, s.data(), ends[5]);
+  store.save(b.finish(), false);
+  b.feed(st, s.data() + ends[5], s.size() - ends[5]);
+  b.close_stream(st);
+  store.save(b.finish(), true);
+  db::Profile back = db::ProfileStore(path, db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(back.sessions.size(), 2u);
+  ASSERT_EQ(back.tables.size(), 2u);
+  EXPECT_EQ(back.tables[0].aggregate.lookups(), 5000u);
+  EXPECT_EQ(back.ties.size(), 1u);
+  EXPECT_EQ(back.memory_events.size(), 3u);
+  std::filesystem::remove(path);
+}
+
+TEST(Collector, SummaryHasThreeLines) {
+  collector::ProfileBuilder b("import");
+  build(b, sample::sample_stream());
+  auto lines = collector::summary_lines(b.profile());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("2 session(s), 2 table(s), 5000 lookups, 1 tie(s)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("dropped events: 1"), std::string::npos) << lines[2];
+}

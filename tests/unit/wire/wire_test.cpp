@@ -1,0 +1,150 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "sample_trace.h"
+
+using namespace edo::wire;
+using namespace edo::wire::sample;
+
+TEST(Wire, Crc32MatchesTheIeeeCheckValue) {
+  EXPECT_EQ(crc32("123456789", 9), 0xCBF43926u);
+  EXPECT_EQ(crc32("", 0), 0u);
+}
+
+TEST(Wire, FrameHeaderLayout) {
+  std::string f = encode(Steps{300});
+  ASSERT_GE(f.size(), kHeaderSize);
+  EXPECT_EQ(f.substr(0, 4), "EDOF");
+  EXPECT_EQ(uint8_t(f[4]), kVersion);
+  EXPECT_EQ(uint8_t(f[5]), uint8_t(MsgType::kSteps));
+  const uint32_t len = uint8_t(f[8]) | uint8_t(f[9]) << 8 | uint8_t(f[10]) << 16 | uint32_t(uint8_t(f[11])) << 24;
+  EXPECT_EQ(len, f.size() - kHeaderSize);
+}
+
+TEST(Wire, EveryMessageRoundTrips) {
+  const auto msgs = sample_messages();
+  const auto back = decode_all(sample_stream());
+  ASSERT_EQ(back.size(), msgs.size());
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    EXPECT_EQ(back[i].index(), msgs[i].index()) << i;
+    // Re-encoding the decoded message gives identical bytes.
+    EXPECT_EQ(encode(back[i]), encode(msgs[i])) << "message " << i << " (" << type_name(type_of(msgs[i])) << ")";
+  }
+  const auto& h = std::get<Hello>(back[0]);
+  EXPECT_EQ(h.pid, 4242);
+  EXPECT_EQ(*h.rank, 3);
+  EXPECT_EQ(h.command, "python3 train.py --lr 0.1");
+  const auto& d = std::get<TableDelta>(back[4]);
+  edo::stats::TableAggregate agg;
+  ASSERT_TRUE(edo::stats::TableAggregate::deserialize(d.aggregate, agg));
+  EXPECT_EQ(agg.lookups(), 5000u);
+  EXPECT_EQ(agg.unique_rows(), 1000u);
+  const auto& me = std::get<MemoryEvents>(back[7]);
+  EXPECT_EQ(me.events[2].bytes, -4096);
+  EXPECT_EQ(std::get<Goodbye>(back[12]).reason, EndReason::kSignal);
+}
+
+TEST(Wire, ByteByByteFeedingDecodesTheSame) {
+  const std::string s = sample_stream();
+  int bad = 0;
+  EXPECT_EQ(decode_all(s, &bad, 1).size(), sample_messages().size());
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(decode_all(s, &bad, 7).size(), sample_messages().size());
+}
+
+// A stream cut at ANY byte decodes exactly the frames that end before the cut, never
+// reports corruption and never more.
+TEST(Wire, CutAtEveryOffsetDecodesUpToTheLastWholeFrame) {
+  std::vector<size_t> ends;
+  const std::string s = sample_stream(&ends);
+  for (size_t cut = 0; cut <= s.size(); ++cut) {
+    int bad = 0;
+    StreamDecoder d;
+    d.feed(s.data(), cut);
+    size_t n = 0;
+    Message m;
+    while (true) {
+      auto r = d.next(m);
+      if (r.status == StreamDecoder::Status::kNeedMore) break;
+      if (r.status == StreamDecoder::Status::kCorrupt) { ++bad; continue; }
+      ++n;
+    }
+    const size_t whole = size_t(std::upper_bound(ends.begin(), ends.end(), cut) - ends.begin());
+    ASSERT_EQ(n, whole) << "cut at " << cut;
+    ASSERT_EQ(bad, 0) << "cut at " << cut;
+    ASSERT_EQ(d.pending_bytes(), cut - (whole ? ends[whole - 1] : 0)) << "cut at " << cut;
+  }
+}
+
+TEST(Wire, AFlippedByteLosesOnlyItsFrame) {
+  std::vector<size_t> ends;
+  const std::string s = sample_stream(&ends);
+  const size_t total = ends.size();
+  for (size_t pos = 0; pos < s.size(); pos += 3) {
+    std::string t = s;
+    t[pos] = char(t[pos] ^ 0x5A);
+    int bad = 0;
+    auto got = decode_all(t, &bad);
+    // The damaged frame is skipped; every other frame survives (resync on the next magic).
+    ASSERT_GE(got.size(), total - 1) << "flip at " << pos;
+    ASSERT_LE(got.size(), total) << "flip at " << pos;
+    if (got.size() == total - 1) {
+      ASSERT_GE(bad, 1) << "flip at " << pos;
+    }
+  }
+}
+
+TEST(Wire, GarbageBeforeBetweenAndAfterFrames) {
+  std::mt19937_64 rng(7);
+  std::string junk(777, '\0');
+  for (auto& c : junk) c = char(rng());
+  const std::string s = sample_stream();
+  int bad = 0;
+  auto got = decode_all(junk + s + junk.substr(0, 100) + s, &bad);
+  EXPECT_EQ(got.size(), 2 * sample_messages().size());
+  EXPECT_GE(bad, 2);
+}
+
+TEST(Wire, RandomGarbageNeverCrashesOrAllocatesWildly) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    std::string junk(size_t(rng() % 4096), '\0');
+    for (auto& c : junk) c = char(rng());
+    // Plant fake headers with huge lengths and valid magic.
+    if (junk.size() > 32 && round % 2) {
+      std::memcpy(junk.data() + 8, kMagic, 4);
+      junk[12] = char(kVersion);
+    }
+    (void)decode_all(junk);
+  }
+}
+
+TEST(Wire, MalformedPayloadWithValidChecksumIsRejected) {
+  // A frame whose payload claims a string longer than itself.
+  std::string payload = "\x05\xff\xff\xff\x0f";
+  std::string f(kHeaderSize, '\0');
+  std::memcpy(f.data(), kMagic, 4);
+  f[4] = char(kVersion);
+  f[5] = char(MsgType::kNote);
+  f[8] = char(payload.size());
+  {
+    char hb[6] = {f[4], f[5], f[8], f[9], f[10], f[11]};
+    const uint32_t hc = crc32(hb, 6);
+    f[6] = char(hc & 0xFF);
+    f[7] = char((hc >> 8) & 0xFF);
+  }
+  f += payload;
+  uint32_t c = crc32(f.data() + 4, 8);
+  c = crc32(payload.data(), payload.size(), c);
+  for (int k = 0; k < 4; ++k) f[12 + k] = char((c >> (8 * k)) & 0xFF);
+  int bad = 0;
+  auto got = decode_all(f + encode(Steps{1}), &bad);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(bad, 1);
+  Message m;
+  EXPECT_FALSE(decode_payload(MsgType::kNote, payload, m));
+  EXPECT_FALSE(decode_payload(static_cast<MsgType>(200), "", m));
+}
