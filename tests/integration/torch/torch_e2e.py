@@ -11,6 +11,7 @@ CASE:
               the tied LM head and the exit code kept.
   no-preload  the package on PYTHONPATH without libedo_trace.so: one warning, same results.
   disabled    EDO_TORCH=0 under `edo record`: no table, same results.
+  no-torch    a job that never imports torch, and a python without torch: untouched.
   unit        the fake-backend unit tests (test_hooks_fake.py).
 
 This driver needs only the standard library; the workloads run with a torch-capable
@@ -294,6 +295,41 @@ def case_disabled(ctx):
     print("  EDO_TORCH=0: no tables, same results")
 
 
+def case_no_torch(ctx):
+    """A Python job that never imports torch, and an interpreter without torch at all."""
+    ctx.need_record()
+    py, _ = ctx.python
+    db = ctx.path("nt.edodb")
+    r = run([ctx.edo, "record", "-o", db, "--", py, "-c",
+             "import sys; print('torch' in sys.modules, 'edo' in sys.modules)"],
+            clean_env(), what="a job without torch")
+    if r.stdout.strip() != "False False":
+        raise Fail("the boot hook imported torch or edo: " + r.stdout)
+    if any(l.startswith("edo: ") for l in r.stderr.splitlines()):
+        raise Fail("unexpected edo warning:\n" + r.stderr)
+    others = []
+    for c in ["python3", "python3.11", "python3.12", "python"]:
+        w = shutil.which(c)
+        if w and os.path.realpath(w) != os.path.realpath(py):
+            t = subprocess.run([w, "-c", "import torch"], capture_output=True, env=clean_env())
+            if t.returncode != 0:
+                others.append(w)
+                break
+    for w in others:
+        r = run([ctx.edo, "record", "-o", ctx.path("nt2.edodb"), "--", w, "-c",
+                 "import edo; print(edo.available(), edo.step(), edo.tables())"],
+                clean_env(), what="python without torch")
+        if r.stdout.strip() != "True 0 OrderedDict()":
+            raise Fail("%s without torch: %r" % (w, r.stdout))
+        if any(l.startswith("edo: ") for l in r.stderr.splitlines()):
+            raise Fail("unexpected edo warning:\n" + r.stderr)
+        print("  %s (no torch): edo importable, calls reach the tracer" % w)
+    rep = report(ctx, db, 0)
+    if rep["tables"]:
+        raise Fail("tables recorded for a job without torch")
+    print("  a job that never imports torch: untouched")
+
+
 def case_unit(ctx):
     py, _ = ctx.python
     r = run([py, os.path.join(HERE, "test_hooks_fake.py"), "-v"],
@@ -305,7 +341,8 @@ def case_unit(ctx):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", choices=["dlrm", "llm", "no-preload", "disabled", "unit"])
+    ap.add_argument("case", choices=["dlrm", "llm", "no-preload", "disabled", "no-torch",
+                                     "unit"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--source")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -332,6 +369,8 @@ def main():
             case_no_preload(ctx)
         elif args.case == "disabled":
             case_disabled(ctx)
+        elif args.case == "no-torch":
+            case_no_torch(ctx)
         else:
             case_unit(ctx)
         print("PASS %s" % args.case)
