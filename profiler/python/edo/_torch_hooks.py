@@ -850,16 +850,43 @@ def _patch_jit(torch):
     jit.script = script
 
 
-def _dynamo_compat():
-    """torch.compile traces into module hooks: make ours graph breaks that run eagerly."""
+def _not_while_compiling(fn):
+    """fn, except while dynamo traces (then nothing: no graph break, nothing counted)."""
+    comp = getattr(_torch, "compiler", None)
+    is_compiling = getattr(comp, "is_compiling", None)
+    if is_compiling is None:
+        d = sys.modules.get("torch._dynamo")
+        is_compiling = getattr(d, "is_compiling", None)
+    if is_compiling is None:
+        return fn
+
+    def wrapper(*args):
+        if is_compiling():
+            return None
+        return fn(*args)
+    return wrapper
+
+
+def _dynamo_compat(fullgraph=False):
+    """torch.compile traces into module hooks. By default ours become graph breaks that run
+    eagerly (torch._dynamo.disable): lookups are counted, at the cost of a break per lookup.
+    With fullgraph=True a break is an error, so inside compiled graphs nothing is counted."""
     global _hook_impl, _functional_impl
     d = sys.modules.get("torch._dynamo")
     disable = getattr(d, "disable", None) if d is not None else None
-    if disable is None or _hook_impl is not _pre_hook_body:
+    if disable is None:
         return
     try:
-        _hook_impl = disable(_pre_hook_body)
-        _functional_impl = disable(_functional_body)
+        if fullgraph:
+            if getattr(_hook_impl, "_edo_mode", None) != "skip":
+                _hook_impl = _not_while_compiling(_pre_hook_body)
+                _functional_impl = _not_while_compiling(_functional_body)
+                _hook_impl._edo_mode = "skip"
+                _warn("fullgraph", "torch.compile(fullgraph=True): embedding lookups inside "
+                      "compiled graphs are not counted (a graph break would be an error)")
+        elif _hook_impl is _pre_hook_body:
+            _hook_impl = disable(_pre_hook_body)
+            _functional_impl = disable(_functional_body)
     except Exception as e:
         _internal_error("torch.compile support", e)
 
@@ -872,7 +899,7 @@ def _patch_compile(torch):
     @functools.wraps(orig)
     def compile(*args, **kwargs):
         out = orig(*args, **kwargs)
-        _dynamo_compat()
+        _dynamo_compat(bool(kwargs.get("fullgraph", False)))
         return out
     _orig[(torch, "compile")] = orig
     torch.compile = compile

@@ -383,6 +383,31 @@ class HookTest(unittest.TestCase):
         self.assertEqual(calls, [(7, 0xC0DE00, 12, _native.I64, _native.CUDA, 0x5157),
                                  (7, 0xC0DE00, 5, _native.I32, _native.CUDA, 0x5157)])
 
+    def test_torch_compile_compat_with_a_stand_in_dynamo(self):
+        import types
+        disabled = []
+        compiling = [False]
+        fake = types.ModuleType("torch._dynamo")
+        fake.disable = lambda fn: (disabled.append(fn), fn)[1]
+        fake.is_compiling = lambda: compiling[0]
+        saved = (H._hook_impl, H._functional_impl)
+        sys.modules["torch._dynamo"] = fake
+        try:
+            H._dynamo_compat(False)
+            self.assertEqual(disabled, [H._pre_hook_body, H._functional_body])
+            H._hook_impl, H._functional_impl = saved
+            H._dynamo_compat(True)
+            e = nn.Embedding(10, 2)
+            compiling[0] = True
+            e(torch.tensor([1]))
+            self.assertEqual(sum(self.fake.lookups.values()), 0)   # skipped while compiling
+            compiling[0] = False
+            e(torch.tensor([1]))
+            self.assertEqual(sum(self.fake.lookups.values()), 1)
+        finally:
+            del sys.modules["torch._dynamo"]
+            H._hook_impl, H._functional_impl = saved
+
     def test_hook_errors_never_reach_the_job(self):
         class Boom(FakeBackend):
             def table_lookup(self, *a):
