@@ -476,6 +476,25 @@ def instrument(model, prefix=""):
 # Counting
 # ----------------------------------------------------------------------------------------
 
+_raw_stream = None
+
+
+def _current_stream(idx):
+    """cudaStream_t of the current stream on idx's device, as an int (no Stream object when
+    torch has the raw accessor that inductor uses)."""
+    global _raw_stream
+    t = _torch
+    if _raw_stream is None:
+        f = getattr(getattr(t, "_C", None), "_cuda_getCurrentRawStream", None)
+        _raw_stream = f if f is not None else False
+    if _raw_stream is not False:
+        try:
+            return _raw_stream(idx.get_device())
+        except Exception:
+            _raw_stream = False
+    return t.cuda.current_stream(idx.device).cuda_stream
+
+
 def _count(tab, idx):
     """Hands one tensor of row ids to the tracer. Never syncs with the GPU."""
     global _dirty
@@ -498,7 +517,7 @@ def _count(tab, idx):
         if not idx.is_contiguous():
             idx = idx.contiguous()   # an async copy kernel on the current stream
         dev = _native.CUDA
-        stream = t.cuda.current_stream(idx.device).cuda_stream
+        stream = _current_stream(idx)
     elif idx.device.type == "cpu":
         if not idx.is_contiguous():
             idx = idx.contiguous()
