@@ -163,6 +163,9 @@ def main():
     ap.add_argument("--outputs", metavar="FILE", help="losses and weight checksum (JSON)")
     ap.add_argument("--bench", action="store_true", help="print ms_per_step of the timed steps")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code at the end")
+    ap.add_argument("--ab", action="store_true",
+                    help="benchmark only: under edo, alternate steps with edo's hooks off and on "
+                         "(prints ab_off_ms_per_step / ab_on_ms_per_step)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -187,7 +190,15 @@ def main():
     losses = []
     times = []
     cpu = []
+    ab = {False: [], True: []}
+    ab_cpu = {False: [], True: []}
+    edo = None
+    if args.ab:
+        import edo  # the package edo record puts on PYTHONPATH
     for i, b in enumerate(batches):
+        on = bool(i % 2)
+        if edo is not None:
+            (edo.enable if on else edo.disable)()
         b = to_device(b, args.device)
         if args.bench and args.device == "cuda":
             torch.cuda.synchronize()
@@ -208,6 +219,8 @@ def main():
         if i >= args.warmup:
             times.append(t1 - t0)
             cpu.append(c1 - c0)
+            ab[on].append(t1 - t0)
+            ab_cpu[on].append(c1 - c0)
         losses.append(loss.detach())
     losses = [float(x) for x in torch.stack(losses).cpu()]
 
@@ -228,6 +241,13 @@ def main():
         print("min_ms_per_step %.4f" % (times[0] * 1000.0))
         # CPU time of the whole process (all threads: torch's and the tracer's) per step
         print("cpu_ms_per_step %.4f" % (sum(cpu) / len(cpu) * 1000.0))
+        if edo is not None:
+            for on in (False, True):
+                v = sorted(ab[on])
+                print("ab_%s_ms_per_step %.4f" % ("on" if on else "off", v[len(v) // 2] * 1000.0))
+                v = sorted(ab_cpu[on])
+                print("ab_%s_cpu_ms_per_step %.4f" % ("on" if on else "off",
+                                                      v[len(v) // 2] * 1000.0))
     if args.outputs:
         with open(args.outputs, "w") as f:
             json.dump({"losses": losses, "checksum": checksum}, f)

@@ -86,6 +86,7 @@ def main():
     base, traced, sums = [], [], set()
     base_min, traced_min, base_cpu, traced_cpu = [], [], [], []
     hooks_only = []
+    ab_off, ab_on, ab_off_cpu, ab_on_cpu = [], [], [], []
     lib = os.path.join(a.build, "lib", "libedo_trace.so")
     pkg = os.path.join(a.build, "lib", "python")
     try:
@@ -108,6 +109,17 @@ def main():
             traced_min.append(figure(p.stdout, "min_ms_per_step"))
             traced_cpu.append(figure(p.stdout, "cpu_ms_per_step"))
             sums.add(re.search(r"checksum (\w+)", p.stdout).group(1))
+            # in one process, alternating steps with edo off and on, counting inline
+            # (EDO_ASYNC=0): robust to other load on the machine, and an upper bound (no
+            # background thread on a spare core)
+            p = subprocess.run([edo, "record", "-o", db + ".ab", "--"] + job + ["--ab"],
+                               capture_output=True, text=True, timeout=600,
+                               env=env({"EDO_ASYNC": "0"}))
+            if p.returncode == 0:
+                ab_off.append(figure(p.stdout, "ab_off_ms_per_step"))
+                ab_on.append(figure(p.stdout, "ab_on_ms_per_step"))
+                ab_off_cpu.append(figure(p.stdout, "ab_off_cpu_ms_per_step"))
+                ab_on_cpu.append(figure(p.stdout, "ab_on_cpu_ms_per_step"))
             # the Python hooks alone: library preloaded without a collector (calls are no-ops)
             if os.path.exists(lib) and os.path.isdir(pkg):
                 p = subprocess.run(job, capture_output=True, text=True, timeout=600, env=env({
@@ -135,6 +147,15 @@ def main():
     print("overhead %.4f" % ov)
     bm, tm = min(base_min), min(traced_min)
     bc, tc = statistics.median(base_cpu), statistics.median(traced_cpu)
+    if ab_off:
+        ao, an = statistics.median(ab_off), statistics.median(ab_on)
+        print("ab_off_ms_per_step %.4f" % ao)
+        print("ab_on_ms_per_step %.4f" % an)
+        print("ab_overhead %.4f (one process, steps alternating edo off/on, inline counting)"
+              % (an / ao - 1.0))
+        co, cn = statistics.median(ab_off_cpu), statistics.median(ab_on_cpu)
+        print("ab_cpu_overhead %.4f (same, CPU time per step: %.3f vs %.3f ms)"
+              % (cn / co - 1.0, co, cn))
     if hooks_only:
         ho = statistics.median(hooks_only)
         print("hooks_only_ms_per_step %.4f (python hooks, tracer inactive: %+.1f%%)"
@@ -167,7 +188,11 @@ def main():
                        "overhead_min": tm / bm - 1.0,
                        "baseline_cpu_ms_per_step": bc, "traced_cpu_ms_per_step": tc,
                        "cpu_overhead": tc / bc - 1.0, "load_average": load,
-                       "hooks_only_runs": hooks_only,
+                       "hooks_only_runs": hooks_only, "ab_off_runs": ab_off,
+                       "ab_on_runs": ab_on, "ab_off_cpu_runs": ab_off_cpu,
+                       "ab_on_cpu_runs": ab_on_cpu,
+                       "ab_overhead": (statistics.median(ab_on) / statistics.median(ab_off) - 1.0)
+                       if ab_off else None,
                        "lookups_last_run": lookups, "identical_results": len(sums) == 1},
                       f, indent=2)
     return 0
