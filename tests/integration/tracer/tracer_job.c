@@ -9,6 +9,7 @@
  *       exec    basic, then execs itself in "after_exec" mode (same pid, a second session)
  *       after_exec  reads row 7 of emb.item 70 times
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
+ *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
  *
  * Ground truth (basic): emb.user 1000x16 f32: 10000 lookups, each row 10 times (int64);
  * emb.item 5000x8 f16: 3000 lookups, rows 0..99 30 times each (int32); decoder.weight
@@ -110,6 +111,11 @@ int main(int argc, char** argv) {
     int64_t v[50];
     for (int i = 0; i < 50; ++i) v[i] = 999;
     check(edo_table_lookup(user, v, 50, EDO_I64, EDO_HOST, NULL), "parent lookup");
+  } else if (!strcmp(mode, "wait")) {
+    basic();
+    printf("ready\n");
+    fflush(stdout);
+    sleep_ms(20000);
   } else if (!strcmp(mode, "sigkill")) {
     basic();
     sleep_ms(700);

@@ -1,0 +1,84 @@
+// A CUDA job for the tracer's GPU checks (run under `edo record` by tracer_gpu_tests and
+// gpu-steps.sh). Known ground truth:
+//  * gpu.emb.a: 100000 x 64 f32 (cudaMalloc), gpu.emb.b: 50000 x 32 f16 (cudaMallocAsync);
+//  * kBatches launches of gather_rows on gpu.emb.a with 100000 device indices each, idx[i] = i % 1000,
+//    counted through edo_table_lookup(EDO_CUDA) on the same stream: every row < 1000 is read
+//    kBatches * 100 times; one launch of gather_rows on gpu.emb.b;
+//  * scratch buffers allocated and freed (cudaMalloc/cudaFree, cudaMallocAsync/cudaFreeAsync).
+// Prints "loop_ms <ms>" (the lookup loop, for the overhead figure). Exit 77 without a device.
+#include <cuda_runtime.h>
+#include <edo/edo.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+constexpr int kBatches = 20;
+constexpr int kIdx = 100000;
+
+__global__ void gather_rows(const float* w, const long* idx, int n, int dim, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float s = 0.f;
+    for (int d = 0; d < dim; ++d) s += w[idx[i] * dim + d];
+    out[i] = s;
+  }
+}
+
+__global__ void gather_half(const unsigned short* w, const long* idx, int n, int dim, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = float(w[idx[i] * dim]);
+}
+
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e = (x);                                                                   \
+    if (e != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "tracer_gpu_job: %s: %s\n", #x, cudaGetErrorString(e));         \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+int main() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    std::printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 77;
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  float* a = nullptr;
+  unsigned short* b = nullptr;
+  CK(cudaMalloc(&a, size_t(100000) * 64 * sizeof(float)));
+  CK(cudaMallocAsync(reinterpret_cast<void**>(&b), size_t(50000) * 32 * 2, s));
+  CK(cudaMemsetAsync(a, 0, size_t(100000) * 64 * sizeof(float), s));
+  CK(cudaMemsetAsync(b, 0, size_t(50000) * 32 * 2, s));
+  if (edo_table_register("gpu.emb.a", a, 100000, 64, EDO_F32, EDO_CUDA) < 0) return 2;
+  if (edo_table_register("gpu.emb.b", b, 50000, 32, EDO_F16, EDO_CUDA) < 0) return 2;
+  std::vector<long> h(kIdx);
+  for (int i = 0; i < kIdx; ++i) h[i] = i % 1000;
+  long* d_idx = nullptr;
+  float* out = nullptr;
+  CK(cudaMalloc(&d_idx, kIdx * sizeof(long)));
+  CK(cudaMalloc(&out, kIdx * sizeof(float)));
+  CK(cudaMemcpy(d_idx, h.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice));
+  CK(cudaStreamSynchronize(s));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int it = 0; it < kBatches; ++it) {
+    gather_rows<<<(kIdx + 255) / 256, 256, 0, s>>>(a, d_idx, kIdx, 64, out);
+    int rc = edo_table_lookup(0, d_idx, kIdx, EDO_I64, EDO_CUDA, s);
+    if (rc < 0 && it == 0) std::fprintf(stderr, "tracer_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
+  }
+  CK(cudaStreamSynchronize(s));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  gather_half<<<(1000 + 255) / 256, 256, 0, s>>>(b, d_idx, 1000, 32, out);
+  void* scratch = nullptr;
+  CK(cudaMallocAsync(&scratch, 1 << 20, s));
+  CK(cudaFreeAsync(scratch, s));
+  CK(cudaFree(out));
+  CK(cudaStreamSynchronize(s));
+  std::printf("loop_ms %.3f\n", ms);
+  return 0;
+}

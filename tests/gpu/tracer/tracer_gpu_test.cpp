@@ -1,0 +1,81 @@
+// tracer_gpu_job under `edo record` on a real GPU: allocations attributed to tables, kernel
+// names and times, exact device-index counts. Skips with the reason when there is no device.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "edo/db/profile_store.h"
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+}  // namespace
+
+TEST(TracerGpu, CudaJobUnderRecord) {
+#ifndef TRACER_GPU_JOB
+  GTEST_SKIP() << "built without the CUDA toolkit: no GPU job";
+#else
+  const std::string db = ::testing::TempDir() + "/tracer_gpu_" + std::to_string(getpid()) + ".edodb";
+  Result r = sh(std::string(EDO_BIN) + " record -o " + db + " -- " + TRACER_GPU_JOB);
+  if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos)
+    GTEST_SKIP() << "no CUDA device: " << r.out.substr(0, r.out.find('\n'));
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::printf("%s", r.out.c_str());
+  edo::db::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(p.sessions.size(), 1u);
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "active") << "CUPTI did not attach";
+  const edo::db::Table* a = nullptr;
+  for (auto& t : p.tables)
+    if (t.name == "gpu.emb.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->device, "cuda:0");
+  // Device-index counts are exact: 20 batches of 100000, idx = i % 1000.
+  EXPECT_EQ(a->aggregate.lookups(), 2000000u);
+  EXPECT_EQ(a->aggregate.unique_rows(), 1000u);
+  for (uint64_t row = 0; row < 1000; ++row) ASSERT_EQ(a->aggregate.count(row), 2000u) << row;
+  EXPECT_EQ(a->aggregate.count(1000), 0u);
+  // Allocations attributed to the tables.
+  bool a_alloc = false, b_alloc = false, async_free = false;
+  for (auto& e : p.memory_events) {
+    if (e.bytes > 0 && e.table == "gpu.emb.a" && e.kind == "cudaMalloc") a_alloc = true;
+    if (e.bytes > 0 && e.table == "gpu.emb.b" && e.kind == "cudaMallocAsync") b_alloc = true;
+    if (e.bytes < 0 && e.kind == "cudaFreeAsync") async_free = true;
+  }
+  EXPECT_TRUE(a_alloc) << "no cudaMalloc event attributed to gpu.emb.a";
+  EXPECT_TRUE(b_alloc) << "no cudaMallocAsync event attributed to gpu.emb.b";
+  EXPECT_TRUE(async_free) << "no cudaFreeAsync event";
+  EXPECT_GE(p.peak_bytes(), int64_t(100000) * 64 * 4);
+  // Kernel names, launches, times and the tables their pointer arguments point into.
+  bool gather = false;
+  for (auto& k : p.kernels) {
+    if (k.name.find("gather_rows") == std::string::npos) continue;
+    gather = true;
+    EXPECT_EQ(k.launches, 20u);
+    EXPECT_GT(k.total_ns, 0u) << "no kernel activity records";
+    EXPECT_NE(std::find(k.tables.begin(), k.tables.end(), "gpu.emb.a"), k.tables.end()) << "pointer args not resolved";
+  }
+  EXPECT_TRUE(gather) << "kernel gather_rows not recorded";
+  std::filesystem::remove(db);
+#endif
+}
