@@ -51,11 +51,13 @@ def find_torch_python():
             continue
         tried.append(c)
         try:
-            r = subprocess.run([c, "-c", "import torch; print(torch.__version__)"],
+            r = subprocess.run([c, "-c", "import torch; print(torch.__version__, "
+                                "int(torch.cuda.is_available()))"],
                                capture_output=True, text=True, timeout=120,
                                env=clean_env())
             if r.returncode == 0:
-                return c, r.stdout.strip()
+                ver, cuda = r.stdout.split()
+                return c, ver, cuda == "1"
         except Exception:
             pass
     raise Skip("no python interpreter with torch (tried %s; set EDO_TEST_PYTHON)"
@@ -353,13 +355,10 @@ def main():
     ctx = Ctx(args)
     rc = 0
     try:
-        ctx.python = find_torch_python()
-        if args.device == "cuda":
-            r = subprocess.run([ctx.python[0], "-c", "import torch, sys; "
-                                "sys.exit(0 if torch.cuda.is_available() else 1)"],
-                               capture_output=True, env=clean_env())
-            if r.returncode != 0:
-                raise Skip("%s: torch.cuda.is_available() is False" % ctx.python[0])
+        py, ver, cuda = find_torch_python()
+        ctx.python = (py, ver)
+        if args.device == "cuda" and not cuda:
+            raise Skip("%s (torch %s): torch.cuda.is_available() is False" % (py, ver))
         print("python: %s (torch %s), package: %s" % (ctx.python[0], ctx.python[1], ctx.pkg))
         if args.case == "dlrm":
             case_record(ctx, "dlrm_like", 0)
