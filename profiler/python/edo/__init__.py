@@ -16,7 +16,7 @@ turns the PyTorch hooks off. Nothing here changes what the job computes.
 import os as _os
 import sys as _sys
 
-from . import _native
+from . import _native  # noqa: F401  (edo._native: the ctypes binding)
 
 __all__ = ["instrument", "step", "register_table", "lookup", "tables", "available",
            "enabled", "disable", "enable"]
@@ -63,6 +63,7 @@ def register_table(name, weight):
         return None
     if h._torch is None:
         import torch  # noqa: F401
+        del torch
         h.patch()
     if not h._patched:
         return None

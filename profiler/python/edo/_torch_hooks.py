@@ -447,6 +447,7 @@ def instrument(model, prefix=""):
         return model
     if _torch is None:
         import torch  # noqa: F401  (the caller has torch: it passes a model)
+        del torch
         patch()
     if not _patched:
         return model
@@ -650,7 +651,6 @@ _opt_cache = weakref.WeakKeyDictionary()
 
 
 def _tensor_bytes(v):
-    t = _torch
     try:
         if v.is_sparse:
             return (v._values().numel() * v._values().element_size()
