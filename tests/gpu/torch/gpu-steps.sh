@@ -23,9 +23,9 @@ for w in dlrm llm; do
       --device cuda --json "$out/torch-gpu-$w.json" || status=1
 done
 echo "=== torch overhead on cuda"
-"$py" "$root/bench/torch_overhead/bench.py" --build "$build" --device cuda --rounds 3 \
+"$py" "$root/bench/torch_overhead/bench.py" --build "$build" --device cuda --rounds 2 \
     --threads 0 --batch 8192 --json "$out/torch_overhead-gpu.json" || status=1
 echo "=== torch overhead on cpu (same machine; last, so a time limit only cuts this)"
-"$py" "$root/bench/torch_overhead/bench.py" --build "$build" --device cpu --rounds 2 \
+"$py" "$root/bench/torch_overhead/bench.py" --build "$build" --device cpu --rounds 1 \
     --steps 20 --json "$out/torch_overhead-cpu.json" || status=1
 exit $status
