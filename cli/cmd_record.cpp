@@ -253,9 +253,11 @@ int run_record(const RecordOptions& o) {
 
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   bool have_root = false;
+  const bool nothing = builder.profile().sessions.empty();
   for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
   if (!have_root) {
-    // The job never loaded the library (static binary, or it cleared LD_PRELOAD).
+    // The job's first process reported nothing itself (a launcher or shell script whose
+    // children did the work), or nothing was traced at all: give it a row for its exit code.
     db::Session s;
     int64_t max_id = 0;
     for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
@@ -265,7 +267,10 @@ int run_record(const RecordOptions& o) {
     s.parent_pid = getpid();
     s.source = "record";
     builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    std::fprintf(stderr, "edo record: the job's first process did not load libedo_trace.so (statically linked, or LD_PRELOAD removed?)\n");
+    if (nothing)
+      std::fprintf(stderr,
+                   "edo record: no traced process reported anything (no table registered, no NVTX range, no GPU "
+                   "allocation; or the job does not load libedo_trace.so: statically linked, LD_PRELOAD cleared)\n");
   }
   builder.set_exit_code(child, code);
   for (auto& is : builder.issues())

@@ -9,6 +9,7 @@
 //
 // Anchor: heaptrack costs 4.25x on malloc-heavy code on this machine (research notes).
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,7 +37,22 @@ struct Opts {
   std::string extra_env;  // for the traced child, e.g. EDO_ASYNC=0
 };
 
-double run_loop(const Opts& o, bool traced) {
+double thread_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+double process_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+struct Timing {
+  double wall_ms = 0, thread_cpu_ms = 0, process_cpu_ms = 0;
+};
+
+Timing run_loop(const Opts& o, bool traced) {
   std::vector<float> w(o.rows * o.dim);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 97) * 0.01f;
   const uint64_t bags = o.batch / o.bag;
@@ -80,14 +96,18 @@ double run_loop(const Opts& o, bool traced) {
   };
   for (int s = 0; s < 3; ++s) step(s);  // warm-up
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_ms(), p0 = process_cpu_ms();
   for (int s = 0; s < o.steps; ++s) step(s);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  Timing t;
+  t.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  t.thread_cpu_ms = thread_cpu_ms() - c0;
+  t.process_cpu_ms = process_cpu_ms() - p0;
   volatile float sink = out[0];
   (void)sink;
-  return ms;
+  return t;
 }
 
-double child(const char* self, const Opts& o, bool traced, const std::string& trace, const std::string& extra_env) {
+Timing child(const char* self, const Opts& o, bool traced, const std::string& trace, const std::string& extra_env) {
   int pipefd[2];
   if (pipe(pipefd) != 0) std::exit(2);
   pid_t pid = fork();
@@ -116,7 +136,9 @@ double child(const char* self, const Opts& o, bool traced, const std::string& tr
     std::fprintf(stderr, "bench child failed (status %d)\n", st);
     std::exit(1);
   }
-  return std::atof(s.c_str());
+  Timing t;
+  if (std::sscanf(s.c_str(), "%lf %lf %lf", &t.wall_ms, &t.thread_cpu_ms, &t.process_cpu_ms) != 3) std::exit(1);
+  return t;
 }
 
 uint64_t recorded_lookups(const std::string& trace, uint64_t* dropped) {
@@ -155,7 +177,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!child_mode.empty()) {
-    std::printf("%.3f\n", run_loop(o, child_mode == "traced"));
+    const Timing t = run_loop(o, child_mode == "traced");
+    std::printf("%.3f %.3f %.3f\n", t.wall_ms, t.thread_cpu_ms, t.process_cpu_ms);
     return 0;
   }
   char self[4096];
@@ -170,24 +193,30 @@ int main(int argc, char** argv) {
   int rc = 0;
   for (const char* mode : {"async", "sync"}) {
     const std::string env = std::string("EDO_ASYNC=") + (std::strcmp(mode, "async") == 0 ? "1" : "0");
-    std::vector<double> base, traced;
+    std::vector<double> base, traced, base_cpu, traced_cpu, traced_proc;
     uint64_t got = 0, dropped = 0;
     for (int r = 0; r < o.reps; ++r) {
-      base.push_back(child(self, o, false, trace, ""));
-      traced.push_back(child(self, o, true, trace, env));
+      const Timing b = child(self, o, false, trace, "");
+      const Timing t = child(self, o, true, trace, env);
+      base.push_back(b.wall_ms);
+      traced.push_back(t.wall_ms);
+      base_cpu.push_back(b.thread_cpu_ms);
+      traced_cpu.push_back(t.thread_cpu_ms);
+      traced_proc.push_back(t.process_cpu_ms);
       got = recorded_lookups(trace, &dropped);
       std::remove(trace.c_str());
     }
     const double b = median(base), t = median(traced);
     const double step_ms = b / o.steps;
-    const double idx_rate = double(o.batch) / (step_ms * 1e-3) / 1e9;
+    const double bc = median(base_cpu), tc = median(traced_cpu), tp = median(traced_proc);
     if (std::strcmp(mode, "async") == 0) {
       std::printf("baseline_ms %.1f\ntraced_ms %.1f\noverhead_ratio %.4f\n", b, t, t / b);
     } else {
       std::printf("sync_traced_ms %.1f\nsync_overhead_ratio %.4f\n", t, t / b);
     }
-    std::printf("  [%s ingest] step %.2f ms (%.2f G idx/s consumed by the loop), lookups recorded %llu of %llu, dropped %llu\n",
-                mode, step_ms, idx_rate, static_cast<unsigned long long>(got), static_cast<unsigned long long>(expected),
+    std::printf("  [%s ingest] step %.2f ms; caller-thread CPU ratio %.4f; whole-process CPU (tracer thread included) %.4f; "
+                "lookups recorded %llu of %llu, dropped %llu\n",
+                mode, step_ms, tc / bc, tp / bc, static_cast<unsigned long long>(got), static_cast<unsigned long long>(expected),
                 static_cast<unsigned long long>(dropped));
     if (got != expected) rc = 1;
   }

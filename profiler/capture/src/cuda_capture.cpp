@@ -7,6 +7,7 @@
 #include <cupti.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -218,10 +219,58 @@ void unavailable(const std::string& why) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> cupti_pending{false};
+std::atomic<int64_t> cupti_last_poll_ns{0};
+
+// True once the CUDA runtime or driver library is mapped into this process.
+bool cuda_in_process() {
+  bool found = false;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) -> int {
+        const char* n = info->dlpi_name;
+        if (n && (std::strstr(n, "libcudart") || std::strstr(n, "libcuda.so"))) {
+          *static_cast<bool*>(data) = true;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
+
+void cupti_start_now();
+}  // namespace
+
+// At load: CUPTI is attached right away only in processes that already map the CUDA runtime
+// (programs linked against it). Others (python before `import torch`, compilers and shells a
+// traced job spawns) are polled by the background thread (cupti_poll), so that a process
+// that never touches CUDA never loads libcuda or libcupti.
 void cupti_start() {
   if (!tracer_active() || !tracer_config().cuda) return;
-  if (!load_driver()) {
+  if (access("/proc/driver/nvidia/version", R_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
     tracer_verbose("no CUDA driver: GPU capture is off (C API, NVTX and host lookups still work)");
+    return;
+  }
+  if (cuda_in_process()) cupti_start_now();
+  else cupti_pending.store(true);
+}
+
+void cupti_poll() {
+  if (!cupti_pending.load(std::memory_order_relaxed)) return;
+  const int64_t now = now_ns();
+  if (now - cupti_last_poll_ns.load() < 100000000) return;  // every 100 ms
+  cupti_last_poll_ns.store(now);
+  if (cuda_in_process()) {
+    cupti_pending.store(false);
+    cupti_start_now();
+  }
+}
+
+namespace {
+void cupti_start_now() {
+  if (!load_driver()) {
+    tracer_verbose("libcuda.so.1 not loadable: GPU capture is off (C API, NVTX and host lookups still work)");
     return;
   }
   const Config& cfg = tracer_config();
@@ -278,6 +327,7 @@ void cupti_start() {
   record_note("cupti", "active");
   tracer_verbose("CUPTI capture on: allocations, launches, kernel times");
 }
+}  // namespace
 
 void cupti_flush() {
   if (cupti.active && cupti.cuptiActivityFlushAll && !cuda_dead_after_fork.load()) cupti.cuptiActivityFlushAll(0);
@@ -370,6 +420,7 @@ void cuda_poll(bool wait_all) {
 }
 
 void cuda_after_fork_child() {
+  cupti_pending.store(false);
   // CUDA cannot be used in a forked child; forget the parent's buffers (not ours to free).
   cuda_dead_after_fork.store(true);
   new (&stage_mu) std::mutex();

@@ -8,4 +8,5 @@ void cuda_poll(bool) {}
 void cuda_after_fork_child() {}
 void cupti_start() { tracer_verbose("built without CUPTI headers: GPU capture is off; C API, NVTX and host lookups still work"); }
 void cupti_flush() {}
+void cupti_poll() {}
 }  // namespace edo::capture

@@ -453,6 +453,7 @@ void bg_main() {
     if (stop) break;
     drain_queue();
     cuda_poll(false);
+    cupti_poll();
     const uint64_t sreq = g->sig_req.load();
     const bool sig = sreq != g->sig_done.load();
     if (req || sig || std::chrono::steady_clock::now() >= next_flush) {
@@ -496,9 +497,25 @@ void stop_bg() {
 }
 
 // ---- lifecycle -----------------------------------------------------------------------------
+// Termination signals are held back while a final flush runs on the calling thread (exit,
+// _exit, exec): a SIGTERM arriving then (multiprocessing's Pool.terminate() races the
+// workers' own os._exit) would otherwise kill the process mid-write. Restored afterwards,
+// so a pending signal is still delivered and the process still dies by it.
+struct HoldSignals {
+  sigset_t old;
+  HoldSignals() {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&s, sig);
+    pthread_sigmask(SIG_BLOCK, &s, &old);
+  }
+  ~HoldSignals() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
+
 void on_exit_handler() {
   if (!g || !g->active || g->exited.exchange(true)) return;
   if (g->pid.load() != getpid()) return;
+  HoldSignals hold;
   stop_bg();
   cupti_flush();
   flush_internal(true, wire::EndReason::kExit, 0, false);
@@ -647,8 +664,9 @@ __attribute__((constructor(101))) void edo_trace_init() {
   g->need_start.store(true);
   ensure_bg();
   if (g->cfg.cuda) cupti_start();
-  // The job's first process always gets a session (it carries the exit code).
-  if (g->cfg.root_pid == getpid()) flush_internal(false, wire::EndReason::kExit, 0, true);
+  // Sessions open lazily (first table, lookup, step, NVTX range or GPU allocation), so that
+  // the shells, launchers and compilers a job runs leave no empty rows; `edo record` adds a
+  // row for the job's first process if it never reported (it carries the exit code).
 }
 
 __attribute__((destructor)) void edo_trace_fini() { on_exit_handler(); }
@@ -687,6 +705,7 @@ int64_t session_pid() { return g ? g->pid.load() : 0; }
 
 void flush_now(bool final_goodbye, int reason, int code) {
   if (!tracer_active() || g->pid.load() != getpid()) return;
+  HoldSignals hold;
   if (final_goodbye) {
     stop_bg();
     g->exited.store(true);

@@ -55,5 +55,6 @@ void cuda_poll(bool wait_all);  // background thread: ingest completed device co
 void cuda_after_fork_child();
 void cupti_start();             // subscribe if a driver exists
 void cupti_flush();             // flush activity buffers (background thread / exit)
+void cupti_poll();              // background thread: attach CUPTI once CUDA gets loaded
 
 }  // namespace edo::capture

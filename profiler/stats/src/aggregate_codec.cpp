@@ -162,10 +162,7 @@ bool ExactCounts::decode(std::string_view& in, uint64_t rows) {
     make_dense();
     for (uint64_t r = 0; r < rows; ++r) {
       if (!get_varint(in, v)) return false;
-      if (!v) continue;
-      lo_[r] = static_cast<uint32_t>(v);
-      if (v >> 32) hi_[r] = static_cast<uint32_t>(v >> 32);
-      dirty_[r >> kBlockShift] = 1;
+      if (v) set_dense(r, v);
     }
     return true;
   }

@@ -15,11 +15,17 @@ void CountMinSketch::reset(uint32_t width_pow2, uint32_t depth) {
 }
 
 // Double hashing: cell of row i is (h1 + i * h2) mod width, h2 odd.
-void CountMinSketch::add(uint64_t row, uint64_t c) {
+uint64_t CountMinSketch::add(uint64_t row, uint64_t c) {
   uint64_t h = mix64(row);
   uint64_t h1 = h, h2 = (h >> 32) | 1;
   const uint64_t mask = width_ - 1;
-  for (uint32_t i = 0; i < depth_; ++i) cells_[uint64_t{i} * width_ + ((h1 + i * h2) & mask)] += c;
+  uint64_t m = UINT64_MAX;
+  for (uint32_t i = 0; i < depth_; ++i) {
+    uint64_t& cell = cells_[uint64_t{i} * width_ + ((h1 + i * h2) & mask)];
+    cell += c;
+    m = std::min(m, cell);
+  }
+  return m;
 }
 
 uint64_t CountMinSketch::estimate(uint64_t row) const {

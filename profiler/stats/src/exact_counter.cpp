@@ -12,45 +12,66 @@ void ExactCounts::make_dense() {
   sparse_.shrink_to_fit();
   lo_.assign(rows_, 0);
   dirty_.assign((rows_ + kBlockRows - 1) >> kBlockShift, 0);
-  hi_.clear();
+  carry_.clear();
+  headroom_ = UINT32_MAX;
   dense_ = true;
-  for (const auto& [r, c] : sp) {
-    lo_[r] = static_cast<uint32_t>(c);
-    if (c >> 32) hi_[r] = static_cast<uint32_t>(c >> 32);
-    dirty_[r >> kBlockShift] = 1;
-  }
+  for (const auto& [r, c] : sp) set_dense(r, c);
 }
 
-// The hot loop. Per index: one compare (out of range, predicted), one increment, one store
-// of a dirty byte into a small L1-resident array, and an overflow test that is almost never
-// taken. Unrolled by 4 so the compiler can schedule the independent loads.
+void ExactCounts::set_dense(uint64_t row, uint64_t v) {
+  constexpr uint64_t kLoMask = (uint64_t{1} << 31) - 1;
+  lo_[row] = static_cast<uint32_t>(v & kLoMask);
+  if (v > kLoMask)
+    carry_[row] = v - (v & kLoMask);
+  else if (!carry_.empty())
+    carry_.erase(row);
+  dirty_[row >> kBlockShift] = 1;
+  headroom_ = std::min<uint64_t>(headroom_, UINT32_MAX - kLoMask);
+}
+
+void ExactCounts::fold() {
+  uint32_t max_lo = 0;
+  for (size_t b = 0; b < dirty_.size(); ++b) {
+    if (!dirty_[b]) continue;
+    const uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
+    for (uint64_t r = lo; r < hi; ++r) {
+      if (lo_[r] >= (1u << 31)) {
+        carry_[r] += lo_[r];
+        lo_[r] = 0;
+      }
+      max_lo = std::max(max_lo, lo_[r]);
+    }
+  }
+  headroom_ = UINT32_MAX - max_lo;
+}
+
+// The hot loop. Per index: one compare (out of range, predicted), one increment and one
+// store of a dirty byte into a small L1-resident array; no overflow test (see fold()).
 template <bool kWatch, class I>
 uint64_t ExactCounts::add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed) {
   uint32_t* __restrict c = lo_.data();
   uint8_t* __restrict d = dirty_.data();
   const uint64_t rows = rows_;
   uint64_t oor = 0;
-  auto one = [&](I v) {
-    uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(v));
-    if (__builtin_expect(r >= rows, 0)) {
-      ++oor;
-      return;
+  while (n > 0) {
+    if (headroom_ == 0) fold();
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, headroom_));
+    headroom_ -= take;
+    for (size_t i = 0; i < take; ++i) {
+      const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+      if (__builtin_expect(r >= rows, 0)) {
+        ++oor;
+        continue;
+      }
+      d[r >> kBlockShift] = 1;
+      const uint32_t nv = ++c[r];
+      if constexpr (kWatch) {
+        if (__builtin_expect(nv == watch, 0)) crossed->push_back(r);
+      }
     }
-    d[r >> kBlockShift] = 1;
-    const uint32_t nv = ++c[r];
-    if (__builtin_expect(nv == 0, 0)) ++hi_[r];
-    if constexpr (kWatch) {
-      if (__builtin_expect(nv == watch, 0)) crossed->push_back(r);
-    }
-  };
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    one(idx[i]);
-    one(idx[i + 1]);
-    one(idx[i + 2]);
-    one(idx[i + 3]);
+    idx += take;
+    n -= take;
   }
-  for (; i < n; ++i) one(idx[i]);
   return oor;
 }
 
@@ -67,9 +88,9 @@ uint64_t ExactCounts::get(uint64_t row) const {
   if (row >= rows_) return 0;
   if (dense_) {
     uint64_t v = lo_[row];
-    if (!hi_.empty()) {
-      auto it = hi_.find(row);
-      if (it != hi_.end()) v |= uint64_t{it->second} << 32;
+    if (!carry_.empty()) {
+      auto it = carry_.find(row);
+      if (it != carry_.end()) v += it->second;
     }
     return v;
   }
@@ -104,14 +125,16 @@ void ExactCounts::extract(ExactCounts& out) {
     uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
     for (uint64_t r = lo; r < hi; ++r) nz += lo_[r] != 0;
   }
-  nz += hi_.size();  // upper bound, only matters for the choice below
+  nz += carry_.size();  // upper bound, only matters for the choice below
   if (nz * 16 > rows_ * 4) {
     // Dense is smaller: hand over the whole array and start a fresh one.
     out.dense_ = true;
     out.lo_ = std::move(lo_);
     out.dirty_ = std::move(dirty_);
-    out.hi_ = std::move(hi_);
-    hi_.clear();
+    out.carry_ = std::move(carry_);
+    out.headroom_ = headroom_;
+    carry_.clear();
+    headroom_ = UINT32_MAX;
     lo_.assign(rows_, 0);
     dirty_.assign(out.dirty_.size(), 0);
     return;
@@ -122,29 +145,20 @@ void ExactCounts::extract(ExactCounts& out) {
     dirty_[b] = 0;
     uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
     for (uint64_t r = lo; r < hi; ++r) {
-      uint64_t v = lo_[r];
-      if (!hi_.empty()) {
-        auto it = hi_.find(r);
-        if (it != hi_.end()) v |= uint64_t{it->second} << 32;
-      }
+      const uint64_t v = get(r);
       if (v) out.sparse_.emplace_back(r, v);
       lo_[r] = 0;
     }
   }
-  hi_.clear();
+  carry_.clear();
+  headroom_ = UINT32_MAX;
 }
 
 void ExactCounts::densify_from_sparse() { make_dense(); }
 
 void ExactCounts::merge(const ExactCounts& o) {
   if (dense_) {
-    o.for_each_nonzero([&](uint64_t r, uint64_t c) {
-      uint64_t v = get(r) + c;
-      lo_[r] = static_cast<uint32_t>(v);
-      if (v >> 32)
-        hi_[r] = static_cast<uint32_t>(v >> 32);
-      dirty_[r >> kBlockShift] = 1;
-    });
+    o.for_each_nonzero([&](uint64_t r, uint64_t c) { set_dense(r, get(r) + c); });
     return;
   }
   if (o.dense_) {
@@ -178,7 +192,8 @@ void ExactCounts::clear() {
       uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
       std::fill(lo_.begin() + lo, lo_.begin() + hi, 0u);
     }
-    hi_.clear();
+    carry_.clear();
+    headroom_ = UINT32_MAX;
   } else {
     sparse_.clear();
   }

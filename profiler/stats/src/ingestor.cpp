@@ -41,6 +41,10 @@ struct TableIngestor::Impl {
   template <class I>
   void add(const I* idx, size_t n) {
     constexpr size_t kChunk = 4096;
+    if (!cfg.track_lru) {  // counts only: no need to interleave with the stack
+      add_chunk(idx, n);
+      return;
+    }
     for (size_t off = 0; off < n; off += kChunk) add_chunk(idx + off, std::min(kChunk, n - off));
   }
 
@@ -63,8 +67,7 @@ struct TableIngestor::Impl {
           ++oor;
           continue;
         }
-        a.cms.add(r);
-        a.topk.add(r);
+        a.topk.offer(r, a.cms.add(r));
         a.hll.add(r);
       }
     }

@@ -24,8 +24,10 @@ inline uint64_t mix64(uint64_t x) {
 }
 
 // ---- exact per-row counts -----------------------------------------------------------------
-// Dense form: uint32 per row, overflow of a row past 2^32-1 kept as a high word in a map,
-// plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
+// Dense form: uint32 per row; a row's count is lo_[row] + carry_[row] (a map, almost always
+// empty). The hot loop has no overflow test: headroom_ bounds how many more increments any
+// lo_ can take, and when it runs out fold() moves every lo_ >= 2^31 into carry_ (a scan of
+// the dirty blocks at most once per 2^31 indices). Plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
 // costs O(rows touched), not O(rows). Sparse form: (row, count) pairs sorted by row, used by
 // deltas and by collector-side aggregates until they get dense enough to switch.
 class ExactCounts {
@@ -57,7 +59,7 @@ class ExactCounts {
         if (!dirty_[b]) continue;
         uint64_t lo = uint64_t{b} << kBlockShift, hi = std::min(rows_, lo + kBlockRows);
         for (uint64_t r = lo; r < hi; ++r)
-          if (lo_[r] != 0 || (!hi_.empty() && hi_.count(r))) f(r, get(r));
+          if (lo_[r] != 0 || (!carry_.empty() && carry_.count(r))) f(r, get(r));
       }
     } else {
       for (const auto& [r, c] : sparse_) f(r, c);
@@ -81,12 +83,19 @@ class ExactCounts {
   template <bool kWatch, class I>
   uint64_t add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed);
   void densify_from_sparse();
+  void set_dense(uint64_t row, uint64_t v);  // dense only; keeps lo_ < 2^31
+
+ public:
+  // Moves every lo_ >= 2^31 into carry_ and recomputes headroom_ (public for tests).
+  void fold();
+  void set_headroom_for_test(uint64_t h) { headroom_ = h; }
 
   uint64_t rows_ = 0;
   bool dense_ = false;
   std::vector<uint32_t> lo_;
   std::vector<uint8_t> dirty_;
-  std::unordered_map<uint64_t, uint32_t> hi_;  // row -> high 32 bits of its count
+  std::unordered_map<uint64_t, uint64_t> carry_;  // row -> count beyond lo_[row]
+  uint64_t headroom_ = UINT32_MAX;                 // increments every lo_ can still take
   std::vector<std::pair<uint64_t, uint64_t>> sparse_;
 };
 
@@ -94,7 +103,8 @@ class ExactCounts {
 class CountMinSketch {
  public:
   void reset(uint32_t width_pow2, uint32_t depth);
-  void add(uint64_t row, uint64_t c = 1);
+  // Adds c to the row's cells and returns its new estimate (the minimum of them).
+  uint64_t add(uint64_t row, uint64_t c = 1);
   uint64_t estimate(uint64_t row) const;
   bool merge(const CountMinSketch& o);  // false on shape mismatch
   void clear();
@@ -109,6 +119,68 @@ class CountMinSketch {
   std::vector<uint64_t> cells_;  // depth_ * width_
 };
 
+// Open-addressing uint64 -> uint32 map (linear probing, backward-shift deletion); a fixed
+// capacity of at least twice the number of keys it will hold.
+class FlatMap {
+ public:
+  void reset(size_t max_keys) {
+    size_t c = 16;
+    while (c < 2 * max_keys) c <<= 1;
+    keys_.assign(c, 0);
+    vals_.assign(c, 0);
+    size_ = 0;
+  }
+  void clear() { std::fill(keys_.begin(), keys_.end(), 0); size_ = 0; }
+  size_t size() const { return size_; }
+  // Pointer to the value, or nullptr.
+  uint32_t* find(uint64_t k) {
+    if (keys_.empty()) return nullptr;
+    const uint64_t mask = keys_.size() - 1;
+    for (uint64_t s = slot(k);; s = (s + 1) & mask) {
+      if (keys_[s] == k + 1) return &vals_[s];
+      if (keys_[s] == 0) return nullptr;
+    }
+  }
+  const uint32_t* find(uint64_t k) const { return const_cast<FlatMap*>(this)->find(k); }
+  bool contains(uint64_t k) const { return find(k) != nullptr; }
+  void set(uint64_t k, uint32_t v) {
+    if (keys_.empty()) reset(8);
+    const uint64_t mask = keys_.size() - 1;
+    uint64_t s = slot(k);
+    while (keys_[s] != 0 && keys_[s] != k + 1) s = (s + 1) & mask;
+    if (keys_[s] == 0) ++size_;
+    keys_[s] = k + 1;
+    vals_[s] = v;
+  }
+  void erase(uint64_t k) {
+    if (keys_.empty()) return;
+    const uint64_t mask = keys_.size() - 1;
+    uint64_t s = slot(k);
+    while (keys_[s] != k + 1) {
+      if (keys_[s] == 0) return;
+      s = (s + 1) & mask;
+    }
+    // Backward-shift: move later entries of the run into the hole when allowed.
+    uint64_t hole = s;
+    for (uint64_t j = (s + 1) & mask; keys_[j] != 0; j = (j + 1) & mask) {
+      const uint64_t home = slot(keys_[j] - 1);
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        keys_[hole] = keys_[j];
+        vals_[hole] = vals_[j];
+        hole = j;
+      }
+    }
+    keys_[hole] = 0;
+    --size_;
+  }
+
+ private:
+  uint64_t slot(uint64_t k) const { return mix64(k ^ 0x7f4a7c159e3779b9ULL) & (keys_.size() - 1); }
+  std::vector<uint64_t> keys_;  // key + 1, 0 = empty
+  std::vector<uint32_t> vals_;
+  size_t size_ = 0;
+};
+
 // Space-saving top-K (Metwally et al.), min-heap over counters; mergeable as in Agarwal et
 // al. "Mergeable summaries": counts of both sides are added (an item missing from a full
 // side is credited with that side's minimum, its maximum possible count), then the K
@@ -117,6 +189,11 @@ class SpaceSaving {
  public:
   void reset(uint32_t k);
   void add(uint64_t row, uint64_t c = 1);
+  // Ingest path: one reference of `row` whose count-min estimate (after counting it) is
+  // `est`. A row already in the summary is incremented; a new row enters only if `est`
+  // beats the minimum (it then replaces it with count `est`, still an overestimate). Most
+  // references of cold rows thus cost one hash lookup, not a heap update.
+  void offer(uint64_t row, uint64_t est);
   void merge(const SpaceSaving& o);
   void clear();
   bool empty() const { return items_.empty(); }
@@ -134,7 +211,7 @@ class SpaceSaving {
   void swap_nodes(size_t a, size_t b);
   uint32_t k_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> items_;  // heap by count: (row, count)
-  std::unordered_map<uint64_t, uint32_t> pos_;
+  FlatMap pos_;
 };
 
 class HyperLogLog {

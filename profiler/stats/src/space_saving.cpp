@@ -8,7 +8,7 @@ namespace edo::stats::detail {
 void SpaceSaving::reset(uint32_t k) {
   k_ = std::max<uint32_t>(1, k);
   items_.clear();
-  pos_.clear();
+  pos_.reset(k_);
 }
 
 void SpaceSaving::clear() {
@@ -16,14 +16,15 @@ void SpaceSaving::clear() {
   pos_.clear();
 }
 
+
 uint64_t SpaceSaving::min_count() const {
   return items_.size() < k_ || items_.empty() ? 0 : items_[0].second;
 }
 
 void SpaceSaving::swap_nodes(size_t a, size_t b) {
   std::swap(items_[a], items_[b]);
-  pos_[items_[a].first] = static_cast<uint32_t>(a);
-  pos_[items_[b].first] = static_cast<uint32_t>(b);
+  *pos_.find(items_[a].first) = static_cast<uint32_t>(a);
+  *pos_.find(items_[b].first) = static_cast<uint32_t>(b);
 }
 
 void SpaceSaving::sift_down(size_t i) {
@@ -48,15 +49,14 @@ void SpaceSaving::sift_up(size_t i) {
 }
 
 void SpaceSaving::add(uint64_t row, uint64_t c) {
-  auto it = pos_.find(row);
-  if (it != pos_.end()) {
-    items_[it->second].second += c;
-    sift_down(it->second);
+  if (uint32_t* p = pos_.find(row)) {
+    items_[*p].second += c;
+    sift_down(*p);
     return;
   }
   if (items_.size() < k_) {
     items_.emplace_back(row, c);
-    pos_[row] = static_cast<uint32_t>(items_.size() - 1);
+    pos_.set(row, static_cast<uint32_t>(items_.size() - 1));
     sift_up(items_.size() - 1);
     return;
   }
@@ -64,7 +64,26 @@ void SpaceSaving::add(uint64_t row, uint64_t c) {
   pos_.erase(items_[0].first);
   items_[0].first = row;
   items_[0].second += c;
-  pos_[row] = 0;
+  pos_.set(row, 0);
+  sift_down(0);
+}
+
+void SpaceSaving::offer(uint64_t row, uint64_t est) {
+  if (uint32_t* p = pos_.find(row)) {
+    items_[*p].second += 1;
+    sift_down(*p);
+    return;
+  }
+  if (items_.size() < k_) {
+    items_.emplace_back(row, est);
+    pos_.set(row, static_cast<uint32_t>(items_.size() - 1));
+    sift_up(items_.size() - 1);
+    return;
+  }
+  if (est <= items_[0].second) return;
+  pos_.erase(items_[0].first);
+  items_[0] = {row, est};
+  pos_.set(row, 0);
   sift_down(0);
 }
 
@@ -83,10 +102,11 @@ void SpaceSaving::assign(const std::vector<std::pair<uint64_t, uint64_t>>& items
   });
   if (v.size() > k_) v.resize(k_);
   items_.clear();
-  pos_.clear();
+  pos_.reset(k_);
   // A descending array reversed is ascending, which is a valid min-heap.
   for (auto it = v.rbegin(); it != v.rend(); ++it) {
-    pos_[it->first] = static_cast<uint32_t>(items_.size());
+    if (pos_.contains(it->first)) continue;  // duplicate rows (corrupt input): keep one
+    pos_.set(it->first, static_cast<uint32_t>(items_.size()));
     items_.push_back(*it);
   }
 }
@@ -95,7 +115,7 @@ void SpaceSaving::merge(const SpaceSaving& o) {
   const uint64_t m1 = min_count(), m2 = o.min_count();
   std::unordered_map<uint64_t, uint64_t> sum;
   sum.reserve(items_.size() + o.items_.size());
-  for (const auto& [r, c] : items_) sum[r] = c + (o.pos_.count(r) ? 0 : m2);
+  for (const auto& [r, c] : items_) sum[r] = c + (o.pos_.contains(r) ? 0 : m2);
   for (const auto& [r, c] : o.items_) {
     auto it = sum.find(r);
     if (it != sum.end())

@@ -273,6 +273,19 @@ TEST(TracerE2E, ForkedWorkersAreSessions) {
   }
 }
 
+TEST(TracerE2E, PythonPoolWorkersKilledByTerminateKeepTheirLookups) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const std::string db = tmp_path("pool.edodb");
+  Result r = run({EDO_BIN, "record", "-o", db, "--", "/usr/bin/python3", POOL_JOB}, kClean);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[0, 0, 0, 0]\n") << r.err;
+  Profile p = load(db);
+  EXPECT_EQ(p.sessions.size(), 3u);  // the parent and its two workers
+  uint64_t total = 0;
+  for (auto& t : p.tables) total += t.aggregate.lookups();
+  EXPECT_EQ(total, 40u);
+}
+
 TEST(TracerE2E, ForkedWorkersWriteTheirOwnFiles) {
   const std::string trace = tmp_path("fork.bin"), db = tmp_path("fork.edodb");
   ASSERT_EQ(run({TRACER_JOB, "fork", "0"}, with({"EDO_OUTPUT=" + trace})).status, 0);

@@ -83,6 +83,31 @@ TEST(ExactCountsTest, Uint32OverflowCarriesTo64Bit) {
   EXPECT_EQ(d.nonzero(), 0u);
 }
 
+TEST(ExactCountsTest, FoldKeepsCountsPastTwoTo31) {
+  detail::ExactCounts c;
+  c.reset(10);
+  c.sparse().emplace_back(2, (uint64_t{1} << 31) - 3);
+  detail::ExactCounts d;
+  d.reset(10);
+  d.make_dense();
+  d.merge(c);
+  std::vector<int64_t> idx(10, 2);
+  idx.push_back(4);
+  d.add_batch(idx.data(), idx.size());  // lo_[2] is now >= 2^31
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 7);
+  d.fold();
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 7);
+  d.set_headroom_for_test(3);  // forces folds inside the next batch
+  d.add_batch(idx.data(), idx.size());
+  EXPECT_EQ(d.get(2), (uint64_t{1} << 31) + 17);
+  EXPECT_EQ(d.get(4), 2u);
+  EXPECT_EQ(d.nonzero(), 2u);
+  EXPECT_EQ(d.total(), (uint64_t{1} << 31) + 19);
+  detail::ExactCounts e;
+  d.extract(e);
+  EXPECT_EQ(e.get(2), (uint64_t{1} << 31) + 17);
+}
+
 TEST(SketchTest, HeavyHittersUniqueAndCountBounds) {
   StatsConfig cfg;
   cfg.exact_rows_limit = 1000;
@@ -133,6 +158,41 @@ TEST(SketchTest, DeltasMergeLikeOneIngest) {
   EXPECT_EQ(merged.unique_rows(), whole.unique_rows());  // HLL registers merge by max: identical
   for (uint64_t r = 0; r < 1000; ++r) ASSERT_EQ(merged.count(r), whole.count(r));  // CMS adds up exactly
   EXPECT_EQ(merged.top_rows(1)[0].first, whole.top_rows(1)[0].first);
+}
+
+}  // namespace
+}  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+TEST(FlatMapTest, MatchesUnorderedMapUnderInsertEraseChurn) {
+  detail::FlatMap m;
+  m.reset(300);
+  std::unordered_map<uint64_t, uint32_t> ref;
+  uint64_t x = 7;
+  for (int i = 0; i < 200000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t k = (x >> 33) % 1000;
+    if ((x >> 20) & 1) {
+      if (ref.size() < 300 || ref.count(k)) {
+        m.set(k, static_cast<uint32_t>(i));
+        ref[k] = static_cast<uint32_t>(i);
+      }
+    } else {
+      m.erase(k);
+      ref.erase(k);
+    }
+    ASSERT_EQ(m.size(), ref.size());
+  }
+  for (uint64_t k = 0; k < 1000; ++k) {
+    const uint32_t* p = m.find(k);
+    auto it = ref.find(k);
+    ASSERT_EQ(p != nullptr, it != ref.end()) << k;
+    if (p) {
+      EXPECT_EQ(*p, it->second);
+    }
+  }
 }
 
 }  // namespace
