@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make bench` entry: step time of the DLRM-like PyTorch job without and with edo (full
+# counting), in one run. Prints baseline_ms_per_step, traced_ms_per_step, overhead.
+# Usage: bench/torch_overhead/run.sh BUILD_DIR [bench.py options]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+shift || true
+driver=/usr/bin/python3
+[[ -x $driver ]] || driver=$(command -v python3)
+"$driver" "$here/bench.py" --build "$build" "$@"
+rc=$?
+# a missing prerequisite (no torch, no tracer yet) is not a benchmark failure
+[[ $rc -eq 77 ]] && exit 0
+exit $rc

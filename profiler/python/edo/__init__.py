@@ -1,0 +1,113 @@
+"""edo: embedding memory profiler — the PyTorch side.
+
+Under ``edo record -- python train.py`` nothing has to be imported: the sitecustomize hook
+that ``edo record`` puts on PYTHONPATH patches torch when the job imports it, and every
+``torch.nn.Embedding`` / ``torch.nn.EmbeddingBag`` is registered and counted. By hand::
+
+    import edo
+    edo.instrument(model)      # register model's tables now, named relative to model
+    ...
+    edo.step()                 # mark a step (otherwise: one per optimizer.step())
+
+Without libedo_trace.so in the process every call is a no-op (one warning). ``EDO_TORCH=0``
+turns the PyTorch hooks off. Nothing here changes what the job computes.
+"""
+
+import os as _os
+import sys as _sys
+
+from . import _native  # noqa: F401  (edo._native: the ctypes binding)
+
+__all__ = ["instrument", "step", "register_table", "lookup", "tables", "available",
+           "enabled", "disable", "enable"]
+__version__ = "0.1.0"
+
+
+def _hooks():
+    from . import _torch_hooks
+    return _torch_hooks
+
+
+def enabled():
+    """False when EDO_TORCH=0 or after edo.disable()."""
+    h = _hooks()
+    return h._enabled and not h._env_disabled()
+
+
+def available():
+    """True when libedo_trace.so is loaded (calls reach the tracer)."""
+    return bool(getattr(_hooks().backend(), "available", False))
+
+
+def instrument(model, prefix=""):
+    """Registers every embedding table of ``model`` (qualified names relative to it,
+    ``prefix.`` in front when given) and counts their lookups. Returns ``model``."""
+    if _hooks()._env_disabled():
+        return model
+    return _hooks().instrument(model, prefix)
+
+
+def step():
+    """Marks one training / serving step. Once called, steps are no longer marked
+    automatically from optimizer.step()."""
+    if _hooks()._env_disabled():
+        return 0
+    return _hooks().user_step()
+
+
+def register_table(name, weight):
+    """Registers a 2-D tensor (any storage the job reads rows of) as table ``name``.
+    Returns a handle for ``lookup`` or None when it cannot be registered."""
+    h = _hooks()
+    if h._env_disabled():
+        return None
+    if h._torch is None:
+        import torch  # noqa: F401
+        del torch
+        h.patch()
+    if not h._patched:
+        return None
+    try:
+        with h._lock:
+            return h._register_weight(name, weight)
+    except Exception as e:
+        h._internal_error("register_table", e)
+        return None
+
+
+def lookup(table, indices):
+    """Counts one batch of row ids (an int32/int64 tensor, CPU or CUDA) read from a table
+    returned by ``register_table`` (or its name)."""
+    h = _hooks()
+    if h._env_disabled() or not h._enabled or table is None:
+        return
+    try:
+        if isinstance(table, str):
+            table = h._tables.get(table)
+            if table is None:
+                return
+        h._count(table, indices)
+    except Exception as e:
+        h._internal_error("lookup", e)
+
+
+def tables():
+    """The tables registered in this process so far (name -> description)."""
+    return _hooks().tables()
+
+
+def disable():
+    _hooks().set_enabled(False)
+
+
+def enable():
+    _hooks().set_enabled(True)
+
+
+# Imported after torch (e.g. `import torch; import edo`): patch now, so modules created
+# from here on are hooked. Imported before torch without the boot hook: patch lazily.
+if "torch" in _sys.modules and _os.environ.get("EDO_TORCH", "1") != "0":
+    try:
+        _hooks().patch()
+    except Exception:  # pragma: no cover - never break an import
+        pass

@@ -1,0 +1,499 @@
+"""Unit tests of edo's PyTorch hooks against a fake backend (no libedo_trace.so needed).
+
+The fake has the ctypes binding's methods and reads the index memory it is handed, so the
+tests see exactly what the tracer would see. Run with a torch-capable python:
+    PYTHONPATH=profiler/python /usr/bin/python3 -m unittest tests/integration/torch/test_hooks_fake.py
+"""
+
+import collections
+import copy
+import ctypes
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+import unittest
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import edo
+from edo import _native
+from edo import _torch_hooks as H
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class FakeBackend(object):
+    available = True
+
+    def __init__(self):
+        self.tables = {}          # handle -> dict(name, base, rows, dim, dtype, device)
+        self.by_name = {}
+        self.counts = collections.defaultdict(collections.Counter)   # handle -> row -> n
+        self.lookups = collections.Counter()
+        self.extra = collections.defaultdict(dict)
+        self.steps = 0
+        self.ties = []
+        self.lock = threading.Lock()
+
+    def table_register(self, name, base, rows, dim, dtype, device):
+        with self.lock:
+            if name in self.by_name:
+                h = self.by_name[name]
+                t = self.tables[h]
+                if (t["rows"], t["dim"], t["dtype"]) != (rows, dim, dtype):
+                    return -6
+                t["base"] = base
+                return h
+            for h, t in self.tables.items():
+                if t["base"] == base:
+                    self.ties.append((t["name"], name))
+                    break
+            h = len(self.tables)
+            self.tables[h] = dict(name=name, base=base, rows=rows, dim=dim, dtype=dtype,
+                                  device=device)
+            self.by_name[name] = h
+            return h
+
+    def table_lookup(self, table, ptr, count, index_type, device, stream):
+        assert device == _native.HOST, "CPU tests only"
+        ctype = ctypes.c_int64 if index_type == _native.I64 else ctypes.c_int32
+        rows = list((ctype * count).from_address(ptr))
+        with self.lock:
+            self.counts[table].update(rows)
+            self.lookups[table] += count
+        return 0
+
+    def table_set_extra_bytes(self, table, kind, nbytes):
+        self.extra[table][kind] = nbytes
+        return 0
+
+    def step(self):
+        self.steps += 1
+        return 0
+
+    def strerror(self, code):
+        return "fake error %d" % code
+
+    # helpers
+    def handle(self, name):
+        return self.by_name[name]
+
+    def count_of(self, name):
+        return self.counts[self.by_name[name]]
+
+    def names(self):
+        return set(self.by_name)
+
+
+def bincount(*tensors):
+    c = collections.Counter()
+    for t in tensors:
+        c.update(int(x) for x in t.reshape(-1))
+    return c
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeddings = nn.Module()
+        self.embeddings.word_embeddings = nn.Embedding(100, 8, padding_idx=0)
+        self.embeddings.position_embeddings = nn.Embedding(16, 8, max_norm=1.0)
+        self.bags = nn.ModuleDict({
+            "user": nn.EmbeddingBag(50, 4, mode="sum"),
+            "item": nn.EmbeddingBag(60, 4, mode="mean", padding_idx=1, include_last_offset=True),
+        })
+        self.lm_head = nn.Linear(8, 100, bias=False)
+        self.lm_head.weight = self.embeddings.word_embeddings.weight
+
+
+class HookTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+        self.assertTrue(H._patched)
+
+    def test_names_ties_and_counts(self):
+        m = Model()
+        ids = torch.randint(0, 100, (4, 6))
+        pos = torch.arange(6, dtype=torch.int32).expand(4, 6)      # non-contiguous int32
+        m.embeddings.word_embeddings(ids)
+        m.embeddings.position_embeddings(pos)
+        x = torch.randint(0, 50, (10,))
+        off = torch.tensor([0, 4, 7])
+        m.bags["user"](x, offsets=off, per_sample_weights=torch.rand(10))
+        y = torch.tensor([1, 5, 1, 7, 59, 3], dtype=torch.int64)
+        m.bags["item"](y, torch.tensor([0, 2, 6]))
+        y2 = torch.randint(0, 50, (3, 5))   # 2-D bags (not with include_last_offset:
+        m.bags["user"](y2)                    # torch 1.13 corrupts its heap on that)
+        self.assertEqual(self.fake.names(), {
+            "embeddings.word_embeddings", "embeddings.position_embeddings", "bags.user",
+            "bags.item", "lm_head"})
+        self.assertIn(("embeddings.word_embeddings", "lm_head"), self.fake.ties)
+        self.assertEqual(self.fake.count_of("embeddings.word_embeddings"), bincount(ids))
+        self.assertEqual(self.fake.count_of("embeddings.position_embeddings"), bincount(pos))
+        self.assertEqual(self.fake.count_of("bags.user"), bincount(x, y2))
+        self.assertEqual(self.fake.count_of("bags.item"), bincount(y))
+        self.assertEqual(self.fake.count_of("lm_head"), collections.Counter())
+        t = self.fake.tables[self.fake.handle("embeddings.word_embeddings")]
+        self.assertEqual((t["rows"], t["dim"], t["dtype"], t["device"]),
+                         (100, 8, _native.F32, _native.HOST))
+        self.assertEqual(t["base"], m.embeddings.word_embeddings.weight.data_ptr())
+        self.assertEqual(edo.tables()["lm_head"]["tied_to"], "embeddings.word_embeddings")
+
+    def test_functional_counted_once(self):
+        m = Model()
+        w = m.embeddings.word_embeddings
+        a = torch.randint(0, 100, (5,))
+        w(a)                                      # module: counted by the pre-hook only
+        b = torch.randint(0, 100, (7,))
+        F.embedding(b, w.weight)                  # direct call on a registered table
+        c = torch.randint(0, 50, (6,))
+        F.embedding_bag(c, m.bags["user"].weight, torch.tensor([0, 3]), mode="sum")
+        m.bags["user"](c[:2], torch.tensor([0, 1]))  # bag registered by the scan above
+        F.embedding(torch.randint(0, 5, (3,)), torch.randn(5, 2))   # not a table
+        self.assertEqual(self.fake.count_of("embeddings.word_embeddings"), bincount(a, b))
+        self.assertEqual(self.fake.count_of("bags.user"), bincount(c, c[:2]))
+        self.assertEqual(len(self.fake.names()), 5)
+
+    def test_standalone_named_by_creation_site(self):
+        line = sys._getframe().f_lineno + 1
+        e = nn.Embedding(10, 3)
+        e(torch.tensor([1, 2, 2]))
+        names = [n for n in self.fake.names() if n.startswith("Embedding#")]
+        self.assertEqual(len(names), 1)
+        self.assertTrue(names[0].endswith("@test_hooks_fake.py:%d" % line), names[0])
+        self.assertEqual(self.fake.count_of(names[0]), collections.Counter({1: 1, 2: 2}))
+
+    def test_instrument_explicit_root_and_prefix(self):
+        m = Model()
+        edo.instrument(m, prefix="model")
+        self.assertIn("model.embeddings.word_embeddings", self.fake.names())
+        self.assertIn("model.lm_head", self.fake.names())
+        m.bags["user"](torch.tensor([3, 4]), torch.tensor([0]))
+        self.assertEqual(self.fake.count_of("model.bags.user"), collections.Counter({3: 1, 4: 1}))
+
+    def test_shared_module_two_paths_is_a_tie(self):
+        class Two(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Embedding(20, 4)
+                self.dec = self.enc
+        t = Two()
+        t.dec(torch.tensor([1]))
+        self.assertEqual(self.fake.names(), {"enc", "dec"})
+        self.assertIn(("enc", "dec"), self.fake.ties)
+
+    def test_two_models_same_layout_get_distinct_names(self):
+        a = Model()
+        b = Model()
+        a.bags["user"](torch.tensor([1]), torch.tensor([0]))
+        b.bags["user"](torch.tensor([2]), torch.tensor([0]))
+        self.assertIn("bags.user", self.fake.names())
+        self.assertIn("bags.user#2", self.fake.names())
+
+    def test_optimizer_state_and_steps(self):
+        m = Model()
+        adam = torch.optim.Adam([m.embeddings.word_embeddings.weight], lr=0.1)
+        sgd = torch.optim.SGD(list(m.bags.parameters()), lr=0.1, momentum=0.9)
+        ada = torch.optim.Adagrad(list(m.embeddings.position_embeddings.parameters()), lr=0.1)
+        for _ in range(3):
+            loss = (m.embeddings.word_embeddings(torch.tensor([[1, 2]])).sum()
+                    + m.bags["user"](torch.tensor([[1, 2]])).sum()
+                    + m.embeddings.position_embeddings(torch.tensor([0, 1])).sum())
+            loss.backward()
+            adam.step()
+            sgd.step()      # a second optimizer in the same step: no second mark
+            ada.step()
+            for o in (adam, sgd, ada):
+                o.zero_grad()
+        self.assertEqual(self.fake.steps, 3)
+        wb = 100 * 8 * 4
+        ex = self.fake.extra[self.fake.handle("embeddings.word_embeddings")]
+        self.assertEqual(ex["adam.exp_avg"], wb)
+        self.assertEqual(ex["adam.exp_avg_sq"], wb)
+        self.assertEqual(ex["grad"], wb)
+        self.assertEqual(self.fake.extra[self.fake.handle("bags.user")]["sgd.momentum_buffer"],
+                         50 * 4 * 4)
+        self.assertEqual(
+            self.fake.extra[self.fake.handle("embeddings.position_embeddings")]["adagrad.sum"],
+            16 * 8 * 4)
+        # the tied head shares the weights: no state attributed to it
+        self.assertEqual(self.fake.extra.get(self.fake.handle("lm_head"), {}), {})
+        edo.step()
+        edo.step()
+        m.embeddings.word_embeddings(torch.tensor([1]))
+        m.embeddings.word_embeddings.weight.sum().backward()
+        adam.step()
+        self.assertEqual(self.fake.steps, 5)   # explicit steps only, from now on
+
+    def test_sparse_grad(self):
+        e = nn.Embedding(30, 4, sparse=True)
+        opt = torch.optim.SGD(e.parameters(), lr=0.1)
+        e(torch.tensor([1, 2, 2])).sum().backward()
+        opt.step()
+        g = e.weight.grad.coalesce() if False else e.weight.grad
+        h = self.fake.handle(next(iter(self.fake.names())))
+        exp = g._values().numel() * 4 + g._indices().numel() * 8
+        self.assertEqual(self.fake.extra[h]["grad"], exp)
+
+    def test_results_unchanged_and_hooks_disabled(self):
+        def run(enabled):
+            H.set_enabled(enabled)
+            torch.manual_seed(0)
+            m = Model()
+            opt = torch.optim.Adam(m.parameters(), lr=0.01)
+            out = []
+            for i in range(3):
+                ids = torch.randint(0, 100, (4, 5))
+                h = m.embeddings.word_embeddings(ids) + m.embeddings.position_embeddings(
+                    torch.arange(5))
+                loss = m.lm_head(h).logsumexp(-1).mean() + m.bags["user"](
+                    torch.randint(0, 50, (4, 3))).pow(2).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                out.append(loss.detach().clone())
+            return torch.stack(out), [p.detach().clone() for p in m.parameters()]
+        l1, p1 = run(True)
+        n_with = sum(self.fake.lookups.values())
+        l2, p2 = run(False)
+        self.assertEqual(sum(self.fake.lookups.values()), n_with)   # disabled: nothing counted
+        self.assertTrue(torch.equal(l1, l2))
+        for a, b in zip(p1, p2):
+            self.assertTrue(torch.equal(a, b))
+        self.assertGreater(n_with, 0)
+
+    def test_pickle_and_deepcopy_leave_edo_out(self):
+        m = Model()
+        m.embeddings.word_embeddings(torch.tensor([1]))
+        data = pickle.dumps(m)
+        self.assertNotIn(b"_torch_hooks", data)
+        self.assertNotIn(b"_EdoPreHook", data)
+        m2 = pickle.loads(data)
+        # the unpickled copy is instrumented again (its own hooks)
+        self.assertTrue(any(isinstance(h, H._EdoPreHook)
+                            for h in m2.embeddings.word_embeddings._forward_pre_hooks.values()))
+        m3 = copy.deepcopy(m)
+        m3.bags["user"](torch.tensor([4]), torch.tensor([0]))
+        self.assertIn("bags.user#2", self.fake.names())
+        # and torch.save / torch.load round-trip in a process without edo
+        import io
+        buf = io.BytesIO()
+        torch.save(m, buf)
+        self.assertNotIn(b"_torch_hooks", buf.getvalue())
+
+    def test_jit_script_still_works(self):
+        m = nn.Sequential(nn.Embedding(10, 3), nn.Linear(3, 2))
+        s = torch.jit.script(m)
+        x = torch.tensor([1, 2])
+        self.assertTrue(torch.equal(s(x), m(x)))
+        self.assertTrue(any(isinstance(h, H._EdoPreHook) for h in m[0]._forward_pre_hooks.values()))
+
+    def test_threads(self):
+        e = nn.EmbeddingBag(1000, 4)
+        xs = [torch.randint(0, 1000, (64, 4)) for _ in range(40)]
+
+        def work(chunk):
+            for x in chunk:
+                e(x)
+        ts = [threading.Thread(target=work, args=(xs[i::4],)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        name = [n for n in self.fake.names() if n.startswith("EmbeddingBag#")][0]
+        self.assertEqual(self.fake.count_of(name), bincount(*xs))
+
+    def test_weight_moves_reregister(self):
+        e = nn.Embedding(10, 3)
+        e(torch.tensor([1]))
+        e.half()   # new storage, new dtype: registered again under a new name
+        e(torch.tensor([2]))
+        names = sorted(self.fake.names())
+        self.assertEqual(len(names), 2, names)
+        self.assertEqual(self.fake.tables[self.fake.handle(names[1])]["dtype"], _native.F16)
+
+    def test_unsupported_index_dtype_is_ignored(self):
+        e = nn.Embedding(10, 3)
+        e(torch.tensor([1]))
+        before = sum(self.fake.lookups.values())
+        with self.assertRaises(Exception):
+            e(torch.tensor([1.0]))    # torch rejects it; edo neither counts nor raises first
+        self.assertEqual(sum(self.fake.lookups.values()), before)
+
+    def test_cuda_indices_are_passed_as_device_pointers_without_sync(self):
+        """The CUDA branch of the counting path, with a stand-in for a CUDA tensor that fails
+        on anything that would synchronise (cpu, item, tolist, numpy, bool, int)."""
+        calls = []
+
+        class Backend(FakeBackend):
+            def table_lookup(self, table, ptr, count, index_type, device, stream):
+                calls.append((table, ptr, count, index_type, device, stream))
+                return 0
+
+        def sync(*a, **k):
+            raise AssertionError("host synchronisation")
+
+        class FakeCuda(object):
+            def __init__(self, dtype, n, contiguous=True):
+                self.dtype, self.n, self._contig = dtype, n, contiguous
+                self.is_cuda = True
+                self.layout = torch.strided
+                self.device = "cuda:1"
+            def numel(self):
+                return self.n
+            def is_contiguous(self):
+                return self._contig
+            def contiguous(self):
+                return FakeCuda(self.dtype, self.n, True)
+            def data_ptr(self):
+                return 0xC0DE00 if self._contig else 0xBAD
+            cpu = item = tolist = numpy = __bool__ = __int__ = __index__ = sync
+
+        class Stream(object):
+            cuda_stream = 0x5157
+
+        class Shim(object):
+            Tensor = FakeCuda
+            int32, int64, strided = torch.int32, torch.int64, torch.strided
+
+            class cuda(object):
+                @staticmethod
+                def current_stream(device=None):
+                    assert device == "cuda:1"
+                    return Stream()
+
+        H.set_backend(Backend())
+        real = H._torch
+        H._torch = Shim
+        try:
+            tab = H.Table("t", 7, 1, 10, 2, "f32", "cuda", None, torch.zeros(1))
+            H._count(tab, FakeCuda(torch.int64, 12))
+            H._count(tab, FakeCuda(torch.int32, 5, contiguous=False))
+            H._count(tab, FakeCuda(torch.int64, 0))
+        finally:
+            H._torch = real
+        self.assertEqual(calls, [(7, 0xC0DE00, 12, _native.I64, _native.CUDA, 0x5157),
+                                 (7, 0xC0DE00, 5, _native.I32, _native.CUDA, 0x5157)])
+
+    def test_torch_compile_compat_with_a_stand_in_dynamo(self):
+        import types
+        disabled = []
+        compiling = [False]
+        fake = types.ModuleType("torch._dynamo")
+        fake.disable = lambda fn: (disabled.append(fn), fn)[1]
+        fake.is_compiling = lambda: compiling[0]
+        saved = (H._hook_impl, H._functional_impl)
+        sys.modules["torch._dynamo"] = fake
+        try:
+            H._dynamo_compat(False)
+            self.assertEqual(disabled, [H._pre_hook_body, H._functional_body])
+            H._hook_impl, H._functional_impl = saved
+            H._dynamo_compat(True)
+            e = nn.Embedding(10, 2)
+            compiling[0] = True
+            e(torch.tensor([1]))
+            self.assertEqual(sum(self.fake.lookups.values()), 0)   # skipped while compiling
+            compiling[0] = False
+            e(torch.tensor([1]))
+            self.assertEqual(sum(self.fake.lookups.values()), 1)
+        finally:
+            del sys.modules["torch._dynamo"]
+            H._hook_impl, H._functional_impl = saved
+
+    def test_hook_errors_never_reach_the_job(self):
+        class Boom(FakeBackend):
+            def table_lookup(self, *a):
+                raise RuntimeError("boom")
+        H.set_backend(Boom())
+        e = nn.Embedding(10, 3)
+        out = e(torch.tensor([1, 2]))
+        self.assertEqual(out.shape, (2, 3))
+
+
+def _run(code, env_extra, pythonpath):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("EDO_TRACE_LIB", None)
+    env.update(env_extra)
+    env["PYTHONPATH"] = pythonpath
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+class BootTest(unittest.TestCase):
+    """The sitecustomize hook, in fresh interpreters."""
+
+    @classmethod
+    def setUpClass(cls):
+        pkg = os.path.dirname(os.path.dirname(os.path.abspath(edo.__file__)))
+        cls.pkg = pkg
+        cls.boot = os.path.join(pkg, "edo_boot")
+
+    def test_lazy_patch_and_chaining(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+                f.write("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = '1'\n")
+            pp = os.pathsep.join([self.boot, self.pkg, d])
+            r = _run("""
+                import os, sys
+                assert os.environ.get('USER_SITECUSTOMIZE_RAN') == '1', 'chain'
+                assert 'torch' not in sys.modules, 'torch imported early'
+                assert 'edo' not in sys.modules, 'edo imported early'
+                import torch
+                from edo import _torch_hooks as H
+                assert H._patched, 'not patched'
+                e = torch.nn.Embedding(5, 2)
+                assert any(isinstance(h, H._EdoPreHook) for h in e._forward_pre_hooks.values())
+                e(torch.tensor([1]))
+                print('OK')
+                """, {}, pp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("OK", r.stdout)
+            self.assertIn("libedo_trace.so is not loaded", r.stderr)
+            self.assertEqual(r.stderr.count("edo:"), 1, r.stderr)
+
+    def test_no_torch_import_means_nothing(self):
+        pp = os.pathsep.join([self.boot, self.pkg])
+        r = _run("import sys; print('torch' in sys.modules, 'edo' in sys.modules)", {}, pp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "False False")
+        self.assertEqual(r.stderr, "")
+
+    def test_edo_torch_0(self):
+        pp = os.pathsep.join([self.boot, self.pkg])
+        r = _run("""
+            import torch, edo
+            from edo import _torch_hooks as H
+            e = torch.nn.Embedding(5, 2)
+            assert not H._patched
+            assert not e._forward_pre_hooks
+            assert edo.instrument(e) is e and not edo.tables()
+            edo.step()
+            print('OK')
+            """, {"EDO_TORCH": "0"}, pp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("OK", r.stdout)
+        self.assertEqual(r.stderr, "")
+
+    def test_import_errors_in_torch_propagate_unchanged(self):
+        pp = os.pathsep.join([self.boot, self.pkg])
+        r = _run("""
+            try:
+                import torch_does_not_exist
+            except ImportError as e:
+                print('OK', e.name)
+            """, {}, pp)
+        self.assertIn("OK torch_does_not_exist", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
