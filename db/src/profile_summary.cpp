@@ -51,7 +51,7 @@ std::vector<TableView> table_views(const Profile& profile) {
     if (own != owner.end()) v.shares_weights_of = own->second;
   }
   std::stable_sort(views.begin(), views.end(), [](const TableView& a, const TableView& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.bytes + a.extra_bytes != b.bytes + b.extra_bytes) return a.bytes + a.extra_bytes > b.bytes + b.extra_bytes;
     return a.name < b.name;
   });
   return views;

@@ -29,7 +29,7 @@ struct TableView {
   std::string shares_weights_of;
 };
 
-// Tables sorted by bytes (descending), then name.
+// Tables sorted by bytes + extra_bytes (descending), then name.
 std::vector<TableView> table_views(const Profile& profile);
 
 // Human-readable byte count: "1.50 GiB", "512 B".
