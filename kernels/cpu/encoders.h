@@ -26,7 +26,7 @@ class ParamReader {
 };
 
 cpu::LookupArgs make_args(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
-                          const float* psw, Pooling mode, float* out, std::uint32_t dim);
+                          const float* psw, Pooling mode, float* out, std::uint32_t dim, double row_bytes);
 
 using Encoder = std::unique_ptr<EncodedTable> (*)(const StrategySpec&, const float*, std::uint64_t, std::uint32_t,
                                                    const EncodeOptions&);

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/encoders.h"
 #include "kernels/cpu/host_buffer.h"
+#include "kernels/cpu/lru.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -19,7 +20,7 @@ class OffloadTable final : public TableBase {
   OffloadTable(std::uint64_t rows, std::uint32_t dim, std::uint64_t cache_rows, bool lru, bool managed)
       : TableBase("offload", rows, dim), cache_rows_(cache_rows), lru_(lru), managed_(managed),
         host_(rows * dim * 4, false), cache_(cache_rows * dim * 4), slot_(rows * 4, false),
-        owner_(cache_rows, -1), prev_(cache_rows, -1), next_(cache_rows, -1) {}
+        lru_state_(lru ? std::make_unique<LruCache>(cache_rows, slot_.as<std::int32_t>()) : nullptr) {}
 
   std::uint64_t device_bytes() const override { return rows() * 4 + cache_rows_ * dim() * 4; }
   std::uint64_t host_bytes() const override { return rows() * dim() * 4ull; }
@@ -60,7 +61,6 @@ class OffloadTable final : public TableBase {
                         [&](std::int64_t a, std::int64_t b) { return counts[a] != counts[b] ? counts[a] > counts[b] : a < b; });
     for (std::uint64_t s = 0; s < cache_rows_; ++s) {
       slot[order[s]] = static_cast<std::int32_t>(s);
-      owner_[s] = order[s];
       std::memcpy(cache_.as<float>() + s * D, w + order[s] * D, D * 4);
     }
   }
@@ -69,7 +69,7 @@ class OffloadTable final : public TableBase {
   void lookup(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
               const float* psw, Pooling mode, float* out) const override {
     std::lock_guard<std::mutex> g(mu_);
-    cpu::kernels().offload_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim()));
+    cpu::kernels().offload_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim(), bytes_read_per_row()));
     if (lru_) {
       update_lru(idx, n);
     } else {
@@ -84,57 +84,24 @@ class OffloadTable final : public TableBase {
 
  private:
   // Exact LRU over the batch's accesses in order (hit rate per access, comparable with the
-  // profile's LRU curve); missed rows are copied into the evicted slot.
+  // profile's LRU curve); missed rows are copied into their new slot after the batch.
   void update_lru(const std::int64_t* idx, std::int64_t n) const {
-    auto* slot = const_cast<std::int32_t*>(slot_.as<std::int32_t>());
+    fills_.clear();
+    hits_ += lru_state_->access(idx, n, fills_);
+    accesses_ += static_cast<std::uint64_t>(n);
     float* cache = const_cast<float*>(cache_.as<float>());
     const float* host = host_.as<float>();
     const std::uint32_t D = dim();
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t r = idx[i];
-      ++accesses_;
-      std::int32_t s = slot[r];
-      if (s >= 0) {
-        ++hits_;
-        unlink(s);
-      } else {
-        if (cache_rows_ == 0) continue;
-        if (used_ < cache_rows_) {
-          s = static_cast<std::int32_t>(used_++);
-        } else {
-          s = tail_;
-          unlink(s);
-          slot[owner_[s]] = -1;
-        }
-        owner_[s] = r;
-        slot[r] = s;
-        std::memcpy(cache + static_cast<std::uint64_t>(s) * D, host + static_cast<std::uint64_t>(r) * D, D * 4);
-      }
-      push_front(s);
-    }
-  }
-  void unlink(std::int32_t s) const {
-    if (prev_[s] >= 0) next_[prev_[s]] = next_[s];
-    else head_ = next_[s];
-    if (next_[s] >= 0) prev_[next_[s]] = prev_[s];
-    else tail_ = prev_[s];
-    prev_[s] = next_[s] = -1;
-  }
-  void push_front(std::int32_t s) const {
-    prev_[s] = -1;
-    next_[s] = head_;
-    if (head_ >= 0) prev_[head_] = s;
-    head_ = s;
-    if (tail_ < 0) tail_ = s;
+    for (const auto& f : fills_)
+      std::memcpy(cache + static_cast<std::uint64_t>(f.slot) * D, host + static_cast<std::uint64_t>(f.row) * D, D * 4);
   }
 
   std::uint64_t cache_rows_;
   bool lru_, managed_;
   HostBuffer host_, cache_, slot_;
-  mutable std::vector<std::int64_t> owner_;
-  mutable std::vector<std::int32_t> prev_, next_;
-  mutable std::int32_t head_ = -1, tail_ = -1;
-  mutable std::uint64_t used_ = 0, hits_ = 0, accesses_ = 0;
+  std::unique_ptr<LruCache> lru_state_;
+  mutable std::vector<LruCache::Fill> fills_;
+  mutable std::uint64_t hits_ = 0, accesses_ = 0;
   mutable std::mutex mu_;
 };
 

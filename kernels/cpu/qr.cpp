@@ -38,7 +38,7 @@ class QrTable final : public TableBase {
  protected:
   void lookup(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
               const float* psw, Pooling mode, float* out) const override {
-    cpu::kernels().qr_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim()));
+    cpu::kernels().qr_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim(), bytes_read_per_row()));
   }
 
  private:

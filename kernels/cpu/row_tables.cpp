@@ -55,7 +55,7 @@ class RowTable final : public TableBase {
  protected:
   void lookup(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
               const float* psw, Pooling mode, float* out) const override {
-    cpu::kernels().row_lookup[static_cast<int>(kind_)](view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim()));
+    cpu::kernels().row_lookup[static_cast<int>(kind_)](view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim(), bytes_read_per_row()));
   }
 
   void apply_row_gradients(const std::int64_t* rows, const float* grads, std::int64_t count, float lr) override {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -136,9 +137,29 @@ void ParamReader::done() const {
     if (!used_.count(k)) throw std::invalid_argument("strategy " + spec_.name + ": unknown parameter '" + k + "'");
 }
 
+namespace {
+// Rows to prefetch ahead: enough to keep about kInFlight bytes of rows in flight (16 fp32
+// rows of 128 columns), at least 16 and at most 64 rows. EDO_CPU_PREFETCH=N forces N rows.
+int prefetch_distance(double row_bytes) {
+  static const int forced = [] {
+    const char* e = std::getenv("EDO_CPU_PREFETCH");
+    const int v = e ? std::atoi(e) : -1;
+    return v >= 0 && v <= 1024 ? v : -1;
+  }();
+  static const double in_flight = [] {
+    const char* e = std::getenv("EDO_CPU_PREFETCH_BYTES");
+    const double v = e ? std::atof(e) : 8192.0;
+    return v > 0 ? v : 8192.0;
+  }();
+  if (forced >= 0) return forced;
+  const double rows = in_flight / std::max(1.0, row_bytes);
+  return static_cast<int>(std::clamp(rows, 16.0, 64.0));
+}
+}  // namespace
+
 cpu::LookupArgs make_args(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
-                          const float* psw, Pooling mode, float* out, std::uint32_t dim) {
-  return cpu::LookupArgs{idx, n, offsets, n_bags, psw, mode, out, dim, num_threads(), 16};
+                          const float* psw, Pooling mode, float* out, std::uint32_t dim, double row_bytes) {
+  return cpu::LookupArgs{idx, n, offsets, n_bags, psw, mode, out, dim, num_threads(), prefetch_distance(row_bytes)};
 }
 }  // namespace detail
 

@@ -38,6 +38,23 @@ EDO_HD float bits_as_float(std::uint32_t u) {
 #endif
 }
 
+// Loads of row metadata that may sit at an unaligned offset (int8/fp8 scale after D codes,
+// int4's fp16 scale after ceil(D/2) bytes). Aligned in the common case (D % 4 == 0).
+EDO_HD float load_f32(const std::uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<std::uintptr_t>(p) & 3u) == 0) return *reinterpret_cast<const float*>(p);
+#endif
+  const std::uint32_t u = static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+                          static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+  return bits_as_float(u);
+}
+EDO_HD std::uint16_t load_u16(const std::uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<std::uintptr_t>(p) & 1u) == 0) return *reinterpret_cast<const std::uint16_t*>(p);
+#endif
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
 // a*b+c with one rounding where the hardware has fma (always on the GPU; on the CPU in the
 // AVX2/AVX-512 builds of the backend), so that both backends dequantise identically.
 EDO_HD float fma_f(float a, float b, float c) {

@@ -29,10 +29,10 @@ EDO_HD float int4_dequant(std::uint32_t q, float scale, float bias) {
 }
 
 EDO_HD float int4_row_scale(const std::uint8_t* row, std::uint32_t dim) {
-  return half_to_float(*reinterpret_cast<const std::uint16_t*>(row + int4_code_bytes(dim)));
+  return half_to_float(load_u16(row + int4_code_bytes(dim)));
 }
 EDO_HD float int4_row_bias(const std::uint8_t* row, std::uint32_t dim) {
-  return half_to_float(*reinterpret_cast<const std::uint16_t*>(row + int4_code_bytes(dim) + 2));
+  return half_to_float(load_u16(row + int4_code_bytes(dim) + 2));
 }
 
 }  // namespace edo::kernels

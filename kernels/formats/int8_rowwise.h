@@ -23,10 +23,10 @@ EDO_HD float int8_dequant(std::uint8_t q, float scale, float bias) {
 
 // Scale and bias of a row: read from the row's tail.
 EDO_HD float int8_row_scale(const std::uint8_t* row, std::uint32_t dim) {
-  return *reinterpret_cast<const float*>(row + dim);
+  return load_f32(row + dim);
 }
 EDO_HD float int8_row_bias(const std::uint8_t* row, std::uint32_t dim) {
-  return *reinterpret_cast<const float*>(row + dim + 4);
+  return load_f32(row + dim + 4);
 }
 
 }  // namespace edo::kernels

@@ -34,7 +34,7 @@ EDO_HD RowParams row_params(const std::uint8_t* row, std::uint32_t dim, float ta
   } else if constexpr (K == RowKind::INT4) {
     return {int4_row_scale(row, dim), int4_row_bias(row, dim)};
   } else if constexpr (K == RowKind::FP8) {
-    return {table_scale != 0.f ? table_scale : *reinterpret_cast<const float*>(row + dim), 0.f};
+    return {table_scale != 0.f ? table_scale : load_f32(row + dim), 0.f};
   } else {
     return {1.f, 0.f};
   }
