@@ -45,7 +45,8 @@ struct alignas(64) Scratch {
 template <class Acc>
 void run_lookup(const Acc& a, const LookupArgs& g) {
   const std::uint32_t D = g.dim;
-  const int nt = std::max(1, g.threads);
+  // Small calls run on the calling thread: waking a team costs more than the work.
+  const int nt = g.n < 1024 ? 1 : std::max(1, g.threads);
   const int pf = g.prefetch;
   if (!g.offsets) {
 #pragma omp parallel num_threads(nt)
@@ -140,23 +141,36 @@ void row_lookup(const RowView& v, const LookupArgs& g) {
   run_lookup(RowAcc<K>(v, g), g);
 }
 
+// DS: sub-space width known at compile time (0: runtime v.dsub).
+template <std::uint32_t DS>
 struct PqAcc : DimFinish {
   PqView v;
   const std::int64_t* idx;
+  std::uint32_t dsub() const { return DS ? DS : v.dsub; }
   void prefetch(std::int64_t pos) const { prefetch_bytes(v.codes + static_cast<std::uint64_t>(idx[pos]) * v.m, v.m); }
   void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const std::uint32_t ds = dsub();
     for (std::uint32_t s = 0; s < v.m; ++s) {
       const float* __restrict sub = pq_subvector(v, r, s);
-      float* __restrict a = acc + s * v.dsub;
-      for (std::uint32_t j = 0; j < v.dsub; ++j) a[j] += w * sub[j];
+      float* __restrict a = acc + s * ds;
+      for (std::uint32_t j = 0; j < ds; ++j) a[j] += w * sub[j];
     }
   }
   void copy(std::int64_t r, float* __restrict out) const {
-    for (std::uint32_t s = 0; s < v.m; ++s) std::memcpy(out + s * v.dsub, pq_subvector(v, r, s), v.dsub * sizeof(float));
+    const std::uint32_t ds = dsub();
+    for (std::uint32_t s = 0; s < v.m; ++s) std::memcpy(out + s * ds, pq_subvector(v, r, s), ds * sizeof(float));
   }
 };
 
-void pq_lookup(const PqView& v, const LookupArgs& g) { run_lookup(PqAcc{{v.dim}, v, g.idx}, g); }
+void pq_lookup(const PqView& v, const LookupArgs& g) {
+  switch (v.dsub) {
+    case 2: return run_lookup(PqAcc<2>{{v.dim}, v, g.idx}, g);
+    case 4: return run_lookup(PqAcc<4>{{v.dim}, v, g.idx}, g);
+    case 8: return run_lookup(PqAcc<8>{{v.dim}, v, g.idx}, g);
+    case 16: return run_lookup(PqAcc<16>{{v.dim}, v, g.idx}, g);
+    default: return run_lookup(PqAcc<0>{{v.dim}, v, g.idx}, g);
+  }
+}
 
 struct HashAcc : DimFinish {
   MultiHashView v;
@@ -276,7 +290,7 @@ std::uint64_t max_index(const std::int64_t* idx, std::int64_t n, int threads) {
 
 void pq_assign(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, const float* ct,
                std::uint8_t* codes, std::uint64_t code_stride, int threads) {
-#pragma omp parallel num_threads(std::max(1, threads))
+#pragma omp parallel num_threads(n < 2048 ? 1 : std::max(1, threads))
   {
     alignas(64) float dist[kPqCentroids];
 #pragma omp for schedule(static)

@@ -16,7 +16,7 @@ namespace {
 #define REQUIRE_DEVICE()                                              \
   do {                                                                \
     const std::string st = cuda::device_status();                     \
-    if (!st.empty()) GTEST_SKIP() << st;                              \
+    if (!st.empty()) { GTEST_SKIP() << st; }                            \
   } while (0)
 
 const char* kSpecs[] = {"fp32", "fp16", "bf16", "fp8", "fp8:scale=table", "int8", "int4", "pq", "pq:m=8", "multihash:buckets=997",
@@ -94,7 +94,9 @@ TEST(CudaKernels, EveryStrategyMatchesTheCpuBackend) {
           expect_close(y, x, 2e-4, std::string("bag ") + (mode == Pooling::Mean ? "mean" : "sum") + (weighted ? " weighted" : ""));
         }
       }
-      if (s.name == "offload") EXPECT_NEAR(gpu->hit_rate(), cpu->hit_rate(), 1e-12);
+      if (s.name == "offload") {
+        EXPECT_NEAR(gpu->hit_rate(), cpu->hit_rate(), 1e-12);
+      }
     }
   }
 }
