@@ -65,13 +65,17 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
     const int t = omp_get_thread_num(), T = omp_get_num_threads();
     std::int64_t b0, b1;
     bag_range(g, t, T, b0, b1);
-    const std::uint32_t W = a.acc_width();
-    std::vector<float> accv(W + 16);
-    float* acc = accv.data();
+    // A compile-time width (Acc::kWidth > 0) lets the compiler keep the accumulator in
+    // vector registers; otherwise it lives in a per-thread buffer.
+    constexpr std::uint32_t KW = Acc::kWidth;
+    const std::uint32_t W = KW ? KW : a.acc_width();
+    std::vector<float> accv(KW ? 0 : W + 16);
+    alignas(64) float local[KW ? KW : 1];
+    float* acc = KW ? local : accv.data();
     const std::int64_t pend = g.offsets[b1];
     for (std::int64_t b = b0; b < b1; ++b) {
       const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
-      std::fill(acc, acc + W, 0.f);
+      for (std::uint32_t k = 0; k < W; ++k) acc[k] = 0.f;
       for (std::int64_t p = s; p < e; ++p) {
         if (p + pf < pend) a.prefetch(p + pf);
         a.accumulate(g.idx[p], g.psw ? g.psw[p] : 1.f, acc);
@@ -83,6 +87,7 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
 }
 
 struct DimFinish {
+  static constexpr std::uint32_t kWidth = 0;
   std::uint32_t D;
   std::uint32_t acc_width() const { return D; }
   void finish(const float* __restrict acc, float scale, float* __restrict out) const {
@@ -90,16 +95,25 @@ struct DimFinish {
   }
 };
 
-template <RowKind K>
-struct RowAcc : DimFinish {
+// KD > 0: the dimension is the compile-time constant KD (common sizes get their own code).
+template <RowKind K, std::uint32_t KD = 0>
+struct RowAcc {
+  static constexpr std::uint32_t kWidth = KD;
   const std::uint8_t* base;
   std::uint64_t rb;
   float ts;
   const std::int64_t* idx;
-  RowAcc(const RowView& v, const LookupArgs& g) : DimFinish{v.dim}, base(v.base), rb(v.row_bytes), ts(v.table_scale), idx(g.idx) {}
+  const std::uint32_t Dr;
+  RowAcc(const RowView& v, const LookupArgs& g) : base(v.base), rb(v.row_bytes), ts(v.table_scale), idx(g.idx), Dr(v.dim) {}
+  std::uint32_t acc_width() const { return KD ? KD : Dr; }
+  void finish(const float* __restrict acc, float scale, float* __restrict out) const {
+    const std::uint32_t D = KD ? KD : Dr;
+    for (std::uint32_t d = 0; d < D; ++d) out[d] = acc[d] * scale;
+  }
   const std::uint8_t* row(std::int64_t r) const { return base + static_cast<std::uint64_t>(r) * rb; }
   void prefetch(std::int64_t pos) const { prefetch_bytes(row(idx[pos]), rb); }
   void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const std::uint32_t D = KD ? KD : Dr;
     const std::uint8_t* __restrict p = row(r);
     const RowParams rp = row_params<K>(p, D, ts);
     if constexpr (K == RowKind::INT4) {
@@ -116,6 +130,7 @@ struct RowAcc : DimFinish {
     }
   }
   void copy(std::int64_t r, float* __restrict out) const {
+    const std::uint32_t D = KD ? KD : Dr;
     const std::uint8_t* __restrict p = row(r);
     if constexpr (K == RowKind::F32) {
       std::memcpy(out, p, D * sizeof(float));
@@ -138,7 +153,11 @@ struct RowAcc : DimFinish {
 
 template <RowKind K>
 void row_lookup(const RowView& v, const LookupArgs& g) {
-  run_lookup(RowAcc<K>(v, g), g);
+  switch (v.dim) {
+    case 64: return run_lookup(RowAcc<K, 64>(v, g), g);
+    case 128: return run_lookup(RowAcc<K, 128>(v, g), g);
+    default: return run_lookup(RowAcc<K>(v, g), g);
+  }
 }
 
 // DS: sub-space width known at compile time (0: runtime v.dsub).
@@ -222,6 +241,7 @@ void qr_lookup(const QrView& v, const LookupArgs& g) { run_lookup(QrAcc{{v.dim},
 
 // Low rank: pool the rank-r rows of A, multiply by B once per bag.
 struct LowRankAcc {
+  static constexpr std::uint32_t kWidth = 0;
   LowRankView v;
   const std::int64_t* idx;
   std::uint32_t acc_width() const { return v.rank; }
