@@ -90,6 +90,7 @@ TEST(Bags, EveryInstructionSetVariantAgrees) {
     for (const char* s : {"fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq:m=8", "lowrank:rank=4"}) {
       SCOPED_TRACE(std::string(isa) + " " + s);
       check_strategy(s, 300, 40, 23);   // D not a multiple of the vector width
+      check_strategy(s, 300, 64, 31);   // compile-time dimensions 64 and 128
       check_strategy(s, 300, 128, 29);
     }
     cpu::override_kernels(nullptr);
