@@ -26,6 +26,7 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     std::uint64_t seed = 42;
     bool json = false;
     bool quiet = false;
+    bool no_pin = false;
   };
   auto o = std::make_shared<Options>();
   sub.footer(
@@ -51,6 +52,7 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
   sub.add_option("--sets", o->sets, "rotating index sets per pass")->check(CLI::Range(1, 1000))->capture_default_str();
   sub.add_option("--seed", o->seed, "seed of weights, indices and k-means")->capture_default_str();
   sub.add_flag("--json", o->json, "print edo.bench/1 JSON on stdout");
+  sub.add_flag("--no-pin", o->no_pin, "do not pin the CPU threads to distinct CPUs");
   sub.add_flag("-q,--quiet", o->quiet, "no progress on stderr");
 
   return [o]() -> int {
@@ -76,6 +78,7 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     c.reps = o->reps;
     c.sets = o->sets;
     c.seed = o->seed;
+    c.pin = !o->no_pin;
     if (!o->quiet) c.progress = [](const std::string& m) { std::fprintf(stderr, "edo bench: %s\n", m.c_str()); };
     edo::kernels::BenchReport rep;
     try {
