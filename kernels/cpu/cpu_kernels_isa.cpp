@@ -22,19 +22,6 @@ inline void prefetch_bytes(const void* p, std::uint64_t bytes) {
   for (std::uint64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
 }
 
-// Position range of thread t: indices are split evenly, then snapped to bag boundaries.
-inline void bag_range(const LookupArgs& g, int t, int nt, std::int64_t& b0, std::int64_t& b1) {
-  auto bag_at = [&](std::int64_t pos) {
-    // First bag whose start is >= pos.
-    return static_cast<std::int64_t>(std::lower_bound(g.offsets, g.offsets + g.n_bags, pos) - g.offsets);
-  };
-  b0 = t == 0 ? 0 : bag_at(g.n * t / nt);
-  b1 = t == nt - 1 ? g.n_bags : bag_at(g.n * (t + 1) / nt);
-}
-
-struct alignas(64) Scratch {
-  std::vector<float> acc;
-};
 
 // Generic driver. Acc provides:
 //   void prefetch(std::int64_t pos) const        prefetch what the lookup at position pos needs
@@ -42,29 +29,33 @@ struct alignas(64) Scratch {
 //   void copy(std::int64_t row, float* out) const                   out = row
 //   std::uint32_t acc_width() const              floats in the accumulator (dim, or rank)
 //   void finish(const float* acc, float scale, float* out) const    out = scale * f(acc)
+// Work is handed out in chunks (dynamic schedule): on a shared machine a thread that is
+// descheduled for a while does not hold up the others. Prefetch runs ahead across chunk
+// boundaries (bounded by the batch).
 template <class Acc>
 void run_lookup(const Acc& a, const LookupArgs& g) {
   const std::uint32_t D = g.dim;
   // Small calls run on the calling thread: waking a team costs more than the work.
   const int nt = g.n < 1024 ? 1 : std::max(1, g.threads);
   const int pf = g.prefetch;
+  constexpr std::int64_t kChunkIndices = 2048;
   if (!g.offsets) {
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), T = omp_get_num_threads();
-      const std::int64_t lo = g.n * t / T, hi = g.n * (t + 1) / T;
+    const std::int64_t chunks = (g.n + kChunkIndices - 1) / kChunkIndices;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t lo = c * kChunkIndices, hi = std::min(g.n, lo + kChunkIndices);
       for (std::int64_t i = lo; i < hi; ++i) {
-        if (i + pf < hi) a.prefetch(i + pf);
+        if (i + pf < g.n) a.prefetch(i + pf);
         a.copy(g.idx[i], g.out + static_cast<std::uint64_t>(i) * D);
       }
     }
     return;
   }
+  // Bags per chunk: about kChunkIndices indices on average.
+  const std::int64_t per = std::max<std::int64_t>(1, g.n_bags * kChunkIndices / std::max<std::int64_t>(1, g.n));
+  const std::int64_t chunks = (g.n_bags + per - 1) / per;
 #pragma omp parallel num_threads(nt)
   {
-    const int t = omp_get_thread_num(), T = omp_get_num_threads();
-    std::int64_t b0, b1;
-    bag_range(g, t, T, b0, b1);
     // A compile-time width (Acc::kWidth > 0) lets the compiler keep the accumulator in
     // vector registers; otherwise it lives in a per-thread buffer.
     constexpr std::uint32_t KW = Acc::kWidth;
@@ -72,16 +63,19 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
     std::vector<float> accv(KW ? 0 : W + 16);
     alignas(64) float local[KW ? KW : 1];
     float* acc = KW ? local : accv.data();
-    const std::int64_t pend = g.offsets[b1];
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
-      for (std::uint32_t k = 0; k < W; ++k) acc[k] = 0.f;
-      for (std::int64_t p = s; p < e; ++p) {
-        if (p + pf < pend) a.prefetch(p + pf);
-        a.accumulate(g.idx[p], g.psw ? g.psw[p] : 1.f, acc);
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t b0 = c * per, b1 = std::min(g.n_bags, b0 + per);
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
+        for (std::uint32_t k = 0; k < W; ++k) acc[k] = 0.f;
+        for (std::int64_t p = s; p < e; ++p) {
+          if (p + pf < g.n) a.prefetch(p + pf);
+          a.accumulate(g.idx[p], g.psw ? g.psw[p] : 1.f, acc);
+        }
+        const float scale = (g.mode == Pooling::Mean && e > s) ? 1.f / static_cast<float>(e - s) : 1.f;
+        a.finish(acc, scale, g.out + static_cast<std::uint64_t>(b) * D);
       }
-      const float scale = (g.mode == Pooling::Mean && e > s) ? 1.f / static_cast<float>(e - s) : 1.f;
-      a.finish(acc, scale, g.out + static_cast<std::uint64_t>(b) * D);
     }
   }
 }
@@ -299,7 +293,7 @@ void offload_lookup(const OffloadView& v, const LookupArgs& g) {
 
 std::uint64_t max_index(const std::int64_t* idx, std::int64_t n, int threads) {
   std::uint64_t m = 0;
-  if (n < (1 << 16)) {
+  if (n < (1 << 20)) {
     for (std::int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<std::uint64_t>(idx[i]));
     return m;
   }

@@ -1,6 +1,8 @@
 #include "kernels/cpu/measure.h"
 
 #include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +78,13 @@ BenchReport run_bench(const BenchConfig& cfg) {
   };
   BenchReport rep;
   rep.config = cfg;
+  {
+    double l[1];
+    if (getloadavg(l, 1) == 1) rep.load_before = l[0];
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    rep.cpus = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 0;
+  }
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   rep.threads = num_threads();
   if (cfg.pin) pin_threads();
@@ -162,6 +171,8 @@ BenchReport run_bench(const BenchConfig& cfg) {
     r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
     rep.results.push_back(std::move(r));
   }
+  double l[1];
+  if (getloadavg(l, 1) == 1) rep.load_after = l[0];
   return rep;
 }
 
@@ -176,6 +187,7 @@ nlohmann::json to_json(const BenchReport& rep) {
                  {"zipf", rep.config.zipf > 0 ? nlohmann::json(rep.config.zipf) : nlohmann::json(nullptr)},
                  {"sets", rep.config.sets},       {"reps", rep.config.reps}, {"seed", rep.config.seed},
                  {"kernels", rep.isa}};
+  j["host"] = {{"cpus", rep.cpus}, {"load_before", rep.load_before}, {"load_after", rep.load_after}};
   j["results"] = nlohmann::json::array();
   for (const auto& r : rep.results) {
     nlohmann::json x;
@@ -213,6 +225,13 @@ std::string to_text(const BenchReport& rep) {
                 static_cast<unsigned long long>(c.batch / c.pooling), c.pooling,
                 c.zipf > 0 ? ("zipf " + std::to_string(c.zipf).substr(0, 4)).c_str() : "uniform", c.sets, c.reps);
   o << line;
+  if (rep.cpus > 0 && std::max(rep.load_before, rep.load_after) > rep.cpus * 0.75) {
+    std::snprintf(line, sizeof line,
+                  "warning: load average %.1f / %.1f on %d CPUs: other processes compete for the CPUs, numbers are unreliable"
+                  "%s\n", rep.load_before, rep.load_after, rep.cpus,
+                  std::getenv("OMP_WAIT_POLICY") ? "" : " (OMP_WAIT_POLICY=passive helps when sharing)");
+    o << line;
+  }
   if (rep.anchor_gbs > 0) {
     std::snprintf(line, sizeof line, "anchor: %s %.1f GB/s\n\n", rep.anchor_name == "triad" ? "STREAM triad" : "device-to-device copy", rep.anchor_gbs);
     o << line;

@@ -53,6 +53,8 @@ struct BenchReport {
   std::string isa;  // CPU kernels used, or the GPU's description
   std::string anchor_name;
   double anchor_gbs = 0;
+  double load_before = -1, load_after = -1;  // 1-minute load average around the run
+  int cpus = 0;                              // CPUs this process may use
   std::vector<BenchResult> results;
 };
 
