@@ -17,9 +17,11 @@
 namespace edo::kernels::cpu::EDO_ISA_NS {
 namespace {
 
+// Prefetch every cache line of [p, p + bytes).
 inline void prefetch_bytes(const void* p, std::uint64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (std::uint64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
+  const auto start = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t end = start + bytes;
+  for (std::uintptr_t a = start & ~std::uintptr_t{63}; a < end; a += 64) __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
 }
 
 
