@@ -5,10 +5,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/thread_team.h"
 
 #ifndef EDO_ISA_NS
 #error "EDO_ISA_NS must name the instruction-set namespace"
@@ -31,9 +33,14 @@ inline void prefetch_bytes(const void* p, std::uint64_t bytes) {
 //   void copy(std::int64_t row, float* out) const                   out = row
 //   std::uint32_t acc_width() const              floats in the accumulator (dim, or rank)
 //   void finish(const float* acc, float scale, float* out) const    out = scale * f(acc)
-// Work is handed out in chunks (dynamic schedule): on a shared machine a thread that is
-// descheduled for a while does not hold up the others. Prefetch runs ahead across chunk
-// boundaries (bounded by the batch).
+template <class F>
+void parallel(int nt, F& f) {
+  cpu::team_run(nt, [](void* c, int t, int T) { (*static_cast<F*>(c))(t, T); }, &f);
+}
+
+// Work is handed out in chunks of about 2048 indices from a shared counter: a thread that is
+// descheduled for a while (shared machine) does not hold the others up. Prefetch runs ahead
+// across chunk boundaries (bounded by the batch).
 template <class Acc>
 void run_lookup(const Acc& a, const LookupArgs& g) {
   const std::uint32_t D = g.dim;
@@ -41,23 +48,25 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
   const int nt = g.n < 1024 ? 1 : std::max(1, g.threads);
   const int pf = g.prefetch;
   constexpr std::int64_t kChunkIndices = 2048;
+  std::atomic<std::int64_t> next{0};
   if (!g.offsets) {
     const std::int64_t chunks = (g.n + kChunkIndices - 1) / kChunkIndices;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t lo = c * kChunkIndices, hi = std::min(g.n, lo + kChunkIndices);
-      for (std::int64_t i = lo; i < hi; ++i) {
-        if (i + pf < g.n) a.prefetch(i + pf);
-        a.copy(g.idx[i], g.out + static_cast<std::uint64_t>(i) * D);
+    auto body = [&](int, int) {
+      for (std::int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        const std::int64_t lo = c * kChunkIndices, hi = std::min(g.n, lo + kChunkIndices);
+        for (std::int64_t i = lo; i < hi; ++i) {
+          if (i + pf < g.n) a.prefetch(i + pf);
+          a.copy(g.idx[i], g.out + static_cast<std::uint64_t>(i) * D);
+        }
       }
-    }
+    };
+    parallel(nt, body);
     return;
   }
   // Bags per chunk: about kChunkIndices indices on average.
   const std::int64_t per = std::max<std::int64_t>(1, g.n_bags * kChunkIndices / std::max<std::int64_t>(1, g.n));
   const std::int64_t chunks = (g.n_bags + per - 1) / per;
-#pragma omp parallel num_threads(nt)
-  {
+  auto body = [&](int, int) {
     // A compile-time width (Acc::kWidth > 0) lets the compiler keep the accumulator in
     // vector registers; otherwise it lives in a per-thread buffer.
     constexpr std::uint32_t KW = Acc::kWidth;
@@ -65,8 +74,7 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
     std::vector<float> accv(KW ? 0 : W + 16);
     alignas(64) float local[KW ? KW : 1];
     float* acc = KW ? local : accv.data();
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < chunks; ++c) {
+    for (std::int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
       const std::int64_t b0 = c * per, b1 = std::min(g.n_bags, b0 + per);
       for (std::int64_t b = b0; b < b1; ++b) {
         const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
@@ -79,7 +87,8 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
         a.finish(acc, scale, g.out + static_cast<std::uint64_t>(b) * D);
       }
     }
-  }
+  };
+  parallel(nt, body);
 }
 
 struct DimFinish {

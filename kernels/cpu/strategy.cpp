@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/encoders.h"
+#include "kernels/cpu/thread_team.h"
 
 namespace edo::kernels {
 
@@ -300,6 +301,7 @@ int num_threads() {
 }
 
 void pin_threads() {
+  cpu::team_pin(num_threads());  // the lookup team
   cpu_set_t mask;
   CPU_ZERO(&mask);
   if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "common.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -175,4 +176,30 @@ TEST(Bags, OutOfRangeIndexIsAClearError) {
     idx[123456] = std::numeric_limits<std::int64_t>::max();
     EXPECT_THROW(t->gather(idx.data(), 200000, out.data()), std::out_of_range) << s;
   }
+}
+
+TEST(Bags, ConcurrentCallersGetTheSameResults) {
+  const std::uint64_t R = 5000;
+  const std::uint32_t D = 64;
+  auto w = weights(R, D, 3);
+  auto t = encode(StrategySpec::parse("int8"), w.data(), R, D);
+  auto idx = uniform_indices(R, 64 * 1024, 9);
+  std::vector<std::int64_t> offsets(2049);
+  for (int b = 0; b <= 2048; ++b) offsets[b] = b * 32;
+  std::vector<float> want(2048 * D);
+  t->bag(idx.data(), 64 * 1024, offsets.data(), 2048, nullptr, Pooling::Sum, want.data());
+  std::vector<std::thread> th;
+  std::vector<int> ok(4, 0);
+  for (int k = 0; k < 4; ++k)
+    th.emplace_back([&, k] {
+      std::vector<float> out(2048 * D);
+      bool same = true;
+      for (int rep = 0; rep < 20; ++rep) {
+        t->bag(idx.data(), 64 * 1024, offsets.data(), 2048, nullptr, Pooling::Sum, out.data());
+        same = same && out == want;
+      }
+      ok[k] = same;
+    });
+  for (auto& x : th) x.join();
+  for (int k = 0; k < 4; ++k) EXPECT_TRUE(ok[k]) << k;
 }
