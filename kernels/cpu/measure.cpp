@@ -227,9 +227,8 @@ std::string to_text(const BenchReport& rep) {
   o << line;
   if (rep.cpus > 0 && std::max(rep.load_before, rep.load_after) > rep.cpus * 0.75) {
     std::snprintf(line, sizeof line,
-                  "warning: load average %.1f / %.1f on %d CPUs: other processes compete for the CPUs, numbers are unreliable"
-                  "%s\n", rep.load_before, rep.load_after, rep.cpus,
-                  std::getenv("OMP_WAIT_POLICY") ? "" : " (OMP_WAIT_POLICY=passive helps when sharing)");
+                  "warning: load average %.1f / %.1f on %d CPUs: other processes compete for the CPUs, numbers are unreliable\n",
+                  rep.load_before, rep.load_after, rep.cpus);
     o << line;
   }
   if (rep.anchor_gbs > 0) {
