@@ -41,10 +41,11 @@ struct KernelTable {
   void (*offload_lookup)(const OffloadView&, const LookupArgs&);
   // Largest index as unsigned (negative ids become huge), for the range check.
   std::uint64_t (*max_index)(const std::int64_t* idx, std::int64_t n, int threads);
-  // PQ: nearest centroid of each of n vectors (stride `stride` floats) in one sub-space whose
-  // 256 centroids are stored transposed (dsub x 256). Writes codes[i*code_stride].
-  void (*pq_assign)(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, const float* ct,
-                    std::uint8_t* codes, std::uint64_t code_stride, int threads);
+  // PQ: nearest of k (<= 256) centroids for each of n vectors (stride `stride` floats) in one
+  // sub-space whose centroids are stored transposed (dsub x 256, first k used).
+  // Writes codes[i*code_stride].
+  void (*pq_assign)(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, std::uint32_t k,
+                    const float* ct, std::uint8_t* codes, std::uint64_t code_stride, int threads);
 };
 
 const KernelTable& kernels();

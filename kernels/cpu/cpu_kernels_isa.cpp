@@ -313,8 +313,8 @@ std::uint64_t max_index(const std::int64_t* idx, std::int64_t n, int threads) {
   return m;
 }
 
-void pq_assign(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, const float* ct,
-               std::uint8_t* codes, std::uint64_t code_stride, int threads) {
+void pq_assign(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, std::uint32_t k,
+               const float* ct, std::uint8_t* codes, std::uint64_t code_stride, int threads) {
 #pragma omp parallel num_threads(n < 2048 ? 1 : std::max(1, threads))
   {
     alignas(64) float dist[kPqCentroids];
@@ -332,7 +332,7 @@ void pq_assign(const float* x, std::int64_t n, std::uint64_t stride, std::uint32
       }
       std::uint32_t best = 0;
       float bd = dist[0];
-      for (std::uint32_t c = 1; c < kPqCentroids; ++c)
+      for (std::uint32_t c = 1; c < k; ++c)
         if (dist[c] < bd) { bd = dist[c]; best = c; }
       codes[static_cast<std::uint64_t>(i) * code_stride] = static_cast<std::uint8_t>(best);
     }

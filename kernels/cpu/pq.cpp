@@ -15,11 +15,11 @@ namespace {
 
 class PqTable final : public TableBase {
  public:
-  PqTable(std::uint64_t rows, std::uint32_t dim, std::uint32_t m)
-      : TableBase("pq", rows, dim), m_(m), dsub_(dim / m), codes_(rows * m, false), codebook_(std::uint64_t{m} * kPqCentroids * (dim / m) * 4) {}
-  std::uint64_t device_bytes() const override { return rows() * m_ + std::uint64_t{m_} * kPqCentroids * dsub_ * 4; }
+  PqTable(std::uint64_t rows, std::uint32_t dim, std::uint32_t m, std::uint32_t k)
+      : TableBase("pq", rows, dim), m_(m), dsub_(dim / m), k_(k), codes_(rows * m, false), codebook_(std::uint64_t{m} * k * (dim / m) * 4) {}
+  std::uint64_t device_bytes() const override { return rows() * m_ + std::uint64_t{m_} * k_ * dsub_ * 4; }
   double bytes_read_per_row() const override { return m_; }
-  PqView view() const { return PqView{codes_.data(), codebook_.as<float>(), dim(), m_, dsub_}; }
+  PqView view() const { return PqView{codes_.data(), codebook_.as<float>(), dim(), m_, dsub_, k_}; }
   void decode_rows(std::uint64_t first, std::uint64_t count, float* out) const override {
     const PqView v = view();
     for (std::uint64_t i = 0; i < count; ++i)
@@ -31,7 +31,7 @@ class PqTable final : public TableBase {
     f.rows = rows();
     f.dim = dim();
     f.arrays = {{"codes", codes_.data(), rows() * m_}, {"codebook", codebook_.data(), codebook_.size()}};
-    f.scalars = {{"m", m_}, {"dsub", dsub_}};
+    f.scalars = {{"m", m_}, {"dsub", dsub_}, {"k", k_}};
     return f;
   }
   void train_and_encode(const float* w, const EncodeOptions& o, std::uint32_t iters, std::uint64_t sample);
@@ -43,13 +43,13 @@ class PqTable final : public TableBase {
   }
 
  private:
-  std::uint32_t m_, dsub_;
+  std::uint32_t m_, dsub_, k_;
   HostBuffer codes_, codebook_;
 };
 
 void PqTable::train_and_encode(const float* w, const EncodeOptions& o, std::uint32_t iters, std::uint64_t sample) {
   const std::uint64_t R = rows();
-  const std::uint32_t D = dim(), K = kPqCentroids;
+  const std::uint32_t D = dim(), K = k_;  // ct keeps a stride of 256 (kPqCentroids)
   const auto& kern = cpu::kernels();
   const int T = num_threads();
   // Training rows: the most-read rows when counts are known (they carry the weighted error),
@@ -69,7 +69,7 @@ void PqTable::train_and_encode(const float* w, const EncodeOptions& o, std::uint
   std::vector<double> weight(ns);
   for (std::uint64_t i = 0; i < ns; ++i) weight[i] = o.counts ? std::max<double>(1e-3, static_cast<double>(o.counts[train[i]])) : 1.0;
 
-  std::vector<float> x(ns * dsub_), ct(std::uint64_t{dsub_} * K), cent(std::uint64_t{K} * dsub_);
+  std::vector<float> x(ns * dsub_), ct(std::uint64_t{dsub_} * kPqCentroids), cent(std::uint64_t{K} * dsub_);
   std::vector<std::uint8_t> code(ns);
   float* cb = codebook_.as<float>();
   Rng rng(o.seed + 7);
@@ -83,9 +83,9 @@ void PqTable::train_and_encode(const float* w, const EncodeOptions& o, std::uint
     }
     for (std::uint32_t it = 0; it <= iters; ++it) {
       for (std::uint32_t c = 0; c < K; ++c)
-        for (std::uint32_t j = 0; j < dsub_; ++j) ct[j * K + c] = cent[c * dsub_ + j];
+        for (std::uint32_t j = 0; j < dsub_; ++j) ct[j * kPqCentroids + c] = cent[c * dsub_ + j];
       if (it == iters) break;
-      kern.pq_assign(x.data(), static_cast<std::int64_t>(ns), dsub_, dsub_, ct.data(), code.data(), 1, T);
+      kern.pq_assign(x.data(), static_cast<std::int64_t>(ns), dsub_, dsub_, K, ct.data(), code.data(), 1, T);
       std::vector<double> sum(std::uint64_t{K} * dsub_, 0.0), wsum(K, 0.0);
       for (std::uint64_t i = 0; i < ns; ++i) {
         const std::uint32_t c = code[i];
@@ -101,7 +101,7 @@ void PqTable::train_and_encode(const float* w, const EncodeOptions& o, std::uint
       }
     }
     std::memcpy(cb + std::uint64_t{s} * K * dsub_, cent.data(), cent.size() * 4);
-    kern.pq_assign(w + s * dsub_, static_cast<std::int64_t>(R), D, dsub_, ct.data(), codes_.data() + s, m_, T);
+    kern.pq_assign(w + s * dsub_, static_cast<std::int64_t>(R), D, dsub_, K, ct.data(), codes_.data() + s, m_, T);
   }
 }
 
@@ -117,16 +117,17 @@ std::unique_ptr<EncodedTable> encode_pq(const StrategySpec& spec, const float* w
                                         const EncodeOptions& o) {
   ParamReader pr(spec);
   const auto m = static_cast<std::uint32_t>(pr.integer("m", default_m(dim), 1, dim));
+  const auto k = static_cast<std::uint32_t>(pr.integer("k", kPqCentroids, 2, kPqCentroids));
   const auto iters = static_cast<std::uint32_t>(pr.integer("iters", 10, 0, 1000));
   const auto sample = static_cast<std::uint64_t>(pr.integer("sample", 65536, 256, 1ll << 40));
   pr.done();
   if (dim % m != 0) throw std::invalid_argument("strategy pq: m=" + std::to_string(m) + " must divide dim " + std::to_string(dim));
-  auto t = std::make_unique<PqTable>(rows, dim, m);
+  auto t = std::make_unique<PqTable>(rows, dim, m, k);
   t->train_and_encode(w, o, iters, sample);
   auto& p = t->params_mut();
   p["m"] = m;
   p["dsub"] = dim / m;
-  p["centroids"] = kPqCentroids;
+  p["centroids"] = k;
   p["iters"] = iters;
   p["sample"] = sample;
   return t;

@@ -430,7 +430,7 @@ class GenericTableImpl final : public TableImpl {
     switch (f_.kind) {
       case FormatKind::PQ:
         return launch_element(PqF{PqView{dev<std::uint8_t>("codes"), dev<float>("codebook"), D, static_cast<std::uint32_t>(f_.scalar("m")),
-                                         static_cast<std::uint32_t>(f_.scalar("dsub"))}},
+                                         static_cast<std::uint32_t>(f_.scalar("dsub")), static_cast<std::uint32_t>(f_.scalar("k"))}},
                               a, stream_);
       case FormatKind::MultiHash:
         return launch_element(HashF{MultiHashView{dev<float>("table"), static_cast<std::uint64_t>(f_.scalar("buckets")),

@@ -52,6 +52,20 @@ TEST(Pq, BytesAndErrorFallsWithMoreSubspaces) {
   EXPECT_THROW(enc("pq:m=5", w, R, D), std::invalid_argument);  // must divide D
 }
 
+TEST(Pq, ErrorFallsWithMoreCentroids) {
+  const std::uint64_t R = 3000;
+  const std::uint32_t D = 16;
+  auto w = weights(R, D, 14);
+  EXPECT_EQ(enc("pq:m=4:k=16", w, R, D)->device_bytes(), R * 4 + 4 * 16 * 4 * 4);
+  double prev = 2;
+  for (int k : {2, 8, 32, 128, 256}) {
+    const double e = err("pq:m=4:k=" + std::to_string(k), w, R, D);
+    EXPECT_LT(e, prev) << k;
+    prev = e;
+  }
+  EXPECT_THROW(enc("pq:k=300", w, R, D), std::invalid_argument);
+}
+
 TEST(Pq, DeterministicForASeed) {
   const std::uint64_t R = 1000;
   const std::uint32_t D = 16;
