@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/host_buffer.h"
+#include "kernels/cpu/thread_team.h"
 #include "kernels/cpu/index_gen.h"
 #include "kernels/cuda/cuda_backend.h"
 
@@ -81,9 +82,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
   {
     double l[1];
     if (getloadavg(l, 1) == 1) rep.load_before = l[0];
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    rep.cpus = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 0;
+    rep.cpus = static_cast<int>(cpu::allowed_cpus().size());
   }
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   rep.threads = num_threads();

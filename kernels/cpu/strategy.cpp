@@ -301,14 +301,9 @@ int num_threads() {
 }
 
 void pin_threads() {
-  cpu::team_pin(num_threads());  // the lookup team
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+  const std::vector<int>& cpus = cpu::allowed_cpus();
   if (cpus.empty()) return;
+  cpu::team_pin(num_threads());  // the lookup team (calling thread: first CPU)
 #pragma omp parallel num_threads(num_threads())
   {
     cpu_set_t one;

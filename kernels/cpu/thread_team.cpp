@@ -61,15 +61,10 @@ class Team {
   }
 
   void pin(int threads) {
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return;
-    std::vector<int> cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &mask)) cpus.push_back(c);
+    const std::vector<int>& cpus = allowed_cpus();
     if (cpus.empty()) return;
     struct Ctx {
-      std::vector<int>* cpus;
+      const std::vector<int>* cpus;
     } ctx{&cpus};
     run(threads, [](void* c, int t, int) {
       auto& v = *static_cast<Ctx*>(c)->cpus;
@@ -130,6 +125,19 @@ Team& team() {
 }
 
 }  // namespace
+
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mask)) v.push_back(c);
+    return v;
+  }();
+  return cpus;
+}
 
 void team_run(int threads, TeamFn fn, void* ctx) { team().run(threads, fn, ctx); }
 void team_pin(int threads) { team().pin(threads); }

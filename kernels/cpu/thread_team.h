@@ -5,6 +5,8 @@
 // atomic counter (dynamic chunks), so a descheduled thread does not hold the others up.
 #pragma once
 
+#include <vector>
+
 namespace edo::kernels::cpu {
 
 using TeamFn = void (*)(void* ctx, int thread, int threads);
@@ -15,5 +17,9 @@ void team_run(int threads, TeamFn fn, void* ctx);
 
 // Pins team thread t to the t-th CPU of this process's affinity mask (calling thread: first).
 void team_pin(int threads);
+
+// The CPUs this process could use when first asked (before any pinning narrowed the calling
+// thread's own mask), in increasing order.
+const std::vector<int>& allowed_cpus();
 
 }  // namespace edo::kernels::cpu
