@@ -1,6 +1,7 @@
 // bench_kernels: the project's CPU kernel figures beside their anchors, from ONE run.
 //
 //   bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda]
+//                 [--strategies LIST] [--batch N]
 //
 // For each shape (default 10M x 128 and 1M x 128, uniform indices, 2 threads, batch 65536
 // indices in bags of 32) it measures the STREAM triad of this machine, then fp32, int8 and int4
@@ -21,6 +22,7 @@ using namespace edo::kernels;
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 7;
+  std::uint64_t batch = 65536;
   double zipf = 0.0;
   std::string json_path, backend = "cpu", shapes = "10M,1M", strategies = "fp32,int8,int4";
   for (int i = 1; i < argc; ++i) {
@@ -39,8 +41,9 @@ int main(int argc, char** argv) {
     else if (a == "--shapes") shapes = next();
     else if (a == "--backend") backend = next();
     else if (a == "--strategies") strategies = next();
+    else if (a == "--batch") batch = std::strtoull(next().c_str(), nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST]\n");
+      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST] [--batch N]\n");
       return 2;
     }
   }
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
     c.threads = threads;
     c.reps = reps;
     c.strategies = strategies;
+    c.batch = batch;
     c.progress = [](const std::string& m) { std::fprintf(stderr, "  .. %s\n", m.c_str()); };
     std::fprintf(stderr, "shape %llu x %u\n", static_cast<unsigned long long>(c.rows), c.dim);
     BenchReport rep;

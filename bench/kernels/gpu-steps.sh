@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU steps of the strategy kernels (scripts/gpu-check.sh does not exist on this branch; the
-# lead may call this from it). Run on a machine with an NVIDIA GPU, from anywhere:
+# GPU steps of the strategy kernels. scripts/gpu-check.sh (on main) runs every
+# bench/*/gpu-steps.sh with EDO_BUILD and RESULTS set; it also runs alone:
 #
-#   bench/kernels/gpu-steps.sh            # results under $OUT if set, else bench/results/
+#   bench/kernels/gpu-steps.sh            # results under $RESULTS, $OUT, else bench/results/
 #
 # 1. builds edo_kernels for sm_90 (ARCH=.. to change) with the GPU tests and bench_kernels
 # 2. runs the GPU tests (every CUDA kernel vs the CPU backend, outputs poisoned first)
@@ -14,39 +14,34 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-RES=${OUT:-$ROOT/bench/results}
+RES=${RESULTS:-${OUT:-$ROOT/bench/results}}
 mkdir -p "$RES"
-BUILD=${BUILD:-$ROOT/build-gpu}
+BUILD=${EDO_BUILD:-${BUILD:-$ROOT/build-gpu}}
 ARCH=${ARCH:-90}
 PY=${PYTHON:-python3}
 BATCH=${BATCH:-2097152}   # 2M indices per batch = 65536 bags of 32: enough work per launch
 log() { echo "gpu-steps: $*" >&2; }
 
 log "configure + build (sm_$ARCH) in $BUILD"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DEDO_CUDA=ON -DEDO_GUI=OFF \
+cmake -S . -B "$BUILD" $([ -f "$BUILD/CMakeCache.txt" ] || echo "-G Ninja -DCMAKE_BUILD_TYPE=Release") -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DEDO_CUDA=ON \
   > "$RES/kernels-gpu-configure.log" 2>&1 || { log "configure failed (see $RES/kernels-gpu-configure.log)"; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" --target edo_kernels_gpu_tests bench_kernels > "$RES/kernels-gpu-build.log" 2>&1 \
   || { log "build failed (see $RES/kernels-gpu-build.log)"; exit 1; }
-# The edo executable needs every area's library; use it when it links, bench_kernels otherwise.
-EDO=""
-if cmake --build "$BUILD" -j "$(nproc)" --target edo >> "$RES/kernels-gpu-build.log" 2>&1; then EDO="$BUILD/bin/edo"; fi
+# bench_kernels prints the same edo.bench/1 JSON as `edo bench` and needs only edo_kernels.
 
 log "GPU tests"
 "$BUILD/bin/edo_kernels_gpu_tests" --gtest_output="json:$RES/kernels-gpu-tests.json" 2>&1 | tee "$RES/kernels-gpu-tests.txt" | tail -5
 
 status=0
 for rows in 10000000 1000000; do
+  # 10M: the row formats (the CUDA targets); 1M: every strategy.
+  strategies=$([ $rows = 10000000 ] && echo "fp32,fp16,bf16,fp8,int8,int4" || echo "all")
   for dist in uniform zipf; do
     d=$([ $dist = uniform ] && echo "--uniform" || echo "--zipf 1.05")
     tag="${rows}x128-$dist"
-    log "edo bench cuda $tag"
-    if [ -n "$EDO" ]; then
-      "$EDO" bench --backend cuda --json -q --rows $rows --dim 128 --batch $BATCH --pooling 32 $d --reps 11 \
-        > "$RES/edo-bench-cuda-$tag.json" || status=1
-    else
-      "$BUILD/bin/bench_kernels" --backend cuda --shapes $rows --reps 11 $([ $dist = zipf ] && echo --zipf) \
-        --strategies all --json "$RES/edo-bench-cuda-$tag.json" > "$RES/edo-bench-cuda-$tag.txt" || status=1
-    fi
+    log "edo strategies on cuda: $tag ($strategies)"
+    "$BUILD/bin/bench_kernels" --backend cuda --shapes $rows --reps 11 --batch $BATCH --strategies "$strategies" \
+      $([ $dist = zipf ] && echo --zipf) --json "$RES/edo-bench-cuda-$tag.json" > "$RES/edo-bench-cuda-$tag.txt" 2>&1 || status=1
     for dt in float32 float16; do
       log "torch cuda anchor $tag $dt"
       "$PY" bench/kernels/torch_embedding_bag.py --device cuda --dtype $dt --json --rows $rows --dim 128 --batch $BATCH \
