@@ -1,0 +1,98 @@
+// `edo bench`: benchmark every memory-saving strategy on this machine's CPU or GPU, beside
+// the machine's own anchor (STREAM triad / device-to-device copy) measured in the same run.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "command.h"
+#include "kernels/cpu/measure.h"
+#include "kernels/cuda/cuda_backend.h"
+
+namespace {
+
+edo::cli::Runner setup_bench(CLI::App& sub) {
+  struct Options {
+    std::string backend = "cpu";
+    std::uint64_t rows = 1'000'000;
+    std::uint32_t dim = 128;
+    std::uint64_t batch = 65536;
+    std::uint32_t pooling = 32;
+    double zipf = 1.05;
+    bool uniform = false;
+    std::string strategies = "all";
+    int threads = 0;
+    int reps = 7;
+    int sets = 8;
+    std::uint64_t seed = 42;
+    bool json = false;
+    bool quiet = false;
+    bool no_pin = false;
+  };
+  auto o = std::make_shared<Options>();
+  sub.footer(
+      "Benchmark memory-saving strategies (fp16, bf16, fp8, int8/int4 row-wise, PQ, multi-hash, QR, low-rank,\n"
+      "pruning, offload with a hot-row cache) on synthetic weights: device bytes, bytes per row, error,\n"
+      "gather and bag rows/s, and row GB/s beside this machine's anchor measured in the same run.\n"
+      "Exit status: 0 ok, 1 runtime failure (e.g. no CUDA device), 2 bad flags.");
+  sub.add_option("--backend", o->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sub.add_option("--rows", o->rows, "table rows")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 36))->capture_default_str();
+  sub.add_option("--dim", o->dim, "embedding dimension")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  sub.add_option("--batch", o->batch, "indices per batch (a gather reads this many rows; a bag batch is batch/pooling bags)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))->capture_default_str();
+  sub.add_option("--pooling", o->pooling, "indices per bag")->check(CLI::Range(1u, 1u << 24))->capture_default_str();
+  auto* zipf = sub.add_option("--zipf", o->zipf, "Zipf exponent A of the row access distribution (ranks mapped through a seeded permutation)")
+                   ->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_flag("--uniform", o->uniform, "uniform random rows instead of Zipf")->excludes(zipf);
+  sub.add_option("--strategies", o->strategies,
+                 "comma-separated strategies, each name[:key=value...], e.g. fp32,int8,pq:m=16,offload:cache=0.05:policy=lru; "
+                 "'all' = " + edo::kernels::default_strategy_list())
+      ->capture_default_str();
+  sub.add_option("--threads", o->threads, "CPU threads (0: all the CPUs this process may use)")->check(CLI::Range(0, 4096))->capture_default_str();
+  sub.add_option("--reps", o->reps, "timed passes; the median is reported")->check(CLI::Range(1, 1000))->capture_default_str();
+  sub.add_option("--sets", o->sets, "rotating index sets per pass")->check(CLI::Range(1, 1000))->capture_default_str();
+  sub.add_option("--seed", o->seed, "seed of weights, indices and k-means")->capture_default_str();
+  sub.add_flag("--json", o->json, "print edo.bench/1 JSON on stdout");
+  sub.add_flag("--no-pin", o->no_pin, "do not pin the CPU threads to distinct CPUs");
+  sub.add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+
+  return [o]() -> int {
+    if (o->pooling > o->batch) throw edo::cli::UsageError("--pooling must not exceed --batch");
+    try {
+      (void)edo::kernels::StrategySpec::parse_list(o->strategies);
+    } catch (const std::invalid_argument& e) {
+      throw edo::cli::UsageError(std::string("--strategies: ") + e.what());
+    }
+    if (o->backend == "cuda") {
+      const std::string st = edo::kernels::cuda::device_status();
+      if (!st.empty()) throw edo::cli::Failure(st);
+    }
+    edo::kernels::BenchConfig c;
+    c.backend = o->backend;
+    c.rows = o->rows;
+    c.dim = o->dim;
+    c.batch = o->batch;
+    c.pooling = o->pooling;
+    c.zipf = o->uniform ? 0.0 : o->zipf;
+    c.strategies = o->strategies;
+    c.threads = o->threads;
+    c.reps = o->reps;
+    c.sets = o->sets;
+    c.seed = o->seed;
+    c.pin = !o->no_pin;
+    if (!o->quiet) c.progress = [](const std::string& m) { std::fprintf(stderr, "edo bench: %s\n", m.c_str()); };
+    edo::kernels::BenchReport rep;
+    try {
+      rep = edo::kernels::run_bench(c);
+    } catch (const std::invalid_argument& e) {
+      throw edo::cli::UsageError(e.what());
+    }
+    if (o->json) std::cout << edo::kernels::to_json(rep).dump(2) << "\n";
+    else std::cout << edo::kernels::to_text(rep);
+    return 0;
+  };
+}
+
+}  // namespace
+
+EDO_REGISTER_COMMAND("bench", "benchmark memory-saving strategies on this CPU or GPU, beside the machine's bandwidth anchor",
+                     60, setup_bench);

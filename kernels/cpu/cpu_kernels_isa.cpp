@@ -1,0 +1,361 @@
+// Hot loops of the CPU backend. This file is compiled once per instruction set (see
+// kernels/cpu/CMakeLists.txt) with EDO_ISA_NS naming the namespace; cpu_kernels.cpp picks one.
+// Every element is decoded by the format's EDO_HD function from kernels/formats; the loops
+// here only add threading, prefetch and vectorisation-friendly structure.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/thread_team.h"
+
+#ifndef EDO_ISA_NS
+#error "EDO_ISA_NS must name the instruction-set namespace"
+#endif
+
+namespace edo::kernels::cpu::EDO_ISA_NS {
+namespace {
+
+// Prefetch every cache line of [p, p + bytes).
+inline void prefetch_bytes(const void* p, std::uint64_t bytes) {
+  const auto start = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t end = start + bytes;
+  for (std::uintptr_t a = start & ~std::uintptr_t{63}; a < end; a += 64) __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+}
+
+
+// Generic driver. Acc provides:
+//   void prefetch(std::int64_t pos) const        prefetch what the lookup at position pos needs
+//   void accumulate(std::int64_t row, float w, float* acc) const   acc += w * row
+//   void copy(std::int64_t row, float* out) const                   out = row
+//   std::uint32_t acc_width() const              floats in the accumulator (dim, or rank)
+//   void finish(const float* acc, float scale, float* out) const    out = scale * f(acc)
+template <class F>
+void parallel(int nt, F& f) {
+  cpu::team_run(nt, [](void* c, int t, int T) { (*static_cast<F*>(c))(t, T); }, &f);
+}
+
+// Work is handed out in chunks of about 2048 indices from a shared counter: a thread that is
+// descheduled for a while (shared machine) does not hold the others up. Prefetch runs ahead
+// across chunk boundaries (bounded by the batch).
+template <class Acc>
+void run_lookup(const Acc& a, const LookupArgs& g) {
+  const std::uint32_t D = g.dim;
+  // Small calls run on the calling thread: waking a team costs more than the work.
+  const int nt = g.n < 1024 ? 1 : std::max(1, g.threads);
+  const int pf = g.prefetch;
+  constexpr std::int64_t kChunkIndices = 2048;
+  std::atomic<std::int64_t> next{0};
+  if (!g.offsets) {
+    const std::int64_t chunks = (g.n + kChunkIndices - 1) / kChunkIndices;
+    auto body = [&](int, int) {
+      for (std::int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        const std::int64_t lo = c * kChunkIndices, hi = std::min(g.n, lo + kChunkIndices);
+        for (std::int64_t i = lo; i < hi; ++i) {
+          if (i + pf < g.n) a.prefetch(i + pf);
+          a.copy(g.idx[i], g.out + static_cast<std::uint64_t>(i) * D);
+        }
+      }
+    };
+    parallel(nt, body);
+    return;
+  }
+  // Bags per chunk: about kChunkIndices indices on average.
+  const std::int64_t per = std::max<std::int64_t>(1, g.n_bags * kChunkIndices / std::max<std::int64_t>(1, g.n));
+  const std::int64_t chunks = (g.n_bags + per - 1) / per;
+  auto body = [&](int, int) {
+    // A compile-time width (Acc::kWidth > 0) lets the compiler keep the accumulator in
+    // vector registers; otherwise it lives in a per-thread buffer.
+    constexpr std::uint32_t KW = Acc::kWidth;
+    const std::uint32_t W = KW ? KW : a.acc_width();
+    std::vector<float> accv(KW ? 0 : W + 16);
+    alignas(64) float local[KW ? KW : 1];
+    float* acc = KW ? local : accv.data();
+    for (std::int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      const std::int64_t b0 = c * per, b1 = std::min(g.n_bags, b0 + per);
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
+        for (std::uint32_t k = 0; k < W; ++k) acc[k] = 0.f;
+        for (std::int64_t p = s; p < e; ++p) {
+          if (p + pf < g.n) a.prefetch(p + pf);
+          a.accumulate(g.idx[p], g.psw ? g.psw[p] : 1.f, acc);
+        }
+        const float scale = (g.mode == Pooling::Mean && e > s) ? 1.f / static_cast<float>(e - s) : 1.f;
+        a.finish(acc, scale, g.out + static_cast<std::uint64_t>(b) * D);
+      }
+    }
+  };
+  parallel(nt, body);
+}
+
+struct DimFinish {
+  static constexpr std::uint32_t kWidth = 0;
+  std::uint32_t D;
+  std::uint32_t acc_width() const { return D; }
+  void finish(const float* __restrict acc, float scale, float* __restrict out) const {
+    for (std::uint32_t d = 0; d < D; ++d) out[d] = acc[d] * scale;
+  }
+};
+
+// KD > 0: the dimension is the compile-time constant KD (common sizes get their own code).
+template <RowKind K, std::uint32_t KD = 0>
+struct RowAcc {
+  static constexpr std::uint32_t kWidth = KD;
+  const std::uint8_t* base;
+  std::uint64_t rb;
+  float ts;
+  const std::int64_t* idx;
+  const std::uint32_t Dr;
+  RowAcc(const RowView& v, const LookupArgs& g) : base(v.base), rb(v.row_bytes), ts(v.table_scale), idx(g.idx), Dr(v.dim) {}
+  std::uint32_t acc_width() const { return KD ? KD : Dr; }
+  void finish(const float* __restrict acc, float scale, float* __restrict out) const {
+    const std::uint32_t D = KD ? KD : Dr;
+    for (std::uint32_t d = 0; d < D; ++d) out[d] = acc[d] * scale;
+  }
+  const std::uint8_t* row(std::int64_t r) const { return base + static_cast<std::uint64_t>(r) * rb; }
+  void prefetch(std::int64_t pos) const { prefetch_bytes(row(idx[pos]), rb); }
+  void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const std::uint32_t D = KD ? KD : Dr;
+    const std::uint8_t* __restrict p = row(r);
+    const RowParams rp = row_params<K>(p, D, ts);
+    if constexpr (K == RowKind::INT4) {
+      // Two elements per byte: even element in the low nibble.
+      const std::uint32_t half = D / 2;
+      for (std::uint32_t i = 0; i < half; ++i) {
+        const std::uint32_t byte = p[i];
+        acc[2 * i] += w * int4_dequant(byte & 0xfu, rp.a, rp.b);
+        acc[2 * i + 1] += w * int4_dequant(byte >> 4, rp.a, rp.b);
+      }
+      if (D & 1u) acc[D - 1] += w * row_value<K>(p, D - 1, rp);
+    } else {
+      for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * row_value<K>(p, d, rp);
+    }
+  }
+  void copy(std::int64_t r, float* __restrict out) const {
+    const std::uint32_t D = KD ? KD : Dr;
+    const std::uint8_t* __restrict p = row(r);
+    if constexpr (K == RowKind::F32) {
+      std::memcpy(out, p, D * sizeof(float));
+    } else {
+      const RowParams rp = row_params<K>(p, D, ts);
+      if constexpr (K == RowKind::INT4) {
+        const std::uint32_t half = D / 2;
+        for (std::uint32_t i = 0; i < half; ++i) {
+          const std::uint32_t byte = p[i];
+          out[2 * i] = int4_dequant(byte & 0xfu, rp.a, rp.b);
+          out[2 * i + 1] = int4_dequant(byte >> 4, rp.a, rp.b);
+        }
+        if (D & 1u) out[D - 1] = row_value<K>(p, D - 1, rp);
+      } else {
+        for (std::uint32_t d = 0; d < D; ++d) out[d] = row_value<K>(p, d, rp);
+      }
+    }
+  }
+};
+
+template <RowKind K>
+void row_lookup(const RowView& v, const LookupArgs& g) {
+  switch (v.dim) {
+    case 64: return run_lookup(RowAcc<K, 64>(v, g), g);
+    case 128: return run_lookup(RowAcc<K, 128>(v, g), g);
+    default: return run_lookup(RowAcc<K>(v, g), g);
+  }
+}
+
+// DS: sub-space width known at compile time (0: runtime v.dsub).
+template <std::uint32_t DS>
+struct PqAcc : DimFinish {
+  PqView v;
+  const std::int64_t* idx;
+  std::uint32_t dsub() const { return DS ? DS : v.dsub; }
+  void prefetch(std::int64_t pos) const { prefetch_bytes(v.codes + static_cast<std::uint64_t>(idx[pos]) * v.m, v.m); }
+  void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const std::uint32_t ds = dsub();
+    for (std::uint32_t s = 0; s < v.m; ++s) {
+      const float* __restrict sub = pq_subvector(v, r, s);
+      float* __restrict a = acc + s * ds;
+      for (std::uint32_t j = 0; j < ds; ++j) a[j] += w * sub[j];
+    }
+  }
+  void copy(std::int64_t r, float* __restrict out) const {
+    const std::uint32_t ds = dsub();
+    for (std::uint32_t s = 0; s < v.m; ++s) std::memcpy(out + s * ds, pq_subvector(v, r, s), ds * sizeof(float));
+  }
+};
+
+void pq_lookup(const PqView& v, const LookupArgs& g) {
+  switch (v.dsub) {
+    case 2: return run_lookup(PqAcc<2>{{v.dim}, v, g.idx}, g);
+    case 4: return run_lookup(PqAcc<4>{{v.dim}, v, g.idx}, g);
+    case 8: return run_lookup(PqAcc<8>{{v.dim}, v, g.idx}, g);
+    case 16: return run_lookup(PqAcc<16>{{v.dim}, v, g.idx}, g);
+    default: return run_lookup(PqAcc<0>{{v.dim}, v, g.idx}, g);
+  }
+}
+
+struct HashAcc : DimFinish {
+  MultiHashView v;
+  const std::int64_t* idx;
+  void prefetch(std::int64_t pos) const {
+    for (std::uint32_t i = 0; i < v.k; ++i)
+      prefetch_bytes(v.table + multihash_bucket(v, idx[pos], i) * v.width, v.width * sizeof(float));
+  }
+  void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    for (std::uint32_t i = 0; i < v.k; ++i) {
+      const float* __restrict t = v.table + multihash_bucket(v, r, i) * v.width;
+      float* __restrict a = v.mode == HashMode::Concat ? acc + i * v.width : acc;
+      for (std::uint32_t j = 0; j < v.width; ++j) a[j] += w * t[j];
+    }
+  }
+  void copy(std::int64_t r, float* __restrict out) const {
+    std::fill(out, out + D, 0.f);
+    accumulate(r, 1.f, out);
+  }
+};
+
+void multihash_lookup(const MultiHashView& v, const LookupArgs& g) { run_lookup(HashAcc{{v.dim}, v, g.idx}, g); }
+
+struct QrAcc : DimFinish {
+  QrView v;
+  const std::int64_t* idx;
+  void prefetch(std::int64_t pos) const {
+    const std::uint64_t r = static_cast<std::uint64_t>(idx[pos]);
+    prefetch_bytes(v.q + (r / v.m) * v.dim, v.dim * sizeof(float));
+    prefetch_bytes(v.r + (r % v.m) * v.dim, v.dim * sizeof(float));
+  }
+  void accumulate(std::int64_t row, float w, float* __restrict acc) const {
+    const std::uint64_t r = static_cast<std::uint64_t>(row);
+    const float* __restrict q = v.q + (r / v.m) * v.dim;
+    const float* __restrict rr = v.r + (r % v.m) * v.dim;
+    if (v.op == QrOp::Mult) {
+      for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * qr_combine(QrOp::Mult, q[d], rr[d]);
+    } else {
+      for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * qr_combine(QrOp::Add, q[d], rr[d]);
+    }
+  }
+  void copy(std::int64_t row, float* __restrict out) const {
+    std::fill(out, out + D, 0.f);
+    accumulate(row, 1.f, out);
+  }
+};
+
+void qr_lookup(const QrView& v, const LookupArgs& g) { run_lookup(QrAcc{{v.dim}, v, g.idx}, g); }
+
+// Low rank: pool the rank-r rows of A, multiply by B once per bag.
+struct LowRankAcc {
+  static constexpr std::uint32_t kWidth = 0;
+  LowRankView v;
+  const std::int64_t* idx;
+  std::uint32_t acc_width() const { return v.rank; }
+  void prefetch(std::int64_t pos) const { prefetch_bytes(v.a + static_cast<std::uint64_t>(idx[pos]) * v.rank, v.rank * 4); }
+  void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const float* __restrict a = v.a + static_cast<std::uint64_t>(r) * v.rank;
+    for (std::uint32_t k = 0; k < v.rank; ++k) acc[k] += w * a[k];
+  }
+  // out[d] = sum_k a[k] B[k,d], accumulated in k order with fma (as lowrank_value).
+  void product(const float* __restrict a, float scale, float* __restrict out) const {
+    const std::uint32_t D = v.dim;
+    std::fill(out, out + D, 0.f);
+    for (std::uint32_t k = 0; k < v.rank; ++k) {
+      const float ak = a[k] * scale;
+      const float* __restrict b = v.b + static_cast<std::uint64_t>(k) * D;
+      for (std::uint32_t d = 0; d < D; ++d) out[d] = fma_f(ak, b[d], out[d]);
+    }
+  }
+  void finish(const float* acc, float scale, float* out) const { product(acc, scale, out); }
+  void copy(std::int64_t r, float* out) const { product(v.a + static_cast<std::uint64_t>(r) * v.rank, 1.f, out); }
+};
+
+void lowrank_lookup(const LowRankView& v, const LookupArgs& g) { run_lookup(LowRankAcc{v, g.idx}, g); }
+
+// Remapped rows (pruned, offload): prefetch the remap entry twice as far ahead as the row.
+template <class View, const float* (*RowOf)(const View&, std::int64_t)>
+struct RemapAcc : DimFinish {
+  View v;
+  const std::int64_t* idx;
+  std::int64_t n;
+  int pf;
+  void prefetch(std::int64_t pos) const {
+    if (pos + pf < n) __builtin_prefetch(slot_of(idx[pos + pf]));
+    prefetch_bytes(RowOf(v, idx[pos]), D * sizeof(float));
+  }
+  const std::int32_t* slot_of(std::int64_t r) const;
+  void accumulate(std::int64_t r, float w, float* __restrict acc) const {
+    const float* __restrict p = RowOf(v, r);
+    for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * p[d];
+  }
+  void copy(std::int64_t r, float* __restrict out) const { std::memcpy(out, RowOf(v, r), D * sizeof(float)); }
+};
+
+template <>
+const std::int32_t* RemapAcc<PrunedView, pruned_row>::slot_of(std::int64_t r) const { return v.remap + r; }
+template <>
+const std::int32_t* RemapAcc<OffloadView, offload_row>::slot_of(std::int64_t r) const { return v.slot + r; }
+
+void pruned_lookup(const PrunedView& v, const LookupArgs& g) {
+  run_lookup(RemapAcc<PrunedView, pruned_row>{{v.dim}, v, g.idx, g.n, g.prefetch}, g);
+}
+void offload_lookup(const OffloadView& v, const LookupArgs& g) {
+  run_lookup(RemapAcc<OffloadView, offload_row>{{v.dim}, v, g.idx, g.n, g.prefetch}, g);
+}
+
+std::uint64_t max_index(const std::int64_t* idx, std::int64_t n, int threads) {
+  std::uint64_t m = 0;
+  if (n < (1 << 20)) {
+    for (std::int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<std::uint64_t>(idx[i]));
+    return m;
+  }
+#pragma omp parallel for num_threads(std::max(1, threads)) reduction(max : m) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<std::uint64_t>(idx[i]));
+  return m;
+}
+
+void pq_assign(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, std::uint32_t k,
+               const float* ct, std::uint8_t* codes, std::uint64_t code_stride, int threads) {
+#pragma omp parallel num_threads(n < 2048 ? 1 : std::max(1, threads))
+  {
+    alignas(64) float dist[kPqCentroids];
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* xi = x + static_cast<std::uint64_t>(i) * stride;
+      for (std::uint32_t c = 0; c < kPqCentroids; ++c) dist[c] = 0.f;
+      for (std::uint32_t j = 0; j < dsub; ++j) {
+        const float xj = xi[j];
+        const float* __restrict cj = ct + static_cast<std::uint64_t>(j) * kPqCentroids;
+        for (std::uint32_t c = 0; c < kPqCentroids; ++c) {
+          const float diff = xj - cj[c];
+          dist[c] += diff * diff;
+        }
+      }
+      std::uint32_t best = 0;
+      float bd = dist[0];
+      for (std::uint32_t c = 1; c < k; ++c)
+        if (dist[c] < bd) { bd = dist[c]; best = c; }
+      codes[static_cast<std::uint64_t>(i) * code_stride] = static_cast<std::uint8_t>(best);
+    }
+  }
+}
+
+}  // namespace
+
+const KernelTable& kernel_table() {
+  static const KernelTable t{
+      EDO_ISA_NAME,
+      {&row_lookup<RowKind::F32>, &row_lookup<RowKind::F16>, &row_lookup<RowKind::BF16>, &row_lookup<RowKind::FP8>,
+       &row_lookup<RowKind::INT8>, &row_lookup<RowKind::INT4>},
+      &pq_lookup,
+      &multihash_lookup,
+      &qr_lookup,
+      &lowrank_lookup,
+      &pruned_lookup,
+      &offload_lookup,
+      &max_index,
+      &pq_assign,
+  };
+  return t;
+}
+
+}  // namespace edo::kernels::cpu::EDO_ISA_NS

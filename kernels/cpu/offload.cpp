@@ -1,0 +1,130 @@
+// Offload: fp32 table in host memory, a cache of C hot rows in device memory (on the CPU
+// backend the "device" cache is a second host array; the hit rate is what matters).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <numeric>
+
+#include "kernels/cpu/encoders.h"
+#include "kernels/cpu/host_buffer.h"
+#include "kernels/cpu/lru.h"
+
+namespace edo::kernels::detail {
+namespace {
+
+class OffloadTable final : public TableBase {
+ public:
+  OffloadTable(std::uint64_t rows, std::uint32_t dim, std::uint64_t cache_rows, bool lru, bool managed)
+      : TableBase("offload", rows, dim), cache_rows_(cache_rows), lru_(lru), managed_(managed),
+        host_(rows * dim * 4, false), cache_(cache_rows * dim * 4), slot_(rows * 4, false),
+        lru_state_(lru ? std::make_unique<LruCache>(cache_rows, slot_.as<std::int32_t>()) : nullptr) {}
+
+  std::uint64_t device_bytes() const override { return rows() * 4 + cache_rows_ * dim() * 4; }
+  std::uint64_t host_bytes() const override { return rows() * dim() * 4ull; }
+  double bytes_read_per_row() const override { return 4.0 * dim(); }
+  double hit_rate() const override {
+    std::lock_guard<std::mutex> g(mu_);
+    return accesses_ ? static_cast<double>(hits_) / static_cast<double>(accesses_) : 0.0;
+  }
+  void reset_stats() override {
+    std::lock_guard<std::mutex> g(mu_);
+    hits_ = accesses_ = 0;
+  }
+  OffloadView view() const { return OffloadView{slot_.as<std::int32_t>(), cache_.as<float>(), host_.as<float>(), dim()}; }
+  void decode_rows(std::uint64_t first, std::uint64_t count, float* out) const override {
+    std::memcpy(out, host_.as<float>() + first * dim(), count * dim() * 4);
+  }
+  FormatData format_data() const override {
+    FormatData f;
+    f.kind = FormatKind::Offload;
+    f.rows = rows();
+    f.dim = dim();
+    f.arrays = {{"host", host_.data(), host_.size()}, {"cache", cache_.data(), cache_.size()}, {"slot", slot_.data(), slot_.size()}};
+    f.scalars = {{"cache_rows", static_cast<double>(cache_rows_)}, {"lru", lru_ ? 1.0 : 0.0}, {"managed", managed_ ? 1.0 : 0.0}};
+    return f;
+  }
+
+  void build(const float* w, const std::uint64_t* counts) {
+    const std::uint64_t R = rows();
+    const std::uint32_t D = dim();
+    std::memcpy(host_.data(), w, R * D * 4);
+    auto* slot = slot_.as<std::int32_t>();
+    std::fill(slot, slot + R, -1);
+    if (lru_) return;  // starts cold
+    std::vector<std::int64_t> order(R);
+    std::iota(order.begin(), order.end(), 0);
+    if (counts)
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cache_rows_), order.end(),
+                        [&](std::int64_t a, std::int64_t b) { return counts[a] != counts[b] ? counts[a] > counts[b] : a < b; });
+    for (std::uint64_t s = 0; s < cache_rows_; ++s) {
+      slot[order[s]] = static_cast<std::int32_t>(s);
+      std::memcpy(cache_.as<float>() + s * D, w + order[s] * D, D * 4);
+    }
+  }
+
+ protected:
+  void lookup(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
+              const float* psw, Pooling mode, float* out) const override {
+    std::lock_guard<std::mutex> g(mu_);
+    cpu::kernels().offload_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim(), bytes_read_per_row()));
+    if (lru_) {
+      update_lru(idx, n);
+    } else {
+      const auto* slot = slot_.as<std::int32_t>();
+      std::uint64_t h = 0;
+#pragma omp parallel for num_threads(num_threads()) reduction(+ : h) schedule(static)
+      for (std::int64_t i = 0; i < n; ++i) h += slot[idx[i]] >= 0 ? 1 : 0;
+      hits_ += h;
+      accesses_ += static_cast<std::uint64_t>(n);
+    }
+  }
+
+ private:
+  // Exact LRU over the batch's accesses in order (hit rate per access, comparable with the
+  // profile's LRU curve); missed rows are copied into their new slot after the batch.
+  void update_lru(const std::int64_t* idx, std::int64_t n) const {
+    fills_.clear();
+    hits_ += lru_state_->access(idx, n, fills_);
+    accesses_ += static_cast<std::uint64_t>(n);
+    float* cache = const_cast<float*>(cache_.as<float>());
+    const float* host = host_.as<float>();
+    const std::uint32_t D = dim();
+    for (const auto& f : fills_)
+      std::memcpy(cache + static_cast<std::uint64_t>(f.slot) * D, host + static_cast<std::uint64_t>(f.row) * D, D * 4);
+  }
+
+  std::uint64_t cache_rows_;
+  bool lru_, managed_;
+  HostBuffer host_, cache_, slot_;
+  std::unique_ptr<LruCache> lru_state_;
+  mutable std::vector<LruCache::Fill> fills_;
+  mutable std::uint64_t hits_ = 0, accesses_ = 0;
+  mutable std::mutex mu_;
+};
+
+}  // namespace
+
+std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const float* w, std::uint64_t rows,
+                                             std::uint32_t dim, const EncodeOptions& o) {
+  ParamReader pr(spec);
+  const double cache = pr.number("cache", 0.1, 0.0, 1.0);
+  const std::string policy = pr.choice("policy", "static", {"static", "lru"});
+  const std::string memory = pr.choice("memory", "pinned", {"pinned", "managed"});
+  pr.done();
+  if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::invalid_argument("strategy offload: tables above 2^31-1 rows are not supported");
+  const auto cache_rows = std::min<std::uint64_t>(rows, static_cast<std::uint64_t>(cache * static_cast<double>(rows)));
+  auto t = std::make_unique<OffloadTable>(rows, dim, cache_rows, policy == "lru", memory == "managed");
+  t->build(w, o.counts);
+  auto& p = t->params_mut();
+  p["cache"] = cache;
+  p["cache_rows"] = cache_rows;
+  p["policy"] = policy;
+  p["memory"] = memory;
+  return t;
+}
+
+}  // namespace edo::kernels::detail

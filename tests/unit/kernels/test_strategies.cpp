@@ -1,0 +1,229 @@
+// PQ, multi-hash, QR, low-rank, pruned, offload: byte formulas, error behaviour, hit rates;
+// strategy spec parsing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <list>
+#include <numeric>
+#include <unordered_map>
+
+#include "common.h"
+
+using namespace edo::kernels;
+using namespace edo::kernels::test;
+
+namespace {
+std::unique_ptr<EncodedTable> enc(const std::string& spec, const std::vector<float>& w, std::uint64_t rows, std::uint32_t dim,
+                                  const std::uint64_t* counts = nullptr) {
+  EncodeOptions o;
+  o.counts = counts;
+  return encode(StrategySpec::parse(spec), w.data(), rows, dim, o);
+}
+double err(const std::string& spec, const std::vector<float>& w, std::uint64_t rows, std::uint32_t dim,
+           const std::uint64_t* counts = nullptr) {
+  return reconstruction_error(*enc(spec, w, rows, dim, counts), w.data(), counts);
+}
+// Low-rank-ish weights: a rank-8 signal plus a little noise.
+std::vector<float> structured(std::uint64_t R, std::uint32_t D) {
+  auto a = weights(R, 8, 31);
+  auto b = weights(8, D, 32);
+  auto n = weights(R, D, 33, 0.05f);
+  for (std::uint64_t r = 0; r < R; ++r)
+    for (std::uint32_t d = 0; d < D; ++d)
+      for (int k = 0; k < 8; ++k) n[r * D + d] += a[r * 8 + k] * b[k * D + d];
+  return n;
+}
+}  // namespace
+
+TEST(Pq, BytesAndErrorFallsWithMoreSubspaces) {
+  const std::uint64_t R = 3000;
+  const std::uint32_t D = 32;
+  auto w = weights(R, D, 4);
+  EXPECT_EQ(enc("pq:m=8", w, R, D)->device_bytes(), R * 8 + 8 * 256 * 4 * 4);
+  EXPECT_EQ(enc("pq:m=8", w, R, D)->bytes_read_per_row(), 8.0);
+  const double e4 = err("pq:m=4", w, R, D), e8 = err("pq:m=8", w, R, D), e16 = err("pq:m=16", w, R, D),
+               e32 = err("pq:m=32", w, R, D);
+  EXPECT_GT(e4, e8);
+  EXPECT_GT(e8, e16);
+  EXPECT_GT(e16, e32);
+  EXPECT_LT(e32, 0.1);  // dsub = 1: 256 levels per column
+  // More k-means iterations do not hurt.
+  EXPECT_LE(err("pq:m=8:iters=10", w, R, D), err("pq:m=8:iters=0", w, R, D) * 1.0001);
+  EXPECT_THROW(enc("pq:m=5", w, R, D), std::invalid_argument);  // must divide D
+}
+
+TEST(Pq, ErrorFallsWithMoreCentroids) {
+  const std::uint64_t R = 3000;
+  const std::uint32_t D = 16;
+  auto w = weights(R, D, 14);
+  EXPECT_EQ(enc("pq:m=4:k=16", w, R, D)->device_bytes(), R * 4 + 4 * 16 * 4 * 4);
+  double prev = 2;
+  for (int k : {2, 8, 32, 128, 256}) {
+    const double e = err("pq:m=4:k=" + std::to_string(k), w, R, D);
+    EXPECT_LT(e, prev) << k;
+    prev = e;
+  }
+  EXPECT_THROW(enc("pq:k=300", w, R, D), std::invalid_argument);
+}
+
+TEST(Pq, DeterministicForASeed) {
+  const std::uint64_t R = 1000;
+  const std::uint32_t D = 16;
+  auto w = weights(R, D, 8);
+  EXPECT_EQ(decode_all(*enc("pq:m=4", w, R, D)), decode_all(*enc("pq:m=4", w, R, D)));
+}
+
+TEST(LowRank, ErrorFallsWithRankAndFullRankIsExact) {
+  const std::uint64_t R = 2000;
+  const std::uint32_t D = 32;
+  auto w = structured(R, D);
+  EXPECT_EQ(enc("lowrank:rank=4", w, R, D)->device_bytes(), (R * 4 + 4 * D) * 4);
+  double prev = 2;
+  for (int r : {1, 2, 4, 8, 16}) {
+    const double e = err("lowrank:rank=" + std::to_string(r), w, R, D);
+    EXPECT_LT(e, prev) << r;
+    prev = e;
+  }
+  EXPECT_LT(err("lowrank:rank=8", w, R, D), 0.1);  // the signal is rank 8
+  EXPECT_LT(err("lowrank:rank=32", w, R, D), 1e-5);
+}
+
+TEST(LowRank, CountWeightingFavoursHotRows) {
+  const std::uint64_t R = 1000;
+  const std::uint32_t D = 16;
+  auto w = weights(R, D, 12);
+  std::vector<std::uint64_t> counts(R, 1);
+  for (std::uint64_t r = 0; r < 20; ++r) counts[r] = 10000;
+  EXPECT_LT(err("lowrank:rank=4", w, R, D, counts.data()),
+            reconstruction_error(*enc("lowrank:rank=4", w, R, D), w.data(), counts.data()));
+}
+
+TEST(MultiHash, BytesAndMoreBucketsLowerError) {
+  const std::uint64_t R = 4000;
+  const std::uint32_t D = 16;
+  auto w = weights(R, D, 5);
+  auto t = enc("multihash:buckets=400:k=2", w, R, D);
+  EXPECT_EQ(t->device_bytes(), 400u * D * 4);
+  EXPECT_TRUE(t->needs_retraining());
+  EXPECT_EQ(enc("multihash:buckets=400:k=4:mode=concat", w, R, D)->device_bytes(), 400u * 4 * 4);
+  EXPECT_GT(err("multihash:buckets=200", w, R, D), err("multihash:buckets=2000", w, R, D));
+  EXPECT_GT(err("multihash:buckets=200:k=2:mode=concat", w, R, D), err("multihash:buckets=4000:k=2:mode=concat", w, R, D));
+  // Fitting beats the zero table (error 1).
+  EXPECT_LT(err("multihash:buckets=2000", w, R, D), 1.0);
+  EXPECT_THROW(enc("multihash:k=3:mode=concat", w, R, D), std::invalid_argument);
+}
+
+TEST(Qr, BytesAndFit) {
+  const std::uint64_t R = 1001;
+  const std::uint32_t D = 8;
+  auto w = weights(R, D, 6);
+  auto t = enc("qr:m=10", w, R, D);
+  EXPECT_EQ(t->device_bytes(), (101u + 10u) * D * 4);
+  EXPECT_TRUE(t->needs_retraining());
+  // One remainder row: Q can hold every row exactly.
+  EXPECT_LT(err("qr:m=1", w, R, D), 1e-5);
+  EXPECT_LT(err("qr:m=1:op=add", w, R, D), 1e-5);
+  EXPECT_LT(err("qr:m=4", w, R, D), 1.0);
+  EXPECT_LT(err("qr:m=4:op=add", w, R, D), 1.0);
+}
+
+TEST(Pruned, DropsUnreadRowsOnly) {
+  const std::uint64_t R = 100;
+  const std::uint32_t D = 8;
+  auto w = weights(R, D, 7);
+  std::vector<std::uint64_t> counts(R, 0);
+  for (std::uint64_t r = 0; r < R; r += 4) counts[r] = r + 1;
+  auto t = enc("pruned", w, R, D, counts.data());
+  EXPECT_EQ(t->device_bytes(), R * 4 + 25 * D * 4 + D * 4);
+  EXPECT_EQ(reconstruction_error(*t, w.data(), counts.data()), 0.0);
+  std::vector<float> row(D);
+  t->decode_rows(1, 1, row.data());
+  for (float v : row) EXPECT_EQ(v, 0.f);  // default row: zeros
+  auto m = enc("pruned:default=mean", w, R, D, counts.data());
+  m->decode_rows(1, 1, row.data());
+  double num = 0, den = 0;
+  for (std::uint64_t r = 0; r < R; r += 4) {
+    num += static_cast<double>(counts[r]) * w[r * D];
+    den += static_cast<double>(counts[r]);
+  }
+  EXPECT_NEAR(row[0], num / den, 1e-5);
+  // Without counts nothing is known to be unread: everything is kept.
+  EXPECT_EQ(enc("pruned", w, R, D)->device_bytes(), R * 4 + R * D * 4 + D * 4);
+}
+
+TEST(Offload, StaticHitRateIsCoverageOfTheHotSet) {
+  const std::uint64_t R = 1000;
+  const std::uint32_t D = 8;
+  auto w = weights(R, D, 8);
+  auto perm = random_permutation(R, 3);
+  auto idx = generate_indices(R, 50000, 1.1, 9, perm);
+  std::vector<std::uint64_t> counts(R, 0);
+  for (auto i : idx) ++counts[i];
+  auto t = enc("offload:cache=0.1", w, R, D, counts.data());
+  EXPECT_EQ(t->device_bytes(), R * 4 + 100 * D * 4);
+  EXPECT_EQ(t->host_bytes(), R * D * 4);
+  std::vector<std::uint64_t> sorted(counts);
+  std::sort(sorted.rbegin(), sorted.rend());
+  const double coverage = static_cast<double>(std::accumulate(sorted.begin(), sorted.begin() + 100, 0ull)) / 50000.0;
+  std::vector<float> out(idx.size() * D);
+  t->gather(idx.data(), static_cast<std::int64_t>(idx.size()), out.data());
+  EXPECT_NEAR(t->hit_rate(), coverage, 1e-12);
+  for (std::size_t i = 0; i < idx.size(); i += 97)
+    for (std::uint32_t d = 0; d < D; ++d) ASSERT_EQ(out[i * D + d], w[idx[i] * D + d]);
+}
+
+TEST(Offload, LruHitRateMatchesASimpleSimulation) {
+  const std::uint64_t R = 500;
+  const std::uint32_t D = 4;
+  auto w = weights(R, D, 8);
+  auto perm = random_permutation(R, 4);
+  auto idx = generate_indices(R, 20000, 1.0, 10, perm);
+  auto t = enc("offload:cache=0.1:policy=lru", w, R, D);
+  std::vector<float> out(1000 * D);
+  for (std::size_t b = 0; b < idx.size(); b += 1000) {
+    t->gather(idx.data() + b, 1000, out.data());
+    for (std::size_t i = 0; i < 1000; ++i)
+      for (std::uint32_t d = 0; d < D; ++d) ASSERT_EQ(out[i * D + d], w[idx[b + i] * D + d]);
+  }
+  // Reference: list + map LRU of 50 rows.
+  std::list<std::int64_t> lru;
+  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator> where;
+  std::uint64_t hits = 0;
+  for (auto r : idx) {
+    auto it = where.find(r);
+    if (it != where.end()) {
+      ++hits;
+      lru.erase(it->second);
+    } else if (lru.size() == 50) {
+      where.erase(lru.back());
+      lru.pop_back();
+    }
+    lru.push_front(r);
+    where[r] = lru.begin();
+  }
+  EXPECT_NEAR(t->hit_rate(), static_cast<double>(hits) / static_cast<double>(idx.size()), 1e-12);
+  EXPECT_GT(t->hit_rate(), 0.3);
+}
+
+TEST(Specs, ParsingAndErrors) {
+  auto s = StrategySpec::parse("offload:cache=0.2:policy=lru");
+  EXPECT_EQ(s.name, "offload");
+  EXPECT_EQ(s.params.at("cache"), "0.2");
+  EXPECT_EQ(s.to_string(), "offload:cache=0.2:policy=lru");
+  EXPECT_THROW(StrategySpec::parse("nope"), std::invalid_argument);
+  EXPECT_THROW(StrategySpec::parse("pq:m"), std::invalid_argument);
+  auto all = StrategySpec::parse_list("all");
+  EXPECT_EQ(all.size(), 13u);
+  EXPECT_EQ(StrategySpec::parse_list("fp32, int8").size(), 2u);
+  auto w = weights(10, 4, 1);
+  EXPECT_THROW(enc("int8:bits=3", w, 10, 4), std::invalid_argument);
+  EXPECT_THROW(enc("offload:cache=2", w, 10, 4), std::invalid_argument);
+  EXPECT_THROW(enc("offload:policy=fifo", w, 10, 4), std::invalid_argument);
+  EXPECT_THROW(enc("lowrank:rank=0", w, 10, 4), std::invalid_argument);
+  try {
+    enc("fp8:scale=column", w, 10, 4);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("scale"), std::string::npos);
+  }
+}
