@@ -318,6 +318,8 @@ class ShardsSampler {
   std::vector<uint64_t> hot_refs_;           // hot references recorded per class
   std::vector<uint64_t> hot_reuse_;          // hot references' reuse times (refs between), binned
   std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
+  std::vector<uint32_t> hot_n_;              // per hot slot: hot references in this process() call
+  std::vector<uint16_t> touched_;            // slots with hot_n_ > 0 (scratch of process())
   // Hot table.
   std::vector<uint64_t> hot_tag_;   // row + 1, 0 = empty
   std::vector<uint64_t> hot_last_;  // global time + 1 of the row's last reference, 0 = none

@@ -10,6 +10,14 @@ namespace edo::stats::detail {
 namespace {
 constexpr uint64_t kSampleSalt = 0x5bd1e9955bd1e995ULL;
 constexpr uint64_t kMapSalt = 0x2545f4914f6cdd1dULL;
+// The sampling hash, computed for every in-range reference: one multiply (Fibonacci
+// hashing) instead of mix64's two multiplies and three shift-xors. Rotated so that the low
+// kModBits bits (the sample test) are the product's top bits, the well-mixed ones; bits 40..51
+// (the hot slot) are product bits 16..27, which spread any 2^28 consecutive rows evenly.
+inline uint64_t sample_hash(uint64_t r) {
+  const uint64_t x = (r ^ kSampleSalt) * 0x9e3779b97f4a7c15ULL;
+  return (x >> 40) | (x << 24);
+}
 inline uint32_t class_of(const uint32_t* counts, uint64_t row) {
   if (!counts) return 0;
   const uint32_t c = counts[row];
@@ -30,6 +38,8 @@ ShardsSampler::ShardsSampler(double rate) {
   hot_tag_.assign(kHotSlots, 0);
   hot_last_.assign(kHotSlots, 0);
   hot_stack_t_.assign(kHotSlots, 0);
+  hot_n_.assign(kHotSlots, 0);
+  touched_.assign(kHotSlots, 0);
   hot_reuse_.assign(StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
   fp_sum_.assign(kWindow + 1, 0.0);
@@ -45,7 +55,7 @@ size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rows[i];
-    const uint64_t h = mix64(r ^ kSampleSalt);
+    const uint64_t h = sample_hash(r);
     out[m] = r;
     pos[m] = static_cast<uint32_t>(i);
     hashes[m] = h;
@@ -55,7 +65,7 @@ size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint
 }
 
 void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
-  const uint64_t slot = (mix64(row ^ kSampleSalt) >> 40) & (kHotSlots - 1);
+  const uint64_t slot = (sample_hash(row) >> 40) & (kHotSlots - 1);
   const uint64_t tag = hot_tag_[slot];
   if (tag == row + 1) return;
   if (tag != 0 && !(counts && counts[tag - 1] < counts[row])) return;
@@ -130,11 +140,30 @@ double ShardsSampler::footprint(double w) const {
   return at(kWindow) + (w - kWindow) * slope;
 }
 
+// Branch-free StackDistanceHistogram::bin_of (same result): hot reuse times straddle 256 at
+// random, and the branch in bin_of mispredicted on a large share of hot references.
+inline uint32_t bin_of_nb(uint64_t d) {
+  constexpr uint32_t kE = StackDistanceHistogram::kExactBelow, kS = StackDistanceHistogram::kSubBinsPerOctave;
+  const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(d | 1));
+  const uint32_t sh = o > 7 ? o - 7 : 0;
+  const uint32_t big = kE + (o - 8) * kS + static_cast<uint32_t>((d >> sh) & (kS - 1));
+  return d < kE ? static_cast<uint32_t>(d) : big;
+}
+
 void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
   uint64_t buf[512], hashes[512];
   uint32_t pos[512];
   const uint64_t mask = (uint64_t{1} << kModBits) - 1;
   const double inv = 1.0 / rate_;
+  // Hot references are counted per slot and credited to their row's class once per call (the
+  // class reads the counts as they are during this call, so the result is the same as per
+  // reference, minus a load + clz per reference and a store-forwarding chain on hot_refs_).
+  uint32_t* __restrict hot_n = hot_n_.data();
+  uint16_t* __restrict touched = touched_.data();
+  size_t nt = 0;
+  const uint64_t* __restrict tags = hot_tag_.data();
+  uint64_t* __restrict hlast = hot_last_.data();
+  uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
     const size_t m = filter(rows + off, c, buf, pos, hashes);
@@ -143,14 +172,14 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       const uint64_t t = now_ + pos[i];
       const uint64_t h = hashes[i];
       const uint64_t slot = (h >> 40) & (kHotSlots - 1);
-      const uint32_t k = class_of(counts, row);
       bool recorded = false;
-      if (hot_tag_[slot] == row + 1) {
-        const uint64_t prev = hot_last_[slot];
-        hot_last_[slot] = t + 1;
+      if (tags[slot] == row + 1) {
+        const uint64_t prev = hlast[slot];
+        hlast[slot] = t + 1;
         if (prev) {
-          ++hot_reuse_[StackDistanceHistogram::bin_of(t - prev)];  // refs strictly between
-          ++hot_refs_[k];
+          ++reuse[bin_of_nb(t - prev)];  // refs strictly between
+          touched[nt] = static_cast<uint16_t>(slot);
+          nt += hot_n[slot]++ == 0;
           recorded = true;
         }
       }
@@ -159,6 +188,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
         if (t - hot_stack_t_[slot] < kHotRefresh) continue;
         hot_stack_t_[slot] = t;
       }
+      const uint32_t k = class_of(counts, row);
       const uint64_t id = id_of(row);
       if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
       const uint64_t prev = last_time_[id];
@@ -191,6 +221,11 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       for (; i < upto; ++i, ++now_) ring_[now_ & (kWindow - 1)] = rows[off + i];
       if (now_ == next_b && now_ >= kWindow) sample_window();
     }
+  }
+  for (size_t j = 0; j < nt; ++j) {
+    const uint16_t slot = touched[j];
+    hot_refs_[class_of(counts, hot_tag_[slot] - 1)] += hot_n[slot];
+    hot_n[slot] = 0;
   }
 }
 
