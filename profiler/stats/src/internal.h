@@ -285,6 +285,7 @@ class ShardsSampler {
   // many references (its own distances come from the hot path; for other rows' distances a
   // mark up to this many references stale changes nothing but windows shorter than it).
   static constexpr uint64_t kHotRefresh = 256;
+  static constexpr uint32_t kReuseCopies = 4;
   explicit ShardsSampler(double rate = 0.01);
   double rate() const { return rate_; }
   // Processes a batch of in-range rows. counts (nullable): the rows' current counts, for the
@@ -316,7 +317,9 @@ class ShardsSampler {
   std::vector<StackDistanceHistogram> cls_;  // sampled (non-hot) references per class
   std::vector<double> samples_;              // their number per class
   std::vector<uint64_t> hot_refs_;           // hot references recorded per class
-  std::vector<uint64_t> hot_reuse_;          // hot references' reuse times (refs between), binned
+  // Hot references' reuse times (refs between), binned: kReuseCopies copies of the exact bins
+  // [0, 256) (summed in flush_segment), then the bins >= 256; see reuse_slot() in shards.cpp.
+  std::vector<uint64_t> hot_reuse_;
   std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
   std::vector<uint32_t> hot_n_;              // per hot slot: hot references in this process() call
   std::vector<uint16_t> touched_;            // slots with hot_n_ > 0 (scratch of process())

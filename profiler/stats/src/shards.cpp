@@ -40,7 +40,7 @@ ShardsSampler::ShardsSampler(double rate) {
   hot_stack_t_.assign(kHotSlots, 0);
   hot_n_.assign(kHotSlots, 0);
   touched_.assign(kHotSlots, 0);
-  hot_reuse_.assign(StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
+  hot_reuse_.assign((kReuseCopies - 1) * StackDistanceHistogram::kExactBelow + StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
   fp_sum_.assign(kWindow + 1, 0.0);
   seen_.assign(4 * kWindow, 0);
@@ -140,14 +140,20 @@ double ShardsSampler::footprint(double w) const {
   return at(kWindow) + (w - kWindow) * slope;
 }
 
-// Branch-free StackDistanceHistogram::bin_of (same result): hot reuse times straddle 256 at
-// random, and the branch in bin_of mispredicted on a large share of hot references.
-inline uint32_t bin_of_nb(uint64_t d) {
+// Slot in hot_reuse_ of a hot reference's reuse time d, the i-th of its batch (see internal.h:
+// kReuseCopies copies of the exact bins d < 256, then StackDistanceHistogram bins >= 256).
+// Branch-free with masks: hot reuse times straddle 256 at random, and bin_of's branch
+// mispredicted on a large share of hot references. The copies, picked by i, break the
+// store-forwarding chain of increments to the same few small bins (the hottest rows).
+inline uint32_t reuse_slot(uint64_t d, size_t i) {
   constexpr uint32_t kE = StackDistanceHistogram::kExactBelow, kS = StackDistanceHistogram::kSubBinsPerOctave;
+  constexpr uint32_t kC = ShardsSampler::kReuseCopies;
   const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(d | 1));
-  const uint32_t sh = o > 7 ? o - 7 : 0;
-  const uint32_t big = kE + (o - 8) * kS + static_cast<uint32_t>((d >> sh) & (kS - 1));
-  return d < kE ? static_cast<uint32_t>(d) : big;
+  const uint32_t sh = (o - 7) & -static_cast<uint32_t>(o > 7);
+  const uint32_t big = (kC - 1) * kE + kE + (o - 8) * kS + static_cast<uint32_t>((d >> sh) & (kS - 1));
+  const uint32_t small = static_cast<uint32_t>(d) + (static_cast<uint32_t>(i) & (kC - 1)) * kE;
+  const uint32_t m = -static_cast<uint32_t>(d < kE);
+  return (small & m) | (big & ~m);
 }
 
 void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
@@ -177,7 +183,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
         const uint64_t prev = hlast[slot];
         hlast[slot] = t + 1;
         if (prev) {
-          ++reuse[bin_of_nb(t - prev)];  // refs strictly between
+          ++reuse[reuse_slot(t - prev, i)];  // refs strictly between
           touched[nt] = static_cast<uint16_t>(slot);
           nt += hot_n[slot]++ == 0;
           recorded = true;
@@ -248,7 +254,10 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   };
   // Hot rows: every reference, distance = footprint of its reuse time.
   double hot_total = 0.0;
-  const auto& hb = hot_reuse_;
+  const uint32_t kE = StackDistanceHistogram::kExactBelow;
+  std::vector<uint64_t> hb(hot_reuse_.begin() + (kReuseCopies - 1) * kE, hot_reuse_.end());
+  for (uint32_t c = 0; c + 1 < kReuseCopies; ++c)
+    for (uint32_t b = 0; b < kE; ++b) hb[b] += hot_reuse_[c * kE + b];
   for (size_t b = 0; b < hb.size(); ++b) {
     if (hb[b] == 0) continue;
     const uint64_t lo = StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b));
