@@ -293,9 +293,10 @@ class ShardsSampler {
   void process(const uint64_t* rows, size_t n, const uint32_t* counts);
   // A row whose count just reached the hot threshold (counts: current counts).
   void promote(uint64_t row, const uint32_t* counts);
-  // Filter only: writes selected rows, their batch positions and hashes into out, pos and
-  // hashes (each of capacity n), returns how many.
-  size_t filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const;
+  // Filter only: writes an entry per selected (hot or sampled) row into sel (capacity n,
+  // n <= 2^16), returns how many. Entry: batch position | hot slot << 16 | flags below.
+  static constexpr uint32_t kSelHot = 1u << 28, kSelSampled = 1u << 29, kSelRecorded = 1u << 30;
+  size_t filter(const uint64_t* rows, size_t n, uint32_t* sel) const;
   // Moves the segment's estimate into `out`, scaled to `refs` references; class_refs[k]:
   // exact references of frequency class k in the segment (nullptr: one class, all refs).
   void flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs);

@@ -47,19 +47,20 @@ ShardsSampler::ShardsSampler(double rate) {
   seen_gen_.assign(4 * kWindow, 0);
 }
 
-// Branch-free: every row is written, the output cursor only advances for rows that are
-// sampled or hot (one hash serves both: low bits sample, high bits pick the hot slot).
-size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const {
+// Branch-free: an entry is written for every row, the output cursor only advances for rows
+// that are sampled or hot (one hash serves both: low bits sample, high bits pick the hot
+// slot). Entry: batch position (bits 0..15, n <= 2^16) | hot slot << 16 | kHot | kSampled.
+size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint32_t* sel) const {
   const uint64_t mask = (uint64_t{1} << kModBits) - 1, t = threshold_;
   const uint64_t* tags = hot_tag_.data();
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rows[i];
     const uint64_t h = sample_hash(r);
-    out[m] = r;
-    pos[m] = static_cast<uint32_t>(i);
-    hashes[m] = h;
-    m += ((h & mask) < t) | (tags[(h >> 40) & (kHotSlots - 1)] == r + 1);
+    const uint32_t slot = static_cast<uint32_t>(h >> 40) & (kHotSlots - 1);
+    const uint32_t hot = tags[slot] == r + 1, smp = (h & mask) < t;
+    sel[m] = static_cast<uint32_t>(i) | slot << 16 | hot * kSelHot | smp * kSelSampled;
+    m += hot | smp;
   }
   return m;
 }
@@ -157,9 +158,7 @@ inline uint32_t reuse_slot(uint64_t d, size_t i) {
 }
 
 void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
-  uint64_t buf[512], hashes[512];
-  uint32_t pos[512];
-  const uint64_t mask = (uint64_t{1} << kModBits) - 1;
+  uint32_t sel[512];
   const double inv = 1.0 / rate_;
   // Hot references are counted per slot and credited to their row's class once per call (the
   // class reads the counts as they are during this call, so the result is the same as per
@@ -167,29 +166,39 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
   uint32_t* __restrict hot_n = hot_n_.data();
   uint16_t* __restrict touched = touched_.data();
   size_t nt = 0;
-  const uint64_t* __restrict tags = hot_tag_.data();
   uint64_t* __restrict hlast = hot_last_.data();
   uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
-    const size_t m = filter(rows + off, c, buf, pos, hashes);
+    const size_t m = filter(rows + off, c, sel);
+    // Pass 1, hot references (most of a skewed trace): a tight loop without calls. Sampled
+    // entries are compacted in place (with kSelRecorded) for pass 2; the two passes share
+    // no state, so splitting them changes nothing.
+    size_t ns = 0;
     for (size_t i = 0; i < m; ++i) {
-      const uint64_t row = buf[i];
-      const uint64_t t = now_ + pos[i];
-      const uint64_t h = hashes[i];
-      const uint64_t slot = (h >> 40) & (kHotSlots - 1);
-      bool recorded = false;
-      if (tags[slot] == row + 1) {
+      uint32_t e = sel[i];
+      const uint64_t t = now_ + (e & 0xffff);
+      const uint32_t slot = (e >> 16) & (kHotSlots - 1);
+      if (e & kSelHot) {
         const uint64_t prev = hlast[slot];
         hlast[slot] = t + 1;
         if (prev) {
           ++reuse[reuse_slot(t - prev, i)];  // refs strictly between
           touched[nt] = static_cast<uint16_t>(slot);
           nt += hot_n[slot]++ == 0;
-          recorded = true;
+          e |= kSelRecorded;
         }
       }
-      if ((h & mask) >= threshold_) continue;
+      sel[ns] = e;
+      ns += (e & kSelSampled) != 0;
+    }
+    // Pass 2, sampled references (~rate of them): the SHARDS stack.
+    for (size_t i = 0; i < ns; ++i) {
+      const uint32_t e = sel[i];
+      const uint64_t row = rows[off + (e & 0xffff)];
+      const uint64_t t = now_ + (e & 0xffff);
+      const uint32_t slot = (e >> 16) & (kHotSlots - 1);
+      const bool recorded = (e & kSelRecorded) != 0;
       if (recorded) {
         if (t - hot_stack_t_[slot] < kHotRefresh) continue;
         hot_stack_t_[slot] = t;
