@@ -325,8 +325,13 @@ class ShardsSampler {
   std::vector<uint32_t> hot_n_;              // per hot slot: hot references in this process() call
   std::vector<uint16_t> touched_;            // slots with hot_n_ > 0 (scratch of process())
   // Hot table.
-  std::vector<uint64_t> hot_tag_;   // row + 1, 0 = empty
-  std::vector<uint64_t> hot_last_;  // global time + 1 of the row's last reference, 0 = none
+  // Tag and last time side by side: the filter's tag probe brings in the line that the hot
+  // pass then updates (one cache miss per hot reference instead of two).
+  struct HotSlot {
+    uint64_t tag = 0;   // row + 1, 0 = empty
+    uint64_t last = 0;  // global time + 1 of the row's last reference, 0 = none
+  };
+  std::vector<HotSlot> hot_;
   // Footprint: ring of the last kWindow rows and per-length distinct-count sums.
   std::vector<uint64_t> ring_;
   std::vector<double> fp_sum_;

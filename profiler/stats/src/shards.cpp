@@ -35,8 +35,7 @@ ShardsSampler::ShardsSampler(double rate) {
   cls_.resize(kClasses);
   samples_.assign(kClasses, 0.0);
   hot_refs_.assign(kClasses, 0);
-  hot_tag_.assign(kHotSlots, 0);
-  hot_last_.assign(kHotSlots, 0);
+  hot_.assign(kHotSlots, HotSlot{});
   hot_stack_t_.assign(kHotSlots, 0);
   hot_n_.assign(kHotSlots, 0);
   touched_.assign(kHotSlots, 0);
@@ -52,13 +51,13 @@ ShardsSampler::ShardsSampler(double rate) {
 // slot). Entry: batch position (bits 0..15, n <= 2^16) | hot slot << 16 | kHot | kSampled.
 size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint32_t* sel) const {
   const uint64_t mask = (uint64_t{1} << kModBits) - 1, t = threshold_;
-  const uint64_t* tags = hot_tag_.data();
+  const HotSlot* hot_slots = hot_.data();
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rows[i];
     const uint64_t h = sample_hash(r);
     const uint32_t slot = static_cast<uint32_t>(h >> 40) & (kHotSlots - 1);
-    const uint32_t hot = tags[slot] == r + 1, smp = (h & mask) < t;
+    const uint32_t hot = hot_slots[slot].tag == r + 1, smp = (h & mask) < t;
     sel[m] = static_cast<uint32_t>(i) | slot << 16 | hot * kSelHot | smp * kSelSampled;
     m += hot | smp;
   }
@@ -67,11 +66,10 @@ size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint32_t* sel) cons
 
 void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
   const uint64_t slot = (sample_hash(row) >> 40) & (kHotSlots - 1);
-  const uint64_t tag = hot_tag_[slot];
+  const uint64_t tag = hot_[slot].tag;
   if (tag == row + 1) return;
   if (tag != 0 && !(counts && counts[tag - 1] < counts[row])) return;
-  hot_tag_[slot] = row + 1;
-  hot_last_[slot] = 0;
+  hot_[slot] = HotSlot{row + 1, 0};
   hot_stack_t_[slot] = 0;
 }
 
@@ -166,7 +164,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
   uint32_t* __restrict hot_n = hot_n_.data();
   uint16_t* __restrict touched = touched_.data();
   size_t nt = 0;
-  uint64_t* __restrict hlast = hot_last_.data();
+  HotSlot* __restrict hot = hot_.data();
   uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
@@ -180,8 +178,8 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       const uint64_t t = now_ + (e & 0xffff);
       const uint32_t slot = (e >> 16) & (kHotSlots - 1);
       if (e & kSelHot) {
-        const uint64_t prev = hlast[slot];
-        hlast[slot] = t + 1;
+        const uint64_t prev = hot[slot].last;
+        hot[slot].last = t + 1;
         if (prev) {
           ++reuse[reuse_slot(t - prev, i)];  // refs strictly between
           touched[nt] = static_cast<uint16_t>(slot);
@@ -239,7 +237,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
   }
   for (size_t j = 0; j < nt; ++j) {
     const uint16_t slot = touched[j];
-    hot_refs_[class_of(counts, hot_tag_[slot] - 1)] += hot_n[slot];
+    hot_refs_[class_of(counts, hot_[slot].tag - 1)] += hot_n[slot];
     hot_n[slot] = 0;
   }
 }
