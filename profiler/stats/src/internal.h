@@ -258,7 +258,8 @@ class MattsonStack {
 };
 
 // SHARDS (Waldspurger et al., FAST'15) fixed-rate spatial sampling in front of a Mattson
-// stack: a row is sampled iff mix64(row ^ salt) mod 2^24 < T, T = rate * 2^24 (rate R).
+// stack: a row is sampled iff hash(row) mod 2^24 < T, T = rate * 2^24 (rate R; hash: one
+// multiply, see sample_hash() in shards.cpp).
 // A sampled reference's distance is estimated as d_s / R (d_s: distance in the sampled
 // stack), capped by its reuse time (the exact number of references since the row's
 // previous one, an upper bound on the distance); d_s = 0 is read as 0.5 / R.

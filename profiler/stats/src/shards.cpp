@@ -164,7 +164,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
   uint32_t* __restrict hot_n = hot_n_.data();
   uint16_t* __restrict touched = touched_.data();
   size_t nt = 0;
-  HotSlot* __restrict hot = hot_.data();
+  HotSlot* hot = hot_.data();  // not __restrict: filter() reads the tags through hot_
   uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
