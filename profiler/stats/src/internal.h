@@ -258,7 +258,8 @@ class MattsonStack {
 };
 
 // SHARDS (Waldspurger et al., FAST'15) fixed-rate spatial sampling in front of a Mattson
-// stack: a row is sampled iff mix64(row ^ salt) mod 2^24 < T, T = rate * 2^24 (rate R).
+// stack: a row is sampled iff hash(row) mod 2^24 < T, T = rate * 2^24 (rate R; hash: one
+// multiply, see sample_hash() in shards.cpp).
 // A sampled reference's distance is estimated as d_s / R (d_s: distance in the sampled
 // stack), capped by its reuse time (the exact number of references since the row's
 // previous one, an upper bound on the distance); d_s = 0 is read as 0.5 / R.
@@ -285,6 +286,7 @@ class ShardsSampler {
   // many references (its own distances come from the hot path; for other rows' distances a
   // mark up to this many references stale changes nothing but windows shorter than it).
   static constexpr uint64_t kHotRefresh = 256;
+  static constexpr uint32_t kReuseCopies = 4;
   explicit ShardsSampler(double rate = 0.01);
   double rate() const { return rate_; }
   // Processes a batch of in-range rows. counts (nullable): the rows' current counts, for the
@@ -292,9 +294,10 @@ class ShardsSampler {
   void process(const uint64_t* rows, size_t n, const uint32_t* counts);
   // A row whose count just reached the hot threshold (counts: current counts).
   void promote(uint64_t row, const uint32_t* counts);
-  // Filter only: writes selected rows, their batch positions and hashes into out, pos and
-  // hashes (each of capacity n), returns how many.
-  size_t filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const;
+  // Filter only: writes an entry per selected (hot or sampled) row into sel (capacity n,
+  // n <= 2^16), returns how many. Entry: batch position | hot slot << 16 | flags below.
+  static constexpr uint32_t kSelHot = 1u << 28, kSelSampled = 1u << 29, kSelRecorded = 1u << 30;
+  size_t filter(const uint64_t* rows, size_t n, uint32_t* sel) const;
   // Moves the segment's estimate into `out`, scaled to `refs` references; class_refs[k]:
   // exact references of frequency class k in the segment (nullptr: one class, all refs).
   void flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs);
@@ -316,11 +319,20 @@ class ShardsSampler {
   std::vector<StackDistanceHistogram> cls_;  // sampled (non-hot) references per class
   std::vector<double> samples_;              // their number per class
   std::vector<uint64_t> hot_refs_;           // hot references recorded per class
-  std::vector<uint64_t> hot_reuse_;          // hot references' reuse times (refs between), binned
+  // Hot references' reuse times (refs between), binned: kReuseCopies copies of the exact bins
+  // [0, 256) (summed in flush_segment), then the bins >= 256; see reuse_slot() in shards.cpp.
+  std::vector<uint64_t> hot_reuse_;
   std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
+  std::vector<uint32_t> hot_n_;              // per hot slot: hot references in this process() call
+  std::vector<uint16_t> touched_;            // slots with hot_n_ > 0 (scratch of process())
   // Hot table.
-  std::vector<uint64_t> hot_tag_;   // row + 1, 0 = empty
-  std::vector<uint64_t> hot_last_;  // global time + 1 of the row's last reference, 0 = none
+  // Tag and last time side by side: the filter's tag probe brings in the line that the hot
+  // pass then updates (one cache miss per hot reference instead of two).
+  struct HotSlot {
+    uint64_t tag = 0;   // row + 1, 0 = empty
+    uint64_t last = 0;  // global time + 1 of the row's last reference, 0 = none
+  };
+  std::vector<HotSlot> hot_;
   // Footprint: ring of the last kWindow rows and per-length distinct-count sums.
   std::vector<uint64_t> ring_;
   std::vector<double> fp_sum_;

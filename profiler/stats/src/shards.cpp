@@ -10,6 +10,14 @@ namespace edo::stats::detail {
 namespace {
 constexpr uint64_t kSampleSalt = 0x5bd1e9955bd1e995ULL;
 constexpr uint64_t kMapSalt = 0x2545f4914f6cdd1dULL;
+// The sampling hash, computed for every in-range reference: one multiply (Fibonacci
+// hashing) instead of mix64's two multiplies and three shift-xors. Rotated so that the low
+// kModBits bits (the sample test) are the product's top bits, the well-mixed ones; bits 40..51
+// (the hot slot) are product bits 16..27, which spread any 2^28 consecutive rows evenly.
+inline uint64_t sample_hash(uint64_t r) {
+  const uint64_t x = (r ^ kSampleSalt) * 0x9e3779b97f4a7c15ULL;
+  return (x >> 40) | (x << 24);
+}
 inline uint32_t class_of(const uint32_t* counts, uint64_t row) {
   if (!counts) return 0;
   const uint32_t c = counts[row];
@@ -27,40 +35,41 @@ ShardsSampler::ShardsSampler(double rate) {
   cls_.resize(kClasses);
   samples_.assign(kClasses, 0.0);
   hot_refs_.assign(kClasses, 0);
-  hot_tag_.assign(kHotSlots, 0);
-  hot_last_.assign(kHotSlots, 0);
+  hot_.assign(kHotSlots, HotSlot{});
   hot_stack_t_.assign(kHotSlots, 0);
-  hot_reuse_.assign(StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
+  hot_n_.assign(kHotSlots, 0);
+  touched_.assign(kHotSlots, 0);
+  hot_reuse_.assign((kReuseCopies - 1) * StackDistanceHistogram::kExactBelow + StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
   fp_sum_.assign(kWindow + 1, 0.0);
   seen_.assign(4 * kWindow, 0);
   seen_gen_.assign(4 * kWindow, 0);
 }
 
-// Branch-free: every row is written, the output cursor only advances for rows that are
-// sampled or hot (one hash serves both: low bits sample, high bits pick the hot slot).
-size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint64_t* out, uint32_t* pos, uint64_t* hashes) const {
+// Branch-free: an entry is written for every row, the output cursor only advances for rows
+// that are sampled or hot (one hash serves both: low bits sample, high bits pick the hot
+// slot). Entry: batch position (bits 0..15, n <= 2^16) | hot slot << 16 | kHot | kSampled.
+size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint32_t* sel) const {
   const uint64_t mask = (uint64_t{1} << kModBits) - 1, t = threshold_;
-  const uint64_t* tags = hot_tag_.data();
+  const HotSlot* hot_slots = hot_.data();
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t r = rows[i];
-    const uint64_t h = mix64(r ^ kSampleSalt);
-    out[m] = r;
-    pos[m] = static_cast<uint32_t>(i);
-    hashes[m] = h;
-    m += ((h & mask) < t) | (tags[(h >> 40) & (kHotSlots - 1)] == r + 1);
+    const uint64_t h = sample_hash(r);
+    const uint32_t slot = static_cast<uint32_t>(h >> 40) & (kHotSlots - 1);
+    const uint32_t hot = hot_slots[slot].tag == r + 1, smp = (h & mask) < t;
+    sel[m] = static_cast<uint32_t>(i) | slot << 16 | hot * kSelHot | smp * kSelSampled;
+    m += hot | smp;
   }
   return m;
 }
 
 void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
-  const uint64_t slot = (mix64(row ^ kSampleSalt) >> 40) & (kHotSlots - 1);
-  const uint64_t tag = hot_tag_[slot];
+  const uint64_t slot = (sample_hash(row) >> 40) & (kHotSlots - 1);
+  const uint64_t tag = hot_[slot].tag;
   if (tag == row + 1) return;
   if (tag != 0 && !(counts && counts[tag - 1] < counts[row])) return;
-  hot_tag_[slot] = row + 1;
-  hot_last_[slot] = 0;
+  hot_[slot] = HotSlot{row + 1, 0};
   hot_stack_t_[slot] = 0;
 }
 
@@ -130,35 +139,69 @@ double ShardsSampler::footprint(double w) const {
   return at(kWindow) + (w - kWindow) * slope;
 }
 
+// Slot in hot_reuse_ of a hot reference's reuse time d, the i-th of its batch (see internal.h:
+// kReuseCopies copies of the exact bins d < 256, then StackDistanceHistogram bins >= 256).
+// Branch-free with masks: hot reuse times straddle 256 at random, and bin_of's branch
+// mispredicted on a large share of hot references. The copies, picked by i, break the
+// store-forwarding chain of increments to the same few small bins (the hottest rows).
+inline uint32_t reuse_slot(uint64_t d, size_t i) {
+  constexpr uint32_t kE = StackDistanceHistogram::kExactBelow, kS = StackDistanceHistogram::kSubBinsPerOctave;
+  constexpr uint32_t kC = ShardsSampler::kReuseCopies;
+  const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(d | 1));
+  const uint32_t sh = (o - 7) & -static_cast<uint32_t>(o > 7);
+  const uint32_t big = (kC - 1) * kE + kE + (o - 8) * kS + static_cast<uint32_t>((d >> sh) & (kS - 1));
+  const uint32_t small = static_cast<uint32_t>(d) + (static_cast<uint32_t>(i) & (kC - 1)) * kE;
+  const uint32_t m = -static_cast<uint32_t>(d < kE);
+  return (small & m) | (big & ~m);
+}
+
 void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
-  uint64_t buf[512], hashes[512];
-  uint32_t pos[512];
-  const uint64_t mask = (uint64_t{1} << kModBits) - 1;
+  uint32_t sel[512];
   const double inv = 1.0 / rate_;
+  // Hot references are counted per slot and credited to their row's class once per call (the
+  // class reads the counts as they are during this call, so the result is the same as per
+  // reference, minus a load + clz per reference and a store-forwarding chain on hot_refs_).
+  uint32_t* __restrict hot_n = hot_n_.data();
+  uint16_t* __restrict touched = touched_.data();
+  size_t nt = 0;
+  HotSlot* hot = hot_.data();  // not __restrict: filter() reads the tags through hot_
+  uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
     const size_t c = std::min<size_t>(512, n - off);
-    const size_t m = filter(rows + off, c, buf, pos, hashes);
+    const size_t m = filter(rows + off, c, sel);
+    // Pass 1, hot references (most of a skewed trace): a tight loop without calls. Sampled
+    // entries are compacted in place (with kSelRecorded) for pass 2; the two passes share
+    // no state, so splitting them changes nothing.
+    size_t ns = 0;
     for (size_t i = 0; i < m; ++i) {
-      const uint64_t row = buf[i];
-      const uint64_t t = now_ + pos[i];
-      const uint64_t h = hashes[i];
-      const uint64_t slot = (h >> 40) & (kHotSlots - 1);
-      const uint32_t k = class_of(counts, row);
-      bool recorded = false;
-      if (hot_tag_[slot] == row + 1) {
-        const uint64_t prev = hot_last_[slot];
-        hot_last_[slot] = t + 1;
+      uint32_t e = sel[i];
+      const uint64_t t = now_ + (e & 0xffff);
+      const uint32_t slot = (e >> 16) & (kHotSlots - 1);
+      if (e & kSelHot) {
+        const uint64_t prev = hot[slot].last;
+        hot[slot].last = t + 1;
         if (prev) {
-          ++hot_reuse_[StackDistanceHistogram::bin_of(t - prev)];  // refs strictly between
-          ++hot_refs_[k];
-          recorded = true;
+          ++reuse[reuse_slot(t - prev, i)];  // refs strictly between
+          touched[nt] = static_cast<uint16_t>(slot);
+          nt += hot_n[slot]++ == 0;
+          e |= kSelRecorded;
         }
       }
-      if ((h & mask) >= threshold_) continue;
+      sel[ns] = e;
+      ns += (e & kSelSampled) != 0;
+    }
+    // Pass 2, sampled references (~rate of them): the SHARDS stack.
+    for (size_t i = 0; i < ns; ++i) {
+      const uint32_t e = sel[i];
+      const uint64_t row = rows[off + (e & 0xffff)];
+      const uint64_t t = now_ + (e & 0xffff);
+      const uint32_t slot = (e >> 16) & (kHotSlots - 1);
+      const bool recorded = (e & kSelRecorded) != 0;
       if (recorded) {
         if (t - hot_stack_t_[slot] < kHotRefresh) continue;
         hot_stack_t_[slot] = t;
       }
+      const uint32_t k = class_of(counts, row);
       const uint64_t id = id_of(row);
       if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
       const uint64_t prev = last_time_[id];
@@ -192,6 +235,11 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       if (now_ == next_b && now_ >= kWindow) sample_window();
     }
   }
+  for (size_t j = 0; j < nt; ++j) {
+    const uint16_t slot = touched[j];
+    hot_refs_[class_of(counts, hot_[slot].tag - 1)] += hot_n[slot];
+    hot_n[slot] = 0;
+  }
 }
 
 void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs) {
@@ -213,7 +261,10 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   };
   // Hot rows: every reference, distance = footprint of its reuse time.
   double hot_total = 0.0;
-  const auto& hb = hot_reuse_;
+  const uint32_t kE = StackDistanceHistogram::kExactBelow;
+  std::vector<uint64_t> hb(hot_reuse_.begin() + (kReuseCopies - 1) * kE, hot_reuse_.end());
+  for (uint32_t c = 0; c + 1 < kReuseCopies; ++c)
+    for (uint32_t b = 0; b < kE; ++b) hb[b] += hot_reuse_[c * kE + b];
   for (size_t b = 0; b < hb.size(); ++b) {
     if (hb[b] == 0) continue;
     const uint64_t lo = StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b));
