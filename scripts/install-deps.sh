@@ -26,7 +26,7 @@ packages=(
   python3
 )
 if ((want_gui)); then
-  packages+=(qt6-base-dev libqt6charts6-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins)
+  packages+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins)
 fi
 if ((want_torch)); then
   packages+=(python3-torch python3-numpy)
