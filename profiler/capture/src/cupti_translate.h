@@ -42,7 +42,7 @@ struct KernelTime {
 };
 
 // Parameter layout of a kernel: (offset, size) of parameter `index`, false past the last one.
-// `driver` tells whether `func` is a CUfunction (driver launch) or a runtime host stub.
+// `driver` tells whether `func` is a CUfunction (driver launch) or a runtime host-side launch function.
 using ParamInfoFn = std::function<bool(const void* func, bool driver, size_t index, size_t* offset, size_t* size)>;
 
 std::string demangle(const char* name);

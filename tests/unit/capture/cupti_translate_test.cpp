@@ -178,13 +178,13 @@ const char* kMangled = "_Z10emb_lookupPKfPKli";
 }  // namespace
 
 TEST(CuptiTranslate, RuntimeLaunchResolvesPointerArgumentsToTables) {
-  const void* stub = P(0x401000);
-  g_layouts[stub] = {{0, 8}, {8, 8}, {16, 4}};
+  const void* host_fn = P(0x401000);
+  g_layouts[host_fn] = {{0, 8}, {8, 8}, {16, 4}};
   CuptiTranslator t(fake_param_info);
   uint64_t weights = 0x7f0000000100, idx = 0x7f0000900000;
   int n = 64;
   void* args[] = {&weights, &idx, &n};
-  cudaLaunchKernel_v7000_params p{stub, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
+  cudaLaunchKernel_v7000_params p{host_fn, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled, 9);
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT);
   ASSERT_TRUE(out.launch.has_value());
@@ -199,14 +199,14 @@ TEST(CuptiTranslate, RuntimeLaunchResolvesPointerArgumentsToTables) {
 }
 
 TEST(CuptiTranslate, LaunchExAndPerThreadStreamVariants) {
-  const void* stub = P(0x402000);
-  g_layouts[stub] = {{0, 8}};
+  const void* host_fn = P(0x402000);
+  g_layouts[host_fn] = {{0, 8}};
   CuptiTranslator t(fake_param_info);
   uint64_t w = 0x1234000;
   void* args[] = {&w};
   cudaLaunchConfig_t cfg{};
   cfg.stream = reinterpret_cast<cudaStream_t>(0x33);
-  cudaLaunchKernelExC_v11060_params p{&cfg, stub, args};
+  cudaLaunchKernelExC_v11060_params p{&cfg, host_fn, args};
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_ENTER, 0, "plain_kernel");
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_EXIT);
   ASSERT_TRUE(out.launch.has_value());
