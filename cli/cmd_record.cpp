@@ -149,7 +149,16 @@ int run_record(const RecordOptions& o) {
     env.push_back(kv);
   }
   const std::string old_preload = getv("LD_PRELOAD");
-  env.push_back("LD_PRELOAD=" + lib + (old_preload.empty() ? "" : ":" + old_preload));
+  std::string preload = lib + (old_preload.empty() ? "" : ":" + old_preload);
+#ifdef EDO_SANITIZER_PRELOAD
+  // Sanitizer builds only: the instrumented library needs its runtime loaded first, and the
+  // job's own leaks are not ours to report.
+  if (std::string(EDO_SANITIZER_PRELOAD).size() > 0) {
+    preload = std::string(EDO_SANITIZER_PRELOAD) + ":" + preload;
+    if (getv("ASAN_OPTIONS").empty()) env.push_back("ASAN_OPTIONS=detect_leaks=0");
+  }
+#endif
+  env.push_back("LD_PRELOAD=" + preload);
   const std::string old_nvtx = getv("NVTX_INJECTION64_PATH");
   if (!old_nvtx.empty() && canonical(old_nvtx) != lib)
     std::fprintf(stderr, "edo record: NVTX_INJECTION64_PATH was %s; replaced by edo's (only one NVTX tool can attach)\n", old_nvtx.c_str());

@@ -21,4 +21,21 @@ if(EDO_SANITIZE)
     add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:${_flag_escaped}>)
   endforeach()
   add_link_options(${_edo_san_flags})
+  # libedo_trace.so is injected into jobs that are not built with sanitizers; an instrumented
+  # copy needs the sanitizer runtime loaded first. `edo record` and the tests put this list in
+  # front of LD_PRELOAD (EDO_SANITIZER_PRELOAD; empty in normal builds).
+  set(_edo_san_runtime "")
+  foreach(_rt IN ITEMS asan ubsan tsan)
+    if((_rt STREQUAL "asan" AND "address" IN_LIST _edo_san_list) OR
+       (_rt STREQUAL "ubsan" AND "undefined" IN_LIST _edo_san_list AND NOT "address" IN_LIST _edo_san_list) OR
+       (_rt STREQUAL "tsan" AND "thread" IN_LIST _edo_san_list))
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${_rt}.so
+                      OUTPUT_VARIABLE _rt_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+      get_filename_component(_rt_path "${_rt_path}" REALPATH)
+      list(APPEND _edo_san_runtime "${_rt_path}")
+    endif()
+  endforeach()
+  string(REPLACE ";" ":" _edo_san_runtime "${_edo_san_runtime}")
+  add_compile_definitions(EDO_SANITIZER_PRELOAD="${_edo_san_runtime}")
+  message(STATUS "edo: sanitizer runtime preloaded into traced jobs: ${_edo_san_runtime}")
 endif()

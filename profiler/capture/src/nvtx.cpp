@@ -88,12 +88,17 @@ nvtxStringHandle_t intern(const std::string& s) {
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) { return intern(s ? s : ""); }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) { return intern(narrow(s)); }
-nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(new Domain{name ? name : ""});
+// Domains are interned by name like strings: one handle per name for the whole process
+// (a job that creates the same domain in a loop does not grow memory; none is ever freed).
+nvtxDomainHandle_t intern_domain(const std::string& name) {
+  static auto* domains = new std::unordered_map<std::string, Domain*>();
+  std::lock_guard<std::mutex> lk(g_dom_mu);
+  auto it = domains->find(name);
+  if (it == domains->end()) it = domains->emplace(name, new Domain{name}).first;
+  return reinterpret_cast<nvtxDomainHandle_t>(it->second);
 }
-nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(new Domain{narrow(name)});
-}
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) { return intern_domain(name ? name : ""); }
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) { return intern_domain(narrow(name)); }
 void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}  // kept alive: ranges may still refer to it
 void NVTX_API Initialize(const void*) {}
 
