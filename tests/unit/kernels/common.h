@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/index_gen.h"
@@ -47,6 +49,15 @@ inline RefBag reference_bag(const std::vector<float>& decoded, std::uint32_t dim
     }
   }
   return r;
+}
+
+// Encodes `w` (rows x dim) with the strategy named by `spec`; `counts` drives the
+// count-aware formats (pruned, offload's hot set, weighted PQ/low-rank).
+inline std::unique_ptr<EncodedTable> enc(const std::string& spec, const std::vector<float>& w, std::uint64_t rows,
+                                         std::uint32_t dim, const std::uint64_t* counts = nullptr) {
+  EncodeOptions o;
+  o.counts = counts;
+  return encode(StrategySpec::parse(spec), w.data(), rows, dim, o);
 }
 
 inline std::vector<float> decode_all(const EncodedTable& t) {

@@ -48,9 +48,7 @@ void check_strategy(const std::string& spec, std::uint64_t R, std::uint32_t D, s
   auto w = weights(R, D, seed);
   std::vector<std::uint64_t> counts(R, 1);
   for (std::uint64_t r = 0; r < R; r += 3) counts[r] = 0;  // pruned drops every third row
-  EncodeOptions o;
-  o.counts = counts.data();
-  auto t = encode(StrategySpec::parse(spec), w.data(), R, D, o);
+  auto t = enc(spec, w, R, D, counts.data());
   const auto dec = decode_all(*t);
   const Case c = random_case(R, seed + 1);
   const auto n = static_cast<std::int64_t>(c.idx.size());

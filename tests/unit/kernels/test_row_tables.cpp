@@ -10,15 +10,6 @@
 using namespace edo::kernels;
 using namespace edo::kernels::test;
 
-namespace {
-std::unique_ptr<EncodedTable> enc(const std::string& spec, const std::vector<float>& w, std::uint64_t rows, std::uint32_t dim,
-                                  const std::uint64_t* counts = nullptr) {
-  EncodeOptions o;
-  o.counts = counts;
-  return encode(StrategySpec::parse(spec), w.data(), rows, dim, o);
-}
-}  // namespace
-
 TEST(RowFormats, ExactByteFormulas) {
   for (std::uint32_t D : {1u, 7u, 8u, 16u, 24u, 64u, 100u, 128u, 129u}) {
     const std::uint64_t R = 37;

@@ -13,12 +13,6 @@ using namespace edo::kernels;
 using namespace edo::kernels::test;
 
 namespace {
-std::unique_ptr<EncodedTable> enc(const std::string& spec, const std::vector<float>& w, std::uint64_t rows, std::uint32_t dim,
-                                  const std::uint64_t* counts = nullptr) {
-  EncodeOptions o;
-  o.counts = counts;
-  return encode(StrategySpec::parse(spec), w.data(), rows, dim, o);
-}
 double err(const std::string& spec, const std::vector<float>& w, std::uint64_t rows, std::uint32_t dim,
            const std::uint64_t* counts = nullptr) {
   return reconstruction_error(*enc(spec, w, rows, dim, counts), w.data(), counts);
