@@ -32,10 +32,10 @@ struct SynthOptions {
   uint64_t window_batches = 16;
 };
 
-std::string command_line(int tables, const SynthOptions& o) {
+std::string command_line(const SynthOptions& o) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "edo synth --tables %d --rows %llu --dim %u --dtype %s --zipf %g --lookups %llu --batch %llu --seed %llu",
-                tables, static_cast<unsigned long long>(o.rows), o.dim, o.dtype.c_str(), o.zipf,
+                o.tables, static_cast<unsigned long long>(o.rows), o.dim, o.dtype.c_str(), o.zipf,
                 static_cast<unsigned long long>(o.lookups), static_cast<unsigned long long>(o.batch),
                 static_cast<unsigned long long>(o.seed));
   return buf;
@@ -47,7 +47,7 @@ int run_synth(const SynthOptions& o) {
   db::Profile profile;
   db::Session session;
   session.id = 1;
-  session.command = command_line(o.tables, o);
+  session.command = command_line(o);
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   session.host = host;
