@@ -1,5 +1,5 @@
-// Stack-distance histogram (log-linear bins) and the exact Mattson stack (Fenwick tree over
-// timestamps with periodic compaction).
+// Stack-distance histogram (log-linear bins) and the exact Mattson stack (bitmap of live
+// timestamps with block counts, periodic compaction).
 #include <algorithm>
 #include <cmath>
 
@@ -84,22 +84,78 @@ double StackDistanceHistogram::total() const {
 
 namespace edo::stats::detail {
 
+namespace {
+inline uint64_t popcount64(uint64_t x) {
+#if defined(__POPCNT__)
+  return static_cast<uint64_t>(__builtin_popcountll(x));
+#else
+  // SWAR: the library is built for baseline x86-64, which has no popcnt instruction.
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (x * 0x0101010101010101ull) >> 56;
+#endif
+}
+}  // namespace
+
+void MattsonStack::set_live(uint64_t ts) {
+  bits_[ts >> 6] |= uint64_t{1} << (ts & 63);
+  ++block_[ts >> kBlockShift];
+  ++super_[ts >> kSuperShift];
+}
+
+void MattsonStack::clear_live(uint64_t ts) {
+  bits_[ts >> 6] &= ~(uint64_t{1} << (ts & 63));
+  --block_[ts >> kBlockShift];
+  --super_[ts >> kSuperShift];
+}
+
+uint64_t MattsonStack::live_between(uint64_t lo, uint64_t hi) const {
+  if (lo >= hi) return 0;
+  const uint64_t* bits = bits_.data();
+  uint64_t w = lo >> 6;
+  const uint64_t hw = hi >> 6;
+  const uint64_t lo_mask = ~uint64_t{0} << (lo & 63);
+  const uint64_t hi_mask = (uint64_t{1} << (hi & 63)) - 1;  // bits below hi in word hw
+  if (w == hw) return popcount64(bits[w] & lo_mask & hi_mask);
+  uint64_t n = popcount64(bits[w] & lo_mask);
+  ++w;
+  // whole words [w, hw): words up to a block boundary, blocks up to a super boundary,
+  // supers, then blocks and words again
+  constexpr uint64_t kWordsPerBlock = uint64_t{1} << (kBlockShift - 6);
+  constexpr uint64_t kBlocksPerSuper = uint64_t{1} << (kSuperShift - kBlockShift);
+  while (w < hw && (w & (kWordsPerBlock - 1))) n += popcount64(bits[w++]);
+  uint64_t b = w / kWordsPerBlock;
+  const uint64_t hb = hw / kWordsPerBlock;
+  if (b < hb) {
+    while (b < hb && (b & (kBlocksPerSuper - 1))) n += block_[b++];
+    uint64_t s = b / kBlocksPerSuper;
+    const uint64_t hs = hb / kBlocksPerSuper;
+    if (s < hs) {
+      while (s < hs) n += super_[s++];
+      b = hs * kBlocksPerSuper;
+    }
+    while (b < hb) n += block_[b++];
+    w = hb * kWordsPerBlock;
+  }
+  while (w < hw) n += popcount64(bits[w++]);
+  if (hi & 63) n += popcount64(bits[hw] & hi_mask);
+  return n;
+}
+
 uint64_t MattsonStack::reference(uint64_t id) {
   if (id >= last_.size()) last_.resize(std::max<uint64_t>(id + 1, last_.size() * 2), 0);
   if (now_ == cap_) compact();
   const uint32_t p = last_[id];
   uint64_t d = kCold;
-  int32_t* t = tree_.data();
   if (p != 0) {
-    const uint64_t pos = p;  // 1-based Fenwick index of the previous reference
-    uint64_t prefix = 0;
-    for (uint64_t i = pos; i > 0; i &= i - 1) prefix += static_cast<uint64_t>(t[i]);
-    d = live_ - prefix;
-    for (uint64_t i = pos; i <= cap_; i += i & (~i + 1)) --t[i];
-    owner_[pos - 1] = 0;
+    const uint64_t prev = p - 1;  // timestamp of the previous reference
+    d = live_between(prev + 1, now_);
+    clear_live(prev);
+    owner_[prev] = 0;
     --live_;
   }
-  for (uint64_t i = now_ + 1; i <= cap_; i += i & (~i + 1)) ++t[i];
+  set_live(now_);
   owner_[now_] = static_cast<uint32_t>(id + 1);
   last_[id] = static_cast<uint32_t>(now_ + 1);
   ++live_;
@@ -108,7 +164,8 @@ uint64_t MattsonStack::reference(uint64_t id) {
 }
 
 void MattsonStack::compact() {
-  uint64_t ncap = std::max<uint64_t>(1024, 2 * (live_ + 1));
+  // capacity: twice the live ids, a whole number of super blocks' worth of words
+  const uint64_t ncap = std::max<uint64_t>(1024, 2 * (live_ + 1) + 63) / 64 * 64;
   std::vector<uint32_t> nowner(ncap, 0);
   uint64_t k = 0;
   for (uint64_t ts = 0; ts < now_; ++ts) {
@@ -121,12 +178,10 @@ void MattsonStack::compact() {
   owner_ = std::move(nowner);
   cap_ = ncap;
   now_ = k;
-  tree_.assign(cap_ + 1, 0);
-  for (uint64_t i = 1; i <= k; ++i) tree_[i] = 1;
-  for (uint64_t i = 1; i <= cap_; ++i) {
-    const uint64_t j = i + (i & (~i + 1));
-    if (j <= cap_) tree_[j] += tree_[i];
-  }
+  bits_.assign(ncap / 64 + 1, 0);
+  block_.assign((ncap >> kBlockShift) + 1, 0);
+  super_.assign((ncap >> kSuperShift) + 1, 0);
+  for (uint64_t ts = 0; ts < k; ++ts) set_live(ts);
 }
 
 }  // namespace edo::stats::detail

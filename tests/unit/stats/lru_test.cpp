@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <set>
 
+#include "internal.h"
 #include "test_util.h"
 
 namespace edo::stats {
@@ -49,6 +52,27 @@ TEST(StackDistanceHistogramTest, HitsBelowInterpolatesAndColdIsSeparate) {
   g.merge(h);
   EXPECT_EQ(g.max_distance(), 2000u);
   EXPECT_DOUBLE_EQ(g.total(), 10.0);
+}
+
+// The stack itself against a move-to-front list, on traces whose live ids span several
+// 32768-timestamp super blocks (long gaps) and force many compactions.
+TEST(MattsonStackTest, DistancesMatchMoveToFrontList) {
+  for (const uint64_t ids : {uint64_t{7}, uint64_t{3000}, uint64_t{40000}}) {
+    std::mt19937_64 rng(ids);
+    detail::MattsonStack stack;
+    std::vector<uint64_t> mtf;  // most recent first
+    const size_t refs = ids < 1000 ? 20000 : 120000;
+    for (size_t i = 0; i < refs; ++i) {
+      // half uniform over all ids (long gaps), half from a small hot set (short gaps)
+      const uint64_t id = (rng() & 1) ? rng() % ids : rng() % std::min<uint64_t>(ids, 16);
+      const auto it = std::find(mtf.begin(), mtf.end(), id);
+      const uint64_t want = it == mtf.end() ? detail::MattsonStack::kCold : static_cast<uint64_t>(it - mtf.begin());
+      if (it != mtf.end()) mtf.erase(it);
+      mtf.insert(mtf.begin(), id);
+      ASSERT_EQ(stack.reference(id), want) << "ids " << ids << " reference " << i;
+    }
+    EXPECT_EQ(stack.distinct(), mtf.size());
+  }
 }
 
 TEST(ExactLruTest, MatchesListLruSimulation) {
