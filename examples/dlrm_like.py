@@ -164,8 +164,9 @@ def main():
     ap.add_argument("--bench", action="store_true", help="print ms_per_step of the timed steps")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code at the end")
     ap.add_argument("--ab", action="store_true",
-                    help="benchmark only: under edo, alternate steps with edo's hooks off and on "
-                         "(prints ab_off_ms_per_step / ab_on_ms_per_step)")
+                    help="benchmark only: under edo, timed steps run edo's hooks off, on, on, off, "
+                         "off, on, on, off... (prints ab_off_ms_per_step / ab_on_ms_per_step and "
+                         "the on/off ratio of every such quad of neighbouring steps)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -192,11 +193,14 @@ def main():
     cpu = []
     ab = {False: [], True: []}
     ab_cpu = {False: [], True: []}
+    ab_seq = []  # (on, seconds) of the timed steps, in order
     edo = None
     if args.ab:
         import edo  # the package edo record puts on PYTHONPATH
     for i, b in enumerate(batches):
-        on = bool(i % 2)
+        # ABBA over the timed steps: a slow drift of the machine's speed cancels in each quad
+        j = i - args.warmup
+        on = (j % 4 in (1, 2)) if j >= 0 else bool(i % 2)
         if edo is not None:
             (edo.enable if on else edo.disable)()
         b = to_device(b, args.device)
@@ -221,6 +225,7 @@ def main():
             cpu.append(c1 - c0)
             ab[on].append(t1 - t0)
             ab_cpu[on].append(c1 - c0)
+            ab_seq.append((on, t1 - t0))
         losses.append(loss.detach())
     losses = [float(x) for x in torch.stack(losses).cpu()]
 
@@ -248,6 +253,14 @@ def main():
                 v = sorted(ab_cpu[on])
                 print("ab_%s_cpu_ms_per_step %.4f" % ("on" if on else "off",
                                                       v[len(v) // 2] * 1000.0))
+            quads = []
+            for q in range(0, len(ab_seq) - 3, 4):
+                four = ab_seq[q:q + 4]
+                on_s = sum(t for o, t in four if o)
+                off_s = sum(t for o, t in four if not o)
+                if off_s > 0:
+                    quads.append(on_s / off_s)
+            print("ab_quad_ratios %s" % " ".join("%.5f" % r for r in quads))
     if args.outputs:
         with open(args.outputs, "w") as f:
             json.dump({"losses": losses, "checksum": checksum}, f)
