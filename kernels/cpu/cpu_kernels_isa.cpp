@@ -16,14 +16,22 @@
 #error "EDO_ISA_NS must name the instruction-set namespace"
 #endif
 
+
+
+
 namespace edo::kernels::cpu::EDO_ISA_NS {
 namespace {
 
-// Prefetch every cache line of [p, p + bytes).
+// Prefetch every cache line of [p, p + bytes) into L2 (prefetcht1, locality 2), not L1: a
+// row far ahead does not need L1 yet, and L2 tracks many more misses in flight than L1. Random
+// row reads are bound by misses in flight (latency x bandwidth); on the development VM, in one
+// interleaved run, prefetcht1 read 512-byte rows 15 % faster and 144-byte (int8) rows 45 %
+// faster than prefetcht0 (the hardware's own prefetchers bring the lines on to L1).
+constexpr int kPrefetchLocality = 2;
 inline void prefetch_bytes(const void* p, std::uint64_t bytes) {
   const auto start = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t end = start + bytes;
-  for (std::uintptr_t a = start & ~std::uintptr_t{63}; a < end; a += 64) __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+  for (std::uintptr_t a = start & ~std::uintptr_t{63}; a < end; a += 64) __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kPrefetchLocality);
 }
 
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -35,34 +36,90 @@ std::string fmt_bytes(double b) {
   else std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
+
+// STREAM triad a = b + s*c over three arrays; one pass() per call so that the benchmark can
+// interleave it with the strategies' passes (same minutes of this shared machine).
+class Triad {
+ public:
+  Triad(int threads, std::uint64_t bytes_per_array)
+      : n_(bytes_per_array / sizeof(double)), nt_(std::max(1, threads)), ab_(n_ * 8, false), bb_(n_ * 8, false), cb_(n_ * 8, false) {
+    double* a = ab_.as<double>();
+    double* b = bb_.as<double>();
+    double* c = cb_.as<double>();
+    const std::int64_t N = static_cast<std::int64_t>(n_);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+    for (std::int64_t i = 0; i < N; ++i) {
+      a[i] = 0;
+      b[i] = 1;
+      c[i] = 2;
+    }
+    pass();  // warm-up: page faults, thread start
+  }
+  double pass() {
+    double* a = ab_.as<double>();
+    const double* b = bb_.as<double>();
+    const double* c = cb_.as<double>();
+    const std::int64_t N = static_cast<std::int64_t>(n_);
+    const double s = 3.0;
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(nt_) schedule(static)
+    for (std::int64_t i = 0; i < N; ++i) a[i] = b[i] + s * c[i];
+    const double t = seconds_since(t0);
+    if (a[N / 2] != 7.0) throw std::runtime_error("triad: wrong result");
+    return 3.0 * static_cast<double>(n_) * 8 / t / 1e9;
+  }
+
+ private:
+  std::uint64_t n_;
+  int nt_;
+  HostBuffer ab_, bb_, cb_;
+};
+
 }  // namespace
 
 double triad_gbs(int threads, std::uint64_t bytes_per_array, int reps) {
-  const std::uint64_t n = bytes_per_array / sizeof(double);
-  HostBuffer ab(n * 8, false), bb(n * 8, false), cb(n * 8, false);
-  double* a = ab.as<double>();
-  double* b = bb.as<double>();
-  double* c = cb.as<double>();
-  const int nt = std::max(1, threads);
-  const std::int64_t N = static_cast<std::int64_t>(n);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (std::int64_t i = 0; i < N; ++i) {
-    a[i] = 0;
-    b[i] = 1;
-    c[i] = 2;
-  }
+  Triad t(threads, bytes_per_array);
   std::vector<double> gbs;
-  const double s = 3.0;
-  for (int r = 0; r <= reps; ++r) {
-    const auto t0 = Clock::now();
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (std::int64_t i = 0; i < N; ++i) a[i] = b[i] + s * c[i];
-    const double t = seconds_since(t0);
-    if (r > 0) gbs.push_back(3.0 * static_cast<double>(n) * 8 / t / 1e9);  // first pass is a warm-up
-  }
-  if (a[N / 2] != 7.0) throw std::runtime_error("triad: wrong result");
+  for (int r = 0; r < reps; ++r) gbs.push_back(t.pass());
   return median(gbs);
 }
+
+double memory_latency_ns(std::uint64_t bytes, std::uint64_t steps) {
+  // A random cycle through every 64-byte line of a huge-page buffer (Sattolo's shuffle, so
+  // one cycle covers all lines): each load's address is the previous load's value.
+  const std::uint64_t lines = std::max<std::uint64_t>(2, bytes / 64);
+  HostBuffer buf(lines * 64, false);
+  auto* p = buf.as<std::uint64_t>();
+  std::vector<std::uint32_t> order(lines);
+  for (std::uint64_t i = 0; i < lines; ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::uint64_t i = lines - 1; i > 0; --i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::swap(order[i], order[x % i]);
+  }
+  for (std::uint64_t i = 0; i < lines; ++i) p[std::uint64_t{order[i]} * 8] = std::uint64_t{order[(i + 1) % lines]} * 8;
+  std::uint64_t at = 0;
+  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(steps, 1u << 16); ++i) at = p[at];  // warm the TLB
+  const auto t0 = Clock::now();
+  for (std::uint64_t i = 0; i < steps; ++i) at = p[at];
+  const double t = seconds_since(t0);
+  if (at >= lines * 8) throw std::runtime_error("latency: broken cycle");
+  return t / static_cast<double>(steps) * 1e9;
+}
+
+namespace {
+// Available memory (MemAvailable), for sizing the groups of tables measured together.
+std::uint64_t available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 8ull << 30;
+  char line[256];
+  std::uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb ? kb * 1024 : 8ull << 30;
+}
+}  // namespace
 
 BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.backend != "cpu" && cfg.backend != "cuda") throw std::invalid_argument("backend must be cpu or cuda");
@@ -89,18 +146,20 @@ BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.pin) pin_threads();
   rep.isa = cfg.backend == "cpu" ? std::string("cpu kernels: ") + cpu::kernels().isa : cuda::device_description();
 
+  // CPU: the triad runs interleaved with the strategies' passes (below); CUDA: up front.
+  std::unique_ptr<Triad> triad;
+  std::vector<double> triad_passes;
+  rep.anchor_name = cfg.backend == "cpu" ? "triad" : "d2d_copy";
   if (cfg.anchor) {
     if (cfg.backend == "cpu") {
-      say("anchor: STREAM triad, " + std::to_string(rep.threads) + " threads");
-      rep.anchor_name = "triad";
-      rep.anchor_gbs = triad_gbs(rep.threads);
+      say("anchor: STREAM triad (" + std::to_string(rep.threads) + " threads) and memory latency");
+      rep.latency_ns = memory_latency_ns(256ull << 20, 2'000'000);
+      triad = std::make_unique<Triad>(rep.threads, 256ull << 20);
+      triad_passes.push_back(triad->pass());
     } else {
       say("anchor: device-to-device copy");
-      rep.anchor_name = "d2d_copy";
       rep.anchor_gbs = cuda::d2d_copy_gbs();
     }
-  } else {
-    rep.anchor_name = cfg.backend == "cpu" ? "triad" : "d2d_copy";
   }
 
   say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" +
@@ -122,6 +181,57 @@ BenchReport run_bench(const BenchConfig& cfg) {
   for (std::int64_t b = 0; b <= n_bags; ++b) offsets[b] = b * cfg.pooling;
   std::vector<float> out(B * cfg.dim);
 
+  // Tables are encoded, then measured in groups that fit in memory: in each repetition every
+  // table of the group runs one gather pass and one bag pass (the order rotating), with a
+  // triad pass between repetitions. The machine's speed drifts over seconds on a shared
+  // host; interleaving puts every strategy and the anchor in the same minutes, so their
+  // ratios hold even when the absolute figures move.
+  const double per_pass = static_cast<double>(B) * cfg.sets;
+  struct Entry {
+    BenchResult r;
+    std::unique_ptr<EncodedTable> table;
+    std::vector<double> gather, bag;
+  };
+  std::vector<Entry> group;
+  std::uint64_t group_bytes = 0;
+  const std::uint64_t budget = available_bytes() / 3;
+  auto pass = [&](EncodedTable& table, bool bag) {
+    for (const auto& s : sets) {
+      if (bag) table.bag(s.data(), static_cast<std::int64_t>(B), offsets.data(), n_bags, nullptr, Pooling::Sum, out.data());
+      else table.gather(s.data(), static_cast<std::int64_t>(B), out.data());
+    }
+  };
+  auto measure_group = [&] {
+    if (group.empty()) return;
+    say("measure " + std::to_string(group.size()) + " strateg" + (group.size() == 1 ? "y" : "ies") + ", " +
+        std::to_string(cfg.reps) + " interleaved repetitions");
+    for (auto& e : group) {
+      for (int i = 0; i < cfg.warmup; ++i) pass(*e.table, false), pass(*e.table, true);
+      e.table->reset_stats();
+    }
+    for (int rep_i = 0; rep_i < cfg.reps; ++rep_i) {
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        Entry& e = group[(k + static_cast<std::size_t>(rep_i)) % group.size()];
+        for (int bag = 0; bag < 2; ++bag) {
+          const auto ts = Clock::now();
+          pass(*e.table, bag);
+          (bag ? e.bag : e.gather).push_back(per_pass / seconds_since(ts));
+        }
+      }
+      if (triad) triad_passes.push_back(triad->pass());
+    }
+    for (auto& e : group) {
+      e.r.gather_rows_per_s = median(e.gather);
+      e.r.bag_rows_per_s = median(e.bag);
+      e.r.hit_rate = e.table->hit_rate();
+      e.r.gather_gbs = e.r.gather_rows_per_s * e.r.bytes_per_row / 1e9;
+      e.r.bag_gbs = e.r.bag_rows_per_s * e.r.bytes_per_row / 1e9;
+      rep.results.push_back(std::move(e.r));
+    }
+    group.clear();
+    group_bytes = 0;
+  };
+
   for (const auto& spec : specs) {
     say("strategy " + spec.to_string() + ": encode");
     BenchResult r;
@@ -139,37 +249,24 @@ BenchReport run_bench(const BenchConfig& cfg) {
     r.bytes_per_row = table->bytes_read_per_row();
     r.needs_retraining = table->needs_retraining();
     r.error = reconstruction_error(*table, w, counts.data());
-    say("strategy " + spec.to_string() + ": measure");
-    if (cfg.backend == "cpu") {
-      const double per_pass = static_cast<double>(B) * cfg.sets;
-      auto pass = [&](bool bag) {
-        for (const auto& s : sets) {
-          if (bag) table->bag(s.data(), static_cast<std::int64_t>(B), offsets.data(), n_bags, nullptr, Pooling::Sum, out.data());
-          else table->gather(s.data(), static_cast<std::int64_t>(B), out.data());
-        }
-      };
-      for (int bag = 0; bag < 2; ++bag) {
-        for (int i = 0; i < cfg.warmup; ++i) pass(bag);
-        table->reset_stats();
-        std::vector<double> rate;
-        for (int i = 0; i < cfg.reps; ++i) {
-          const auto ts = Clock::now();
-          pass(bag);
-          rate.push_back(per_pass / seconds_since(ts));
-        }
-        (bag ? r.bag_rows_per_s : r.gather_rows_per_s) = median(rate);
-        if (bag) r.hit_rate = table->hit_rate();
-      }
-    } else {
+    if (cfg.backend != "cpu") {
+      say("strategy " + spec.to_string() + ": measure");
       const auto t = cuda::time_lookups(*table, sets, cfg.pooling, cfg.reps, cfg.warmup);
       r.gather_rows_per_s = t.gather_rows_per_s;
       r.bag_rows_per_s = t.bag_rows_per_s;
       r.hit_rate = t.hit_rate;
+      r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
+      r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
+      rep.results.push_back(std::move(r));
+      continue;
     }
-    r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
-    r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
-    rep.results.push_back(std::move(r));
+    const std::uint64_t bytes = r.device_bytes + r.host_bytes;
+    if (!group.empty() && group_bytes + bytes > budget) measure_group();
+    group_bytes += bytes;
+    group.push_back(Entry{std::move(r), std::move(table), {}, {}});
   }
+  measure_group();
+  if (!triad_passes.empty()) rep.anchor_gbs = median(triad_passes);
   double l[1];
   if (getloadavg(l, 1) == 1) rep.load_after = l[0];
   return rep;
@@ -181,6 +278,7 @@ nlohmann::json to_json(const BenchReport& rep) {
   j["backend"] = rep.config.backend;
   j["threads"] = rep.threads;
   j["anchor"] = {{"name", rep.anchor_name}, {"gbs", rep.anchor_gbs}};
+  if (rep.latency_ns > 0) j["anchor"]["latency_ns"] = rep.latency_ns;
   j["config"] = {{"rows", rep.config.rows},       {"dim", rep.config.dim},   {"batch", rep.config.batch},
                  {"pooling", rep.config.pooling}, {"distribution", rep.config.zipf > 0 ? "zipf" : "uniform"},
                  {"zipf", rep.config.zipf > 0 ? nlohmann::json(rep.config.zipf) : nlohmann::json(nullptr)},
@@ -231,8 +329,18 @@ std::string to_text(const BenchReport& rep) {
     o << line;
   }
   if (rep.anchor_gbs > 0) {
-    std::snprintf(line, sizeof line, "anchor: %s %.1f GB/s\n\n", rep.anchor_name == "triad" ? "STREAM triad" : "device-to-device copy", rep.anchor_gbs);
+    std::snprintf(line, sizeof line, "anchor: %s %.1f GB/s%s\n", rep.anchor_name == "triad" ? "STREAM triad" : "device-to-device copy",
+                  rep.anchor_gbs, rep.anchor_name == "triad" ? " (median of passes interleaved with the strategies')" : "");
     o << line;
+    if (rep.latency_ns > 0) {
+      // Little's law: random row reads at the triad rate need rate x latency bytes in flight.
+      std::snprintf(line, sizeof line,
+                    "memory latency %.0f ns: random rows at the triad rate need %.0f cache lines in flight (%.0f per thread)\n",
+                    rep.latency_ns, rep.anchor_gbs * rep.latency_ns / 64.0,
+                    rep.anchor_gbs * rep.latency_ns / 64.0 / std::max(1, rep.threads));
+      o << line;
+    }
+    o << "\n";
   } else {
     o << "anchor: not measured\n\n";
   }

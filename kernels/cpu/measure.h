@@ -1,7 +1,8 @@
 // The strategy benchmark behind `edo bench` and bench/kernels: encode synthetic weights with
 // each strategy, measure gather and bag throughput on the CPU or CUDA backend (warm-up,
 // median of repeats, rotating index sets), and the machine's anchor in the same run
-// (STREAM triad on the CPU, device-to-device copy on CUDA).
+// (STREAM triad on the CPU, interleaved with the strategies' passes; device-to-device copy
+// on CUDA).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,7 @@ struct BenchReport {
   std::string isa;  // CPU kernels used, or the GPU's description
   std::string anchor_name;
   double anchor_gbs = 0;
+  double latency_ns = 0;  // CPU: one dependent random load from a 256 MiB buffer (0: not measured)
   double load_before = -1, load_after = -1;  // 1-minute load average around the run
   int cpus = 0;                              // CPUs this process may use
   std::vector<BenchResult> results;
@@ -61,6 +63,11 @@ struct BenchReport {
 // STREAM triad a = b + s*c over three arrays of `bytes_per_array`, `threads` pinned threads;
 // GB/s counts 3 * bytes_per_array per pass (no write-allocate traffic), median of `reps`.
 double triad_gbs(int threads, std::uint64_t bytes_per_array = 256ull << 20, int reps = 7);
+
+// Memory latency: ns per dependent load walking a random cycle over every cache line of a
+// `bytes` huge-page buffer, `steps` loads. Random row reads are bound by it: at L ns, reading
+// G GB/s of rows needs G * L bytes of loads in flight (Little's law).
+double memory_latency_ns(std::uint64_t bytes, std::uint64_t steps);
 
 BenchReport run_bench(const BenchConfig& config);  // throws std::invalid_argument / runtime_error
 nlohmann::json to_json(const BenchReport& report);  // schema edo.bench/1
