@@ -79,14 +79,15 @@ void run_lookup(const Acc& a, const LookupArgs& g) {
     // vector registers; otherwise it lives in a per-thread buffer.
     constexpr std::uint32_t KW = Acc::kWidth;
     const std::uint32_t W = KW ? KW : a.acc_width();
+    // One slot past the width: an Acc may keep a per-bag scalar there (see RowAcc).
     std::vector<float> accv(KW ? 0 : W + 16);
-    alignas(64) float local[KW ? KW : 1];
+    alignas(64) float local[KW ? KW + 16 : 1];
     float* acc = KW ? local : accv.data();
     for (std::int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
       const std::int64_t b0 = c * per, b1 = std::min(g.n_bags, b0 + per);
       for (std::int64_t b = b0; b < b1; ++b) {
         const std::int64_t s = g.offsets[b], e = g.offsets[b + 1];
-        for (std::uint32_t k = 0; k < W; ++k) acc[k] = 0.f;
+        for (std::uint32_t k = 0; k <= W; ++k) acc[k] = 0.f;
         for (std::int64_t p = s; p < e; ++p) {
           if (p + pf < g.n) a.prefetch(p + pf);
           a.accumulate(g.idx[p], g.psw ? g.psw[p] : 1.f, acc);
@@ -118,10 +119,15 @@ struct RowAcc {
   const std::int64_t* idx;
   const std::uint32_t Dr;
   RowAcc(const RowView& v, const LookupArgs& g) : base(v.base), rb(v.row_bytes), ts(v.table_scale), idx(g.idx), Dr(v.dim) {}
+  // int8/int4 rows are q * scale + bias: a bag adds sum_k w_k scale_k q_k per element and
+  // sum_k w_k bias_k once, kept in acc[D] and added in finish(): one FMA per element
+  // instead of two.
+  static constexpr bool kAffine = K == RowKind::INT8 || K == RowKind::INT4;
   std::uint32_t acc_width() const { return KD ? KD : Dr; }
   void finish(const float* __restrict acc, float scale, float* __restrict out) const {
     const std::uint32_t D = KD ? KD : Dr;
-    for (std::uint32_t d = 0; d < D; ++d) out[d] = acc[d] * scale;
+    const float bias = kAffine ? acc[D] : 0.f;
+    for (std::uint32_t d = 0; d < D; ++d) out[d] = (acc[d] + bias) * scale;
   }
   const std::uint8_t* row(std::int64_t r) const { return base + static_cast<std::uint64_t>(r) * rb; }
   void prefetch(std::int64_t pos) const { prefetch_bytes(row(idx[pos]), rb); }
@@ -129,15 +135,33 @@ struct RowAcc {
     const std::uint32_t D = KD ? KD : Dr;
     const std::uint8_t* __restrict p = row(r);
     const RowParams rp = row_params<K>(p, D, ts);
-    if constexpr (K == RowKind::INT4) {
-      // Two elements per byte: even element in the low nibble.
-      const std::uint32_t half = D / 2;
-      for (std::uint32_t i = 0; i < half; ++i) {
-        const std::uint32_t byte = p[i];
-        acc[2 * i] += w * int4_dequant(byte & 0xfu, rp.a, rp.b);
-        acc[2 * i + 1] += w * int4_dequant(byte >> 4, rp.a, rp.b);
+    if constexpr (kAffine) {
+      const float ws = w * rp.a;
+      acc[D] += w * rp.b;
+      if constexpr (K == RowKind::INT4) {
+        // Two elements per byte, the even one in the low nibble.
+        const std::uint32_t half = D / 2;
+        if constexpr (KD > 0) {
+          // unpack to floats first (a loop the compiler vectorises), then one FMA loop
+          alignas(64) float q[KD];
+          for (std::uint32_t i = 0; i < half; ++i) {
+            const std::uint32_t byte = p[i];
+            q[2 * i] = static_cast<float>(byte & 0xfu);
+            q[2 * i + 1] = static_cast<float>(byte >> 4);
+          }
+          if (D & 1u) q[D - 1] = static_cast<float>(int4_code(p, D - 1));
+          for (std::uint32_t d = 0; d < D; ++d) acc[d] += ws * q[d];
+        } else {
+          for (std::uint32_t i = 0; i < half; ++i) {
+            const std::uint32_t byte = p[i];
+            acc[2 * i] += ws * static_cast<float>(byte & 0xfu);
+            acc[2 * i + 1] += ws * static_cast<float>(byte >> 4);
+          }
+          if (D & 1u) acc[D - 1] += ws * static_cast<float>(int4_code(p, D - 1));
+        }
+      } else {
+        for (std::uint32_t d = 0; d < D; ++d) acc[d] += ws * static_cast<float>(p[d]);
       }
-      if (D & 1u) acc[D - 1] += w * row_value<K>(p, D - 1, rp);
     } else {
       for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * row_value<K>(p, d, rp);
     }

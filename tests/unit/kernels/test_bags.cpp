@@ -89,6 +89,8 @@ TEST(Bags, EveryInstructionSetVariantAgrees) {
     for (const char* s : {"fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq:m=8", "lowrank:rank=4"}) {
       SCOPED_TRACE(std::string(isa) + " " + s);
       check_strategy(s, 300, 40, 23);   // D not a multiple of the vector width
+      // odd D: int4's last element alone in its byte (PQ needs m | D)
+      if (std::string(s).rfind("pq", 0) != 0) check_strategy(s, 300, 9, 37);
       check_strategy(s, 300, 64, 31);   // compile-time dimensions 64 and 128
       check_strategy(s, 300, 128, 29);
     }
@@ -126,7 +128,8 @@ TEST(Bags, OffsetsEdgeCases) {
     }
     set_num_threads(0);
   }
-  // Many single-element bags == gather.
+  // Many single-element bags == gather (to one rounding: a bag adds an int8 row's bias
+  // after scale * q, a gather fuses them in one FMA).
   {
     auto idx = uniform_indices(R, 1000, 5);
     std::vector<std::int64_t> offsets(1001);
@@ -134,7 +137,7 @@ TEST(Bags, OffsetsEdgeCases) {
     std::vector<float> a(1000 * D), b(1000 * D);
     t->bag(idx.data(), 1000, offsets.data(), 1000, nullptr, Pooling::Sum, a.data());
     t->gather(idx.data(), 1000, b.data());
-    EXPECT_EQ(a, b);
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-7f * (1.f + std::fabs(b[i]))) << i;
   }
   // Bad offsets.
   std::vector<std::int64_t> idx{1, 2, 3};
