@@ -153,7 +153,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.anchor) {
     if (cfg.backend == "cpu") {
       say("anchor: STREAM triad (" + std::to_string(rep.threads) + " threads) and memory latency");
-      rep.latency_ns = memory_latency_ns(256ull << 20, 2'000'000);
+      rep.latency_ns = memory_latency_ns(1ull << 30, 2'000'000);
       triad = std::make_unique<Triad>(rep.threads, 256ull << 20);
       triad_passes.push_back(triad->pass());
     } else {

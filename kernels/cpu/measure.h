@@ -54,7 +54,7 @@ struct BenchReport {
   std::string isa;  // CPU kernels used, or the GPU's description
   std::string anchor_name;
   double anchor_gbs = 0;
-  double latency_ns = 0;  // CPU: one dependent random load from a 256 MiB buffer (0: not measured)
+  double latency_ns = 0;  // CPU: one dependent random load from a 1 GiB buffer (0: not measured)
   double load_before = -1, load_after = -1;  // 1-minute load average around the run
   int cpus = 0;                              // CPUs this process may use
   std::vector<BenchResult> results;
