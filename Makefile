@@ -6,6 +6,8 @@
 #   make demo                  deps, build, then record the bundled workload and report it
 #   make bench                 build, then run the benchmarks (bench/) and print their ratios
 #   make test SANITIZE=address,undefined   the same tests under sanitizers (in build-san/)
+#   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
+#                              runs (build-gpu/; see scripts/gpu-bundle.sh)
 #   make clean                 remove the build folder
 
 SANITIZE ?=
@@ -20,7 +22,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 EDO := $(BUILD)/bin/edo
 DEMO_DB ?= out/demo.edodb
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test demo bench gpu-bundle clean
 
 all: build
 
@@ -44,6 +46,9 @@ demo: deps build
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
+
+gpu-bundle: deps
+	scripts/gpu-bundle.sh
 
 clean:
 	rm -rf $(BUILD)

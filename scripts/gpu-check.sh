@@ -3,6 +3,11 @@
 # the CUDA toolkit for sm_90, runs the GPU tests, traces a real PyTorch GPU job and runs the
 # GPU benchmarks, writing everything under $OUT (or bench/results/<date>-<card>/).
 #
+# The GPU machine has the CUDA toolkit, CMake and PyTorch but none of edo's Debian packages:
+# build the bundle here first (scripts/gpu-bundle.sh, `make gpu-bundle`) and carry
+# build-gpu/bin, build-gpu/lib/libedo_trace.so and build-gpu/lib/python; the steps use those
+# binaries when $EDO_BUILD has no CMakeCache.txt.
+#
 # Each part of edo adds its GPU steps as an executable `gpu-steps.sh` next to its GPU tests
 # (tests/gpu/<area>/gpu-steps.sh or bench/<area>/gpu-steps.sh); this script runs them all,
 # each with a time limit, and never stops at the first failure.

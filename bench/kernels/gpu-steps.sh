@@ -4,7 +4,8 @@
 #
 #   bench/kernels/gpu-steps.sh            # results under $RESULTS, $OUT, else bench/results/
 #
-# 1. builds edo_kernels for sm_90 (ARCH=.. to change) with the GPU tests and bench_kernels
+# 1. builds edo_kernels for sm_90 (ARCH=.. to change) with the GPU tests and bench_kernels,
+#    or uses the bundle scripts/gpu-bundle.sh built (no CMakeCache.txt in $EDO_BUILD)
 # 2. runs the GPU tests (every CUDA kernel vs the CPU backend, outputs poisoned first)
 # 3. runs the CUDA strategy benchmark (edo.bench/1 JSON, anchor: device-to-device copy) on
 #    10M x 128 and 1M x 128, uniform and Zipf 1.05, with GPU-sized batches
@@ -22,11 +23,10 @@ PY=${PYTHON:-python3}
 BATCH=${BATCH:-2097152}   # 2M indices per batch = 65536 bags of 32: enough work per launch
 log() { echo "gpu-steps: $*" >&2; }
 
-log "configure + build (sm_$ARCH) in $BUILD"
-cmake -S . -B "$BUILD" $([ -f "$BUILD/CMakeCache.txt" ] || echo "-G Ninja -DCMAKE_BUILD_TYPE=Release") -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DEDO_CUDA=ON \
-  > "$RES/kernels-gpu-configure.log" 2>&1 || { log "configure failed (see $RES/kernels-gpu-configure.log)"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" --target edo_kernels_gpu_tests bench_kernels > "$RES/kernels-gpu-build.log" 2>&1 \
-  || { log "build failed (see $RES/kernels-gpu-build.log)"; exit 1; }
+log "build (sm_$ARCH) in $BUILD"
+. "$ROOT/scripts/lib/ensure-built.sh"
+EDO_ROOT=$ROOT edo_ensure_built "$BUILD" "$RES/kernels-gpu-build.log" edo_kernels_gpu_tests bench_kernels ||
+  { log "no binaries to run"; exit 1; }
 # bench_kernels prints the same edo.bench/1 JSON as `edo bench` and needs only edo_kernels.
 
 log "GPU tests"

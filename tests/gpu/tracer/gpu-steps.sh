@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU steps of the tracer (called by scripts/gpu-check.sh; runnable alone on a GPU machine):
-#   1. build edo, libedo_trace.so, tracer_gpu_job and tracer_gpu_tests for sm_90 ($EDO_BUILD)
+#   1. build edo, libedo_trace.so, tracer_gpu_job and tracer_gpu_tests for sm_90 ($EDO_BUILD),
+#      or use the bundle scripts/gpu-bundle.sh built there
 #   2. run tracer_gpu_tests: a CUDA job under `edo record` -> allocations attributed to tables,
 #      kernel names and times, exact device-index counts (skips with a reason without a GPU)
 #   3. overhead: the job's lookup loop with and without `edo record` (median of 5 each)
@@ -15,14 +16,13 @@ BUILD=${EDO_BUILD:-$ROOT/build-gpu}
 ARCH=${ARCH:-90}
 log() { echo "tracer gpu-steps: $*" >&2; }
 
-log "configure + build (sm_$ARCH) in $BUILD"
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DEDO_CUDA=ON -DEDO_GUI=OFF \
-    > "$RES/tracer-gpu-configure.log" 2>&1 || { log "configure failed (see $RES/tracer-gpu-configure.log)"; exit 1; }
-fi
-cmake --build "$BUILD" -j "$(nproc)" --target edo edo_trace tracer_gpu_job tracer_gpu_tests bench_trace_overhead \
-  > "$RES/tracer-gpu-build.log" 2>&1 || { log "build failed (see $RES/tracer-gpu-build.log)"; exit 1; }
+log "build (sm_$ARCH) in $BUILD"
+. "$ROOT/scripts/lib/ensure-built.sh"
+EDO_ROOT=$ROOT edo_ensure_built "$BUILD" "$RES/tracer-gpu-build.log" edo edo_trace tracer_gpu_job tracer_gpu_tests bench_trace_overhead ||
+  { log "no binaries to run"; exit 1; }
 
+# tracer_gpu_job links the CUDA runtime shared; a bundle built elsewhere finds it here
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64:/usr/local/cuda/lib:/usr/local/cuda/targets/x86_64-linux/lib
 status=0
 log "tracer_gpu_tests"
 "$BUILD/bin/tracer_gpu_tests" --gtest_output="json:$RES/tracer-gpu-tests.json" 2>&1 | tee "$RES/tracer-gpu-tests.txt" | tail -30

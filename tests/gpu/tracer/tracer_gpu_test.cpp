@@ -30,6 +30,18 @@ struct Result {
   return r;
 }
 
+// A program built next to this test (build/bin), found beside the running executable first:
+// a bundle from scripts/gpu-bundle.sh runs from another directory than it was built in.
+[[maybe_unused]] std::string beside_me(const char* built_path) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto p = self.parent_path() / std::filesystem::path(built_path).filename();
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  return built_path;
+}
+
 }  // namespace
 
 TEST(TracerGpu, CudaJobUnderRecord) {
@@ -37,7 +49,7 @@ TEST(TracerGpu, CudaJobUnderRecord) {
   GTEST_SKIP() << "built without the CUDA toolkit: no GPU job";
 #else
   const std::string db = ::testing::TempDir() + "/tracer_gpu_" + std::to_string(getpid()) + ".edodb";
-  Result r = sh(std::string(EDO_BIN) + " record -o " + db + " -- " + TRACER_GPU_JOB);
+  Result r = sh(beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(TRACER_GPU_JOB));
   if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos)
     GTEST_SKIP() << "no CUDA device: " << r.out.substr(0, r.out.find('\n'));
   ASSERT_EQ(r.status, 0) << r.out;
