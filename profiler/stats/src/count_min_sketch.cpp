@@ -28,6 +28,22 @@ uint64_t CountMinSketch::add(uint64_t row, uint64_t c) {
   return m;
 }
 
+void CountMinSketch::add_batch(const uint64_t* rows, size_t n, uint64_t* estimates) {
+  constexpr size_t kAhead = 16;  // rows ahead: ~16 x depth misses in flight
+  const uint64_t mask = width_ - 1;
+  uint64_t* cells = cells_.data();
+  auto prefetch = [&](uint64_t row) {
+    const uint64_t h = mix64(row);
+    const uint64_t h1 = h, h2 = (h >> 32) | 1;
+    for (uint32_t i = 0; i < depth_; ++i) __builtin_prefetch(cells + uint64_t{i} * width_ + ((h1 + i * h2) & mask), 1, 3);
+  };
+  for (size_t j = 0; j < std::min(n, kAhead); ++j) prefetch(rows[j]);
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) prefetch(rows[j + kAhead]);
+    estimates[j] = add(rows[j]);
+  }
+}
+
 uint64_t CountMinSketch::estimate(uint64_t row) const {
   if (cells_.empty()) return 0;
   uint64_t h = mix64(row);

@@ -28,6 +28,7 @@ struct TableIngestor::Impl {
   uint64_t window_lookups = 0;
   uint64_t window_index = 0;
   std::vector<uint64_t> buf;
+  std::vector<uint64_t> est;  // count-min estimates of a chunk (sketch mode)
 
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
@@ -61,14 +62,21 @@ struct TableIngestor::Impl {
         oor = a.exact.add_batch(idx, n);
       }
     } else {
+      // In-range rows first (compacted into buf), then the count-min sketch for the whole
+      // chunk (prefetched), then the top-K and the distinct-row estimate, in the same order.
+      if (est.size() < n) est.resize(n);
+      if (buf.size() < n) buf.resize(n);
+      size_t m = 0;
       for (size_t i = 0; i < n; ++i) {
         const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
-        if (r >= rows) {
-          ++oor;
-          continue;
-        }
-        a.topk.offer(r, a.cms.add(r));
-        a.hll.add(r);
+        buf[m] = r;
+        m += r < rows;
+      }
+      oor = n - m;
+      a.cms.add_batch(buf.data(), m, est.data());
+      for (size_t i = 0; i < m; ++i) {
+        a.topk.offer(buf[i], est[i]);
+        a.hll.add(buf[i]);
       }
     }
     a.out_of_range += oor;

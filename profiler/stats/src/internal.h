@@ -105,6 +105,10 @@ class CountMinSketch {
   void reset(uint32_t width_pow2, uint32_t depth);
   // Adds c to the row's cells and returns its new estimate (the minimum of them).
   uint64_t add(uint64_t row, uint64_t c = 1);
+  // add(rows[i]) for i in order, estimates[i] = its return value. The same results as the
+  // loop, with the cells of rows a few positions ahead prefetched: a sketch of a huge table
+  // is far larger than the caches, and each add() would otherwise wait on `depth` misses.
+  void add_batch(const uint64_t* rows, size_t n, uint64_t* estimates);
   uint64_t estimate(uint64_t row) const;
   bool merge(const CountMinSketch& o);  // false on shape mismatch
   void clear();

@@ -136,6 +136,36 @@ TEST(SketchTest, HeavyHittersUniqueAndCountBounds) {
   EXPECT_GT(coverage_of_top(a, 256), 0.3);
 }
 
+TEST(SketchTest, OutOfRangeIndicesAreCountedNotSketched) {
+  StatsConfig cfg;
+  cfg.exact_rows_limit = 100;
+  const uint64_t rows = 5000;
+  std::vector<int64_t> t64{1, 7, -1, 5000, 7, 4999, -5, 1, 1};
+  std::vector<int32_t> t32{2, -3, 6000, 2};
+  TableIngestor ing(rows, cfg);
+  ing.add(t64.data(), t64.size());
+  ing.add(t32.data(), t32.size());
+  const TableAggregate& a = ing.pending();
+  ASSERT_EQ(a.mode(), CountMode::kSketch);
+  EXPECT_EQ(a.out_of_range(), 5u);
+  EXPECT_EQ(a.lookups(), 8u);
+  EXPECT_GE(a.count(1), 3u);
+  EXPECT_GE(a.count(7), 2u);
+  EXPECT_GE(a.count(2), 2u);
+  EXPECT_EQ(a.top_rows(1)[0].first, 1u);
+}
+
+TEST(SketchTest, BatchedCountMinAddEqualsOneByOne) {
+  auto t = zipf_trace(1 << 16, 1.05, 20000, 9);
+  std::vector<uint64_t> rows(t.begin(), t.end()), est(rows.size());
+  detail::CountMinSketch one, batch;
+  one.reset(1 << 10, 4);
+  batch.reset(1 << 10, 4);
+  batch.add_batch(rows.data(), rows.size(), est.data());
+  for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(one.add(rows[i]), est[i]) << i;
+  EXPECT_EQ(one.cells(), batch.cells());
+}
+
 TEST(SketchTest, DeltasMergeLikeOneIngest) {
   StatsConfig cfg;
   cfg.exact_rows_limit = 1000;
