@@ -264,7 +264,6 @@ class MattsonStack {
   void compact();
   uint64_t live_between(uint64_t lo, uint64_t hi) const;  // live markers in [lo, hi)
   void set_live(uint64_t ts);
-  void clear_live(uint64_t ts);
   std::vector<uint32_t> last_;   // id -> timestamp + 1 (0 = never)
   std::vector<uint32_t> owner_;  // timestamp -> id + 1 (0 = dead)
   std::vector<uint64_t> bits_;   // live markers, one bit per timestamp
