@@ -20,7 +20,9 @@ card=${card:-no-gpu}
 export RESULTS=${OUT:-$PWD/bench/results/$(date +%Y-%m-%d)-$card}
 mkdir -p "$RESULTS"
 log="$RESULTS/gpu-check.log"
-step_limit=${EDO_GPU_STEP_TIMEOUT:-240}
+# 3 steps x 180 s stays inside one 10-minute call of the device tool even if every step
+# runs into its limit (each normally needs 30-150 s with a bundle: no building there).
+step_limit=${EDO_GPU_STEP_TIMEOUT:-180}
 
 {
   echo "gpu-check: $(date -u +%FT%TZ) card=$card"
