@@ -123,11 +123,22 @@ struct RowAcc {
   // sum_k w_k bias_k once, kept in acc[D] and added in finish(): one FMA per element
   // instead of two.
   static constexpr bool kAffine = K == RowKind::INT8 || K == RowKind::INT4;
+  // int4 at a compile-time even width: the accumulator holds the even elements, then the odd
+  // ones (a row's low nibbles, then its high nibbles), so the per-row loop needs no shuffle;
+  // finish() interleaves once per bag.
+  static constexpr bool kSplitNibbles = K == RowKind::INT4 && KD > 0 && KD % 2 == 0;
   std::uint32_t acc_width() const { return KD ? KD : Dr; }
   void finish(const float* __restrict acc, float scale, float* __restrict out) const {
     const std::uint32_t D = KD ? KD : Dr;
     const float bias = kAffine ? acc[D] : 0.f;
-    for (std::uint32_t d = 0; d < D; ++d) out[d] = (acc[d] + bias) * scale;
+    if constexpr (kSplitNibbles) {
+      for (std::uint32_t i = 0; i < KD / 2; ++i) {
+        out[2 * i] = (acc[i] + bias) * scale;
+        out[2 * i + 1] = (acc[KD / 2 + i] + bias) * scale;
+      }
+    } else {
+      for (std::uint32_t d = 0; d < D; ++d) out[d] = (acc[d] + bias) * scale;
+    }
   }
   const std::uint8_t* row(std::int64_t r) const { return base + static_cast<std::uint64_t>(r) * rb; }
   void prefetch(std::int64_t pos) const { prefetch_bytes(row(idx[pos]), rb); }
@@ -141,16 +152,13 @@ struct RowAcc {
       if constexpr (K == RowKind::INT4) {
         // Two elements per byte, the even one in the low nibble.
         const std::uint32_t half = D / 2;
-        if constexpr (KD > 0) {
-          // unpack to floats first (a loop the compiler vectorises), then one FMA loop
-          alignas(64) float q[KD];
-          for (std::uint32_t i = 0; i < half; ++i) {
+        if constexpr (kSplitNibbles) {
+          float* __restrict odd = acc + KD / 2;
+          for (std::uint32_t i = 0; i < KD / 2; ++i) {
             const std::uint32_t byte = p[i];
-            q[2 * i] = static_cast<float>(byte & 0xfu);
-            q[2 * i + 1] = static_cast<float>(byte >> 4);
+            acc[i] += ws * static_cast<float>(byte & 0xfu);
+            odd[i] += ws * static_cast<float>(byte >> 4);
           }
-          if (D & 1u) q[D - 1] = static_cast<float>(int4_code(p, D - 1));
-          for (std::uint32_t d = 0; d < D; ++d) acc[d] += ws * q[d];
         } else {
           for (std::uint32_t i = 0; i < half; ++i) {
             const std::uint32_t byte = p[i];
