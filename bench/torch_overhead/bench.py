@@ -168,8 +168,8 @@ def main():
           % (tc / bc - 1.0, bc, tc))
     ho = statistics.median(hooks_only) if hooks_only else None
     if ho is not None:
-        print("hooks_only_ms_per_step %.4f (python hooks, tracer inactive: %+.1f%% vs baseline)"
-              % (ho, 100.0 * (ho / b - 1.0)))
+        print("hooks_only_ms_per_step %.4f (python hooks, tracer inactive: %+.1f%% vs baseline; "
+              "whole processes, as noisy as process_overhead)" % (ho, 100.0 * (ho / b - 1.0)))
     try:
         load = os.getloadavg()[0]
     except OSError:
