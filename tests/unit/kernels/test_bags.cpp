@@ -204,3 +204,34 @@ TEST(Bags, ConcurrentCallersGetTheSameResults) {
   for (auto& x : th) x.join();
   for (int k = 0; k < 4; ++k) EXPECT_TRUE(ok[k]) << k;
 }
+
+// The avx2/avx512 kernels convert fp16 with the F16C instruction, the generic one with
+// kernels/formats' half_to_float(): every finite half value must come out bit for bit the same
+// through each of them (gather and a one-row bag).
+TEST(Bags, Fp16ConversionIsExactOnEveryInstructionSet) {
+  std::vector<float> want;
+  for (std::uint32_t h = 0; h < 65536; ++h)
+    if (((h >> 10) & 0x1fu) != 0x1fu) want.push_back(half_to_float(static_cast<std::uint16_t>(h)));
+  const std::uint32_t D = 128;  // a compile-time width: the F16C path
+  const std::uint64_t R = (want.size() + D - 1) / D;
+  want.resize(R * D, 0.f);
+  auto t = encode(StrategySpec::parse("fp16"), want.data(), R, D);
+  std::vector<std::int64_t> idx(R), offsets(R + 1);
+  for (std::uint64_t r = 0; r < R; ++r) idx[r] = static_cast<std::int64_t>(r), offsets[r] = static_cast<std::int64_t>(r);
+  offsets[R] = static_cast<std::int64_t>(R);
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    const auto* k = cpu::kernels_named(isa);
+    if (!k) continue;
+    SCOPED_TRACE(isa);
+    cpu::override_kernels(k);
+    std::vector<float> g(R * D, NAN), b(R * D, NAN);
+    t->gather(idx.data(), static_cast<std::int64_t>(R), g.data());
+    t->bag(idx.data(), static_cast<std::int64_t>(R), offsets.data(), static_cast<std::int64_t>(R), nullptr, Pooling::Sum, b.data());
+    cpu::override_kernels(nullptr);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(float_as_bits(g[i]), float_as_bits(want[i])) << "gather, half value " << i;
+      // a bag adds the row to +0.0: -0.0 comes out as +0.0, everything else unchanged
+      ASSERT_EQ(b[i], want[i]) << "bag, half value " << i;
+    }
+  }
+}
