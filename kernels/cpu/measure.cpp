@@ -194,7 +194,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
   };
   std::vector<Entry> group;
   std::uint64_t group_bytes = 0;
-  const std::uint64_t budget = available_bytes() / 3;
+  const std::uint64_t budget = cfg.group_bytes ? cfg.group_bytes : available_bytes() / 3;
   auto pass = [&](EncodedTable& table, bool bag) {
     for (const auto& s : sets) {
       if (bag) table.bag(s.data(), static_cast<std::int64_t>(B), offsets.data(), n_bags, nullptr, Pooling::Sum, out.data());

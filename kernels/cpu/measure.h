@@ -31,6 +31,8 @@ struct BenchConfig {
   std::uint64_t seed = 42;
   bool anchor = true;
   bool pin = true;                    // pin CPU threads
+  std::uint64_t group_bytes = 0;      // CPU: tables measured together up to this many bytes
+                                      // (0: a third of MemAvailable)
   std::function<void(const std::string&)> progress;  // one line per step (stderr in the CLI)
 };
 

@@ -1,6 +1,8 @@
 // The benchmark harness on a tiny shape: JSON shape and sanity (no timing thresholds).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/cpu/measure.h"
 #include "kernels/cuda/cuda_backend.h"
 
@@ -40,6 +42,45 @@ TEST(Bench, JsonShape) {
 }
 
 TEST(Bench, TriadRuns) { EXPECT_GT(triad_gbs(1, 8 << 20, 2), 0.0); }
+
+TEST(Bench, LatencyRuns) {
+  const double ns = memory_latency_ns(4 << 20, 100000);
+  EXPECT_GT(ns, 0.0);
+  EXPECT_TRUE(std::isfinite(ns));
+}
+
+// Strategies are measured interleaved in groups that fit in memory: one table per group
+// gives the same results, in the same order, as one group for all; the anchor and the
+// latency are in the report.
+TEST(Bench, GroupsKeepTheStrategyOrder) {
+  BenchConfig c;
+  c.rows = 1000;
+  c.dim = 8;
+  c.batch = 256;
+  c.pooling = 4;
+  c.sets = 1;
+  c.reps = 2;
+  c.pin = false;
+  c.strategies = "int4,fp32,pruned,offload:policy=static";
+  const auto together = run_bench(c);
+  c.group_bytes = 1;
+  c.anchor = false;
+  const auto apart = run_bench(c);
+  ASSERT_EQ(together.results.size(), 4u);
+  ASSERT_EQ(apart.results.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(together.results[i].strategy, apart.results[i].strategy);
+    EXPECT_EQ(together.results[i].device_bytes, apart.results[i].device_bytes);
+    EXPECT_EQ(together.results[i].error, apart.results[i].error);
+    EXPECT_EQ(together.results[i].hit_rate, apart.results[i].hit_rate);
+    EXPECT_GT(apart.results[i].bag_rows_per_s, 0.0);
+  }
+  EXPECT_EQ(together.results[0].strategy, "int4");
+  EXPECT_GT(together.anchor_gbs, 0.0);
+  EXPECT_GT(together.latency_ns, 0.0);
+  EXPECT_TRUE(to_json(together)["anchor"].contains("latency_ns"));
+  EXPECT_FALSE(to_json(apart)["anchor"].contains("latency_ns"));
+}
 
 TEST(Bench, CudaWithoutDeviceIsOneClearLine) {
   if (cuda::available()) GTEST_SKIP() << "a CUDA device is present";
