@@ -8,17 +8,25 @@
 
 using namespace edo::kernels;
 
-TEST(Bench, JsonShape) {
+namespace {
+// A shape that measures in milliseconds.
+BenchConfig tiny(std::uint64_t rows, std::uint32_t dim, std::uint64_t batch, std::uint32_t pooling, const char* strategies) {
   BenchConfig c;
-  c.rows = 2000;
-  c.dim = 16;
-  c.batch = 512;
-  c.pooling = 8;
+  c.rows = rows;
+  c.dim = dim;
+  c.batch = batch;
+  c.pooling = pooling;
   c.sets = 2;
   c.reps = 2;
-  c.anchor = false;
   c.pin = false;
-  c.strategies = "fp32,int8,offload:policy=lru";
+  c.strategies = strategies;
+  return c;
+}
+}  // namespace
+
+TEST(Bench, JsonShape) {
+  BenchConfig c = tiny(2000, 16, 512, 8, "fp32,int8,offload:policy=lru");
+  c.anchor = false;
   auto rep = run_bench(c);
   auto j = to_json(rep);
   EXPECT_EQ(j["schema"], "edo.bench/1");
@@ -53,15 +61,7 @@ TEST(Bench, LatencyRuns) {
 // gives the same results, in the same order, as one group for all; the anchor and the
 // latency are in the report.
 TEST(Bench, GroupsKeepTheStrategyOrder) {
-  BenchConfig c;
-  c.rows = 1000;
-  c.dim = 8;
-  c.batch = 256;
-  c.pooling = 4;
-  c.sets = 1;
-  c.reps = 2;
-  c.pin = false;
-  c.strategies = "int4,fp32,pruned,offload:policy=static";
+  BenchConfig c = tiny(1000, 8, 256, 4, "int4,fp32,pruned,offload:policy=static");
   const auto together = run_bench(c);
   c.group_bytes = 1;
   c.anchor = false;
