@@ -64,7 +64,7 @@ void print_text(const db::Profile& profile, const std::vector<db::TableView>& ta
   bool any_sketch = false;
   for (const auto& t : tables) any_sketch |= t.summary.mode == stats::CountMode::kSketch;
   fmt::print("\nBYTES: weights plus optimizer state; 'shared': the weights belong to the tied table named first.\n");
-  fmt::print("TOPx%: share of lookups that go to the top x% of the table's rows. LRUx%: hit rate of an LRU cache holding x% of rows.\n");
+  fmt::print("TOPx%: share of lookups that go to the top x% of the table's rows (at least one row). LRUx%: hit rate of an LRU cache holding x% of rows (at least one).\n");
   if (any_sketch) fmt::print("~: estimated (table above the exact-count limit: count-min sketch + top-K + HyperLogLog).\n");
   if (top > 0) {
     for (const auto& t : tables) {

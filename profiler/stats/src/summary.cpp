@@ -55,12 +55,15 @@ TableSummary summarize(const TableAggregate& agg) {
   const std::vector<uint64_t> counts = agg.counts_descending();
   std::vector<uint64_t> prefix(counts.size() + 1, 0);  // prefix[k] = sum of top k
   for (size_t i = 0; i < counts.size(); ++i) prefix[i + 1] = prefix[i] + counts[i];
-  s.coverage_top_0_1pct = coverage_from(prefix, s.lookups, s.rows / 1000);
-  s.coverage_top_1pct = coverage_from(prefix, s.lookups, s.rows / 100);
-  s.coverage_top_10pct = coverage_from(prefix, s.lookups, s.rows / 10);
+  // x % of the rows, at least one row: the top 0.1 % of a 300-row table is its hottest row,
+  // not nothing (the LRU points below round the same way).
+  auto share = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, s.rows * num / den); };
+  s.coverage_top_0_1pct = coverage_from(prefix, s.lookups, share(1, 1000));
+  s.coverage_top_1pct = coverage_from(prefix, s.lookups, share(1, 100));
+  s.coverage_top_10pct = coverage_from(prefix, s.lookups, share(1, 10));
   std::vector<uint64_t> kpts = log_points(s.rows, 10);
-  for (uint64_t k : {s.rows / 1000, s.rows / 100, s.rows / 10})
-    if (k > 0) kpts.push_back(k);
+  for (uint64_t k : {share(1, 1000), share(1, 100), share(1, 10)})
+    if (k <= s.rows) kpts.push_back(k);
   std::sort(kpts.begin(), kpts.end());
   kpts.erase(std::unique(kpts.begin(), kpts.end()), kpts.end());
   for (uint64_t k : kpts)

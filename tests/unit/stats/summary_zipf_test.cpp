@@ -75,6 +75,20 @@ TEST(ZipfFitTest, RecoversTheExponent) {
   EXPECT_GT(f.fit_error, 0.0);
 }
 
+// Tables too small for 0.1 % (or 1 %) of their rows to be a whole row: the share is that of
+// their hottest row, never 0 %.
+TEST(SummaryTest, CoverageOfATinyTableCountsAtLeastOneRow) {
+  const uint64_t rows = 300;
+  std::vector<int64_t> t{5, 5, 5, 7, 9, 5, 7, 1};
+  TableIngestor ing(rows, StatsConfig{});
+  ing.add(t.data(), t.size());
+  TableSummary s = summarize(ing.take_delta());
+  EXPECT_DOUBLE_EQ(s.coverage_top_0_1pct, 4.0 / 8);  // row 5
+  EXPECT_DOUBLE_EQ(s.coverage_top_1pct, 7.0 / 8);    // 3 rows: 5, 7 and one of 1 or 9
+  EXPECT_DOUBLE_EQ(s.coverage_top_10pct, 1.0);
+  EXPECT_EQ(s.coverage_curve.front().x, 1.0);
+}
+
 TEST(SummaryTest, CoverageAndCurvesAgainstGroundTruth) {
   const uint64_t rows = 20000;
   auto t = zipf_trace(rows, 1.0, 300000, 12);
