@@ -2,6 +2,7 @@
 // the machine's own anchor (STREAM triad / device-to-device copy) measured in the same run.
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "command.h"
@@ -85,6 +86,13 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
       rep = edo::kernels::run_bench(c);
     } catch (const std::invalid_argument& e) {
       throw edo::cli::UsageError(e.what());
+    } catch (const std::bad_alloc&) {
+      // the fp32 source weights alone are rows x dim x 4 bytes, each encoded table comes on top
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "not enough memory for a %llu x %u benchmark (the fp32 weights alone are %.1f GiB); lower --rows or --dim",
+                    static_cast<unsigned long long>(c.rows), c.dim, static_cast<double>(c.rows) * c.dim * 4 / (1ull << 30));
+      throw edo::cli::Failure(msg);
     }
     if (o->json) std::cout << edo::kernels::to_json(rep).dump(2) << "\n";
     else std::cout << edo::kernels::to_text(rep);

@@ -141,7 +141,7 @@ TEST(Diff, ShowsChangesAndTablesOnlyInOne) {
 }
 
 TEST(Errors, BadFlagsAreUsageErrorsOnOneLine) {
-  for (const std::string args : std::vector<std::string>{"synth --tables 2", "synth -o x.edodb --tables -3", "synth -o x.edodb --dtype f64",
+  for (const std::string& args : std::vector<std::string>{"synth --tables 2", "synth -o x.edodb --tables -3", "synth -o x.edodb --dtype f64",
                                  "report", "frobnicate", "synth -o x.edodb --zipf abc"}) {
     auto r = run_command(kEdo + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
@@ -162,6 +162,22 @@ TEST(Errors, BadFilesAreRuntimeErrorsNamingTheFile) {
       EXPECT_TRUE(r.out.empty()) << r.out;
     }
   }
+}
+
+TEST(Errors, BenchTooLargeForMemoryIsOneLine) {
+  // 20e9 x 128 fp32 = 9.5 TiB: refused at allocation unless the kernel overcommits blindly,
+  // in which case the benchmark would start filling it.
+  std::ifstream oc("/proc/sys/vm/overcommit_memory");
+  int mode = 0;
+  if (oc >> mode && mode == 1) GTEST_SKIP() << "vm.overcommit_memory = 1: the allocation would succeed";
+  auto r = run_command(kEdo + " bench -q --rows 20000000000 --dim 128 --strategies fp32");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("not enough memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--rows"), std::string::npos) << r.err;
+  auto u = run_command(kEdo + " bench -q --rows 1000 --strategies fp32:bogus=1");
+  EXPECT_EQ(u.exit_code, 2) << u.err;
+  EXPECT_EQ(count_lines(u.err), 1u) << u.err;
 }
 
 TEST(Help, ListsEveryCommandAndEachHasHelp) {
