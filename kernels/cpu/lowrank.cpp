@@ -97,6 +97,7 @@ std::unique_ptr<EncodedTable> encode_lowrank(const StrategySpec& spec, const flo
   ParamReader pr(spec);
   const auto rank = static_cast<std::uint32_t>(pr.integer("rank", std::max<std::uint32_t>(1, dim / 8), 1, dim));
   pr.done();
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<LowRankTable>(rows, dim, rank);
   t->fit(w, o.counts);
   t->params_mut()["rank"] = rank;

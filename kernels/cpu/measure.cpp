@@ -127,6 +127,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.pooling == 0 || cfg.batch < cfg.pooling) throw std::invalid_argument("batch must be at least one bag of `pooling` indices");
   if (cfg.sets < 1 || cfg.reps < 1 || cfg.warmup < 0) throw std::invalid_argument("sets and reps must be >= 1");
   const auto specs = StrategySpec::parse_list(cfg.strategies);
+  for (const auto& spec : specs) check_spec(spec, cfg.rows, cfg.dim);  // before minutes of work
   if (cfg.backend == "cuda") {
     const std::string st = cuda::device_status();
     if (!st.empty()) throw std::runtime_error(st);

@@ -126,6 +126,7 @@ std::unique_ptr<EncodedTable> encode_multihash(const StrategySpec& spec, const f
   pr.done();
   if (mode == "concat" && dim % k != 0)
     throw std::invalid_argument("strategy multihash: mode=concat needs k=" + std::to_string(k) + " to divide dim " + std::to_string(dim));
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<MultiHashTable>(rows, dim, buckets, k, mode == "concat" ? HashMode::Concat : HashMode::Sum, o.seed);
   t->fit(w, o.counts, iters);
   auto& p = t->params_mut();

@@ -116,6 +116,7 @@ std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const flo
   pr.done();
   if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("strategy offload: tables above 2^31-1 rows are not supported");
+  if (o.check_only) return nullptr;
   const auto cache_rows = std::min<std::uint64_t>(rows, static_cast<std::uint64_t>(cache * static_cast<double>(rows)));
   auto t = std::make_unique<OffloadTable>(rows, dim, cache_rows, policy == "lru", memory == "managed");
   t->build(w, o.counts);

@@ -122,6 +122,7 @@ std::unique_ptr<EncodedTable> encode_pq(const StrategySpec& spec, const float* w
   const auto sample = static_cast<std::uint64_t>(pr.integer("sample", 65536, 256, 1ll << 40));
   pr.done();
   if (dim % m != 0) throw std::invalid_argument("strategy pq: m=" + std::to_string(m) + " must divide dim " + std::to_string(dim));
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<PqTable>(rows, dim, m, k);
   t->train_and_encode(w, o, iters, sample);
   auto& p = t->params_mut();

@@ -79,6 +79,7 @@ std::unique_ptr<EncodedTable> encode_pruned(const StrategySpec& spec, const floa
   pr.done();
   if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("strategy pruned: tables above 2^31-1 rows are not supported");
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<PrunedTable>(rows, dim);
   t->build(w, o.counts, dflt == "mean");
   auto& p = t->params_mut();

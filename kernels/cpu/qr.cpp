@@ -116,6 +116,7 @@ std::unique_ptr<EncodedTable> encode_qr(const StrategySpec& spec, const float* w
   const std::string op = pr.choice("op", "mult", {"mult", "add"});
   const int iters = static_cast<int>(pr.integer("iters", 4, 1, 100));
   pr.done();
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<QrTable>(rows, dim, std::min<std::uint64_t>(m, rows), op == "add" ? QrOp::Add : QrOp::Mult);
   t->fit(w, o.counts, iters);
   auto& p = t->params_mut();

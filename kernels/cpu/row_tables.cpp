@@ -190,7 +190,7 @@ void RowTable::encode(const float* w, const std::string& fp8_scale) {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                                std::uint32_t dim, const EncodeOptions&) {
+                                                std::uint32_t dim, const EncodeOptions& o) {
   ParamReader pr(spec);
   RowKind kind = RowKind::F32;
   std::string fp8_scale = "row";
@@ -202,6 +202,7 @@ std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec& spec, const 
   } else if (spec.name == "int8") kind = RowKind::INT8;
   else if (spec.name == "int4") kind = RowKind::INT4;
   pr.done();
+  if (o.check_only) return nullptr;
   auto t = std::make_unique<RowTable>(spec.name, kind, rows, dim, fp8_scale == "row");
   t->encode(w, fp8_scale);
   auto& p = t->params_mut();

@@ -259,6 +259,12 @@ std::unique_ptr<EncodedTable> encode(const StrategySpec& spec, const float* weig
   throw std::invalid_argument("unknown strategy '" + n + "'");
 }
 
+void check_spec(const StrategySpec& spec, std::uint64_t rows, std::uint32_t dim) {
+  EncodeOptions o;
+  o.check_only = true;
+  (void)encode(spec, nullptr, rows, dim, o);
+}
+
 double reconstruction_error(const EncodedTable& table, const float* weights, const std::uint64_t* counts) {
   const std::uint64_t R = table.rows();
   const std::uint32_t D = table.dim();

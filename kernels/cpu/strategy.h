@@ -71,6 +71,9 @@ struct FormatData {
 struct EncodeOptions {
   const std::uint64_t* counts = nullptr;  // per-row access counts (nullable: uniform)
   std::uint64_t seed = 42;                // k-means, hashing
+  // Only check the spec's parameters against the shape (what encode() would throw for them)
+  // and return nullptr: no weights read, nothing allocated. See check_spec().
+  bool check_only = false;
 };
 
 class EncodedTable {
@@ -130,6 +133,10 @@ class EncodedTable {
 // for an unknown strategy or a bad parameter (naming it).
 std::unique_ptr<EncodedTable> encode(const StrategySpec& spec, const float* weights, std::uint64_t rows,
                                      std::uint32_t dim, const EncodeOptions& options = {});
+
+// Throws std::invalid_argument, as encode() would, when the spec's parameters do not fit a
+// rows x dim table; cheap (nothing is encoded), so callers check every spec before long work.
+void check_spec(const StrategySpec& spec, std::uint64_t rows, std::uint32_t dim);
 
 // Access-frequency-weighted relative L2 reconstruction error:
 //   sqrt( sum_r c_r ||w_r - decode(r)||^2 / sum_r c_r ||w_r||^2 ), c_r = counts[r] (1 if null).

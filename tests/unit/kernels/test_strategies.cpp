@@ -221,3 +221,14 @@ TEST(Specs, ParsingAndErrors) {
     EXPECT_NE(std::string(e.what()).find("scale"), std::string::npos);
   }
 }
+
+// check_spec: the errors encode() would give for the parameters, before any weight is read or
+// any table allocated (a 2^40-bucket multi-hash table would not fit in memory).
+TEST(Strategies, CheckSpecRejectsBadParametersWithoutEncoding) {
+  EXPECT_NO_THROW(check_spec(StrategySpec::parse("multihash:buckets=1099511627776"), 1ull << 40, 128));
+  EXPECT_NO_THROW(check_spec(StrategySpec::parse("offload:cache=0.5:policy=lru"), 1000, 16));
+  for (const char* bad : {"pq:m=7", "fp32:bogus=1", "lowrank:rank=999", "offload:cache=2", "multihash:mode=concat:k=3",
+                          "int8:scale=row", "qr:op=divide"})
+    EXPECT_THROW(check_spec(StrategySpec::parse(bad), 1000, 128), std::invalid_argument) << bad;
+  EXPECT_THROW(check_spec(StrategySpec::parse("pruned"), 1ull << 32, 8), std::invalid_argument);
+}
