@@ -239,6 +239,9 @@ int run_record(const RecordOptions& o) {
       if (r == child) {
         exited = true;
         exit_time = clock::now();
+        // The job's last process often connects only in its exit handler: its connection may
+        // still wait in the backlog, with all its frames in it. Take it before closing.
+        server.accept_pending(builder);
         server.stop_listening();
       }
     }

@@ -96,6 +96,12 @@ struct State {
   bool goodbye_sent = false;   // flush_mu
 
   std::mutex flush_mu, reg_mu, ing_mu, q_mu, mem_mu, kern_mu, nvtx_mu, sink_mu;
+  // Held by the background thread for each round of work (draining, polling, flushing), so
+  // that fork() can wait until it is back to waiting: a fork while that thread is inside
+  // malloc leaves the child with the allocator's lock taken if the allocator has no fork
+  // handler of its own (AddressSanitizer's does not: a forked worker hung at exit).
+  std::mutex bg_work_mu;
+  std::atomic<bool> bg_entered{false};  // the background thread has reached bg_main()
 
   // registry
   std::atomic<Table*> slots[kMaxTables] = {};
@@ -440,6 +446,7 @@ void flush_internal(bool final_goodbye, wire::EndReason reason, int code, bool f
 
 // ---- background thread ---------------------------------------------------------------------
 void bg_main() {
+  g->bg_entered.store(true);  // thread start-up (allocations included) is over: see ensure_bg()
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
@@ -455,6 +462,7 @@ void bg_main() {
       g->flush_req = false;
     }
     if (stop) break;
+    std::lock_guard<std::mutex> work(g->bg_work_mu);
     drain_queue();
     cuda_poll(false);
     cupti_poll();
@@ -481,8 +489,13 @@ void ensure_bg() {
   std::lock_guard<std::mutex> lk(g->start_mu);
   if (!g->need_start.load()) return;
   try {
+    g->bg_entered.store(false);
     g->bg = new std::thread(bg_main);
     g->bg_running.store(true);
+    // Wait (2 s at most) until the thread runs our code: a fork() while the new thread is
+    // still being set up could copy an allocator lock in the taken state (see bg_work_mu).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!g->bg_entered.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
   } catch (...) {
     g->cfg.async = false;  // no thread: ingest inline, flush at exit only
   }
@@ -573,6 +586,7 @@ void install_signal(int sig) {
 
 void atfork_prepare() {
   if (!g || !g->active) return;
+  g->bg_work_mu.lock();  // first: the background thread takes the others while holding it
   g->start_mu.lock();
   g->flush_mu.lock(); g->reg_mu.lock(); g->ing_mu.lock(); g->q_mu.lock(); g->mem_mu.lock();
   g->kern_mu.lock(); g->nvtx_mu.lock(); g->sink_mu.lock();
@@ -582,6 +596,7 @@ void atfork_parent() {
   g->sink_mu.unlock(); g->nvtx_mu.unlock(); g->kern_mu.unlock(); g->mem_mu.unlock();
   g->q_mu.unlock(); g->ing_mu.unlock(); g->reg_mu.unlock(); g->flush_mu.unlock();
   g->start_mu.unlock();
+  g->bg_work_mu.unlock();
 }
 void atfork_child() {
   if (!g || !g->active) return;

@@ -47,6 +47,15 @@ void ChannelServer::stop_listening() {
   listen_fd_ = -1;
 }
 
+void ChannelServer::accept_pending(ProfileBuilder& b) {
+  if (listen_fd_ < 0) return;
+  while (true) {  // the listening socket is non-blocking: stops at EAGAIN
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) break;
+    conns_.push_back({fd, b.open_stream("connection " + std::to_string(++accepted_))});
+  }
+}
+
 bool ChannelServer::poll_once(ProfileBuilder& b, int timeout_ms) {
   std::vector<pollfd> fds;
   if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0});
@@ -57,12 +66,9 @@ bool ChannelServer::poll_once(ProfileBuilder& b, int timeout_ms) {
   size_t i = 0;
   if (listen_fd_ >= 0) {
     if (fds[0].revents & POLLIN) {
-      while (true) {
-        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) break;
-        conns_.push_back({fd, b.open_stream("connection " + std::to_string(++accepted_))});
-        any = true;
-      }
+      const size_t before = conns_.size();
+      accept_pending(b);
+      any = conns_.size() != before;
     }
     i = 1;
   }

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "edo/collector/collector.h"
@@ -155,4 +158,28 @@ TEST(Collector, SummaryHasThreeLines) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[0].find("2 session(s), 2 table(s), 5000 lookups, 1 tie(s)"), std::string::npos) << lines[0];
   EXPECT_NE(lines[2].find("dropped events: 1"), std::string::npos) << lines[2];
+}
+
+// A process that connects, writes all its frames and exits before the collector accepted it
+// (edo record's job often connects only in its exit handler): its connection waits in the
+// backlog, and accept_pending() must take it before stop_listening() drops the backlog.
+TEST(ChannelServer, ConnectionsWaitingAtStopAreAccepted) {
+  collector::ChannelServer server;
+  collector::ProfileBuilder b("record");
+  const std::string bytes = sample::sample_stream();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, server.path().c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  ::close(fd);  // gone before anyone accepted it
+  server.accept_pending(b);
+  server.stop_listening();
+  while (server.poll_once(b, 0)) {
+  }
+  b.finish();
+  EXPECT_EQ(b.profile().sessions.size(), 2u);
+  EXPECT_EQ(server.connections(), 0u);
 }

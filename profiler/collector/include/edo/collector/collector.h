@@ -74,7 +74,10 @@ class ChannelServer {
   // Returns true if any byte or connection event was handled.
   bool poll_once(ProfileBuilder& b, int timeout_ms);
   size_t connections() const { return conns_.size(); }
-  // Closes the listening socket (no new connections).
+  // Accepts every connection already waiting (a process that connected, wrote its frames
+  // and exited before it was accepted). Call it before stop_listening().
+  void accept_pending(ProfileBuilder& b);
+  // Closes the listening socket (no new connections; any still waiting are dropped).
   void stop_listening();
 
  private:
