@@ -19,9 +19,6 @@
 #error "EDO_ISA_NS must name the instruction-set namespace"
 #endif
 
-
-
-
 namespace edo::kernels::cpu::EDO_ISA_NS {
 namespace {
 
@@ -142,6 +139,8 @@ struct RowAcc {
   // ones (a row's low nibbles, then its high nibbles), so the per-row loop needs no shuffle;
   // finish() interleaves once per bag.
   static constexpr bool kSplitNibbles = K == RowKind::INT4 && KD > 0 && KD % 2 == 0;
+  // fp16 at a compile-time width of whole 8-value groups: converted with F16C.
+  static constexpr bool kF16c = K == RowKind::F16 && kHaveF16c && KD > 0 && KD % 8 == 0;
   std::uint32_t acc_width() const { return KD ? KD : Dr; }
   void finish(const float* __restrict acc, float scale, float* __restrict out) const {
     const std::uint32_t D = KD ? KD : Dr;
@@ -166,7 +165,6 @@ struct RowAcc {
       acc[D] += w * rp.b;
       if constexpr (K == RowKind::INT4) {
         // Two elements per byte, the even one in the low nibble.
-        const std::uint32_t half = D / 2;
         if constexpr (kSplitNibbles) {
           float* __restrict odd = acc + KD / 2;
           for (std::uint32_t i = 0; i < KD / 2; ++i) {
@@ -175,6 +173,7 @@ struct RowAcc {
             odd[i] += ws * static_cast<float>(byte >> 4);
           }
         } else {
+          const std::uint32_t half = D / 2;
           for (std::uint32_t i = 0; i < half; ++i) {
             const std::uint32_t byte = p[i];
             acc[2 * i] += ws * static_cast<float>(byte & 0xfu);
@@ -185,7 +184,7 @@ struct RowAcc {
       } else {
         for (std::uint32_t d = 0; d < D; ++d) acc[d] += ws * static_cast<float>(p[d]);
       }
-    } else if constexpr (K == RowKind::F16 && kHaveF16c && KD > 0 && KD % 8 == 0) {
+    } else if constexpr (kF16c) {
 #if defined(__F16C__)
       const __m256 wv = _mm256_set1_ps(w);
       for (std::uint32_t i = 0; i < KD; i += 8)
@@ -200,7 +199,7 @@ struct RowAcc {
     const std::uint8_t* __restrict p = row(r);
     if constexpr (K == RowKind::F32) {
       std::memcpy(out, p, D * sizeof(float));
-    } else if constexpr (K == RowKind::F16 && kHaveF16c && KD > 0 && KD % 8 == 0) {
+    } else if constexpr (kF16c) {
 #if defined(__F16C__)
       for (std::uint32_t i = 0; i < KD; i += 8) _mm256_storeu_ps(out + i, half8_to_float8(p + 2 * i));
 #endif

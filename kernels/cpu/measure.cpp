@@ -75,6 +75,18 @@ class Triad {
   HostBuffer ab_, bb_, cb_;
 };
 
+// Available memory (MemAvailable), for sizing the groups of tables measured together.
+std::uint64_t available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 8ull << 30;
+  char line[256];
+  std::uint64_t kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb ? kb * 1024 : 8ull << 30;
+}
+
 }  // namespace
 
 double triad_gbs(int threads, std::uint64_t bytes_per_array, int reps) {
@@ -106,20 +118,6 @@ double memory_latency_ns(std::uint64_t bytes, std::uint64_t steps) {
   if (at >= lines * 8) throw std::runtime_error("latency: broken cycle");
   return t / static_cast<double>(steps) * 1e9;
 }
-
-namespace {
-// Available memory (MemAvailable), for sizing the groups of tables measured together.
-std::uint64_t available_bytes() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 8ull << 30;
-  char line[256];
-  std::uint64_t kb = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
-  std::fclose(f);
-  return kb ? kb * 1024 : 8ull << 30;
-}
-}  // namespace
 
 BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.backend != "cpu" && cfg.backend != "cuda") throw std::invalid_argument("backend must be cpu or cuda");
@@ -188,6 +186,11 @@ BenchReport run_bench(const BenchConfig& cfg) {
   // host; interleaving puts every strategy and the anchor in the same minutes, so their
   // ratios hold even when the absolute figures move.
   const double per_pass = static_cast<double>(B) * cfg.sets;
+  auto add_result = [&](BenchResult r) {  // rates measured: the row GB/s follow from them
+    r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
+    r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
+    rep.results.push_back(std::move(r));
+  };
   struct Entry {
     BenchResult r;
     std::unique_ptr<EncodedTable> table;
@@ -225,9 +228,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
       e.r.gather_rows_per_s = median(e.gather);
       e.r.bag_rows_per_s = median(e.bag);
       e.r.hit_rate = e.table->hit_rate();
-      e.r.gather_gbs = e.r.gather_rows_per_s * e.r.bytes_per_row / 1e9;
-      e.r.bag_gbs = e.r.bag_rows_per_s * e.r.bytes_per_row / 1e9;
-      rep.results.push_back(std::move(e.r));
+      add_result(std::move(e.r));
     }
     group.clear();
     group_bytes = 0;
@@ -256,9 +257,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
       r.gather_rows_per_s = t.gather_rows_per_s;
       r.bag_rows_per_s = t.bag_rows_per_s;
       r.hit_rate = t.hit_rate;
-      r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
-      r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
-      rep.results.push_back(std::move(r));
+      add_result(std::move(r));
       continue;
     }
     const std::uint64_t bytes = r.device_bytes + r.host_bytes;

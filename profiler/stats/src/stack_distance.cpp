@@ -98,8 +98,8 @@ inline uint64_t popcount64(uint64_t x) {
 }
 
 // Live markers in words w .. w+kShortWords-1 of `bits`, masked: the first by lo_mask, word
-// w+last by hi_mask, the ones after it not at all. No branches: on skewed traces most gaps are this
-// short, and the loops of the general case cost a mispredicted exit each. One body, two
+// w+last by hi_mask, the ones after it not at all. No branches: on skewed traces most gaps
+// are this short, and the loops of the general case cost a mispredicted exit each. One body, two
 // functions: with the popcnt instruction (nearly every x86-64 CPU) and without (the
 // library's baseline target), chosen once at load.
 constexpr uint64_t kShortWords = 16;
@@ -200,7 +200,7 @@ uint64_t MattsonStack::reference(uint64_t id) {
 }
 
 void MattsonStack::compact() {
-  // capacity: twice the live ids, a whole number of super blocks' worth of words
+  // capacity: twice the live ids, rounded up to whole 64-bit words of markers
   const uint64_t ncap = std::max<uint64_t>(1024, 2 * (live_ + 1) + 63) / 64 * 64;
   std::vector<uint32_t> nowner(ncap, 0);
   uint64_t k = 0;

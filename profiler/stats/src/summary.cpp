@@ -55,8 +55,8 @@ TableSummary summarize(const TableAggregate& agg) {
   const std::vector<uint64_t> counts = agg.counts_descending();
   std::vector<uint64_t> prefix(counts.size() + 1, 0);  // prefix[k] = sum of top k
   for (size_t i = 0; i < counts.size(); ++i) prefix[i + 1] = prefix[i] + counts[i];
-  // x % of the rows, at least one row: the top 0.1 % of a 300-row table is its hottest row,
-  // not nothing (the LRU points below round the same way).
+  // num/den of the rows, at least one row: the top 0.1 % of a 300-row table is its hottest
+  // row, not nothing; the LRU points below round the same way.
   auto share = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, s.rows * num / den); };
   s.coverage_top_0_1pct = coverage_from(prefix, s.lookups, share(1, 1000));
   s.coverage_top_1pct = coverage_from(prefix, s.lookups, share(1, 100));
@@ -73,14 +73,13 @@ TableSummary summarize(const TableAggregate& agg) {
 
   if (!agg.stack_distances().empty()) {
     std::vector<uint64_t> cpts = log_points(s.rows, 10);
-    auto pct = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, s.rows * num / den); };
-    for (uint64_t c : {pct(1, 100), pct(10, 100), pct(50, 100), s.rows}) cpts.push_back(c);
+    for (uint64_t c : {share(1, 100), share(10, 100), share(50, 100), s.rows}) cpts.push_back(c);
     std::sort(cpts.begin(), cpts.end());
     cpts.erase(std::unique(cpts.begin(), cpts.end()), cpts.end());
     for (uint64_t c : cpts) s.lru_curve.push_back({static_cast<double>(c), lru_hit_rate(agg, static_cast<double>(c))});
-    s.lru_hit_rate_1pct = lru_hit_rate(agg, static_cast<double>(pct(1, 100)));
-    s.lru_hit_rate_10pct = lru_hit_rate(agg, static_cast<double>(pct(10, 100)));
-    s.lru_hit_rate_50pct = lru_hit_rate(agg, static_cast<double>(pct(50, 100)));
+    s.lru_hit_rate_1pct = lru_hit_rate(agg, static_cast<double>(share(1, 100)));
+    s.lru_hit_rate_10pct = lru_hit_rate(agg, static_cast<double>(share(10, 100)));
+    s.lru_hit_rate_50pct = lru_hit_rate(agg, static_cast<double>(share(50, 100)));
     s.lru_hit_rate_100pct = lru_hit_rate(agg, static_cast<double>(s.rows));
   }
 

@@ -2,18 +2,18 @@
 # scripts/lib/ensure-built.sh, which every gpu-steps.sh uses on the GPU machine: a folder
 # without CMakeCache.txt that holds every target is used as it is (the carried bundle); a
 # folder that lacks one is configured and built; a folder with a cache is built there.
-# `cmake` is replaced by a stub that records its calls, so nothing is really built.
+# `cmake` is a fake on PATH that records its calls (or fails, for case 4): nothing is built.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/stub"
-cat >"$tmp/stub/cmake" <<'STUB'
+mkdir -p "$tmp/fake"
+cat >"$tmp/fake/cmake" <<'FAKE'
 #!/usr/bin/env bash
 echo "cmake $*" >>"$CMAKE_CALLS"
-STUB
-chmod +x "$tmp/stub/cmake"
-export PATH="$tmp/stub:$PATH" CMAKE_CALLS="$tmp/calls"
+FAKE
+chmod +x "$tmp/fake/cmake"
+export PATH="$tmp/fake:$PATH" CMAKE_CALLS="$tmp/calls"
 . "$root/scripts/lib/ensure-built.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -41,10 +41,10 @@ edo_ensure_built "$b" "$tmp/log3" edo 2>/dev/null || fail "cache: non-zero"
 [[ $(wc -l <"$CMAKE_CALLS") -eq 1 ]] && grep -q -- "--build $b" "$CMAKE_CALLS" || fail "cache: expected one build call: $(cat "$CMAKE_CALLS")"
 
 # 4. a failing configure -> non-zero and one line naming the log and the bundle
-cat >"$tmp/stub/cmake" <<'STUB'
+cat >"$tmp/fake/cmake" <<'FAKE'
 #!/usr/bin/env bash
 exit 1
-STUB
+FAKE
 rm "$b/CMakeCache.txt"
 if edo_ensure_built "$b" "$tmp/log4" edo tracer_gpu_tests 2>"$tmp/err4"; then fail "configure failure: zero exit"; fi
 grep -q "configure failed (see $tmp/log4).*gpu-bundle.sh" "$tmp/err4" || fail "configure failure: message: $(cat "$tmp/err4")"
