@@ -7,7 +7,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
-#include "edo/db/profile_summary.h"
+#include "edo/model/profile_summary.h"
 #include "support/report_json.h"
 
 namespace edo::cli {
@@ -22,34 +22,34 @@ struct DiffOptions {
 };
 
 struct Loaded {
-  db::Profile profile;
-  std::vector<db::TableView> tables;
+  model::Profile profile;
+  std::vector<model::TableView> tables;
 };
 
 Loaded load(const std::string& path) {
   db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
   Loaded l;
   l.profile = store.load();
-  l.tables = db::table_views(l.profile);
+  l.tables = model::table_views(l.profile);
   return l;
 }
 
 // The numbers compared, in display order: key, getter, is_share (shown as a percentage).
 struct Metric {
   const char* key;
-  double (*get)(const db::TableView&);
+  double (*get)(const model::TableView&);
   bool share;
 };
 
 const Metric kMetrics[] = {
-    {"bytes", [](const db::TableView& t) { return static_cast<double>(t.bytes + t.extra_bytes); }, false},
-    {"lookups", [](const db::TableView& t) { return static_cast<double>(t.summary.lookups); }, false},
-    {"unique_rows", [](const db::TableView& t) { return static_cast<double>(t.summary.unique_rows); }, false},
-    {"coverage_top_1pct", [](const db::TableView& t) { return t.summary.coverage_top_1pct; }, true},
-    {"coverage_top_10pct", [](const db::TableView& t) { return t.summary.coverage_top_10pct; }, true},
-    {"lru_hit_rate_1pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_1pct; }, true},
-    {"lru_hit_rate_10pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_10pct; }, true},
-    {"lru_hit_rate_50pct", [](const db::TableView& t) { return t.summary.lru_hit_rate_50pct; }, true},
+    {"bytes", [](const model::TableView& t) { return static_cast<double>(t.bytes + t.extra_bytes); }, false},
+    {"lookups", [](const model::TableView& t) { return static_cast<double>(t.summary.lookups); }, false},
+    {"unique_rows", [](const model::TableView& t) { return static_cast<double>(t.summary.unique_rows); }, false},
+    {"coverage_top_1pct", [](const model::TableView& t) { return t.summary.coverage_top_1pct; }, true},
+    {"coverage_top_10pct", [](const model::TableView& t) { return t.summary.coverage_top_10pct; }, true},
+    {"lru_hit_rate_1pct", [](const model::TableView& t) { return t.summary.lru_hit_rate_1pct; }, true},
+    {"lru_hit_rate_10pct", [](const model::TableView& t) { return t.summary.lru_hit_rate_10pct; }, true},
+    {"lru_hit_rate_50pct", [](const model::TableView& t) { return t.summary.lru_hit_rate_50pct; }, true},
 };
 
 std::string show(double v, bool share) {
@@ -65,7 +65,7 @@ std::string change(double a, double b, bool share) {
 int run_diff(const DiffOptions& o) {
   Loaded a = load(o.before);
   Loaded b = load(o.after);
-  std::map<std::string, const db::TableView*> in_a, in_b;
+  std::map<std::string, const model::TableView*> in_a, in_b;
   for (const auto& t : a.tables) in_a[t.name] = &t;
   for (const auto& t : b.tables) in_b[t.name] = &t;
 
@@ -77,7 +77,7 @@ int run_diff(const DiffOptions& o) {
       only_before.push_back(name);
       continue;
     }
-    const db::TableView* tb = it->second;
+    const model::TableView* tb = it->second;
     json entry = {{"name", name}};
     if (ta->rows != tb->rows || ta->dim != tb->dim || ta->dtype != tb->dtype) {
       entry["shape"] = {{"before", fmt::format("{} x {} {}", ta->rows, ta->dim, ta->dtype)},
@@ -100,9 +100,9 @@ int run_diff(const DiffOptions& o) {
   }
 
   fmt::print("before: {}\nafter:  {}\n", o.before, o.after);
-  fmt::print("memory peak: {} -> {}; tables: {} -> {}\n\n", db::format_bytes(a.profile.peak_bytes()),
-             db::format_bytes(b.profile.peak_bytes()), db::format_bytes(a.profile.table_bytes()),
-             db::format_bytes(b.profile.table_bytes()));
+  fmt::print("memory peak: {} -> {}; tables: {} -> {}\n\n", model::format_bytes(a.profile.peak_bytes()),
+             model::format_bytes(b.profile.peak_bytes()), model::format_bytes(a.profile.table_bytes()),
+             model::format_bytes(b.profile.table_bytes()));
   for (const auto& entry : changed) {
     const std::string name = entry["name"];
     fmt::print("{}\n", name);

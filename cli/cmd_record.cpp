@@ -270,7 +270,7 @@ int run_record(const RecordOptions& o) {
   if (!have_root) {
     // The job's first process reported nothing itself (a launcher or shell script whose
     // children did the work), or nothing was traced at all: give it a row for its exit code.
-    db::Session s;
+    model::Session s;
     int64_t max_id = 0;
     for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
     s.id = max_id + 1;

@@ -6,7 +6,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
-#include "edo/db/profile_summary.h"
+#include "edo/model/profile_summary.h"
 #include "support/report_json.h"
 
 namespace edo::cli {
@@ -25,9 +25,9 @@ std::string shorten(const std::string& s, size_t width) {
   return "…" + s.substr(s.size() - (width - 1));
 }
 
-void print_text(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top) {
+void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top) {
   if (!profile.sessions.empty()) {
-    const db::Session& s = profile.sessions.front();
+    const model::Session& s = profile.sessions.front();
     std::string exit = s.exit_code ? fmt::format("exit {}", *s.exit_code) : "exit unknown";
     fmt::print("session: {}\n  {} pid {} on {}, {:.1f} s, {}, {} steps{}\n", s.command, s.source, s.pid, s.host,
                static_cast<double>(s.duration_ns) / 1e9, exit, s.steps,
@@ -35,9 +35,9 @@ void print_text(const db::Profile& profile, const std::vector<db::TableView>& ta
   }
   const int64_t peak = profile.peak_bytes();
   const uint64_t table_bytes = profile.table_bytes();
-  fmt::print("memory: peak {}{}, tables {}{}\n", db::format_bytes(static_cast<uint64_t>(peak)),
+  fmt::print("memory: peak {}{}, tables {}{}\n", model::format_bytes(static_cast<uint64_t>(peak)),
              profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "",
-             db::format_bytes(table_bytes),
+             model::format_bytes(table_bytes),
              peak > 0 ? fmt::format(" ({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "");
   fmt::print("dropped events: {}{}\n\n", profile.dropped_events(),
              profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
@@ -56,8 +56,8 @@ void print_text(const db::Profile& profile, const std::vector<db::TableView>& ta
     for (const auto& n : t.tied_with) tied += (tied.empty() ? "" : ", ") + n;
     fmt::print("{:<32} {:>18} {:<6} {:>11} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n",
                shorten(t.name, 32), fmt::format("{} x {}", t.rows, t.dim), t.dtype,
-               t.shares_weights_of.empty() ? db::format_bytes(t.bytes + t.extra_bytes)
-                                           : (t.extra_bytes ? "+" + db::format_bytes(t.extra_bytes) : std::string("shared")),
+               t.shares_weights_of.empty() ? model::format_bytes(t.bytes + t.extra_bytes)
+                                           : (t.extra_bytes ? "+" + model::format_bytes(t.extra_bytes) : std::string("shared")),
                s.lookups, unique, pct(s.coverage_top_0_1pct), pct(s.coverage_top_1pct), pct(s.coverage_top_10pct), zipf,
                pct(s.lru_hit_rate_1pct), pct(s.lru_hit_rate_10pct), pct(s.lru_hit_rate_50pct), tied);
   }
@@ -76,8 +76,8 @@ void print_text(const db::Profile& profile, const std::vector<db::TableView>& ta
 
 int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
-  db::Profile profile = store.load();
-  auto tables = db::table_views(profile);
+  model::Profile profile = store.load();
+  auto tables = model::table_views(profile);
   if (o.json) {
     std::puts(report_json(profile, tables, o.top).dump(2).c_str());
   } else {

@@ -44,8 +44,8 @@ std::string command_line(const SynthOptions& o) {
 int run_synth(const SynthOptions& o) {
   const auto start = std::chrono::system_clock::now();
   const auto t0 = std::chrono::steady_clock::now();
-  db::Profile profile;
-  db::Session session;
+  model::Profile profile;
+  model::Session session;
   session.id = 1;
   session.command = command_line(o);
   char host[256] = {0};
@@ -62,7 +62,7 @@ int run_synth(const SynthOptions& o) {
 
   stats::StatsConfig config;
   config.exact_rows_limit = o.exact_rows;
-  const uint32_t elem = db::dtype_size(o.dtype);
+  const uint32_t elem = model::dtype_size(o.dtype);
   std::vector<int64_t> batch(o.batch);
   Progress progress("edo synth");
   const double total_work = static_cast<double>(o.lookups) * o.tables;
@@ -82,7 +82,7 @@ int run_synth(const SynthOptions& o) {
                       "table " + std::to_string(t + 1) + "/" + std::to_string(o.tables));
     }
     if (batches % o.window_batches != 0) ingestor.close_window();
-    db::Table table;
+    model::Table table;
     table.session_id = session.id;
     table.name = "synth.table_" + std::to_string(t);
     table.rows = o.rows;

@@ -11,7 +11,7 @@ namespace {
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 }  // namespace
 
-json session_json(const db::Session& s) {
+json session_json(const model::Session& s) {
   json j = {{"id", s.id},
             {"command", s.command},
             {"host", s.host},
@@ -29,7 +29,7 @@ json session_json(const db::Session& s) {
   return j;
 }
 
-json table_json(const db::TableView& t, size_t top_rows) {
+json table_json(const model::TableView& t, size_t top_rows) {
   const stats::TableSummary& s = t.summary;
   json lru = json::array();
   for (const auto& p : s.lru_curve) lru.push_back({static_cast<uint64_t>(std::llround(p.x)), p.y});
@@ -64,7 +64,7 @@ json table_json(const db::TableView& t, size_t top_rows) {
   return j;
 }
 
-json report_json(const db::Profile& profile, const std::vector<db::TableView>& tables, size_t top_rows) {
+json report_json(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top_rows) {
   json j;
   j["schema"] = "edo.report/1";
   j["session"] = profile.sessions.empty() ? json::object() : session_json(profile.sessions.front());

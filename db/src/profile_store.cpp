@@ -16,6 +16,14 @@
 
 namespace edo::db {
 
+using model::KernelStat;
+using model::MemoryEvent;
+using model::Profile;
+using model::RangeStat;
+using model::Session;
+using model::Table;
+using model::Tie;
+
 int current_schema_version() { return schema::kCurrentVersion; }
 
 namespace {

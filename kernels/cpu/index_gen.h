@@ -1,5 +1,5 @@
 // Synthetic index streams for benchmarks and tests, private to kernels/ (the official
-// generator lives in profiler/stats; this one follows the same definition, DESIGN.md
+// generator lives in core/stats; this one follows the same definition, DESIGN.md
 // "Synthetic Zipf(A)"): bounded Zipf over ranks 1..R with P(k) ~ k^-A, sampled by
 // rejection-inversion (Hoermann & Derflinger 1996), ranks mapped to rows through a seeded
 // random permutation so that hot rows are spread over the table.

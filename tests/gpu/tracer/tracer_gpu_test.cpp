@@ -54,10 +54,10 @@ TEST(TracerGpu, CudaJobUnderRecord) {
     GTEST_SKIP() << "no CUDA device: " << r.out.substr(0, r.out.find('\n'));
   ASSERT_EQ(r.status, 0) << r.out;
   std::printf("%s", r.out.c_str());
-  edo::db::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
   ASSERT_EQ(p.sessions.size(), 1u);
   EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "active") << "CUPTI did not attach";
-  const edo::db::Table* a = nullptr;
+  const edo::model::Table* a = nullptr;
   for (auto& t : p.tables)
     if (t.name == "gpu.emb.a") a = &t;
   ASSERT_NE(a, nullptr);

@@ -20,7 +20,7 @@
 #include "edo/db/profile_store.h"
 
 namespace fs = std::filesystem;
-using edo::db::Profile;
+using edo::model::Profile;
 
 namespace {
 
@@ -93,7 +93,7 @@ std::vector<std::string> with(std::vector<std::string> extra) {
 
 Profile load(const std::string& path) { return edo::db::ProfileStore(path, edo::db::ProfileStore::Mode::kReadOnly).load(); }
 
-const edo::db::Table* table(const Profile& p, int64_t session_id, const std::string& name) {
+const edo::model::Table* table(const Profile& p, int64_t session_id, const std::string& name) {
   for (auto& t : p.tables)
     if (t.session_id == session_id && t.name == name) return &t;
   return nullptr;
@@ -125,7 +125,7 @@ void expect_basic(const Profile& p, int64_t sid) {
   for (auto& t : p.ties) tie |= t.session_id == sid && t.table == "emb.user" && t.tied_with == "decoder.weight";
   EXPECT_TRUE(tie) << "tie emb.user <-> decoder.weight missing";
 #ifdef EDO_TEST_NVTX
-  std::map<std::string, edo::db::RangeStat> ranges;
+  std::map<std::string, edo::model::RangeStat> ranges;
   for (auto& r : p.ranges)
     if (r.session_id == sid) ranges[r.name] = r;
   ASSERT_TRUE(ranges.count("forward") && ranges.count("model::embedding") && ranges.count("epoch"));
@@ -143,7 +143,7 @@ void expect_basic(const Profile& p, int64_t sid) {
     }
 }
 
-const edo::db::Session& only_session(const Profile& p) {
+const edo::model::Session& only_session(const Profile& p) {
   EXPECT_EQ(p.sessions.size(), 1u);
   return p.sessions.at(0);
 }

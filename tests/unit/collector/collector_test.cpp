@@ -29,7 +29,7 @@ collector::ProfileBuilder& build(collector::ProfileBuilder& b, const std::string
 TEST(Collector, SampleTraceBecomesAProfile) {
   collector::ProfileBuilder b("import");
   build(b, sample::sample_stream());
-  const db::Profile& p = b.profile();
+  const model::Profile& p = b.profile();
   EXPECT_TRUE(b.issues().empty());
   ASSERT_EQ(p.sessions.size(), 2u);
   const auto& s = p.sessions[0];
@@ -142,7 +142,7 @@ TEST(Collector, ProfileSavesAndLoadsRepeatedly) {
   b.feed(st, s.data() + ends[5], s.size() - ends[5]);
   b.close_stream(st);
   store.save(b.finish(), true);
-  db::Profile back = db::ProfileStore(path, db::ProfileStore::Mode::kReadOnly).load();
+  model::Profile back = db::ProfileStore(path, db::ProfileStore::Mode::kReadOnly).load();
   ASSERT_EQ(back.sessions.size(), 2u);
   ASSERT_EQ(back.tables.size(), 2u);
   EXPECT_EQ(back.tables[0].aggregate.lookups(), 5000u);

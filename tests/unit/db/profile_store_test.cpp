@@ -13,6 +13,8 @@
 namespace edo::db {
 namespace {
 
+using namespace edo::model;
+
 using testing::sample_profile;
 using testing::temp_path;
 

@@ -5,9 +5,11 @@
 #include <string>
 #include <unistd.h>
 
-#include "edo/db/profile.h"
+#include "edo/model/profile.h"
 
 namespace edo::db::testing {
+
+using namespace edo::model;
 
 inline std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("edo-db-test-" + std::to_string(getpid()));

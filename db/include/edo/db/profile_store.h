@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "edo/db/profile.h"
+#include "edo/model/profile.h"
 
 namespace edo::db {
 
@@ -41,10 +41,10 @@ class ProfileStore {
   // everything received so far. Ties, memory events, kernels and ranges of the saved
   // sessions are replaced. With `with_summaries`, derived statistics (coverage, Zipf fit,
   // LRU and drift curves) are computed and stored too (slower: do it for the final save).
-  void save(Profile& profile, bool with_summaries = true);
+  void save(model::Profile& profile, bool with_summaries = true);
 
   // Reads everything back.
-  Profile load() const;
+  model::Profile load() const;
 
  private:
   struct Impl;

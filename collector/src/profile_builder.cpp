@@ -69,10 +69,10 @@ void ProfileBuilder::close_stream(int stream) {
                            " bytes are not a whole frame (kept everything before)"});
 }
 
-db::Session* ProfileBuilder::session(Stream& s) {
+model::Session* ProfileBuilder::session(Stream& s) {
   if (s.session < 0) {
     // Frames before any hello (should not happen): give them an anonymous session.
-    db::Session ses;
+    model::Session ses;
     ses.id = next_session_id_++;
     ses.source = source_;
     ses.command = "(unknown: stream without hello)";
@@ -87,7 +87,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
       [&](auto& v) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, wire::Hello>) {
-          db::Session ses;
+          model::Session ses;
           ses.id = next_session_id_++;
           ses.command = v.command;
           ses.host = v.host;
@@ -104,8 +104,8 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
           if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
         } else if constexpr (std::is_same_v<T, wire::TableReg>) {
-          db::Session* ses = session(s);
-          db::Table t;
+          model::Session* ses = session(s);
+          model::Table t;
           t.session_id = ses->id;
           t.name = v.name;
           t.rows = v.rows;
@@ -113,11 +113,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           t.dtype = dtype_name(v.dtype);
           t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
           t.base_address = v.base;
-          t.bytes = v.rows * v.dim * std::max<uint32_t>(1, db::dtype_size(t.dtype));
+          t.bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
           profile_.tables.push_back(std::move(t));
           s.tables[v.id] = profile_.tables.size() - 1;
         } else if constexpr (std::is_same_v<T, wire::Tie>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           auto a = s.tables.find(v.table), b = s.tables.find(v.tied_with);
           if (a == s.tables.end() || b == s.tables.end()) {
             issues_.push_back({s.label, offset, "tie refers to an unknown table id"});
@@ -135,7 +135,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
             issues_.push_back({s.label, offset, "undecodable table aggregate (skipped)"});
             return;
           }
-          db::Table& t = profile_.tables[it->second];
+          model::Table& t = profile_.tables[it->second];
           if (!s.has_agg.count(it->second)) {
             t.aggregate = std::move(agg);
             s.has_agg.insert(it->second);
@@ -146,28 +146,28 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           auto it = s.tables.find(v.table);
           if (it == s.tables.end()) return;
           // Each kind replaces its previous value.
-          db::Table& t = profile_.tables[it->second];
+          model::Table& t = profile_.tables[it->second];
           uint64_t& slot = s.extra[{it->second, v.kind}];
           t.extra_bytes = t.extra_bytes - slot + v.bytes;
           slot = v.bytes;
         } else if constexpr (std::is_same_v<T, wire::Steps>) {
           session(s)->steps = v.steps;
         } else if constexpr (std::is_same_v<T, wire::MemoryEvents>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           for (auto& e : v.events)
             profile_.memory_events.push_back({ses->id, e.time_ns, e.bytes, e.address, e.stream, e.device, e.kind, ""});
         } else if constexpr (std::is_same_v<T, wire::KernelStats>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           auto& ks = profile_.kernels;
-          ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const db::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
+          ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const model::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
           for (auto& k : v.kernels) ks.push_back({ses->id, k.name, k.launches, k.total_ns, k.tables});
         } else if constexpr (std::is_same_v<T, wire::RangeStats>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           auto& rs = profile_.ranges;
-          rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const db::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
+          rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const model::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
           for (auto& r : v.ranges) rs.push_back({ses->id, r.name, r.count, r.total_ns, r.lookups, r.alloc_bytes});
         } else if constexpr (std::is_same_v<T, wire::Dropped>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           auto& d = drops_[ses->id];
           for (auto& [k, n] : v.counters) d[k] = n;
           uint64_t total = 0;
@@ -175,11 +175,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
             if (k != "indices" && k != "unsent_bytes") total += n;
           ses->dropped_events = total;
         } else if constexpr (std::is_same_v<T, wire::Note>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
           profile_.metadata[v.key] = v.value;
         } else if constexpr (std::is_same_v<T, wire::Goodbye>) {
-          db::Session* ses = session(s);
+          model::Session* ses = session(s);
           ses->duration_ns = v.duration_ns;
           if (v.reason == wire::EndReason::kSignal && !ses->exit_code) ses->exit_code = 128 + v.code;
         }
@@ -222,12 +222,12 @@ void ProfileBuilder::attribute() {
   }
 }
 
-db::Profile& ProfileBuilder::finish() {
+model::Profile& ProfileBuilder::finish() {
   attribute();
   return profile_;
 }
 
-std::vector<std::string> summary_lines(const db::Profile& p) {
+std::vector<std::string> summary_lines(const model::Profile& p) {
   uint64_t lookups = 0;
   for (auto& t : p.tables) lookups += t.aggregate.lookups();
   auto human = [](double b) {

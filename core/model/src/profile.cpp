@@ -1,10 +1,10 @@
 // Whole-profile helpers: totals and peak memory.
-#include "edo/db/profile.h"
+#include "edo/model/profile.h"
 
 #include <algorithm>
 #include <map>
 
-namespace edo::db {
+namespace edo::model {
 
 uint64_t Profile::dropped_events() const {
   uint64_t total = 0;
@@ -50,4 +50,4 @@ uint32_t dtype_size(const std::string& dtype) {
   return 0;
 }
 
-}  // namespace edo::db
+}  // namespace edo::model

@@ -1,11 +1,11 @@
-#include "edo/db/profile_summary.h"
+#include "edo/model/profile_summary.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 
-namespace edo::db {
+namespace edo::model {
 
 std::vector<TableView> table_views(const Profile& profile) {
   std::vector<TableView> views;
@@ -71,4 +71,4 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
-}  // namespace edo::db
+}  // namespace edo::model

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "edo/db/profile.h"
+#include "edo/model/profile.h"
 
-namespace edo::db {
+namespace edo::model {
 
 struct TableView {
   std::string name;
@@ -35,4 +35,4 @@ std::vector<TableView> table_views(const Profile& profile);
 // Human-readable byte count: "1.50 GiB", "512 B".
 std::string format_bytes(uint64_t bytes);
 
-}  // namespace edo::db
+}  // namespace edo::model

@@ -11,7 +11,7 @@
 
 #include "edo/stats/table_stats.h"
 
-namespace edo::db {
+namespace edo::model {
 
 // One traced process (or one `edo synth` run).
 struct Session {
@@ -105,4 +105,4 @@ struct Profile {
 // Bytes per element of a dtype name; 0 for an unknown name.
 uint32_t dtype_size(const std::string& dtype);
 
-}  // namespace edo::db
+}  // namespace edo::model

@@ -1,14 +1,14 @@
-#include "edo/db/profile_summary.h"
+#include "edo/model/profile_summary.h"
 
 #include <gtest/gtest.h>
 
-#include "test_profiles.h"
+#include "../db/test_profiles.h"
 
-namespace edo::db {
+namespace edo::model {
 namespace {
 
 TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
-  Profile p = testing::sample_profile();
+  Profile p = db::testing::sample_profile();
   auto views = table_views(p);
   ASSERT_EQ(views.size(), 3u);
   // user (64000 B) and lm_head (64000 B) first by bytes, then by name; item last.
@@ -27,7 +27,7 @@ TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
 }
 
 TEST(TableViews, SameNameOtherShapeStaysSeparate) {
-  Profile p = testing::sample_profile();
+  Profile p = db::testing::sample_profile();
   p.tables[3].rows = 5000;
   p.tables[3].aggregate = stats::TableAggregate(5000, stats::StatsConfig{});
   auto views = table_views(p);
@@ -38,7 +38,7 @@ TEST(TableViews, SameNameOtherShapeStaysSeparate) {
 }
 
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
-  Profile p = testing::sample_profile();
+  Profile p = db::testing::sample_profile();
   // user 64000 + item 1600 + user(session 2) 64000 + its extra 128000; lm_head is tied.
   EXPECT_EQ(p.table_bytes(), 64000u + 1600u + 64000u + 128000u);
 }
@@ -50,4 +50,4 @@ TEST(FormatBytes, Units) {
 }
 
 }  // namespace
-}  // namespace edo::db
+}  // namespace edo::model

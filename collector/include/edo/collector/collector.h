@@ -1,5 +1,5 @@
 // The collector side of the tracer: decode wire frames (one stream per connection or file)
-// into an edo::db::Profile, and the Unix-socket server `edo record` listens on.
+// into an edo::model::Profile, and the Unix-socket server `edo record` listens on.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "edo/db/profile.h"
+#include "edo/model/profile.h"
 #include "edo/wire/wire.h"
 
 namespace edo::collector {
@@ -21,7 +21,7 @@ struct DecodeIssue {
 
 class ProfileBuilder {
  public:
-  explicit ProfileBuilder(std::string source);  // db::Session::source: "record" or "import"
+  explicit ProfileBuilder(std::string source);  // model::Session::source: "record" or "import"
   ~ProfileBuilder();
   ProfileBuilder(const ProfileBuilder&) = delete;
   ProfileBuilder& operator=(const ProfileBuilder&) = delete;
@@ -34,8 +34,8 @@ class ProfileBuilder {
   // Sets the exit code on the sessions of `pid` that have none (the last one gets it).
   void set_exit_code(int64_t pid, int code);
   // Attributes memory events to tables by address range and returns the profile.
-  db::Profile& finish();
-  db::Profile& profile() { return profile_; }
+  model::Profile& finish();
+  model::Profile& profile() { return profile_; }
 
   const std::vector<DecodeIssue>& issues() const { return issues_; }
   uint64_t frames() const { return frames_; }
@@ -45,11 +45,11 @@ class ProfileBuilder {
  private:
   struct Stream;
   void apply(Stream& s, wire::Message& m, uint64_t offset);
-  db::Session* session(Stream& s);
+  model::Session* session(Stream& s);
   void attribute();
 
   std::string source_;
-  db::Profile profile_;
+  model::Profile profile_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<DecodeIssue> issues_;
   uint64_t frames_ = 0;
@@ -61,7 +61,7 @@ class ProfileBuilder {
 
 // Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,
 // dropped events).
-std::vector<std::string> summary_lines(const db::Profile& p);
+std::vector<std::string> summary_lines(const model::Profile& p);
 
 // Unix-domain stream socket in a private temporary directory; every traced process connects
 // once (one stream, one or more sessions).
