@@ -1,7 +1,19 @@
-// The in-process half of the tracer (internal to libedo_trace.so).
+// The in-process half of the tracer (internal to libedo_trace.so): the functions its parts
+// call on each other. Where they live:
+//   lifecycle.cpp     load, background thread, flush, exit, exec, fork, signals
+//   process.{h,cpp}   the process-wide state and the current Session (session.{h,cpp})
+//   registry.{h,cpp}  tables, ties, extra bytes, address index
+//   ingest_queue.*    host batches for the background thread
+//   flush.h           snapshot of a session (flush.cpp) and its frames (flush_encode.cpp)
+//   sink.*            socket or frame file
+//   nvtx_ranges.*     NVTX range bookkeeping (nvtx.cpp is the injection entry)
+//   tracer_config.*   what the EDO_* settings mean for the parts
+//   api_backends.cpp  C API back ends; events.cpp: CUPTI events into the session
+//   cuda_driver.*, cupti_subscriber.cpp, device_staging.*: the CUDA side
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +21,12 @@
 #include "edo/wire/attribution.h"
 
 namespace edo::capture {
+
+// Runs the library's constructor if it has not run yet (a C API call from another
+// constructor that ran first).
+void ensure_initialized();
+// Starts the session's background thread if it is not running (after a fork: lazily).
+void ensure_background_thread();
 
 // True once the library is configured to record (EDO_CHANNEL or EDO_OUTPUT set).
 bool tracer_active();
@@ -41,7 +59,7 @@ void range_pop();
 uint64_t range_start(const std::string& name);
 void range_end(uint64_t id);
 
-// Host ingest of device-index batches, called by the background thread (cuda_staging.cpp).
+// Host ingest of device-index batches, called by the background thread (device_staging.cpp).
 void ingest_indices(int64_t table, const void* indices, uint64_t count, int type);
 
 // Flush everything now (exec, _exit). Safe to call from any normal thread context.
@@ -51,7 +69,7 @@ void resume_after_failed_exec();
 // pid of the current session owner; hooks compare it with getpid() (vfork children).
 int64_t session_pid();
 
-// CUDA side (cuda_staging.cpp / cupti_runtime.cpp); no-ops without CUDA.
+// CUDA side (device_staging.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
 int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream);
 void cuda_poll(bool wait_all);  // background thread: ingest completed device copies
 void cuda_after_fork_child();

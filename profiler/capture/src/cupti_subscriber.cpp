@@ -1,9 +1,7 @@
-// CUDA side of libedo_trace.so, all through dlopen (no link-time CUDA dependency):
-//  * CUPTI: callbacks for allocations and launches, activity records for kernel timing and
-//    MEMORY2, translated by cupti_translate.cpp;
-//  * device-index lookups: cuMemcpyDtoHAsync into pinned staging buffers on the caller's
-//    stream + an event; the background thread polls the events and counts finished copies.
-// Without a CUDA driver all of this is off (silently; EDO_VERBOSE=1 says so).
+// CUPTI capture of libedo_trace.so, loaded with dlopen: callbacks for allocations and
+// launches, activity records for kernel timing and MEMORY2, translated by cupti_translate.cpp.
+// Attached when the process maps the CUDA runtime or driver; without a CUDA driver it is off
+// (silently; EDO_VERBOSE=1 says so).
 #include <cupti.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -13,14 +11,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cuda_driver.h"
+#include "cupti_subscriber.h"
 #include "cupti_translate.h"
-#include "edo/edo.h"
 #include "tracer.h"
 
 #ifndef EDO_CUPTI_DEFAULT_PATH
@@ -30,71 +27,11 @@
 namespace edo::capture {
 namespace {
 
-// ---- driver API (libcuda.so.1) ----
-struct Driver {
-  bool loaded = false;
-  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
-  CUresult (*cuMemFreeHost)(void*) = nullptr;
-  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
-  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
-  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
-  CUresult (*cuEventQuery)(CUevent) = nullptr;
-  CUresult (*cuEventDestroy)(CUevent) = nullptr;
-  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
-  CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
-  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
-};
-Driver drv;
-std::once_flag drv_once;
-
 template <class T>
 void sym(void* h, T& f, const char* name) {
   f = reinterpret_cast<T>(dlsym(h, name));
 }
 
-bool load_driver() {
-  std::call_once(drv_once, [] {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return;
-    sym(h, drv.cuMemHostAlloc, "cuMemHostAlloc");
-    sym(h, drv.cuMemFreeHost, "cuMemFreeHost");
-    sym(h, drv.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    sym(h, drv.cuEventCreate, "cuEventCreate");
-    sym(h, drv.cuEventRecord, "cuEventRecord");
-    sym(h, drv.cuEventQuery, "cuEventQuery");
-    sym(h, drv.cuEventDestroy, "cuEventDestroy_v2");
-    sym(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
-    sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
-    sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
-    sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
-#if CUDA_VERSION >= 12040
-    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack it
-#endif
-    drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&
-                 drv.cuEventQuery && drv.cuCtxGetCurrent && drv.cuCtxPushCurrent && drv.cuCtxPopCurrent;
-  });
-  return drv.loaded;
-}
-
-// ---- device-index staging ----
-struct Pending {
-  int64_t table;
-  int type;
-  uint64_t count;
-  void* host;
-  size_t capacity;
-  CUevent event;
-  CUcontext ctx;
-};
-std::mutex stage_mu;
-std::deque<Pending> pending;              // stage_mu
-std::vector<Pending> free_buffers;        // stage_mu (host + event kept)
-uint64_t staged_bytes = 0;                // stage_mu
-std::atomic<bool> cuda_dead_after_fork{false};
-
-// ---- CUPTI ----
 struct Cupti {
   bool active = false;
   CUptiResult (*cuptiSubscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
@@ -119,7 +56,8 @@ using GetFuncBySymbol = int (*)(CUfunction*, const void*);
 GetFuncBySymbol get_func_by_symbol = nullptr;
 
 bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t* size) {
-  if (!drv.cuFuncGetParamInfo || !func) return false;
+  const Driver* drv = loaded_driver();
+  if (!drv || !drv->cuFuncGetParamInfo || !func) return false;
   std::lock_guard<std::mutex> lk(param_mu);
   auto it = param_cache->find(func);
   if (it == param_cache->end()) {
@@ -134,7 +72,7 @@ bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t
     if (f) {
       for (size_t i = 0; i < 256; ++i) {
         size_t o = 0, s = 0;
-        if (drv.cuFuncGetParamInfo(f, i, &o, &s) != CUDA_SUCCESS) break;
+        if (drv->cuFuncGetParamInfo(f, i, &o, &s) != CUDA_SUCCESS) break;
         layout.emplace_back(o, s);
       }
     }
@@ -150,14 +88,11 @@ bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t
 // its own exit-time teardown, so that (atexit runs in reverse order) device copies still in
 // flight and CUPTI's buffered records are collected while the context is alive.
 void late_exit() {
-  if (cuda_dead_after_fork.load()) return;
+  if (!cuda_usable()) return;
   cupti_flush();
   cuda_poll(true);
 }
 std::once_flag late_exit_once;
-void register_late_exit() {
-  std::call_once(late_exit_once, [] { atexit(late_exit); });
-}
 
 void record_op(const MemOp& op) {
   int64_t delta;
@@ -344,106 +279,13 @@ void cupti_start_now() {
 }  // namespace
 
 void cupti_flush() {
-  if (cupti.active && cupti.cuptiActivityFlushAll && !cuda_dead_after_fork.load()) cupti.cuptiActivityFlushAll(0);
+  if (cupti.active && cupti.cuptiActivityFlushAll && cuda_usable()) cupti.cuptiActivityFlushAll(0);
 }
 
-int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream) {
-  if (cuda_dead_after_fork.load() || !load_driver()) return EDO_ERR_NO_CUDA;
-  register_late_exit();
-  const size_t bytes = size_t(count) * (type == EDO_I64 ? 8 : 4);
-  CUstream s = static_cast<CUstream>(stream);
-  if (drv.cuStreamIsCapturing) {
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) {
-      count_drop("device_batches_in_graph_capture", 1);
-      return EDO_ERR_CUDA;
-    }
-  }
-  CUcontext ctx = nullptr;
-  if (drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
-  Pending p{};
-  {
-    std::lock_guard<std::mutex> lk(stage_mu);
-    if (staged_bytes + bytes > (tracer_config().max_buffer_mb << 20)) {
-      count_drop("device_batches", 1);
-      return EDO_ERR_NO_MEMORY;
-    }
-    for (size_t i = 0; i < free_buffers.size(); ++i) {
-      if (free_buffers[i].capacity >= bytes && free_buffers[i].ctx == ctx) {
-        p = free_buffers[i];
-        free_buffers.erase(free_buffers.begin() + long(i));
-        break;
-      }
-    }
-    staged_bytes += p.host ? p.capacity : bytes;
-  }
-  if (!p.host) {
-    p.capacity = bytes;
-    p.ctx = ctx;
-    if (drv.cuMemHostAlloc(&p.host, bytes, 0) != CUDA_SUCCESS) p.host = nullptr;
-    if (p.host && drv.cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) p.event = nullptr;
-    if (!p.host || !p.event) {
-      if (p.host && drv.cuMemFreeHost) drv.cuMemFreeHost(p.host);
-      std::lock_guard<std::mutex> lk(stage_mu);
-      staged_bytes -= bytes;
-      count_drop("device_batches", 1);
-      return EDO_ERR_CUDA;
-    }
-  }
-  p.table = table;
-  p.type = type;
-  p.count = count;
-  if (drv.cuMemcpyDtoHAsync(p.host, reinterpret_cast<CUdeviceptr>(indices), bytes, s) != CUDA_SUCCESS ||
-      drv.cuEventRecord(p.event, s) != CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lk(stage_mu);
-    staged_bytes -= p.capacity;
-    free_buffers.push_back(p);
-    count_drop("device_batches", 1);
-    return EDO_ERR_CUDA;
-  }
-  std::lock_guard<std::mutex> lk(stage_mu);
-  pending.push_back(p);
-  return EDO_OK;
+void register_late_exit() {
+  std::call_once(late_exit_once, [] { atexit(late_exit); });
 }
 
-void cuda_poll(bool wait_all) {
-  if (cuda_dead_after_fork.load() || !drv.loaded) return;
-  static std::mutex* poll_mu = new std::mutex();  // one poller at a time (background thread, exit handlers)
-  std::lock_guard<std::mutex> poll_lock(*poll_mu);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (true) {
-    Pending p{};
-    {
-      std::lock_guard<std::mutex> lk(stage_mu);
-      if (pending.empty()) return;
-      p = pending.front();
-    }
-    drv.cuCtxPushCurrent(p.ctx);
-    CUresult q = drv.cuEventQuery(p.event);
-    CUcontext dummy;
-    drv.cuCtxPopCurrent(&dummy);
-    if (q == CUDA_ERROR_NOT_READY) {
-      if (!wait_all || std::chrono::steady_clock::now() > deadline) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      continue;
-    }
-    if (q == CUDA_SUCCESS) ingest_indices(p.table, p.host, p.count, p.type);
-    else count_drop("device_batches", 1);
-    std::lock_guard<std::mutex> lk(stage_mu);
-    pending.pop_front();
-    staged_bytes -= std::min(staged_bytes, uint64_t(p.capacity));
-    if (free_buffers.size() < 32) free_buffers.push_back(p);
-  }
-}
-
-void cuda_after_fork_child() {
-  cupti_pending.store(false);
-  // CUDA cannot be used in a forked child; forget the parent's buffers (not ours to free).
-  cuda_dead_after_fork.store(true);
-  new (&stage_mu) std::mutex();
-  pending.clear();
-  free_buffers.clear();
-  staged_bytes = 0;
-}
+void cupti_after_fork_child() { cupti_pending.store(false); }
 
 }  // namespace edo::capture

@@ -1,0 +1,49 @@
+#include "cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace edo::capture {
+namespace {
+
+Driver drv;
+std::once_flag drv_once;
+std::atomic<const Driver*> drv_ready{nullptr};
+
+template <class T>
+void sym(void* h, T& f, const char* name) {
+  f = reinterpret_cast<T>(dlsym(h, name));
+}
+
+}  // namespace
+
+const Driver* load_driver() {
+  std::call_once(drv_once, [] {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    sym(h, drv.cuMemHostAlloc, "cuMemHostAlloc");
+    sym(h, drv.cuMemFreeHost, "cuMemFreeHost");
+    sym(h, drv.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    sym(h, drv.cuEventCreate, "cuEventCreate");
+    sym(h, drv.cuEventRecord, "cuEventRecord");
+    sym(h, drv.cuEventQuery, "cuEventQuery");
+    sym(h, drv.cuEventDestroy, "cuEventDestroy_v2");
+    sym(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
+    sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+    sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
+#if CUDA_VERSION >= 12040
+    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack it
+#endif
+    drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&
+                 drv.cuEventQuery && drv.cuCtxGetCurrent && drv.cuCtxPushCurrent && drv.cuCtxPopCurrent;
+    if (drv.loaded) drv_ready.store(&drv, std::memory_order_release);
+  });
+  return drv_ready.load(std::memory_order_acquire);
+}
+
+const Driver* loaded_driver() { return drv_ready.load(std::memory_order_acquire); }
+
+}  // namespace edo::capture

@@ -1,0 +1,14 @@
+// The CUPTI side of the CUDA capture (cupti_subscriber.cpp) as the device staging sees it.
+#pragma once
+
+namespace edo::capture {
+
+// False in a forked child of a CUDA process: CUDA cannot be used there.
+bool cuda_usable();
+// Registers (once) the exit handler that collects device copies in flight and CUPTI's
+// buffered records while the CUDA context is still alive.
+void register_late_exit();
+// Fork child: no CUPTI attach is attempted any more.
+void cupti_after_fork_child();
+
+}  // namespace edo::capture

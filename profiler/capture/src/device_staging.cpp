@@ -1,0 +1,137 @@
+#include "device_staging.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "edo/edo.h"
+#include "cupti_subscriber.h"
+#include "tracer.h"
+
+namespace edo::capture {
+
+int DeviceStaging::lookup(int64_t table, const void* indices, uint64_t count, int type, CUstream s) {
+  const size_t bytes = size_t(count) * (type == EDO_I64 ? 8 : 4);
+  if (drv_.cuStreamIsCapturing) {
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (drv_.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) {
+      count_drop("device_batches_in_graph_capture", 1);
+      return EDO_ERR_CUDA;
+    }
+  }
+  CUcontext ctx = nullptr;
+  if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  Pending p{};
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (staged_bytes_ + bytes > max_bytes_) {
+      count_drop("device_batches", 1);
+      return EDO_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].capacity >= bytes && free_[i].ctx == ctx) {
+        p = free_[i];
+        free_.erase(free_.begin() + long(i));
+        break;
+      }
+    }
+    staged_bytes_ += p.host ? p.capacity : bytes;
+  }
+  if (!p.host) {
+    p.capacity = bytes;
+    p.ctx = ctx;
+    if (drv_.cuMemHostAlloc(&p.host, bytes, 0) != CUDA_SUCCESS) p.host = nullptr;
+    if (p.host && drv_.cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) p.event = nullptr;
+    if (!p.host || !p.event) {
+      if (p.host && drv_.cuMemFreeHost) drv_.cuMemFreeHost(p.host);
+      std::lock_guard<std::mutex> lk(mu_);
+      staged_bytes_ -= bytes;
+      count_drop("device_batches", 1);
+      return EDO_ERR_CUDA;
+    }
+  }
+  p.table = table;
+  p.type = type;
+  p.count = count;
+  if (drv_.cuMemcpyDtoHAsync(p.host, reinterpret_cast<CUdeviceptr>(indices), bytes, s) != CUDA_SUCCESS ||
+      drv_.cuEventRecord(p.event, s) != CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lk(mu_);
+    staged_bytes_ -= p.capacity;
+    free_.push_back(p);
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  pending_.push_back(p);
+  return EDO_OK;
+}
+
+void DeviceStaging::poll(bool wait_all, const Ingest& ingest) {
+  std::lock_guard<std::mutex> poll_lock(poll_mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (true) {
+    Pending p{};
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (pending_.empty()) return;
+      p = pending_.front();
+    }
+    drv_.cuCtxPushCurrent(p.ctx);
+    CUresult q = drv_.cuEventQuery(p.event);
+    CUcontext dummy;
+    drv_.cuCtxPopCurrent(&dummy);
+    if (q == CUDA_ERROR_NOT_READY) {
+      if (!wait_all || std::chrono::steady_clock::now() > deadline) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    if (q == CUDA_SUCCESS) ingest(p.table, p.host, p.count, p.type);
+    else count_drop("device_batches", 1);
+    std::lock_guard<std::mutex> lk(mu_);
+    pending_.pop_front();
+    staged_bytes_ -= std::min(staged_bytes_, uint64_t(p.capacity));
+    if (free_.size() < 32) free_.push_back(p);
+  }
+}
+
+// ---- the process's staging (internal API of tracer.h) ------------------------------------------
+namespace {
+std::atomic<DeviceStaging*> g_staging{nullptr};
+std::mutex g_staging_mu;
+std::atomic<bool> cuda_dead_after_fork{false};
+
+DeviceStaging* staging() {
+  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) return s;
+  const Driver* drv = load_driver();
+  if (!drv) return nullptr;
+  std::lock_guard<std::mutex> lk(g_staging_mu);
+  if (!g_staging.load()) g_staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
+  return g_staging.load();
+}
+}  // namespace
+
+bool cuda_usable() { return !cuda_dead_after_fork.load(); }
+
+int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream) {
+  if (!cuda_usable()) return EDO_ERR_NO_CUDA;
+  DeviceStaging* s = staging();
+  if (!s) return EDO_ERR_NO_CUDA;
+  register_late_exit();
+  return s->lookup(table, indices, count, type, static_cast<CUstream>(stream));
+}
+
+void cuda_poll(bool wait_all) {
+  if (!cuda_usable()) return;
+  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
+}
+
+void cuda_after_fork_child() {
+  // CUDA cannot be used in a forked child: the parent's staging (buffers, events, its locks)
+  // stays behind as the fork copied it, not ours to free or touch.
+  cuda_dead_after_fork.store(true);
+  g_staging.store(nullptr);
+  cupti_after_fork_child();
+}
+
+}  // namespace edo::capture

@@ -1,0 +1,160 @@
+#include "session.h"
+
+#include "edo/edo.h"
+
+namespace edo::capture {
+
+// ---- TableCounts ------------------------------------------------------------------------------
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type) {
+  if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
+  Entry& e = tables_[t.id];
+  if (!e.ing) e.ing = std::make_unique<stats::TableIngestor>(t.rows, cfg_);
+  if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
+  else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
+  e.pending = true;
+}
+
+void TableCounts::close_windows_locked() {
+  for (Entry& e : tables_)
+    if (e.ing && e.pending) e.ing->close_window();
+}
+
+void TableCounts::take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out) {
+  for (uint32_t id = 0; id < tables_.size(); ++id) {
+    Entry& e = tables_[id];
+    if (!e.ing || !e.pending) continue;
+    if (close_window) e.ing->close_window();
+    stats::TableAggregate d = e.ing->take_delta();
+    e.pending = false;
+    if (!d.empty()) out.push_back({id, d.serialize()});
+  }
+}
+
+// ---- EventLog -----------------------------------------------------------------------------------
+bool EventLog::add_memory_event(const wire::MemEvent& e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (events_.size() >= max_events_) {
+    drops_["memory_events"] += 1;
+    drops_dirty_ = true;
+    return false;
+  }
+  events_.push_back(e);
+  return true;
+}
+
+void EventLog::add_note(wire::Note n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  notes_.push_back(std::move(n));
+}
+
+void EventLog::count_drop(const std::string& counter, uint64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  drops_[counter] += n;
+  drops_dirty_ = true;
+}
+
+bool EventLog::any() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return !events_.empty() || !notes_.empty() || drops_dirty_;
+}
+
+void EventLog::take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>& notes,
+                    std::vector<std::pair<std::string, uint64_t>>& dropped) {
+  std::lock_guard<std::mutex> lk(mu_);
+  events.swap(events_);
+  notes.swap(notes_);
+  if (drops_dirty_) {
+    for (const auto& [k, v] : drops_) dropped.emplace_back(k, v);
+    drops_dirty_ = false;
+  }
+}
+
+// ---- KernelBook ---------------------------------------------------------------------------------
+void KernelBook::launch(const std::string& name, const std::vector<std::string>& tables) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& k = kernels_[name];
+  k.launches++;
+  k.tables.insert(tables.begin(), tables.end());
+  dirty_ = true;
+}
+
+void KernelBook::time(const std::string& name, uint64_t ns) {
+  std::lock_guard<std::mutex> lk(mu_);
+  kernels_[name].total_ns += ns;
+  dirty_ = true;
+}
+
+bool KernelBook::dirty() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return dirty_;
+}
+
+std::optional<std::vector<wire::Kernel>> KernelBook::take_if_dirty() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!dirty_) return std::nullopt;
+  std::vector<wire::Kernel> out;
+  for (const auto& [name, k] : kernels_)
+    out.push_back({name, k.launches, k.total_ns, {k.tables.begin(), k.tables.end()}});
+  dirty_ = false;
+  return out;
+}
+
+// ---- RangeBook ----------------------------------------------------------------------------------
+RangeBook::~RangeBook() {
+  for (auto& [name, r] : ranges_) delete r;
+}
+
+RangeTotals* RangeBook::named(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = ranges_.find(name);
+  if (it != ranges_.end()) return it->second;
+  auto* r = new RangeTotals();
+  r->name = name;
+  ranges_.emplace(name, r);
+  return r;
+}
+
+std::optional<std::vector<wire::Range>> RangeBook::take_if_dirty() {
+  if (!dirty_.exchange(false)) return std::nullopt;
+  std::vector<wire::Range> out;
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [name, r] : ranges_)
+    if (r->count || r->lookups || r->alloc_bytes)
+      out.push_back({name, r->count.load(), r->total_ns.load(), r->lookups.load(), r->alloc_bytes.load()});
+  return out;
+}
+
+// ---- Session ------------------------------------------------------------------------------------
+namespace {
+std::atomic<uint64_t> next_serial{1};
+}
+
+Session::Session(const SessionIdentity& ident, const SinkTarget& sink_target, const stats::StatsConfig& stats,
+                 uint64_t max_queue_bytes, uint64_t max_events, bool quiet_child)
+    : id(ident),
+      serial(next_serial.fetch_add(1)),
+      counts(stats),
+      queue(max_queue_bytes),
+      events(max_events),
+      sink(sink_target, ident.pid),
+      quiet(quiet_child) {}
+
+void Session::drain(const Registry& registry) {
+  std::vector<Batch*> work = queue.take();
+  if (work.empty()) return;
+  {
+    std::lock_guard<std::mutex> lk(counts.mutex());
+    for (Batch* b : work) {
+      if (b->table < 0) counts.close_windows_locked();
+      else if (const TableInfo* t = registry.get(b->table)) counts.add_locked(*t, b->data.get(), b->count, b->type);
+    }
+  }
+  queue.recycle(work);
+}
+
+bool Session::anything_to_say(uint32_t registered_tables) const {
+  if ((registered_tables > 0 && !quiet.load()) || steps.load() > 0 || ranges.dirty()) return true;
+  return events.any() || kernels.dirty();
+}
+
+}  // namespace edo::capture

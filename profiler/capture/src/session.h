@@ -1,0 +1,165 @@
+// One tracing session: everything that belongs to one process's report (its identity, the
+// counts not yet flushed, memory events, kernel and range totals, its sink, its background
+// thread). A forked child gets a new Session object (lifecycle.cpp): nothing of the parent's
+// session can leak into the child's report, whatever fields are added here later.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "edo/stats/table_stats.h"
+#include "edo/wire/wire.h"
+#include "ingest_queue.h"
+#include "registry.h"
+#include "sink.h"
+
+namespace edo::capture {
+
+struct SessionIdentity {
+  int64_t pid = 0;
+  int64_t ppid = 0;
+  int64_t start_unix_ns = 0;
+  int64_t start_mono_ns = 0;
+};
+
+// Per-table counting state of a session.
+class TableCounts {
+ public:
+  explicit TableCounts(const stats::StatsConfig& cfg) : cfg_(cfg) {}
+  // Caller holds mutex().
+  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
+  void close_windows_locked();
+  // Deltas of every table with something pending (closing the window first when asked).
+  void take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<stats::TableIngestor> ing;
+    bool pending = false;
+  };
+  const stats::StatsConfig cfg_;
+  std::mutex mu_;
+  std::vector<Entry> tables_;  // by table id
+};
+
+// Memory events, notes and drop counters, taken at each flush.
+class EventLog {
+ public:
+  explicit EventLog(uint64_t max_events) : max_events_(max_events) {}
+  // False (and counted as a drop) when max_events are already waiting.
+  bool add_memory_event(const wire::MemEvent& e);
+  void add_note(wire::Note n);
+  void count_drop(const std::string& counter, uint64_t n);
+  bool any() const;
+  void take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>& notes,
+            std::vector<std::pair<std::string, uint64_t>>& dropped);
+
+ private:
+  const uint64_t max_events_;
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> drops_;
+  bool drops_dirty_ = false;
+  std::vector<wire::MemEvent> events_;
+  std::vector<wire::Note> notes_;
+};
+
+// Per kernel name: launches, GPU time, tables its pointer arguments point into.
+class KernelBook {
+ public:
+  void launch(const std::string& name, const std::vector<std::string>& tables);
+  void time(const std::string& name, uint64_t ns);
+  bool dirty() const;
+  std::optional<std::vector<wire::Kernel>> take_if_dirty();
+
+ private:
+  struct Totals {
+    uint64_t launches = 0, total_ns = 0;
+    std::set<std::string> tables;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Totals> kernels_;
+  bool dirty_ = false;
+};
+
+// Per NVTX range name: count, time, lookups and bytes allocated inside it.
+struct RangeTotals {
+  std::string name;
+  std::atomic<uint64_t> count{0}, total_ns{0}, lookups{0}, alloc_bytes{0};
+};
+
+class RangeBook {
+ public:
+  ~RangeBook();
+  // Stable pointer for the session's lifetime.
+  RangeTotals* named(const std::string& name);
+  void mark_dirty() { dirty_.store(true, std::memory_order_relaxed); }
+  bool dirty() const { return dirty_.load(); }
+  std::optional<std::vector<wire::Range>> take_if_dirty();
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, RangeTotals*> ranges_;
+  std::atomic<bool> dirty_{false};
+};
+
+class Session {
+ public:
+  // `quiet`: a forked child that has only inherited the registry stays silent (no session
+  // row) until it registers, reads, steps, opens a range or allocates.
+  Session(const SessionIdentity& id, const SinkTarget& sink, const stats::StatsConfig& stats,
+          uint64_t max_queue_bytes, uint64_t max_events, bool quiet);
+
+  const SessionIdentity id;
+  // Distinguishes sessions of one process (thread-local range stacks survive a fork).
+  const uint64_t serial;
+
+  // Flush bookkeeping (flush_mu).
+  std::mutex flush_mu;
+  bool open = false;
+  bool goodbye_sent = false;
+  RegistryCursor sent;
+  uint64_t steps_sent = 0;
+
+  TableCounts counts;
+  IngestQueue queue;
+  EventLog events;
+  KernelBook kernels;
+  RangeBook ranges;
+  Sink sink;
+  std::atomic<uint64_t> steps{0};
+  std::atomic<bool> quiet;
+
+  // Background thread (lifecycle.cpp).
+  std::mutex start_mu;
+  // Held by the background thread for each round of work (draining, polling, flushing), so
+  // that fork() can wait until it is back to waiting: a fork while that thread is inside
+  // malloc leaves the child with the allocator's lock taken if the allocator has no fork
+  // handler of its own (AddressSanitizer's does not: a forked worker hung at exit).
+  std::mutex bg_work_mu;
+  std::thread* bg = nullptr;
+  std::atomic<bool> bg_running{false};
+  std::atomic<bool> bg_entered{false};  // the background thread has reached its loop
+  std::atomic<bool> need_start{true};
+
+  // Termination signals and exit.
+  std::atomic<uint64_t> sig_req{0}, sig_done{0};
+  std::atomic<int> sig_final{0};
+  std::atomic<bool> exited{false};
+
+  // Counts every queued host batch (and applies window markers), oldest first.
+  void drain(const Registry& registry);
+  // True when a flush would have something to say even without an open session.
+  bool anything_to_say(uint32_t registered_tables) const;
+};
+
+}  // namespace edo::capture

@@ -1,0 +1,29 @@
+// One-line messages on stderr (written with write(2): safe before stdio is set up and in
+// forked children).
+#include <time.h>
+#include <unistd.h>
+
+#include "process.h"
+#include "tracer.h"
+
+namespace edo::capture {
+
+void tracer_log(const std::string& s) {
+  std::string line = s.rfind("edo: ", 0) == 0 ? s : "edo: " + s;
+  if (line.back() != '\n') line.push_back('\n');
+  ssize_t r = ::write(2, line.data(), line.size());
+  (void)r;
+}
+
+void tracer_verbose(const std::string& line) {
+  const Process* p = process();
+  if (p && p->cfg.verbose) tracer_log(line);
+}
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace edo::capture

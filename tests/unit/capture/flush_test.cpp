@@ -1,0 +1,197 @@
+// The tracer's flush as functions: a session's snapshot (take_snapshot) and its frames
+// (encode_flush), and the post-fork reset (a new Session on the same registry).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "edo/edo.h"
+#include "edo/stats/table_stats.h"
+#include "edo/wire/wire.h"
+#include "flush.h"
+#include "registry.h"
+#include "session.h"
+
+using namespace edo::capture;
+namespace wire = edo::wire;
+
+namespace {
+
+std::vector<wire::Message> decode_all(const std::string& bytes) {
+  wire::StreamDecoder d;
+  d.feed(bytes.data(), bytes.size());
+  std::vector<wire::Message> out;
+  wire::Message m;
+  while (true) {
+    auto r = d.next(m);
+    if (r.status == wire::StreamDecoder::Status::kNeedMore) break;
+    EXPECT_EQ(r.status, wire::StreamDecoder::Status::kMessage) << r.error;
+    out.push_back(m);
+  }
+  EXPECT_EQ(d.pending_bytes(), 0u);
+  return out;
+}
+
+std::vector<wire::MsgType> types_of(const std::vector<wire::Message>& ms) {
+  std::vector<wire::MsgType> t;
+  for (const auto& m : ms) t.push_back(wire::type_of(m));
+  return t;
+}
+
+Session* new_session(int64_t pid, bool quiet = false) {
+  SessionIdentity id;
+  id.pid = pid;
+  id.ppid = 1;
+  return new Session(id, SinkTarget{}, edo::stats::StatsConfig{}, 1 << 20, 1 << 10, quiet);
+}
+
+}  // namespace
+
+TEST(FlushEncode, FramesComeInTheOrderTheCollectorNeeds) {
+  FlushSnapshot s;
+  s.hello = wire::Hello{};
+  s.hello->pid = 42;
+  s.tables = {{0, "a", 0x1000, 10, 4, EDO_F32, EDO_HOST, -1}, {1, "b", 0x1000, 10, 4, EDO_F32, EDO_HOST, -1}};
+  s.extras = {{0, "adam", 320}};
+  s.ties = {{0, 1}};
+  s.deltas = {{0, "x"}};
+  s.steps = 7;
+  s.notes = {{"cupti", "active"}};
+  s.memory_events.resize(kMaxEventsPerFrame + 5);
+  s.dropped = {{"batches", 3}};
+  s.kernels = std::vector<wire::Kernel>{{"k", 1, 2, {"a"}}};
+  s.ranges = std::vector<wire::Range>{{"r", 1, 2, 3, 4}};
+  s.goodbye = wire::Goodbye{5, wire::EndReason::kExit, 0};
+  const auto ms = decode_all(encode_flush(s));
+  using T = wire::MsgType;
+  EXPECT_EQ(types_of(ms), (std::vector<T>{T::kHello, T::kTable, T::kTable, T::kExtraBytes, T::kTie, T::kTableDelta,
+                                          T::kSteps, T::kNote, T::kMemoryEvents, T::kMemoryEvents, T::kDropped,
+                                          T::kKernelStats, T::kRangeStats, T::kGoodbye}));
+  // Memory events are split into frames of at most kMaxEventsPerFrame, none lost.
+  EXPECT_EQ(std::get<wire::MemoryEvents>(ms[8]).events.size(), kMaxEventsPerFrame);
+  EXPECT_EQ(std::get<wire::MemoryEvents>(ms[9]).events.size(), 5u);
+  EXPECT_EQ(std::get<wire::Steps>(ms[6]).steps, 7u);
+}
+
+TEST(FlushEncode, AnEmptySnapshotIsNoBytes) { EXPECT_TRUE(encode_flush(FlushSnapshot{}).empty()); }
+
+TEST(FlushSnapshot, SendsEachThingOnceAndOnlyWhatChanged) {
+  Registry reg(true);
+  std::unique_ptr<Session> s(new_session(100));
+  static float w[40];
+  ASSERT_EQ(reg.add("a", w, 10, 4, EDO_F32, EDO_HOST), 0);
+  ASSERT_EQ(reg.add("a_tied", w, 10, 4, EDO_F32, EDO_HOST), 1);
+  ASSERT_EQ(reg.set_extra_bytes(0, "adam", 320), EDO_OK);
+  const int64_t idx[] = {1, 2, 2, 9};
+  {
+    std::lock_guard<std::mutex> lk(s->counts.mutex());
+    s->counts.add_locked(*reg.get(0), idx, 4, EDO_I64);
+  }
+  s->steps = 3;
+  s->kernels.launch("gather", {"a"});
+  s->events.add_note({"k", "v"});
+
+  FlushSnapshot first = take_snapshot(*s, reg, true);
+  EXPECT_FALSE(first.hello);  // the caller adds Hello and Goodbye
+  ASSERT_EQ(first.tables.size(), 2u);
+  EXPECT_EQ(first.tables[1].name, "a_tied");
+  ASSERT_EQ(first.ties.size(), 1u);
+  EXPECT_EQ(first.ties[0].tied_with, 1u);
+  ASSERT_EQ(first.extras.size(), 1u);
+  EXPECT_EQ(first.extras[0].bytes, 320u);
+  ASSERT_EQ(first.deltas.size(), 1u);
+  edo::stats::TableAggregate agg;
+  ASSERT_TRUE(edo::stats::TableAggregate::deserialize(first.deltas[0].aggregate, agg));
+  EXPECT_EQ(agg.lookups(), 4u);
+  EXPECT_EQ(agg.count(2), 2u);
+  EXPECT_EQ(first.steps, 3u);
+  ASSERT_TRUE(first.kernels);
+  EXPECT_EQ((*first.kernels)[0].launches, 1u);
+  EXPECT_EQ(first.notes.size(), 1u);
+
+  FlushSnapshot second = take_snapshot(*s, reg, true);
+  EXPECT_TRUE(encode_flush(second).empty()) << "nothing changed, nothing to send";
+
+  ASSERT_EQ(reg.set_extra_bytes(1, "grad", 160), EDO_OK);
+  FlushSnapshot third = take_snapshot(*s, reg, true);
+  ASSERT_EQ(third.extras.size(), 1u);
+  EXPECT_EQ(third.extras[0].table, 1u);
+  EXPECT_TRUE(third.tables.empty());
+}
+
+TEST(FlushSnapshot, ANewSessionStartsFromTheRegistryAlone) {
+  // What a fork child does: a new Session on the process's registry. The registry (tables,
+  // ties, extras) is sent again; nothing the parent's session held (pending counts, steps,
+  // kernels, notes, events) comes with it.
+  Registry reg(true);
+  std::unique_ptr<Session> parent(new_session(100));
+  static float w[40];
+  reg.add("a", w, 10, 4, EDO_F32, EDO_CUDA);
+  reg.add("b", w, 10, 4, EDO_F32, EDO_CUDA);
+  reg.set_extra_bytes(0, "adam", 320);
+  (void)take_snapshot(*parent, reg, true);
+  const int64_t idx[] = {1, 2, 3};
+  {
+    std::lock_guard<std::mutex> lk(parent->counts.mutex());
+    parent->counts.add_locked(*reg.get(0), idx, 3, EDO_I64);
+  }
+  parent->steps = 9;
+  parent->kernels.launch("k", {});
+  parent->events.add_memory_event({1, 64, 0x1000, 0, 0, "cudaMalloc"});
+  parent->events.count_drop("batches", 1);
+  parent->ranges.named("r")->count = 1;
+  parent->ranges.mark_dirty();
+
+  std::unique_ptr<Session> child(new_session(101, /*quiet=*/true));
+  EXPECT_NE(child->serial, parent->serial);
+  EXPECT_FALSE(child->anything_to_say(reg.size())) << "a child that only inherited the registry stays silent";
+  FlushSnapshot c = take_snapshot(*child, reg, true);
+  EXPECT_EQ(c.tables.size(), 2u);
+  EXPECT_EQ(c.ties.size(), 1u);
+  EXPECT_EQ(c.extras.size(), 1u);
+  EXPECT_TRUE(c.deltas.empty());
+  EXPECT_FALSE(c.steps);
+  EXPECT_FALSE(c.kernels);
+  EXPECT_FALSE(c.ranges);
+  EXPECT_TRUE(c.memory_events.empty());
+  EXPECT_TRUE(c.dropped.empty());
+  child->quiet = false;
+  EXPECT_TRUE(child->anything_to_say(reg.size()));
+  // The parent's pending data is still the parent's.
+  FlushSnapshot p = take_snapshot(*parent, reg, true);
+  EXPECT_EQ(p.deltas.size(), 1u);
+  EXPECT_EQ(p.steps, 9u);
+  EXPECT_EQ(p.memory_events.size(), 1u);
+}
+
+TEST(FlushSnapshot, QueuedBatchesAndWindowMarkersDrainInOrder) {
+  Registry reg(false);
+  std::unique_ptr<Session> s(new_session(100));
+  static float w[400];
+  reg.add("t", w, 100, 4, EDO_F32, EDO_HOST);
+  const int32_t a[] = {1, 1, 1}, b[] = {2};
+  ASSERT_EQ(s->queue.push_copy(0, a, 3, EDO_I32, 4), IngestQueue::Push::kOk);
+  s->queue.push_window_marker();
+  ASSERT_EQ(s->queue.push_copy(0, b, 1, EDO_I32, 4), IngestQueue::Push::kOk);
+  ASSERT_EQ(s->queue.push_copy(7, b, 1, EDO_I32, 4), IngestQueue::Push::kOk);  // unknown table: ignored
+  s->drain(reg);
+  FlushSnapshot snap = take_snapshot(*s, reg, true);
+  ASSERT_EQ(snap.deltas.size(), 1u);
+  edo::stats::TableAggregate agg;
+  ASSERT_TRUE(edo::stats::TableAggregate::deserialize(snap.deltas[0].aggregate, agg));
+  EXPECT_EQ(agg.lookups(), 4u);
+  ASSERT_EQ(agg.windows().size(), 2u) << "the marker closed a window between the batches";
+  EXPECT_EQ(agg.windows()[0].lookups, 3u);
+  EXPECT_EQ(agg.windows()[1].lookups, 1u);
+}
+
+TEST(IngestQueue, IsBoundedByBytes) {
+  IngestQueue q(16);
+  const int32_t x[4] = {};
+  EXPECT_EQ(q.push_copy(0, x, 4, EDO_I32, 4), IngestQueue::Push::kOk);
+  EXPECT_EQ(q.push_copy(0, x, 1, EDO_I32, 4), IngestQueue::Push::kFull);
+  auto work = q.take();
+  ASSERT_EQ(work.size(), 1u);
+  q.recycle(work);
+  EXPECT_EQ(q.push_copy(0, x, 4, EDO_I32, 4), IngestQueue::Push::kOk) << "recycled bytes are free again";
+}
