@@ -90,7 +90,7 @@ int run_synth(const SynthOptions& o) {
     table.dtype = o.dtype;
     table.device = "host";
     table.base_address = 0;
-    table.bytes = o.rows * o.dim * elem;
+    table.weight_bytes = o.rows * o.dim * elem;
     table.aggregate = ingestor.take_delta();
     profile.tables.push_back(std::move(table));
   }

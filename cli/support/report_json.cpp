@@ -38,8 +38,10 @@ json table_json(const model::TableView& t, size_t top_rows) {
             {"dim", t.dim},
             {"dtype", t.dtype},
             {"device", t.device},
-            {"bytes", t.bytes},
-            {"extra_bytes", t.extra_bytes},
+            {"weight_bytes", t.weight_bytes},
+            {"optimizer_bytes", t.optimizer_bytes},
+            {"grad_bytes", t.grad_bytes},
+            {"total_bytes", t.total_bytes()},
             {"sessions", t.sessions},
             {"lookups", s.lookups},
             {"unique_rows", s.unique_rows},
@@ -66,12 +68,17 @@ json table_json(const model::TableView& t, size_t top_rows) {
 
 json report_json(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top_rows) {
   json j;
-  j["schema"] = "edo.report/1";
+  j["schema"] = "edo.report/2";
   j["session"] = profile.sessions.empty() ? json::object() : session_json(profile.sessions.front());
   json sessions = json::array();
   for (const auto& s : profile.sessions) sessions.push_back(session_json(s));
   j["sessions"] = sessions;
-  j["memory"] = {{"peak_bytes", profile.peak_bytes()}, {"table_bytes", profile.table_bytes()},
+  const model::TableMemory mem = profile.table_memory();
+  j["memory"] = {{"peak_bytes", profile.peak_bytes()},
+                 {"table_bytes", mem.total_bytes()},
+                 {"weight_bytes", mem.weight_bytes},
+                 {"optimizer_bytes", mem.optimizer_bytes},
+                 {"grad_bytes", mem.grad_bytes},
                  {"timeline_events", profile.memory_events.size()}};
   json tj = json::array();
   for (const auto& t : tables) tj.push_back(table_json(t, top_rows));

@@ -113,7 +113,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           t.dtype = dtype_name(v.dtype);
           t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
           t.base_address = v.base;
-          t.bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
+          t.weight_bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
           profile_.tables.push_back(std::move(t));
           s.tables[v.id] = profile_.tables.size() - 1;
         } else if constexpr (std::is_same_v<T, wire::Tie>) {
@@ -145,10 +145,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
         } else if constexpr (std::is_same_v<T, wire::ExtraBytes>) {
           auto it = s.tables.find(v.table);
           if (it == s.tables.end()) return;
-          // Each kind replaces its previous value.
+          // Each kind replaces its previous value; gradients and optimizer state are kept apart.
           model::Table& t = profile_.tables[it->second];
           uint64_t& slot = s.extra[{it->second, v.kind}];
-          t.extra_bytes = t.extra_bytes - slot + v.bytes;
+          uint64_t& part = model::is_gradient_kind(v.kind) ? t.grad_bytes : t.optimizer_bytes;
+          part = part - slot + v.bytes;
           slot = v.bytes;
         } else if constexpr (std::is_same_v<T, wire::Steps>) {
           session(s)->steps = v.steps;
@@ -199,7 +200,7 @@ void ProfileBuilder::set_exit_code(int64_t pid, int code) {
 void ProfileBuilder::attribute() {
   // Per session: the tables' address ranges (device tables first, host tables too).
   std::map<int64_t, wire::AddressIndex> idx;
-  for (auto& t : profile_.tables) idx[t.session_id].add(t.base_address, t.bytes, t.name);
+  for (auto& t : profile_.tables) idx[t.session_id].add(t.base_address, t.weight_bytes, t.name);
   for (auto& [sid, ix] : idx) ix.finalize();
   for (auto& e : profile_.memory_events) {
     auto it = idx.find(e.session_id);

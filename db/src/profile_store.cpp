@@ -207,10 +207,11 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   }
   SQLite::Statement put_table(d,
       "INSERT INTO tables(id, session_id, name, rows, dim, dtype, device, base_address,"
-      " bytes, extra_bytes) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+      " weight_bytes, optimizer_bytes, grad_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
       " session_id=excluded.session_id, name=excluded.name, rows=excluded.rows, dim=excluded.dim,"
       " dtype=excluded.dtype, device=excluded.device, base_address=excluded.base_address,"
-      " bytes=excluded.bytes, extra_bytes=excluded.extra_bytes");
+      " weight_bytes=excluded.weight_bytes, optimizer_bytes=excluded.optimizer_bytes,"
+      " grad_bytes=excluded.grad_bytes");
   SQLite::Statement put_stats(d,
       "INSERT OR REPLACE INTO table_stats(table_id, counts_mode, lookups, unique_rows, out_of_range,"
       " aggregate) VALUES (?,?,?,?,?,?)");
@@ -234,8 +235,9 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_table.bind(6, t.dtype);
     put_table.bind(7, t.device);
     put_table.bind(8, u64_to_i64(t.base_address));
-    put_table.bind(9, u64_to_i64(t.bytes));
-    put_table.bind(10, u64_to_i64(t.extra_bytes));
+    put_table.bind(9, u64_to_i64(t.weight_bytes));
+    put_table.bind(10, u64_to_i64(t.optimizer_bytes));
+    put_table.bind(11, u64_to_i64(t.grad_bytes));
     put_table.exec();
 
     const std::string blob = t.aggregate.serialize();
@@ -376,8 +378,8 @@ Profile ProfileStore::Impl::load() const {
   }
   {
     SQLite::Statement q(d,
-        "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address, t.bytes,"
-        " t.extra_bytes, s.aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+        "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address,"
+        " t.weight_bytes, t.optimizer_bytes, t.grad_bytes, s.aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
     while (q.executeStep()) {
       Table t;
       t.id = q.getColumn(0).getInt64();
@@ -388,9 +390,10 @@ Profile ProfileStore::Impl::load() const {
       t.dtype = q.getColumn(5).getString();
       t.device = q.getColumn(6).getString();
       t.base_address = i64_to_u64(q.getColumn(7).getInt64());
-      t.bytes = i64_to_u64(q.getColumn(8).getInt64());
-      t.extra_bytes = i64_to_u64(q.getColumn(9).getInt64());
-      SQLite::Column blob = q.getColumn(10);
+      t.weight_bytes = i64_to_u64(q.getColumn(8).getInt64());
+      t.optimizer_bytes = i64_to_u64(q.getColumn(9).getInt64());
+      t.grad_bytes = i64_to_u64(q.getColumn(10).getInt64());
+      SQLite::Column blob = q.getColumn(11);
       if (blob.isNull()) {
         t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
       } else {

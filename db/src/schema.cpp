@@ -11,7 +11,8 @@
 namespace edo::db::schema {
 namespace {
 
-// Version 1. Each statement is one table; comments say what the columns mean.
+// Version 1 (later versions: the steps in apply_steps). Each statement is one table;
+// comments say what the columns mean.
 const char* const kSchemaV1[] = {
     // Identifies the file and its schema version.
     "CREATE TABLE edo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -82,10 +83,26 @@ void record_version(SQLite::Database& db, int version) {
   meta.exec();
 }
 
+// Version 2: `bytes` meant three things. tables.bytes becomes weight_bytes, extra_bytes
+// (optimizer state and gradients together) becomes optimizer_bytes, and gradients get their
+// own column. A version-1 file cannot tell its two extras apart: they stay in optimizer_bytes.
+void migrate_to_v2(SQLite::Database& db) {
+  db.exec("ALTER TABLE tables RENAME COLUMN bytes TO weight_bytes");
+  db.exec("ALTER TABLE tables RENAME COLUMN extra_bytes TO optimizer_bytes");
+  db.exec("ALTER TABLE tables ADD COLUMN grad_bytes INTEGER NOT NULL DEFAULT 0");
+}
+
+// Every step after version 1, in order. A new file is version 1 plus all of them, so that a
+// created file and a migrated one have the same schema.
+void apply_steps(SQLite::Database& db, int from) {
+  if (from < 2) migrate_to_v2(db);
+}
+
 }  // namespace
 
 void create(SQLite::Database& db) {
   for (const char* sql : kSchemaV1) db.exec(sql);
+  apply_steps(db, 1);
   SQLite::Statement tag(db, "INSERT INTO edo_meta(key, value) VALUES ('format', ?)");
   tag.bind(1, kFormatTag);
   tag.exec();
@@ -110,9 +127,8 @@ int read_version(SQLite::Database& db, const std::string& path) {
 }
 
 void migrate(SQLite::Database& db, int from) {
-  // Forward migrations: one block per version step, e.g.
-  //   if (from < 2) { db.exec("ALTER TABLE tables ADD COLUMN ..."); record_version(db, 2); }
-  // Version 1 is the first schema, so there is nothing to apply yet.
+  // Forward migrations: the steps after `from` (see apply_steps), then the new version.
+  apply_steps(db, from);
   if (from < kCurrentVersion) record_version(db, kCurrentVersion);
 }
 

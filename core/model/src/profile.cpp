@@ -12,16 +12,20 @@ uint64_t Profile::dropped_events() const {
   return total;
 }
 
-uint64_t Profile::table_bytes() const {
+bool is_gradient_kind(const std::string& kind) { return kind == "grad" || kind.rfind("grad.", 0) == 0; }
+
+TableMemory Profile::table_memory() const {
   // A tied table shares its weights with the table it is tied to: count the storage once.
-  uint64_t total = 0;
+  TableMemory m;
   for (const auto& t : tables) {
     bool tied_to_earlier = std::any_of(ties.begin(), ties.end(), [&](const Tie& tie) {
       return tie.session_id == t.session_id && tie.tied_with == t.name;
     });
-    total += t.extra_bytes + (tied_to_earlier ? 0 : t.bytes);
+    if (!tied_to_earlier) m.weight_bytes += t.weight_bytes;
+    m.optimizer_bytes += t.optimizer_bytes;
+    m.grad_bytes += t.grad_bytes;
   }
-  return total;
+  return m;
 }
 
 int64_t Profile::peak_bytes() const {

@@ -44,9 +44,11 @@ EDO_API int64_t edo_table_register(const char* name, const void* base, uint64_t 
    on the GPU. Returns 0 or a negative edo error code. */
 EDO_API int edo_table_lookup(int64_t table, const void* indices, uint64_t count,
                              edo_index_type type, edo_device device, void* stream);
-/* Records memory that belongs to a table besides its weights, e.g. optimizer state
-   (kind "adam.exp_avg", "adagrad.sum") or a gradient buffer. Calling it again with the
-   same kind replaces that kind's bytes. Returns 0 or a negative edo error code. */
+/* Records memory that belongs to a table besides its weights: kind "grad" (or
+   "grad.<anything>") is the table's gradient and is reported as grad_bytes; every other
+   kind ("adam.exp_avg", "adagrad.sum", ...) is optimizer state (optimizer_bytes).
+   Calling it again with the same kind replaces that kind's bytes. Returns 0 or a
+   negative edo error code. */
 EDO_API int edo_table_set_extra_bytes(int64_t table, const char* kind, uint64_t bytes);
 /* Marks one training/serving step. */
 EDO_API int edo_step(void);

@@ -52,7 +52,7 @@ TEST(Synth, ReportMatchesExactGroundTruth) {
   auto r = run_command(kEdo + " synth -o " + db + " --tables 2 --rows 5000 --dim 32 --zipf 1.1 --lookups 200000 --batch 200000 --seed 7");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = report(db, "--top 5000");
-  EXPECT_EQ(j["schema"], "edo.report/1");
+  EXPECT_EQ(j["schema"], "edo.report/2");
   ASSERT_EQ(j["tables"].size(), 2u);
   for (int t = 0; t < 2; ++t) {
     const json* table = nullptr;
@@ -61,7 +61,10 @@ TEST(Synth, ReportMatchesExactGroundTruth) {
     auto truth = ground_truth(rows, 1.1, 7, t, lookups);
     EXPECT_EQ((*table)["rows"], rows);
     EXPECT_EQ((*table)["dim"], 32);
-    EXPECT_EQ((*table)["bytes"], rows * 32 * 4);
+    EXPECT_EQ((*table)["weight_bytes"], rows * 32 * 4);
+    EXPECT_EQ((*table)["optimizer_bytes"], 0);
+    EXPECT_EQ((*table)["grad_bytes"], 0);
+    EXPECT_EQ((*table)["total_bytes"], rows * 32 * 4);
     EXPECT_EQ((*table)["counts"], "exact");
     EXPECT_EQ((*table)["lookups"], lookups);
     EXPECT_EQ((*table)["unique_rows"], truth.size());
@@ -129,7 +132,7 @@ TEST(Diff, ShowsChangesAndTablesOnlyInOne) {
   auto r = run_command(kEdo + " diff --json " + a + " " + b);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = json::parse(r.out);
-  EXPECT_EQ(j["schema"], "edo.diff/1");
+  EXPECT_EQ(j["schema"], "edo.diff/2");
   ASSERT_EQ(j["tables"].size(), 2u);
   EXPECT_EQ(j["tables"][0]["lookups"]["before"], 20000);
   EXPECT_EQ(j["tables"][0]["lookups"]["after"], 40000);

@@ -217,23 +217,32 @@ def case_record(ctx, workload, expect_exit):
     top = max(t["rows"] for t in gt["tables"].values()) + 1
     rep = report(ctx, db, top)
     problems, tables = check_report(ctx, rep, gt, expect_exit)
-    # optimizer state recorded as the table's extra bytes
+    # memory in named parts: weights, optimizer state (Adam: two moments), gradients
     for name, t in tables.items():
         g = gt["tables"].get(name, {})
         if "tied_to" in g or name not in gt["tables"]:
             continue
-        adam_like = not (workload == "dlrm_like" and name == "ad")
-        need = 2 * t["bytes"] if adam_like else 1
-        if t.get("extra_bytes", 0) < need:
-            problems.append("%s: extra_bytes %r, expected >= %d (optimizer state / gradients)"
-                            % (name, t.get("extra_bytes"), need))
+        weights = t["rows"] * t["dim"] * {"f32": 4, "f16": 2, "bf16": 2}.get(t["dtype"], 1)
+        if t.get("weight_bytes") != weights:
+            problems.append("%s: weight_bytes %r, expected %d" % (name, t.get("weight_bytes"), weights))
+        adam_like = not (workload == "dlrm_like" and name == "ad")   # "ad" is trained by SGD
+        need = 2 * weights if adam_like else 0
+        if t.get("optimizer_bytes", 0) < need or (not adam_like and t.get("optimizer_bytes") != 0):
+            problems.append("%s: optimizer_bytes %r, expected %s (optimizer state)"
+                            % (name, t.get("optimizer_bytes"), ">= %d" % need if need else "0 (SGD)"))
+        if not t.get("grad_bytes"):
+            problems.append("%s: grad_bytes %r, expected > 0 (gradients)" % (name, t.get("grad_bytes")))
+        parts = t.get("weight_bytes", 0) + t.get("optimizer_bytes", 0) + t.get("grad_bytes", 0)
+        if t.get("total_bytes") != parts:
+            problems.append("%s: total_bytes %r is not weight + optimizer + grad bytes (%d)"
+                            % (name, t.get("total_bytes"), parts))
     if ctx.args.device == "cuda" and not rep.get("memory", {}).get("timeline_events"):
         problems.append("no CUDA memory timeline (CUPTI) in the recording")
     summary = {
         "workload": workload, "device": ctx.args.device, "python": py, "torch": ver,
         "record_seconds": round(record_s, 2), "bit_identical": identical,
-        "tables": {n: {k: t.get(k) for k in ("rows", "dim", "lookups", "unique_rows", "bytes",
-                                              "extra_bytes", "tied_with")}
+        "tables": {n: {k: t.get(k) for k in ("rows", "dim", "lookups", "unique_rows", "weight_bytes",
+                                              "optimizer_bytes", "grad_bytes", "tied_with")}
                    for n, t in tables.items()},
         "steps": rep.get("session", {}).get("steps"),
         "exit_code": rep.get("session", {}).get("exit_code"),
@@ -242,8 +251,9 @@ def case_record(ctx, workload, expect_exit):
     }
     ctx.results[workload] = summary
     for n, t in sorted(summary["tables"].items()):
-        print("  %-45s lookups %-8s unique %-7s bytes %-9s extra %-9s tied %s"
-              % (n, t["lookups"], t["unique_rows"], t["bytes"], t["extra_bytes"], t["tied_with"]))
+        print("  %-45s lookups %-8s unique %-7s weights %-9s optimizer %-9s grads %-9s tied %s"
+              % (n, t["lookups"], t["unique_rows"], t["weight_bytes"], t["optimizer_bytes"],
+                 t["grad_bytes"], t["tied_with"]))
     print("  steps %s, exit %s, bit-identical %s" % (summary["steps"], summary["exit_code"],
                                                    identical))
     if problems:

@@ -109,8 +109,9 @@ void expect_basic(const Profile& p, int64_t sid) {
   EXPECT_EQ(user->dim, 16u);
   EXPECT_EQ(user->dtype, "f32");
   EXPECT_EQ(user->device, "host");
-  EXPECT_EQ(user->bytes, 1000u * 16 * 4);
-  EXPECT_EQ(user->extra_bytes, 1000u * 16 * 4);
+  EXPECT_EQ(user->weight_bytes, 1000u * 16 * 4);
+  EXPECT_EQ(user->optimizer_bytes, 1000u * 16 * 4);
+  EXPECT_EQ(user->grad_bytes, 0u);
   EXPECT_EQ(user->aggregate.lookups(), 10000u);
   EXPECT_EQ(user->aggregate.unique_rows(), 1000u);
   for (uint64_t r = 0; r < 1000; ++r) ASSERT_EQ(user->aggregate.count(r), 10u) << "emb.user row " << r;

@@ -48,8 +48,9 @@ TEST(Collector, SampleTraceBecomesAProfile) {
   ASSERT_EQ(p.tables.size(), 2u);
   EXPECT_EQ(p.tables[0].name, "model.emb");
   EXPECT_EQ(p.tables[0].device, "cuda:0");
-  EXPECT_EQ(p.tables[0].bytes, 1000u * 16 * 4);
-  EXPECT_EQ(p.tables[0].extra_bytes, 64000u);
+  EXPECT_EQ(p.tables[0].weight_bytes, 1000u * 16 * 4);
+  EXPECT_EQ(p.tables[0].optimizer_bytes, 64000u);
+  EXPECT_EQ(p.tables[0].grad_bytes, 0u);
   EXPECT_EQ(p.tables[0].aggregate.lookups(), 5000u);
   EXPECT_EQ(p.tables[0].aggregate.count(31), 5u);
   ASSERT_EQ(p.ties.size(), 1u);
@@ -92,7 +93,8 @@ TEST(Collector, DeltasAddUpAndExtraBytesReplace) {
   EXPECT_EQ(t.aggregate.count(7), 50u);
   EXPECT_EQ(t.aggregate.count(9), 25u);
   EXPECT_EQ(t.aggregate.unique_rows(), 2u);
-  EXPECT_EQ(t.extra_bytes, 305u);
+  EXPECT_EQ(t.optimizer_bytes, 300u);  // adam.exp_avg, replaced
+  EXPECT_EQ(t.grad_bytes, 5u);
   EXPECT_EQ(b.profile().sessions[0].steps, 4u);
   b.set_exit_code(1, 7);
   EXPECT_EQ(*b.profile().sessions[0].exit_code, 7);

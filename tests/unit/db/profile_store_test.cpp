@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "test_profiles.h"
 
@@ -54,7 +55,9 @@ TEST(ProfileStore, RoundTripKeepsEverything) {
     EXPECT_EQ(q.tables[i].name, p.tables[i].name);
     EXPECT_EQ(q.tables[i].rows, p.tables[i].rows);
     EXPECT_EQ(q.tables[i].base_address, p.tables[i].base_address);
-    EXPECT_EQ(q.tables[i].extra_bytes, p.tables[i].extra_bytes);
+    EXPECT_EQ(q.tables[i].weight_bytes, p.tables[i].weight_bytes);
+    EXPECT_EQ(q.tables[i].optimizer_bytes, p.tables[i].optimizer_bytes);
+    EXPECT_EQ(q.tables[i].grad_bytes, p.tables[i].grad_bytes);
     EXPECT_EQ(q.tables[i].aggregate.lookups(), p.tables[i].aggregate.lookups());
     EXPECT_EQ(q.tables[i].aggregate.unique_rows(), p.tables[i].aggregate.unique_rows());
   }
@@ -181,6 +184,61 @@ TEST(ProfileStore, SaveRejectsSessionsWithoutIds) {
   p.sessions[1].id = 0;
   ProfileStore store(path, ProfileStore::Mode::kCreate);
   EXPECT_THROW(store.save(p), DbError);
+}
+
+// A file written by schema version 1, where tables.bytes held the weights and extra_bytes the
+// optimizer state and gradients together: opening it migrates it in place to the split fields.
+TEST(ProfileStore, SchemaV1FileMigratesToTheBytesSplit) {
+  const std::string path = temp_path("v1.edodb");
+  std::filesystem::remove(path);
+  {
+    std::ifstream in(EDO_DB_FIXTURES "/schema_v1.sql");
+    ASSERT_TRUE(in) << EDO_DB_FIXTURES "/schema_v1.sql";
+    std::stringstream sql;
+    sql << in.rdbuf();
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(sql.str());
+  }
+  Profile p = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(p.tables.size(), 2u);
+  EXPECT_EQ(p.tables[0].weight_bytes, 64000u);
+  EXPECT_EQ(p.tables[0].optimizer_bytes, 192000u);  // version 1 could not tell gradients apart
+  EXPECT_EQ(p.tables[0].grad_bytes, 0u);
+  EXPECT_EQ(p.tables[1].weight_bytes, 1600u);
+  SQLite::Database db(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+  EXPECT_EQ(db.execAndGet("SELECT COUNT(*) FROM schema_migrations").getInt(), 2);
+  // The migrated file takes new saves like a file created by this version.
+  p.tables[0].grad_bytes = 64000;
+  ProfileStore(path, ProfileStore::Mode::kReadWrite).save(p);
+  EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().tables[0].grad_bytes, 64000u);
+}
+
+// A created file has exactly the columns a migrated one has.
+TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
+  const std::string created = temp_path("created.edodb"), migrated = temp_path("migrated.edodb");
+  std::filesystem::remove(migrated);
+  { ProfileStore(created, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  {
+    std::ifstream in(EDO_DB_FIXTURES "/schema_v1.sql");
+    std::stringstream sql;
+    sql << in.rdbuf();
+    SQLite::Database db(migrated, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(sql.str());
+  }
+  { ProfileStore(migrated, ProfileStore::Mode::kReadOnly).load(); }
+  auto columns = [](const std::string& path) {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    SQLite::Statement q(db, "SELECT m.name, p.name, p.type, p.\"notnull\" FROM sqlite_master m, pragma_table_info(m.name) p"
+                            " WHERE m.type = 'table' ORDER BY m.name, p.cid");
+    std::vector<std::string> out;
+    while (q.executeStep())
+      out.push_back(q.getColumn(0).getString() + "." + q.getColumn(1).getString() + " " + q.getColumn(2).getString() +
+                    (q.getColumn(3).getInt() ? " NOT NULL" : ""));
+    return out;
+  };
+  EXPECT_EQ(columns(created), columns(migrated));
 }
 
 TEST(ProfileStore, CreateInMissingFolderNamesTheFolder) {

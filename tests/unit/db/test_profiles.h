@@ -54,7 +54,7 @@ inline Profile sample_profile() {
     t.dtype = "f32";
     t.device = "cuda";
     t.base_address = 0x7f0000000000ull + rows;
-    t.bytes = rows * dim * 4;
+    t.weight_bytes = rows * dim * 4;
     stats::TableIngestor ing(rows, cfg);
     std::vector<int64_t> idx(reads);
     ing.add(idx.data(), idx.size());
@@ -66,7 +66,8 @@ inline Profile sample_profile() {
   p.tables.push_back(make_table(1, "model.emb.item", 50, 8, {0, 0, 49}));
   p.tables.push_back(make_table(1, "model.lm_head", 1000, 16, {5}));
   p.tables.push_back(make_table(2, "model.emb.user", 1000, 16, {3, 999}));
-  p.tables.back().extra_bytes = 128000;
+  p.tables.back().optimizer_bytes = 128000;
+  p.tables.back().grad_bytes = 64000;
   p.ties.push_back({1, "model.emb.user", "model.lm_head"});
   p.memory_events.push_back({1, 10, 64000, 0x1000, 0, 0, "cudaMalloc", "model.emb.user"});
   p.memory_events.push_back({1, 20, 1600, 0x9000, 0, 0, "cudaMalloc", "model.emb.item"});

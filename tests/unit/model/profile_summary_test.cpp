@@ -11,7 +11,8 @@ TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
   Profile p = db::testing::sample_profile();
   auto views = table_views(p);
   ASSERT_EQ(views.size(), 3u);
-  // user (64000 B) and lm_head (64000 B) first by bytes, then by name; item last.
+  // user (weights + optimizer state + gradients) first, lm_head (its weights are user's) right
+  // after it; item last.
   EXPECT_EQ(views[0].name, "model.emb.user");
   EXPECT_EQ(views[1].name, "model.lm_head");
   EXPECT_EQ(views[2].name, "model.emb.item");
@@ -19,7 +20,11 @@ TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
   EXPECT_EQ(views[0].summary.lookups, 8u);      // 6 + 2
   EXPECT_EQ(views[0].summary.unique_rows, 4u);  // {1,2,3,999}
   EXPECT_EQ(views[0].aggregate.count(3), 4u);
-  EXPECT_EQ(views[0].extra_bytes, 128000u);
+  EXPECT_EQ(views[0].weight_bytes, 64000u);
+  EXPECT_EQ(views[0].optimizer_bytes, 128000u);
+  EXPECT_EQ(views[0].grad_bytes, 64000u);
+  EXPECT_EQ(views[0].total_bytes(), 64000u + 128000u + 64000u);
+  EXPECT_EQ(views[1].total_bytes(), 0u);  // tied: its weights are counted with model.emb.user
   EXPECT_EQ(views[0].tied_with, std::vector<std::string>{"model.lm_head"});
   EXPECT_EQ(views[1].tied_with, std::vector<std::string>{"model.emb.user"});
   EXPECT_EQ(views[1].shares_weights_of, "model.emb.user");
@@ -39,8 +44,44 @@ TEST(TableViews, SameNameOtherShapeStaysSeparate) {
 
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
   Profile p = db::testing::sample_profile();
-  // user 64000 + item 1600 + user(session 2) 64000 + its extra 128000; lm_head is tied.
-  EXPECT_EQ(p.table_bytes(), 64000u + 1600u + 64000u + 128000u);
+  // user 64000 + item 1600 + user(session 2) 64000 + its optimizer state 128000 and gradients
+  // 64000; lm_head is tied.
+  const TableMemory m = p.table_memory();
+  EXPECT_EQ(m.weight_bytes, 64000u + 1600u + 64000u);
+  EXPECT_EQ(m.optimizer_bytes, 128000u);
+  EXPECT_EQ(m.grad_bytes, 64000u);
+  EXPECT_EQ(p.table_bytes(), m.weight_bytes + m.optimizer_bytes + m.grad_bytes);
+}
+
+TEST(ProfileTotals, GradientKindsAreTheOnlyNonOptimizerExtras) {
+  EXPECT_TRUE(is_gradient_kind("grad"));
+  EXPECT_TRUE(is_gradient_kind("grad.main"));
+  EXPECT_FALSE(is_gradient_kind("adam.exp_avg"));
+  EXPECT_FALSE(is_gradient_kind("adagrad.sum"));
+  EXPECT_FALSE(is_gradient_kind("gradient_checkpoint"));
+}
+
+TEST(TableViews, EqualSizesSortInNaturalOrder) {
+  Profile p;
+  p.sessions.push_back(Session{});
+  p.sessions[0].id = 1;
+  for (const char* name : {"table_10", "table_2", "table_1", "table_0", "a", "table_02"}) {
+    Table t;
+    t.session_id = 1;
+    t.name = name;
+    t.rows = 10;
+    t.dim = 4;
+    t.weight_bytes = 160;
+    t.aggregate = stats::TableAggregate(10, stats::StatsConfig{});
+    p.tables.push_back(t);
+  }
+  std::vector<std::string> names;
+  for (const auto& v : table_views(p)) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "table_0", "table_1", "table_2", "table_02", "table_10"}));
+  EXPECT_TRUE(natural_less("x9", "x10"));
+  EXPECT_FALSE(natural_less("x10", "x9"));
+  EXPECT_TRUE(natural_less("x", "x1"));
+  EXPECT_FALSE(natural_less("same", "same"));
 }
 
 TEST(FormatBytes, Units) {

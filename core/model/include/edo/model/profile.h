@@ -41,11 +41,19 @@ struct Table {
   std::string dtype;                  // "f32", "f16", "bf16", "i8", "u8", "f8e4m3"
   std::string device;                 // "host" or "cuda" (optionally "cuda:N")
   uint64_t base_address = 0;
-  uint64_t bytes = 0;                 // rows * dim * element size (+ optimizer state, see extra_bytes)
-  uint64_t extra_bytes = 0;           // memory that belongs to the table besides its weights
-                                      // (optimizer moments, gradients), recorded by the tracer
+  // Memory of the table, in three named parts (one definition everywhere: model, database,
+  // report, diff). Extra memory reported by kind (edo_table_set_extra_bytes) is split with
+  // is_gradient_kind().
+  uint64_t weight_bytes = 0;          // the weights: rows * dim * element size
+  uint64_t optimizer_bytes = 0;       // optimizer state (Adam moments, Adagrad sums, ...)
+  uint64_t grad_bytes = 0;            // gradients of the weights
+  uint64_t total_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
   stats::TableAggregate aggregate;    // counts, sketches, stack distances, drift windows
 };
+
+// The kinds of extra memory a tracer reports per table: "grad" (or "grad.<anything>") is a
+// gradient; every other kind ("adam.exp_avg", "adagrad.sum", ...) is optimizer state.
+bool is_gradient_kind(const std::string& kind);
 
 // Two table names sharing one base pointer (tied / shared weights).
 struct Tie {
@@ -85,6 +93,14 @@ struct RangeStat {
   uint64_t alloc_bytes = 0;           // bytes allocated inside the range
 };
 
+// Sums of Table's memory parts.
+struct TableMemory {
+  uint64_t weight_bytes = 0;
+  uint64_t optimizer_bytes = 0;
+  uint64_t grad_bytes = 0;
+  uint64_t total_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
+};
+
 struct Profile {
   std::vector<Session> sessions;
   std::vector<Table> tables;
@@ -99,7 +115,10 @@ struct Profile {
   // Peak of the running sum of memory_events per session, maxed over sessions; when there is
   // no timeline, the sum of table bytes.
   int64_t peak_bytes() const;
-  uint64_t table_bytes() const;       // sum of Table::bytes + extra_bytes
+  // Table memory summed over every process, in the three parts of Table: a tied table's
+  // weights are counted once (with the table named first).
+  TableMemory table_memory() const;
+  uint64_t table_bytes() const { return table_memory().total_bytes(); }
 };
 
 // Bytes per element of a dtype name; 0 for an unknown name.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,19 +19,28 @@ struct TableView {
   uint32_t dim = 0;
   std::string dtype;
   std::string device;
-  uint64_t bytes = 0;        // weights
-  uint64_t extra_bytes = 0;  // optimizer state and other memory owned by the table
-  int sessions = 0;          // how many processes recorded it
+  uint64_t weight_bytes = 0;     // the weights (rows * dim * element size)
+  uint64_t optimizer_bytes = 0;  // optimizer state
+  uint64_t grad_bytes = 0;       // gradients
+  int sessions = 0;              // how many processes recorded it
   stats::TableAggregate aggregate;  // merged over sessions
   stats::TableSummary summary;
   std::vector<std::string> tied_with;  // other names on the same weights
   // Set when this name was registered on weights that an earlier name already owns (e.g. an
   // LM head tied to the input embedding): its bytes are that table's, not extra memory.
   std::string shares_weights_of;
+
+  // The memory this table adds: weights + optimizer state + gradients, except that the
+  // weights of a table that shares another's (shares_weights_of) are counted with that one.
+  uint64_t total_bytes() const { return (shares_weights_of.empty() ? weight_bytes : 0) + optimizer_bytes + grad_bytes; }
 };
 
-// Tables sorted by bytes + extra_bytes (descending), then name.
+// Tables sorted by total_bytes (descending; a table that shares another's weights right after
+// it), then by name in natural order.
 std::vector<TableView> table_views(const Profile& profile);
+
+// Natural order: digit runs compare as numbers ("table_2" < "table_10").
+bool natural_less(std::string_view a, std::string_view b);
 
 // Human-readable byte count: "1.50 GiB", "512 B".
 std::string format_bytes(uint64_t bytes);
