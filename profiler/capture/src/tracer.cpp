@@ -6,6 +6,8 @@
 //   flush_mu -> reg_mu -> ing_mu -> q_mu -> mem_mu -> kern_mu -> nvtx_mu -> sink_mu
 #include "tracer.h"
 
+#include "edo/dtype.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -194,13 +196,13 @@ std::optional<int64_t> env_int(const char* name) {
   return x;
 }
 
+// Bytes per element of an edo_dtype code (the one vocabulary in core's edo/dtype.h).
+static_assert(int(EDO_F32) == int(DType::Fp32) && int(EDO_F16) == int(DType::Fp16) && int(EDO_BF16) == int(DType::Bf16) &&
+                  int(EDO_I8) == int(DType::Int8) && int(EDO_U8) == int(DType::Uint8) && int(EDO_F8E4M3) == int(DType::Fp8E4M3),
+              "edo_dtype (edo.h) and edo::DType (edo/dtype.h) must keep the same codes");
 uint32_t elem_size(int dtype) {
-  switch (dtype) {
-    case EDO_F32: return 4;
-    case EDO_F16:
-    case EDO_BF16: return 2;
-    default: return 1;
-  }
+  const auto t = dtype_from_code(static_cast<unsigned>(dtype));
+  return t ? dtype_bytes(*t) : 1;
 }
 
 // ---- sink --------------------------------------------------------------------------------
@@ -878,7 +880,6 @@ int64_t api_register(const char* name, const void* base, uint64_t rows, uint32_t
   t->dtype = uint8_t(dtype);
   t->device = uint8_t(device);
   t->bytes = rows * dim * elem_size(dtype);
-  if (dtype == EDO_F8E4M3 || dtype == EDO_I8 || dtype == EDO_U8) t->bytes = rows * dim;
   if (g->active) {
     auto idx = std::make_shared<wire::AddressIndex>(*g->addr_index);
     idx->add(t->base, t->bytes, t->name);

@@ -38,7 +38,7 @@ struct Table {
   std::string name;
   uint64_t rows = 0;
   uint32_t dim = 0;
-  std::string dtype;                  // "f32", "f16", "bf16", "i8", "u8", "f8e4m3"
+  std::string dtype;                  // edo/dtype.h's names: "fp32", "fp16", "bf16", "int8", "uint8", "fp8_e4m3"
   std::string device;                 // "host" or "cuda" (optionally "cuda:N")
   uint64_t base_address = 0;
   uint64_t bytes = 0;                 // rows * dim * element size (+ optimizer state, see extra_bytes)
