@@ -6,8 +6,8 @@
 #include <string>
 
 #include "command.h"
-#include "kernels/cpu/measure.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "edo/kernels/bench.h"
+#include "edo/kernels/cuda.h"
 
 namespace {
 
@@ -65,7 +65,7 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     }
     if (o->backend == "cuda") {
       const std::string st = edo::kernels::cuda::device_status();
-      if (!st.empty()) throw edo::cli::Failure(st);
+      if (!st.empty()) throw edo::cli::Failure(st + "; run with --backend cpu instead");
     }
     edo::kernels::BenchConfig c;
     c.backend = o->backend;

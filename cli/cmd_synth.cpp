@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
+#include "edo/dtype.h"
 #include "edo/stats/table_stats.h"
 #include "support/progress.h"
 #include "version.h"
@@ -23,7 +24,7 @@ struct SynthOptions {
   int tables = 4;
   uint64_t rows = 1'000'000;
   uint32_t dim = 64;
-  std::string dtype = "f32";
+  std::string dtype = "fp32";
   double zipf = 1.05;
   uint64_t lookups = 4'000'000;
   uint64_t batch = 65'536;
@@ -118,7 +119,16 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--tables", o->tables, "number of tables")->capture_default_str()->check(CLI::Range(1, 10000));
   sub.add_option("--rows", o->rows, "rows per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--dim", o->dim, "embedding dimension")->capture_default_str()->check(CLI::Range(1u, 65536u));
-  sub.add_option("--dtype", o->dtype, "element type of the table")->capture_default_str()->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  sub.add_option("--dtype", o->dtype, "element type of the table")
+      ->capture_default_str()
+      ->transform(CLI::Validator(
+          [](std::string& s) -> std::string {  // any spelling of edo/dtype.h, stored by its name
+            const auto t = parse_dtype(s);
+            if (!t || (*t != DType::Fp32 && *t != DType::Fp16 && *t != DType::Bf16)) return "'" + s + "' is not fp32, fp16 or bf16";
+            s = std::string(dtype_name(*t));
+            return {};
+          },
+          "fp32|fp16|bf16"));
   sub.add_option("--zipf", o->zipf, "Zipf exponent A (0 = uniform)")->capture_default_str()->check(CLI::Range(0.0, 10.0));
   sub.add_option("--lookups", o->lookups, "lookups (row reads) per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--batch", o->batch, "lookups per batch")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26));

@@ -283,7 +283,7 @@ def write_ground_truth(args, batches, side_line):
         nz = torch.nonzero(counts).reshape(-1)
         out_name = side_name if name == "side" else name
         tables[out_name] = {
-            "rows": r, "dim": args.dim, "dtype": "f32",
+            "rows": r, "dim": args.dim, "dtype": "fp32",
             "lookups": int(counts.sum()), "unique_rows": int(nz.numel()),
             "counts": {str(int(i)): int(counts[i]) for i in nz},
         }

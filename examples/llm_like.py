@@ -186,11 +186,11 @@ def main():
             for x in xs:
                 counts += torch.bincount(x.reshape(-1).long(), minlength=rows)
             nz = torch.nonzero(counts).reshape(-1)
-            tables[name] = {"rows": rows, "dim": args.dim, "dtype": "f32",
+            tables[name] = {"rows": rows, "dim": args.dim, "dtype": "fp32",
                             "lookups": int(counts.sum()), "unique_rows": int(nz.numel()),
                             "counts": {str(int(i)): int(counts[i]) for i in nz}}
         # the tied LM head: registered under its own name on the token table's weights
-        tables["lm_head"] = {"rows": args.vocab, "dim": args.dim, "dtype": "f32",
+        tables["lm_head"] = {"rows": args.vocab, "dim": args.dim, "dtype": "fp32",
                              "tied_to": "embeddings.word_embeddings"}
         gt = {"workload": "llm_like", "device": args.device, "steps": len(batches),
               "tables": tables, "ties": [["embeddings.word_embeddings", "lm_head"]],

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/measure.h"
+#include "edo/kernels/bench.h"
 
 using namespace edo::kernels;
 

@@ -5,14 +5,16 @@
 #include <unordered_map>
 
 #include "edo/collector/collector.h"
+#include "edo/dtype.h"
 #include "edo/wire/attribution.h"
 
 namespace edo::collector {
 
 namespace {
-const char* dtype_name(uint8_t d) {
-  static const char* names[] = {"f32", "f16", "bf16", "i8", "u8", "f8e4m3"};
-  return d < 6 ? names[d] : "u8";
+// The wire carries edo_dtype's code; the profile stores its name (edo/dtype.h).
+std::string dtype_name(uint8_t d) {
+  const auto t = dtype_from_code(d);
+  return std::string(edo::dtype_name(t ? *t : DType::Uint8));
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "edo/dtype.h"
 #include "schema.h"
 
 namespace edo::db {
@@ -387,7 +388,9 @@ Profile ProfileStore::Impl::load() const {
       t.name = q.getColumn(2).getString();
       t.rows = i64_to_u64(q.getColumn(3).getInt64());
       t.dim = static_cast<uint32_t>(q.getColumn(4).getInt64());
-      t.dtype = q.getColumn(5).getString();
+      // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
+      // read every spelling as its name in edo/dtype.h.
+      t.dtype = std::string(canonical_dtype_name(q.getColumn(5).getString()));
       t.device = q.getColumn(6).getString();
       t.base_address = i64_to_u64(q.getColumn(7).getInt64());
       t.weight_bytes = i64_to_u64(q.getColumn(8).getInt64());

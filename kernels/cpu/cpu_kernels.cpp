@@ -1,4 +1,5 @@
-#include "kernels/cpu/cpu_kernels.h"
+#include "cpu/cpu_kernels.h"
+#include "edo/kernels/cpu.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -46,6 +47,8 @@ namespace {
 std::atomic<const KernelTable*> g_override{nullptr};
 }
 void override_kernels(const KernelTable* t) { g_override = t; }
+
+std::string isa() { return kernels().isa; }
 
 const KernelTable& kernels() {
   if (const KernelTable* o = g_override.load(std::memory_order_relaxed)) return *o;

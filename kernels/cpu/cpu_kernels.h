@@ -6,14 +6,14 @@
 
 #include <cstdint>
 
-#include "kernels/formats/common.h"
-#include "kernels/formats/lowrank.h"
-#include "kernels/formats/multihash.h"
-#include "kernels/formats/offload.h"
-#include "kernels/formats/pq.h"
-#include "kernels/formats/pruned.h"
-#include "kernels/formats/qr.h"
-#include "kernels/formats/row_formats.h"
+#include "edo/kernels/formats/common.h"
+#include "edo/kernels/formats/lowrank.h"
+#include "edo/kernels/formats/multihash.h"
+#include "edo/kernels/formats/offload.h"
+#include "edo/kernels/formats/pq.h"
+#include "edo/kernels/formats/pruned.h"
+#include "edo/kernels/formats/qr.h"
+#include "edo/kernels/formats/row_formats.h"
 
 namespace edo::kernels::cpu {
 

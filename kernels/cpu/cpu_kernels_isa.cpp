@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/thread_team.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/thread_team.h"
 
 #ifndef EDO_ISA_NS
 #error "EDO_ISA_NS must name the instruction-set namespace"

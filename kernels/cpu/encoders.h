@@ -1,4 +1,4 @@
-// Internal: the encoders of each strategy and a parameter reader. Not part of the API.
+// Internal to edo_kernels_cpu: the encoders of each strategy and a parameter reader.
 #pragma once
 
 #include <map>
@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/strategy.h"
+#include "cpu/cpu_kernels.h"
+#include "edo/kernels/encode.h"
 
 namespace edo::kernels::detail {
 
@@ -28,16 +28,19 @@ class ParamReader {
 cpu::LookupArgs make_args(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
                           const float* psw, Pooling mode, float* out, std::uint32_t dim, double row_bytes);
 
+// Each encoder reads the spec's parameters first. With options.check_only it then returns
+// nullptr, after filling *size (when given) with what the encoded table would report:
+// strategy_size() and the encoded table share one formula per strategy.
 using Encoder = std::unique_ptr<EncodedTable> (*)(const StrategySpec&, const float*, std::uint64_t, std::uint32_t,
-                                                   const EncodeOptions&);
+                                                   const EncodeOptions&, StrategySize* size);
 
-std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_pq(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_multihash(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_qr(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_lowrank(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_pruned(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
-std::unique_ptr<EncodedTable> encode_offload(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&);
+std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_pq(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_multihash(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_qr(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_lowrank(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_pruned(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
+std::unique_ptr<EncodedTable> encode_offload(const StrategySpec&, const float*, std::uint64_t, std::uint32_t, const EncodeOptions&, StrategySize*);
 
 // Expose a protected constructor to the encoders.
 class TableBase : public EncodedTable {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -93,11 +93,14 @@ void LowRankTable::fit(const float* w, const std::uint64_t* counts) {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_lowrank(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                             std::uint32_t dim, const EncodeOptions& o) {
+                                             std::uint32_t dim, const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const auto rank = static_cast<std::uint32_t>(pr.integer("rank", std::max<std::uint32_t>(1, dim / 8), 1, dim));
   pr.done();
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    if (size) *size = {(rows * rank + std::uint64_t{rank} * dim) * 4, 0, 4.0 * rank};
+    return nullptr;
+  }
   auto t = std::make_unique<LowRankTable>(rows, dim, rank);
   t->fit(w, o.counts);
   t->params_mut()["rank"] = rank;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -117,7 +117,7 @@ void MultiHashTable::fit(const float* w, const std::uint64_t* counts, int iters)
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_multihash(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                               std::uint32_t dim, const EncodeOptions& o) {
+                                               std::uint32_t dim, const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const auto buckets = static_cast<std::uint64_t>(pr.integer("buckets", std::max<std::int64_t>(1, static_cast<std::int64_t>(rows / 10)), 1, 1ll << 40));
   const auto k = static_cast<std::uint32_t>(pr.integer("k", 2, 1, 16));
@@ -126,7 +126,11 @@ std::unique_ptr<EncodedTable> encode_multihash(const StrategySpec& spec, const f
   pr.done();
   if (mode == "concat" && dim % k != 0)
     throw std::invalid_argument("strategy multihash: mode=concat needs k=" + std::to_string(k) + " to divide dim " + std::to_string(dim));
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    const std::uint64_t width = mode == "concat" ? dim / k : dim;
+    if (size) *size = {buckets * width * 4, 0, 4.0 * static_cast<double>(width) * k};
+    return nullptr;
+  }
   auto t = std::make_unique<MultiHashTable>(rows, dim, buckets, k, mode == "concat" ? HashMode::Concat : HashMode::Sum, o.seed);
   t->fit(w, o.counts, iters);
   auto& p = t->params_mut();

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <numeric>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
-#include "kernels/cpu/lru.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
+#include "edo/kernels/lru.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -29,7 +29,7 @@ class OffloadTable final : public TableBase {
     std::lock_guard<std::mutex> g(mu_);
     return accesses_ ? static_cast<double>(hits_) / static_cast<double>(accesses_) : 0.0;
   }
-  void reset_stats() override {
+  void reset_stats() const override {
     std::lock_guard<std::mutex> g(mu_);
     hits_ = accesses_ = 0;
   }
@@ -108,7 +108,7 @@ class OffloadTable final : public TableBase {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                             std::uint32_t dim, const EncodeOptions& o) {
+                                             std::uint32_t dim, const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const double cache = pr.number("cache", 0.1, 0.0, 1.0);
   const std::string policy = pr.choice("policy", "static", {"static", "lru"});
@@ -116,8 +116,11 @@ std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const flo
   pr.done();
   if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("strategy offload: tables above 2^31-1 rows are not supported");
-  if (o.check_only) return nullptr;
   const auto cache_rows = std::min<std::uint64_t>(rows, static_cast<std::uint64_t>(cache * static_cast<double>(rows)));
+  if (o.check_only) {
+    if (size) *size = {rows * 4 + cache_rows * dim * 4, rows * dim * 4ull, 4.0 * dim};
+    return nullptr;
+  }
   auto t = std::make_unique<OffloadTable>(rows, dim, cache_rows, policy == "lru", memory == "managed");
   t->build(w, o.counts);
   auto& p = t->params_mut();

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
-#include "kernels/cpu/index_gen.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
+#include "edo/kernels/workload.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -114,7 +114,7 @@ std::uint32_t default_m(std::uint32_t D) {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_pq(const StrategySpec& spec, const float* w, std::uint64_t rows, std::uint32_t dim,
-                                        const EncodeOptions& o) {
+                                        const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const auto m = static_cast<std::uint32_t>(pr.integer("m", default_m(dim), 1, dim));
   const auto k = static_cast<std::uint32_t>(pr.integer("k", kPqCentroids, 2, kPqCentroids));
@@ -122,7 +122,10 @@ std::unique_ptr<EncodedTable> encode_pq(const StrategySpec& spec, const float* w
   const auto sample = static_cast<std::uint64_t>(pr.integer("sample", 65536, 256, 1ll << 40));
   pr.done();
   if (dim % m != 0) throw std::invalid_argument("strategy pq: m=" + std::to_string(m) + " must divide dim " + std::to_string(dim));
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    if (size) *size = {rows * m + std::uint64_t{m} * k * (dim / m) * 4, 0, static_cast<double>(m)};
+    return nullptr;
+  }
   auto t = std::make_unique<PqTable>(rows, dim, m, k);
   t->train_and_encode(w, o, iters, sample);
   auto& p = t->params_mut();

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -73,13 +73,20 @@ class PrunedTable final : public TableBase {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_pruned(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                            std::uint32_t dim, const EncodeOptions& o) {
+                                            std::uint32_t dim, const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const std::string dflt = pr.choice("default", "zero", {"zero", "mean"});
   pr.done();
   if (rows > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
     throw std::invalid_argument("strategy pruned: tables above 2^31-1 rows are not supported");
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    if (size) {
+      std::uint64_t kept = rows;
+      if (o.counts) kept = static_cast<std::uint64_t>(std::count_if(o.counts, o.counts + rows, [](std::uint64_t c) { return c > 0; }));
+      *size = {rows * 4 + kept * dim * 4 + dim * 4, 0, 4.0 * dim + 4.0};
+    }
+    return nullptr;
+  }
   auto t = std::make_unique<PrunedTable>(rows, dim);
   t->build(w, o.counts, dflt == "mean");
   auto& p = t->params_mut();

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -110,13 +110,17 @@ void QrTable::fit(const float* w, const std::uint64_t* counts, int iters) {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_qr(const StrategySpec& spec, const float* w, std::uint64_t rows, std::uint32_t dim,
-                                        const EncodeOptions& o) {
+                                        const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   const auto m = static_cast<std::uint64_t>(pr.integer("m", 4, 1, 1ll << 40));
   const std::string op = pr.choice("op", "mult", {"mult", "add"});
   const int iters = static_cast<int>(pr.integer("iters", 4, 1, 100));
   pr.done();
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    const std::uint64_t mm = std::min<std::uint64_t>(m, rows);
+    if (size) *size = {((rows + mm - 1) / mm + mm) * dim * 4, 0, 8.0 * dim};
+    return nullptr;
+  }
   auto t = std::make_unique<QrTable>(rows, dim, std::min<std::uint64_t>(m, rows), op == "add" ? QrOp::Add : QrOp::Mult);
   t->fit(w, o.counts, iters);
   auto& p = t->params_mut();

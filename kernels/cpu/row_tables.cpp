@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/encoders.h"
-#include "kernels/cpu/host_buffer.h"
+#include "cpu/encoders.h"
+#include "edo/kernels/host_buffer.h"
 
 namespace edo::kernels::detail {
 namespace {
@@ -190,7 +190,7 @@ void RowTable::encode(const float* w, const std::string& fp8_scale) {
 }  // namespace
 
 std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec& spec, const float* w, std::uint64_t rows,
-                                                std::uint32_t dim, const EncodeOptions& o) {
+                                                std::uint32_t dim, const EncodeOptions& o, StrategySize* size) {
   ParamReader pr(spec);
   RowKind kind = RowKind::F32;
   std::string fp8_scale = "row";
@@ -202,7 +202,11 @@ std::unique_ptr<EncodedTable> encode_row_format(const StrategySpec& spec, const 
   } else if (spec.name == "int8") kind = RowKind::INT8;
   else if (spec.name == "int4") kind = RowKind::INT4;
   pr.done();
-  if (o.check_only) return nullptr;
+  if (o.check_only) {
+    const std::uint64_t rb = row_bytes_of(kind, dim, fp8_scale == "row");
+    if (size) *size = {rb * rows + (kind == RowKind::FP8 && fp8_scale == "table" ? 4 : 0), 0, static_cast<double>(rb)};
+    return nullptr;
+  }
   auto t = std::make_unique<RowTable>(spec.name, kind, rows, dim, fp8_scale == "row");
   t->encode(w, fp8_scale);
   auto& p = t->params_mut();

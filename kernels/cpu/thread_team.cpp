@@ -1,5 +1,6 @@
-#include "kernels/cpu/thread_team.h"
+#include "cpu/thread_team.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -8,6 +9,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "edo/kernels/strategy.h"
 
 namespace edo::kernels::cpu {
 namespace {
@@ -141,5 +144,18 @@ const std::vector<int>& allowed_cpus() {
 
 void team_run(int threads, TeamFn fn, void* ctx) { team().run(threads, fn, ctx); }
 void team_pin(int threads) { team().pin(threads); }
+
+void pin_threads() {
+  const std::vector<int>& cpus = allowed_cpus();
+  if (cpus.empty()) return;
+  team_pin(num_threads());  // the lookup team (calling thread: first CPU)
+#pragma omp parallel num_threads(num_threads())
+  {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(omp_get_thread_num()) % cpus.size()], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+  }
+}
 
 }  // namespace edo::kernels::cpu

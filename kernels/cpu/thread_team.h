@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "edo/kernels/cpu.h"
+
 namespace edo::kernels::cpu {
 
 using TeamFn = void (*)(void* ctx, int thread, int threads);
@@ -18,8 +20,7 @@ void team_run(int threads, TeamFn fn, void* ctx);
 // Pins team thread t to the t-th CPU of this process's affinity mask (calling thread: first).
 void team_pin(int threads);
 
-// The CPUs this process could use when first asked (before any pinning narrowed the calling
-// thread's own mask), in increasing order.
-const std::vector<int>& allowed_cpus();
+// allowed_cpus(): edo/kernels/cpu.h (the CPUs this process could use when first asked, before
+// any pinning narrowed the calling thread's own mask).
 
 }  // namespace edo::kernels::cpu

@@ -11,24 +11,27 @@
 // Out-of-range indices set a device flag (first writer wins); the row reads as zeros and
 // synchronize() throws IndexOutOfRange.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/lru.h"
-#include "kernels/cuda/cuda_backend.h"
-#include "kernels/formats/lowrank.h"
-#include "kernels/formats/multihash.h"
-#include "kernels/formats/offload.h"
-#include "kernels/formats/pq.h"
-#include "kernels/formats/pruned.h"
-#include "kernels/formats/qr.h"
-#include "kernels/formats/row_formats.h"
+#include "edo/kernels/cuda.h"
+#include "edo/kernels/lru.h"
+#include "edo/kernels/formats/lowrank.h"
+#include "edo/kernels/formats/multihash.h"
+#include "edo/kernels/formats/offload.h"
+#include "edo/kernels/formats/pq.h"
+#include "edo/kernels/formats/pruned.h"
+#include "edo/kernels/formats/qr.h"
+#include "edo/kernels/formats/row_formats.h"
 
 namespace edo::kernels::cuda {
 
@@ -319,6 +322,7 @@ class TableImpl : public DeviceTable {
   void backward(const std::int64_t*, std::int64_t, const std::int64_t*, std::int64_t, const float*, Pooling, const float*, float) override {
     throw std::logic_error("this strategy has no backward");
   }
+  void* stream() const override { return stream_; }
   void download_rows(float* out) override {
     DeviceBuffer idx(rows_ * 8), buf(rows_ * dim_ * 4);
     iota_kernel<<<blocks_for(static_cast<std::int64_t>(rows_), 256), 256, 0, stream_>>>(idx.as<std::int64_t>(), 0, static_cast<std::int64_t>(rows_));
@@ -497,7 +501,7 @@ class OffloadTableImpl final : public TableImpl {
     if (managed_) cudaFree(host_);
     else cudaFreeHost(host_);
   }
-  double hit_rate() const override { return accesses_ ? static_cast<double>(hits_) / static_cast<double>(accesses_) : 0.0; }
+  double hit_rate() override { return accesses_ ? static_cast<double>(hits_) / static_cast<double>(accesses_) : 0.0; }
   void reset_stats() override { hits_ = accesses_ = 0; }
   void gather(const std::int64_t* idx, std::int64_t n, float* out) override {
     TableImpl::gather(idx, n, out);
@@ -579,16 +583,38 @@ class OffloadTableImpl final : public TableImpl {
 }  // namespace
 
 // ---- public API -----------------------------------------------------------------------------
+// Why cudaGetDeviceCount() found nothing, in words a user can act on. The runtime reports a
+// machine without any NVIDIA driver as "driver version is insufficient", which misleads: look
+// for the driver library first.
+namespace {
+std::string no_device_reason(cudaError_t e) {
+  const int rt = CUDART_VERSION;
+  char runtime[32];
+  std::snprintf(runtime, sizeof runtime, "CUDA %d.%d", rt / 1000, rt % 1000 / 10);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (e == cudaErrorInsufficientDriver) {
+    if (void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+      dlclose(h);
+      return std::string("the NVIDIA driver on this machine is older than the ") + runtime +
+             " runtime edo was built with; update the driver";
+    }
+    return "this machine has no NVIDIA driver (libcuda.so.1 not found), so no GPU can be used";
+  }
+  if (e == cudaErrorNoDevice || e == cudaSuccess) {
+    if (visible && !*visible) return "CUDA_VISIBLE_DEVICES is set but empty, so no GPU is visible";
+    return "the NVIDIA driver is installed but sees no GPU";
+  }
+  return std::string("the CUDA runtime cannot use a GPU: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+}
+}  // namespace
+
 std::string device_status() {
   static const std::string s = [] {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      return std::string("no CUDA device: ") + cudaGetErrorString(e);
-    }
-    if (n == 0) return std::string("no CUDA device: cudaGetDeviceCount found no device");
-    return std::string();
+    if (e == cudaSuccess && n > 0) return std::string();
+    cudaGetLastError();
+    return std::string("no CUDA device: ") + no_device_reason(e);
   }();
   return s;
 }
@@ -705,56 +731,102 @@ double d2d_copy_gbs(std::uint64_t bytes, int reps) {
   return gbs[gbs.size() / 2];
 }
 
-DeviceTimes time_lookups(const EncodedTable& table, const std::vector<std::vector<std::int64_t>>& sets, std::uint32_t pooling, int reps,
-                         int warmup) {
-  auto t = DeviceTable::upload(table);
-  const std::int64_t B = static_cast<std::int64_t>(sets.at(0).size());
-  const std::int64_t nb = B / pooling;
-  std::vector<DeviceBuffer> dsets;
-  for (const auto& s : sets) {
-    dsets.emplace_back(s.size() * 8);
-    dsets.back().upload(s.data(), s.size() * 8);
+namespace {
+float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  EDO_CUDA(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+
+// A table and a workload on the device: batches, offsets and one output buffer uploaded and
+// allocated once; a pass launches every batch on the table's stream between two events.
+class CudaLoaded final : public LoadedTable {
+ public:
+  CudaLoaded(const EncodedTable& t, const Workload& w) : table_(DeviceTable::upload(t)) {
+    w.check();
+    for (std::size_t i = 0; i < w.batches.size(); ++i) {
+      const auto& b = w.batches[i];
+      check_indices(b.data(), static_cast<std::int64_t>(b.size()), t.rows());
+      batches_.emplace_back(b.size() * 8);
+      batches_.back().upload(b.data(), b.size() * 8);
+      sizes_.push_back(static_cast<std::int64_t>(b.size()));
+      offsets_.emplace_back(w.offsets[i].size() * 8);
+      offsets_.back().upload(w.offsets[i].data(), w.offsets[i].size() * 8);
+      bags_.push_back(static_cast<std::int64_t>(w.offsets[i].size()) - 1);
+    }
+    out_ = DeviceBuffer(std::max<std::uint64_t>(16, w.max_batch() * t.dim() * 4));
+    EDO_CUDA(cudaEventCreate(&e0_));
+    EDO_CUDA(cudaEventCreate(&e1_));
   }
-  std::vector<std::int64_t> off(static_cast<std::size_t>(nb) + 1);
-  for (std::int64_t b = 0; b <= nb; ++b) off[b] = b * pooling;
-  DeviceBuffer doff(off.size() * 8), dout(static_cast<std::uint64_t>(B) * t->dim() * 4);
-  doff.upload(off.data(), off.size() * 8);
-  cudaEvent_t e0, e1;
+  ~CudaLoaded() override {
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+  }
+  double pass(bool bag) override {
+    auto s = static_cast<cudaStream_t>(table_->stream());
+    EDO_CUDA(cudaEventRecord(e0_, s));
+    for (std::size_t i = 0; i < batches_.size(); ++i) {
+      if (bag)
+        table_->bag(batches_[i].as<std::int64_t>(), sizes_[i], offsets_[i].as<std::int64_t>(), bags_[i], nullptr, Pooling::Sum, out_.as<float>());
+      else
+        table_->gather(batches_[i].as<std::int64_t>(), sizes_[i], out_.as<float>());
+    }
+    EDO_CUDA(cudaEventRecord(e1_, s));
+    table_->synchronize();
+    return elapsed_ms(e0_, e1_) * 1e-3;
+  }
+  double hit_rate() const override { return table_->hit_rate(); }
+  void reset_stats() override { table_->reset_stats(); }
+
+ private:
+  std::unique_ptr<DeviceTable> table_;
+  std::vector<DeviceBuffer> batches_, offsets_;
+  std::vector<std::int64_t> sizes_, bags_;
+  DeviceBuffer out_;
+  cudaEvent_t e0_{}, e1_{};
+};
+
+class CudaBackend final : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  std::string description() const override { return device_description(); }
+  std::unique_ptr<LoadedTable> load(const EncodedTable& table, const Workload& work) override {
+    return std::make_unique<CudaLoaded>(table, work);
+  }
+};
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() {
+  const std::string st = device_status();
+  if (!st.empty()) throw std::runtime_error(st);
+  return std::make_unique<CudaBackend>();
+}
+
+double h2d_copy_gbs(std::uint64_t bytes, int reps) {
+  DeviceBuffer d(bytes);
+  void* h = nullptr;
+  EDO_CUDA(cudaHostAlloc(&h, bytes, cudaHostAllocDefault));
+  std::memset(h, 1, bytes);
+  cudaStream_t s{};
+  cudaEvent_t e0{}, e1{};
+  EDO_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   EDO_CUDA(cudaEventCreate(&e0));
   EDO_CUDA(cudaEventCreate(&e1));
-  DeviceTimes r;
-  // Events are recorded on the legacy default stream, which waits for the table's stream only
-  // through synchronize(); time with host-side synchronisation around each pass instead.
-  for (int bag = 0; bag < 2; ++bag) {
-    auto pass = [&] {
-      for (auto& s : dsets) {
-        if (bag) t->bag(s.as<std::int64_t>(), nb * pooling, doff.as<std::int64_t>(), nb, nullptr, Pooling::Sum, dout.as<float>());
-        else t->gather(s.as<std::int64_t>(), B, dout.as<float>());
-      }
-    };
-    for (int i = 0; i < warmup; ++i) pass();
-    t->synchronize();
-    t->reset_stats();
-    std::vector<double> rate;
-    for (int i = 0; i < reps; ++i) {
-      EDO_CUDA(cudaDeviceSynchronize());
-      EDO_CUDA(cudaEventRecord(e0));
-      pass();
-      t->synchronize();
-      EDO_CUDA(cudaEventRecord(e1));
-      EDO_CUDA(cudaEventSynchronize(e1));
-      float ms = 0;
-      EDO_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      const double rows = static_cast<double>(bag ? nb * pooling : B) * static_cast<double>(dsets.size());
-      rate.push_back(rows / (ms * 1e-3));
-    }
-    std::sort(rate.begin(), rate.end());
-    (bag ? r.bag_rows_per_s : r.gather_rows_per_s) = rate[rate.size() / 2];
-    if (bag) r.hit_rate = t->hit_rate();
+  std::vector<double> gbs;
+  EDO_CUDA(cudaMemcpyAsync(d.get(), h, bytes, cudaMemcpyHostToDevice, s));  // warm-up
+  for (int r = 0; r < reps; ++r) {
+    EDO_CUDA(cudaEventRecord(e0, s));
+    EDO_CUDA(cudaMemcpyAsync(d.get(), h, bytes, cudaMemcpyHostToDevice, s));
+    EDO_CUDA(cudaEventRecord(e1, s));
+    EDO_CUDA(cudaEventSynchronize(e1));
+    gbs.push_back(static_cast<double>(bytes) / (elapsed_ms(e0, e1) * 1e-3) / 1e9);
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  return r;
+  cudaStreamDestroy(s);
+  cudaFreeHost(h);
+  std::sort(gbs.begin(), gbs.end());
+  return gbs[gbs.size() / 2];
 }
 
 }  // namespace edo::kernels::cuda

@@ -2,6 +2,8 @@
 #include "edo/model/profile.h"
 
 #include <algorithm>
+
+#include "edo/dtype.h"
 #include <map>
 
 namespace edo::model {
@@ -47,11 +49,8 @@ int64_t Profile::peak_bytes() const {
 }
 
 uint32_t dtype_size(const std::string& dtype) {
-  if (dtype == "f32" || dtype == "i32") return 4;
-  if (dtype == "f16" || dtype == "bf16") return 2;
-  if (dtype == "i8" || dtype == "u8" || dtype == "f8e4m3") return 1;
-  if (dtype == "f64" || dtype == "i64") return 8;
-  return 0;
+  const auto t = parse_dtype(dtype);
+  return t ? dtype_bytes(*t) : 0;
 }
 
 }  // namespace edo::model

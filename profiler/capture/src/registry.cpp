@@ -1,17 +1,18 @@
 #include "registry.h"
 
+#include "edo/dtype.h"
 #include "edo/edo.h"
 
 namespace edo::capture {
 namespace {
 
+// Bytes per element of an edo_dtype code (the one vocabulary in core's edo/dtype.h).
+static_assert(int(EDO_F32) == int(DType::Fp32) && int(EDO_F16) == int(DType::Fp16) && int(EDO_BF16) == int(DType::Bf16) &&
+                  int(EDO_I8) == int(DType::Int8) && int(EDO_U8) == int(DType::Uint8) && int(EDO_F8E4M3) == int(DType::Fp8E4M3),
+              "edo_dtype (edo.h) and edo::DType (edo/dtype.h) must keep the same codes");
 uint32_t elem_size(int dtype) {
-  switch (dtype) {
-    case EDO_F32: return 4;
-    case EDO_F16:
-    case EDO_BF16: return 2;
-    default: return 1;
-  }
+  const auto t = dtype_from_code(static_cast<unsigned>(dtype));
+  return t ? dtype_bytes(*t) : 1;
 }
 
 }  // namespace

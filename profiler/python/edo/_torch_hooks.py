@@ -135,12 +135,12 @@ _hooks_owner = {}                          # id(_forward_pre_hooks dict) -> weak
 
 def _dtype_code(dt):
     t = _torch
-    m = {t.float32: ("f32", _native.F32), t.float16: ("f16", _native.F16),
-         t.bfloat16: ("bf16", _native.BF16), t.int8: ("i8", _native.I8),
-         t.uint8: ("u8", _native.U8)}
+    m = {t.float32: ("fp32", _native.F32), t.float16: ("fp16", _native.F16),
+         t.bfloat16: ("bf16", _native.BF16), t.int8: ("int8", _native.I8),
+         t.uint8: ("uint8", _native.U8)}
     f8 = getattr(t, "float8_e4m3fn", None)
     if f8 is not None:
-        m[f8] = ("f8e4m3", _native.F8E4M3)
+        m[f8] = ("fp8_e4m3", _native.F8E4M3)
     return m.get(dt)
 
 

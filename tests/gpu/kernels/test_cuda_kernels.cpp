@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/index_gen.h"
-#include "kernels/cpu/strategy.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "edo/kernels/workload.h"
+#include "edo/kernels/encode.h"
+#include "edo/kernels/cuda.h"
 
 using namespace edo::kernels;
 

@@ -190,6 +190,19 @@ TEST(Errors, BenchTooLargeForMemoryIsOneLine) {
   EXPECT_EQ(count_lines(u.err), 1u) << u.err;
 }
 
+TEST(Errors, BenchOnCudaWithoutADeviceSaysSoInWords) {
+  auto r = run_command(kEdo + " bench -q --backend cuda --rows 1000 --dim 8 --strategies fp32");
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a usable CUDA device";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("no CUDA device: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--backend cpu"), std::string::npos) << r.err;
+  // the runtime's own words for a machine without a driver are misleading ("driver version is
+  // insufficient"); edo says what is missing instead
+  EXPECT_EQ(r.err.find("insufficient"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(Help, ListsEveryCommandAndEachHasHelp) {
   auto r = run_command(kEdo + " --help");
   EXPECT_EQ(r.exit_code, 0);

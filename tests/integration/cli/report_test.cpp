@@ -48,7 +48,7 @@ model::Table table(int64_t session_id, const std::string& name, uint64_t rows, u
   t.name = name;
   t.rows = rows;
   t.dim = dim;
-  t.dtype = "f32";
+  t.dtype = "fp32";
   t.device = "host";
   t.base_address = base;
   t.weight_bytes = rows * dim * 4;

@@ -374,7 +374,7 @@ class HookTest(unittest.TestCase):
         real = H._torch
         H._torch = Shim
         try:
-            tab = H.Table("t", 7, 1, 10, 2, "f32", "cuda", None, torch.zeros(1))
+            tab = H.Table("t", 7, 1, 10, 2, "fp32", "cuda", None, torch.zeros(1))
             H._count(tab, FakeCuda(torch.int64, 12))
             H._count(tab, FakeCuda(torch.int32, 5, contiguous=False))
             H._count(tab, FakeCuda(torch.int64, 0))

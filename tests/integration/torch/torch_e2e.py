@@ -222,7 +222,7 @@ def case_record(ctx, workload, expect_exit):
         g = gt["tables"].get(name, {})
         if "tied_to" in g or name not in gt["tables"]:
             continue
-        weights = t["rows"] * t["dim"] * {"f32": 4, "f16": 2, "bf16": 2}.get(t["dtype"], 1)
+        weights = t["rows"] * t["dim"] * {"fp32": 4, "fp16": 2, "bf16": 2}.get(t["dtype"], 1)
         if t.get("weight_bytes") != weights:
             problems.append("%s: weight_bytes %r, expected %d" % (name, t.get("weight_bytes"), weights))
         adam_like = not (workload == "dlrm_like" and name == "ad")   # "ad" is trained by SGD

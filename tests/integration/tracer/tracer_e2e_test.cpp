@@ -107,7 +107,7 @@ void expect_basic(const Profile& p, int64_t sid) {
   ASSERT_TRUE(user && item && dec);
   EXPECT_EQ(user->rows, 1000u);
   EXPECT_EQ(user->dim, 16u);
-  EXPECT_EQ(user->dtype, "f32");
+  EXPECT_EQ(user->dtype, "fp32");
   EXPECT_EQ(user->device, "host");
   EXPECT_EQ(user->weight_bytes, 1000u * 16 * 4);
   EXPECT_EQ(user->optimizer_bytes, 1000u * 16 * 4);
@@ -115,7 +115,7 @@ void expect_basic(const Profile& p, int64_t sid) {
   EXPECT_EQ(user->aggregate.lookups(), 10000u);
   EXPECT_EQ(user->aggregate.unique_rows(), 1000u);
   for (uint64_t r = 0; r < 1000; ++r) ASSERT_EQ(user->aggregate.count(r), 10u) << "emb.user row " << r;
-  EXPECT_EQ(item->dtype, "f16");
+  EXPECT_EQ(item->dtype, "fp16");
   EXPECT_EQ(item->aggregate.lookups(), 3000u);
   EXPECT_EQ(item->aggregate.unique_rows(), 100u);
   for (uint64_t r = 0; r < 200; ++r) ASSERT_EQ(item->aggregate.count(r), r < 100 ? 30u : 0u) << "emb.item row " << r;

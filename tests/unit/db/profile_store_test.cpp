@@ -115,6 +115,37 @@ TEST(ProfileStore, SummariesAreStoredForSqlReaders) {
   EXPECT_DOUBLE_EQ(db.execAndGet("SELECT lru_hit_100pct FROM table_summary WHERE table_id = 1").getDouble(), 0.5);
 }
 
+// Databases written before the one dtype vocabulary (edo/dtype.h) hold the tracer's old
+// names; they read back under the new names, and the file itself is left as it was.
+TEST(ProfileStore, OldDtypeNamesReadAsTheOneVocabulary) {
+  const std::string path = temp_path("old-dtypes.edodb");
+  Profile p = sample_profile();
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  const char* old_names[] = {"f32", "f16", "f8e4m3", "u8"};
+  const char* new_names[] = {"fp32", "fp16", "fp8_e4m3", "uint8"};
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    for (int id = 1; id <= 4; ++id) {
+      SQLite::Statement u(db, "UPDATE tables SET dtype = ? WHERE id = ?");
+      u.bind(1, old_names[id - 1]);
+      u.bind(2, id);
+      ASSERT_EQ(u.exec(), 1);
+    }
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const Profile q = store.load();
+  ASSERT_EQ(q.tables.size(), 4u);
+  for (const auto& t : q.tables) {
+    ASSERT_GE(t.id, 1);
+    ASSERT_LE(t.id, 4);
+    EXPECT_EQ(t.dtype, new_names[t.id - 1]) << "table " << t.id;
+  }
+  EXPECT_EQ(dtype_size("f8e4m3"), 1u);
+  EXPECT_EQ(dtype_size("fp8_e4m3"), 1u);
+  EXPECT_EQ(dtype_size("bf16"), 2u);
+  EXPECT_EQ(dtype_size("nonsense"), 0u);
+}
+
 TEST(ProfileStore, MissingFile) { expect_error_mentions(temp_path("does-not-exist.edodb"), "no such file"); }
 
 TEST(ProfileStore, EmptyFile) {

@@ -51,7 +51,7 @@ inline Profile sample_profile() {
     t.name = name;
     t.rows = rows;
     t.dim = dim;
-    t.dtype = "f32";
+    t.dtype = "fp32";
     t.device = "cuda";
     t.base_address = 0x7f0000000000ull + rows;
     t.weight_bytes = rows * dim * 4;

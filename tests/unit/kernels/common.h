@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/index_gen.h"
-#include "kernels/cpu/strategy.h"
+#include "edo/kernels/workload.h"
+#include "edo/kernels/encode.h"
 
 namespace edo::kernels::test {
 
@@ -17,7 +17,7 @@ inline std::vector<float> weights(std::uint64_t rows, std::uint32_t dim, std::ui
 }
 
 inline std::vector<std::int64_t> uniform_indices(std::uint64_t rows, std::uint64_t n, std::uint64_t seed) {
-  return generate_indices(rows, n, 0.0, seed, {});
+  return zipf_indices(rows, n, 0.0, seed);
 }
 
 // fp64 reference bag over the table's own decoded rows, with the bound of float

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common.h"
-#include "kernels/cpu/cpu_kernels.h"
+#include "cpu/cpu_kernels.h"
 
 using namespace edo::kernels;
 using namespace edo::kernels::test;

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu/measure.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "edo/kernels/bench.h"
+#include "edo/kernels/cuda.h"
 
 using namespace edo::kernels;
 

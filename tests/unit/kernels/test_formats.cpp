@@ -5,10 +5,10 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu/index_gen.h"
-#include "kernels/formats/bf16.h"
-#include "kernels/formats/fp16.h"
-#include "kernels/formats/fp8_e4m3.h"
+#include "edo/kernels/workload.h"
+#include "edo/kernels/formats/bf16.h"
+#include "edo/kernels/formats/fp16.h"
+#include "edo/kernels/formats/fp8_e4m3.h"
 
 using namespace edo::kernels;
 

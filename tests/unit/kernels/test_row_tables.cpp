@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "common.h"
-#include "kernels/formats/row_formats.h"
+#include "edo/kernels/formats/row_formats.h"
 
 using namespace edo::kernels;
 using namespace edo::kernels::test;

@@ -149,8 +149,7 @@ TEST(Offload, StaticHitRateIsCoverageOfTheHotSet) {
   const std::uint64_t R = 1000;
   const std::uint32_t D = 8;
   auto w = weights(R, D, 8);
-  auto perm = random_permutation(R, 3);
-  auto idx = generate_indices(R, 50000, 1.1, 9, perm);
+  auto idx = zipf_indices(R, 50000, 1.1, 9);
   std::vector<std::uint64_t> counts(R, 0);
   for (auto i : idx) ++counts[i];
   auto t = enc("offload:cache=0.1", w, R, D, counts.data());
@@ -170,8 +169,7 @@ TEST(Offload, LruHitRateMatchesASimpleSimulation) {
   const std::uint64_t R = 500;
   const std::uint32_t D = 4;
   auto w = weights(R, D, 8);
-  auto perm = random_permutation(R, 4);
-  auto idx = generate_indices(R, 20000, 1.0, 10, perm);
+  auto idx = zipf_indices(R, 20000, 1.0, 10);
   auto t = enc("offload:cache=0.1:policy=lru", w, R, D);
   std::vector<float> out(1000 * D);
   for (std::size_t b = 0; b < idx.size(); b += 1000) {
@@ -231,4 +229,40 @@ TEST(Strategies, CheckSpecRejectsBadParametersWithoutEncoding) {
                           "int8:scale=row", "qr:op=divide"})
     EXPECT_THROW(check_spec(StrategySpec::parse(bad), 1000, 128), std::invalid_argument) << bad;
   EXPECT_THROW(check_spec(StrategySpec::parse("pruned"), 1ull << 32, 8), std::invalid_argument);
+}
+
+// strategy_size(): the exact bytes of a strategy for a shape, without encoding; what the
+// encoded table reports, for every strategy, on shapes that exercise padding and defaults.
+TEST(Strategies, SizeWithoutEncodingIsTheEncodedTablesSize) {
+  const char* specs[] = {"fp32", "fp16", "bf16", "fp8", "fp8:scale=table", "int8", "int4", "pq", "pq:m=4:k=16",
+                         "multihash", "multihash:buckets=37:k=3", "multihash:buckets=50:k=2:mode=concat", "qr", "qr:m=7:op=add",
+                         "lowrank", "lowrank:rank=3", "pruned", "pruned:default=mean", "offload", "offload:cache=0.33:policy=lru"};
+  for (const auto& [R, D] : std::vector<std::pair<std::uint64_t, std::uint32_t>>{{300, 16}, {257, 24}, {1000, 8}}) {
+    auto w = weights(R, D, 5);
+    std::vector<std::uint64_t> counts(R, 0);
+    for (std::uint64_t r = 0; r < R; r += 3) counts[r] = r % 7 + 1;
+    for (const char* spec : specs) {
+      SCOPED_TRACE(std::string(spec) + " " + std::to_string(R) + "x" + std::to_string(D));
+      const auto s = StrategySpec::parse(spec);
+      auto t = enc(spec, w, R, D, counts.data());
+      const StrategySize z = strategy_size(s, R, D, counts.data());
+      EXPECT_EQ(z.device_bytes, t->device_bytes());
+      EXPECT_EQ(z.host_bytes, t->host_bytes());
+      EXPECT_EQ(z.bytes_per_row, t->bytes_read_per_row());
+    }
+  }
+  EXPECT_EQ(strategy_size(StrategySpec::parse("int8"), 10, 128).device_bytes, 10u * 144);
+  EXPECT_THROW(strategy_size(StrategySpec::parse("pq:m=7"), 100, 16), std::invalid_argument);
+}
+
+// The one dtype vocabulary (core's edo/dtype.h) as the kernels use it.
+TEST(Strategies, DtypesMapToTheirStrategies) {
+  EXPECT_EQ(strategy_of_dtype(edo::DType::Fp16).value(), "fp16");
+  EXPECT_EQ(strategy_of_dtype(*edo::parse_dtype("f8e4m3")).value(), "fp8");
+  EXPECT_FALSE(strategy_of_dtype(edo::DType::Int8).has_value());
+  EXPECT_EQ(storage_dtype(FormatKind::FP8), edo::DType::Fp8E4M3);
+  EXPECT_EQ(storage_dtype(FormatKind::INT4), edo::DType::Uint8);
+  for (edo::DType t : edo::kAllDTypes) EXPECT_EQ(edo::parse_dtype(edo::dtype_name(t)), t);
+  for (const char* s : {"fp32", "fp16", "bf16"})
+    EXPECT_EQ(strategy_of_dtype(*edo::parse_dtype(s)).value(), s) << "a dtype's strategy has the dtype's name";
 }

@@ -38,7 +38,7 @@ struct Table {
   std::string name;
   uint64_t rows = 0;
   uint32_t dim = 0;
-  std::string dtype;                  // "f32", "f16", "bf16", "i8", "u8", "f8e4m3"
+  std::string dtype;                  // edo/dtype.h's names: "fp32", "fp16", "bf16", "int8", "uint8", "fp8_e4m3"
   std::string device;                 // "host" or "cuda" (optionally "cuda:N")
   uint64_t base_address = 0;
   // Memory of the table, in three named parts (one definition everywhere: model, database,
