@@ -12,6 +12,7 @@
 #include "command.h"
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
+#include "support/output_file.h"
 #include "version.h"
 
 namespace edo::cli {
@@ -20,9 +21,12 @@ namespace {
 struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
+  bool force = false;
 };
 
 int run_import(const ImportOptions& o) {
+  const std::string out = o.output.empty() ? o.inputs.front() + ".edodb" : o.output;
+  check_output_path(out, o.force);
   collector::ProfileBuilder builder("import");
   builder.profile().metadata["edo_version"] = EDO_VERSION;
   for (const auto& path : o.inputs) {
@@ -41,7 +45,6 @@ int run_import(const ImportOptions& o) {
                  static_cast<unsigned long long>(is.offset), is.message.c_str());
   if (builder.frames() == 0)
     throw Failure("no edo trace frames could be decoded from the input (not an EDO_OUTPUT file?)");
-  const std::string out = o.output.empty() ? o.inputs.front() + ".edodb" : o.output;
   db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
   store.save(builder.finish(), true);
   std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", out.c_str(),
@@ -55,6 +58,7 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<ImportOptions>();
   sub.add_option("trace", o->inputs, "EDO_OUTPUT file(s): the job's <path> and its children's <path>.<pid>")->required()->check(CLI::ExistingFile);
   sub.add_option("-o,--output", o->output, "the .edodb to write (default <first trace>.edodb)");
+  sub.add_flag("--force", o->force, "replace the output if it is an edo database (other files are never replaced)");
   sub.footer(
       "\nDamaged input (a truncated tail, garbage): each damaged region is reported with its file\n"
       "and byte offset and skipped; everything that decodes is kept. Exit code 0 when at least one\n"

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
+#include "support/output_file.h"
 #include "version.h"
 
 extern char** environ;
@@ -28,6 +29,7 @@ namespace {
 
 struct RecordOptions {
   std::string output;
+  bool force = false;
   uint64_t exact_rows = 0;
   uint64_t flush_ms = 0;
   std::vector<std::string> command;
@@ -123,7 +125,8 @@ int run_record(const RecordOptions& o) {
   }
   std::string prog = o.command[0];
   if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
-  const std::string out = o.output.empty() ? "edo." + prog + "." + std::to_string(getpid()) + ".edodb" : o.output;
+  const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
+  check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
 
   collector::ChannelServer server;  // throws with a one-line message
   db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
@@ -320,6 +323,10 @@ std::vector<std::string> raw_command() {
       i += 2;
       continue;
     }
+    if (a == "--force") {
+      ++i;
+      continue;
+    }
     if (a.rfind("--output=", 0) == 0 || a.rfind("--exact-rows=", 0) == 0 || a.rfind("--flush-ms=", 0) == 0 ||
         (a.rfind("-o", 0) == 0 && a.size() > 2)) {
       ++i;
@@ -332,7 +339,8 @@ std::vector<std::string> raw_command() {
 
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<RecordOptions>();
-  sub.add_option("-o,--output", o->output, "the .edodb to write (default edo.<program>.<pid>.edodb)");
+  sub.add_option("-o,--output", o->output, "the .edodb to write (default edo.<program>.<pid>.edodb, never an existing file)");
+  sub.add_flag("--force", o->force, "replace the -o file if it is an edo database (other files are never replaced)");
   sub.add_option("--exact-rows", o->exact_rows, "exact per-row counts up to this many rows (EDO_EXACT_ROWS)");
   sub.add_option("--flush-ms", o->flush_ms, "flush interval of the traced processes in ms (EDO_FLUSH_MS)");
   sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();

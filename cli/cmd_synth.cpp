@@ -13,6 +13,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/dtype.h"
 #include "edo/stats/table_stats.h"
+#include "support/output_file.h"
 #include "support/progress.h"
 #include "version.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 struct SynthOptions {
   std::string output;
+  bool force = false;
   int tables = 4;
   uint64_t rows = 1'000'000;
   uint32_t dim = 64;
@@ -43,6 +45,9 @@ std::string command_line(const SynthOptions& o) {
 }
 
 int run_synth(const SynthOptions& o) {
+  check_output_path(o.output, o.force);
+  // Created before the work, so that an unwritable path is said at once, not after minutes.
+  db::ProfileStore store(o.output, db::ProfileStore::Mode::kCreate);
   const auto start = std::chrono::system_clock::now();
   const auto t0 = std::chrono::steady_clock::now();
   model::Profile profile;
@@ -100,7 +105,6 @@ int run_synth(const SynthOptions& o) {
   session.exit_code = 0;
   profile.sessions.push_back(session);
 
-  db::ProfileStore store(o.output, db::ProfileStore::Mode::kCreate);
   store.save(profile);
   std::fprintf(stderr, "edo synth: wrote %s (%d tables x %llu rows, %llu lookups each, Zipf %g)\n", o.output.c_str(),
                o.tables, static_cast<unsigned long long>(o.rows), static_cast<unsigned long long>(o.lookups), o.zipf);
@@ -115,7 +119,8 @@ Runner setup(CLI::App& sub) {
       "row ids by a seeded random permutation, so hot rows are spread over the table. Table t (0-based) is named\n"
       "synth.table_<t> and draws from seed S + 1000003*t, so runs are reproducible and tables differ.\n\n"
       "Example:\n  edo synth -o demo.edodb --tables 8 --rows 10000000 --zipf 1.15 --lookups 20000000\n  edo report demo.edodb");
-  sub.add_option("-o,--output", o->output, "database file to write (replaced if it exists)")->required();
+  sub.add_option("-o,--output", o->output, "database file to write")->required();
+  sub.add_flag("--force", o->force, "replace the output if it is an edo database (other files are never replaced)");
   sub.add_option("--tables", o->tables, "number of tables")->capture_default_str()->check(CLI::Range(1, 10000));
   sub.add_option("--rows", o->rows, "rows per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--dim", o->dim, "embedding dimension")->capture_default_str()->check(CLI::Range(1u, 65536u));

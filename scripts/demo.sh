@@ -18,10 +18,10 @@ done
 
 if "$edo" --help 2>/dev/null | grep -q '^ *record' && [[ -f examples/dlrm_like.py && -n $torch_python ]]; then
   echo "demo: recording the bundled DLRM-like PyTorch job (examples/dlrm_like.py) with edo record"
-  "$edo" record -o "$db" -- "$torch_python" examples/dlrm_like.py
+  "$edo" record --force -o "$db" -- "$torch_python" examples/dlrm_like.py
 else
   echo "demo: profiling the bundled synthetic workload (8 tables, Zipf 1.05) with edo synth"
-  "$edo" synth -o "$db" --tables 8 --rows 2000000 --dim 64 --zipf 1.05 --lookups 4000000
+  "$edo" synth --force -o "$db" --tables 8 --rows 2000000 --dim 64 --zipf 1.05 --lookups 4000000
 fi
 echo
 "$edo" report "$db"

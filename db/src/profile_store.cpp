@@ -6,7 +6,13 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -26,6 +32,17 @@ using model::Table;
 using model::Tie;
 
 int current_schema_version() { return schema::kCurrentVersion; }
+
+bool is_edo_database(const std::string& path) {
+  try {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    if (!db.tableExists("edo_meta")) return false;
+    SQLite::Statement q(db, "SELECT value FROM edo_meta WHERE key = 'format'");
+    return q.executeStep() && q.getColumn(0).getString() == schema::kFormatTag;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 namespace {
 
@@ -81,13 +98,34 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
     if (!fs::exists(path, ec)) throw DbError(path + ": no such file; record one with 'edo record' or 'edo synth'");
     if (fs::is_directory(path, ec)) throw DbError(path + ": is a directory, not an edo database");
     if (fs::file_size(path, ec) == 0) throw DbError(path + ": empty file, not an edo database (was the recording interrupted before its first save?)");
+    if (::access(path.c_str(), R_OK) != 0 && errno == EACCES) {
+      throw DbError(path + ": permission denied (cannot read the file); make it readable or copy it");
+    }
   } else {
-    // Replace an existing file (and its WAL side files) atomically enough for a CLI tool.
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
     auto parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::exists(parent, ec)) {
       throw DbError(path + ": folder " + parent.string() + " does not exist; create it or choose another -o path");
     }
+    // Replace an existing file (and its WAL side files) atomically enough for a CLI tool.
+    // Whether a file may be replaced at all is the caller's decision (edo refuses to replace
+    // anything that is not an edo database).
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0) {
+      throw DbError(path + ": cannot replace the existing file (" + ec.message() +
+                    "); check the permissions of its folder or choose another -o path");
+    }
+    // Create the file ourselves first: SQLite's own error for an unwritable place is "unable
+    // to open database file", which does not say why.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int err = errno;
+      const std::string folder = parent.empty() ? std::string(".") : parent.string();
+      throw DbError(path + ": cannot create the file: " + std::strerror(err) +
+                    (err == EACCES || err == EPERM ? " (the folder " + folder + " is not writable)" : std::string()) +
+                    "; choose another -o path");
+    }
+    ::close(fd);
   }
   try {
     int flags = mode == Mode::kReadOnly ? SQLite::OPEN_READONLY
@@ -111,16 +149,26 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
     if (version < 1) impl_->fail("schema version " + std::to_string(version));
     if (version < schema::kCurrentVersion) {
       // Older files are upgraded in place, also when opened for reading.
-      SQLite::Database writer(path, SQLite::OPEN_READWRITE, 5000);
-      SQLite::Transaction txn(writer);
-      schema::migrate(writer, version);
-      txn.commit();
+      try {
+        SQLite::Database writer(path, SQLite::OPEN_READWRITE, 5000);
+        SQLite::Transaction txn(writer);
+        schema::migrate(writer, version);
+        txn.commit();
+      } catch (const SQLite::Exception& e) {
+        throw DbError(path + ": written by an older edo (schema " + std::to_string(version) +
+                      "), and the one-time upgrade to schema " + std::to_string(schema::kCurrentVersion) +
+                      " could not be written (" + e.what() + "); make the file and its folder writable, or copy it");
+      }
     }
     if (mode == Mode::kReadWrite) impl_->db->exec("PRAGMA foreign_keys=ON");
   } catch (const DbError&) {
     throw;
   } catch (const SQLite::Exception& e) {
     std::string what = e.what();
+    if (mode == Mode::kCreate) {
+      throw DbError(path + ": cannot create an edo database (" + what +
+                    "); check that the file's folder is writable and has free space, or choose another -o path");
+    }
     if (what.find("not a database") != std::string::npos) {
       throw DbError(path + ": not an edo database (not an SQLite file); record one with 'edo record' or 'edo synth'");
     }

@@ -32,7 +32,7 @@ log "overhead of edo record on the CUDA job (loop_ms, 5 runs each)"
 plain=(); traced=()
 for i in 1 2 3 4 5; do
   plain+=("$("$BUILD/bin/tracer_gpu_job" | awk '/loop_ms/ {print $2}')")
-  traced+=("$("$BUILD/bin/edo" record -o "$RES/tracer-gpu-job.edodb" -- "$BUILD/bin/tracer_gpu_job" 2>/dev/null | awk '/loop_ms/ {print $2}')")
+  traced+=("$("$BUILD/bin/edo" record --force -o "$RES/tracer-gpu-job.edodb" -- "$BUILD/bin/tracer_gpu_job" 2>/dev/null | awk '/loop_ms/ {print $2}')")
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 p=$(med "${plain[@]}"); t=$(med "${traced[@]}")

@@ -21,6 +21,10 @@ class DbError : public std::runtime_error {
 // The schema version this build writes and the oldest it migrates forward.
 int current_schema_version();
 
+// True when `path` is a readable SQLite file marked as an edo database (any schema version).
+// Reads only: never migrates or writes. Used before replacing a file.
+bool is_edo_database(const std::string& path);
+
 class ProfileStore {
  public:
   enum class Mode { kReadOnly, kReadWrite, kCreate /* new file, replaces an existing one */ };
