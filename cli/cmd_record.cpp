@@ -19,6 +19,7 @@
 #include "config.h"
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
+#include "edo/model/processes.h"
 #include "support/output_file.h"
 #include "version.h"
 
@@ -199,6 +200,9 @@ int run_record(const RecordOptions& o) {
   signal(SIGPIPE, SIG_IGN);
 
   std::fflush(nullptr);
+  const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto job_start = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child < 0) throw Failure(std::string("cannot fork: ") + std::strerror(errno));
   if (child == 0) {
@@ -215,6 +219,8 @@ int run_record(const RecordOptions& o) {
     _exit(127);
   }
   g_child.store(child);
+  // Which process is the job: the report's header shows it, not the first process to connect.
+  builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
 
   // ---- collect ----
   using clock = std::chrono::steady_clock;
@@ -281,6 +287,11 @@ int run_record(const RecordOptions& o) {
     s.pid = child;
     s.parent_pid = getpid();
     s.source = "record";
+    s.start_unix_ns = job_start_unix_ns;
+    s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    s.host = host;
     builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
     if (nothing)
       std::fprintf(stderr,
@@ -288,6 +299,8 @@ int run_record(const RecordOptions& o) {
                    "allocation; or the job does not load libedo_trace.so: statically linked, LD_PRELOAD cleared)\n");
   }
   builder.set_exit_code(child, code);
+  builder.profile().metadata[model::kJobDurationNs] =
+      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
   for (auto& is : builder.issues())
     std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", is.stream.c_str(), static_cast<unsigned long long>(is.offset), is.message.c_str());
   save(true);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "edo/model/processes.h"
+
 namespace edo::cli {
 
 using json = nlohmann::ordered_json;
@@ -34,6 +36,7 @@ json table_json(const model::TableView& t, size_t top_rows) {
   json lru = json::array();
   for (const auto& p : s.lru_curve) lru.push_back({static_cast<uint64_t>(std::llround(p.x)), p.y});
   json j = {{"name", t.name},
+            {"table_name", t.table_name},
             {"rows", t.rows},
             {"dim", t.dim},
             {"dtype", t.dtype},
@@ -43,6 +46,7 @@ json table_json(const model::TableView& t, size_t top_rows) {
             {"grad_bytes", t.grad_bytes},
             {"total_bytes", t.total_bytes()},
             {"sessions", t.sessions},
+            {"ranks", t.ranks},
             {"lookups", s.lookups},
             {"unique_rows", s.unique_rows},
             {"out_of_range", t.aggregate.out_of_range()},
@@ -58,6 +62,9 @@ json table_json(const model::TableView& t, size_t top_rows) {
             {"drift_mean_jaccard", number_or_null(s.mean_drift_jaccard)},
             {"tied_with", t.tied_with}};
   j["shares_weights_of"] = t.shares_weights_of.empty() ? json(nullptr) : json(t.shares_weights_of);
+  // A tied table that read nothing itself: its module's reads are counted in the owner table.
+  j["lookups_counted_in"] =
+      !t.shares_weights_of.empty() && s.lookups == 0 ? json(t.shares_weights_of) : json(nullptr);
   if (top_rows > 0) {
     json top = json::array();
     for (const auto& [row, count] : t.aggregate.top_rows(top_rows)) top.push_back({row, count});
@@ -66,12 +73,34 @@ json table_json(const model::TableView& t, size_t top_rows) {
   return j;
 }
 
+json job_json(const model::Profile& profile, const model::JobView& job) {
+  json ranks = json::array();
+  for (size_t i : job.ranks) ranks.push_back(session_json(profile.sessions[i]));
+  json j = {{"command", job.command}, {"host", job.host}, {"start_unix_ns", job.start_unix_ns},
+            {"duration_s", static_cast<double>(job.duration_ns) / 1e9}, {"steps", job.steps}};
+  j["pid"] = job.pid ? json(*job.pid) : json(nullptr);
+  j["exit_code"] = job.exit_code ? json(*job.exit_code) : json(nullptr);
+  j["processes"] = profile.sessions.size();
+  j["ranks"] = ranks;
+  j["forked_workers"] = job.count(model::Role::kWorker);
+  j["other_children"] = job.count(model::Role::kChild);
+  return j;
+}
+
 json report_json(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top_rows) {
   json j;
+  const model::JobView job = model::job_view(profile);
   j["schema"] = "edo.report/2";
-  j["session"] = profile.sessions.empty() ? json::object() : session_json(profile.sessions.front());
+  j["job"] = job_json(profile, job);
+  // "session": the job's root process (before: whichever process connected first).
+  const size_t head = job.root >= 0 ? size_t(job.root) : 0;
+  j["session"] = profile.sessions.empty() ? json::object() : session_json(profile.sessions[head]);
   json sessions = json::array();
-  for (const auto& s : profile.sessions) sessions.push_back(session_json(s));
+  for (size_t i = 0; i < profile.sessions.size(); ++i) {
+    json sj = session_json(profile.sessions[i]);
+    sj["role"] = model::role_name(job.roles[i]);
+    sessions.push_back(sj);
+  }
   j["sessions"] = sessions;
   const model::TableMemory mem = profile.table_memory();
   j["memory"] = {{"peak_bytes", profile.peak_bytes()},

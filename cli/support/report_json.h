@@ -1,5 +1,5 @@
-// JSON renderings shared by `edo report --json` and `edo diff --json` (schema edo.report/1:
-// keys may be added, never renamed).
+// JSON renderings shared by `edo report --json` and `edo diff --json` (schema edo.report/2:
+// keys may be added, never renamed). Names are exact here (JSON escapes them).
 #pragma once
 
 #include <nlohmann/json.hpp>

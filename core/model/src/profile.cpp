@@ -1,6 +1,8 @@
 // Whole-profile helpers: totals and peak memory.
 #include "edo/model/profile.h"
 
+#include "edo/model/processes.h"
+
 #include <algorithm>
 
 #include "edo/dtype.h"
@@ -17,9 +19,13 @@ uint64_t Profile::dropped_events() const {
 bool is_gradient_kind(const std::string& kind) { return kind == "grad" || kind.rfind("grad.", 0) == 0; }
 
 TableMemory Profile::table_memory() const {
-  // A tied table shares its weights with the table it is tied to: count the storage once.
+  // A tied table shares its weights with the table it is tied to, and a table a forked worker
+  // inherited is its parent's memory: count the storage once.
   TableMemory m;
-  for (const auto& t : tables) {
+  const std::vector<size_t> same = same_table_as(*this);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (same[i] != i) continue;
+    const Table& t = tables[i];
     bool tied_to_earlier = std::any_of(ties.begin(), ties.end(), [&](const Tie& tie) {
       return tie.session_id == t.session_id && tie.tied_with == t.name;
     });

@@ -9,25 +9,57 @@
 
 namespace edo::model {
 
+namespace {
+
+// Adds table t into view v when they are one table seen by several processes (same shape,
+// mergeable counts). A process that only inherited the table and never read it sent no counts.
+bool merge_into(TableView& v, const Table& t) {
+  if (v.rows != t.rows || v.dim != t.dim || v.dtype != t.dtype) return false;
+  if (!t.aggregate.empty()) {
+    if (v.aggregate.empty()) v.aggregate = t.aggregate;
+    else if (!v.aggregate.merge(t.aggregate)) return false;
+  }
+  v.sessions += 1;
+  v.optimizer_bytes = std::max(v.optimizer_bytes, t.optimizer_bytes);
+  v.grad_bytes = std::max(v.grad_bytes, t.grad_bytes);
+  return true;
+}
+
+}  // namespace
+
 std::vector<TableView> table_views(const Profile& profile) {
+  std::map<int64_t, const Session*> session_of;
+  for (const Session& s : profile.sessions) session_of[s.id] = &s;
   std::vector<TableView> views;
   std::map<std::string, size_t> by_name;
   for (const Table& t : profile.tables) {
-    std::string key = t.name;
-    auto it = by_name.find(key);
-    if (it != by_name.end()) {
-      TableView& v = views[it->second];
-      if (v.rows == t.rows && v.dim == t.dim && v.aggregate.merge(t.aggregate)) {
-        v.sessions += 1;
-        v.optimizer_bytes = std::max(v.optimizer_bytes, t.optimizer_bytes);
-        v.grad_bytes = std::max(v.grad_bytes, t.grad_bytes);
-        continue;
+    // Same name, other shape (or counts that cannot merge): told apart by the rank, else the
+    // pid, of the process that recorded it.
+    const Session* s = session_of.count(t.session_id) ? session_of[t.session_id] : nullptr;
+    std::vector<std::string> keys{t.name};
+    if (s && s->rank) keys.push_back(t.name + " (rank " + std::to_string(*s->rank) + ")");
+    if (s) keys.push_back(t.name + " (" + (s->rank ? "rank " + std::to_string(*s->rank) + ", " : std::string()) + "pid " +
+                          std::to_string(s->pid) + ")");
+    keys.push_back(t.name + " (session " + std::to_string(t.session_id) + ")");
+    bool merged = false;
+    std::string key;
+    for (const std::string& k : keys) {
+      auto it = by_name.find(k);
+      if (it == by_name.end()) {
+        key = k;
+        break;
       }
-      // Same name, other shape: keep both, told apart by the process that recorded it.
-      key = t.name + " (session " + std::to_string(t.session_id) + ")";
+      if (merge_into(views[it->second], t)) {
+        if (s && s->rank) views[it->second].ranks.insert(*s->rank);
+        merged = true;
+        break;
+      }
     }
+    if (merged) continue;
+    if (key.empty()) key = keys.back() + " #" + std::to_string(views.size());
     TableView v;
     v.name = key;
+    v.table_name = t.name;
     v.rows = t.rows;
     v.dim = t.dim;
     v.dtype = t.dtype;
@@ -36,6 +68,7 @@ std::vector<TableView> table_views(const Profile& profile) {
     v.optimizer_bytes = t.optimizer_bytes;
     v.grad_bytes = t.grad_bytes;
     v.sessions = 1;
+    if (s && s->rank) v.ranks.insert(*s->rank);
     v.aggregate = t.aggregate;
     by_name[key] = views.size();
     views.push_back(std::move(v));
@@ -47,17 +80,24 @@ std::vector<TableView> table_views(const Profile& profile) {
     tied[tie.tied_with].insert(tie.table);
     owner.emplace(tie.tied_with, tie.table);
   }
+  // When one name stands for different tables, every one of them says whose it is.
+  std::map<std::string, int> per_name;
+  for (const TableView& v : views) per_name[v.table_name] += 1;
+  for (TableView& v : views) {
+    if (per_name[v.table_name] > 1 && v.name == v.table_name && v.ranks.size() == 1)
+      v.name += " (rank " + std::to_string(*v.ranks.begin()) + ")";
+  }
   for (TableView& v : views) {
     v.summary = stats::summarize(v.aggregate);
-    auto it = tied.find(v.name);
+    auto it = tied.find(v.table_name);
     if (it != tied.end()) v.tied_with.assign(it->second.begin(), it->second.end());
-    auto own = owner.find(v.name);
+    auto own = owner.find(v.table_name);
     if (own != owner.end()) v.shares_weights_of = own->second;
   }
   // Largest first; a table sharing another's weights right after that table (its own bytes
   // are only its optimizer state and gradients); equal sizes in natural name order.
   std::map<std::string, uint64_t> total_of;
-  for (const TableView& v : views) total_of[v.name] = v.total_bytes();
+  for (const TableView& v : views) total_of.emplace(v.table_name, v.total_bytes());
   auto key = [&](const TableView& v) {
     if (v.shares_weights_of.empty()) return std::make_pair(v.total_bytes(), std::string_view(v.name));
     auto it = total_of.find(v.shares_weights_of);

@@ -50,8 +50,8 @@ std::string synth(const std::string& path) {
 TEST(OutputFile, AScriptIsNeverReplacedEvenWithForce) {
   const std::string dir = dir_for_test(), script = dir + "/v.py", marker = dir + "/ran";
   std::ofstream(script) << kScript;
-  for (const std::string& force : {"", "--force "}) {
-    auto r = run_command(kEdo + " record " + force + "-o '" + script + "' -- " + marking_job(marker));
+  for (const char* force : {"", "--force "}) {
+    auto r = run_command(kEdo + " record " + std::string(force) + "-o '" + script + "' -- " + marking_job(marker));
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(lines(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find(script), std::string::npos) << r.err;

@@ -116,7 +116,8 @@ struct Profile {
   // no timeline, the sum of table bytes.
   int64_t peak_bytes() const;
   // Table memory summed over every process, in the three parts of Table: a tied table's
-  // weights are counted once (with the table named first).
+  // weights are counted once (with the table named first), and so is a table that forked
+  // workers inherited (see same_table_as() in processes.h).
   TableMemory table_memory() const;
   uint64_t table_bytes() const { return table_memory().total_bytes(); }
 };

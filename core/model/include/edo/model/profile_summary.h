@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,7 +15,9 @@
 namespace edo::model {
 
 struct TableView {
-  std::string name;
+  std::string name;          // unique among the views: the table's name, or "name (rank 1)" when
+                             // processes recorded different tables under one name
+  std::string table_name;    // the name as recorded
   uint64_t rows = 0;
   uint32_t dim = 0;
   std::string dtype;
@@ -23,6 +26,7 @@ struct TableView {
   uint64_t optimizer_bytes = 0;  // optimizer state
   uint64_t grad_bytes = 0;       // gradients
   int sessions = 0;              // how many processes recorded it
+  std::set<int64_t> ranks;       // the RANKs of those processes (empty: none had one)
   stats::TableAggregate aggregate;  // merged over sessions
   stats::TableSummary summary;
   std::vector<std::string> tied_with;  // other names on the same weights
