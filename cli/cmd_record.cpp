@@ -100,16 +100,24 @@ std::string resolve_command(const std::string& cmd, int& err) {
 
 std::string variables_help() {
   std::string s =
-      "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH,\n"
-      "EDO_CHANNEL, EDO_TRACE_LIB and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
-      "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist.\n\n"
-      "Environment (read by libedo_trace.so in every traced process; a bad value prints one warning\n"
-      "naming the variable and the default used, and the job runs on):\n";
+      "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH and,\n"
+      "when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
+      "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
+      "1 when the output cannot be written (said before the job starts).\n\n"
+      "Environment you may set (read by libedo_trace.so in every traced process; a bad value prints\n"
+      "one warning naming the variable and the default used, and the job runs on):\n";
+  // The variables edo record sets for its own use are listed apart: a user does not set them.
+  std::string internal;
   for (const auto& v : capture::documented_variables()) {
+    if (std::string(v.default_value) == "(set by edo record)") {
+      internal += std::string(internal.empty() ? "" : ", ") + v.name;
+      continue;
+    }
     char line[512];
     std::snprintf(line, sizeof line, "  %-18s default %-20s %s\n", v.name, v.default_value, v.meaning);
     s += line;
   }
+  if (!internal.empty()) s += "\nSet by edo record for its own use (do not set them): " + internal + ".\n";
   return s;
 }
 
@@ -354,8 +362,12 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<RecordOptions>();
   sub.add_option("-o,--output", o->output, "the .edodb to write (default edo.<program>.<pid>.edodb, never an existing file)");
   sub.add_flag("--force", o->force, "replace the -o file if it is an edo database (other files are never replaced)");
-  sub.add_option("--exact-rows", o->exact_rows, "exact per-row counts up to this many rows (EDO_EXACT_ROWS)");
-  sub.add_option("--flush-ms", o->flush_ms, "flush interval of the traced processes in ms (EDO_FLUSH_MS)");
+  // The ranges libedo_trace.so accepts (profiler/capture/src/config.cpp): a value outside them
+  // is a usage error here, not a warning from every traced process later.
+  sub.add_option("--exact-rows", o->exact_rows, "exact per-row counts up to this many rows (EDO_EXACT_ROWS)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  sub.add_option("--flush-ms", o->flush_ms, "flush interval of the traced processes in ms (EDO_FLUSH_MS)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{3600000}));
   sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();
   sub.prefix_command();
   sub.footer(variables_help());

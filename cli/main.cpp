@@ -6,6 +6,8 @@
 #include <string>
 
 #include "command.h"
+#include "support/help_format.h"
+#include "support/terminal.h"
 #include "version.h"
 
 namespace edo::cli {
@@ -13,13 +15,36 @@ std::vector<CommandInfo>& command_registry() {
   static std::vector<CommandInfo> registry;
   return registry;
 }
+// ", did you mean 'report'?" when one command is within two edits of `typed`, else a list.
+std::string closest_command(const std::string& typed, const std::vector<std::string>& names) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  for (const auto& n : names)
+    if (distance(typed, n) <= 2) return ", did you mean '" + n + "'?";
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  return "; the commands are " + all;
+}
+
 }  // namespace edo::cli
 
 int main(int argc, char** argv) {
   using namespace edo::cli;
   CLI::App app{
       "edo: measure how much memory each embedding table takes and how often each row is read,\n"
-      "benchmark memory-saving strategies on this machine, and recommend a plan.\n\n"
+      "and benchmark memory-saving strategies on this machine.\n\n"
       "Typical workflow:\n"
       "  edo record -o run.edodb -- python3 train.py   attach to an unmodified job\n"
       "  edo report run.edodb                          terminal summary (--json for machines)\n"
@@ -29,6 +54,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("edo ") + EDO_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
 
   auto& registry = command_registry();
   std::sort(registry.begin(), registry.end(),
@@ -40,6 +66,18 @@ int main(int argc, char** argv) {
   }
 
   std::string active = "edo";
+  if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 says "A subcommand is required" for a misspelt one: name it instead.
+    std::vector<std::string> names;
+    for (auto& info : registry) names.push_back(info.name);
+    // A parse error inside a command names the command ("edo record: --flush-ms: ...").
+    active = "edo " + std::string(argv[1]);
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::fprintf(stderr, "edo: unknown command '%s'%s (see 'edo --help')\n", terminal_safe(argv[1]).c_str(),
+                   closest_command(argv[1], names).c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
     for (auto& [sub, run] : runners) {
