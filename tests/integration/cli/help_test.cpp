@@ -76,7 +76,7 @@ TEST(Errors, RecordRefusesOutOfRangeSettingsBeforeTheJobRuns) {
   const auto dir = std::filesystem::temp_directory_path() / ("edo-help-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string marker = (dir / "ran").string(), db = (dir / "x.edodb").string();
-  for (const std::string flag : std::vector<std::string>{"--flush-ms 5", "--flush-ms 3600001", "--exact-rows 0", "--flush-ms=9"}) {
+  for (const std::string& flag : std::vector<std::string>{"--flush-ms 5", "--flush-ms 3600001", "--exact-rows 0", "--flush-ms=9"}) {
     auto r = run_command(kEdo + " record " + flag + " -o " + db + " -- touch " + marker);
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
     EXPECT_EQ(lines(r.err), 1u) << r.err;
