@@ -10,6 +10,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/model/profile_summary.h"
 #include "support/report_json.h"
+#include "support/terminal.h"
 
 namespace edo::cli {
 namespace {
@@ -109,20 +110,20 @@ int run_diff(const DiffOptions& o) {
                    {"optimizer_bytes", {{"before", ma.optimizer_bytes}, {"after", mb.optimizer_bytes}}},
                    {"grad_bytes", {{"before", ma.grad_bytes}, {"after", mb.grad_bytes}}}};
   if (o.json) {
-    std::puts(out.dump(2).c_str());
+    std::puts(out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     return 0;
   }
 
-  fmt::print("before: {}\nafter:  {}\n", o.before, o.after);
+  fmt::print("before: {}\nafter:  {}\n", terminal_safe(o.before), terminal_safe(o.after));
   fmt::print("memory peak: {} -> {}; tables: {} -> {}\n\n", model::format_bytes(a.profile.peak_bytes()),
              model::format_bytes(b.profile.peak_bytes()), model::format_bytes(a.profile.table_bytes()),
              model::format_bytes(b.profile.table_bytes()));
   for (const auto& entry : changed) {
     const std::string name = entry["name"];
-    fmt::print("{}\n", name);
+    fmt::print("{}\n", terminal_safe(name));
     if (entry.contains("shape")) {
-      fmt::print("  {:<20} {} -> {}\n", "shape", entry["shape"]["before"].get<std::string>(),
-                 entry["shape"]["after"].get<std::string>());
+      fmt::print("  {:<20} {} -> {}\n", "shape", terminal_safe(entry["shape"]["before"].get<std::string>()),
+                 terminal_safe(entry["shape"]["after"].get<std::string>()));
     }
     for (const Metric& m : kMetrics) {
       const json& va = entry[m.key]["before"];
@@ -131,8 +132,8 @@ int run_diff(const DiffOptions& o) {
       fmt::print("  {:<20} {:>14} -> {:<14} {}\n", m.key, show(va, m), show(vb, m), change(va, vb, m.share));
     }
   }
-  for (const auto& n : only_before) fmt::print("only in before: {}\n", n.get<std::string>());
-  for (const auto& n : only_after) fmt::print("only in after:  {}\n", n.get<std::string>());
+  for (const auto& n : only_before) fmt::print("only in before: {}\n", terminal_safe(n.get<std::string>()));
+  for (const auto& n : only_after) fmt::print("only in after:  {}\n", terminal_safe(n.get<std::string>()));
   if (changed.empty() && only_before.empty() && only_after.empty()) fmt::print("no tables in either recording\n");
   return 0;
 }

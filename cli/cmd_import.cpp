@@ -13,6 +13,7 @@
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
 #include "support/output_file.h"
+#include "support/terminal.h"
 #include "version.h"
 
 namespace edo::cli {
@@ -41,16 +42,16 @@ int run_import(const ImportOptions& o) {
     builder.close_stream(s);
   }
   for (auto& is : builder.issues())
-    std::fprintf(stderr, "edo import: %s: byte %llu: %s\n", is.stream.c_str(),
-                 static_cast<unsigned long long>(is.offset), is.message.c_str());
+    std::fprintf(stderr, "edo import: %s: byte %llu: %s\n", terminal_safe(is.stream).c_str(),
+                 static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
   if (builder.frames() == 0)
     throw Failure("no edo trace frames could be decoded from the input (not an EDO_OUTPUT file?)");
   db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
   store.save(builder.finish(), true);
-  std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", out.c_str(),
+  std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", terminal_safe(out).c_str(),
                static_cast<unsigned long long>(builder.frames()),
                builder.issues().empty() ? "" : ", damaged input reported above");
-  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", line.c_str());
+  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/model/processes.h"
 #include "support/output_file.h"
+#include "support/terminal.h"
 #include "version.h"
 
 extern char** environ;
@@ -129,7 +130,7 @@ int run_record(const RecordOptions& o) {
   int err = 0;
   const std::string exe = resolve_command(o.command[0], err);
   if (err) {
-    std::fprintf(stderr, "edo record: %s: %s\n", o.command[0].c_str(), err == 127 ? "command not found" : "permission denied");
+    std::fprintf(stderr, "edo record: %s: %s\n", terminal_safe(o.command[0]).c_str(), err == 127 ? "command not found" : "permission denied");
     return err;
   }
   std::string prog = o.command[0];
@@ -173,7 +174,7 @@ int run_record(const RecordOptions& o) {
   env.push_back("LD_PRELOAD=" + preload);
   const std::string old_nvtx = getv("NVTX_INJECTION64_PATH");
   if (!old_nvtx.empty() && canonical(old_nvtx) != lib)
-    std::fprintf(stderr, "edo record: NVTX_INJECTION64_PATH was %s; replaced by edo's (only one NVTX tool can attach)\n", old_nvtx.c_str());
+    std::fprintf(stderr, "edo record: NVTX_INJECTION64_PATH was %s; replaced by edo's (only one NVTX tool can attach)\n", terminal_safe(old_nvtx).c_str());
   env.push_back("NVTX_INJECTION64_PATH=" + lib);
   env.push_back("EDO_CHANNEL=" + server.path());
   env.push_back("EDO_TRACE_LIB=" + lib);
@@ -241,7 +242,7 @@ int run_record(const RecordOptions& o) {
       store.save(builder.finish(), final_save);
       saved_gen = builder.generation();
     } catch (const std::exception& e) {
-      if (!save_failed || final_save) std::fprintf(stderr, "edo record: %s\n", e.what());
+      if (!save_failed || final_save) std::fprintf(stderr, "edo record: %s\n", terminal_safe(e.what()).c_str());
       save_failed = true;
     }
   };
@@ -310,10 +311,11 @@ int run_record(const RecordOptions& o) {
   builder.profile().metadata[model::kJobDurationNs] =
       std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
   for (auto& is : builder.issues())
-    std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", is.stream.c_str(), static_cast<unsigned long long>(is.offset), is.message.c_str());
+    std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", terminal_safe(is.stream).c_str(),
+                 static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
   save(true);
-  std::fprintf(stderr, "edo record: wrote %s\n", out.c_str());
-  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", line.c_str());
+  std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
+  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return code;
 }
 

@@ -188,7 +188,8 @@ int run_report(const ReportOptions& o) {
   model::Profile profile = store.load();
   auto tables = model::table_views(profile);
   if (o.json) {
-    std::puts(report_json(profile, tables, o.top).dump(2).c_str());
+    // Names are exact; bytes that are not UTF-8 (a damaged file) become U+FFFD: JSON is text.
+    std::puts(report_json(profile, tables, o.top).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
     print_text(profile, tables, o.top);
   }

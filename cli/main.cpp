@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names;
     for (auto& info : registry) names.push_back(info.name);
     // A parse error inside a command names the command ("edo record: --flush-ms: ...").
-    active = "edo " + std::string(argv[1]);
+    active = "edo " + terminal_safe(argv[1]);
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
       std::fprintf(stderr, "edo: unknown command '%s'%s (see 'edo --help')\n", terminal_safe(argv[1]).c_str(),
                    closest_command(argv[1], names).c_str());
@@ -95,14 +95,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line naming the problem, then where to look.
-    std::string what = e.what();
+    const std::string what = terminal_safe(e.what());
     std::fprintf(stderr, "%s: %s (see '%s --help')\n", active.c_str(), what.c_str(), active.c_str());
     return 2;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s: %s (see '%s --help')\n", active.c_str(), e.what(), active.c_str());
+    std::fprintf(stderr, "%s: %s (see '%s --help')\n", active.c_str(), terminal_safe(e.what()).c_str(), active.c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", active.c_str(), e.what());
+    // Messages can quote the file's content (a table name): escaped, so one line stays one line.
+    std::fprintf(stderr, "%s: %s\n", active.c_str(), terminal_safe(e.what()).c_str());
     return 1;
   }
 }

@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
+#include <sqlite3.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -155,9 +156,12 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
         schema::migrate(writer, version);
         txn.commit();
       } catch (const SQLite::Exception& e) {
-        throw DbError(path + ": written by an older edo (schema " + std::to_string(version) +
-                      "), and the one-time upgrade to schema " + std::to_string(schema::kCurrentVersion) +
-                      " could not be written (" + e.what() + "); make the file and its folder writable, or copy it");
+        const int code = e.getErrorCode() & 0xff;  // primary result code
+        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM || code == SQLITE_IOERR)
+          throw DbError(path + ": written by an older edo (schema " + std::to_string(version) +
+                        "), and the one-time upgrade to schema " + std::to_string(schema::kCurrentVersion) +
+                        " could not be written (" + e.what() + "); make the file and its folder writable, or copy it");
+        impl_->fail("the upgrade from schema " + std::to_string(version) + " failed: " + e.what());
       }
     }
     if (mode == Mode::kReadWrite) impl_->db->exec("PRAGMA foreign_keys=ON");

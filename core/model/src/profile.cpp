@@ -4,9 +4,10 @@
 #include "edo/model/processes.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 
 #include "edo/dtype.h"
-#include <map>
 
 namespace edo::model {
 
@@ -29,15 +30,16 @@ TableMemory Profile::table_memory() const {
     bool tied_to_earlier = std::any_of(ties.begin(), ties.end(), [&](const Tie& tie) {
       return tie.session_id == t.session_id && tie.tied_with == t.name;
     });
-    if (!tied_to_earlier) m.weight_bytes += t.weight_bytes;
-    m.optimizer_bytes += t.optimizer_bytes;
-    m.grad_bytes += t.grad_bytes;
+    if (!tied_to_earlier) m.weight_bytes = saturating_add(m.weight_bytes, t.weight_bytes);
+    m.optimizer_bytes = saturating_add(m.optimizer_bytes, t.optimizer_bytes);
+    m.grad_bytes = saturating_add(m.grad_bytes, t.grad_bytes);
   }
   return m;
 }
 
 int64_t Profile::peak_bytes() const {
-  if (memory_events.empty()) return static_cast<int64_t>(table_bytes());
+  if (memory_events.empty())
+    return static_cast<int64_t>(std::min<uint64_t>(table_bytes(), std::numeric_limits<int64_t>::max()));
   // Events are stored per session in time order; the peak of each session's running sum.
   std::map<int64_t, std::vector<const MemoryEvent*>> by_session;
   for (const auto& e : memory_events) by_session[e.session_id].push_back(&e);
@@ -47,7 +49,9 @@ int64_t Profile::peak_bytes() const {
                      [](const MemoryEvent* a, const MemoryEvent* b) { return a->time_ns < b->time_ns; });
     int64_t live = 0;
     for (const MemoryEvent* e : events) {
-      live += e->bytes;
+      // Saturating: a damaged file's sizes must not overflow into a negative peak.
+      if (__builtin_add_overflow(live, e->bytes, &live))
+        live = e->bytes > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
       peak = std::max(peak, live);
     }
   }

@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <SQLiteCpp/Database.h>
+
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -154,6 +159,216 @@ TEST(DiffBytes, IntegersStayIntegersAndBytesAreNamed) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("grad_bytes"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("62.50 KiB"), std::string::npos) << text.out;
+}
+
+// ---- Hostile databases (issue 13): what a file can hold must not break the terminal, the
+// one-line errors, or the process. ----
+
+namespace hostile {
+
+const std::vector<std::string> kNames = {
+    "quote'\"name",
+    "new\nline",
+    "tab\tname",
+    "esc\x1b[31mred\x1b[0m",
+    "osc\x1b]0;title\x07",
+    "code$(touch /tmp/edo-pwned)`id`; DROP TABLE tables;--",
+    "c1 csi \xc2\x9b" "31m",
+    "bidi \xe2\x80\xae" "evil",
+    "back\\slash",
+};
+const std::string kNotUtf8 = "bytes \xff\xfe";
+
+// True when `s` has something a terminal would act on: a control byte other than newline, a
+// C1 control (as UTF-8), or a bidirectional override.
+bool has_terminal_controls(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f || c == 0xff) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+      return true;
+    if (s.compare(i, 3, "\xe2\x80\xae") == 0) return true;
+  }
+  return false;
+}
+
+model::Profile named_profile() {
+  model::Profile p;
+  p.sessions.push_back(session(1, 100, 1));
+  p.sessions[0].command = "python3 \x1b[2Jtrain.py\nsecond line";
+  p.sessions[0].host = "host\x1b[5m";
+  p.sessions[0].exit_code = 0;
+  uint64_t base = 0x10000;
+  for (const auto& n : kNames) p.tables.push_back(table(1, n, 100, 4, {1, 2, 3}, base += 0x100000));
+  p.tables.push_back(table(1, kNotUtf8, 100, 4, {4}, base += 0x100000));
+  p.ties.push_back({1, kNames[0], kNames[1]});
+  return p;
+}
+
+}  // namespace hostile
+
+TEST(HostileDatabase, NamesAreEscapedOnTheTerminalAndExactInJson) {
+  const std::string db = temp_path("names.edodb"), db2 = temp_path("names2.edodb");
+  save(db, hostile::named_profile());
+  model::Profile other = hostile::named_profile();
+  other.tables.erase(other.tables.begin() + 2);  // one table only in before
+  other.tables[0].aggregate = edo::stats::TableAggregate();
+  save(db2, other);
+
+  for (const std::string& args : std::vector<std::string>{" report --top 3 ", " diff '" + db2 + "' "}) {
+    auto r = run_command(kEdo + args + quoted(db));
+    ASSERT_EQ(r.exit_code, 0) << args << r.err;
+    EXPECT_FALSE(hostile::has_terminal_controls(r.out)) << args << ":\n" << r.out;
+    // Every name is on one line, escaped the same way each time.
+    EXPECT_NE(r.out.find("new\\nline"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tab\\tname"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("esc\\x1b[31mred\\x1b[0m"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bidi \\u{202e}evil"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bytes \\xff\\xfe"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("back\\\\slash"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("code$(touch /tmp/edo-pwned)`id`; DROP TABLE tables;--"), std::string::npos) << r.out;
+  }
+  auto text = run_command(kEdo + " report " + quoted(db));
+  EXPECT_NE(text.out.find("job: python3 \\x1b[2Jtrain.py\\nsecond line"), std::string::npos) << text.out;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/edo-pwned"));
+
+  // JSON keeps names exact (JSON escapes them); bytes that are not UTF-8 become U+FFFD.
+  json j = report_json(db);
+  std::set<std::string> names;
+  for (const auto& t : j["tables"]) names.insert(t["table_name"].get<std::string>());
+  for (const auto& n : hostile::kNames) EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_TRUE(names.count("bytes \xef\xbf\xbd\xef\xbf\xbd")) << ::testing::PrintToString(names);
+  EXPECT_EQ(j["job"]["command"], "python3 \x1b[2Jtrain.py\nsecond line");
+  auto d = run_command(kEdo + " diff --json " + quoted(db) + " " + quoted(db2));
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(json::parse(d.out)["only_in_before"], json::array({"tab\tname"}));
+}
+
+// At the user's level: a job registers tables with hostile names through the C API; edo record's
+// summary, the report and --top show them escaped, the JSON exactly.
+TEST(HostileDatabase, NamesFromARealJobUnderRecord) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  const std::string dir = std::filesystem::path(temp_path("x")).parent_path().string();
+  const std::string job = dir + "/job.py", db = dir + "/job.edodb";
+  std::ofstream(job) << R"(import ctypes, os
+lib = ctypes.CDLL(os.environ["EDO_TRACE_LIB"])
+lib.edo_table_register.restype = ctypes.c_int64
+lib.edo_table_register.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int, ctypes.c_int]
+lib.edo_table_lookup.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+weights = [ctypes.create_string_buffer(64 * 4 * 4) for _ in range(3)]
+idx = (ctypes.c_int64 * 3)(1, 2, 2)
+for w, name in zip(weights, [b"evil\n\x1b[2J\x1b]0;owned\x07", b"tab\there", b"ok"]):
+    h = lib.edo_table_register(name, ctypes.addressof(w), 64, 4, 0, 0)
+    lib.edo_table_lookup(h, idx, 3, 1, 0, None)
+)";
+  auto r = run_command(kEdo + " record -o " + quoted(db) + " -- /usr/bin/python3 " + quoted(job));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(hostile::has_terminal_controls(r.err)) << r.err;
+  EXPECT_NE(r.err.find("3 table(s)"), std::string::npos) << r.err;
+  auto text = run_command(kEdo + " report --top 2 " + quoted(db));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_FALSE(hostile::has_terminal_controls(text.out)) << text.out;
+  EXPECT_NE(text.out.find("evil\\n\\x1b[2J\\x1b]0;owned\\x07"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tab\\there: top 2 rows"), std::string::npos) << text.out;
+  json j = report_json(db);
+  EXPECT_NE(find_table(j, "evil\n\x1b[2J\x1b]0;owned\x07"), nullptr) << j["tables"].dump();
+  EXPECT_EQ(find_table(j, "evil\\n\\x1b[2J\\x1b]0;owned\\x07"), nullptr);  // exact, not escaped
+  EXPECT_NE(find_table(j, "tab\there"), nullptr);
+  // A command that does not exist is named escaped too.
+  auto missing = run_command(kEdo + " record -o " + quoted(dir + "/m.edodb") + " -- \"$(printf 'no\\033[2Jsuch')\"");
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_FALSE(hostile::has_terminal_controls(missing.err)) << missing.err;
+}
+
+// An error message that quotes the file (a table's name) stays one escaped line.
+TEST(HostileDatabase, ErrorsQuotingANameStayOneLine) {
+  const std::string db = temp_path("undecodable.edodb");
+  save(db, hostile::named_profile());
+  {
+    SQLite::Database d(db, SQLite::OPEN_READWRITE);
+    d.exec("UPDATE table_stats SET aggregate = x'00112233' WHERE table_id = 2");
+  }
+  auto r = run_command(kEdo + " report " + quoted(db));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(hostile::has_terminal_controls(r.err)) << r.err;
+  EXPECT_NE(r.err.find("do not decode"), std::string::npos) << r.err;
+}
+
+// Wrong schema versions and missing tables: one line naming the file, exit 1, no crash.
+TEST(HostileDatabase, WrongSchemaAndMissingTablesAreOneLine) {
+  struct Case {
+    std::string sql, needle;
+  };
+  const std::vector<Case> cases = {
+      {"UPDATE edo_meta SET value = '999' WHERE key = 'schema_version'", "newer edo"},
+      {"UPDATE edo_meta SET value = 'two' WHERE key = 'schema_version'", "schema version is not a number"},
+      {"UPDATE edo_meta SET value = '0' WHERE key = 'schema_version'", "schema version 0"},
+      {"UPDATE edo_meta SET value = '-7' WHERE key = 'schema_version'", "schema version -7"},
+      {"DELETE FROM edo_meta WHERE key = 'schema_version'", "no schema version"},
+      {"UPDATE edo_meta SET value = 'other.tool' WHERE key = 'format'", "not an edo database"},
+      {"DROP TABLE edo_meta", "not an edo database"},
+      {"DROP TABLE sessions", "sessions"},
+      {"DROP TABLE tables", "tables"},
+      {"DROP TABLE table_stats", "table_stats"},
+      {"DROP TABLE ties", "ties"},
+      {"DROP TABLE memory_events", "memory_events"},
+      {"DROP TABLE kernels", "kernels"},
+      {"DROP TABLE ranges", "ranges"},
+      {"DROP TABLE metadata", "metadata"},
+      {"ALTER TABLE tables DROP COLUMN grad_bytes", "grad_bytes"},
+      {"UPDATE edo_meta SET value = '1' WHERE key = 'schema_version'", "upgrade from schema 1 failed"},  // v2 claiming v1
+  };
+  for (const auto& c : cases) {
+    const std::string db = temp_path("schema.edodb");
+    std::filesystem::remove(db);
+    save(db, trained_profile());
+    {
+      SQLite::Database d(db, SQLite::OPEN_READWRITE);
+      d.exec(c.sql);
+    }
+    for (const std::string& cmd : std::vector<std::string>{" report ", " report --json ", " diff " + quoted(db) + " "}) {
+      auto r = run_command(kEdo + cmd + quoted(db));
+      EXPECT_EQ(r.exit_code, 1) << c.sql << ": " << r.err << r.out;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.sql << ": " << r.err;
+      EXPECT_NE(r.err.find(db), std::string::npos) << c.sql << ": " << r.err;
+      EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.sql << ": " << r.err;
+      EXPECT_TRUE(r.out.empty()) << c.sql << ": " << r.out;
+    }
+  }
+}
+
+// Counts and sizes at the edges of their types, values of the wrong SQL type, NaN and
+// infinite statistics: the commands finish, the text shows no nan/inf, the JSON parses.
+TEST(HostileDatabase, HugeCountsAndNaNStatisticsDoNotBreakTheOutput) {
+  const std::string db = temp_path("huge.edodb"), db2 = temp_path("huge2.edodb");
+  save(db, trained_profile());
+  save(db2, trained_profile());
+  {
+    SQLite::Database d(db, SQLite::OPEN_READWRITE);
+    d.exec("UPDATE tables SET weight_bytes = 9223372036854775807, optimizer_bytes = -1, grad_bytes = 9e999 WHERE id = 1");
+    d.exec("UPDATE tables SET rows = 9223372036854775807, dim = -1 WHERE id = 3");
+    d.exec("DELETE FROM table_stats WHERE table_id = 3");  // no counts: built from the huge shape
+    d.exec("UPDATE tables SET rows = 'many', dim = 4.5 WHERE id = 2");
+    d.exec("UPDATE sessions SET duration_ns = 9e999, steps = -1, dropped_events = 9223372036854775807,"
+           " start_unix_ns = 'yesterday', exit_code = 99999999999");
+    d.exec("UPDATE table_summary SET zipf_alpha = 9e999, coverage_top_1pct = -9e999");
+    d.exec("INSERT INTO memory_events VALUES (1, 1, 9223372036854775807, 16, 0, 0, 'cudaMalloc', 'emb')");
+    d.exec("INSERT INTO memory_events VALUES (1, 2, 9223372036854775807, 32, 0, 0, 'cudaMalloc', '')");
+    d.exec("INSERT INTO memory_events VALUES (1, 3, -9223372036854775807, 16, 0, 0, 'cudaFree', 'emb')");
+    d.exec("INSERT INTO metadata VALUES ('job.root_pid', 'not a pid'), ('job.duration_ns', '1e999')");
+  }
+  for (const std::string& cmd : std::vector<std::string>{" report --top 5 ", " diff " + quoted(db2) + " ", " diff --json " + quoted(db2) + " "}) {
+    auto r = run_command("timeout 60 " + kEdo + cmd + quoted(db));
+    EXPECT_EQ(r.exit_code, 0) << cmd << r.err;
+    for (const char* bad : {"nan", "inf", "-nan"}) EXPECT_EQ(r.out.find(bad), std::string::npos) << cmd << ":\n" << r.out;
+  }
+  auto r = run_command("timeout 60 " + kEdo + " report --json --top 5 " + quoted(db));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);  // throws on NaN/inf written as numbers
+  EXPECT_EQ(j["memory"]["peak_bytes"], std::numeric_limits<int64_t>::max());  // saturated, not wrapped
+  EXPECT_EQ(j["memory"]["table_bytes"], std::numeric_limits<uint64_t>::max());
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 
 namespace edo::model {
 
+// a + b, or the largest uint64_t when that overflows (sizes read from a damaged file).
+inline uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? ~uint64_t{0} : a + b; }
+
 // One traced process (or one `edo synth` run).
 struct Session {
   int64_t id = 0;               // assigned by the store; 0 = not yet stored
@@ -47,7 +50,7 @@ struct Table {
   uint64_t weight_bytes = 0;          // the weights: rows * dim * element size
   uint64_t optimizer_bytes = 0;       // optimizer state (Adam moments, Adagrad sums, ...)
   uint64_t grad_bytes = 0;            // gradients of the weights
-  uint64_t total_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
+  uint64_t total_bytes() const { return saturating_add(saturating_add(weight_bytes, optimizer_bytes), grad_bytes); }
   stats::TableAggregate aggregate;    // counts, sketches, stack distances, drift windows
 };
 
@@ -98,7 +101,7 @@ struct TableMemory {
   uint64_t weight_bytes = 0;
   uint64_t optimizer_bytes = 0;
   uint64_t grad_bytes = 0;
-  uint64_t total_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
+  uint64_t total_bytes() const { return saturating_add(saturating_add(weight_bytes, optimizer_bytes), grad_bytes); }
 };
 
 struct Profile {

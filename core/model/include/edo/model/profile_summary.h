@@ -36,7 +36,9 @@ struct TableView {
 
   // The memory this table adds: weights + optimizer state + gradients, except that the
   // weights of a table that shares another's (shares_weights_of) are counted with that one.
-  uint64_t total_bytes() const { return (shares_weights_of.empty() ? weight_bytes : 0) + optimizer_bytes + grad_bytes; }
+  uint64_t total_bytes() const {
+    return saturating_add(saturating_add(shares_weights_of.empty() ? weight_bytes : 0, optimizer_bytes), grad_bytes);
+  }
 };
 
 // Tables sorted by total_bytes (descending; a table that shares another's weights right after
