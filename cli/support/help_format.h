@@ -14,7 +14,7 @@ class HelpFormatter : public CLI::Formatter {
 };
 
 // CLI11's type-and-validator text rewritten: "UINT:UINT in [1 - 65536]" -> "N [1..65536]",
-// "TEXT:{f32,f16}" -> "{f32,f16}", "FLOAT:POSITIVE" -> "X >0". Exposed for tests.
+// "TEXT:{fp32,fp16}" -> "{fp32,fp16}", "FLOAT:POSITIVE" -> "X >0". Exposed for tests.
 std::string readable_type(const std::string& cli11_type, const std::string& default_value);
 
 }  // namespace edo::cli

@@ -49,6 +49,7 @@ TEST(TracerGpu, CudaJobUnderRecord) {
   GTEST_SKIP() << "built without the CUDA toolkit: no GPU job";
 #else
   const std::string db = ::testing::TempDir() + "/tracer_gpu_" + std::to_string(getpid()) + ".edodb";
+  std::remove(db.c_str());  // an earlier run's file: edo record refuses to replace it
   Result r = sh(beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(TRACER_GPU_JOB));
   if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos)
     GTEST_SKIP() << "no CUDA device: " << r.out.substr(0, r.out.find('\n'));

@@ -21,9 +21,12 @@ using nlohmann::json;
 
 const std::string kEdo = EDO_BIN;
 
+// A path in this process's folder, with nothing at it (a folder left by an earlier run whose pid
+// was the same must not hold the file: edo refuses to replace an existing output).
 std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("edo-cli-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir / name);
   return (dir / name).string();
 }
 

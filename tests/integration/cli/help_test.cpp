@@ -28,7 +28,7 @@ TEST(Help, OptionTypesReadLikeWords) {
   }
   EXPECT_EQ(edo::cli::readable_type("UINT:UINT in [1 - 1099511627776]", "1000000"), "N=1000000 [1..2^40]");
   EXPECT_EQ(edo::cli::readable_type("INT:INT in [0 - 4096]", "0"), "N=0 [0..4096]");
-  EXPECT_EQ(edo::cli::readable_type("TEXT:{f32,f16,bf16}", "f32"), "{f32,f16,bf16}=f32");
+  EXPECT_EQ(edo::cli::readable_type("TEXT:{fp32,fp16,bf16}", "fp32"), "{fp32,fp16,bf16}=fp32");
   EXPECT_EQ(edo::cli::readable_type("FLOAT:POSITIVE", "1.05"), "X=1.05 >0");
   EXPECT_EQ(edo::cli::readable_type("TEXT", ""), "TEXT");
 }
@@ -74,6 +74,7 @@ TEST(Errors, UnknownCommandIsNamed) {
 // process (or ignored).
 TEST(Errors, RecordRefusesOutOfRangeSettingsBeforeTheJobRuns) {
   const auto dir = std::filesystem::temp_directory_path() / ("edo-help-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);  // left by an earlier run with the same pid
   std::filesystem::create_directories(dir);
   const std::string marker = (dir / "ran").string(), db = (dir / "x.edodb").string();
   for (const std::string& flag : std::vector<std::string>{"--flush-ms 5", "--flush-ms 3600001", "--exact-rows 0", "--flush-ms=9"}) {

@@ -25,6 +25,7 @@ const std::string kScript = "import torch\nprint('training')\n";
 std::string dir_for_test() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir = fs::temp_directory_path() / ("edo-output-test-" + std::to_string(getpid()) + "-" + info->name());
+  fs::remove_all(dir);  // left by an earlier run with the same pid
   fs::create_directories(dir);
   return dir.string();
 }

@@ -29,6 +29,7 @@ std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("edo-report-test-" + std::to_string(getpid()) + "-" + info->name());
   std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir / name);  // left by an earlier run with the same pid
   return (dir / name).string();
 }
 
@@ -45,7 +46,7 @@ model::Session session(int64_t id, int64_t pid, int64_t parent_pid) {
   return s;
 }
 
-// A table with `reads` counted (row ids), its weights f32.
+// A table with `reads` counted (row ids), its weights fp32.
 model::Table table(int64_t session_id, const std::string& name, uint64_t rows, uint32_t dim,
                    const std::vector<int64_t>& reads, uint64_t base = 0x10000) {
   model::Table t;

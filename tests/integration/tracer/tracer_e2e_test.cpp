@@ -39,6 +39,10 @@ std::string slurp(const std::string& path) {
 std::string tmp_path(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir = fs::path(::testing::TempDir()) / ("edo_tracer_" + std::to_string(getpid()) + "_" + info->name());
+  // A fresh folder per test: one left by an earlier run with the same pid would hold outputs
+  // that edo record refuses to replace.
+  static std::set<std::string> fresh;
+  if (fresh.insert(dir.string()).second) fs::remove_all(dir);
   fs::create_directories(dir);
   return (dir / name).string();
 }

@@ -28,7 +28,7 @@ Table table(int64_t session_id, const std::string& name, uint64_t base, uint64_t
   t.name = name;
   t.rows = rows;
   t.dim = 16;
-  t.dtype = "f32";
+  t.dtype = "fp32";
   t.device = "host";
   t.base_address = base;
   t.weight_bytes = rows * 16 * 4;
