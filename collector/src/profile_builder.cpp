@@ -26,6 +26,8 @@ struct ProfileBuilder::Stream {
   std::unordered_map<uint32_t, size_t> tables; // wire table id -> index into profile_.tables
   std::set<size_t> has_agg;                   // tables that received a first delta
   std::map<std::pair<size_t, std::string>, uint64_t> extra;  // (table, kind) -> bytes
+  // table -> (snapshot sequence number, index into profile_.weights) of its weight snapshot
+  std::map<size_t, std::pair<uint32_t, size_t>> weights;
 };
 
 ProfileBuilder::ProfileBuilder(std::string source) : source_(std::move(source)) {}
@@ -103,6 +105,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           s.session = int64_t(profile_.sessions.size() - 1);
           s.tables.clear();
           s.has_agg.clear();
+          s.weights.clear();
           for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
           if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
         } else if constexpr (std::is_same_v<T, wire::TableReg>) {
@@ -153,6 +156,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           uint64_t& part = model::is_gradient_kind(v.kind) ? t.grad_bytes : t.optimizer_bytes;
           part = part - slot + v.bytes;
           slot = v.bytes;
+          t.extra_by_kind[v.kind] = v.bytes;
         } else if constexpr (std::is_same_v<T, wire::Steps>) {
           session(s)->steps = v.steps;
         } else if constexpr (std::is_same_v<T, wire::MemoryEvents>) {
@@ -181,6 +185,8 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           model::Session* ses = session(s);
           profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
           profile_.metadata[v.key] = v.value;
+        } else if constexpr (std::is_same_v<T, wire::WeightRows>) {
+          apply_weight_rows(s, v, offset);
         } else if constexpr (std::is_same_v<T, wire::Goodbye>) {
           model::Session* ses = session(s);
           ses->duration_ns = v.duration_ns;
@@ -188,6 +194,56 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
         }
       },
       msg);
+}
+
+// One part of a weight snapshot: a part of a new snapshot (another sequence number) replaces
+// the table's previous snapshot; parts of the same snapshot are appended, hot rows before the
+// sample. A part that does not fit its table is reported and skipped (the rest is kept).
+void ProfileBuilder::apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset) {
+  auto it = s.tables.find(v.table);
+  if (it == s.tables.end()) {
+    issues_.push_back({s.label, offset, "weight rows for an unknown table id " + std::to_string(v.table)});
+    return;
+  }
+  const model::Table& t = profile_.tables[it->second];
+  const std::string dtype = dtype_name(v.dtype);
+  const uint64_t elem = model::dtype_size(dtype);
+  bool fits = v.dim == t.dim && v.values.size() == v.rows.size() * uint64_t{v.dim} * elem && v.table_rows == t.rows;
+  for (uint64_t r : v.rows) fits = fits && r < t.rows;
+  if (!fits) {
+    issues_.push_back({s.label, offset, "weight rows that do not fit table '" + t.name + "' (skipped)"});
+    return;
+  }
+  auto w = s.weights.find(it->second);
+  if (w == s.weights.end() || w->second.first != v.snapshot) {
+    size_t index;
+    if (w == s.weights.end()) {
+      index = profile_.weights.size();
+      profile_.weights.emplace_back();
+    } else {
+      index = w->second.second;
+    }
+    const uint64_t revision = profile_.weights[index].revision;
+    profile_.weights[index] = model::WeightSnapshot{};
+    profile_.weights[index].revision = revision;
+    s.weights[it->second] = {v.snapshot, index};
+    w = s.weights.find(it->second);
+  }
+  model::WeightSnapshot& snap = profile_.weights[w->second.second];
+  snap.session_id = t.session_id;
+  snap.table = t.name;
+  snap.dtype = dtype;
+  snap.dim = v.dim;
+  snap.table_rows = v.table_rows;
+  snap.population = v.population;
+  const size_t row_bytes = size_t(v.dim) * elem;
+  // Hot rows go after the hot rows already there, sampled rows at the end.
+  snap.rows.insert(snap.rows.begin() + long(snap.hot_count), v.rows.begin(), v.rows.begin() + long(v.hot_rows));
+  snap.values.insert(snap.hot_count * row_bytes, v.values, 0, v.hot_rows * row_bytes);
+  snap.hot_count += v.hot_rows;
+  snap.rows.insert(snap.rows.end(), v.rows.begin() + long(v.hot_rows), v.rows.end());
+  snap.values.append(v.values, v.hot_rows * row_bytes, std::string::npos);
+  snap.revision += 1;
 }
 
 void ProfileBuilder::set_exit_code(int64_t pid, int code) {

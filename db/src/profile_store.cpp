@@ -21,6 +21,7 @@
 
 #include "edo/dtype.h"
 #include "schema.h"
+#include "table_extras.h"
 
 namespace edo::db {
 
@@ -80,6 +81,7 @@ struct ProfileStore::Impl {
   std::string path;
   Mode mode;
   std::unique_ptr<SQLite::Database> db;
+  WrittenSnapshots weights_written;  // weight snapshot revisions this store has written
 
   [[noreturn]] void fail(const std::string& what) const {
     throw DbError(path + ": truncated or corrupt edo database (" + what +
@@ -194,6 +196,8 @@ ProfileStore::ProfileStore(ProfileStore&&) noexcept = default;
 ProfileStore& ProfileStore::operator=(ProfileStore&&) noexcept = default;
 
 const std::string& ProfileStore::path() const { return impl_->path; }
+SQLite::Database& ProfileStore::database() const { return *impl_->db; }
+ProfileStore::Mode ProfileStore::mode() const { return impl_->mode; }
 
 void ProfileStore::save(Profile& profile, bool with_summaries) {
   if (impl_->mode == Mode::kReadOnly) throw DbError(impl_->path + ": opened read-only, cannot save");
@@ -400,6 +404,8 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_meta.bind(2, value);
     put_meta.exec();
   }
+  save_table_extras(d, p);
+  save_weight_snapshots(d, p, weights_written);
   txn.commit();
 }
 
@@ -512,6 +518,7 @@ Profile ProfileStore::Impl::load() const {
     SQLite::Statement q(d, "SELECT key, value FROM metadata");
     while (q.executeStep()) p.metadata[q.getColumn(0).getString()] = q.getColumn(1).getString();
   }
+  load_table_extras(d, p);
   return p;
 }
 

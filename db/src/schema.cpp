@@ -73,6 +73,50 @@ const char* const kSchemaV1[] = {
     " total_us_per_step REAL, plan_json TEXT NOT NULL)",
 };
 
+// Version 3 (tuner): per-kind extra bytes (the optimizer-state lever needs to know which
+// optimizer a table has), weight snapshots (`edo record --weights`), and the tuner's results
+// (runs, every candidate, plans, their choices and Pareto frontiers). Version 1 had two
+// placeholder tune tables that no edo wrote: migrate_to_v3() drops them when empty and renames
+// them (*_v1) otherwise, so nothing is lost.
+const char* const kStepV3[] = {
+    "CREATE TABLE table_extra (table_id INTEGER NOT NULL REFERENCES tables(id) ON DELETE CASCADE,"
+    " kind TEXT NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY (table_id, kind))",
+    // rows: little-endian uint64 row ids (hot rows first); vals: rows x dim elements of dtype.
+    "CREATE TABLE weight_snapshots (table_id INTEGER PRIMARY KEY REFERENCES tables(id) ON DELETE CASCADE,"
+    " dtype TEXT NOT NULL, dim INTEGER NOT NULL, table_rows INTEGER NOT NULL, population INTEGER NOT NULL,"
+    " hot_count INTEGER NOT NULL, rows BLOB NOT NULL, vals BLOB NOT NULL)",
+    // One `edo tune` run: the machine, the options and how far it got.
+    "CREATE TABLE tune_runs (id INTEGER PRIMARY KEY, created_unix INTEGER NOT NULL, backend TEXT NOT NULL,"
+    " device TEXT NOT NULL, weights TEXT NOT NULL, budget_bytes INTEGER NOT NULL, max_error REAL,"
+    " tables_glob TEXT NOT NULL, seed INTEGER NOT NULL, time_limit_s REAL NOT NULL, elapsed_s REAL NOT NULL,"
+    " complete INTEGER NOT NULL, stop_reason TEXT NOT NULL, candidates_total INTEGER NOT NULL,"
+    " candidates_measured INTEGER NOT NULL)",
+    // The tables as the run saw them (baseline).
+    "CREATE TABLE tune_tables (run_id INTEGER NOT NULL REFERENCES tune_runs(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL, rows INTEGER NOT NULL, dim INTEGER NOT NULL, dtype TEXT NOT NULL,"
+    " device_bytes INTEGER NOT NULL, lookups_per_step REAL NOT NULL, tuned INTEGER NOT NULL,"
+    " shares_with TEXT NOT NULL, weights TEXT NOT NULL)",
+    // Every candidate (measured or not: note says why). params: JSON object.
+    "CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES tune_runs(id)"
+    " ON DELETE CASCADE, table_name TEXT NOT NULL, strategy TEXT NOT NULL, spec TEXT NOT NULL,"
+    " params TEXT NOT NULL, optimizer TEXT NOT NULL, device_bytes INTEGER NOT NULL, host_bytes INTEGER NOT NULL,"
+    " step_us REAL, error REAL, hit_rate REAL, recorded_hit_rate REAL, needs_retraining INTEGER NOT NULL,"
+    " measured INTEGER NOT NULL, measured_rows INTEGER NOT NULL, note TEXT NOT NULL)",
+    "CREATE INDEX tune_candidates_by_run ON tune_candidates(run_id, table_name)",
+    // A plan under one budget and error limit (max_error NULL: none).
+    "CREATE TABLE tune_plans (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES tune_runs(id)"
+    " ON DELETE CASCADE, created_unix INTEGER NOT NULL, budget_bytes INTEGER NOT NULL, max_error REAL,"
+    " feasible INTEGER NOT NULL, min_feasible_bytes INTEGER NOT NULL, baseline_device_bytes INTEGER NOT NULL,"
+    " baseline_host_bytes INTEGER NOT NULL, baseline_step_us REAL NOT NULL, plan_device_bytes INTEGER NOT NULL,"
+    " plan_host_bytes INTEGER NOT NULL, plan_step_us REAL NOT NULL)",
+    // The plan's choice per table (candidate_id NULL: kept as recorded, not tuned).
+    "CREATE TABLE tune_choices (plan_id INTEGER NOT NULL REFERENCES tune_plans(id) ON DELETE CASCADE,"
+    " table_name TEXT NOT NULL, candidate_id INTEGER, shares_with TEXT NOT NULL, device_bytes INTEGER NOT NULL,"
+    " host_bytes INTEGER NOT NULL, step_us REAL NOT NULL, why TEXT NOT NULL)",
+    "CREATE TABLE tune_frontier (plan_id INTEGER NOT NULL REFERENCES tune_plans(id) ON DELETE CASCADE,"
+    " device_bytes INTEGER NOT NULL, step_us REAL NOT NULL)",
+};
+
 void record_version(SQLite::Database& db, int version) {
   SQLite::Statement ins(db, "INSERT OR REPLACE INTO schema_migrations(version, applied_unix) VALUES (?, ?)");
   ins.bind(1, version);
@@ -92,10 +136,21 @@ void migrate_to_v2(SQLite::Database& db) {
   db.exec("ALTER TABLE tables ADD COLUMN grad_bytes INTEGER NOT NULL DEFAULT 0");
 }
 
+// Version 3 (tuner): see kStepV3. The v1 placeholder tune tables are dropped when empty and
+// renamed (*_v1) otherwise.
+void migrate_to_v3(SQLite::Database& db) {
+  for (const char* old : {"tune_candidates", "tune_plans"}) {
+    const bool empty = db.execAndGet(std::string("SELECT COUNT(*) FROM ") + old).getInt64() == 0;
+    db.exec(empty ? std::string("DROP TABLE ") + old : std::string("ALTER TABLE ") + old + " RENAME TO " + old + "_v1");
+  }
+  for (const char* sql : kStepV3) db.exec(sql);
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
   if (from < 2) migrate_to_v2(db);
+  if (from < 3) migrate_to_v3(db);
 }
 
 }  // namespace

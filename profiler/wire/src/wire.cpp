@@ -138,6 +138,12 @@ void write_payload(const Message& m, Writer& w) {
           w.str(v.key); w.str(v.value);
         } else if constexpr (std::is_same_v<T, Goodbye>) {
           w.i(v.duration_ns); w.u(static_cast<uint8_t>(v.reason)); w.i(v.code);
+        } else if constexpr (std::is_same_v<T, WeightRows>) {
+          w.u(v.table); w.u(v.snapshot); w.u(v.part); w.u(v.parts); w.u(v.dtype); w.u(v.dim);
+          w.u(v.table_rows); w.u(v.population); w.u(v.hot_rows);
+          w.u(v.rows.size());
+          for (uint64_t r : v.rows) w.u(r);
+          w.str(v.values);
         } else {
           static_assert(kAlwaysFalse<T>);
         }
@@ -170,6 +176,7 @@ const char* type_name(MsgType t) {
     case MsgType::kDropped: return "dropped";
     case MsgType::kNote: return "note";
     case MsgType::kGoodbye: return "goodbye";
+    case MsgType::kWeightRows: return "weight-rows";
   }
   return "unknown";
 }
@@ -314,6 +321,21 @@ bool decode_payload(MsgType type, std::string_view payload, Message& out) {
       v.reason = static_cast<EndReason>(reason);
       v.code = static_cast<int32_t>(r.i());
       out = v;
+      break;
+    }
+    case MsgType::kWeightRows: {
+      WeightRows v;
+      v.table = r.u32(); v.snapshot = r.u32(); v.part = r.u32(); v.parts = r.u32();
+      const uint64_t dt = r.u();
+      if (dt > 255) r.fail();
+      v.dtype = static_cast<uint8_t>(dt);
+      v.dim = r.u32(); v.table_rows = r.u(); v.population = r.u(); v.hot_rows = r.u();
+      const uint64_t n = r.count();
+      v.rows.reserve(n);
+      for (uint64_t k = 0; k < n && r.ok; ++k) v.rows.push_back(r.u());
+      v.values = r.str();
+      if (v.part >= v.parts || v.hot_rows > v.rows.size()) r.fail();
+      out = std::move(v);
       break;
     }
     default:

@@ -9,6 +9,7 @@
 
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
+#include "edo/db/weight_store.h"
 #include "sample_trace.h"
 
 using namespace edo;
@@ -184,4 +185,74 @@ TEST(ChannelServer, ConnectionsWaitingAtStopAreAccepted) {
   b.finish();
   EXPECT_EQ(b.profile().sessions.size(), 2u);
   EXPECT_EQ(server.connections(), 0u);
+}
+
+namespace {
+std::string f32_values(std::initializer_list<float> v) {
+  return std::string(reinterpret_cast<const char*>(std::data(v)), v.size() * 4);
+}
+}  // namespace
+
+TEST(Collector, WeightSnapshotPartsAssembleHotRowsFirstAndANewSnapshotReplaces) {
+  std::string s;
+  Hello h;
+  h.pid = 1;
+  encode(h, s);
+  encode(TableReg{5, "t", 0x1000, 100, 2, 0, 0, -1}, s);
+  encode(ExtraBytes{5, "adam.exp_avg", 800}, s);
+  encode(ExtraBytes{5, "grad", 800}, s);
+  // Snapshot 1 in two parts: part 0 holds two hot rows and a sampled one, part 1 a hot row
+  // and a sampled one (hot rows must still come first).
+  encode(WeightRows{5, 1, 0, 2, 0, 2, 100, 97, 2, {9, 4, 50}, f32_values({1, 2, 3, 4, 5, 6})}, s);
+  encode(WeightRows{5, 1, 1, 2, 0, 2, 100, 97, 1, {7, 60}, f32_values({7, 8, 9, 10})}, s);
+  collector::ProfileBuilder b("record");
+  const int st = b.open_stream("test");
+  b.feed(st, s.data(), s.size());
+  ASSERT_EQ(b.profile().weights.size(), 1u);
+  {
+    const auto& w = b.profile().weights[0];
+    EXPECT_EQ(w.table, "t");
+    EXPECT_EQ(w.rows, (std::vector<uint64_t>{9, 4, 7, 50, 60}));
+    EXPECT_EQ(w.hot_count, 3u);
+    EXPECT_EQ(w.values, f32_values({1, 2, 3, 4, 7, 8, 5, 6, 9, 10}));
+    EXPECT_TRUE(w.consistent());
+    EXPECT_DOUBLE_EQ(w.inclusion_weight(4), 97.0 / 2.0);
+  }
+  const auto& t = b.profile().tables[0];
+  EXPECT_EQ(t.extra_by_kind.at("adam.exp_avg"), 800u);
+  EXPECT_EQ(t.extra_by_kind.at("grad"), 800u);
+  // A second snapshot replaces the first; parts that do not fit the table are reported and
+  // skipped.
+  std::string more;
+  encode(WeightRows{5, 2, 0, 1, 0, 2, 100, 0, 1, {3}, f32_values({-1, -2})}, more);
+  encode(WeightRows{5, 2, 0, 1, 0, 2, 100, 0, 1, {300}, f32_values({-1, -2})}, more);   // row 300 of 100
+  encode(WeightRows{5, 2, 0, 1, 0, 3, 100, 0, 1, {3}, f32_values({-1, -2})}, more);     // wrong dim
+  encode(WeightRows{5, 2, 0, 1, 0, 2, 100, 0, 1, {3}, f32_values({-1})}, more);         // short values
+  encode(WeightRows{9, 2, 0, 1, 0, 2, 100, 0, 1, {3}, f32_values({-1, -2})}, more);     // unknown table
+  const size_t issues_before = b.issues().size();
+  b.feed(st, more.data(), more.size());
+  EXPECT_EQ(b.issues().size(), issues_before + 4);
+  ASSERT_EQ(b.profile().weights.size(), 1u);
+  EXPECT_EQ(b.profile().weights[0].rows, std::vector<uint64_t>{3});
+  EXPECT_EQ(b.profile().weights[0].values, f32_values({-1, -2}));
+}
+
+TEST(Collector, WeightSnapshotSavesAndLoads) {
+  std::string s;
+  Hello h;
+  h.pid = 1;
+  encode(h, s);
+  encode(TableReg{0, "emb", 0x1000, 10, 2, 0, 0, -1}, s);
+  encode(WeightRows{0, 1, 0, 1, 0, 2, 10, 0, 2, {1, 2}, f32_values({1, 2, 3, 4})}, s);
+  encode(WeightRows{0, 2, 0, 1, 0, 2, 10, 0, 1, {8}, f32_values({5, 6})}, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  ASSERT_EQ(b.profile().weights.size(), 1u);
+  EXPECT_EQ(b.profile().weights[0].rows, std::vector<uint64_t>{8});
+  const std::string path = ::testing::TempDir() + "/collector-weights.edodb";
+  db::ProfileStore store(path, db::ProfileStore::Mode::kCreate);
+  store.save(b.finish());
+  const auto w = db::load_weight_snapshots(store);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].values, f32_values({5, 6}));
 }

@@ -148,3 +148,27 @@ TEST(Wire, MalformedPayloadWithValidChecksumIsRejected) {
   EXPECT_FALSE(decode_payload(MsgType::kNote, payload, m));
   EXPECT_FALSE(decode_payload(static_cast<MsgType>(200), "", m));
 }
+
+TEST(Wire, WeightRowsRoundTripAndRejectBadCounts) {
+  WeightRows w;
+  w.table = 3; w.snapshot = 2; w.part = 1; w.parts = 4; w.dtype = 1; w.dim = 2;
+  w.table_rows = 1u << 30; w.population = (1u << 30) - 2; w.hot_rows = 2;
+  w.rows = {5, 1u << 29, 17};
+  w.values = std::string(3 * 2 * 2, '\x7f');
+  const auto back = decode_all(encode(w));
+  ASSERT_EQ(back.size(), 1u);
+  const auto& v = std::get<WeightRows>(back[0]);
+  EXPECT_EQ(v.rows, w.rows);
+  EXPECT_EQ(v.values, w.values);
+  EXPECT_EQ(v.population, w.population);
+  EXPECT_EQ(encode(back[0]), encode(Message(w)));
+  // A part number past the part count, or more hot rows than rows, is malformed.
+  Message out;
+  for (auto bad : {std::pair<uint32_t, uint64_t>{4, 2}, std::pair<uint32_t, uint64_t>{0, 4}}) {
+    WeightRows b = w;
+    b.part = bad.first;
+    b.hot_rows = bad.second;
+    const std::string f = encode(b);
+    EXPECT_FALSE(decode_payload(MsgType::kWeightRows, std::string_view(f).substr(kHeaderSize), out));
+  }
+}

@@ -45,6 +45,7 @@ class ProfileBuilder {
  private:
   struct Stream;
   void apply(Stream& s, wire::Message& m, uint64_t offset);
+  void apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset);
   model::Session* session(Stream& s);
   void attribute();
 

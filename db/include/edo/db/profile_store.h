@@ -11,6 +11,10 @@
 
 #include "edo/model/profile.h"
 
+namespace SQLite {
+class Database;
+}
+
 namespace edo::db {
 
 class DbError : public std::runtime_error {
@@ -47,8 +51,13 @@ class ProfileStore {
   // LRU and drift curves) are computed and stored too (slower: do it for the final save).
   void save(model::Profile& profile, bool with_summaries = true);
 
-  // Reads everything back.
+  // Reads everything back, except weight snapshots (large; weight_store.h reads them).
   model::Profile load() const;
+
+  // The open database, for this file's other readers and writers (tune_store.h,
+  // weight_store.h). Not for general use: the schema is private to db/.
+  SQLite::Database& database() const;
+  Mode mode() const;
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "edo/model/weights.h"
 #include "edo/stats/table_stats.h"
 
 namespace edo::model {
@@ -51,6 +52,7 @@ struct Table {
   uint64_t optimizer_bytes = 0;       // optimizer state (Adam moments, Adagrad sums, ...)
   uint64_t grad_bytes = 0;            // gradients of the weights
   uint64_t total_bytes() const { return saturating_add(saturating_add(weight_bytes, optimizer_bytes), grad_bytes); }
+  std::map<std::string, uint64_t> extra_by_kind;  // the extra bytes as reported, by kind ("adam.exp_avg", "grad", ...)
   stats::TableAggregate aggregate;    // counts, sketches, stack distances, drift windows
 };
 
@@ -111,6 +113,9 @@ struct Profile {
   std::vector<MemoryEvent> memory_events;
   std::vector<KernelStat> kernels;
   std::vector<RangeStat> ranges;
+  // Weight snapshots (`edo record --weights`). ProfileStore::load() leaves this empty (they are
+  // large): read them with db::load_weight_snapshots().
+  std::vector<WeightSnapshot> weights;
   // Free-form key/value facts about the recording (tool version, EDO_* settings in force).
   std::map<std::string, std::string> metadata;
 

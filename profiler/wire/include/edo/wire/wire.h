@@ -52,6 +52,7 @@ enum class MsgType : uint8_t {
   kDropped = 10,
   kNote = 11,
   kGoodbye = 12,
+  kWeightRows = 13,
 };
 
 struct Hello {
@@ -152,8 +153,25 @@ struct Goodbye {
   int32_t code = 0;          // signal number for kSignal
 };
 
+// Part of a weight snapshot (edo_table_weights / EDO_WEIGHTS=1): rows of one table with their
+// values in the table's dtype. A snapshot is sent as parts 0..parts-1, hot rows first; a part 0
+// starts a new snapshot of that table (replacing an older one).
+struct WeightRows {
+  uint32_t table = 0;
+  uint32_t snapshot = 0;     // per-table sequence number
+  uint32_t part = 0;
+  uint32_t parts = 1;
+  uint8_t dtype = 0;         // edo_dtype of the values
+  uint32_t dim = 0;
+  uint64_t table_rows = 0;
+  uint64_t population = 0;   // rows the snapshot's uniform sample was drawn from
+  uint64_t hot_rows = 0;     // the first hot_rows entries of `rows` are hot rows
+  std::vector<uint64_t> rows;
+  std::string values;        // rows.size() x dim elements of dtype, row-major
+};
+
 using Message = std::variant<Hello, TableReg, Tie, TableDelta, ExtraBytes, Steps, MemoryEvents,
-                             KernelStats, RangeStats, Dropped, Note, Goodbye>;
+                             KernelStats, RangeStats, Dropped, Note, Goodbye, WeightRows>;
 
 MsgType type_of(const Message& m);
 const char* type_name(MsgType t);

@@ -1,0 +1,104 @@
+// What `edo tune` measured and recommended (DESIGN.md "Tuner"): every candidate strategy of
+// every table, the plan under a memory budget, the Pareto frontier and the machine. The tuner
+// (tuner/) fills it, db/ stores it (tune_store.h), report, export and the dashboard read it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edo::model {
+
+// One strategy for one table. Tables that share weights (ties) are tuned as one group: the
+// candidate belongs to the group's owner (the name registered first) and covers the lookups
+// of every member.
+struct TuneCandidate {
+  int64_t id = 0;              // assigned by the store
+  std::string table;           // the table (group owner) it is for
+  std::string strategy;        // "fp32", "int8", "pq", "offload", ...
+  std::string spec;            // the kernels' strategy spec, e.g. "offload:cache=0.05:policy=lru"
+  std::string params_json;     // the strategy's parameters as a JSON object ("{}" when none)
+  // Training jobs: the optimizer the candidate assumes: "" for an inference job or the
+  // recorded optimizer kept, "rowwise_adagrad" for the optimizer-state lever.
+  std::string optimizer;
+  uint64_t device_bytes = 0;   // weights + optimizer state + metadata on the device (exact)
+  uint64_t host_bytes = 0;     // host memory the format needs (offload)
+  double step_us = std::numeric_limits<double>::quiet_NaN();  // lookup time per step (NaN: not measured)
+  double error = std::numeric_limits<double>::quiet_NaN();    // frequency-weighted relative L2 error
+  std::optional<double> hit_rate;           // offload: hit rate measured on the backend
+  std::optional<double> recorded_hit_rate;  // offload: the recording's curve at that cache size
+  bool needs_retraining = false;
+  bool measured = false;       // step_us was measured in this run
+  uint64_t measured_rows = 0;  // rows the time was measured on (< the table's rows: scaled rule)
+  std::string note;            // how it was measured, or why it was not
+
+  bool usable() const { return measured && std::isfinite(step_us) && !std::isnan(error); }
+};
+
+// The plan's choice for one table.
+struct TuneChoice {
+  std::string table;
+  int64_t candidate = -1;      // index into TuneResult::candidates; -1: the table was not tuned
+  std::string shares_with;     // a tied table: the group owner whose format it follows
+  uint64_t device_bytes = 0;   // this table's part (0 for a tied member: the owner holds the weights)
+  uint64_t host_bytes = 0;
+  double step_us = 0;          // this table's part of the group's step time
+  std::string why;             // one line: what it saves and costs, or why it is kept
+};
+
+// One recorded table as the tuner saw it (baseline).
+struct TuneTable {
+  std::string name;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::string dtype;
+  uint64_t device_bytes = 0;   // as recorded: weights + optimizer state
+  double lookups_per_step = 0;
+  bool tuned = true;           // false: outside --tables (kept as recorded, time not measured)
+  std::string shares_with;     // tied to this owner
+  std::string weights;         // "recorded" or "synthetic"
+};
+
+struct TuneResult {
+  int64_t run_id = 0;          // assigned by the store
+  int64_t created_unix = 0;
+  // The machine the candidates were measured on: a CPU-made plan is never mistaken for a GPU
+  // measurement.
+  std::string backend;         // "cpu" or "cuda"
+  std::string device;          // CPU model or GPU name
+  std::string weights;         // "recorded" (a weight snapshot for every tuned table) or "synthetic"
+  // Options in force.
+  uint64_t budget_bytes = 0;
+  double max_error = std::numeric_limits<double>::infinity();
+  std::string tables_glob = "*";
+  uint64_t seed = 0;
+  double time_limit_s = 0;     // 0: none
+  // How it went.
+  double elapsed_s = 0;
+  bool complete = true;        // false: stopped (time limit, Ctrl-C) before every candidate was measured
+  std::string stop_reason;     // "", "time limit", "cancelled"
+  uint64_t candidates_total = 0;
+  uint64_t candidates_measured = 0;
+
+  std::vector<TuneTable> tables;
+  std::vector<TuneCandidate> candidates;
+
+  // The plan (empty choices when infeasible).
+  bool feasible = false;
+  uint64_t min_feasible_bytes = 0;  // the smallest budget any plan fits (under the error limit)
+  uint64_t baseline_device_bytes = 0;
+  uint64_t baseline_host_bytes = 0;
+  double baseline_step_us = 0;
+  uint64_t plan_device_bytes = 0;
+  uint64_t plan_host_bytes = 0;
+  double plan_step_us = 0;
+  std::vector<TuneChoice> choices;
+  // Non-dominated (device bytes, step us) pairs of whole plans, bytes ascending.
+  std::vector<std::pair<uint64_t, double>> frontier;
+};
+
+}  // namespace edo::model

@@ -1,0 +1,31 @@
+// Reading and writing the tuner's results (`edo tune`) in an .edodb: the run (machine,
+// options), every candidate, the plan, its choices and its Pareto frontier. Report, export and
+// the dashboard read them back without measuring again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "edo/db/profile_store.h"
+#include "edo/model/tune.h"
+
+namespace edo::db {
+
+// Writes one run with its plan in one transaction; fills in result.run_id and the candidates'
+// ids. The store must be open for writing.
+void save_tune_result(ProfileStore& store, model::TuneResult& result);
+
+// Adds another plan (another budget or error limit over the same candidates) to a stored run.
+void save_tune_plan(ProfileStore& store, const model::TuneResult& result);
+
+// Run ids, oldest first.
+std::vector<int64_t> tune_run_ids(const ProfileStore& store);
+
+// A run with its latest plan. Throws DbError when there is no such run or it does not decode.
+model::TuneResult load_tune_result(const ProfileStore& store, int64_t run_id);
+
+// The latest run, or nothing when the file has never been tuned.
+std::optional<model::TuneResult> load_latest_tune_result(const ProfileStore& store);
+
+}  // namespace edo::db

@@ -1,0 +1,325 @@
+#include "edo/db/tune_store.h"
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace edo::db {
+namespace {
+
+using model::TuneCandidate;
+using model::TuneChoice;
+using model::TuneResult;
+using model::TuneTable;
+
+// NaN and infinities are not stored as numbers: NULL stands for "none" (not measured, no limit).
+void bind_real(SQLite::Statement& s, int i, double v) {
+  if (std::isfinite(v)) s.bind(i, v);
+  else s.bind(i);
+}
+void bind_opt(SQLite::Statement& s, int i, const std::optional<double>& v) {
+  if (v && std::isfinite(*v)) s.bind(i, *v);
+  else s.bind(i);
+}
+double real_or(const SQLite::Column& c, double dflt) { return c.isNull() ? dflt : c.getDouble(); }
+int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
+uint64_t u64(const SQLite::Column& c) {
+  const int64_t v = c.getInt64();
+  return v < 0 ? 0 : static_cast<uint64_t>(v);
+}
+
+[[noreturn]] void corrupt(const ProfileStore& store, const std::string& what) {
+  throw DbError(store.path() + ": truncated or corrupt edo database (" + what + "); run 'edo tune' again");
+}
+
+void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t, int64_t>& candidate_ids) {
+  SQLite::Statement plan(d,
+      "INSERT INTO tune_plans(run_id, created_unix, budget_bytes, max_error, feasible, min_feasible_bytes,"
+      " baseline_device_bytes, baseline_host_bytes, baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+  plan.bind(1, r.run_id);
+  plan.bind(2, r.created_unix);
+  plan.bind(3, i64(r.budget_bytes));
+  bind_real(plan, 4, r.max_error);
+  plan.bind(5, r.feasible ? 1 : 0);
+  plan.bind(6, i64(r.min_feasible_bytes));
+  plan.bind(7, i64(r.baseline_device_bytes));
+  plan.bind(8, i64(r.baseline_host_bytes));
+  plan.bind(9, std::isfinite(r.baseline_step_us) ? r.baseline_step_us : 0.0);
+  plan.bind(10, i64(r.plan_device_bytes));
+  plan.bind(11, i64(r.plan_host_bytes));
+  plan.bind(12, std::isfinite(r.plan_step_us) ? r.plan_step_us : 0.0);
+  plan.exec();
+  const int64_t plan_id = d.getLastInsertRowid();
+  SQLite::Statement choice(d,
+      "INSERT INTO tune_choices(plan_id, table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why)"
+      " VALUES (?,?,?,?,?,?,?,?)");
+  for (const TuneChoice& c : r.choices) {
+    choice.reset();
+    choice.bind(1, plan_id);
+    choice.bind(2, c.table);
+    auto it = c.candidate >= 0 ? candidate_ids.find(static_cast<size_t>(c.candidate)) : candidate_ids.end();
+    if (it != candidate_ids.end()) choice.bind(3, it->second);
+    else choice.bind(3);
+    choice.bind(4, c.shares_with);
+    choice.bind(5, i64(c.device_bytes));
+    choice.bind(6, i64(c.host_bytes));
+    choice.bind(7, std::isfinite(c.step_us) ? c.step_us : 0.0);
+    choice.bind(8, c.why);
+    choice.exec();
+  }
+  SQLite::Statement point(d, "INSERT INTO tune_frontier(plan_id, device_bytes, step_us) VALUES (?,?,?)");
+  for (const auto& [bytes, us] : r.frontier) {
+    point.reset();
+    point.bind(1, plan_id);
+    point.bind(2, i64(bytes));
+    point.bind(3, us);
+    point.exec();
+  }
+}
+
+std::map<size_t, int64_t> candidate_ids_of(const TuneResult& r) {
+  std::map<size_t, int64_t> ids;
+  for (size_t i = 0; i < r.candidates.size(); ++i) ids[i] = r.candidates[i].id;
+  return ids;
+}
+
+void require_writable(const ProfileStore& store) {
+  if (store.mode() == ProfileStore::Mode::kReadOnly) throw DbError(store.path() + ": opened read-only, cannot save tune results");
+}
+
+}  // namespace
+
+void save_tune_result(ProfileStore& store, TuneResult& r) {
+  require_writable(store);
+  try {
+    SQLite::Database& d = store.database();
+    SQLite::Transaction txn(d);
+    SQLite::Statement run(d,
+        "INSERT INTO tune_runs(created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed,"
+        " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    run.bind(1, r.created_unix);
+    run.bind(2, r.backend);
+    run.bind(3, r.device);
+    run.bind(4, r.weights);
+    run.bind(5, i64(r.budget_bytes));
+    bind_real(run, 6, r.max_error);
+    run.bind(7, r.tables_glob);
+    run.bind(8, i64(r.seed));
+    run.bind(9, r.time_limit_s);
+    run.bind(10, r.elapsed_s);
+    run.bind(11, r.complete ? 1 : 0);
+    run.bind(12, r.stop_reason);
+    run.bind(13, i64(r.candidates_total));
+    run.bind(14, i64(r.candidates_measured));
+    run.exec();
+    r.run_id = d.getLastInsertRowid();
+    SQLite::Statement table(d,
+        "INSERT INTO tune_tables(run_id, name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?)");
+    for (const TuneTable& t : r.tables) {
+      table.reset();
+      table.bind(1, r.run_id);
+      table.bind(2, t.name);
+      table.bind(3, i64(t.rows));
+      table.bind(4, static_cast<int64_t>(t.dim));
+      table.bind(5, t.dtype);
+      table.bind(6, i64(t.device_bytes));
+      table.bind(7, std::isfinite(t.lookups_per_step) ? t.lookups_per_step : 0.0);
+      table.bind(8, t.tuned ? 1 : 0);
+      table.bind(9, t.shares_with);
+      table.bind(10, t.weights);
+      table.exec();
+    }
+    SQLite::Statement cand(d,
+        "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
+        " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (TuneCandidate& c : r.candidates) {
+      cand.reset();
+      cand.bind(1, r.run_id);
+      cand.bind(2, c.table);
+      cand.bind(3, c.strategy);
+      cand.bind(4, c.spec);
+      cand.bind(5, c.params_json.empty() ? std::string("{}") : c.params_json);
+      cand.bind(6, c.optimizer);
+      cand.bind(7, i64(c.device_bytes));
+      cand.bind(8, i64(c.host_bytes));
+      bind_real(cand, 9, c.step_us);
+      bind_real(cand, 10, c.error);
+      bind_opt(cand, 11, c.hit_rate);
+      bind_opt(cand, 12, c.recorded_hit_rate);
+      cand.bind(13, c.needs_retraining ? 1 : 0);
+      cand.bind(14, c.measured ? 1 : 0);
+      cand.bind(15, i64(c.measured_rows));
+      cand.bind(16, c.note);
+      cand.exec();
+      c.id = d.getLastInsertRowid();
+    }
+    write_plan(d, r, candidate_ids_of(r));
+    txn.commit();
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    throw DbError(store.path() + ": cannot write tune results (" + std::string(e.what()) + "); check free disk space and permissions");
+  }
+}
+
+void save_tune_plan(ProfileStore& store, const TuneResult& r) {
+  require_writable(store);
+  if (r.run_id <= 0) throw DbError(store.path() + ": internal error: a plan for a run that was never saved");
+  try {
+    SQLite::Database& d = store.database();
+    SQLite::Transaction txn(d);
+    write_plan(d, r, candidate_ids_of(r));
+    txn.commit();
+  } catch (const SQLite::Exception& e) {
+    throw DbError(store.path() + ": cannot write tune results (" + std::string(e.what()) + "); check free disk space and permissions");
+  }
+}
+
+std::vector<int64_t> tune_run_ids(const ProfileStore& store) {
+  std::vector<int64_t> ids;
+  try {
+    SQLite::Statement q(store.database(), "SELECT id FROM tune_runs ORDER BY id");
+    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
+  } catch (const SQLite::Exception& e) {
+    corrupt(store, e.what());
+  }
+  return ids;
+}
+
+TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
+  TuneResult r;
+  try {
+    SQLite::Database& d = store.database();
+    SQLite::Statement run(d,
+        "SELECT id, created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed, time_limit_s,"
+        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured FROM tune_runs WHERE id = ?");
+    run.bind(1, run_id);
+    if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
+    r.run_id = run.getColumn(0).getInt64();
+    r.created_unix = run.getColumn(1).getInt64();
+    r.backend = run.getColumn(2).getString();
+    r.device = run.getColumn(3).getString();
+    r.weights = run.getColumn(4).getString();
+    r.budget_bytes = u64(run.getColumn(5));
+    r.max_error = real_or(run.getColumn(6), INFINITY);
+    r.tables_glob = run.getColumn(7).getString();
+    r.seed = u64(run.getColumn(8));
+    r.time_limit_s = run.getColumn(9).getDouble();
+    r.elapsed_s = run.getColumn(10).getDouble();
+    r.complete = run.getColumn(11).getInt() != 0;
+    r.stop_reason = run.getColumn(12).getString();
+    r.candidates_total = u64(run.getColumn(13));
+    r.candidates_measured = u64(run.getColumn(14));
+
+    SQLite::Statement tables(d,
+        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights FROM tune_tables"
+        " WHERE run_id = ? ORDER BY rowid");
+    tables.bind(1, run_id);
+    while (tables.executeStep()) {
+      TuneTable t;
+      t.name = tables.getColumn(0).getString();
+      t.rows = u64(tables.getColumn(1));
+      const int64_t dim = tables.getColumn(2).getInt64();
+      if (dim < 0 || dim > (int64_t{1} << 24)) corrupt(store, "tune table '" + t.name + "' has dim " + std::to_string(dim));
+      t.dim = static_cast<uint32_t>(dim);
+      t.dtype = tables.getColumn(3).getString();
+      t.device_bytes = u64(tables.getColumn(4));
+      t.lookups_per_step = tables.getColumn(5).getDouble();
+      t.tuned = tables.getColumn(6).getInt() != 0;
+      t.shares_with = tables.getColumn(7).getString();
+      t.weights = tables.getColumn(8).getString();
+      r.tables.push_back(std::move(t));
+    }
+
+    std::map<int64_t, int64_t> index_of;  // candidate id -> index
+    SQLite::Statement cand(d,
+        "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
+        " recorded_hit_rate, needs_retraining, measured, measured_rows, note FROM tune_candidates WHERE run_id = ? ORDER BY id");
+    cand.bind(1, run_id);
+    while (cand.executeStep()) {
+      TuneCandidate c;
+      c.id = cand.getColumn(0).getInt64();
+      c.table = cand.getColumn(1).getString();
+      c.strategy = cand.getColumn(2).getString();
+      c.spec = cand.getColumn(3).getString();
+      c.params_json = cand.getColumn(4).getString();
+      c.optimizer = cand.getColumn(5).getString();
+      c.device_bytes = u64(cand.getColumn(6));
+      c.host_bytes = u64(cand.getColumn(7));
+      c.step_us = real_or(cand.getColumn(8), NAN);
+      c.error = real_or(cand.getColumn(9), NAN);
+      if (!cand.getColumn(10).isNull()) c.hit_rate = cand.getColumn(10).getDouble();
+      if (!cand.getColumn(11).isNull()) c.recorded_hit_rate = cand.getColumn(11).getDouble();
+      c.needs_retraining = cand.getColumn(12).getInt() != 0;
+      c.measured = cand.getColumn(13).getInt() != 0;
+      c.measured_rows = u64(cand.getColumn(14));
+      c.note = cand.getColumn(15).getString();
+      index_of[c.id] = static_cast<int64_t>(r.candidates.size());
+      r.candidates.push_back(std::move(c));
+    }
+
+    SQLite::Statement plan(d,
+        "SELECT id, budget_bytes, max_error, feasible, min_feasible_bytes, baseline_device_bytes, baseline_host_bytes,"
+        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix FROM tune_plans"
+        " WHERE run_id = ? ORDER BY id DESC LIMIT 1");
+    plan.bind(1, run_id);
+    if (!plan.executeStep()) return r;  // a run without a plan (should not happen): candidates only
+    const int64_t plan_id = plan.getColumn(0).getInt64();
+    r.budget_bytes = u64(plan.getColumn(1));
+    r.max_error = real_or(plan.getColumn(2), INFINITY);
+    r.feasible = plan.getColumn(3).getInt() != 0;
+    r.min_feasible_bytes = u64(plan.getColumn(4));
+    r.baseline_device_bytes = u64(plan.getColumn(5));
+    r.baseline_host_bytes = u64(plan.getColumn(6));
+    r.baseline_step_us = plan.getColumn(7).getDouble();
+    r.plan_device_bytes = u64(plan.getColumn(8));
+    r.plan_host_bytes = u64(plan.getColumn(9));
+    r.plan_step_us = plan.getColumn(10).getDouble();
+    r.created_unix = plan.getColumn(11).getInt64();
+
+    SQLite::Statement choices(d,
+        "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why FROM tune_choices"
+        " WHERE plan_id = ? ORDER BY rowid");
+    choices.bind(1, plan_id);
+    while (choices.executeStep()) {
+      TuneChoice c;
+      c.table = choices.getColumn(0).getString();
+      if (!choices.getColumn(1).isNull()) {
+        auto it = index_of.find(choices.getColumn(1).getInt64());
+        if (it == index_of.end()) corrupt(store, "plan choice of '" + c.table + "' refers to an unknown candidate");
+        c.candidate = it->second;
+      }
+      c.shares_with = choices.getColumn(2).getString();
+      c.device_bytes = u64(choices.getColumn(3));
+      c.host_bytes = u64(choices.getColumn(4));
+      c.step_us = choices.getColumn(5).getDouble();
+      c.why = choices.getColumn(6).getString();
+      r.choices.push_back(std::move(c));
+    }
+    SQLite::Statement frontier(d, "SELECT device_bytes, step_us FROM tune_frontier WHERE plan_id = ? ORDER BY device_bytes, rowid");
+    frontier.bind(1, plan_id);
+    while (frontier.executeStep()) r.frontier.emplace_back(u64(frontier.getColumn(0)), frontier.getColumn(1).getDouble());
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    corrupt(store, e.what());
+  }
+  return r;
+}
+
+std::optional<TuneResult> load_latest_tune_result(const ProfileStore& store) {
+  const auto ids = tune_run_ids(store);
+  if (ids.empty()) return std::nullopt;
+  return load_tune_result(store, ids.back());
+}
+
+}  // namespace edo::db

@@ -1,0 +1,323 @@
+// Schema v3 (tuner): v1 and v2 files migrate forward keeping their data; extra bytes by kind and
+// weight snapshots round-trip through save/load; tune runs, candidates, plans and frontiers
+// round-trip; hostile rows give one-line errors.
+#include "edo/db/tune_store.h"
+
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "edo/db/weight_store.h"
+#include "test_profiles.h"
+
+namespace edo::db {
+namespace {
+
+using namespace edo::model;
+using testing::sample_profile;
+using testing::temp_path;
+
+std::string fixture(const std::string& name) { return std::string(EDO_FIXTURES_DIR) + "/db/" + name; }
+
+TEST(SchemaMigration, V1FileMigratesForwardAndKeepsItsData) {
+  const std::string path = temp_path("v1.edodb");
+  std::filesystem::copy_file(fixture("v1-synth.edodb"), path, std::filesystem::copy_options::overwrite_existing);
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READONLY);
+    ASSERT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(), "1");
+  }
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadOnly);  // old files are upgraded when opened
+    Profile p = store.load();
+    ASSERT_EQ(p.tables.size(), 2u);
+    EXPECT_EQ(p.tables[0].name, "synth.table_0");
+    EXPECT_EQ(p.tables[0].aggregate.lookups(), 5000u);
+    EXPECT_TRUE(p.tables[0].extra_by_kind.empty());
+    EXPECT_FALSE(load_latest_tune_result(store).has_value());
+    EXPECT_TRUE(load_weight_snapshots(store).empty());
+  }
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM schema_migrations WHERE version = 3").getInt(), 1);
+  for (const char* t : {"table_extra", "weight_snapshots", "tune_runs", "tune_candidates", "tune_plans", "tune_choices", "tune_frontier"})
+    EXPECT_TRUE(raw.tableExists(t)) << t;
+  // The v1 placeholders were empty: dropped, not renamed.
+  EXPECT_FALSE(raw.tableExists("tune_candidates_v1"));
+  // The migrated file takes new data.
+  ProfileStore rw(path, ProfileStore::Mode::kReadWrite);
+  TuneResult r;
+  r.backend = "cpu";
+  save_tune_result(rw, r);
+  EXPECT_GT(r.run_id, 0);
+}
+
+// Version 2 (the bytes split) is version 1 with three column changes; a file of that version
+// migrates to 3 with its tables' bytes intact.
+TEST(SchemaMigration, V2FileMigratesForward) {
+  const std::string path = temp_path("v2.edodb");
+  std::filesystem::copy_file(fixture("v1-synth.edodb"), path, std::filesystem::copy_options::overwrite_existing);
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("ALTER TABLE tables RENAME COLUMN bytes TO weight_bytes");
+    raw.exec("ALTER TABLE tables RENAME COLUMN extra_bytes TO optimizer_bytes");
+    raw.exec("ALTER TABLE tables ADD COLUMN grad_bytes INTEGER NOT NULL DEFAULT 0");
+    raw.exec("UPDATE tables SET optimizer_bytes = 77, grad_bytes = 5 WHERE name = 'synth.table_1'");
+    raw.exec("UPDATE edo_meta SET value = '2' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+  Profile p = store.load();
+  ASSERT_EQ(p.tables.size(), 2u);
+  EXPECT_EQ(p.tables[1].weight_bytes, 1000u * 8 * 4);
+  EXPECT_EQ(p.tables[1].optimizer_bytes, 77u);
+  EXPECT_EQ(p.tables[1].grad_bytes, 5u);
+  EXPECT_TRUE(store.database().tableExists("weight_snapshots"));
+  TuneResult r;
+  r.backend = "cpu";
+  save_tune_result(store, r);
+  EXPECT_EQ(tune_run_ids(store).size(), 1u);
+}
+
+TEST(SchemaMigration, RowsInV1TunePlaceholdersAreKeptUnderAnotherName) {
+  const std::string path = temp_path("v1-rows.edodb");
+  std::filesystem::copy_file(fixture("v1-synth.edodb"), path, std::filesystem::copy_options::overwrite_existing);
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("INSERT INTO tune_plans(created_unix, budget_bytes, total_bytes, plan_json) VALUES (1, 2, 3, '{}')");
+  }
+  { ProfileStore store(path, ProfileStore::Mode::kReadOnly); }
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM tune_plans_v1").getInt(), 1);
+  EXPECT_FALSE(raw.tableExists("tune_candidates_v1"));
+}
+
+TEST(TableExtras, ByKindRoundTrips) {
+  const std::string path = temp_path("extras.edodb");
+  Profile p = sample_profile();
+  p.tables[0].extra_by_kind = {{"adam.exp_avg", 4000}, {"adam.exp_avg_sq", 4000}, {"grad", 4000}};
+  p.tables[0].optimizer_bytes = 8000;
+  p.tables[0].grad_bytes = 4000;
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  Profile q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(q.tables[0].extra_by_kind, p.tables[0].extra_by_kind);
+  EXPECT_TRUE(q.tables[1].extra_by_kind.empty());
+}
+
+WeightSnapshot snapshot_of(const Table& t, std::vector<uint64_t> rows, uint64_t hot, uint64_t population) {
+  WeightSnapshot w;
+  w.session_id = t.session_id;
+  w.table = t.name;
+  w.dtype = "f32";
+  w.dim = t.dim;
+  w.table_rows = t.rows;
+  w.population = population;
+  w.hot_count = hot;
+  w.rows = std::move(rows);
+  for (size_t i = 0; i < w.rows.size() * t.dim; ++i) {
+    const float v = 0.25f * static_cast<float>(i) - 3.0f;
+    w.values.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  return w;
+}
+
+TEST(WeightSnapshots, RoundTripAndRewriteOnlyWhenChanged) {
+  const std::string path = temp_path("weights.edodb");
+  Profile p = sample_profile();
+  p.weights.push_back(snapshot_of(p.tables[0], {3, 2, 7, 900}, 2, 998));
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  store.save(p);
+  auto w = load_weight_snapshots(store);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].table, p.tables[0].name);
+  EXPECT_EQ(w[0].rows, (std::vector<uint64_t>{3, 2, 7, 900}));
+  EXPECT_EQ(w[0].hot_count, 2u);
+  EXPECT_EQ(w[0].population, 998u);
+  EXPECT_EQ(w[0].values, p.weights[0].values);
+  EXPECT_DOUBLE_EQ(w[0].inclusion_weight(0), 1.0);
+  EXPECT_DOUBLE_EQ(w[0].inclusion_weight(3), 499.0);
+  EXPECT_TRUE(load_weight_snapshots(store, "no.such.table").empty());
+  EXPECT_EQ(load_weight_snapshots(store, p.tables[0].name).size(), 1u);
+  // load() leaves the large snapshots out.
+  EXPECT_TRUE(store.load().weights.empty());
+  // Unchanged revision: not written again (a raw edit survives); a new revision replaces it.
+  store.database().exec("UPDATE weight_snapshots SET population = 5");
+  store.save(p);
+  EXPECT_EQ(load_weight_snapshots(store)[0].population, 5u);
+  p.weights[0].revision += 1;
+  store.save(p);
+  EXPECT_EQ(load_weight_snapshots(store)[0].population, 998u);
+}
+
+TEST(WeightSnapshots, CorruptSnapshotIsAOneLineError) {
+  const std::string path = temp_path("weights-bad.edodb");
+  Profile p = sample_profile();
+  p.weights.push_back(snapshot_of(p.tables[0], {3, 2}, 2, 0));
+  {
+    ProfileStore store(path, ProfileStore::Mode::kCreate);
+    store.save(p);
+    store.database().exec("UPDATE weight_snapshots SET hot_count = 99");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  try {
+    load_weight_snapshots(store);
+    FAIL();
+  } catch (const DbError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("weight snapshot"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+}
+
+TuneResult sample_result() {
+  TuneResult r;
+  r.created_unix = 1700000000;
+  r.backend = "cpu";
+  r.device = "Fake CPU @ 3 GHz";
+  r.weights = "synthetic";
+  r.budget_bytes = 1 << 20;
+  r.max_error = 0.05;
+  r.tables_glob = "model.*";
+  r.seed = 7;
+  r.time_limit_s = 60;
+  r.elapsed_s = 12.5;
+  r.complete = false;
+  r.stop_reason = "time limit";
+  r.candidates_total = 3;
+  r.candidates_measured = 2;
+  r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic"});
+  r.tables.push_back({"model.lm_head", 1000, 16, "f32", 0, 100, true, "model.emb.user", "synthetic"});
+  TuneCandidate a;
+  a.table = "model.emb.user";
+  a.strategy = "fp32";
+  a.spec = "fp32";
+  a.device_bytes = 64000;
+  a.step_us = 10;
+  a.error = 0;
+  a.measured = true;
+  a.measured_rows = 1000;
+  TuneCandidate b = a;
+  b.strategy = "offload";
+  b.spec = "offload:cache=0.1:policy=lru";
+  b.params_json = R"({"cache":0.1,"policy":"lru"})";
+  b.device_bytes = 10400;
+  b.host_bytes = 64000;
+  b.step_us = 14;
+  b.error = 0;
+  b.hit_rate = 0.8;
+  b.recorded_hit_rate = 0.82;
+  TuneCandidate c = a;
+  c.strategy = "pq";
+  c.spec = "pq:m=4";
+  c.measured = false;
+  c.step_us = NAN;
+  c.error = NAN;
+  c.note = "not measured: time limit";
+  r.candidates = {a, b, c};
+  r.feasible = true;
+  r.min_feasible_bytes = 10400;
+  r.baseline_device_bytes = 64000;
+  r.baseline_step_us = 10;
+  r.plan_device_bytes = 10400;
+  r.plan_host_bytes = 64000;
+  r.plan_step_us = 14;
+  r.choices.push_back({"model.emb.user", 1, "", 10400, 64000, 11.5, "offload: saves 52 KiB, +4 us"});
+  r.choices.push_back({"model.lm_head", 1, "model.emb.user", 0, 0, 2.5, "tied: follows model.emb.user"});
+  r.frontier = {{10400, 14}, {64000, 10}};
+  return r;
+}
+
+TEST(TuneStore, RoundTripKeepsEverything) {
+  const std::string path = temp_path("tune.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+  }
+  ASSERT_GT(r.run_id, 0);
+  for (const auto& c : r.candidates) EXPECT_GT(c.id, 0);
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  auto q = load_latest_tune_result(store);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->run_id, r.run_id);
+  EXPECT_EQ(q->backend, "cpu");
+  EXPECT_EQ(q->device, r.device);
+  EXPECT_EQ(q->weights, "synthetic");
+  EXPECT_EQ(q->budget_bytes, r.budget_bytes);
+  EXPECT_DOUBLE_EQ(q->max_error, 0.05);
+  EXPECT_EQ(q->tables_glob, "model.*");
+  EXPECT_FALSE(q->complete);
+  EXPECT_EQ(q->stop_reason, "time limit");
+  EXPECT_EQ(q->candidates_measured, 2u);
+  ASSERT_EQ(q->tables.size(), 2u);
+  EXPECT_EQ(q->tables[1].shares_with, "model.emb.user");
+  EXPECT_DOUBLE_EQ(q->tables[0].lookups_per_step, 512);
+  ASSERT_EQ(q->candidates.size(), 3u);
+  EXPECT_EQ(q->candidates[1].spec, "offload:cache=0.1:policy=lru");
+  EXPECT_EQ(q->candidates[1].params_json, r.candidates[1].params_json);
+  EXPECT_EQ(q->candidates[1].host_bytes, 64000u);
+  EXPECT_EQ(q->candidates[1].hit_rate, std::optional<double>(0.8));
+  EXPECT_EQ(q->candidates[1].recorded_hit_rate, std::optional<double>(0.82));
+  EXPECT_FALSE(q->candidates[0].hit_rate.has_value());
+  EXPECT_TRUE(std::isnan(q->candidates[2].step_us));
+  EXPECT_FALSE(q->candidates[2].measured);
+  EXPECT_EQ(q->candidates[2].params_json, "{}");
+  EXPECT_TRUE(q->feasible);
+  EXPECT_EQ(q->plan_device_bytes, 10400u);
+  ASSERT_EQ(q->choices.size(), 2u);
+  EXPECT_EQ(q->choices[0].candidate, 1);
+  EXPECT_EQ(q->choices[1].shares_with, "model.emb.user");
+  EXPECT_EQ(q->choices[0].why, r.choices[0].why);
+  EXPECT_EQ(q->frontier, r.frontier);
+}
+
+TEST(TuneStore, NoLimitAndANewPlanForTheSameRun) {
+  const std::string path = temp_path("tune2.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+  TuneResult r = sample_result();
+  r.max_error = INFINITY;
+  save_tune_result(store, r);
+  EXPECT_TRUE(std::isinf(load_tune_result(store, r.run_id).max_error));
+  r.budget_bytes = 1 << 30;
+  r.choices[0].candidate = 0;
+  r.frontier.clear();
+  save_tune_plan(store, r);
+  TuneResult q = load_tune_result(store, r.run_id);
+  EXPECT_EQ(q.budget_bytes, 1u << 30);
+  EXPECT_EQ(q.choices[0].candidate, 0);
+  EXPECT_TRUE(q.frontier.empty());
+  EXPECT_EQ(tune_run_ids(store).size(), 1u);
+  EXPECT_THROW(load_tune_result(store, 999), DbError);
+}
+
+TEST(TuneStore, ReadOnlyStoreRefusesToWrite) {
+  const std::string path = temp_path("tune3.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  TuneResult r = sample_result();
+  EXPECT_THROW(save_tune_result(store, r), DbError);
+}
+
+TEST(TuneStore, DanglingChoiceIsAOneLineError) {
+  const std::string path = temp_path("tune4.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    store.database().exec("UPDATE tune_choices SET candidate_id = 12345");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  try {
+    load_tune_result(store, r.run_id);
+    FAIL();
+  } catch (const DbError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown candidate"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace edo::db
