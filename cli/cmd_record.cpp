@@ -34,6 +34,8 @@ struct RecordOptions {
   bool force = false;
   uint64_t exact_rows = 0;
   uint64_t flush_ms = 0;
+  bool weights = false;        // --weights: EDO_WEIGHTS=1 (weight snapshots for the tuner)
+  uint64_t weight_rows = 0;    // --weight-rows: EDO_WEIGHT_ROWS
   std::vector<std::string> command;
 };
 
@@ -157,7 +159,8 @@ int run_record(const RecordOptions& o) {
     std::string k = kv.substr(0, kv.find('='));
     if (k == "LD_PRELOAD" || k == "NVTX_INJECTION64_PATH" || k == "EDO_CHANNEL" || k == "EDO_OUTPUT" ||
         k == "EDO_OUTPUT_OWNER" || k == "EDO_ROOT_PID" || k == "EDO_TRACE_LIB" || k == "PYTHONPATH" ||
-        (k == "EDO_EXACT_ROWS" && o.exact_rows) || (k == "EDO_FLUSH_MS" && o.flush_ms))
+        (k == "EDO_EXACT_ROWS" && o.exact_rows) || (k == "EDO_FLUSH_MS" && o.flush_ms) ||
+        (k == "EDO_WEIGHTS" && o.weights) || (k == "EDO_WEIGHT_ROWS" && o.weight_rows))
       continue;
     env.push_back(kv);
   }
@@ -180,6 +183,8 @@ int run_record(const RecordOptions& o) {
   env.push_back("EDO_TRACE_LIB=" + lib);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
+  if (o.weights) env.push_back("EDO_WEIGHTS=1");
+  if (o.weight_rows) env.push_back("EDO_WEIGHT_ROWS=" + std::to_string(o.weight_rows));
   std::string pythonpath = getv("PYTHONPATH");
   if (getv("EDO_TORCH") != "0") {
     std::string add;
@@ -342,7 +347,7 @@ std::vector<std::string> raw_command() {
   while (i < args.size()) {
     const std::string& a = args[i];
     if (a == "--") return {args.begin() + long(i) + 1, args.end()};
-    if (a == "-o" || a == "--output" || a == "--exact-rows" || a == "--flush-ms") {
+    if (a == "-o" || a == "--output" || a == "--exact-rows" || a == "--flush-ms" || a == "--weight-rows") {
       i += 2;
       continue;
     }
@@ -351,7 +356,7 @@ std::vector<std::string> raw_command() {
       continue;
     }
     if (a.rfind("--output=", 0) == 0 || a.rfind("--exact-rows=", 0) == 0 || a.rfind("--flush-ms=", 0) == 0 ||
-        (a.rfind("-o", 0) == 0 && a.size() > 2)) {
+        a.rfind("--weight-rows=", 0) == 0 || a == "--weights" || (a.rfind("-o", 0) == 0 && a.size() > 2)) {
       ++i;
       continue;
     }
@@ -370,6 +375,11 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--flush-ms", o->flush_ms, "flush interval of the traced processes in ms (EDO_FLUSH_MS)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{3600000}));
+  sub.add_flag("--weights", o->weights,
+               "keep a weight snapshot per table (hottest rows + a uniform sample) so that 'edo tune' computes errors on "
+               "the job's own weights (EDO_WEIGHTS=1; PyTorch: taken at exit; C/C++: edo_table_weights())");
+  sub.add_option("--weight-rows", o->weight_rows, "rows a weight snapshot keeps per table (EDO_WEIGHT_ROWS, default 65536)")
+      ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 24));
   sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();
   sub.prefix_command();
   sub.footer(variables_help());

@@ -85,17 +85,17 @@ const char* const kStepV3[] = {
     "CREATE TABLE weight_snapshots (table_id INTEGER PRIMARY KEY REFERENCES tables(id) ON DELETE CASCADE,"
     " dtype TEXT NOT NULL, dim INTEGER NOT NULL, table_rows INTEGER NOT NULL, population INTEGER NOT NULL,"
     " hot_count INTEGER NOT NULL, rows BLOB NOT NULL, vals BLOB NOT NULL)",
-    // One `edo tune` run: the machine, the options and how far it got.
+    // One `edo tune` run: the machine, the options and how far it got (notes: caveats, one per line).
     "CREATE TABLE tune_runs (id INTEGER PRIMARY KEY, created_unix INTEGER NOT NULL, backend TEXT NOT NULL,"
     " device TEXT NOT NULL, weights TEXT NOT NULL, budget_bytes INTEGER NOT NULL, max_error REAL,"
     " tables_glob TEXT NOT NULL, seed INTEGER NOT NULL, time_limit_s REAL NOT NULL, elapsed_s REAL NOT NULL,"
     " complete INTEGER NOT NULL, stop_reason TEXT NOT NULL, candidates_total INTEGER NOT NULL,"
-    " candidates_measured INTEGER NOT NULL)",
+    " candidates_measured INTEGER NOT NULL, notes TEXT NOT NULL)",
     // The tables as the run saw them (baseline).
     "CREATE TABLE tune_tables (run_id INTEGER NOT NULL REFERENCES tune_runs(id) ON DELETE CASCADE,"
     " name TEXT NOT NULL, rows INTEGER NOT NULL, dim INTEGER NOT NULL, dtype TEXT NOT NULL,"
     " device_bytes INTEGER NOT NULL, lookups_per_step REAL NOT NULL, tuned INTEGER NOT NULL,"
-    " shares_with TEXT NOT NULL, weights TEXT NOT NULL)",
+    " shares_with TEXT NOT NULL, weights TEXT NOT NULL, optimizer TEXT NOT NULL)",
     // Every candidate (measured or not: note says why). params: JSON object.
     "CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES tune_runs(id)"
     " ON DELETE CASCADE, table_name TEXT NOT NULL, strategy TEXT NOT NULL, spec TEXT NOT NULL,"

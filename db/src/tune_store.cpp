@@ -102,8 +102,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Transaction txn(d);
     SQLite::Statement run(d,
         "INSERT INTO tune_runs(created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed,"
-        " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     run.bind(1, r.created_unix);
     run.bind(2, r.backend);
     run.bind(3, r.device);
@@ -118,11 +118,14 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     run.bind(12, r.stop_reason);
     run.bind(13, i64(r.candidates_total));
     run.bind(14, i64(r.candidates_measured));
+    std::string notes;
+    for (const auto& n : r.notes) notes += (notes.empty() ? "" : "\n") + n;
+    run.bind(15, notes);
     run.exec();
     r.run_id = d.getLastInsertRowid();
     SQLite::Statement table(d,
-        "INSERT INTO tune_tables(run_id, name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?)");
+        "INSERT INTO tune_tables(run_id, name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with,"
+        " weights, optimizer) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
     for (const TuneTable& t : r.tables) {
       table.reset();
       table.bind(1, r.run_id);
@@ -135,6 +138,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       table.bind(8, t.tuned ? 1 : 0);
       table.bind(9, t.shares_with);
       table.bind(10, t.weights);
+      table.bind(11, t.optimizer);
       table.exec();
     }
     SQLite::Statement cand(d,
@@ -201,7 +205,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Database& d = store.database();
     SQLite::Statement run(d,
         "SELECT id, created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed, time_limit_s,"
-        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured FROM tune_runs WHERE id = ?");
+        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes FROM tune_runs WHERE id = ?");
     run.bind(1, run_id);
     if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
     r.run_id = run.getColumn(0).getInt64();
@@ -219,9 +223,19 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.stop_reason = run.getColumn(12).getString();
     r.candidates_total = u64(run.getColumn(13));
     r.candidates_measured = u64(run.getColumn(14));
+    {
+      const std::string notes = run.getColumn(15).getString();
+      size_t start = 0;
+      while (start < notes.size()) {
+        size_t end = notes.find('\n', start);
+        if (end == std::string::npos) end = notes.size();
+        r.notes.push_back(notes.substr(start, end - start));
+        start = end + 1;
+      }
+    }
 
     SQLite::Statement tables(d,
-        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights FROM tune_tables"
+        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights, optimizer FROM tune_tables"
         " WHERE run_id = ? ORDER BY rowid");
     tables.bind(1, run_id);
     while (tables.executeStep()) {
@@ -237,6 +251,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       t.tuned = tables.getColumn(6).getInt() != 0;
       t.shares_with = tables.getColumn(7).getString();
       t.weights = tables.getColumn(8).getString();
+      t.optimizer = tables.getColumn(9).getString();
       r.tables.push_back(std::move(t));
     }
 

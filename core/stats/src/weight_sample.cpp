@@ -1,7 +1,10 @@
 #include "edo/stats/weight_sample.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
+
+#include "internal.h"
 
 namespace edo::stats {
 namespace {
@@ -27,6 +30,12 @@ struct SplitMix {
 }  // namespace
 
 SnapshotRows choose_snapshot_rows(const TableAggregate& counts, uint64_t rows, uint64_t limit, uint64_t seed) {
+  if (rows <= limit) return choose_snapshot_rows(std::vector<std::pair<uint64_t, uint64_t>>{}, rows, limit, seed);
+  return choose_snapshot_rows(counts.top_rows(static_cast<size_t>(limit / 2)), rows, limit, seed);
+}
+
+SnapshotRows choose_snapshot_rows(const std::vector<std::pair<uint64_t, uint64_t>>& ranked, uint64_t rows, uint64_t limit,
+                                  uint64_t seed) {
   SnapshotRows out;
   if (rows == 0 || limit == 0) return out;
   if (rows <= limit) {
@@ -34,8 +43,11 @@ SnapshotRows choose_snapshot_rows(const TableAggregate& counts, uint64_t rows, u
     for (uint64_t r = 0; r < rows; ++r) out.hot[r] = r;
     return out;
   }
-  for (const auto& [row, count] : counts.top_rows(static_cast<size_t>(limit / 2)))
-    if (count > 0 && row < rows) out.hot.push_back(row);
+  std::unordered_set<uint64_t> taken;
+  for (const auto& [row, count] : ranked) {
+    if (out.hot.size() >= limit / 2) break;
+    if (count > 0 && row < rows && taken.insert(row).second) out.hot.push_back(row);
+  }
   out.population = rows - out.hot.size();
   const uint64_t want = std::min<uint64_t>(limit - out.hot.size(), out.population);
   // Floyd's algorithm: `want` distinct positions of [0, population) in O(want).
@@ -62,6 +74,25 @@ SnapshotRows choose_snapshot_rows(const TableAggregate& counts, uint64_t rows, u
     out.sample.push_back(r);
   }
   return out;
+}
+
+struct HotRowTracker::Impl {
+  detail::SpaceSaving ss;
+};
+
+HotRowTracker::HotRowTracker(uint32_t k) : impl_(std::make_unique<Impl>()) { impl_->ss.reset(std::max<uint32_t>(k, 1)); }
+HotRowTracker::~HotRowTracker() = default;
+HotRowTracker::HotRowTracker(HotRowTracker&&) noexcept = default;
+HotRowTracker& HotRowTracker::operator=(HotRowTracker&&) noexcept = default;
+
+void HotRowTracker::add(const TableAggregate& delta) {
+  delta.for_each_nonzero([&](uint64_t row, uint64_t count) { impl_->ss.add(row, count); });
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> HotRowTracker::top(size_t k) const {
+  auto v = impl_->ss.sorted();
+  if (v.size() > k) v.resize(k);
+  return v;
 }
 
 }  // namespace edo::stats

@@ -33,6 +33,15 @@ EDO_API int edo_table_set_extra_bytes(int64_t table, const char* kind, uint64_t 
   }
 }
 
+EDO_API int edo_table_weights(int64_t table, const void* weights, uint64_t row_stride, edo_device device,
+                              void* stream) {
+  try {
+    return api_table_weights(table, weights, row_stride, int(device), stream);
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
+  }
+}
+
 EDO_API int edo_step(void) {
   try {
     return api_step();

@@ -21,6 +21,8 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture and device-index copies"},
       {"EDO_CUPTI_PATH", "(toolkit libcupti)", "libcupti.so to load (then the build-time toolkit path, then libcupti.so.13)"},
       {"EDO_VERBOSE", "0", "1: the library explains what it captures and why something is off"},
+      {"EDO_WEIGHTS", "0", "1 (edo record --weights): keep a weight snapshot per table (hottest rows + a uniform sample) for the tuner's error; the PyTorch hook hands the weights over at exit, C/C++ jobs call edo_table_weights()"},
+      {"EDO_WEIGHT_ROWS", "65536", "rows per table a weight snapshot keeps at most (16..16777216)"},
       {"EDO_TORCH", "1", "0: do not auto-instrument torch.nn.Embedding/EmbeddingBag (edo record)"},
       {"EDO_ROOT_PID", "(set by edo record)", "pid of the job's first process"},
       {"EDO_TRACE_LIB", "(set by edo record)", "full path of libedo_trace.so, for the Python hook"},
@@ -98,6 +100,8 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   get_bool(get, "EDO_ASYNC", c.async, warnings);
   get_bool(get, "EDO_LRU", c.lru, warnings);
   get_bool(get, "EDO_CUDA_CAPTURE", c.cuda, warnings);
+  get_bool(get, "EDO_WEIGHTS", c.weights, warnings);
+  get_u64(get, "EDO_WEIGHT_ROWS", c.weight_rows, 16, uint64_t{1} << 24, warnings);
   if (const char* v = get("EDO_ROOT_PID")) {
     uint64_t x = 0;
     if (parse_u64(v, x)) c.root_pid = static_cast<int64_t>(x);

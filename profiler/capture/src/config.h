@@ -23,6 +23,8 @@ struct Config {
   bool lru = true;                 // EDO_LRU: stack distances (LRU hit-rate curve); 0 = counts only
   bool cuda = true;                // EDO_CUDA_CAPTURE: CUPTI + device-index copies
   bool verbose = false;            // EDO_VERBOSE
+  bool weights = false;            // EDO_WEIGHTS: keep weight snapshots (edo_table_weights, torch hook)
+  uint64_t weight_rows = 65536;    // EDO_WEIGHT_ROWS: rows per table in a snapshot
   std::string cupti_path;          // EDO_CUPTI_PATH
   int64_t root_pid = 0;            // EDO_ROOT_PID (set by `edo record`)
 

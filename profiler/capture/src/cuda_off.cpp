@@ -9,4 +9,5 @@ void cuda_after_fork_child() {}
 void cupti_start() { tracer_verbose("built without CUPTI headers: GPU capture is off; C API, NVTX and host lookups still work"); }
 void cupti_flush() {}
 void cupti_poll() {}
+int cuda_read_rows(const void*, uint64_t, uint64_t, const std::vector<uint64_t>&, char*, void*) { return EDO_ERR_NO_CUDA; }
 }  // namespace edo::capture

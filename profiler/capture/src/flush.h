@@ -28,6 +28,7 @@ struct FlushSnapshot {
   std::vector<std::pair<std::string, uint64_t>> dropped;  // absolute, when any changed
   std::optional<std::vector<wire::Kernel>> kernels;        // absolute, when any changed
   std::optional<std::vector<wire::Range>> ranges;          // absolute, when any changed
+  std::string weight_frames;                    // encoded WeightRows frames (weights.cpp)
   std::optional<wire::Goodbye> goodbye;         // the session's last flush
 };
 

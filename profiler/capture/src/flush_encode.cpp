@@ -23,6 +23,7 @@ std::string encode_flush(const FlushSnapshot& s) {
   if (!s.dropped.empty()) wire::encode(wire::Dropped{s.dropped}, out);
   if (s.kernels) wire::encode(wire::KernelStats{*s.kernels}, out);
   if (s.ranges) wire::encode(wire::RangeStats{*s.ranges}, out);
+  out += s.weight_frames;
   if (s.goodbye) wire::encode(*s.goodbye, out);
   return out;
 }

@@ -33,6 +33,10 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code) {
   s.drain(p.registry);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
   FlushSnapshot snap = take_snapshot(s, p.registry, p.cfg.window_steps == 0);
+  if (p.cfg.weights) {
+    for (const auto& d : snap.deltas) weights_note_delta(d);
+    snap.weight_frames = weights_take_frames();
+  }
   if (!s.open) {
     snap.hello = make_hello(p.cfg, p.async.load(), s.id);
     s.open = true;
@@ -193,6 +197,7 @@ void atfork_child() {
   session().sink.close_inherited();
   replace_session(p->new_session(/*quiet=*/true));
   cuda_after_fork_child();
+  weights_after_fork_child();
 }
 
 __attribute__((constructor(101))) void edo_trace_init() {

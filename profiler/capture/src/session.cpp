@@ -30,6 +30,11 @@ void TableCounts::take_deltas_locked(bool close_window, std::vector<wire::TableD
   }
 }
 
+stats::TableAggregate TableCounts::pending_locked(uint32_t id) const {
+  if (id >= tables_.size() || !tables_[id].ing || !tables_[id].pending) return {};
+  return tables_[id].ing->pending();
+}
+
 // ---- EventLog -----------------------------------------------------------------------------------
 bool EventLog::add_memory_event(const wire::MemEvent& e) {
   std::lock_guard<std::mutex> lk(mu_);

@@ -40,6 +40,8 @@ class TableCounts {
   void close_windows_locked();
   // Deltas of every table with something pending (closing the window first when asked).
   void take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
+  // A copy of what table `id` counted since its last delta (weight snapshots rank rows by it).
+  stats::TableAggregate pending_locked(uint32_t id) const;
   std::mutex& mutex() { return mu_; }
 
  private:

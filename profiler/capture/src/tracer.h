@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "config.h"
+#include "edo/stats/table_stats.h"
 #include "edo/wire/attribution.h"
+#include "edo/wire/wire.h"
 
 namespace edo::capture {
 
@@ -68,6 +70,20 @@ void flush_now(bool final_goodbye, int reason, int code);
 void resume_after_failed_exec();
 // pid of the current session owner; hooks compare it with getpid() (vfork children).
 int64_t session_pid();
+
+// Weight snapshots (weights.cpp): the flush tells it every delta it ships (EDO_WEIGHTS only)
+// and takes its frames; weights.cpp asks for a table's counts not shipped yet (session.cpp).
+stats::TableAggregate table_pending_counts(int64_t handle);  // counts queued batches first
+int api_table_weights(int64_t table, const void* weights, uint64_t row_stride, int device, void* stream);
+void weights_note_delta(const wire::TableDelta& delta);
+std::string weights_take_frames();
+void weights_after_fork_child();
+// Device rows for a snapshot (weights_cuda.cpp; EDO_ERR_NO_CUDA without CUDA): copies the rows
+// `sorted` (ascending) of the table at `base` (row `stride` bytes apart) into out[i * row_bytes]
+// for sorted[i], after the work already queued on the job's `stream`, on a private stream (the
+// job's streams are never synchronised).
+int cuda_read_rows(const void* base, uint64_t stride, uint64_t row_bytes, const std::vector<uint64_t>& sorted,
+                   char* out, void* stream);
 
 // CUDA side (device_staging.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
 int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream);

@@ -69,7 +69,9 @@ wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
                 {"EDO_WINDOW_STEPS", std::to_string(c.window_steps)},
                 {"EDO_ASYNC", async ? "1" : "0"},
                 {"EDO_LRU", c.lru ? "1" : "0"},
-                {"EDO_CUDA_CAPTURE", c.cuda ? "1" : "0"}};
+                {"EDO_CUDA_CAPTURE", c.cuda ? "1" : "0"},
+                {"EDO_WEIGHTS", c.weights ? "1" : "0"},
+                {"EDO_WEIGHT_ROWS", std::to_string(c.weight_rows)}};
   return h;
 }
 

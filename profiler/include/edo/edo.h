@@ -50,6 +50,18 @@ EDO_API int edo_table_lookup(int64_t table, const void* indices, uint64_t count,
    Calling it again with the same kind replaces that kind's bytes. Returns 0 or a
    negative edo error code. */
 EDO_API int edo_table_set_extra_bytes(int64_t table, const char* kind, uint64_t bytes);
+/* Hands over a table's current weights for a weight snapshot (edo record --weights, or
+   EDO_WEIGHTS=1; otherwise a no-op returning 0). `weights` points at rows x dim elements of the
+   registered dtype, row r at weights + r * row_stride bytes (row_stride 0: rows are dense), in
+   host memory or, with device EDO_CUDA, in device memory (read after the work queued on
+   `stream`, cudaStream_t, may be NULL, on a stream of the tracer's own: the job's streams are
+   never synchronised). The tracer keeps the hottest rows by count so far and a uniform sample
+   of the rest (EDO_WEIGHT_ROWS rows, default 65536) and copies them before returning, so the
+   memory may change afterwards. Call it whenever the weights are worth keeping (after
+   training); a later call replaces the table's snapshot. Returns 0 or a negative edo error
+   code. */
+EDO_API int edo_table_weights(int64_t table, const void* weights, uint64_t row_stride, edo_device device,
+                              void* stream);
 /* Marks one training/serving step. */
 EDO_API int edo_step(void);
 /* A static, human-readable description of an edo error code. */

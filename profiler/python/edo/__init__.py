@@ -19,7 +19,7 @@ import sys as _sys
 from . import _native  # noqa: F401  (edo._native: the ctypes binding)
 
 __all__ = ["instrument", "step", "register_table", "lookup", "tables", "available",
-           "enabled", "disable", "enable"]
+           "enabled", "disable", "enable", "snapshot_weights"]
 __version__ = "0.1.0"
 
 
@@ -89,6 +89,15 @@ def lookup(table, indices):
         h._count(table, indices)
     except Exception as e:
         h._internal_error("lookup", e)
+
+
+def snapshot_weights():
+    """Hands every registered table's weights to the tracer for a weight snapshot (kept only
+    under ``edo record --weights`` / EDO_WEIGHTS=1, which also takes one at exit). Returns the
+    number of tables handed over."""
+    if _hooks()._env_disabled():
+        return 0
+    return _hooks().snapshot_weights()
 
 
 def tables():

@@ -66,6 +66,9 @@ class NullBackend(object):
     def table_set_extra_bytes(self, table, kind, nbytes):
         return 0
 
+    def table_weights(self, table, ptr, row_stride, device, stream):
+        return 0
+
     def step(self):
         return 0
 
@@ -91,6 +94,11 @@ class NativeBackend(object):
         extra = lib.edo_table_set_extra_bytes
         extra.restype = ctypes.c_int
         extra.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_uint64]
+        weights = getattr(lib, "edo_table_weights", None)  # absent in an older libedo_trace.so
+        if weights is not None:
+            weights.restype = ctypes.c_int
+            weights.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int,
+                                ctypes.c_void_p]
         step = lib.edo_step
         step.restype = ctypes.c_int
         step.argtypes = []
@@ -101,6 +109,7 @@ class NativeBackend(object):
         self._register = reg
         self._lookup = look
         self._extra = extra
+        self._weights = weights
         self._step = step
         self._strerror = err
 
@@ -112,6 +121,11 @@ class NativeBackend(object):
 
     def table_set_extra_bytes(self, table, kind, nbytes):
         return self._extra(table, kind.encode("utf-8", "replace"), nbytes)
+
+    def table_weights(self, table, ptr, row_stride, device, stream):
+        if self._weights is None:
+            return 0
+        return self._weights(table, ptr, row_stride, device, stream)
 
     def step(self):
         return self._step()

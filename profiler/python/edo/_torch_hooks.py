@@ -737,6 +737,63 @@ def user_step():
 
 
 # ----------------------------------------------------------------------------------------
+# Weight snapshots (edo record --weights / EDO_WEIGHTS=1)
+# ----------------------------------------------------------------------------------------
+
+def _weights_wanted():
+    return os.environ.get("EDO_WEIGHTS", "0").strip().lower() in ("1", "true", "yes", "on")
+
+
+def snapshot_weights():
+    """Hands every registered table's current weights to the tracer, which keeps the
+    hottest rows and a uniform sample for the tuner (nothing is kept unless EDO_WEIGHTS=1).
+    Called at exit under ``edo record --weights``; a job may call ``edo.snapshot_weights()``
+    itself (e.g. after training, before the weights are freed). Returns the number of tables
+    handed over. Never raises."""
+    if not _enabled or _torch is None:
+        return 0
+    t = _torch
+    done = 0
+    try:
+        with _lock:
+            tabs = [tab for tab in _tables.values() if tab.tied_to is None]
+        b = backend()
+        for tab in tabs:
+            w = tab.weight_ref()
+            if w is None:
+                continue
+            try:
+                with t.no_grad():
+                    w = w.detach()
+                    if w.dim() != 2 or int(w.shape[0]) != tab.rows or int(w.shape[1]) != tab.dim:
+                        continue   # resized since it was registered: not the recorded table
+                    if w.stride(1) != 1:
+                        w = w.contiguous()
+                    if w.is_cuda:
+                        dev, stream = _native.CUDA, _current_stream(w)
+                    elif w.device.type == "cpu":
+                        dev, stream = _native.HOST, None
+                    else:
+                        continue
+                    rc = b.table_weights(tab.handle, w.data_ptr(), w.stride(0) * w.element_size(),
+                                         dev, stream)
+                if rc < 0:
+                    _warn("weights:%d" % rc, "weight snapshot of %s failed: %s" % (tab.name, b.strerror(int(rc))))
+                else:
+                    done += 1
+            except Exception as e:
+                _internal_error("weight snapshot of " + tab.name, e)
+    except Exception as e:
+        _internal_error("weight snapshots", e)
+    return done
+
+
+def _snapshot_at_exit():
+    if _weights_wanted():
+        snapshot_weights()
+
+
+# ----------------------------------------------------------------------------------------
 # Patching
 # ----------------------------------------------------------------------------------------
 
@@ -953,6 +1010,11 @@ def patch():
             _patch_jit(torch)
             _patch_compile(torch)
             _dynamo_compat()
+            if _weights_wanted():
+                # Registered now, early: atexit runs it late, after the job's own handlers,
+                # while the tracer (flushed after Python finalises) still takes frames.
+                import atexit
+                atexit.register(_snapshot_at_exit)
             _patched = True
         except Exception as e:
             _internal_error("patching torch", e)

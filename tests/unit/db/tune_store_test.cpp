@@ -186,8 +186,9 @@ TuneResult sample_result() {
   r.stop_reason = "time limit";
   r.candidates_total = 3;
   r.candidates_measured = 2;
-  r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic"});
-  r.tables.push_back({"model.lm_head", 1000, 16, "f32", 0, 100, true, "model.emb.user", "synthetic"});
+  r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic", "adam"});
+  r.tables.push_back({"model.lm_head", 1000, 16, "f32", 0, 100, true, "model.emb.user", "synthetic", ""});
+  r.notes = {"weights: synthetic (no snapshot recorded)", "offload transfers modelled"};
   TuneCandidate a;
   a.table = "model.emb.user";
   a.strategy = "fp32";
@@ -254,6 +255,8 @@ TEST(TuneStore, RoundTripKeepsEverything) {
   ASSERT_EQ(q->tables.size(), 2u);
   EXPECT_EQ(q->tables[1].shares_with, "model.emb.user");
   EXPECT_DOUBLE_EQ(q->tables[0].lookups_per_step, 512);
+  EXPECT_EQ(q->tables[0].optimizer, "adam");
+  EXPECT_EQ(q->notes, r.notes);
   ASSERT_EQ(q->candidates.size(), 3u);
   EXPECT_EQ(q->candidates[1].spec, "offload:cache=0.1:policy=lru");
   EXPECT_EQ(q->candidates[1].params_json, r.candidates[1].params_json);

@@ -81,3 +81,31 @@ TEST(WeightSample, NoLookupsMeansAllSampledAndSketchTablesUseTheirTopK) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+TEST(HotRowTracker, FindsTheHeavyRowsAcrossDeltas) {
+  HotRowTracker t(64);
+  StatsConfig cfg;
+  for (int round = 0; round < 5; ++round) {
+    TableIngestor ing(100000, cfg);
+    std::vector<int64_t> reads;
+    for (int64_t r = 0; r < 20; ++r) reads.insert(reads.end(), 100 - r, r * 1000);  // heavy rows
+    for (int64_t r = 0; r < 2000; ++r) reads.push_back(50000 + r);                  // one-off rows
+    ing.add(reads.data(), reads.size());
+    t.add(ing.take_delta());
+  }
+  const auto top = t.top(20);
+  ASSERT_EQ(top.size(), 20u);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_EQ(top[i].first, i * 1000) << i;
+    EXPECT_GE(top[i].second, 5u * (100 - i));  // space-saving overestimates, never under
+  }
+  const auto s = choose_snapshot_rows(top, 100000, 40, 1);
+  EXPECT_EQ(s.hot.size(), 20u);
+  EXPECT_EQ(s.sample.size(), 20u);
+}
+
+}  // namespace
+}  // namespace edo::stats

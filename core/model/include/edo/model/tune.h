@@ -61,6 +61,9 @@ struct TuneTable {
   bool tuned = true;           // false: outside --tables (kept as recorded, time not measured)
   std::string shares_with;     // tied to this owner
   std::string weights;         // "recorded" or "synthetic"
+  // The optimizer whose state the recording saw ("adam", "adagrad", ... from the state's kind);
+  // "" for an inference job (no optimizer state recorded).
+  std::string optimizer;
 };
 
 struct TuneResult {
@@ -83,6 +86,8 @@ struct TuneResult {
   std::string stop_reason;     // "", "time limit", "cancelled"
   uint64_t candidates_total = 0;
   uint64_t candidates_measured = 0;
+  // Caveats a reader must know (synthetic weights, steps not recorded, modelled transfers...).
+  std::vector<std::string> notes;
 
   std::vector<TuneTable> tables;
   std::vector<TuneCandidate> candidates;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "edo/stats/table_stats.h"
@@ -26,5 +28,27 @@ inline constexpr uint64_t kDefaultSnapshotRows = 65536;
 // `counts` may be empty (no lookups yet) or of another size than `rows` (a sketch, a table
 // re-registered): only rows < `rows` are used.
 SnapshotRows choose_snapshot_rows(const TableAggregate& counts, uint64_t rows, uint64_t limit, uint64_t seed);
+// The same from (row, count) pairs ranked by count, most-read first (the tracer's running top
+// rows): the first limit / 2 with count > 0 are hot.
+SnapshotRows choose_snapshot_rows(const std::vector<std::pair<uint64_t, uint64_t>>& ranked, uint64_t rows, uint64_t limit,
+                                  uint64_t seed);
+
+// The most-read rows of a table over every delta it was given (weighted space-saving, k
+// entries: any row read more than total/k times is in it, counts overestimated by at most
+// total/k). The tracer keeps one per table while weight snapshots are on, because its
+// ingestors hand counts out as deltas and keep none.
+class HotRowTracker {
+ public:
+  explicit HotRowTracker(uint32_t k);
+  ~HotRowTracker();
+  HotRowTracker(HotRowTracker&&) noexcept;
+  HotRowTracker& operator=(HotRowTracker&&) noexcept;
+  void add(const TableAggregate& delta);  // every row the delta counted (sketch deltas: their top-K)
+  std::vector<std::pair<uint64_t, uint64_t>> top(size_t k) const;  // most-read first
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace edo::stats

@@ -1,0 +1,185 @@
+// Weight snapshots (`edo record --weights`, EDO_WEIGHTS=1): edo_table_weights() hands over a
+// table's weights (host or device memory, at any time); the snapshot keeps the hottest rows by
+// count so far plus a uniform sample of the rest (EDO_WEIGHT_ROWS rows at most), copies them
+// at once (the pointer is only valid during the call) and queues them as WeightRows frames
+// for the next flush. Without EDO_WEIGHTS every call is a no-op returning EDO_OK.
+//
+// Counts: the tracer's ingestors hand counts out as deltas and keep none, so while snapshots
+// are on a HotRowTracker per table (larger than the snapshot bound) follows the deltas the
+// tracer ships; the rows not shipped yet are taken from the ingestor at the call.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "edo/edo.h"
+#include "edo/stats/weight_sample.h"
+#include "edo/wire/wire.h"
+#include "process.h"
+#include "tracer.h"
+
+namespace edo::capture {
+namespace {
+
+// Bytes of row values per WeightRows frame, and of snapshot frames waiting for a flush (beyond
+// it a snapshot is dropped and counted: a job calling edo_table_weights() in a tight loop must
+// not grow the tracer without bound).
+constexpr uint64_t kPartBytes = uint64_t{4} << 20;
+constexpr uint64_t kMaxQueuedBytes = uint64_t{1} << 30;
+
+struct WeightState {
+  std::mutex mu;
+  std::map<uint32_t, std::unique_ptr<stats::HotRowTracker>> hot;  // table id -> running top rows
+  std::map<uint32_t, uint32_t> seq;                                // table id -> snapshots taken
+  std::string frames;                                              // encoded, waiting for a flush
+};
+// Leaked on purpose: used from exit handlers and after fork.
+WeightState* ws = new WeightState();
+
+uint32_t elem_bytes(int dtype) {
+  switch (dtype) {
+    case EDO_F32: return 4;
+    case EDO_F16:
+    case EDO_BF16: return 2;
+    default: return 1;
+  }
+}
+
+// The hottest rows known now: the running tracker merged with what is still pending.
+std::vector<std::pair<uint64_t, uint64_t>> ranked_rows(const TableInfo& t, uint64_t want, int64_t handle) {
+  std::unordered_map<uint64_t, uint64_t> counts;
+  {
+    std::lock_guard<std::mutex> lk(ws->mu);
+    auto it = ws->hot.find(t.id);
+    if (it != ws->hot.end())
+      for (const auto& [row, c] : it->second->top(static_cast<size_t>(want * 2))) counts[row] += c;
+  }
+  const stats::TableAggregate pending = table_pending_counts(handle);
+  for (const auto& [row, c] : pending.top_rows(static_cast<size_t>(want * 2))) counts[row] += c;
+  std::vector<std::pair<uint64_t, uint64_t>> ranked(counts.begin(), counts.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return ranked;
+}
+
+}  // namespace
+
+stats::TableAggregate table_pending_counts(int64_t handle) {
+  Process* p = process();
+  const TableInfo* t = p ? p->registry.get(handle) : nullptr;
+  if (!t || !p->active) return {};
+  Session& s = session();
+  std::lock_guard<std::mutex> flk(s.flush_mu);  // one drainer at a time keeps the batches' order
+  s.drain(p->registry);
+  std::lock_guard<std::mutex> lk(s.counts.mutex());
+  return s.counts.pending_locked(t->id);
+}
+
+void weights_note_delta(const wire::TableDelta& delta) {
+  Process* p = process();
+  const TableInfo* t = p ? p->registry.get(delta.table) : nullptr;
+  if (!t || !p->cfg.weights || t->rows <= p->cfg.weight_rows) return;
+  stats::TableAggregate agg;
+  if (!stats::TableAggregate::deserialize(delta.aggregate, agg)) return;
+  std::lock_guard<std::mutex> lk(ws->mu);
+  auto& tracker = ws->hot[t->id];
+  if (!tracker) tracker = std::make_unique<stats::HotRowTracker>(static_cast<uint32_t>(p->cfg.weight_rows));
+  tracker->add(agg);
+}
+
+std::string weights_take_frames() {
+  std::lock_guard<std::mutex> lk(ws->mu);
+  std::string out;
+  out.swap(ws->frames);
+  return out;
+}
+
+void weights_after_fork_child() {
+  new (&ws->mu) std::mutex();  // the parent's lock state means nothing here
+  ws->frames.clear();          // the parent's snapshots belong to the parent's session
+}
+
+int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, int device, void* stream) {
+  Process* p = process();
+  const TableInfo* info = p ? p->registry.get(handle) : nullptr;
+  if (!info) return EDO_ERR_BAD_HANDLE;
+  const TableInfo& sh = *info;
+  if (!weights || (device != EDO_HOST && device != EDO_CUDA)) return EDO_ERR_INVALID_ARGUMENT;
+  const uint64_t row_bytes = uint64_t{sh.dim} * elem_bytes(sh.dtype);
+  const uint64_t stride = row_stride ? row_stride : row_bytes;
+  if (stride < row_bytes) return EDO_ERR_INVALID_ARGUMENT;
+  if (!p->active || !p->cfg.weights) return EDO_OK;
+  const uint64_t limit = p->cfg.weight_rows;
+
+  uint32_t seq;
+  {
+    std::lock_guard<std::mutex> lk(ws->mu);
+    seq = ++ws->seq[sh.id];
+  }
+  const auto ranked = sh.rows > limit ? ranked_rows(sh, limit / 2, handle) : std::vector<std::pair<uint64_t, uint64_t>>{};
+  const stats::SnapshotRows pick = stats::choose_snapshot_rows(ranked, sh.rows, limit, (uint64_t{sh.id} << 32) ^ seq);
+  std::vector<uint64_t> rows = pick.hot;
+  rows.insert(rows.end(), pick.sample.begin(), pick.sample.end());
+  if (rows.empty()) return EDO_OK;
+  std::string values;
+  try {
+    values.resize(rows.size() * row_bytes);
+  } catch (const std::bad_alloc&) {
+    session().events.count_drop("weight_snapshots", 1);
+    return EDO_ERR_NO_MEMORY;
+  }
+  if (device == EDO_HOST) {
+    const auto* base = static_cast<const char*>(weights);
+    for (size_t i = 0; i < rows.size(); ++i) std::memcpy(&values[i * row_bytes], base + rows[i] * stride, row_bytes);
+  } else {
+    // The device reader wants ascending rows; put the values back in snapshot order after.
+    std::vector<size_t> order(rows.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });
+    std::vector<uint64_t> sorted(rows.size());
+    for (size_t i = 0; i < order.size(); ++i) sorted[i] = rows[order[i]];
+    std::string by_row(values.size(), '\0');
+    const int rc = cuda_read_rows(weights, stride, row_bytes, sorted, by_row.data(), stream);
+    if (rc != EDO_OK) {
+      session().events.count_drop("weight_snapshots", 1);
+      return rc;
+    }
+    for (size_t i = 0; i < order.size(); ++i) std::memcpy(&values[order[i] * row_bytes], &by_row[i * row_bytes], row_bytes);
+  }
+
+  // Frames of at most kPartBytes of values; hot rows come first, so every part's hot rows
+  // precede its sampled ones and the parts keep that order.
+  const uint64_t per_part = std::max<uint64_t>(1, kPartBytes / std::max<uint64_t>(row_bytes, 1));
+  const uint64_t parts = (rows.size() + per_part - 1) / per_part;
+  std::string out;
+  for (uint64_t p = 0; p < parts; ++p) {
+    const uint64_t first = p * per_part, last = std::min<uint64_t>(rows.size(), first + per_part);
+    wire::WeightRows w;
+    w.table = sh.id;
+    w.snapshot = seq;
+    w.part = static_cast<uint32_t>(p);
+    w.parts = static_cast<uint32_t>(parts);
+    w.dtype = static_cast<uint8_t>(sh.dtype);
+    w.dim = sh.dim;
+    w.table_rows = sh.rows;
+    w.population = pick.population;
+    w.hot_rows = first >= pick.hot.size() ? 0 : std::min<uint64_t>(last, pick.hot.size()) - first;
+    w.rows.assign(rows.begin() + static_cast<long>(first), rows.begin() + static_cast<long>(last));
+    w.values = values.substr(first * row_bytes, (last - first) * row_bytes);
+    wire::encode(w, out);
+  }
+  std::lock_guard<std::mutex> lk(ws->mu);
+  if (ws->frames.size() + out.size() > kMaxQueuedBytes) {
+    session().events.count_drop("weight_snapshots", 1);
+    return EDO_ERR_NO_MEMORY;
+  }
+  ws->frames += out;
+  return EDO_OK;
+}
+
+}  // namespace edo::capture

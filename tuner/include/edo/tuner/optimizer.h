@@ -1,0 +1,44 @@
+// The plan's optimiser (DESIGN.md "Tuner"): a multiple-choice knapsack that picks one option per
+// item (a table, or tables sharing weights) with the least total step time whose total device
+// bytes fit a budget, and the Pareto frontier of whole plans (device bytes vs step time).
+//
+// Method: the items' option sets are merged one item at a time into the set of non-dominated
+// (bytes, time) sums, each point remembering how it was made. The result is exact unless the
+// set grows beyond `max_frontier` points; then it is thinned to points at least
+// (largest - smallest bytes) / max_frontier apart, which can cost the plan at most that many
+// bytes of slack against the budget (never a plan over the budget).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace edo::tuner {
+
+struct PlanOption {
+  uint64_t device_bytes = 0;
+  uint64_t host_bytes = 0;
+  double step_us = 0;     // finite, >= 0
+  size_t id = 0;          // the caller's handle (a candidate index), returned in Solution::chosen
+};
+
+struct PlanItem {
+  std::vector<PlanOption> options;  // the options allowed (under the error limit); none: infeasible
+};
+
+struct Solution {
+  bool feasible = false;
+  // The smallest total device bytes any choice reaches; UINT64_MAX when some item has no option.
+  uint64_t min_feasible_bytes = 0;
+  std::vector<size_t> chosen;         // one option id per item (empty when infeasible)
+  uint64_t device_bytes = 0, host_bytes = 0;
+  double step_us = 0;
+  // Non-dominated whole plans, bytes ascending (times descending).
+  std::vector<std::pair<uint64_t, double>> frontier;
+};
+
+// Ties (equal time) go to fewer bytes, then to the option listed first.
+Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget_bytes, size_t max_frontier = size_t{1} << 14);
+
+}  // namespace edo::tuner

@@ -1,0 +1,52 @@
+// The plan as documents: `edo tune --json` and `edo export` (JSON, YAML, TorchRec Python), and
+// plan import (reading a JSON or YAML plan back, e.g. `edo export plan.json --format torchrec`).
+//
+// Table names are data, never code: JSON and YAML quote them (exact bytes; invalid UTF-8 is
+// replaced by U+FFFD in JSON and YAML, which cannot carry it), the TorchRec file holds them only
+// inside Python string literals (every character outside printable ASCII escaped) and never in
+// a comment.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "edo/model/tune.h"
+
+namespace edo::tuner {
+
+inline constexpr const char* kPlanSchema = "edo.plan/1";
+
+// A plan document that does not parse or does not have the edo.plan/1 shape. One line naming
+// what is wrong and where.
+class PlanError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The edo.plan/1 object (`edo tune --json`):
+//   {"schema","budget_bytes","max_error","backend","device","weights","baseline":{device_bytes,
+//    step_us},"plan":{device_bytes,step_us},"tables":[{name,strategy,params,device_bytes,host_bytes,
+//    step_us,error,hit_rate,needs_retraining,why}],"frontier":[[bytes,us]...],"candidates_measured"}
+// plus added keys (feasible, min_feasible_bytes, complete, notes...). NaN and infinite numbers
+// are written as null.
+nlohmann::ordered_json plan_to_json(const model::TuneResult& result);
+std::string plan_to_json_text(const model::TuneResult& result);  // 2-space indented, newline at the end
+std::string plan_to_yaml(const model::TuneResult& result);       // the same content
+// Python for TorchRec's planner: `constraints` (name -> ParameterConstraints with compute
+// kernel and cache parameters), `data_types` (name -> DataType for EmbeddingBagConfig), and
+// `edo_only` (name -> the edo strategy, for choices TorchRec has no kernel for).
+std::string plan_to_torchrec(const model::TuneResult& result);
+
+// Plan import: a JSON or YAML edo.plan/1 document back into a result (tables, choices, one
+// candidate per chosen table, frontier). Throws PlanError. Inputs may be hostile: bounded
+// recursion, sizes checked, never a crash.
+model::TuneResult plan_from_json(const nlohmann::json& doc);
+model::TuneResult plan_from_text(const std::string& text);  // JSON when it starts with '{', else YAML
+
+// Quotes `s` as a Python string literal: only printable ASCII stays as is; quotes, backslashes
+// and everything else are escaped (\n, \xNN, \uNNNN, \UNNNNNNNN; invalid UTF-8 bytes as U+FFFD).
+std::string python_string(const std::string& s);
+
+}  // namespace edo::tuner

@@ -1,0 +1,89 @@
+// edo's tuner (DESIGN.md "Tuner"): for every table of a recording, every memory-saving
+// strategy is measured on this machine's GPU or CPU with the job's own access pattern (index
+// batches drawn from the recorded per-row counts) and its error computed on the job's weights
+// (the recording's weight snapshot, or synthetic weights of the same shape when there is none);
+// a multiple-choice knapsack then picks one strategy per table: least step time within a
+// device-memory budget and a per-table error limit, with the Pareto frontier of whole plans.
+//
+// Used by `edo tune` and by the dashboard. tune() is synchronous and may run for minutes: call
+// it off the UI thread. It reports progress through a callback (called on the tuning thread)
+// and stops cleanly when the cancel flag is set or the time limit passes, keeping every
+// candidate measured so far (the plan is made from those). It has no global state: two tunes
+// may run at once (they compete for the machine).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "edo/model/profile.h"
+#include "edo/model/tune.h"
+#include "edo/model/weights.h"
+
+namespace edo::tuner {
+
+struct TuneOptions {
+  uint64_t budget_bytes = 0;           // device memory for all tables (weights + optimizer state + metadata)
+  double max_error = std::numeric_limits<double>::infinity();  // per-table error limit
+  std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
+  std::string tables = "*";            // glob over table names: only matching tables are tuned
+  double time_limit_s = 0;             // 0: none; else measuring stops by then and the plan uses what was measured
+  uint64_t seed = 42;                  // index batches, synthetic weights, k-means, hashing
+  int threads = 0;                     // CPU threads (0: all this process may use)
+  // Measurement: timed passes (median), untimed warm-up passes, rotating index batches.
+  int reps = 5;
+  int warmup = 1;
+  int batches = 4;
+  // Indices per timed batch at most; a step with more lookups is timed on this many and scaled
+  // linearly (lookup time is linear in the lookups once a batch fills the machine).
+  uint64_t max_batch = uint64_t{1} << 18;
+  // Bytes of fp32 weights one measured table may take on the backend (0: decided by the
+  // backend: a quarter of free device memory, or an eighth of available host memory, at most
+  // 4 GiB). A larger table is measured at a scaled size (docs/tuning.md, "Scaled measurement").
+  uint64_t measure_bytes = 0;
+};
+
+struct TuneProgress {
+  uint64_t done = 0;       // candidates finished (measured or skipped)
+  uint64_t total = 0;      // candidates in all
+  double elapsed_s = 0;
+  double remaining_s = -1; // estimate; -1 while unknown
+  std::string table;       // what is being measured now
+  std::string candidate;
+};
+using ProgressFn = std::function<void(const TuneProgress&)>;
+
+// A tuning that cannot start (no table matches --tables, a bad option, no CUDA device for
+// backend "cuda"): one line naming the problem and the fix.
+class TuneError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Measures and plans. `weights` are the recording's snapshots (db::load_weight_snapshots), may
+// be empty. The result holds every candidate (measured or with a note saying why not), the plan
+// (result.feasible false when no choice fits the budget: result.min_feasible_bytes names the
+// smallest budget that does), the frontier and the machine. Throws TuneError or
+// std::invalid_argument for unusable options; never for an infeasible budget.
+model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& weights,
+                       const TuneOptions& options, const ProgressFn& progress = {},
+                       const std::atomic<bool>* cancel = nullptr);
+
+// Recomputes the plan of `result` for another budget and error limit from its candidates,
+// measuring nothing (the dashboard's what-if; `edo tune` uses it too): choices, totals,
+// frontier, feasibility and every choice's `why`.
+void replan(model::TuneResult& result, uint64_t budget_bytes, double max_error);
+
+// The backend "auto" resolves to on this machine ("cuda" or "cpu"), and a line describing it
+// (GPU name, or CPU model and threads).
+std::string resolve_backend(const std::string& requested);
+std::string describe_backend(const std::string& backend);
+
+// True when `name` matches the glob (`*` any run, `?` one character, `[...]` a set).
+bool glob_match(const std::string& pattern, const std::string& name);
+
+}  // namespace edo::tuner

@@ -1,0 +1,343 @@
+// Plan import: an edo.plan/1 document (JSON or YAML) back into a TuneResult. The input may be
+// anything (a user's file, a fuzzer): every value is type- and range-checked, nesting is
+// bounded before any recursive parser sees it, and every failure is one PlanError line.
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "edo/tuner/plan_io.h"
+
+namespace edo::tuner {
+
+using json = nlohmann::json;
+using model::TuneCandidate;
+using model::TuneChoice;
+using model::TuneResult;
+using model::TuneTable;
+
+namespace {
+
+constexpr int kMaxDepth = 32;            // a plan nests 4 levels deep
+constexpr size_t kMaxText = size_t{256} << 20;
+constexpr size_t kMaxItems = size_t{1} << 22;
+
+[[noreturn]] void fail(const std::string& what) { throw PlanError("not a valid edo plan: " + what); }
+
+// Nesting depth of brackets outside quoted strings: rejects "[[[[..." before yaml-cpp's
+// recursive descent could overflow the stack on it.
+void check_flow_depth(const std::string& text) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// Block nesting shows as indentation: bound it too (a plan needs a few levels).
+void check_indent(const std::string& text) {
+  size_t col = 0;
+  bool leading = true;
+  for (char c : text) {
+    if (c == '\n') {
+      col = 0;
+      leading = true;
+    } else if (leading && (c == ' ' || c == '-' || c == '\t')) {
+      if (++col > 4 * kMaxDepth) fail("indented more than " + std::to_string(4 * kMaxDepth) + " columns");
+    } else {
+      leading = false;
+    }
+  }
+}
+
+json scalar_to_json(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted: a string, whatever it looks like
+  if (s == "~" || s == "null" || s == "Null" || s == "NULL" || s.empty()) return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  json number = json::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (number.is_number()) return number;
+  if (s == ".inf" || s == "+.inf") return std::numeric_limits<double>::infinity();
+  if (s == "-.inf") return -std::numeric_limits<double>::infinity();
+  if (s == ".nan" || s == ".NaN") return std::numeric_limits<double>::quiet_NaN();
+  return s;
+}
+
+// `budget` counts the nodes converted: aliases can make a small text name a huge tree
+// ("billion laughs"), so the walk stops at kMaxItems nodes whatever the text's size.
+json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
+  if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  if (budget == 0) fail("more than " + std::to_string(kMaxItems) + " values (aliases expanding?)");
+  --budget;
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      json j = json::object();
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar()) fail("a mapping key is not text");
+        j[kv.first.Scalar()] = yaml_to_json(kv.second, depth + 1, budget);
+      }
+      return j;
+    }
+    case YAML::NodeType::Sequence: {
+      json j = json::array();
+      if (n.size() > kMaxItems) fail("a list is too long");
+      for (const auto& x : n) j.push_back(yaml_to_json(x, depth + 1, budget));
+      return j;
+    }
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(n);
+    default:
+      return nullptr;
+  }
+}
+
+// ---- typed access ------------------------------------------------------------------------
+const json& field(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(where + " has no \"" + key + "\"");
+  return *it;
+}
+
+uint64_t get_u64(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d < 1.8446744073709552e19 && d == std::floor(d)) return static_cast<uint64_t>(d);
+  }
+  fail(where + ": \"" + key + "\" is not a byte count (a whole number >= 0)");
+}
+
+// A finite number >= 0, or NaN when the key holds null and null is allowed.
+double get_number(const json& obj, const char* key, const std::string& where, bool null_ok, double if_null) {
+  const json& v = field(obj, key, where);
+  if (v.is_null() && null_ok) return if_null;
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d >= 0) return d;
+  }
+  fail(where + ": \"" + key + "\" is not a number >= 0" + (null_ok ? " or null" : ""));
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_string()) fail(where + ": \"" + key + "\" is not text");
+  return v.get<std::string>();
+}
+
+std::string opt_string(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return "";
+  if (!it->is_string()) fail(where + ": \"" + key + "\" is not text");
+  return it->get<std::string>();
+}
+
+bool get_bool(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  if (!v.is_boolean()) fail(where + ": \"" + key + "\" is not true or false");
+  return v.get<bool>();
+}
+
+std::optional<double> opt_rate(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() <= 1)) fail(where + ": \"" + key + "\" is not a rate in [0, 1] or null");
+  return it->get<double>();
+}
+
+std::string describe(const std::string& name) {
+  // Names in messages: printable ASCII only, bounded (a message is one line).
+  std::string out;
+  for (char c : name) {
+    if (out.size() >= 60) {
+      out += "...";
+      break;
+    }
+    out.push_back(static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F ? c : '?');
+  }
+  return out;
+}
+
+}  // namespace
+
+TuneResult plan_from_json(const json& doc) {
+  if (!doc.is_object()) fail("the document is not an object");
+  auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string()) fail("no \"schema\" (expected \"" + std::string(kPlanSchema) + "\")");
+  if (schema->get<std::string>() != kPlanSchema)
+    fail("schema \"" + describe(schema->get<std::string>()) + "\" is not \"" + kPlanSchema + "\" (written by another edo version?)");
+  TuneResult r;
+  const std::string top = "the plan";
+  r.budget_bytes = get_u64(doc, "budget_bytes", top);
+  r.max_error = get_number(doc, "max_error", top, true, std::numeric_limits<double>::infinity());
+  r.backend = get_string(doc, "backend", top);
+  if (r.backend != "cpu" && r.backend != "cuda") fail("backend \"" + describe(r.backend) + "\" is neither cpu nor cuda");
+  r.device = get_string(doc, "device", top);
+  r.weights = get_string(doc, "weights", top);
+  if (r.weights != "recorded" && r.weights != "synthetic" && r.weights != "mixed")
+    fail("weights \"" + describe(r.weights) + "\" is not recorded, synthetic or mixed");
+  const json& base = field(doc, "baseline", top);
+  if (!base.is_object()) fail("\"baseline\" is not an object");
+  r.baseline_device_bytes = get_u64(base, "device_bytes", "baseline");
+  r.baseline_step_us = get_number(base, "step_us", "baseline", true, 0.0);
+  if (base.contains("host_bytes")) r.baseline_host_bytes = get_u64(base, "host_bytes", "baseline");
+  const json& plan = field(doc, "plan", top);
+  if (plan.is_object()) {
+    r.feasible = true;
+    r.plan_device_bytes = get_u64(plan, "device_bytes", "plan");
+    r.plan_step_us = get_number(plan, "step_us", "plan", true, 0.0);
+    if (plan.contains("host_bytes")) r.plan_host_bytes = get_u64(plan, "host_bytes", "plan");
+  } else if (!plan.is_null()) {
+    fail("\"plan\" is neither an object nor null");
+  }
+  if (doc.contains("feasible") && get_bool(doc, "feasible", top) != r.feasible) fail("\"feasible\" disagrees with \"plan\"");
+  r.candidates_measured = get_u64(doc, "candidates_measured", top);
+  if (doc.contains("candidates_total")) r.candidates_total = get_u64(doc, "candidates_total", top);
+  if (doc.contains("min_feasible_bytes")) r.min_feasible_bytes = get_u64(doc, "min_feasible_bytes", top);
+  if (doc.contains("complete")) r.complete = get_bool(doc, "complete", top);
+  r.stop_reason = opt_string(doc, "stop_reason", top);
+  if (doc.contains("seed")) r.seed = get_u64(doc, "seed", top);
+  if (doc.contains("created_unix")) r.created_unix = static_cast<int64_t>(std::min<uint64_t>(get_u64(doc, "created_unix", top), INT64_MAX));
+  if (doc.contains("elapsed_s")) r.elapsed_s = get_number(doc, "elapsed_s", top, true, 0.0);
+  if (doc.contains("time_limit_s")) r.time_limit_s = get_number(doc, "time_limit_s", top, true, 0.0);
+  if (doc.contains("tables_glob")) r.tables_glob = get_string(doc, "tables_glob", top);
+  if (auto it = doc.find("notes"); it != doc.end()) {
+    if (!it->is_array()) fail("\"notes\" is not a list");
+    for (const auto& n : *it) {
+      if (!n.is_string()) fail("a note is not text");
+      r.notes.push_back(n.get<std::string>());
+    }
+  }
+
+  const json& tables = field(doc, "tables", top);
+  if (!tables.is_array()) fail("\"tables\" is not a list");
+  if (!r.feasible && !tables.empty()) fail("an infeasible plan (\"plan\": null) lists tables");
+  std::set<std::string> names;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const json& t = tables[i];
+    std::string where = "table " + std::to_string(i);
+    if (!t.is_object()) fail(where + " is not an object");
+    const std::string name = get_string(t, "name", where);
+    where = "table \"" + describe(name) + "\"";
+    if (!names.insert(name).second) fail(where + " is listed twice");
+    TuneTable tt;
+    tt.name = name;
+    if (t.contains("rows")) tt.rows = get_u64(t, "rows", where);
+    if (t.contains("dim")) {
+      const uint64_t dim = get_u64(t, "dim", where);
+      if (dim > (uint64_t{1} << 24)) fail(where + ": dim " + std::to_string(dim) + " is too large");
+      tt.dim = static_cast<uint32_t>(dim);
+    }
+    tt.dtype = opt_string(t, "dtype", where);
+    if (t.contains("recorded_device_bytes")) tt.device_bytes = get_u64(t, "recorded_device_bytes", where);
+    if (t.contains("lookups_per_step")) tt.lookups_per_step = get_number(t, "lookups_per_step", where, true, 0.0);
+    tt.optimizer = opt_string(t, "recorded_optimizer", where);
+    if (t.contains("tuned")) tt.tuned = get_bool(t, "tuned", where);
+    tt.weights = r.weights;
+
+    const std::string strategy = get_string(t, "strategy", where);
+    const json& params = field(t, "params", where);
+    if (!params.is_object()) fail(where + ": \"params\" is not an object");
+    TuneChoice ch;
+    ch.table = name;
+    ch.device_bytes = get_u64(t, "device_bytes", where);
+    ch.host_bytes = get_u64(t, "host_bytes", where);
+    ch.step_us = get_number(t, "step_us", where, true, 0.0);
+    ch.why = get_string(t, "why", where);
+    const double error = get_number(t, "error", where, true, std::numeric_limits<double>::quiet_NaN());
+    const bool retrain = get_bool(t, "needs_retraining", where);
+    const std::optional<double> hit = opt_rate(t, "hit_rate", where);
+    if (strategy == "shared") {
+      auto with = params.find("with");
+      if (with == params.end() || !with->is_string()) fail(where + ": a shared table's params have no \"with\" table");
+      ch.shares_with = with->get<std::string>();
+      tt.shares_with = ch.shares_with;
+      if (ch.shares_with == name) fail(where + " is shared with itself");
+    }
+    if (strategy != "unchanged") {
+      TuneCandidate c;
+      c.table = ch.shares_with.empty() ? name : ch.shares_with;
+      c.strategy = strategy;
+      c.spec = opt_string(t, "spec", where);
+      c.params_json = params.dump();
+      c.optimizer = opt_string(t, "optimizer", where);
+      c.device_bytes = ch.device_bytes;
+      c.host_bytes = ch.host_bytes;
+      c.step_us = ch.step_us;
+      c.error = error;
+      c.hit_rate = hit;
+      c.recorded_hit_rate = opt_rate(t, "recorded_hit_rate", where);
+      c.needs_retraining = retrain;
+      c.measured = true;
+      if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);
+      ch.candidate = static_cast<int64_t>(r.candidates.size());
+      r.candidates.push_back(std::move(c));
+    } else {
+      tt.tuned = false;
+    }
+    r.tables.push_back(std::move(tt));
+    r.choices.push_back(std::move(ch));
+  }
+  for (const auto& ch : r.choices)
+    if (!ch.shares_with.empty() && !names.count(ch.shares_with))
+      fail("table \"" + describe(ch.table) + "\" is shared with \"" + describe(ch.shares_with) + "\", which the plan does not list");
+
+  const json& frontier = field(doc, "frontier", top);
+  if (!frontier.is_array()) fail("\"frontier\" is not a list");
+  for (const auto& p : frontier) {
+    if (!p.is_array() || p.size() != 2) fail("a frontier point is not a [bytes, step_us] pair");
+    json pair = {{"b", p[0]}, {"t", p[1]}};
+    r.frontier.emplace_back(get_u64(pair, "b", "a frontier point"), get_number(pair, "t", "a frontier point", false, 0));
+  }
+  return r;
+}
+
+TuneResult plan_from_text(const std::string& text) {
+  if (text.size() > kMaxText) fail("larger than " + std::to_string(kMaxText >> 20) + " MiB");
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) fail("the document is empty");
+  json doc;
+  if (text[first] == '{') {
+    auto depth_guard = [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+      return true;
+    };
+    try {
+      doc = json::parse(text, depth_guard);
+    } catch (const json::exception& e) {
+      fail(std::string("JSON: ") + e.what());
+    }
+  } else {
+    check_flow_depth(text);
+    check_indent(text);
+    try {
+      size_t budget = kMaxItems;
+      doc = yaml_to_json(YAML::Load(text), 0, budget);
+    } catch (const YAML::Exception& e) {
+      std::string what = e.what();
+      for (char& c : what)
+        if (c == '\n') c = ' ';
+      fail("YAML: " + what);
+    }
+  }
+  return plan_from_json(doc);
+}
+
+}  // namespace edo::tuner

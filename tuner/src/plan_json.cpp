@@ -1,0 +1,170 @@
+// The edo.plan/1 JSON object, and the YAML with the same content.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "edo/tuner/plan_io.h"
+#include "text.h"
+
+namespace edo::tuner {
+
+using ordered_json = nlohmann::ordered_json;
+using model::TuneCandidate;
+using model::TuneChoice;
+using model::TuneResult;
+
+namespace {
+
+ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
+ordered_json opt_or_null(const std::optional<double>& v) { return v ? number_or_null(*v) : ordered_json(nullptr); }
+
+ordered_json params_of(const TuneCandidate& c) {
+  if (c.params_json.empty()) return ordered_json::object();
+  ordered_json p = ordered_json::parse(c.params_json, nullptr, /*allow_exceptions=*/false);
+  return p.is_object() ? p : ordered_json::object();
+}
+
+const model::TuneTable* table_named(const TuneResult& r, const std::string& name) {
+  for (const auto& t : r.tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
+  const TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size()
+                               ? &r.candidates[static_cast<size_t>(ch.candidate)]
+                               : nullptr;
+  const model::TuneTable* t = table_named(r, ch.table);
+  ordered_json j;
+  j["name"] = valid_utf8(ch.table);
+  if (!ch.shares_with.empty()) {
+    j["strategy"] = "shared";
+    ordered_json p = {{"with", valid_utf8(ch.shares_with)}};
+    if (c) p["format"] = valid_utf8(c->spec);
+    j["params"] = p;
+  } else if (c) {
+    j["strategy"] = valid_utf8(c->strategy);
+    j["params"] = params_of(*c);
+  } else {
+    j["strategy"] = "unchanged";
+    j["params"] = ordered_json::object();
+  }
+  j["device_bytes"] = ch.device_bytes;
+  j["host_bytes"] = ch.host_bytes;
+  j["step_us"] = c ? number_or_null(ch.step_us) : ordered_json(nullptr);
+  j["error"] = c ? number_or_null(c->error) : ordered_json(0.0);
+  j["hit_rate"] = c ? opt_or_null(c->hit_rate) : ordered_json(nullptr);
+  j["needs_retraining"] = c ? c->needs_retraining : false;
+  j["why"] = valid_utf8(ch.why);
+  // Added keys.
+  j["spec"] = c ? valid_utf8(c->spec) : "";
+  j["optimizer"] = c ? valid_utf8(c->optimizer) : "";
+  j["recorded_hit_rate"] = c ? opt_or_null(c->recorded_hit_rate) : ordered_json(nullptr);
+  j["shares_with"] = ch.shares_with.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(ch.shares_with));
+  j["measured_rows"] = c ? c->measured_rows : 0;
+  if (t) {
+    j["rows"] = t->rows;
+    j["dim"] = t->dim;
+    j["dtype"] = valid_utf8(t->dtype);
+    j["recorded_device_bytes"] = t->device_bytes;
+    j["lookups_per_step"] = number_or_null(t->lookups_per_step);
+    j["recorded_optimizer"] = valid_utf8(t->optimizer);
+    j["tuned"] = t->tuned;
+  }
+  return j;
+}
+
+void emit(YAML::Emitter& out, const ordered_json& j, bool flow) {
+  switch (j.type()) {
+    case ordered_json::value_t::object:
+      out << (flow ? YAML::Flow : YAML::Block) << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        out << YAML::Key << YAML::DoubleQuoted << it.key() << YAML::Value;
+        emit(out, it.value(), flow);
+      }
+      out << YAML::EndMap;
+      break;
+    case ordered_json::value_t::array: {
+      // Arrays of numbers (the frontier's points) read best on one line.
+      const bool numbers = !j.empty() && std::all_of(j.begin(), j.end(), [](const ordered_json& x) { return x.is_number(); });
+      out << (flow || numbers ? YAML::Flow : YAML::Block) << YAML::BeginSeq;
+      for (const auto& x : j) emit(out, x, flow || numbers);
+      out << YAML::EndSeq;
+      break;
+    }
+    case ordered_json::value_t::string:
+      out << YAML::DoubleQuoted << j.get_ref<const std::string&>();
+      break;
+    case ordered_json::value_t::boolean:
+      out << (j.get<bool>() ? "true" : "false");
+      break;
+    case ordered_json::value_t::number_integer:
+      out << j.get<int64_t>();
+      break;
+    case ordered_json::value_t::number_unsigned:
+      out << j.get<uint64_t>();
+      break;
+    case ordered_json::value_t::number_float:
+      out << j.get<double>();
+      break;
+    default:
+      out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+ordered_json plan_to_json(const TuneResult& r) {
+  ordered_json j;
+  j["schema"] = kPlanSchema;
+  j["budget_bytes"] = r.budget_bytes;
+  j["max_error"] = number_or_null(r.max_error);
+  j["backend"] = valid_utf8(r.backend);
+  j["device"] = valid_utf8(r.device);
+  j["weights"] = valid_utf8(r.weights);
+  j["baseline"] = {{"device_bytes", r.baseline_device_bytes},
+                   {"step_us", number_or_null(r.baseline_step_us)},
+                   {"host_bytes", r.baseline_host_bytes}};
+  if (r.feasible) {
+    j["plan"] = {{"device_bytes", r.plan_device_bytes}, {"step_us", number_or_null(r.plan_step_us)}, {"host_bytes", r.plan_host_bytes}};
+  } else {
+    j["plan"] = nullptr;
+  }
+  ordered_json tables = ordered_json::array();
+  if (r.feasible)
+    for (const auto& ch : r.choices) tables.push_back(choice_json(r, ch));
+  j["tables"] = tables;
+  ordered_json frontier = ordered_json::array();
+  for (const auto& [bytes, us] : r.frontier) frontier.push_back({bytes, number_or_null(us)});
+  j["frontier"] = frontier;
+  j["candidates_measured"] = r.candidates_measured;
+  // Added keys.
+  j["candidates_total"] = r.candidates_total;
+  j["feasible"] = r.feasible;
+  j["min_feasible_bytes"] = r.min_feasible_bytes;
+  j["complete"] = r.complete;
+  j["stop_reason"] = r.stop_reason.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(r.stop_reason));
+  j["elapsed_s"] = number_or_null(r.elapsed_s);
+  j["time_limit_s"] = r.time_limit_s > 0 ? ordered_json(r.time_limit_s) : ordered_json(nullptr);
+  j["seed"] = r.seed;
+  j["tables_glob"] = valid_utf8(r.tables_glob);
+  j["created_unix"] = r.created_unix;
+  ordered_json notes = ordered_json::array();
+  for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
+  j["notes"] = notes;
+  return j;
+}
+
+std::string plan_to_json_text(const TuneResult& r) { return plan_to_json(r).dump(2) + "\n"; }
+
+std::string plan_to_yaml(const TuneResult& r) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out.SetFloatPrecision(9);
+  out << YAML::Comment("edo plan (schema edo.plan/1): the same content as `edo export --format json`");
+  emit(out, plan_to_json(r), false);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace edo::tuner
