@@ -1,0 +1,175 @@
+#include "candidates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace edo::tuner {
+
+using json = nlohmann::ordered_json;
+
+std::string baseline_spec(const std::string& dtype) {
+  if (dtype == "f32") return "fp32";
+  if (dtype == "f16") return "fp16";
+  if (dtype == "bf16") return "bf16";
+  if (dtype == "f8e4m3") return "fp8";
+  return "";
+}
+
+std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uint64_t rows) {
+  std::vector<uint64_t> out;
+  auto curve = summary.lru_curve;
+  std::sort(curve.begin(), curve.end(), [](const stats::CurvePoint& a, const stats::CurvePoint& b) { return a.x < b.x; });
+  for (double target : {0.5, 0.8, 0.9, 0.95, 0.99}) {
+    double x0 = 0, y0 = 0;
+    for (const auto& p : curve) {
+      if (p.y >= target) {
+        const double x = p.y > y0 ? x0 + (target - y0) / (p.y - y0) * (p.x - x0) : p.x;
+        const uint64_t k = static_cast<uint64_t>(std::max(1.0, std::ceil(x)));
+        if (k < rows) out.push_back(k);
+        break;
+      }
+      x0 = p.x;
+      y0 = p.y;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  std::vector<uint64_t> merged;
+  for (uint64_t k : out)
+    if (merged.empty() || static_cast<double>(k) > 1.05 * static_cast<double>(merged.back())) merged.push_back(k);
+  return merged;
+}
+
+namespace {
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Elements and rows the optimizer trains in a format (what its state is sized by).
+struct Trainable {
+  double elements = 0;
+  double rows = 0;
+};
+
+struct Builder {
+  const TableGroup& g;
+  const SizeFn& size;
+  std::vector<Candidate> out;
+  uint64_t kept_rows = 0;
+
+  bool training() const { return g.optimizer_bytes > 0 || g.grad_bytes > 0; }
+
+  void add(const std::string& strategy, const std::string& spec, json params, int level, bool retrain, Trainable tr,
+           uint64_t cache_rows = 0, std::optional<double> recorded = std::nullopt, bool baseline = false) {
+    Candidate c;
+    c.strategy = strategy;
+    c.spec = spec;
+    c.params_json = params.dump();
+    c.level = level;
+    c.needs_retraining = retrain;
+    c.cache_rows = cache_rows;
+    c.recorded_hit_rate = recorded;
+    c.baseline = baseline;
+    const FormatSize w = size(spec, g.rows, g.dim, kept_rows);
+    const bool offload = strategy == "offload";
+    const double base = static_cast<double>(g.rows) * g.dim;
+    // The recorded optimizer, sized to the format's parameters; offload keeps it on the host.
+    const auto state = static_cast<uint64_t>(std::llround(static_cast<double>(g.optimizer_bytes) * tr.elements / base));
+    const auto grads = static_cast<uint64_t>(std::llround(static_cast<double>(g.grad_bytes) * tr.elements / base));
+    c.device_bytes = w.device_bytes + (offload ? 0 : state + grads);
+    c.host_bytes = w.host_bytes + (offload ? state + grads : 0);
+    const size_t keep = out.size();
+    out.push_back(c);
+    // The optimizer-state lever: row-wise Adagrad (one float per trained row) with sparse
+    // gradients (the rows one step reads, at most) instead of the recorded optimizer, when
+    // that holds more than 1.5 floats per row.
+    if (training() && g.optimizer_bytes > 6 * g.rows) {
+      Candidate v = c;
+      v.optimizer = "rowwise_adagrad";
+      v.needs_retraining = true;
+      v.measure_as = static_cast<int>(keep);
+      const double touched = std::min(std::ceil(g.lookups_per_step), tr.rows);
+      const auto lever = static_cast<uint64_t>(tr.rows * 4 + touched * g.dim * 4);
+      v.device_bytes = w.device_bytes + (offload ? 0 : lever);
+      v.host_bytes = w.host_bytes + (offload ? lever : 0);
+      out.push_back(v);
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& size) {
+  Builder b{g, size, {}, 0};
+  const std::string base = baseline_spec(g.dtype);
+  if (base.empty() || g.rows == 0 || g.dim == 0) return {};
+  const double R = static_cast<double>(g.rows), D = g.dim;
+  const Trainable dense{R * D, R};
+  b.add(base, base, json::object(), 0, false, dense, 0, std::nullopt, true);
+  // Row formats no larger than the baseline.
+  if (base == "fp32") {
+    b.add("fp16", "fp16", json::object(), 1, false, dense);
+    b.add("bf16", "bf16", json::object(), 1, false, dense);
+  } else if (base == "fp16") {
+    b.add("bf16", "bf16", json::object(), 2, false, dense);
+  } else if (base == "bf16") {
+    b.add("fp16", "fp16", json::object(), 2, false, dense);
+  }
+  b.add("int8", "int8", json::object(), 1, false, dense);
+  b.add("int4", "int4", json::object(), 2, false, dense);
+  if (base != "fp8") b.add("fp8", "fp8", json{{"scale", "row"}}, 2, false, dense);
+  // Offload with a hot-row cache sized from the recorded LRU curve (the first size at level 2,
+  // the others at 3); the static hot set's hit rate is the coverage of its rows.
+  const auto sizes = offload_cache_rows(g.summary, g.rows);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const uint64_t k = sizes[i];
+    // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
+    const std::string frac = number((static_cast<double>(k) + 0.5) / R);
+    const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
+    const double cov = stats::coverage_of_top(g.counts, k);
+    b.add("offload", "offload:cache=" + frac + ":policy=lru", json{{"cache_rows", k}, {"policy", "lru"}},
+          i == sizes.size() / 2 ? 2 : 3, false, dense, k, lru);
+    b.add("offload", "offload:cache=" + frac + ":policy=static", json{{"cache_rows", k}, {"policy", "static"}}, 3, false,
+          dense, k, cov);
+  }
+  // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
+  if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
+    b.kept_rows = g.counts.unique_rows();
+    b.add("pruned", "pruned", json{{"kept_rows", b.kept_rows}}, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
+  }
+  // Low rank and product quantisation.
+  if (g.dim >= 8) {
+    uint32_t last = 0;
+    for (uint32_t div : {8u, 4u, 2u}) {
+      const uint32_t r = std::max(1u, g.dim / div);
+      if (r == last || r >= g.dim) continue;
+      last = r;
+      b.add("lowrank", "lowrank:rank=" + std::to_string(r), json{{"rank", r}}, 4, false, Trainable{R * r + double(r) * D, R + r});
+    }
+    for (uint32_t dsub : {4u, 8u, 16u}) {
+      if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
+      const uint32_t m = g.dim / dsub;
+      b.add("pq", "pq:m=" + std::to_string(m), json{{"m", m}, {"k", 256}}, 4, false, Trainable{256.0 * m * dsub, 256.0 * m});
+    }
+  }
+  // Hashing and quotient-remainder: the model must be trained with them.
+  if (g.rows >= 1024) {
+    for (uint64_t div : {4u, 16u}) {
+      const uint64_t buckets = g.rows / div;
+      b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", json{{"buckets", buckets}, {"k", 2}}, 5, true,
+            Trainable{static_cast<double>(buckets) * D, static_cast<double>(buckets)});
+    }
+    for (uint64_t m : {4u, 16u}) {
+      const double q = std::ceil(R / static_cast<double>(m));
+      b.add("qr", "qr:m=" + std::to_string(m), json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
+    }
+  }
+  return std::move(b.out);
+}
+
+}  // namespace edo::tuner

@@ -1,0 +1,51 @@
+// The candidates of one table group: every strategy worth measuring (formats, offload with
+// cache sizes read off the recorded curves, pruning of rows never read) and, for a training
+// job, the optimizer-state lever on each, with exact device and host bytes (weights from the
+// kernels' own formula, plus optimizer state, gradients and metadata).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload.h"
+
+namespace edo::tuner {
+
+// Exact memory of a kernels strategy spec for a rows x dim table (the kernels' formula, no
+// encoding). `kept_rows`: rows a pruned table keeps.
+struct FormatSize {
+  uint64_t device_bytes = 0;
+  uint64_t host_bytes = 0;
+};
+using SizeFn = std::function<FormatSize(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept_rows)>;
+
+struct Candidate {
+  std::string strategy;        // kernels strategy name
+  std::string spec;            // kernels spec (what is encoded and measured)
+  std::string params_json;     // the parameters a reader needs (JSON object)
+  std::string optimizer;       // "" (as recorded / inference) or "rowwise_adagrad"
+  bool baseline = false;       // the table as recorded
+  bool needs_retraining = false;
+  int level = 0;               // measurement order: every table's level 0 first, then level 1...
+  int measure_as = -1;         // index of the candidate whose measurement this one shares (-1: itself)
+  uint64_t cache_rows = 0;     // offload
+  std::optional<double> recorded_hit_rate;  // offload: the recording's LRU curve / coverage at cache_rows
+  uint64_t device_bytes = 0;   // weights + optimizer state + gradients + metadata
+  uint64_t host_bytes = 0;
+  std::string why_not;         // set when the candidate cannot be measured (kept, with the reason)
+};
+
+// Cache sizes (rows) for offload: where the recorded LRU curve reaches 50, 80, 90, 95 and 99 %
+// hits, below the table's rows, sizes within 5 % of each other merged. Exposed for tests.
+std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uint64_t rows);
+
+// The baseline spec of a recorded dtype ("f32" -> "fp32", ...), or "" when the table is
+// already quantised by the job (i8/u8: no fp32 source to encode from).
+std::string baseline_spec(const std::string& dtype);
+
+std::vector<Candidate> enumerate_candidates(const TableGroup& group, const SizeFn& size);
+
+}  // namespace edo::tuner

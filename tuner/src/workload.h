@@ -1,0 +1,51 @@
+// What the tuner tunes: the recording's tables grouped by shared weights (a tied LM head is
+// tuned with its embedding: one set of weights, one format, the lookups of both), with each
+// group's access counts, lookups per step, memory as recorded and weight snapshot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "edo/model/profile.h"
+#include "edo/model/weights.h"
+#include "edo/stats/table_stats.h"
+
+namespace edo::tuner {
+
+struct TableGroup {
+  std::string name;                      // the owner: the name registered first on the weights
+  std::vector<std::string> members;      // the other names on the same weights
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::string dtype;                     // as recorded ("f32", "f16", "bf16", ...)
+  uint64_t weight_bytes = 0;             // as recorded
+  uint64_t optimizer_bytes = 0;          // optimizer state as recorded (all members)
+  uint64_t grad_bytes = 0;               // gradients as recorded (all members)
+  std::string optimizer;                 // "adam", "adagrad", ... ("" for an inference job)
+  double lookups_per_step = 0;           // all members
+  std::vector<std::pair<std::string, double>> lookups_by_name;  // owner first, then members
+  stats::TableAggregate counts;          // merged over sessions and members
+  stats::TableSummary summary;           // of `counts`
+  const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
+  bool tuned = true;                     // matches --tables
+
+  uint64_t recorded_device_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
+};
+
+struct Workload {
+  std::vector<TableGroup> groups;        // largest first
+  double steps = 0;                      // steps the lookups per step are relative to
+  std::vector<std::string> notes;        // caveats (steps not recorded, snapshots not usable)
+};
+
+// Groups the profile's tables; `snapshots` must outlive the result. Tables whose name does not
+// match `glob` are kept (their memory counts against the budget) with tuned = false.
+Workload build_workload(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                        const std::string& glob);
+
+// The optimizer a table's extra-bytes kinds name ("adam.exp_avg" -> "adam"), or "".
+std::string optimizer_of(const std::map<std::string, uint64_t>& extra_by_kind);
+
+}  // namespace edo::tuner
