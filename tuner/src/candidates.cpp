@@ -6,16 +6,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "edo/dtype.h"
+#include "edo/kernels/strategy.h"
+
 namespace edo::tuner {
 
 using json = nlohmann::ordered_json;
 
 std::string baseline_spec(const std::string& dtype) {
-  if (dtype == "f32") return "fp32";
-  if (dtype == "f16") return "fp16";
-  if (dtype == "bf16") return "bf16";
-  if (dtype == "f8e4m3") return "fp8";
-  return "";
+  const auto t = parse_dtype(dtype);
+  if (!t) return "";
+  return kernels::strategy_of_dtype(*t).value_or("");
 }
 
 std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uint64_t rows) {
@@ -151,10 +152,13 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
       last = r;
       b.add("lowrank", "lowrank:rank=" + std::to_string(r), json{{"rank", r}}, 4, false, Trainable{R * r + double(r) * D, R + r});
     }
-    for (uint32_t dsub : {4u, 8u, 16u}) {
+    // 8 and 16 columns per sub-space (4 would cost more bytes than int8 and far more time to
+    // encode); k-means on a 16384-row sample, 5 rounds: the encoding the plan names.
+    for (uint32_t dsub : {8u, 16u}) {
       if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
       const uint32_t m = g.dim / dsub;
-      b.add("pq", "pq:m=" + std::to_string(m), json{{"m", m}, {"k", 256}}, 4, false, Trainable{256.0 * m * dsub, 256.0 * m});
+      b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
+            false, Trainable{256.0 * m * dsub, 256.0 * m});
     }
   }
   // Hashing and quotient-remainder: the model must be trained with them.

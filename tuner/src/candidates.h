@@ -42,8 +42,9 @@ struct Candidate {
 // hits, below the table's rows, sizes within 5 % of each other merged. Exposed for tests.
 std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uint64_t rows);
 
-// The baseline spec of a recorded dtype ("f32" -> "fp32", ...), or "" when the table is
-// already quantised by the job (i8/u8: no fp32 source to encode from).
+// The baseline spec of a recorded dtype ("fp32" -> "fp32", "fp8_e4m3" -> "fp8"; old spellings
+// too), or "" when the table is already quantised by the job (int8/uint8: no fp32 source to
+// encode from).
 std::string baseline_spec(const std::string& dtype);
 
 std::vector<Candidate> enumerate_candidates(const TableGroup& group, const SizeFn& size);

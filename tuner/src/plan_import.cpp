@@ -12,7 +12,7 @@
 
 namespace edo::tuner {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 using model::TuneCandidate;
 using model::TuneChoice;
 using model::TuneResult;
@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kMaxDepth = 32;            // a plan nests 4 levels deep
 constexpr size_t kMaxText = size_t{256} << 20;
-constexpr size_t kMaxItems = size_t{1} << 22;
+constexpr size_t kMaxItems = size_t{1} << 20;  // values in a plan (a 16K-point frontier is 50K)
 
 [[noreturn]] void fail(const std::string& what) { throw PlanError("not a valid edo plan: " + what); }
 

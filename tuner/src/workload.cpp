@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "edo/dtype.h"
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/tuner.h"
 
@@ -32,7 +33,8 @@ const model::WeightSnapshot* snapshot_of(const TableGroup& g, const std::vector<
       notes.push_back("weight snapshot of " + g.name + " does not match the table's shape: not used");
       continue;
     }
-    if (s.dtype != "f32" && s.dtype != "f16" && s.dtype != "bf16") {
+    const auto dt = parse_dtype(s.dtype);
+    if (!dt || (*dt != DType::Fp32 && *dt != DType::Fp16 && *dt != DType::Bf16)) {
       notes.push_back("weight snapshot of " + g.name + " is " + s.dtype + " (already quantised): synthetic weights used");
       continue;
     }

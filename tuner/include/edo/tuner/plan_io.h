@@ -42,7 +42,7 @@ std::string plan_to_torchrec(const model::TuneResult& result);
 // Plan import: a JSON or YAML edo.plan/1 document back into a result (tables, choices, one
 // candidate per chosen table, frontier). Throws PlanError. Inputs may be hostile: bounded
 // recursion, sizes checked, never a crash.
-model::TuneResult plan_from_json(const nlohmann::json& doc);
+model::TuneResult plan_from_json(const nlohmann::ordered_json& doc);
 model::TuneResult plan_from_text(const std::string& text);  // JSON when it starts with '{', else YAML
 
 // Quotes `s` as a Python string literal: only printable ASCII stays as is; quotes, backslashes

@@ -1,0 +1,188 @@
+// `edo tune`: measure every memory-saving strategy for every table of a recording on this
+// machine's GPU (or CPU) with the job's own access pattern, and recommend a per-table plan
+// under a device-memory budget. Everything measured is stored in the recording's database.
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "command.h"
+#include "edo/db/profile_store.h"
+#include "edo/db/tune_store.h"
+#include "edo/db/weight_store.h"
+#include "edo/tuner/plan_io.h"
+#include "edo/tuner/size.h"
+#include "edo/tuner/tuner.h"
+#include "support/plan_text.h"
+#include "support/terminal.h"
+
+namespace edo::cli {
+namespace {
+
+struct TuneCliOptions {
+  std::string file;
+  std::string budget;
+  double max_error = -1;
+  std::string backend = "auto";
+  std::string tables = "*";
+  double time_limit = 0;
+  uint64_t seed = 42;
+  int threads = 0;
+  int reps = 5;
+  std::string measure_bytes;
+  bool json = false;
+};
+
+std::atomic<bool> g_cancel{false};
+
+// The first Ctrl-C asks the tuner to stop after the candidate it is measuring (what was
+// measured is kept and planned); a second one quits at once.
+void on_interrupt(int) {
+  if (g_cancel.exchange(true)) {
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  const char msg[] = "\nedo tune: stopping after the current candidate (Ctrl-C again to quit now)\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+}
+
+std::string clock_text(double s) {
+  if (!(s >= 0) || !std::isfinite(s)) return "--:--";
+  const auto t = static_cast<long>(std::llround(s));
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+// One line redrawn in place on a terminal; nothing at all when stderr is not a terminal.
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(isatty(STDERR_FILENO) == 1) {}
+  void draw(const tuner::TuneProgress& p) {
+    if (!tty_ || p.total == 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (drawn_ && p.done < p.total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    drawn_ = true;
+    const int width = 24;
+    const int filled = static_cast<int>(width * static_cast<double>(p.done) / static_cast<double>(p.total));
+    std::string what = terminal_safe(p.table);
+    if (what.size() > 32) what = "..." + what.substr(what.size() - 29);
+    std::fprintf(stderr, "\redo tune: [%s%s] %llu/%llu candidates, %s elapsed, ~%s left  %s\033[K",
+                 std::string(static_cast<size_t>(filled), '#').c_str(), std::string(static_cast<size_t>(width - filled), '.').c_str(),
+                 static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total), clock_text(p.elapsed_s).c_str(),
+                 clock_text(p.remaining_s).c_str(), what.c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool tty_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+int run_tune(const TuneCliOptions& o) {
+  tuner::TuneOptions t;
+  try {
+    t.budget_bytes = tuner::parse_size(o.budget);
+    if (!o.measure_bytes.empty()) t.measure_bytes = tuner::parse_size(o.measure_bytes);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (o.max_error >= 0) t.max_error = o.max_error;
+  t.backend = o.backend;
+  t.tables = o.tables;
+  t.time_limit_s = o.time_limit;
+  t.seed = o.seed;
+  t.threads = o.threads;
+  t.reps = o.reps;
+
+  db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
+  const model::Profile profile = store.load();
+  const auto weights = db::load_weight_snapshots(store);
+
+  g_cancel.store(false);
+  struct sigaction sa{}, old{};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+  ProgressBar bar;
+  model::TuneResult r;
+  try {
+    r = tuner::tune(profile, weights, t, [&](const tuner::TuneProgress& p) { bar.draw(p); }, &g_cancel);
+  } catch (const tuner::TuneError& e) {
+    bar.finish();
+    sigaction(SIGINT, &old, nullptr);
+    throw Failure(e.what());
+  } catch (const std::invalid_argument& e) {
+    bar.finish();
+    sigaction(SIGINT, &old, nullptr);
+    throw UsageError(e.what());
+  }
+  bar.finish();
+  sigaction(SIGINT, &old, nullptr);
+  db::save_tune_result(store, r);
+
+  if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
+  else std::fputs(plan_text(r).c_str(), stdout);
+  std::fprintf(stderr, "edo tune: measured %llu of %llu candidates in %.1f s on the %s backend; results saved in %s\n",
+               static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
+               r.elapsed_s, r.backend.c_str(), terminal_safe(o.file).c_str());
+  if (!r.feasible) {
+    if (r.min_feasible_bytes == UINT64_MAX)
+      throw Failure("no plan: some table has no measured candidate within the error limit; raise --max-error or --time-limit");
+    throw Failure(fmt::format("no plan fits {}{}; the smallest feasible budget is {} ({} bytes): run again with --budget {}",
+                              tuner::format_size(r.budget_bytes), std::isfinite(r.max_error) ? fmt::format(" with --max-error {:g}", r.max_error) : "",
+                              tuner::format_size(r.min_feasible_bytes), r.min_feasible_bytes, r.min_feasible_bytes));
+  }
+  return 0;
+}
+
+Runner setup(CLI::App& sub) {
+  auto o = std::make_shared<TuneCliOptions>();
+  sub.footer(
+      "Measures fp32/fp16/bf16/fp8/int8/int4, product quantisation, multi-hash, quotient-remainder, low rank,\n"
+      "pruning of rows never read, offload with a hot-row cache (sizes from the recorded LRU curve) and, for\n"
+      "training jobs, row-wise Adagrad instead of the recorded optimizer, for every table, on this machine, with\n"
+      "index batches drawn from the recorded per-row counts; errors on the recorded weight snapshot (edo record\n"
+      "--weights) or on synthetic weights. Then picks one strategy per table: least step time within --budget and\n"
+      "--max-error. Everything measured, the plan and the frontier are saved in FILE (edo report, edo export).\n"
+      "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Ctrl-C stops after the current candidate and plans with what was\n"
+      "measured. Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
+      "2 bad flags. --json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
+      "Example:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600");
+  sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
+  sub.add_option("--budget", o->budget, "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB")->required();
+  sub.add_option("--max-error", o->max_error, "largest access-weighted relative L2 error a table may get (default: none)")
+      ->check(CLI::Range(0.0, 1e9));
+  sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
+  sub.add_option("--tables", o->tables, "only tables whose name matches this glob are tuned (the others keep their memory)")
+      ->capture_default_str();
+  sub.add_option("--time-limit", o->time_limit, "seconds of measuring at most (0: none); the plan uses what was measured")
+      ->check(CLI::Range(0.0, 1e7));
+  sub.add_option("--seed", o->seed, "seed of index batches, synthetic weights, k-means and hashing")->capture_default_str();
+  sub.add_option("--threads", o->threads, "CPU threads (0: all this process may use)")->check(CLI::Range(0, 4096));
+  sub.add_option("--reps", o->reps, "timed passes per candidate (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  sub.add_option("--measure-bytes", o->measure_bytes,
+                 "fp32 bytes of one measured table at most; larger tables are measured at a scaled size (default: 1/8 of "
+                 "available memory, at most 1 GiB on the CPU, 4 GiB on a GPU)");
+  sub.add_flag("--json", o->json, "print the edo.plan/1 JSON object on stdout");
+  return [o] { return run_tune(*o); };
+}
+
+}  // namespace
+
+EDO_REGISTER_COMMAND("tune", "measure every strategy per table on this GPU/CPU and recommend a plan under a memory budget", 25,
+                     setup);
+
+}  // namespace edo::cli

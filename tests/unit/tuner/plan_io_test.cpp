@@ -1,0 +1,305 @@
+// Plan documents: JSON and YAML say the same thing and read back; table names are exact data
+// in every format (quotes, newlines, escape sequences, code, non-ASCII), never code in the
+// TorchRec file (checked by importing it with Python); plan import refuses malformed plans
+// with one line.
+#include "edo/tuner/plan_io.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace edo::tuner {
+namespace {
+
+using model::TuneCandidate;
+using model::TuneChoice;
+using model::TuneResult;
+using model::TuneTable;
+
+const std::vector<std::string>& hostile_names() {
+  static const std::vector<std::string> n = {
+      "model.emb.\"quoted\"",
+      "line\nbreak",
+      "tab\there\r",
+      "\x1b[31mred\x1b[0m",
+      "\"); import os; os.system(\"touch /tmp/pwned\") #",
+      "'''\\\" + __import__('os').getcwd() + \"",
+      "表格.嵌入",
+      "emoji 😀 \u202e override",
+      "{{braces}} %s %n $HOME `id`",
+      "- yaml: [list]\n  key: value",
+  };
+  return n;
+}
+
+TuneCandidate cand(const std::string& table, const std::string& strategy, const std::string& spec, const std::string& params,
+                   uint64_t device, uint64_t host, double us, double err) {
+  TuneCandidate c;
+  c.table = table;
+  c.strategy = strategy;
+  c.spec = spec;
+  c.params_json = params;
+  c.device_bytes = device;
+  c.host_bytes = host;
+  c.step_us = us;
+  c.error = err;
+  c.measured = true;
+  c.measured_rows = 1000;
+  return c;
+}
+
+// Names 0..k: fp32 baseline, int8, offload (LRU), pq, a table tied to name 0, and one untuned.
+TuneResult sample_plan() {
+  const auto& n = hostile_names();
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "Fake \"CPU\"\n@ 3 GHz";
+  r.weights = "recorded";
+  r.budget_bytes = uint64_t{3} << 30;
+  r.max_error = 0.05;
+  r.seed = 7;
+  r.candidates_total = 40;
+  r.candidates_measured = 31;
+  r.complete = false;
+  r.stop_reason = "time limit";
+  r.notes = {"a note with \"quotes\"\nand a newline"};
+  r.feasible = true;
+  r.baseline_device_bytes = 5000000;
+  r.baseline_step_us = 100;
+  r.plan_device_bytes = 2000000;
+  r.plan_host_bytes = 1000000;
+  r.plan_step_us = 120.5;
+  r.min_feasible_bytes = 900000;
+  r.frontier = {{900000, 300.25}, {2000000, 120.5}, {5000000, 100}};
+  auto table = [&](const std::string& name, const std::string& owner, bool tuned, const std::string& opt) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 100000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.device_bytes = owner.empty() ? 6400000 : 0;
+    t.lookups_per_step = 512;
+    t.tuned = tuned;
+    t.shares_with = owner;
+    t.weights = "recorded";
+    t.optimizer = opt;
+    r.tables.push_back(t);
+  };
+  table(n[0], "", true, "adam");
+  table(n[1], "", true, "");
+  table(n[2], "", true, "");
+  table(n[3], "", true, "");
+  table(n[4], n[0], true, "adam");
+  table(n[5], "", false, "");
+  r.candidates.push_back(cand(n[0], "fp32", "fp32", "{}", 6400000, 0, 10, 0));
+  r.candidates.push_back(cand(n[1], "int8", "int8", "{}", 2400000, 0, 7.5, 0.004));
+  TuneCandidate off = cand(n[2], "offload", "offload:cache=0.0500005:policy=lru", R"({"cache_rows":5000,"policy":"lru"})", 720000,
+                           6400000, 30, 0);
+  off.hit_rate = 0.91;
+  off.recorded_hit_rate = 0.93;
+  r.candidates.push_back(off);
+  TuneCandidate pq = cand(n[3], "pq", "pq:m=2", R"({"m":2,"k":256})", 232768, 0, 5, 0.2);
+  pq.optimizer = "rowwise_adagrad";
+  pq.needs_retraining = true;
+  r.candidates.push_back(pq);
+  r.choices.push_back({n[0], 0, "", 6400000, 0, 8, "kept"});
+  r.choices.push_back({n[1], 1, "", 2400000, 0, 7.5, "int8 \"why\"\n"});
+  r.choices.push_back({n[2], 2, "", 720000, 6400000, 30, "offload"});
+  r.choices.push_back({n[3], 3, "", 232768, 0, 5, "pq"});
+  r.choices.push_back({n[4], 0, n[0], 0, 0, 2, "tied"});
+  r.choices.push_back({n[5], -1, "", 6400000, 0, 0, "not tuned"});
+  return r;
+}
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("edo-plan-io-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+void expect_same_plan(const TuneResult& a, const TuneResult& b) {
+  EXPECT_EQ(plan_to_json(a).dump(), plan_to_json(b).dump());
+}
+
+TEST(PlanJson, HasTheDocumentedShapeAndNamesExact) {
+  const TuneResult r = sample_plan();
+  const auto j = nlohmann::json::parse(plan_to_json_text(r));
+  EXPECT_EQ(j["schema"], "edo.plan/1");
+  EXPECT_EQ(j["budget_bytes"], uint64_t{3} << 30);
+  EXPECT_EQ(j["max_error"], 0.05);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["device"], r.device);
+  EXPECT_EQ(j["weights"], "recorded");
+  EXPECT_EQ(j["baseline"]["device_bytes"], 5000000);
+  EXPECT_EQ(j["plan"]["step_us"], 120.5);
+  EXPECT_EQ(j["candidates_measured"], 31);
+  ASSERT_EQ(j["tables"].size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(j["tables"][i]["name"], hostile_names()[i]) << i;
+  for (const char* key : {"name", "strategy", "params", "device_bytes", "host_bytes", "step_us", "error", "hit_rate",
+                          "needs_retraining", "why"})
+    for (const auto& t : j["tables"]) EXPECT_TRUE(t.contains(key)) << key;
+  EXPECT_EQ(j["tables"][2]["hit_rate"], 0.91);
+  EXPECT_EQ(j["tables"][2]["params"]["cache_rows"], 5000);
+  EXPECT_TRUE(j["tables"][0]["hit_rate"].is_null());
+  EXPECT_EQ(j["tables"][4]["strategy"], "shared");
+  EXPECT_EQ(j["tables"][4]["params"]["with"], hostile_names()[0]);
+  EXPECT_EQ(j["tables"][5]["strategy"], "unchanged");
+  EXPECT_EQ(j["frontier"][0][0], 900000);
+  EXPECT_EQ(j["frontier"][0][1], 300.25);
+}
+
+TEST(PlanJson, InfeasiblePlanHasNullPlanAndNoTables) {
+  TuneResult r = sample_plan();
+  r.feasible = false;
+  const auto j = nlohmann::json::parse(plan_to_json_text(r));
+  EXPECT_TRUE(j["plan"].is_null());
+  EXPECT_TRUE(j["tables"].empty());
+  EXPECT_EQ(j["min_feasible_bytes"], 900000);
+  expect_same_plan(plan_from_text(plan_to_json_text(r)), r);
+}
+
+TEST(PlanJson, NonFiniteNumbersAreNullAndInvalidUtf8IsReplaced) {
+  TuneResult r = sample_plan();
+  r.max_error = INFINITY;
+  r.candidates[1].error = NAN;
+  r.choices[1].table = "bad\xff\xfe name";
+  r.tables[1].name = r.choices[1].table;
+  const auto j = nlohmann::json::parse(plan_to_json_text(r));
+  EXPECT_TRUE(j["max_error"].is_null());
+  EXPECT_TRUE(j["tables"][1]["error"].is_null());
+  EXPECT_EQ(j["tables"][1]["name"], "bad\xEF\xBF\xBD\xEF\xBF\xBD name");
+}
+
+TEST(PlanImport, JsonAndYamlReadBackToTheSamePlan) {
+  const TuneResult r = sample_plan();
+  const TuneResult from_json = plan_from_text(plan_to_json_text(r));
+  expect_same_plan(from_json, r);
+  const TuneResult from_yaml = plan_from_text(plan_to_yaml(r));
+  expect_same_plan(from_yaml, r);
+  ASSERT_EQ(from_yaml.choices.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(from_yaml.choices[i].table, hostile_names()[i]);
+  EXPECT_EQ(from_yaml.choices[4].shares_with, hostile_names()[0]);
+  EXPECT_DOUBLE_EQ(from_yaml.max_error, 0.05);
+  EXPECT_EQ(from_yaml.frontier, r.frontier);
+}
+
+TEST(PlanImport, PythonReadsTheYamlAsTheSameDocumentAsTheJson) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  if (!run(std::string(EDO_PYTHON) + " -c 'import yaml; print(1)' 2>/dev/null").size()) GTEST_SKIP() << "no PyYAML";
+  const TuneResult r = sample_plan();
+  const std::string y = temp_file("plan.yaml", plan_to_yaml(r)), js = temp_file("plan.json", plan_to_json_text(r));
+  const std::string same = run(std::string(EDO_PYTHON) + " -c 'import json, sys, yaml; a = yaml.safe_load(open(sys.argv[1], encoding=\"utf-8\")); "
+                               "b = json.load(open(sys.argv[2], encoding=\"utf-8\")); print(a == b)' " + y + " " + js);
+  EXPECT_EQ(same, "True\n");
+}
+
+TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  const TuneResult r = sample_plan();
+  const std::string py = plan_to_torchrec(r);
+  EXPECT_EQ(py.find('\x1b'), std::string::npos);  // names are escaped, even inside literals
+  const std::string path = temp_file("plan.py", py);
+  std::filesystem::remove("/tmp/pwned");
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  EXPECT_FALSE(std::filesystem::exists("/tmp/pwned"));
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  // Parsed as Python, the file holds only the expected names and calls: every recorded name
+  // stayed inside a string literal.
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  const auto& n = hostile_names();
+  EXPECT_EQ(j["edo_plan"]["device"], r.device);
+  EXPECT_EQ(j["edo_plan"]["feasible"], true);
+  // Training table (adam): FUSED; inference tables: QUANT; offload: *_UVM_CACHING + LRU.
+  EXPECT_EQ(j["constraints"][n[0]]["compute_kernels"], nlohmann::json::array({"fused"}));
+  EXPECT_EQ(j["data_types"][n[0]], "FP32");
+  EXPECT_EQ(j["constraints"][n[1]]["compute_kernels"], nlohmann::json::array({"quant"}));
+  EXPECT_EQ(j["data_types"][n[1]], "INT8");
+  EXPECT_EQ(j["constraints"][n[2]]["compute_kernels"], nlohmann::json::array({"quant_uvm_caching"}));
+  EXPECT_EQ(j["constraints"][n[2]]["algorithm"], "LRU");
+  EXPECT_NEAR(j["constraints"][n[2]]["load_factor"].get<double>(), 0.05, 1e-9);
+  EXPECT_EQ(j["edo_only"][n[3]], "pq:m=2");
+  EXPECT_FALSE(j["constraints"].contains(n[3]));
+  EXPECT_EQ(j["shared_with"][n[4]], n[0]);
+  EXPECT_FALSE(j["constraints"].contains(n[5]));  // not tuned
+}
+
+TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  std::string lits = "[";
+  for (const auto& s : hostile_names()) lits += python_string(s) + ",";
+  lits += "]";
+  for (char c : lits) ASSERT_TRUE(c == '\t' || (c >= 0x20 && c < 0x7F)) << "only printable ASCII in the literal";
+  const std::string path = temp_file("names.py", "import json\nprint(json.dumps(" + lits + "))\n");
+  const auto back = nlohmann::json::parse(run(std::string(EDO_PYTHON) + " " + path));
+  ASSERT_EQ(back.size(), hostile_names().size());
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i], hostile_names()[i]) << i;
+}
+
+void expect_rejected(const std::string& text, const std::string& needle) {
+  try {
+    plan_from_text(text);
+    ADD_FAILURE() << "accepted: " << text.substr(0, 200);
+  } catch (const PlanError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << what;
+  }
+}
+
+TEST(PlanImport, MalformedPlansAreOneLineErrors) {
+  const auto good = plan_to_json(sample_plan());
+  auto with = [&](auto edit) {
+    auto j = good;
+    edit(j);
+    return j.dump();
+  };
+  expect_rejected("", "empty");
+  expect_rejected("{", "JSON");
+  expect_rejected("[1, 2]", "not an object");
+  expect_rejected("just text", "not an object");
+  expect_rejected(with([](auto& j) { j["schema"] = "edo.plan/2"; }), "edo.plan/2");
+  expect_rejected(with([](auto& j) { j.erase("budget_bytes"); }), "budget_bytes");
+  expect_rejected(with([](auto& j) { j["budget_bytes"] = -5; }), "budget_bytes");
+  expect_rejected(with([](auto& j) { j["budget_bytes"] = 1.5; }), "budget_bytes");
+  expect_rejected(with([](auto& j) { j["backend"] = "tpu"; }), "tpu");
+  expect_rejected(with([](auto& j) { j["tables"][1]["name"] = j["tables"][0]["name"]; }), "twice");
+  expect_rejected(with([](auto& j) { j["tables"][0]["step_us"] = "fast"; }), "step_us");
+  expect_rejected(with([](auto& j) { j["tables"][2]["hit_rate"] = 1.5; }), "hit_rate");
+  expect_rejected(with([](auto& j) { j["tables"][4]["params"]["with"] = "nobody"; }), "does not list");
+  expect_rejected(with([](auto& j) { j["frontier"] = nlohmann::ordered_json::array({nlohmann::ordered_json::array({1})}); }), "frontier");
+  expect_rejected(with([](auto& j) { j["plan"] = nullptr; }), "disagrees");
+  expect_rejected(std::string(100000, '[') + std::string(100000, ']'), "nested");
+  expect_rejected("{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}", "nested");
+  expect_rejected("a:\n" + std::string(2000, ' ') + "b: 1\n", "indented");
+  // A YAML alias bomb expands to far more values than any plan has.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i)
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) +
+            ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) +
+            ", *a" + std::to_string(i - 1) + "]\n";
+  expect_rejected(bomb, "values");
+  expect_rejected("schema: [unclosed\n", "YAML");
+}
+
+}  // namespace
+}  // namespace edo::tuner

@@ -1,0 +1,58 @@
+// Sizes as users write them, and table globs.
+#include <gtest/gtest.h>
+
+#include "edo/tuner/size.h"
+#include "edo/tuner/tuner.h"
+
+namespace edo::tuner {
+namespace {
+
+TEST(Size, UnitsAndPlainBytes) {
+  EXPECT_EQ(parse_size("24GiB"), uint64_t{24} << 30);
+  EXPECT_EQ(parse_size("500MB"), 500'000'000u);
+  EXPECT_EQ(parse_size("1.5TiB"), uint64_t{3} << 39);
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("12 KiB"), 12288u);
+  EXPECT_EQ(parse_size("3gib"), uint64_t{3} << 30);
+  EXPECT_EQ(parse_size("7B"), 7u);
+  EXPECT_EQ(parse_size(".5KiB"), 512u);
+}
+
+TEST(Size, EverythingElseIsAnErrorNamingTheText) {
+  for (const char* bad : {"", "GiB", "24Gib!", "-1GiB", "1.5", "1e9", "12 parsecs", "0x10", "1..5GiB", "24 GiB extra", "5b",
+                          "999999999999999999999999TiB", "nan", "1,5GiB"}) {
+    try {
+      parse_size(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("24GiB"), std::string::npos) << "names the accepted forms: " << what;
+    }
+  }
+}
+
+TEST(Size, Formatting) {
+  EXPECT_EQ(format_size(512), "512 B");
+  EXPECT_EQ(format_size(uint64_t{3} << 29), "1.50 GiB");
+}
+
+TEST(Glob, StarsQuestionMarksAndSets) {
+  EXPECT_TRUE(glob_match("*", "anything"));
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("model.emb.*", "model.emb.user"));
+  EXPECT_FALSE(glob_match("model.emb.*", "model.lm_head"));
+  EXPECT_TRUE(glob_match("*table_1?", "synth.table_12"));
+  EXPECT_FALSE(glob_match("*table_1?", "synth.table_1"));
+  EXPECT_TRUE(glob_match("t[0-3]", "t2"));
+  EXPECT_FALSE(glob_match("t[!0-3]", "t2"));
+  EXPECT_TRUE(glob_match("a[b", "a[b"));  // an unclosed set is a literal '['
+  EXPECT_TRUE(glob_match("*a*b*c*", "xxaxxbxxcxx"));
+  EXPECT_FALSE(glob_match("*a*b*c*d", "xxaxxbxxcxx"));
+  // Many stars against a long name: linear, no recursion.
+  EXPECT_FALSE(glob_match(std::string(2000, '*') + "z", std::string(100000, 'a')));
+}
+
+}  // namespace
+}  // namespace edo::tuner

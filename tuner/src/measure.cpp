@@ -1,0 +1,289 @@
+#include "measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "edo/dtype.h"
+#include "edo/kernels/encode.h"
+#include "edo/kernels/formats/bf16.h"
+#include "edo/kernels/formats/fp16.h"
+#include "edo/kernels/workload.h"
+
+namespace edo::tuner {
+
+AccessModel access_model(const stats::TableAggregate& counts, uint64_t rows, size_t max_hot) {
+  AccessModel m;
+  m.rows = rows;
+  double hot = 0;
+  for (const auto& [row, c] : counts.top_rows(max_hot)) {
+    if (c == 0 || row >= rows) continue;
+    m.hot_rows.push_back(row);
+    m.hot_counts.push_back(static_cast<double>(c));
+    hot += static_cast<double>(c);
+  }
+  m.tail_lookups = std::max(0.0, static_cast<double>(counts.lookups()) - hot);
+  const uint64_t unique = std::min<uint64_t>(counts.unique_rows(), rows);
+  m.tail_rows = unique > m.hot_rows.size() ? unique - m.hot_rows.size() : 0;
+  if (m.tail_lookups >= 1 && m.tail_rows == 0) m.tail_rows = rows - m.hot_rows.size();  // estimates disagree
+  if (m.tail_rows == 0) m.tail_lookups = 0;
+  return m;
+}
+
+uint64_t measured_rows(uint64_t rows, uint32_t dim, uint64_t cap_bytes) {
+  const double fp32 = static_cast<double>(rows) * dim * 4.0;
+  if (fp32 <= static_cast<double>(cap_bytes)) return rows;
+  const uint64_t fit = cap_bytes / (uint64_t{4} * std::max<uint32_t>(dim, 1));
+  return std::max(fit, std::min<uint64_t>(rows, uint64_t{1} << 18));
+}
+
+std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured) {
+  if (measured == rows) return c.spec;
+  kernels::StrategySpec s = kernels::StrategySpec::parse(c.spec);
+  char buf[48];
+  if (s.name == "offload") {
+    const uint64_t k = std::min(c.cache_rows, measured);
+    std::snprintf(buf, sizeof buf, "%.17g", k >= measured ? 1.0 : (static_cast<double>(k) + 0.5) / static_cast<double>(measured));
+    s.params["cache"] = buf;
+  } else if (s.name == "multihash" && s.params.count("buckets")) {
+    const double b = std::stod(s.params["buckets"]) * static_cast<double>(measured) / static_cast<double>(rows);
+    s.params["buckets"] = std::to_string(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(b))));
+  }
+  return s.to_string();
+}
+
+double weighted_error(const kernels::EncodedTable& table, const ReferenceRows& ref) {
+  const uint32_t D = table.dim();
+  std::vector<float> row(D);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.positions.size(); ++i) {
+    const double w = ref.weights[i];
+    if (w <= 0) continue;
+    table.decode_rows(ref.positions[i], 1, row.data());
+    const float* x = &ref.values[i * D];
+    double e = 0, s = 0;
+    for (uint32_t d = 0; d < D; ++d) {
+      const double diff = static_cast<double>(x[d]) - row[d];
+      e += diff * diff;
+      s += static_cast<double>(x[d]) * x[d];
+    }
+    num += w * e;
+    den += w * s;
+  }
+  if (den == 0) return num == 0 ? 0.0 : INFINITY;
+  return std::sqrt(num / den);
+}
+
+namespace {
+
+// Snapshot values (fp32, fp16 or bf16) as fp32.
+std::vector<float> snapshot_fp32(const model::WeightSnapshot& s) {
+  const size_t n = s.rows.size() * s.dim;
+  std::vector<float> out(n);
+  const auto t = parse_dtype(s.dtype);
+  for (size_t i = 0; i < n; ++i) {
+    if (t == DType::Fp32) {
+      std::memcpy(&out[i], s.values.data() + i * 4, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, s.values.data() + i * 2, 2);
+      out[i] = t == DType::Fp16 ? kernels::half_to_float(h) : kernels::bf16_to_float(h);
+    }
+  }
+  return out;
+}
+
+// Walker's alias table over the hot rows plus one "tail" bucket.
+struct Alias {
+  std::vector<double> prob;
+  std::vector<uint32_t> alias;
+  explicit Alias(const std::vector<double>& w) : prob(w.size()), alias(w.size()) {
+    const size_t n = w.size();
+    double total = 0;
+    for (double x : w) total += x;
+    std::vector<double> scaled(n);
+    std::vector<uint32_t> small, large;
+    for (size_t i = 0; i < n; ++i) {
+      scaled[i] = w[i] * static_cast<double>(n) / total;
+      (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
+    }
+    while (!small.empty() && !large.empty()) {
+      const uint32_t s = small.back(), l = large.back();
+      small.pop_back();
+      prob[s] = scaled[s];
+      alias[s] = l;
+      scaled[l] -= 1.0 - scaled[s];
+      if (scaled[l] < 1.0) {
+        large.pop_back();
+        small.push_back(l);
+      }
+    }
+    for (uint32_t i : small) prob[i] = 1.0;
+    for (uint32_t i : large) prob[i] = 1.0;
+  }
+  uint32_t draw(kernels::Rng& rng) const {
+    const auto i = static_cast<uint32_t>(rng.below(prob.size()));
+    return rng.uniform() < prob[i] ? i : alias[i];
+  }
+};
+
+}  // namespace
+
+TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_bytes, uint64_t seed) : g_(g) {
+  const uint64_t R = g.rows;
+  const uint32_t D = g.dim;
+  rows_ = measured_rows(R, D, cap_bytes);
+  const size_t max_hot = static_cast<size_t>(std::min<uint64_t>(rows_ == R ? R : rows_ / 2, uint64_t{1} << 20));
+  const AccessModel m = access_model(g.counts, R, max_hot);
+  const uint64_t H = m.hot_rows.size();
+  const auto perm = kernels::random_permutation(rows_, seed);
+  // Tail support: the share of the other measured positions that the other read rows are of
+  // the table's other rows.
+  uint64_t T = 0;
+  if (m.tail_rows > 0) {
+    const double share = static_cast<double>(m.tail_rows) / static_cast<double>(std::max<uint64_t>(1, R - H));
+    T = std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(share * static_cast<double>(rows_ - H))), 1, rows_ - H);
+  }
+  counts_.assign(rows_, 0);
+  std::unordered_map<uint64_t, uint64_t> position_of_hot;
+  position_of_hot.reserve(H * 2);
+  for (uint64_t i = 0; i < H; ++i) {
+    counts_[perm[i]] = static_cast<uint64_t>(m.hot_counts[i]);
+    position_of_hot[m.hot_rows[i]] = static_cast<uint64_t>(perm[i]);
+  }
+  const double tail_each = T ? m.tail_lookups / static_cast<double>(T) : 0;
+  for (uint64_t i = 0; i < T; ++i) counts_[perm[H + i]] = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(tail_each)));
+
+  // Index batches drawn from the model.
+  std::vector<double> w(m.hot_counts);
+  if (T) w.push_back(m.tail_lookups);
+  const uint64_t batch =
+      std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(g.lookups_per_step)), 1, std::max<uint64_t>(1, o.max_batch));
+  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(std::max(1, o.batches)));
+  kernels::Rng rng(seed ^ 0xba7c4e5ULL);
+  if (w.empty()) {
+    for (auto& b : batches) {  // never read: uniform rows
+      b.resize(batch);
+      for (auto& x : b) x = static_cast<int64_t>(rng.below(rows_));
+    }
+  } else {
+    const Alias alias(w);
+    for (auto& b : batches) {
+      b.resize(batch);
+      for (auto& x : b) {
+        const uint32_t k = alias.draw(rng);
+        x = k < H ? perm[k] : perm[H + rng.below(T)];
+      }
+    }
+  }
+  lookups_per_pass_ = static_cast<double>(batch) * static_cast<double>(batches.size());
+  work_ = kernels::Workload::fixed_bags(std::move(batches), 1);
+
+  // Weights and the error's reference rows.
+  weights_.resize(rows_ * D);
+  kernels::random_weights(weights_.data(), rows_, D, seed ^ 0x3e1647ULL);
+  if (g.snapshot) {
+    recorded_ = true;
+    const model::WeightSnapshot& s = *g.snapshot;
+    const std::vector<float> v = snapshot_fp32(s);
+    // Filler rows follow the snapshot's per-column mean and spread.
+    std::vector<double> mean(D, 0.0), sq(D, 0.0);
+    for (size_t i = 0; i < s.rows.size(); ++i)
+      for (uint32_t d = 0; d < D; ++d) {
+        mean[d] += v[i * D + d];
+        sq[d] += static_cast<double>(v[i * D + d]) * v[i * D + d];
+      }
+    const double n = std::max<double>(1, static_cast<double>(s.rows.size()));
+    for (uint64_t r = 0; r < rows_; ++r)
+      for (uint32_t d = 0; d < D; ++d) {
+        const double mu = mean[d] / n, sd = std::sqrt(std::max(0.0, sq[d] / n - mu * mu));
+        weights_[r * D + d] = static_cast<float>(mu + sd * weights_[r * D + d]);
+      }
+    // Snapshot rows go to their hot position, or to a free position among the read rows (or
+    // among the others for rows never read).
+    uint64_t next_read = H, next_unread = H + T;
+    std::vector<char> used(rows_, 0);
+    for (uint64_t i = 0; i < H; ++i) used[perm[i]] = 1;
+    auto take = [&](uint64_t& cursor, uint64_t end) -> int64_t {
+      while (cursor < end && used[perm[cursor]]) ++cursor;
+      return cursor < end ? perm[cursor++] : -1;
+    };
+    for (size_t i = 0; i < s.rows.size(); ++i) {
+      const uint64_t row = s.rows[i];
+      const double c = static_cast<double>(g.counts.count(row));
+      int64_t pos;
+      if (auto it = position_of_hot.find(row); it != position_of_hot.end()) pos = static_cast<int64_t>(it->second);
+      else if (c > 0) pos = take(next_read, H + T);
+      else pos = take(next_unread, rows_);
+      if (pos < 0) pos = take(next_read, rows_);
+      if (pos < 0) continue;  // cannot happen while rows_ >= snapshot rows
+      used[pos] = 1;
+      if (c > 0) counts_[pos] = std::max<uint64_t>(counts_[pos], 1);
+      std::memcpy(&weights_[static_cast<uint64_t>(pos) * D], &v[i * D], D * sizeof(float));
+      ref_.positions.push_back(static_cast<uint64_t>(pos));
+      ref_.values.insert(ref_.values.end(), v.begin() + static_cast<long>(i * D), v.begin() + static_cast<long>((i + 1) * D));
+      ref_.weights.push_back(c * s.inclusion_weight(i));
+    }
+  } else {
+    // Synthetic weights: the hottest rows exactly, the other read rows through a sample.
+    const uint64_t hot_ref = std::min<uint64_t>(H, 32768), tail_ref = std::min<uint64_t>(T, 32768);
+    for (uint64_t i = 0; i < hot_ref; ++i) {
+      ref_.positions.push_back(static_cast<uint64_t>(perm[i]));
+      ref_.weights.push_back(m.hot_counts[i]);
+    }
+    for (uint64_t k = 0; k < tail_ref; ++k) {
+      ref_.positions.push_back(static_cast<uint64_t>(perm[H + rng.below(T)]));
+      ref_.weights.push_back(tail_each * static_cast<double>(T) / static_cast<double>(tail_ref));
+    }
+    for (uint64_t p : ref_.positions) ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
+  }
+  double total = 0;
+  for (double x : ref_.weights) total += x;
+  if (total <= 0) {
+    // A table never read: every row counts the same.
+    ref_ = ReferenceRows{};
+    const uint64_t n = std::min<uint64_t>(rows_, 65536);
+    for (uint64_t k = 0; k < n; ++k) {
+      const uint64_t p = static_cast<uint64_t>(perm[k]);
+      ref_.positions.push_back(p);
+      ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
+      ref_.weights.push_back(1.0);
+    }
+  }
+}
+
+Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o) const {
+  Measurement out;
+  out.measured_rows = rows_;
+  const std::string spec = measured_spec(c, g_.rows, rows_);
+  kernels::EncodeOptions eo;
+  eo.counts = counts_.data();
+  eo.seed = o.seed;
+  const auto table = kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
+  out.error = weighted_error(*table, ref_);
+  auto loaded = backend.load(*table, work_);
+  for (int i = 0; i < std::max(0, o.warmup); ++i) loaded->pass(false);
+  loaded->reset_stats();
+  std::vector<double> secs;
+  for (int i = 0; i < std::max(1, o.reps); ++i) secs.push_back(loaded->pass(false));
+  std::nth_element(secs.begin(), secs.begin() + static_cast<long>(secs.size() / 2), secs.end());
+  const double median = secs[secs.size() / 2];
+  out.step_us = median / lookups_per_pass_ * g_.lookups_per_step * 1e6;
+  const double hit = loaded->hit_rate();
+  if (hit >= 0) {
+    out.hit_rate = hit;
+    if (backend.name() == "cpu") {
+      // A GPU would fetch every missed row over the host link; the CPU backend cannot show it.
+      out.step_us += (1.0 - hit) * g_.lookups_per_step * 4.0 * g_.dim / kModelledHostLinkBytesPerS * 1e6;
+      out.note = "miss transfers modelled at 25 GB/s (CPU backend)";
+    }
+  }
+  if (rows_ < g_.rows) {
+    if (!out.note.empty()) out.note += "; ";
+    out.note += "measured on " + std::to_string(rows_) + " of " + std::to_string(g_.rows) + " rows (scaled)";
+  }
+  return out;
+}
+
+}  // namespace edo::tuner

@@ -1,0 +1,100 @@
+// Measuring one table group's candidates on a backend (docs/tuning.md "Measurement"):
+//
+//  * Access pattern: the group's recorded counts as an AccessModel (the most-read rows with
+//    their counts, the rest of the lookups spread evenly over the other rows that were read);
+//    index batches are drawn from it, so the measured lookups hit the same hot set the job did.
+//  * Scaled measurement: a table whose fp32 weights exceed the measurement memory (`cap_bytes`)
+//    is measured on R' = cap / (4 * dim) rows (at least min(rows, 2^18)): the hottest rows keep
+//    their counts at distinct positions (up to R'/2 of them), the remaining lookups spread over
+//    a share of the other positions equal to the share of the table's other rows that were
+//    read. Time is per lookup, so the step time scales with the recorded lookups per step;
+//    offload keeps its cache in rows (capped at R'), hashing keeps its rows per bucket.
+//  * Weights: the recording's snapshot rows where there is one (the rest filled with values of
+//    the snapshot's per-column mean and spread), otherwise synthetic N(0, 1) weights.
+//  * Error: access-frequency-weighted relative L2 error over reference rows, each weighing
+//    (recorded count) x (rows it stands for): the snapshot's rows, or for synthetic weights
+//    the hot rows and a uniform sample of the other rows read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "candidates.h"
+#include "edo/kernels/backend.h"
+#include "edo/kernels/strategy.h"
+#include "edo/tuner/tuner.h"
+#include "workload.h"
+
+namespace edo::tuner {
+
+struct AccessModel {
+  std::vector<uint64_t> hot_rows;  // most read first (original row ids)
+  std::vector<double> hot_counts;
+  double tail_lookups = 0;         // lookups on the other rows
+  uint64_t tail_rows = 0;          // rows those lookups went to (read at least once, not hot)
+  uint64_t rows = 0;
+};
+AccessModel access_model(const stats::TableAggregate& counts, uint64_t rows, size_t max_hot);
+
+// The rows a table is measured on: all of them when its fp32 weights fit `cap_bytes`, else
+// cap / (4 * dim), but never fewer than min(rows, 2^18).
+uint64_t measured_rows(uint64_t rows, uint32_t dim, uint64_t cap_bytes);
+
+// A kernels spec for the measured table: the candidate's spec with its row-count parameters
+// rescaled from `rows` to `measured` (offload: same cache rows, capped; hashing: same rows per
+// bucket).
+std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured);
+
+struct Measurement {
+  double step_us = 0;
+  double error = 0;
+  std::optional<double> hit_rate;  // offload
+  uint64_t measured_rows = 0;
+  std::string note;
+};
+
+// The reference rows of an error estimate: fp32 values and the weight of each row.
+struct ReferenceRows {
+  std::vector<uint64_t> positions;  // rows of the measured table
+  std::vector<float> values;        // positions.size() x dim, the exact (reference) weights
+  std::vector<double> weights;      // count x rows stood for
+};
+// sqrt(sum w ||x - decode(x)||^2 / sum w ||x||^2) over the reference rows of `table`.
+double weighted_error(const kernels::EncodedTable& table, const ReferenceRows& ref);
+
+// One group's measurement setup, built once and used for each of its candidates.
+class TableBench {
+ public:
+  TableBench(const TableGroup& group, const TuneOptions& options, uint64_t cap_bytes, uint64_t seed);
+  uint64_t rows() const { return rows_; }            // measured rows R'
+  uint64_t bytes() const { return weights_.size() * sizeof(float); }
+  bool recorded_weights() const { return recorded_; }
+  const ReferenceRows& reference() const { return ref_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  const kernels::Workload& workload() const { return work_; }
+  const std::vector<float>& weights() const { return weights_; }
+
+  // Encodes, checks the error, times the lookups. Throws std::invalid_argument for a spec the
+  // kernels refuse (reported as the candidate's note) and std::bad_alloc when it does not fit.
+  Measurement measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& options) const;
+
+ private:
+  const TableGroup& g_;
+  uint64_t rows_ = 0;
+  bool recorded_ = false;
+  std::vector<float> weights_;       // rows_ x dim
+  std::vector<uint64_t> counts_;     // rows_: recorded counts at their measured positions
+  ReferenceRows ref_;
+  kernels::Workload work_;
+  double lookups_per_pass_ = 0;
+};
+
+// Host-link bandwidth the CPU backend's offload misses are charged at (bytes/s): a CPU
+// backend reads a "device" cache and the host table from the same memory, so the transfer a
+// GPU would make for each miss cannot be measured there. 25e9 = PCIe 4.0 x16 in practice.
+inline constexpr double kModelledHostLinkBytesPerS = 25e9;
+
+}  // namespace edo::tuner
