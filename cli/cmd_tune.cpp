@@ -31,6 +31,7 @@ struct TuneCliOptions {
   double max_error = -1;
   std::string backend = "auto";
   std::string tables = "*";
+  std::string strategies;
   double time_limit = 0;
   uint64_t seed = 42;
   int threads = 0;
@@ -101,6 +102,7 @@ int run_tune(const TuneCliOptions& o) {
   if (o.max_error >= 0) t.max_error = o.max_error;
   t.backend = o.backend;
   t.tables = o.tables;
+  t.strategies = o.strategies;
   t.time_limit_s = o.time_limit;
   t.seed = o.seed;
   t.threads = o.threads;
@@ -168,6 +170,9 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   sub.add_option("--tables", o->tables, "only tables whose name matches this glob are tuned (the others keep their memory)")
       ->capture_default_str();
+  sub.add_option("--strategies", o->strategies,
+                 "only these strategies besides each table's baseline, comma-separated (fp16,bf16,fp8,int8,int4,offload,"
+                 "pruned,lowrank,pq,multihash,qr; default: all)");
   sub.add_option("--time-limit", o->time_limit, "seconds of measuring at most (0: none); the plan uses what was measured")
       ->check(CLI::Range(0.0, 1e7));
   sub.add_option("--seed", o->seed, "seed of index batches, synthetic weights, k-means and hashing")->capture_default_str();

@@ -138,13 +138,11 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
   const AccessModel m = access_model(g.counts, R, max_hot);
   const uint64_t H = m.hot_rows.size();
   const auto perm = kernels::random_permutation(rows_, seed);
-  // Tail support: the share of the other measured positions that the other read rows are of
-  // the table's other rows.
+  // Tail support: at full size, as many positions as the table had other rows read; scaled,
+  // every other position (the tail stays as wide, and as cache-unfriendly, as the measured
+  // table allows).
   uint64_t T = 0;
-  if (m.tail_rows > 0) {
-    const double share = static_cast<double>(m.tail_rows) / static_cast<double>(std::max<uint64_t>(1, R - H));
-    T = std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(share * static_cast<double>(rows_ - H))), 1, rows_ - H);
-  }
+  if (m.tail_rows > 0) T = rows_ == R ? std::min<uint64_t>(m.tail_rows, rows_ - H) : rows_ - H;
   counts_.assign(rows_, 0);
   std::unordered_map<uint64_t, uint64_t> position_of_hot;
   position_of_hot.reserve(H * 2);
@@ -263,10 +261,19 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   const auto table = kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
   out.error = weighted_error(*table, ref_);
   auto loaded = backend.load(*table, work_);
-  for (int i = 0; i < std::max(0, o.warmup); ++i) loaded->pass(false);
+  // Warm-up, then reps timed repetitions of k passes each, k chosen so that a repetition lasts
+  // at least min_rep_s: a burst of other work on the machine then spoils one repetition (which
+  // the median drops), not all of them.
+  double pass_s = 0;
+  for (int i = 0; i < std::max(1, o.warmup); ++i) pass_s = loaded->pass(false);
+  const int k = static_cast<int>(std::clamp(std::ceil(o.min_rep_s / std::max(pass_s, 1e-9)), 1.0, 1000.0));
   loaded->reset_stats();
   std::vector<double> secs;
-  for (int i = 0; i < std::max(1, o.reps); ++i) secs.push_back(loaded->pass(false));
+  for (int i = 0; i < std::max(1, o.reps); ++i) {
+    double t = 0;
+    for (int j = 0; j < k; ++j) t += loaded->pass(false);
+    secs.push_back(t / k);
+  }
   std::nth_element(secs.begin(), secs.begin() + static_cast<long>(secs.size() / 2), secs.end());
   const double median = secs[secs.size() / 2];
   out.step_us = median / lookups_per_pass_ * g_.lookups_per_step * 1e6;

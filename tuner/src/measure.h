@@ -5,9 +5,8 @@
 //    index batches are drawn from it, so the measured lookups hit the same hot set the job did.
 //  * Scaled measurement: a table whose fp32 weights exceed the measurement memory (`cap_bytes`)
 //    is measured on R' = cap / (4 * dim) rows (at least min(rows, 2^18)): the hottest rows keep
-//    their counts at distinct positions (up to R'/2 of them), the remaining lookups spread over
-//    a share of the other positions equal to the share of the table's other rows that were
-//    read. Time is per lookup, so the step time scales with the recorded lookups per step;
+//    their counts at distinct positions (up to R'/2 of them), the remaining lookups spread
+//    evenly over all the other positions (as wide a tail as R' rows allow). Time is per lookup, so the step time scales with the recorded lookups per step;
 //    offload keeps its cache in rows (capped at R'), hashing keeps its rows per bucket.
 //  * Weights: the recording's snapshot rows where there is one (the rest filled with values of
 //    the snapshot's per-column mean and spread), otherwise synthetic N(0, 1) weights.

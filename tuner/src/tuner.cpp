@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <set>
 
 #include "candidates.h"
 #include "edo/kernels/cpu.h"
@@ -209,6 +210,25 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   r.seed = o.seed;
   r.time_limit_s = o.time_limit_s;
 
+  std::set<std::string> allowed;
+  {
+    size_t start = 0;
+    while (start < o.strategies.size()) {
+      size_t end = o.strategies.find(',', start);
+      if (end == std::string::npos) end = o.strategies.size();
+      std::string name = o.strategies.substr(start, end - start);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      const auto& known = kernels::strategy_names();
+      if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string all;
+        for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+        throw std::invalid_argument("unknown strategy '" + name + "' (known: " + all + ")");
+      }
+      if (!name.empty()) allowed.insert(name);
+      start = end + 1;
+    }
+  }
   Workload w = build_workload(profile, snapshots, o.tables);
   r.notes = w.notes;
   bool any_tuned = false;
@@ -251,6 +271,19 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     ++tuned;
     with_snapshot += g.snapshot != nullptr;
     cands[gi] = enumerate_candidates(g, kernels_size);
+    if (!allowed.empty()) {
+      // Keep the baseline and the allowed strategies; variants point at their format by index.
+      std::vector<Candidate> kept;
+      std::map<int, int> moved;
+      for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
+        const Candidate& c = cands[gi][ci];
+        if (!c.baseline && !allowed.count(c.strategy)) continue;
+        moved[static_cast<int>(ci)] = static_cast<int>(kept.size());
+        kept.push_back(c);
+        if (kept.back().measure_as >= 0) kept.back().measure_as = moved.at(kept.back().measure_as);
+      }
+      cands[gi] = std::move(kept);
+    }
     for (const Candidate& c : cands[gi]) {
       model::TuneCandidate m;
       m.table = g.name;

@@ -31,6 +31,9 @@ struct TuneOptions {
   double max_error = std::numeric_limits<double>::infinity();  // per-table error limit
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
   std::string tables = "*";            // glob over table names: only matching tables are tuned
+  // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
+  // int8, int4, offload, pruned, lowrank, pq, multihash, qr); empty: all of them.
+  std::string strategies;
   double time_limit_s = 0;             // 0: none; else measuring stops by then and the plan uses what was measured
   uint64_t seed = 42;                  // index batches, synthetic weights, k-means, hashing
   int threads = 0;                     // CPU threads (0: all this process may use)
@@ -38,6 +41,7 @@ struct TuneOptions {
   int reps = 5;
   int warmup = 1;
   int batches = 4;
+  double min_rep_s = 0.01;  // a timed repetition runs passes over the batches for at least this long
   // Indices per timed batch at most; a step with more lookups is timed on this many and scaled
   // linearly (lookup time is linear in the lookups once a batch fills the machine).
   uint64_t max_batch = uint64_t{1} << 18;

@@ -1,0 +1,304 @@
+// tune() and replan() on small synthetic recordings with known skew, on the CPU backend:
+// plans respect the budget and the error limit, a budget above the baseline is no slower, the
+// frontier is non-dominated, a strongly skewed table gets an offload cache while a uniform one
+// does not, a fixed seed gives the same plan, Ctrl-C (the cancel flag) keeps what was measured,
+// ties and untuned tables are accounted, bad options are one-line errors.
+#include "edo/tuner/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "edo/kernels/cuda.h"
+#include "synthetic.h"
+
+namespace edo::tuner {
+namespace {
+
+using model::TuneResult;
+
+const model::TuneCandidate* chosen(const TuneResult& r, const std::string& table) {
+  for (const auto& c : r.choices)
+    if (c.table == table && c.candidate >= 0) return &r.candidates[static_cast<size_t>(c.candidate)];
+  return nullptr;
+}
+
+class TuneSkew : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto p = testing::synthetic_profile({testing::synthetic_table("skewed", 100000, 64, 1.2, 400000, 1),
+                                         testing::synthetic_table("uniform", 100000, 64, 0.0, 400000, 2),
+                                         testing::synthetic_table("small", 2000, 16, 1.0, 100000, 3)},
+                                        25);
+    TuneOptions o;
+    o.backend = "cpu";
+    o.budget_bytes = uint64_t{1} << 40;
+    o.strategies = "fp16,int8,int4,offload,lowrank";
+    result_ = std::make_unique<TuneResult>(tune(p, {}, o));
+  }
+  static void TearDownTestSuite() { result_.reset(); }
+  static std::unique_ptr<TuneResult> result_;
+};
+std::unique_ptr<TuneResult> TuneSkew::result_;
+
+TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
+  const TuneResult& r = *result_;
+  EXPECT_EQ(r.backend, "cpu");
+  EXPECT_FALSE(r.device.empty());
+  EXPECT_EQ(r.weights, "synthetic");
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.candidates_measured, r.candidates_total);
+  EXPECT_GT(r.candidates_total, 10u);
+  for (const auto& c : r.candidates) {
+    EXPECT_TRUE(c.usable()) << c.table << " " << c.spec << ": " << c.note;
+    EXPECT_GT(c.step_us, 0);
+    if (c.strategy == "fp32" || c.strategy == "offload") {
+      EXPECT_EQ(c.error, 0.0) << c.spec;
+    }
+    if (c.strategy == "int4") {
+      EXPECT_GT(c.error, 0.01);
+    }
+    if (c.strategy == "offload") {
+      ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate);
+      // Index batches drawn from the counts have no temporal locality: a static hot set hits
+      // what the coverage says; an LRU cache at least somewhere near the recorded curve.
+      if (c.spec.find("static") != std::string::npos) EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
+    }
+  }
+  EXPECT_EQ(r.baseline_device_bytes, 2 * 100000u * 64 * 4 + 2000u * 16 * 4);
+}
+
+TEST_F(TuneSkew, ABudgetAboveTheBaselineIsNoSlower) {
+  TuneResult r = *result_;
+  replan(r, 2 * r.baseline_device_bytes, INFINITY);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_LE(r.plan_step_us, r.baseline_step_us);
+  EXPECT_LE(r.plan_device_bytes, 2 * r.baseline_device_bytes);
+}
+
+TEST_F(TuneSkew, PlansRespectBudgetAndErrorLimit) {
+  for (double frac : {0.15, 0.3, 0.5, 0.8}) {
+    for (double max_error : {0.0, 0.01, 0.1, double(INFINITY)}) {
+      TuneResult r = *result_;
+      const auto budget = static_cast<uint64_t>(frac * static_cast<double>(r.baseline_device_bytes));
+      replan(r, budget, max_error);
+      if (!r.feasible) {
+        EXPECT_GT(r.min_feasible_bytes, budget);
+        TuneResult again = *result_;
+        replan(again, r.min_feasible_bytes, max_error);
+        EXPECT_TRUE(again.feasible) << "the named smallest budget works";
+        continue;
+      }
+      EXPECT_LE(r.plan_device_bytes, budget);
+      uint64_t bytes = 0;
+      double us = 0;
+      ASSERT_EQ(r.choices.size(), 3u);
+      for (const auto& ch : r.choices) {
+        const auto* c = chosen(r, ch.table);
+        ASSERT_NE(c, nullptr);
+        EXPECT_LE(c->error, max_error) << ch.table;
+        EXPECT_FALSE(ch.why.empty());
+        bytes += ch.device_bytes;
+        us += ch.step_us;
+      }
+      EXPECT_EQ(bytes, r.plan_device_bytes);
+      EXPECT_NEAR(us, r.plan_step_us, 1e-6 * r.plan_step_us);
+    }
+  }
+}
+
+TEST_F(TuneSkew, FrontierIsNonDominatedAndHoldsThePlan) {
+  TuneResult r = *result_;
+  replan(r, r.baseline_device_bytes / 2, INFINITY);
+  ASSERT_TRUE(r.feasible);
+  ASSERT_GE(r.frontier.size(), 2u);
+  for (size_t i = 1; i < r.frontier.size(); ++i) {
+    EXPECT_GT(r.frontier[i].first, r.frontier[i - 1].first);
+    EXPECT_LT(r.frontier[i].second, r.frontier[i - 1].second);
+  }
+  bool on = false;
+  for (const auto& [b, us] : r.frontier) on = on || (b == r.plan_device_bytes && std::fabs(us - r.plan_step_us) < 1e-9);
+  EXPECT_TRUE(on);
+  // No measured combination beats a frontier point: in particular no single-table change of the
+  // plan is both smaller and faster.
+  for (const auto& ch : r.choices) {
+    const auto* cur = chosen(r, ch.table);
+    for (const auto& c : r.candidates) {
+      if (c.table != ch.table || !c.usable()) continue;
+      const uint64_t b = r.plan_device_bytes - cur->device_bytes + c.device_bytes;
+      const double t = r.plan_step_us - cur->step_us + c.step_us;
+      EXPECT_FALSE(b <= r.budget_bytes && t < r.plan_step_us - 1e-9) << "a better plan exists with " << c.spec;
+    }
+  }
+}
+
+TEST_F(TuneSkew, ASkewedTableGetsAnOffloadCacheAUniformOneDoesNot) {
+  // Lossless only (max error 0), and 60 % of one big table must go: only an offload cache of a
+  // few rows can do that, and only the skewed table's curve allows a small cache.
+  TuneResult r = *result_;
+  const uint64_t table = 100000u * 64 * 4;
+  replan(r, r.baseline_device_bytes - table * 6 / 10, 0.0);
+  ASSERT_TRUE(r.feasible);
+  EXPECT_EQ(chosen(r, "skewed")->strategy, "offload");
+  EXPECT_EQ(chosen(r, "uniform")->strategy, "fp32") << [&] {
+    std::string s;
+    for (const auto& c : r.candidates)
+      if (c.table == "uniform") s += c.spec + " " + std::to_string(c.step_us) + " us, " + std::to_string(c.device_bytes) + " B\n";
+    return s;
+  }();
+  const auto* off = chosen(r, "skewed");
+  EXPECT_LT(off->device_bytes, table / 2);
+  EXPECT_GT(*off->hit_rate, 0.5);
+}
+
+TEST_F(TuneSkew, AnImpossibleBudgetNamesTheSmallestFeasibleOne) {
+  TuneResult r = *result_;
+  replan(r, 1000, INFINITY);
+  EXPECT_FALSE(r.feasible);
+  EXPECT_TRUE(r.choices.empty());
+  EXPECT_GT(r.min_feasible_bytes, 1000u);
+  EXPECT_EQ(r.min_feasible_bytes, r.frontier.front().first);
+}
+
+TEST(Tune, FixedSeedGivesTheSamePlanAndTheSameErrors) {
+  auto p = testing::synthetic_profile({testing::synthetic_table("a", 30000, 32, 1.1, 100000, 4),
+                                       testing::synthetic_table("b", 30000, 32, 0.8, 100000, 5)},
+                                      10);
+  TuneOptions o;
+  o.backend = "cpu";
+  o.strategies = "int8,int4,lowrank";
+  o.reps = 1;
+  o.seed = 123;
+  // Under this error limit only fp32 and int8 rows qualify (int4 and low rank of random
+  // weights are far worse), and only int8 for both tables fits: the plan is decided by bytes
+  // and errors, which a seed fixes, not by timing.
+  o.max_error = 0.02;
+  o.budget_bytes = 2 * (30000u * 48);
+  const TuneResult r1 = tune(p, {}, o), r2 = tune(p, {}, o);
+  ASSERT_TRUE(r1.feasible && r2.feasible);
+  ASSERT_EQ(r1.candidates.size(), r2.candidates.size());
+  for (size_t i = 0; i < r1.candidates.size(); ++i) {
+    EXPECT_EQ(r1.candidates[i].spec, r2.candidates[i].spec);
+    EXPECT_EQ(r1.candidates[i].error, r2.candidates[i].error) << r1.candidates[i].spec;
+    EXPECT_EQ(r1.candidates[i].device_bytes, r2.candidates[i].device_bytes);
+  }
+  ASSERT_EQ(r1.choices.size(), r2.choices.size());
+  for (size_t i = 0; i < r1.choices.size(); ++i) {
+    EXPECT_EQ(r1.choices[i].candidate, r2.choices[i].candidate) << r1.choices[i].table;
+    EXPECT_EQ(r1.candidates[static_cast<size_t>(r1.choices[i].candidate)].strategy, "int8");
+  }
+  o.seed = 124;
+  const TuneResult r3 = tune(p, {}, o);
+  bool differs = false;
+  for (size_t i = 0; i < r1.candidates.size(); ++i) differs = differs || r1.candidates[i].error != r3.candidates[i].error;
+  EXPECT_TRUE(differs) << "another seed draws other synthetic weights";
+}
+
+TEST(Tune, CancelKeepsWhatWasMeasuredAndPlansWithIt) {
+  auto p = testing::synthetic_profile({testing::synthetic_table("a", 20000, 16, 1.1, 50000, 6),
+                                       testing::synthetic_table("b", 20000, 16, 1.1, 50000, 7)},
+                                      5);
+  TuneOptions o;
+  o.backend = "cpu";
+  o.budget_bytes = uint64_t{1} << 40;
+  o.reps = 1;
+  std::atomic<bool> cancel{false};
+  uint64_t seen_total = 0;
+  const TuneResult r = tune(p, {}, o,
+                            [&](const TuneProgress& pr) {
+                              seen_total = pr.total;
+                              if (pr.done >= 4) cancel.store(true);
+                            },
+                            &cancel);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "cancelled");
+  EXPECT_GE(r.candidates_measured, 4u);
+  EXPECT_LT(r.candidates_measured, r.candidates_total);
+  EXPECT_EQ(seen_total, r.candidates_total);
+  EXPECT_TRUE(r.feasible);  // both baselines were measured first
+  size_t notes = 0;
+  for (const auto& c : r.candidates) notes += !c.measured && c.note == "not measured: cancelled";
+  EXPECT_EQ(notes, r.candidates_total - r.candidates_measured);
+}
+
+TEST(Tune, TimeLimitStopsMeasuring) {
+  auto p = testing::synthetic_profile({testing::synthetic_table("a", 50000, 32, 1.1, 50000, 8)}, 5);
+  TuneOptions o;
+  o.backend = "cpu";
+  o.budget_bytes = uint64_t{1} << 40;
+  o.time_limit_s = 0.3;
+  const TuneResult r = tune(p, {}, o);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "time limit");
+  EXPECT_LT(r.candidates_measured, r.candidates_total);
+  EXPECT_GE(r.candidates_measured, 1u);  // the baseline always gets its turn first
+}
+
+TEST(Tune, TiesTrainingTablesAndUntunedTables) {
+  auto emb = testing::synthetic_table("model.emb", 20000, 16, 1.1, 60000, 9);
+  emb.optimizer_bytes = 2 * emb.weight_bytes;
+  emb.extra_by_kind = {{"adam.exp_avg", emb.weight_bytes}, {"adam.exp_avg_sq", emb.weight_bytes}};
+  auto head = testing::synthetic_table("model.lm_head", 20000, 16, 1.1, 20000, 10);
+  auto other = testing::synthetic_table("other", 5000, 8, 1.0, 10000, 11);
+  auto p = testing::synthetic_profile({emb, head, other}, 10);
+  p.ties.push_back({1, "model.emb", "model.lm_head"});
+  TuneOptions o;
+  o.backend = "cpu";
+  o.tables = "model.*";
+  o.strategies = "int8";
+  o.reps = 1;
+  // The moments alone are twice the weights: the lever (one float per row) is the way in.
+  o.budget_bytes = emb.weight_bytes + 20000 * 4 + 2000 * 16 * 4 + other.weight_bytes + 1000;
+  const TuneResult r = tune(p, {}, o);
+  ASSERT_TRUE(r.feasible) << r.min_feasible_bytes;
+  ASSERT_EQ(r.choices.size(), 3u);
+  const auto& ch_emb = r.choices[0];
+  EXPECT_EQ(ch_emb.table, "model.emb");
+  const auto* c = chosen(r, "model.emb");
+  EXPECT_EQ(c->optimizer, "rowwise_adagrad");
+  EXPECT_TRUE(c->needs_retraining);
+  EXPECT_EQ(r.choices[1].table, "model.lm_head");
+  EXPECT_EQ(r.choices[1].shares_with, "model.emb");
+  EXPECT_EQ(r.choices[1].device_bytes, 0u);
+  // The head's lookups are a quarter of the pair's: so is its part of the step time.
+  EXPECT_NEAR(r.choices[1].step_us, 0.25 * c->step_us, 1e-9 * c->step_us);
+  EXPECT_EQ(r.choices[2].table, "other");
+  EXPECT_EQ(r.choices[2].candidate, -1);
+  EXPECT_EQ(r.choices[2].device_bytes, other.weight_bytes);  // kept, and counted against the budget
+  EXPECT_EQ(r.plan_device_bytes, c->device_bytes + other.weight_bytes);
+}
+
+TEST(Tune, BadOptionsAreOneLineErrors) {
+  auto p = testing::synthetic_profile({testing::synthetic_table("a", 1000, 8, 1.0, 1000, 12)}, 1);
+  TuneOptions o;
+  o.budget_bytes = 1 << 20;
+  o.backend = "cpu";
+  o.tables = "nothing*";
+  try {
+    tune(p, {}, o);
+    FAIL();
+  } catch (const TuneError& e) {
+    EXPECT_NE(std::string(e.what()).find("no table matches --tables 'nothing*' (tables: a)"), std::string::npos) << e.what();
+  }
+  o.tables = "*";
+  o.strategies = "int8,zip";
+  EXPECT_THROW(tune(p, {}, o), std::invalid_argument);
+  o.strategies = "";
+  o.backend = "tpu";
+  EXPECT_THROW(tune(p, {}, o), std::invalid_argument);
+  if (!kernels::cuda::device_status().empty()) {
+    o.backend = "cuda";
+    try {
+      tune(p, {}, o);
+      FAIL();
+    } catch (const TuneError& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--backend cpu"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(resolve_backend("auto"), "cpu");
+  }
+}
+
+}  // namespace
+}  // namespace edo::tuner
