@@ -49,7 +49,7 @@ TEST(WeightSnapshotE2E, CJobHotRowsSampleAndExactValues) {
   ASSERT_EQ(snaps.size(), 2u);
   const auto* big = find(snaps, "model.big");
   ASSERT_NE(big, nullptr);
-  EXPECT_EQ(big->dtype, "f32");
+  EXPECT_EQ(big->dtype, "fp32");
   EXPECT_EQ(big->dim, 8u);
   EXPECT_EQ(big->table_rows, 200000u);
   ASSERT_EQ(big->rows.size(), 1000u);
@@ -67,7 +67,7 @@ TEST(WeightSnapshotE2E, CJobHotRowsSampleAndExactValues) {
   // The small table is kept whole.
   const auto* small = find(snaps, "model.small");
   ASSERT_NE(small, nullptr);
-  EXPECT_EQ(small->dtype, "f16");
+  EXPECT_EQ(small->dtype, "fp16");
   ASSERT_EQ(small->rows.size(), 300u);
   EXPECT_EQ(small->population, 0u);
   for (size_t i = 0; i < 300; ++i) {
