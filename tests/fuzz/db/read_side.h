@@ -46,7 +46,8 @@ inline void read_side(const std::string& path) {
     const auto views = edo::model::table_views(profile);
     (void)profile.peak_bytes();
     (void)profile.table_bytes();
-    (void)edo::cli::dump_json(edo::cli::report_json(profile, views, 5));
+    // as `edo report --json` prints it: bytes that are not UTF-8 become U+FFFD
+    (void)edo::cli::report_json(profile, views, 5).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   } catch (const edo::db::DbError&) {
   }
 }
