@@ -6,6 +6,9 @@
 #   make demo                  deps, build, then record the bundled workload and report it
 #   make bench                 build, then run the benchmarks (bench/) and print their ratios
 #   make test SANITIZE=address,undefined   the same tests under sanitizers (in build-san/)
+#   make tsan                  the tracer's concurrency tests under ThreadSanitizer (build-tsan/;
+#                              results to bench/results/<date>-tsan/)
+#   make faults                the fault tests with FAULT_RUNS (default 50) kill runs per signal
 #   make fuzz                  every libFuzzer target for FUZZ_SECONDS (default 300) each (tests/fuzz)
 #   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
@@ -23,8 +26,9 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 EDO := $(BUILD)/bin/edo
 DEMO_DB ?= out/demo.edodb
 FUZZ_SECONDS ?= 300
+FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test demo bench fuzz gpu-bundle clean
+.PHONY: all deps configure build test demo bench fuzz faults tsan gpu-bundle clean
 
 all: build
 
@@ -54,6 +58,12 @@ bench: build
 
 fuzz: build
 	tests/fuzz/run-all.sh $(BUILD) $(FUZZ_SECONDS)
+
+faults: build
+	EDO_FAULT_RUNS=$(FAULT_RUNS) $(BUILD)/bin/faults_tests
+
+tsan: deps
+	scripts/tsan-check.sh
 
 gpu-bundle: deps
 	scripts/gpu-bundle.sh
