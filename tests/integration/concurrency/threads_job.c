@@ -12,6 +12,10 @@
  *       the same T threads, and while they run the main thread forks 4 children one after the
  *       other; child c registers "child.c" (1000 x 8 f32), reads its row c 100 times and row
  *       999 of shared.emb 100 times, and exits. Exits 0 when every child did.
+ *   threads_job ties T M
+ *       T threads start together; thread k registers M tables "tie.k.m" (1000 x 8 f32), all on
+ *       one weight tensor, reading row m of each once: T*M names, T*M - 1 of them ties of the
+ *       first one registered, while the tracer flushes.
  *
  * The test computes the ground truth from these rules. */
 #include <edo/edo.h>
@@ -33,6 +37,7 @@ static float weights[MAX_THREADS][1000 * 8];
 static float shared_weights[1000 * 8];
 static float late_weights[1000 * 8];
 static float child_weights[4][1000 * 8];
+static float tie_weights[1000 * 8];
 static int64_t shared_table;
 static int iterations;
 static pthread_barrier_t start;
@@ -75,6 +80,20 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+static void* tie_worker(void* arg) {
+  const int k = (int)(intptr_t)arg;
+  pthread_barrier_wait(&start);
+  for (int m = 0; m < iterations; ++m) {
+    char name[32];
+    snprintf(name, sizeof name, "tie.%d.%d", k, m);
+    const int64_t t = edo_table_register(name, tie_weights, 1000, 8, EDO_F32, EDO_HOST);
+    check(t, "register tie");
+    const int64_t row = m % 1000;
+    check(edo_table_lookup(t, &row, 1, EDO_I64, EDO_HOST, NULL), "tie lookup");
+  }
+  return NULL;
+}
+
 static void child(int c) {
   char name[32];
   snprintf(name, sizeof name, "child.%d", c);
@@ -89,8 +108,8 @@ static void child(int c) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4 || (strcmp(argv[1], "threads") && strcmp(argv[1], "fork"))) {
-    fprintf(stderr, "usage: threads_job threads|fork T N\n");
+  if (argc != 4 || (strcmp(argv[1], "threads") && strcmp(argv[1], "fork") && strcmp(argv[1], "ties"))) {
+    fprintf(stderr, "usage: threads_job threads|fork|ties T N\n");
     return 2;
   }
   const int nthreads = atoi(argv[2]);
@@ -100,7 +119,8 @@ int main(int argc, char** argv) {
   check(shared_table, "register shared");
   pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
   pthread_t tids[MAX_THREADS];
-  for (int k = 0; k < nthreads; ++k) pthread_create(&tids[k], NULL, worker, (void*)(intptr_t)k);
+  const int ties = !strcmp(argv[1], "ties");
+  for (int k = 0; k < nthreads; ++k) pthread_create(&tids[k], NULL, ties ? tie_worker : worker, (void*)(intptr_t)k);
   pthread_barrier_wait(&start);
   int bad = 0;
   if (!strcmp(argv[1], "threads")) {
@@ -109,7 +129,7 @@ int main(int argc, char** argv) {
       snprintf(name, sizeof name, "late.%d", m);
       check(edo_table_register(name, late_weights, 1000, 8, EDO_F32, EDO_HOST), "register late");
     }
-  } else {
+  } else if (!ties) {
     for (int c = 0; c < 4; ++c) {
       usleep(2000);
       const pid_t p = fork();
