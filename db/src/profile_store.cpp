@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -90,6 +91,11 @@ std::string write_failure(SQLite::Database& db, const SQLite::Exception& e) {
   }
   std::string what = e.what();
   if (err != 0) what += std::string(": ") + std::strerror(err);
+  // Some failing calls (growing the WAL index) leave no errno behind; a file size limit is
+  // then the likely cause when one is set.
+  rlimit fsize{};
+  if (err == 0 && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+    return what + " (the file size limit is reached? ulimit -f is " + std::to_string(fsize.rlim_cur) + " bytes)";
   return what + "; check free disk space and permissions";
 }
 
