@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the seed inputs of tests/fuzz/corpus/ from a build of this tree (the committed
-# seeds were made this way; regress-* files are never touched):
+# seeds were made this way). Only seed-* files are replaced: regress-* inputs stay, and so do
+# old-* inputs (databases of earlier schema versions, which exercise the migrations).
 #
 #   tests/fuzz/make-seeds.sh [BUILD]     # BUILD defaults to build/
 #
@@ -70,13 +71,13 @@ printf '\x00\x13\x00\x07' >$c/db_edit/seed-rows-to-1e308              # a REAL w
 printf '\x0c\x00\x00\x10\x04\xff\xff\xff\xff' >$c/db_edit/seed-blob-patch
 printf '\x0d\x01\x00\x40\x02\x00\x00' >$c/db_edit/seed-blob-cut
 printf '\x09\x02' >$c/db_edit/seed-drop-tables
-printf '\x0e\x02' >$c/db_edit/seed-schema-version-2
+printf '\x0e\x02' >$c/db_edit/seed-schema-version-newer
 printf '\x0a\x13' >$c/db_edit/seed-drop-column-rows
-printf '\x02\x1f\x00\x00\x03\x25\x00\x07' >$c/db_edit/seed-lookups-and-bytes
+printf '\x02\x1d\x00\x00\x03\x26\x00\x07' >$c/db_edit/seed-lookups-and-bytes
 
 # --- cli_args
 args() { local name=$1; shift; printf '%s\0' "$@" >$c/cli_args/seed-$name; }
-args record record -o run.edodb --flush-ms 100 --exact-rows 1000 -- python3 train.py --lr 0.1
+args record record -o run.edodb --force --flush-ms 100 --exact-rows 1000 -- python3 train.py --lr 0.1
 args report report run.edodb --json --top 10
 args diff diff a.edodb b.edodb --json
 args synth synth -o x.edodb --tables 3 --rows 1000 --dim 16 --dtype f16 --zipf 1.2 --lookups 5000 --batch 100 --seed 7 --exact-rows 100 --window-batches 4

@@ -29,7 +29,9 @@ struct Column {
   const char* table;
   const char* column;
 };
-// Every column of schema version 1 that the loader reads (db/src/schema.cpp).
+// Every column of the current schema that the loader reads (db/src/schema.cpp). Seeds and
+// regression inputs name columns by their index here: append new columns at the end of their
+// table's group and renumber the inputs (tests/fuzz/make-seeds.sh) when the schema changes.
 const Column kColumns[] = {
     {"edo_meta", "key"}, {"edo_meta", "value"},
     {"sessions", "id"}, {"sessions", "command"}, {"sessions", "host"}, {"sessions", "pid"},
@@ -37,8 +39,8 @@ const Column kColumns[] = {
     {"sessions", "start_unix_ns"}, {"sessions", "duration_ns"}, {"sessions", "exit_code"},
     {"sessions", "gpus"}, {"sessions", "source"}, {"sessions", "dropped_events"}, {"sessions", "steps"},
     {"tables", "id"}, {"tables", "session_id"}, {"tables", "name"}, {"tables", "rows"}, {"tables", "dim"},
-    {"tables", "dtype"}, {"tables", "device"}, {"tables", "base_address"}, {"tables", "bytes"},
-    {"tables", "extra_bytes"},
+    {"tables", "dtype"}, {"tables", "device"}, {"tables", "base_address"}, {"tables", "weight_bytes"},
+    {"tables", "optimizer_bytes"}, {"tables", "grad_bytes"},
     {"table_stats", "table_id"}, {"table_stats", "counts_mode"}, {"table_stats", "lookups"},
     {"table_stats", "unique_rows"}, {"table_stats", "out_of_range"}, {"table_stats", "aggregate"},
     {"ties", "session_id"}, {"ties", "table_name"}, {"ties", "tied_with"},
@@ -151,7 +153,7 @@ void apply_edit(SQLite::Database& db, Reader& r) {
       break;
     }
     case 14: {
-      static const char* const versions[] = {"0", "-1", "2", "999999999999", "1.5", "", "one", "1"};
+      static const char* const versions[] = {"0", "-1", "3", "999999999999", "1.5", "", "one", "1"};
       SQLite::Statement st(db, "UPDATE edo_meta SET value = ? WHERE key = 'schema_version'");
       st.bind(1, versions[r.byte() % 8]);
       st.exec();
@@ -210,11 +212,12 @@ edo::model::Profile template_profile() {
     tab.name = t.name;
     tab.rows = t.rows;
     tab.dim = 16;
-    tab.dtype = "f32";
+    tab.dtype = "fp32";
     tab.device = "cuda";
     tab.base_address = 0x7f0000000000ull + t.rows * 4096;
-    tab.bytes = t.rows * 16 * 4;
-    tab.extra_bytes = tab.bytes;
+    tab.weight_bytes = t.rows * 16 * 4;
+    tab.optimizer_bytes = 2 * tab.weight_bytes;
+    tab.grad_bytes = tab.weight_bytes;
     tab.aggregate = ing.take_delta();
     p.tables.push_back(std::move(tab));
   }
