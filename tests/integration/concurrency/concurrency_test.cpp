@@ -41,6 +41,7 @@ std::string temp_dir() {
 // edo record -o DB -- threads_job ARGS..., with EDO_ASYNC=async.
 Result record(const std::string& db, const std::vector<std::string>& job_args, const std::string& async) {
   const std::string dir = fs::path(db).parent_path();
+  fs::remove(db);  // edo record never replaces a file (a repeated run would be refused)
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(open((dir + "/out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
@@ -79,7 +80,7 @@ Totals totals(const std::string& db) {
   Totals t;
   for (const auto& tab : p.tables) {
     t.lookups[tab.name] += tab.aggregate.lookups();
-    t.extra_bytes[tab.name] = std::max(t.extra_bytes[tab.name], tab.extra_bytes);
+    t.extra_bytes[tab.name] = std::max(t.extra_bytes[tab.name], tab.optimizer_bytes);  // "adam.exp_avg" is optimizer state
     for (const auto& [row, count] : tab.aggregate.top_rows(1000)) t.rows[tab.name][row] += count;
   }
   for (const auto& s : p.sessions) {

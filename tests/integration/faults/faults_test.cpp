@@ -72,7 +72,10 @@ struct Recording {
   std::string out_path;
 };
 
+// `db`, the file edo record writes, is removed first: edo record never replaces a file.
 Recording start_record(const std::vector<std::string>& args, const std::string& out_path) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-o") fs::remove(args[i + 1]);
   int p[2];
   if (pipe(p) != 0) throw std::runtime_error("pipe");
   Recording r;
