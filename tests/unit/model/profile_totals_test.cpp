@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "edo/model/processes.h"
 #include "edo/model/profile.h"
 
 using edo::model::MemoryEvent;
@@ -40,4 +41,22 @@ TEST(ProfileTotals, TableBytesAndDropsSaturate) {
   EXPECT_EQ(p.table_memory().weight_bytes, UINT64_MAX);
   EXPECT_EQ(p.dropped_events(), UINT64_MAX);
   EXPECT_EQ(p.peak_bytes(), INT64_MAX);  // no timeline: the table bytes, capped
+}
+
+// db_edit fuzz target, regress-job-start-int64-min: a root process starting at INT64_MIN (or
+// running INT64_MAX ns) overflowed the job's duration (UBSan: signed overflow).
+TEST(ProfileTotals, JobTimesFromHostileValuesSaturate) {
+  Profile p;
+  p.metadata[edo::model::kJobRootPid] = "100";
+  edo::model::Session s;
+  s.id = 1;
+  s.pid = 100;
+  s.parent_pid = 99;
+  s.start_unix_ns = INT64_MIN;
+  s.duration_ns = 5;
+  p.sessions.push_back(s);
+  EXPECT_EQ(edo::model::job_view(p).duration_ns, INT64_MAX);
+  p.sessions[0].start_unix_ns = 10;
+  p.sessions[0].duration_ns = INT64_MAX;
+  EXPECT_EQ(edo::model::job_view(p).duration_ns, INT64_MAX - 10);  // the end saturated at INT64_MAX
 }
