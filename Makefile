@@ -6,6 +6,10 @@
 #   make demo                  deps, build, then record the bundled workload and report it
 #   make bench                 build, then run the benchmarks (bench/) and print their ratios
 #   make test SANITIZE=address,undefined   the same tests under sanitizers (in build-san/)
+#   make tsan                  the tracer's concurrency tests under ThreadSanitizer (build-tsan/;
+#                              results to bench/results/<date>-tsan/)
+#   make faults                the fault tests with FAULT_RUNS (default 50) kill runs per signal
+#   make fuzz                  every libFuzzer target for FUZZ_SECONDS (default 300) each (tests/fuzz)
 #   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
 #   make clean                 remove the build folder
@@ -21,8 +25,10 @@ CMAKE_ARGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 EDO := $(BUILD)/bin/edo
 DEMO_DB ?= out/demo.edodb
+FUZZ_SECONDS ?= 300
+FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test demo bench gpu-bundle clean
+.PHONY: all deps configure build test demo bench fuzz faults tsan gpu-bundle clean
 
 all: build
 
@@ -37,8 +43,11 @@ configure: $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The fuzz tests' one-line results (executions, crashes, leaks) are printed after the suite.
 test: deps build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	@rm -f $(BUILD)/fuzz-results/summary.txt
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600; status=$$?; \
+	  if [ -f $(BUILD)/fuzz-results/summary.txt ]; then cat $(BUILD)/fuzz-results/summary.txt; fi; exit $$status
 
 demo: deps build
 	@mkdir -p out
@@ -46,6 +55,15 @@ demo: deps build
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
+
+fuzz: build
+	tests/fuzz/run-all.sh $(BUILD) $(FUZZ_SECONDS)
+
+faults: build
+	EDO_FAULT_RUNS=$(FAULT_RUNS) $(BUILD)/bin/faults_tests
+
+tsan: deps
+	scripts/tsan-check.sh
 
 gpu-bundle: deps
 	scripts/gpu-bundle.sh

@@ -106,7 +106,8 @@ std::string variables_help() {
       "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH and,\n"
       "when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
-      "1 when the output cannot be written (said before the job starts).\n\n"
+      "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
+      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n\n"
       "Environment you may set (read by libedo_trace.so in every traced process; a bad value prints\n"
       "one warning naming the variable and the default used, and the job runs on):\n";
   // The variables edo record sets for its own use are listed apart: a user does not set them.
@@ -212,6 +213,9 @@ int run_record(const RecordOptions& o) {
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
   signal(SIGPIPE, SIG_IGN);
+  // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
+  // default action would kill the collector and lose the recording: take the error instead.
+  signal(SIGXFSZ, SIG_IGN);
 
   std::fflush(nullptr);
   const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -226,6 +230,7 @@ int run_record(const RecordOptions& o) {
     sigaction(SIGTERM, &old_term, nullptr);
     sigaction(SIGHUP, &old_hup, nullptr);
     sigaction(SIGPIPE, &dfl, nullptr);
+    sigaction(SIGXFSZ, &dfl, nullptr);
     std::string root = "EDO_ROOT_PID=" + std::to_string(getpid());
     envp.insert(envp.end() - 1, root.data());
     execve(exe.c_str(), argv.data(), envp.data());
@@ -240,15 +245,22 @@ int run_record(const RecordOptions& o) {
   using clock = std::chrono::steady_clock;
   auto last_save = clock::now();
   uint64_t saved_gen = 0;
-  bool save_failed = false;
+  // A save that fails (disk full, file size limit, ...) never stops the job: one line says so
+  // the first time, later saves keep trying, and the closing line says what the file holds.
+  bool save_failed = false, final_save_failed = false;
+  auto last_good_save = clock::now();
   auto save = [&](bool final_save) {
     if (!final_save && builder.generation() == saved_gen) return;
     try {
       store.save(builder.finish(), final_save);
       saved_gen = builder.generation();
+      last_good_save = clock::now();
     } catch (const std::exception& e) {
-      if (!save_failed || final_save) std::fprintf(stderr, "edo record: %s\n", terminal_safe(e.what()).c_str());
+      if (!save_failed)
+        std::fprintf(stderr, "edo record: %s; the job runs on, the file keeps what was saved before, and edo retries every 2 s\n",
+                     terminal_safe(e.what()).c_str());
       save_failed = true;
+      final_save_failed = final_save;
     }
   };
   int status = 0;
@@ -319,6 +331,14 @@ int run_record(const RecordOptions& o) {
     std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", terminal_safe(is.stream).c_str(),
                  static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
   save(true);
+  if (final_save_failed) {
+    // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
+    // unless the job itself failed, whose code comes first.
+    const double lost_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
+    std::fprintf(stderr, "edo record: %s is incomplete: it holds the recording up to %.1f s before the end (the last save that worked)\n",
+                 terminal_safe(out).c_str(), lost_s);
+    return code != 0 ? code : 1;
+  }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
   for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return code;

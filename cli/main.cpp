@@ -1,20 +1,14 @@
 // The `edo` command: a thin front end over the analysis core. Each subcommand lives in its
-// own cli/cmd_*.cpp file and registers itself (see command.h).
+// own cli/cmd_*.cpp file and registers itself (see command.h); app.h puts them together.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
 
-#include "command.h"
-#include "support/help_format.h"
+#include "app.h"
 #include "support/terminal.h"
-#include "version.h"
 
 namespace edo::cli {
-std::vector<CommandInfo>& command_registry() {
-  static std::vector<CommandInfo> registry;
-  return registry;
-}
 // ", did you mean 'report'?" when one command is within two edits of `typed`, else a list.
 std::string closest_command(const std::string& typed, const std::vector<std::string>& names) {
   auto distance = [](const std::string& a, const std::string& b) {
@@ -42,34 +36,14 @@ std::string closest_command(const std::string& typed, const std::vector<std::str
 
 int main(int argc, char** argv) {
   using namespace edo::cli;
-  CLI::App app{
-      "edo: measure how much memory each embedding table takes and how often each row is read,\n"
-      "and benchmark memory-saving strategies on this machine.\n\n"
-      "Typical workflow:\n"
-      "  edo record -o run.edodb -- python3 train.py   attach to an unmodified job\n"
-      "  edo report run.edodb                          terminal summary (--json for machines)\n"
-      "  edo synth -o demo.edodb --zipf 1.05           a synthetic profile to try things on\n"
-      "  edo diff before.edodb after.edodb             what changed between two runs\n",
-      "edo"};
-  app.set_version_flag("--version", std::string("edo ") + EDO_VERSION);
-  app.require_subcommand(1);
-  app.fallthrough(false);
-  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
-
-  auto& registry = command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const CommandInfo& a, const CommandInfo& b) { return a.order < b.order; });
-  std::vector<std::pair<CLI::App*, Runner>> runners;
-  for (auto& info : registry) {
-    CLI::App* sub = app.add_subcommand(info.name, info.description);
-    runners.emplace_back(sub, info.setup(*sub));
-  }
+  EdoApp edo;
+  CLI::App& app = edo.app;
 
   std::string active = "edo";
   if (argc > 1 && argv[1][0] != '-') {
     // CLI11 says "A subcommand is required" for a misspelt one: name it instead.
     std::vector<std::string> names;
-    for (auto& info : registry) names.push_back(info.name);
+    for (auto& [sub, run] : edo.runners) names.push_back(sub->get_name());
     // A parse error inside a command names the command ("edo record: --flush-ms: ...").
     active = "edo " + terminal_safe(argv[1]);
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
@@ -80,11 +54,10 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-    for (auto& [sub, run] : runners) {
-      if (sub->parsed()) {
-        active = "edo " + sub->get_name();
-        return run();
-      }
+    std::string name;
+    if (Runner run = edo.selected(&name)) {
+      active = "edo " + name;
+      return run();
     }
     return 2;
   } catch (const CLI::CallForHelp& e) {

@@ -39,3 +39,12 @@ if(EDO_SANITIZE)
   add_compile_definitions(EDO_SANITIZER_PRELOAD="${_edo_san_runtime}")
   message(STATUS "edo: sanitizer runtime preloaded into traced jobs: ${_edo_san_runtime}")
 endif()
+
+# The clang sub-build of the fuzz targets (tests/fuzz/EdoFuzz.cmake): coverage feedback for
+# libFuzzer in every library the targets link.
+if(EDO_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "EDO_FUZZ=ON needs clang (CMAKE_CXX_COMPILER=clang++)")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)
+endif()

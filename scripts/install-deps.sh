@@ -24,6 +24,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  clang libclang-rt-14-dev libomp-dev   # the libFuzzer targets of tests/fuzz (built with clang)
 )
 if ((want_gui)); then
   packages+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins)

@@ -49,6 +49,10 @@ size_t ProfileBuilder::open_streams() const {
 void ProfileBuilder::feed(int stream, const void* data, size_t n) {
   Stream& s = *streams_.at(size_t(stream));
   s.dec.feed(data, n);
+  drain(s);
+}
+
+void ProfileBuilder::drain(Stream& s) {
   wire::Message m;
   while (true) {
     auto r = s.dec.next(m);
@@ -67,6 +71,10 @@ void ProfileBuilder::close_stream(int stream) {
   Stream& s = *streams_.at(size_t(stream));
   if (!s.open) return;
   s.open = false;
+  // Frames after a damaged header that claims more bytes than the stream holds are decoded
+  // now that no more bytes can come.
+  s.dec.end_of_stream();
+  drain(s);
   if (s.dec.pending_bytes() > 0)
     issues_.push_back({s.label, s.dec.consumed_offset(),
                        "truncated: the last " + std::to_string(s.dec.pending_bytes()) +

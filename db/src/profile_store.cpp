@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -70,6 +71,32 @@ std::string join_lines(const std::vector<std::string>& names) {
     out += n;
   }
   return out;
+}
+
+// Why a write failed, in the user's words: SQLite says "database or disk is full" or "disk I/O
+// error"; the operating system's errno says which (a full disk, the file size limit, a
+// read-only file system, permissions).
+std::string write_failure(SQLite::Database& db, const SQLite::Exception& e) {
+  // SQLite reports a full disk as SQLITE_FULL without keeping the errno.
+  if (e.getErrorCode() == SQLITE_FULL) return "the disk is full (" + std::string(e.what()) + "); free some space";
+  const int err = sqlite3_system_errno(db.getHandle());
+  switch (err) {
+    case ENOSPC: return "the disk is full (" + std::string(std::strerror(err)) + "); free some space";
+    case EDQUOT: return "the disk quota is used up (" + std::string(std::strerror(err)) + "); free some space";
+    case EFBIG: return "the file size limit is reached (" + std::string(std::strerror(err)) + "; see ulimit -f)";
+    case EROFS: return "the file system is read-only";
+    case EACCES:
+    case EPERM: return "permission denied";
+    default: break;
+  }
+  std::string what = e.what();
+  if (err != 0) what += std::string(": ") + std::strerror(err);
+  // Some failing calls (growing the WAL index) leave no errno behind; a file size limit is
+  // then the likely cause when one is set.
+  rlimit fsize{};
+  if (err == 0 && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+    return what + " (the file size limit is reached? ulimit -f is " + std::to_string(fsize.rlim_cur) + " bytes)";
+  return what + "; check free disk space and permissions";
 }
 
 int64_t u64_to_i64(uint64_t v) { return static_cast<int64_t>(v); }  // bit pattern kept (addresses)
@@ -206,7 +233,7 @@ void ProfileStore::save(Profile& profile, bool with_summaries) {
   } catch (const DbError&) {
     throw;
   } catch (const SQLite::Exception& e) {
-    throw DbError(impl_->path + ": cannot write (" + std::string(e.what()) + "); check free disk space and permissions");
+    throw DbError(impl_->path + ": cannot write: " + write_failure(*impl_->db, e));
   }
 }
 

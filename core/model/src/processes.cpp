@@ -2,6 +2,7 @@
 #include "edo/model/processes.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -10,6 +11,14 @@
 namespace edo::model {
 
 namespace {
+
+// Times read from a database: a damaged or hostile file may hold anything, so sums and
+// differences saturate instead of overflowing.
+int64_t saturated(int64_t a, int64_t b, bool subtract) {
+  int64_t r;
+  if (!(subtract ? __builtin_sub_overflow(a, b, &r) : __builtin_add_overflow(a, b, &r))) return r;
+  return (subtract ? b < 0 : b > 0) ? INT64_MAX : INT64_MIN;
+}
 
 std::optional<int64_t> metadata_int(const Profile& p, const char* key) {
   auto it = p.metadata.find(key);
@@ -96,7 +105,7 @@ JobView job_view(const Profile& p) {
     if (!root_pid || ss[i].pid != *root_pid) continue;
     job.roles[i] = Role::kRoot;
     job.root = int64_t(i);  // the last image of the root process (it holds the exit code)
-    const int64_t end = ss[i].start_unix_ns + ss[i].duration_ns;
+    const int64_t end = saturated(ss[i].start_unix_ns, ss[i].duration_ns, false);
     if (!any_root || ss[i].start_unix_ns < first_start) first_start = ss[i].start_unix_ns;
     last_end = std::max(last_end, end);
     any_root = true;
@@ -106,7 +115,7 @@ JobView job_view(const Profile& p) {
     job.exit_code = r.exit_code;
     job.host = r.host;
     job.start_unix_ns = first_start;
-    job.duration_ns = last_end - first_start;
+    job.duration_ns = saturated(last_end, first_start, true);
     // The command the user ran: the first image's (an exec'ed root shows its later one below).
     for (size_t i = 0; i < ss.size(); ++i)
       if (job.roles[i] == Role::kRoot) {

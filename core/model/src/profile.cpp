@@ -13,7 +13,7 @@ namespace edo::model {
 
 uint64_t Profile::dropped_events() const {
   uint64_t total = 0;
-  for (const auto& s : sessions) total += s.dropped_events;
+  for (const auto& s : sessions) total = saturating_add(total, s.dropped_events);
   return total;
 }
 

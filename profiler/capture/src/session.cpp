@@ -19,8 +19,8 @@ void TableCounts::close_windows_locked() {
     if (e.ing && e.pending) e.ing->close_window();
 }
 
-void TableCounts::take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out) {
-  for (uint32_t id = 0; id < tables_.size(); ++id) {
+void TableCounts::take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out) {
+  for (uint32_t id = 0; id < tables_.size() && id < registered; ++id) {
     Entry& e = tables_[id];
     if (!e.ing || !e.pending) continue;
     if (close_window) e.ing->close_window();

@@ -38,8 +38,11 @@ class TableCounts {
   // Caller holds mutex().
   void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
   void close_windows_locked();
-  // Deltas of every table with something pending (closing the window first when asked).
-  void take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
+  // Deltas of the tables with ids below `registered` (those whose registration is already on
+  // the wire) with something pending, closing the window first when asked. A table registered
+  // after the flush took its registrations keeps its counts for the next flush: a delta sent
+  // before its table's registration would be refused by the collector and lost.
+  void take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out);
   // A copy of what table `id` counted since its last delta (weight snapshots rank rows by it).
   stats::TableAggregate pending_locked(uint32_t id) const;
   std::mutex& mutex() { return mu_; }

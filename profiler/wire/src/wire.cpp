@@ -355,7 +355,28 @@ void StreamDecoder::compact() {
     buf_.erase(0, pos_);
     base_offset_ += pos_;
     pos_ = 0;
+    resync_known_ = false;  // positions in buf_ moved
   }
+}
+
+size_t StreamDecoder::next_whole_frame(size_t from) {
+  if (resync_known_ && from >= resync_from_ && (resync_at_ == std::string::npos || from <= resync_at_)) return resync_at_;
+  resync_known_ = true;
+  resync_from_ = from;
+  resync_at_ = std::string::npos;
+  for (size_t p = from; p + kHeaderSize <= buf_.size(); ++p) {
+    const char* h = buf_.data() + p;
+    if (std::memcmp(h, kMagic, 4) != 0 || static_cast<uint8_t>(h[4]) != kVersion) continue;
+    if ((static_cast<uint8_t>(h[6]) | static_cast<uint8_t>(h[7]) << 8) != header_check(h)) continue;
+    const uint32_t len = get32(h + 8);
+    if (len > kMaxPayload || buf_.size() - p - kHeaderSize < len) continue;
+    uint32_t c = crc32(h + 4, 8);
+    c = crc32(h + kHeaderSize, len, c);
+    if (c != get32(h + 12)) continue;
+    resync_at_ = p;
+    break;
+  }
+  return resync_at_;
 }
 
 StreamDecoder::Result StreamDecoder::next(Message& out) {
@@ -384,9 +405,13 @@ StreamDecoder::Result StreamDecoder::next(Message& out) {
       if (len > kMaxPayload) {
         why = "frame length " + std::to_string(len) + " too large";
       } else if (avail < kHeaderSize + len) {
-        if (skipped > 0) break;  // report the damage first
-        res.status = Status::kNeedMore;
-        return res;
+        if (eof_ && next_whole_frame(pos_ + 1) != std::string::npos) {
+          why = "frame length " + std::to_string(len) + " runs past the end of the stream";
+        } else {
+          if (skipped > 0) break;  // report the damage first
+          res.status = Status::kNeedMore;
+          return res;
+        }
       } else {
         uint32_t c = crc32(h + 4, 8);
         c = crc32(h + kHeaderSize, len, c);

@@ -113,6 +113,32 @@ TEST(Collector, TruncatedStreamIsReportedWithItsOffset) {
   EXPECT_EQ(b.profile().tables.at(0).aggregate.lookups(), 5000u);
 }
 
+// A frame header damaged so that it still passes the 16-bit header check but claims 1 MiB:
+// while the stream is open the decoder waits for the bytes; at its end the frames after the
+// damage are decoded and the damage is reported (before, everything after it was lost as a
+// "truncated" tail).
+TEST(Collector, DamagedLengthDoesNotHideTheFramesAfterIt) {
+  std::vector<size_t> ends;
+  const std::string s = sample::sample_stream(&ends);
+  std::string damaged = s.substr(0, ends[4]) + s.substr(ends[4], kHeaderSize);
+  char* h = damaged.data() + ends[4];
+  const uint32_t len = 1u << 20;
+  for (int b = 0; b < 4; ++b) h[8 + b] = char(len >> (8 * b));
+  const char hb[6] = {h[4], h[5], h[8], h[9], h[10], h[11]};
+  const uint32_t hc = crc32(hb, 6);
+  h[6] = char(hc & 0xFF);
+  h[7] = char((hc >> 8) & 0xFF);
+  damaged += s.substr(ends[4]);  // then every frame from the fifth on, intact
+  collector::ProfileBuilder b("import");
+  build(b, damaged);
+  EXPECT_EQ(b.frames(), ends.size());
+  ASSERT_EQ(b.issues().size(), 1u);
+  EXPECT_EQ(b.issues()[0].offset, ends[4]);
+  EXPECT_NE(b.issues()[0].message.find("runs past the end of the stream"), std::string::npos) << b.issues()[0].message;
+  EXPECT_EQ(b.profile().sessions.size(), 2u);
+  EXPECT_EQ(b.profile().sessions[0].steps, 12u);
+}
+
 TEST(Collector, FreesInheritTheAttributionOfTheirAllocation) {
   std::string s;
   Hello h;

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
+#include "counting_allocator.h"
 #include "sample_trace.h"
 
 using namespace edo::wire;
@@ -108,18 +110,57 @@ TEST(Wire, GarbageBeforeBetweenAndAfterFrames) {
   EXPECT_GE(bad, 2);
 }
 
+// Writes a frame header at `at` that passes the header check and claims `len` payload bytes.
+void plant_header(std::string& s, size_t at, MsgType type, uint32_t len) {
+  char* h = s.data() + at;
+  std::memcpy(h, kMagic, 4);
+  h[4] = char(kVersion);
+  h[5] = char(type);
+  for (int b = 0; b < 4; ++b) h[8 + b] = char(len >> (8 * b));
+  const char hb[6] = {h[4], h[5], h[8], h[9], h[10], h[11]};
+  const uint32_t hc = crc32(hb, 6);
+  h[6] = char(hc & 0xFF);
+  h[7] = char((hc >> 8) & 0xFF);
+}
+
+// Hostile bytes (random, with planted headers that pass the header check and claim up to the
+// largest allowed payload, and counts inside payloads) must cost memory in proportion to the
+// input, never to what the input claims: measured with a counting operator new.
 TEST(Wire, RandomGarbageNeverCrashesOrAllocatesWildly) {
   std::mt19937_64 rng(11);
-  for (int round = 0; round < 200; ++round) {
-    std::string junk(size_t(rng() % 4096), '\0');
+  size_t worst_peak = 0, worst_largest = 0, worst_input = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string junk(size_t(64 + rng() % 4096), '\0');
     for (auto& c : junk) c = char(rng());
-    // Plant fake headers with huge lengths and valid magic.
-    if (junk.size() > 32 && round % 2) {
-      std::memcpy(junk.data() + 8, kMagic, 4);
-      junk[12] = char(kVersion);
+    if (round % 2) {
+      const uint32_t claims[] = {kMaxPayload, kMaxPayload - 1, 1u << 24, uint32_t(junk.size())};
+      plant_header(junk, rng() % (junk.size() - kHeaderSize), MsgType(1 + rng() % 12), claims[rng() % 4]);
     }
+    if (round % 3 == 0) {
+      // A frame with a valid checksum whose payload is a huge element count.
+      std::string f = encode(MemoryEvents{});
+      f.resize(kHeaderSize);
+      std::string payload = "\xff\xff\xff\xff\x0f";
+      f += payload;
+      plant_header(f, 0, MsgType::kMemoryEvents, uint32_t(payload.size()));
+      uint32_t c = crc32(f.data() + 4, 8);
+      c = crc32(f.data() + kHeaderSize, payload.size(), c);
+      for (int b = 0; b < 4; ++b) f[12 + b] = char(c >> (8 * b));
+      junk.insert(rng() % junk.size(), f);
+    }
+    edo::test::reset_allocation_stats();
     (void)decode_all(junk);
+    (void)decode_all(junk, nullptr, 1 + rng() % 100);
+    const auto st = edo::test::allocation_stats();
+    worst_peak = std::max(worst_peak, st.peak_live_above_start);
+    worst_largest = std::max(worst_largest, st.largest_request);
+    worst_input = std::max(worst_input, junk.size());
+    // The decoder's buffer holds the input once; decoded messages are no bigger than it.
+    ASSERT_LE(st.peak_live_above_start, 8 * junk.size() + 65536) << "round " << round;
+    ASSERT_LE(st.largest_request, 2 * junk.size() + 4096) << "round " << round;
   }
+  std::printf("largest input %zu bytes: peak live %zu bytes, largest single allocation %zu bytes\n", worst_input,
+              worst_peak, worst_largest);
 }
 
 TEST(Wire, MalformedPayloadWithValidChecksumIsRejected) {

@@ -44,6 +44,7 @@ class ProfileBuilder {
 
  private:
   struct Stream;
+  void drain(Stream& s);  // applies every message the stream's decoder has ready
   void apply(Stream& s, wire::Message& m, uint64_t offset);
   void apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset);
   model::Session* session(Stream& s);

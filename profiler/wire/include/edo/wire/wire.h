@@ -197,6 +197,11 @@ class StreamDecoder {
   };
 
   void feed(const void* data, size_t n);
+  // No more bytes will come. A frame header whose length runs past the end is then damage when
+  // a whole valid frame follows it (decoding resumes there; a damaged length that passed the
+  // 16-bit header check must not hide the rest of a file), and otherwise a truncated tail,
+  // left in pending_bytes().
+  void end_of_stream() { eof_ = true; }
   // kMessage: `out` holds the next message. kCorrupt: some bytes were skipped; call again.
   Result next(Message& out);
   // Bytes buffered but not yet forming a whole frame (a truncated tail at end of stream).
@@ -211,6 +216,12 @@ class StreamDecoder {
   uint64_t base_offset_ = 0;  // stream offset of buf_[0]
   uint64_t frames_ = 0;
   bool in_garbage_ = false;
+  bool eof_ = false;
+  // After end_of_stream(): where the next whole valid frame at or after resync_from_ starts in
+  // buf_ (npos: none), so that a run of long-claiming headers is scanned once, not once each.
+  size_t resync_from_ = 0, resync_at_ = 0;
+  bool resync_known_ = false;
+  size_t next_whole_frame(size_t from);
 };
 
 }  // namespace edo::wire

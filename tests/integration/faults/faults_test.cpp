@@ -1,0 +1,499 @@
+// Faults on the collector side of `edo record`, tested by what a user sees: the exit code,
+// stderr, and what the database holds afterwards. Nothing here depends on how the tracer
+// flushes or handles signals inside the job.
+//
+//   KillAtRandomPoints       the job killed by SIGKILL, SIGSEGV or SIGTERM at a random moment
+//                            (EDO_FAULT_RUNS runs per signal, default 5; EDO_FAULT_SEED)
+//   RealMemoryFault          the job faults by itself (a write to a read-only page)
+//   DiskFull*                the database's file system fills up (or its file size limit is
+//                            reached) while the job runs
+//   EightProcessesAtOnce     forked workers and exec'ed ranks recording into one collector
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edo/db/profile_store.h"
+#include "edo/model/profile_summary.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path d = fs::path(::testing::TempDir()) / ("edo_faults_" + std::to_string(getpid()) + "_" + info->name());
+  fs::create_directories(d);
+  return d.string();
+}
+
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// `edo record` started with stdout (its own and the job's) to a file and stderr to a pipe
+// (pipes have no file size limit: the disk-full tests still see every line).
+struct Recording {
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string out_path;
+};
+
+// `db`, the file edo record writes, is removed first: edo record never replaces a file.
+Recording start_record(const std::vector<std::string>& args, const std::string& out_path) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-o") fs::remove(args[i + 1]);
+  int p[2];
+  if (pipe(p) != 0) throw std::runtime_error("pipe");
+  Recording r;
+  r.out_path = out_path;
+  r.pid = fork();
+  if (r.pid == 0) {
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);  // killed jobs leave no core files behind
+    int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(p[1], 2);
+    close(p[0]);
+    for (const char* v : {"EDO_OUTPUT", "EDO_CHANNEL", "LD_PRELOAD", "NVTX_INJECTION64_PATH", "EDO_ROOT_PID",
+                          "EDO_FLUSH_MS", "EDO_ASYNC", "EDO_OUTPUT_OWNER"})
+      unsetenv(v);
+#ifdef EDO_SANITIZER_PRELOAD
+    // Sanitizer builds: a memory fault must stay a signal (AddressSanitizer would turn it into
+    // exit code 1), and the job's leaks are not what is tested here.
+    setenv("ASAN_OPTIONS", "detect_leaks=0:handle_segv=0", 1);
+#endif
+    std::vector<char*> a{const_cast<char*>(EDO_BIN)};
+    for (const auto& s : args) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(126);
+  }
+  close(p[1]);
+  r.err_fd = p[0];
+  return r;
+}
+
+struct Finished {
+  bool exited = false;  // false: edo record itself died by a signal
+  int code = -1;        // exit code, or 128+signal
+  std::string err;      // edo record's (and the job's) stderr
+  std::string out;      // the job's stdout
+};
+
+Finished wait_record(Recording& r) {
+  Finished f;
+  std::string err;
+  char buf[4096];
+  // Read stderr while waiting, so a chatty run never blocks on a full pipe.
+  fcntl(r.err_fd, F_SETFL, O_NONBLOCK);
+  int st = 0;
+  while (true) {
+    ssize_t n;
+    while ((n = read(r.err_fd, buf, sizeof buf)) > 0) err.append(buf, size_t(n));
+    if (waitpid(r.pid, &st, WNOHANG) == r.pid) break;
+    usleep(5000);
+  }
+  ssize_t n;
+  while ((n = read(r.err_fd, buf, sizeof buf)) > 0) err.append(buf, size_t(n));
+  close(r.err_fd);
+  f.exited = WIFEXITED(st);
+  f.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  f.err = err;
+  f.out = slurp(r.out_path);
+  return f;
+}
+
+// The process `edo record` forked for the job (before or after its exec), or -1.
+pid_t child_of(pid_t parent) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces, so parse after the last ')'
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) return pid_t(std::stol(name));
+  }
+  return -1;
+}
+
+// "round K T" lines of fault_job: K -> T (monotonic ns after the round's lookup returned).
+std::map<int, int64_t> rounds_printed(const std::string& out) {
+  std::map<int, int64_t> r;
+  std::istringstream in(out);
+  std::string word;
+  int k;
+  long long t;
+  while (in >> word) {
+    if (word == "round" && in >> k >> t) r[k] = t;
+  }
+  return r;
+}
+
+edo::model::Profile load(const std::string& db) {
+  return edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+}
+
+const edo::model::TableView* view(const std::vector<edo::model::TableView>& views, const std::string& name) {
+  for (const auto& v : views)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+std::optional<int> root_exit_code(const edo::model::Profile& p) {
+  // The job's own process: the session without a parent among the recorded ones.
+  for (const auto& s : p.sessions)
+    if (s.exit_code) return s.exit_code;
+  return std::nullopt;
+}
+
+// Rows 0..m-1 of fault.rows hold `per` reads each, row m at most `per`, later rows none:
+// returns m (whole rounds in the database), or -1 when the counts are not such a prefix.
+int whole_rounds(const edo::stats::TableAggregate& a, int per) {
+  int m = 0;
+  while (m < 1000 && a.count(uint64_t(m)) == uint64_t(per)) ++m;
+  if (m < 1000 && a.count(uint64_t(m)) > uint64_t(per)) return -1;
+  for (int k = m + 1; k < 1000; ++k)
+    if (a.count(uint64_t(k)) != 0) return -1;
+  return m;
+}
+
+const char* signal_name(int sig) {
+  return sig == SIGKILL ? "SIGKILL" : sig == SIGSEGV ? "SIGSEGV" : sig == SIGTERM ? "SIGTERM" : "?";
+}
+
+}  // namespace
+
+// The job killed at a random moment: before it starts, while it registers, reads and flushes,
+// or after it finished. Every run: `edo record` exits 128+signal (0 when the job finished
+// first) without being killed itself, the database opens, its session carries that exit code,
+// and it holds every round the job completed at least kMarginMs before the kill (20 flush
+// intervals), each whole.
+TEST(Faults, KillAtRandomPoints) {
+  const int runs = int(env_or("EDO_FAULT_RUNS", 5));
+  const uint64_t seed = env_or("EDO_FAULT_SEED", std::random_device{}());
+  constexpr int kRounds = 40, kPer = 50, kSleepMs = 25, kFlushMs = 20;
+  constexpr int64_t kMarginMs = 20 * kFlushMs;
+  std::mt19937_64 rng(seed);
+  const std::string dir = temp_dir();
+  std::printf("kill faults: %d runs per signal, seed %llu (EDO_FAULT_RUNS, EDO_FAULT_SEED)\n", runs,
+              static_cast<unsigned long long>(seed));
+  for (int sig : {SIGKILL, SIGSEGV, SIGTERM}) {
+    int early = 0, mid = 0, finished = 0, rounds_kept = 0, rounds_required = 0;
+    for (int run = 0; run < runs; ++run) {
+      SCOPED_TRACE(std::string(signal_name(sig)) + " run " + std::to_string(run) + " seed " + std::to_string(seed));
+      const std::string db = dir + "/kill.edodb";
+      // Mostly anywhere in the job's ~1 s; one run in four in its first 30 ms (exec, the
+      // tracer starting, the first registration).
+      const int delay_ms = rng() % 4 == 0 ? int(rng() % 30) : int(rng() % 1200);
+      Recording rec = start_record({"record", "--flush-ms", std::to_string(kFlushMs), "-o", db, "--", FAULT_JOB, "rounds",
+                                    std::to_string(kRounds), std::to_string(kPer), std::to_string(kSleepMs)},
+                                   dir + "/job.out");
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      // The job, unless it already finished (then there is nothing to kill).
+      pid_t job = -1;
+      bool gone = false;
+      for (int i = 0; i < 5000 && job < 0 && !gone; ++i) {
+        job = child_of(rec.pid);
+        gone = slurp(dir + "/job.out").find("done") != std::string::npos;
+        if (job < 0 && !gone) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      ASSERT_TRUE(job > 0 || gone) << "edo record never started the job";
+      const int64_t kill_t = now_ns();
+      if (job > 0) kill(job, sig);
+      Finished f = wait_record(rec);
+      ASSERT_TRUE(f.exited) << "edo record itself died: " << f.code << "\n" << f.err;
+      const bool job_finished = f.out.find("done") != std::string::npos;
+      EXPECT_EQ(f.code, job_finished ? 0 : 128 + sig) << f.err;
+
+      edo::model::Profile p;
+      ASSERT_NO_THROW(p = load(db)) << f.err;
+      ASSERT_FALSE(p.sessions.empty());
+      EXPECT_EQ(root_exit_code(p).value_or(-1), f.code);
+      const auto printed = rounds_printed(f.out);
+      int required = 0;
+      for (const auto& [k, t] : printed)
+        if (t <= kill_t - kMarginMs * 1'000'000) required = std::max(required, k + 1);
+      const auto views = edo::model::table_views(p);
+      const auto* t = view(views, "fault.rows");
+      const int kept = t ? whole_rounds(t->aggregate, kPer) : 0;
+      ASSERT_GE(kept, 0) << "fault.rows counts are not whole rounds";
+      EXPECT_GE(kept, required) << "rounds finished " << kMarginMs << " ms before the kill are missing";
+      EXPECT_LE(kept, int(printed.size()) + 1) << "more rounds than the job ran";
+      if (job_finished) ++finished;
+      else if (printed.empty()) ++early;
+      else ++mid;
+      rounds_kept += kept;
+      rounds_required += required;
+      fs::remove(db);
+    }
+    std::printf("  %s: %d runs: %d killed while recording, %d before the first round, %d after the job finished; "
+                "every database opened, exit code 128+%d (0 when the job finished first); %d rounds kept where %d were "
+                "required\n",
+                signal_name(sig), runs, mid, early, finished, sig, rounds_kept, rounds_required);
+  }
+}
+
+// A job that faults by itself (a write to a read-only page) dies by SIGSEGV: `edo record`
+// exits 139, and the rounds before the fault are in the database.
+TEST(Faults, RealMemoryFault) {
+  const std::string dir = temp_dir(), db = dir + "/segv.edodb";
+  Recording rec = start_record({"record", "--flush-ms", "20", "-o", db, "--", FAULT_JOB, "rounds", "10", "50", "200", "4"},
+                               dir + "/job.out");
+  Finished f = wait_record(rec);
+  ASSERT_TRUE(f.exited) << f.err;
+  EXPECT_EQ(f.code, 128 + SIGSEGV) << f.err;
+  EXPECT_EQ(rounds_printed(f.out).size(), 5u) << f.out;
+  const auto p = load(db);
+  EXPECT_EQ(root_exit_code(p).value_or(-1), 128 + SIGSEGV);
+  const auto views = edo::model::table_views(p);
+  const auto* t = view(views, "fault.rows");
+  ASSERT_NE(t, nullptr);
+  // Rounds 0..2 ended >= 400 ms before the fault (200 ms apart, 20 ms flushes).
+  EXPECT_GE(whole_rounds(t->aggregate, 50), 3);
+}
+
+namespace {
+
+// What a disk-full run left: edo record's verdict and what the file holds afterwards.
+struct DiskFullResult {
+  std::string skipped;  // non-empty: the scenario could not be set up here (why)
+  bool exited = false;
+  int code = -1;
+  std::string err, out;
+  size_t tables_before_fault = 0;  // tables in the database when the disk filled
+  size_t tables_after = 0;         // tables in the database after the run
+  bool counts_exact = false;       // every kept table: each row read once
+  std::string load_error;
+};
+
+// Runs `fault_job grow` (a new 50000-row table every 300 ms, 14 of them) under edo record,
+// waits until the database holds at least one table, makes writing fail with `fault`, and
+// reads the database back once the run is over and `unfault` ran.
+DiskFullResult disk_full_run(const std::string& db, const std::string& out_path, const std::function<void(pid_t)>& fault,
+                             const std::function<void()>& unfault) {
+  DiskFullResult r;
+  Recording rec = start_record({"record", "--flush-ms", "50", "-o", db, "--", FAULT_JOB, "grow", "14", "50000", "300"}, out_path);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (r.tables_before_fault == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      r.tables_before_fault = load(db).tables.size();
+    } catch (const std::exception&) {
+    }
+  }
+  fault(rec.pid);
+  Finished f = wait_record(rec);
+  unfault();
+  r.exited = f.exited;
+  r.code = f.code;
+  r.err = f.err;
+  r.out = f.out;
+  try {
+    const auto p = load(db);
+    r.tables_after = p.tables.size();
+    r.counts_exact = true;
+    for (const auto& t : p.tables)
+      r.counts_exact &= t.aggregate.lookups() == 50000 && t.aggregate.unique_rows() == 50000 && t.aggregate.count(49999) == 1;
+  } catch (const std::exception& e) {
+    r.load_error = e.what();
+  }
+  return r;
+}
+
+size_t count_lines_with(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) n += line.find(what) != std::string::npos;
+  return n;
+}
+
+void expect_disk_full_handled(const DiskFullResult& r, const std::string& db, const std::string& reason) {
+  ASSERT_TRUE(r.exited) << "edo record died by signal " << r.code - 128 << "\n" << r.err;
+  ASSERT_GT(r.tables_before_fault, 0u) << "no save before the fault\n" << r.err;
+  // The job is unharmed: every round ran, its output is whole.
+  EXPECT_EQ(rounds_printed(r.out).size(), 14u) << r.out;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
+  // One line says what happened and that the job goes on; one closing line says what is kept.
+  EXPECT_EQ(count_lines_with(r.err, "cannot write"), 1u) << r.err;
+  EXPECT_EQ(count_lines_with(r.err, reason), 1u) << r.err;
+  EXPECT_EQ(count_lines_with(r.err, "the job runs on"), 1u) << r.err;
+  EXPECT_EQ(count_lines_with(r.err, db + " is incomplete"), 1u) << r.err;
+  EXPECT_EQ(r.err.find("wrote " + db), std::string::npos) << r.err;
+  // Documented exit code: the job succeeded, the recording is incomplete -> 1.
+  EXPECT_EQ(r.code, 1) << r.err;
+  // What was saved before is still there, whole.
+  EXPECT_EQ(r.load_error, "");
+  EXPECT_GE(r.tables_after, r.tables_before_fault);
+  EXPECT_LT(r.tables_after, 14u) << "the fault came too late to test anything";
+  EXPECT_TRUE(r.counts_exact);
+  std::printf("disk full (%s): %zu of 14 tables saved before the fault, %zu in the file after it; exit %d; stderr:\n%s",
+              reason.c_str(), r.tables_before_fault, r.tables_after, r.code, r.err.c_str());
+}
+
+}  // namespace
+
+// The file size limit (ulimit -f) of the collector reached mid-recording: every write past it
+// fails with EFBIG (and SIGXFSZ, which must not kill the collector).
+TEST(Faults, DiskFullFileSizeLimit) {
+  const std::string dir = temp_dir(), db = dir + "/fsize.edodb";
+  const auto r = disk_full_run(
+      db, dir + "/job.out",
+      [](pid_t edo) {
+        const rlimit lim{1, RLIM_INFINITY};
+        ASSERT_EQ(prlimit(edo, RLIMIT_FSIZE, &lim, nullptr), 0) << std::strerror(errno);
+      },
+      [] {});
+  expect_disk_full_handled(r, db, "file size limit");
+}
+
+// A real full file system: a small tmpfs (mounted in a private user and mount namespace),
+// filled up by another file while the job runs; space is freed after the run, as a user would.
+TEST(Faults, DiskFullTmpfs) {
+  const std::string outside = temp_dir();
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(report[0]);
+    auto say = [&](const std::string& s) {
+      if (write(report[1], s.data(), s.size()) < 0) _exit(3);
+    };
+    const uid_t uid = getuid();
+    const gid_t gid = getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      say(std::string("skip cannot create a mount namespace: ") + std::strerror(errno));
+      _exit(0);
+    }
+    std::ofstream("/proc/self/setgroups") << "deny";
+    std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
+    std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
+    const std::string mnt = outside + "/tmpfs";
+    fs::create_directories(mnt);
+    if (mount("none", mnt.c_str(), "tmpfs", 0, "size=32m") != 0) {
+      say(std::string("skip cannot mount a tmpfs: ") + std::strerror(errno));
+      _exit(0);
+    }
+    const std::string db = mnt + "/full.edodb", filler = mnt + "/filler";
+    const auto r = disk_full_run(
+        db, outside + "/job.out",
+        [&](pid_t) {
+          // Fill the file system to the last byte.
+          int fd = open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+          std::vector<char> block(1 << 16, 'x');
+          while (write(fd, block.data(), block.size()) > 0) {
+          }
+          while (write(fd, block.data(), 1) > 0) {
+          }
+          close(fd);
+        },
+        [&] { fs::remove(filler); });
+    std::ostringstream s;
+    s << "exited " << r.exited << "\ncode " << r.code << "\nbefore " << r.tables_before_fault << "\nafter "
+      << r.tables_after << "\nexact " << r.counts_exact << "\nload_error " << r.load_error << "\nerr\n"
+      << r.err << "\x1e" << r.out;
+    say(s.str());
+    _exit(0);
+  }
+  close(report[1]);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(report[0], buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  close(report[0]);
+  int st = 0;
+  waitpid(child, &st, 0);
+  if (text.rfind("skip ", 0) == 0) GTEST_SKIP() << text.substr(5) << " (DiskFullFileSizeLimit covers disk full here)";
+  DiskFullResult r;
+  std::istringstream in(text.substr(0, text.find("\nerr\n")));
+  std::string key;
+  while (in >> key) {
+    if (key == "exited") in >> r.exited;
+    else if (key == "code") in >> r.code;
+    else if (key == "before") in >> r.tables_before_fault;
+    else if (key == "after") in >> r.tables_after;
+    else if (key == "exact") in >> r.counts_exact;
+    else if (key == "load_error") std::getline(in, r.load_error), r.load_error.erase(0, r.load_error.find_first_not_of(' '));
+  }
+  const size_t err_at = text.find("\nerr\n") + 5, sep = text.find('\x1e');
+  r.err = text.substr(err_at, sep - err_at);
+  r.out = text.substr(sep + 1);
+  expect_disk_full_handled(r, outside + "/tmpfs/full.edodb", "the disk is full");
+}
+
+// Eight processes record into one collector at once, started together: four forked workers
+// that inherit the parent's table and four exec'ed ranks that register it themselves. Process
+// K reads row K (K+1)*100 times. Every count arrives, in EDO_FAULT_RUNS runs (3 by default).
+TEST(Faults, EightProcessesAtOnce) {
+  const int runs = int(env_or("EDO_FAULT_RUNS", 3));
+  const std::string dir = temp_dir();
+  for (int run = 0; run < runs; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const std::string db = dir + "/ranks.edodb";
+    Recording rec = start_record({"record", "--flush-ms", "10", "-o", db, "--", FAULT_JOB, "ranks", "8"}, dir + "/job.out");
+    Finished f = wait_record(rec);
+    ASSERT_TRUE(f.exited);
+    ASSERT_EQ(f.code, 0) << f.err;
+    const auto p = load(db);
+    // Summed over every process's rows of the table (how the report groups them is not what
+    // is tested here).
+    std::vector<uint64_t> counts(8, 0);
+    uint64_t lookups = 0, total = 0;
+    for (const auto& t : p.tables) {
+      if (t.name != "shared.emb") continue;
+      lookups += t.aggregate.lookups();
+      for (uint64_t k = 0; k < 8; ++k) counts[k] += t.aggregate.count(k);
+    }
+    for (uint64_t k = 0; k < 8; ++k) {
+      EXPECT_EQ(counts[k], (k + 1) * 100) << "process " << k;
+      total += (k + 1) * 100;
+    }
+    EXPECT_EQ(lookups, total);
+    std::set<int64_t> pids;
+    for (const auto& s : p.sessions) pids.insert(s.pid);
+    EXPECT_GE(pids.size(), 9u) << "the parent and 8 processes";
+    fs::remove(db);
+  }
+  std::printf("8 processes at once: %d runs, every count of every process in the database\n", runs);
+}
