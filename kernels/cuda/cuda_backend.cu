@@ -619,6 +619,25 @@ std::string device_status() {
   return s;
 }
 
+DeviceInfo device_info() {
+  const std::string st = device_status();
+  if (!st.empty()) throw std::runtime_error(st);
+  DeviceInfo d;
+  int dev = 0, v = 0;
+  EDO_CUDA(cudaGetDevice(&dev));
+  EDO_CUDA(cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, dev));
+  EDO_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, dev));  // kHz
+  d.clock_ghz = v * 1e-6;
+  EDO_CUDA(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev));
+  d.l2_bytes = static_cast<std::uint64_t>(v);
+  EDO_CUDA(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+  EDO_CUDA(cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+  std::size_t free_b = 0, total_b = 0;
+  EDO_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  d.memory_bytes = total_b;
+  return d;
+}
+
 std::string device_description() {
   const std::string st = device_status();
   if (!st.empty()) return st;

@@ -25,6 +25,17 @@ inline bool available() { return device_status().empty(); }
 // "<name>, <N> SMs, <GiB> GiB, sm_<cc>" of device 0, or the status line.
 std::string device_description();
 
+// What the bounds need to know about device 0.
+struct DeviceInfo {
+  int sms = 0;
+  double clock_ghz = 0;           // SM clock
+  std::uint64_t l2_bytes = 0, memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+  // Shared memory / L1: 128 bytes per clock per SM (32 banks x 4 B), in GB/s.
+  double onchip_gbs() const { return sms * clock_ghz * 128.0; }
+};
+DeviceInfo device_info();  // throws std::runtime_error with device_status() without a device
+
 // The CUDA backend (make_backend("cuda") returns one); throws std::runtime_error with
 // device_status() when no device can be used.
 std::unique_ptr<Backend> make_cuda_backend();
