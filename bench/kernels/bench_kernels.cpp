@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "edo/kernels/bench.h"
+#include "edo/kernels/cuda.h"
 
 using namespace edo::kernels;
 
@@ -42,8 +43,13 @@ int main(int argc, char** argv) {
     else if (a == "--backend") backend = next();
     else if (a == "--strategies") strategies = next();
     else if (a == "--batch") batch = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--device-status") {  // gpu-steps.sh: is there a device to measure?
+      const std::string st = cuda::device_status();
+      std::printf("%s\n", st.empty() ? cuda::device_description().c_str() : st.c_str());
+      return st.empty() ? 0 : 1;
+    }
     else {
-      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST] [--batch N]\n");
+      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST] [--batch N] [--device-status]\n");
       return 2;
     }
   }

@@ -269,6 +269,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
     BenchResult& r = e.r;
     r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
     r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
+    if (r.hit_rate >= 0) r.miss_gbs = r.bag_rows_per_s * (1.0 - r.hit_rate) * r.access.read_bytes / 1e9;
     if (cfg.anchor) {
       if (on_cpu) {
         const double p = probes.rate(r.access);

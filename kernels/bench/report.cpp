@@ -59,7 +59,11 @@ nlohmann::json to_json(const BenchReport& rep) {
     x["bound_rows_per_s"] = r.bound_rows_per_s;
     x["bound_basis"] = r.bound_basis;
     x["bag_vs_bound"] = r.bound_rows_per_s > 0 ? r.bag_rows_per_s / r.bound_rows_per_s : 0.0;
-    if (r.hit_rate >= 0) x["hit_rate"] = r.hit_rate;
+    if (r.hit_rate >= 0) {
+      x["hit_rate"] = r.hit_rate;
+      x["miss_gbs"] = r.miss_gbs;
+      if (rep.h2d_gbs > 0) x["miss_vs_h2d"] = r.miss_gbs / rep.h2d_gbs;
+    }
     x["encode_s"] = r.encode_s;
     j["results"].push_back(std::move(x));
   }
@@ -119,6 +123,12 @@ std::string to_text(const BenchReport& rep) {
                   fmt_bytes(static_cast<double>(r.device_bytes)).c_str(), r.bytes_per_row, err, r.gather_rows_per_s / 1e6,
                   r.bag_rows_per_s / 1e6, r.bag_gbs, r.bound_rows_per_s / 1e6,
                   r.bound_rows_per_s > 0 ? r.bag_rows_per_s / r.bound_rows_per_s : 0.0, hit, r.needs_retraining ? "  (needs retraining)" : "");
+    o << line;
+  }
+  for (const auto& r : rep.results) {
+    if (r.hit_rate < 0) continue;
+    std::snprintf(line, sizeof line, "%s: hit rate %.3f, misses read from host memory at %.2f GB/s%s\n", r.strategy.c_str(), r.hit_rate,
+                  r.miss_gbs, rep.h2d_gbs > 0 ? (" = " + std::to_string(r.miss_gbs / rep.h2d_gbs).substr(0, 4) + "x the host-to-device copy").c_str() : "");
     o << line;
   }
   o << "\nB/row: table bytes read per looked-up row; bag GB/s counts those bytes; error: access-weighted relative L2 vs fp32;\n"

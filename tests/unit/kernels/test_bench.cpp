@@ -5,7 +5,9 @@
 
 #include "edo/kernels/bench.h"
 #include "edo/kernels/cuda.h"
+#include "edo/kernels/backend.h"
 #include "edo/kernels/encode.h"
+#include "edo/kernels/workload.h"
 
 using namespace edo::kernels;
 
@@ -131,5 +133,38 @@ TEST(Bench, CudaWithoutDeviceIsOneClearLine) {
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("no CUDA device: ", 0), 0u) << e.what();
+  }
+}
+
+// The Backend a tuner uses, on the CPU: load once, time passes; offload's hit rate comes back;
+// a bad index in the workload is refused at load time; "cuda" without a device is one line.
+TEST(Bench, CpuBackendTimesLookups) {
+  const std::uint64_t R = 5000;
+  const std::uint32_t D = 16;
+  std::vector<float> w(R * D, 0.25f);
+  const Workload work = Workload::fixed_bags(zipf_batches(R, 1.05, 9, 3, 4096), 32);
+  auto backend = make_backend("cpu");
+  EXPECT_EQ(backend->name(), "cpu");
+  for (const char* spec : {"int8", "offload:cache=0.1:policy=lru"}) {
+    auto t = encode(StrategySpec::parse(spec), w.data(), R, D);
+    auto loaded = backend->load(*t, work);
+    EXPECT_EQ(loaded->indices(), 3u * 4096);
+    const LookupTimes lt = time_lookups(*loaded, 2, 1);
+    EXPECT_GT(lt.bag_rows_per_s, 0.0) << spec;
+    EXPECT_GT(lt.gather_s_per_pass, 0.0) << spec;
+    EXPECT_EQ(lt.hit_rate >= 0, std::string(spec).rfind("offload", 0) == 0) << spec;
+  }
+  Workload bad = work;
+  bad.batches[1][7] = static_cast<std::int64_t>(R);
+  auto t = encode(StrategySpec::parse("fp32"), w.data(), R, D);
+  EXPECT_THROW(backend->load(*t, bad), IndexOutOfRange);
+  EXPECT_THROW(make_backend("tpu"), std::invalid_argument);
+  if (!cuda::available()) {
+    try {
+      make_backend("cuda");
+      FAIL();
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("no CUDA device: ", 0), 0u) << e.what();
+    }
   }
 }

@@ -74,6 +74,7 @@ struct BenchResult {
   double gather_rows_per_s = 0, bag_rows_per_s = 0;
   double gather_gbs = 0, bag_gbs = 0;  // row bytes read per second
   double hit_rate = -1;
+  double miss_gbs = 0;  // offload: bytes of missed rows read from host memory per second (bag)
   double encode_s = 0;
   AccessModel access;
   double bound_rows_per_s = 0;  // 0: not measured

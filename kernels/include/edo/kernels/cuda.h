@@ -72,6 +72,9 @@ class DeviceTable {
   // fp32/fp16/bf16 only: W[row] -= lr * dL/dW[row] (atomic scatter-add).
   virtual void backward(const std::int64_t* d_idx, std::int64_t n, const std::int64_t* d_offsets, std::int64_t n_bags,
                         const float* d_psw, Pooling mode, const float* d_grad, float lr) = 0;
+  // Allocates what lookups of up to `max_indices` indices need (offload LRU's per-batch
+  // workspace), so that no later lookup allocates. Lookups grow it themselves otherwise.
+  virtual void reserve(std::int64_t max_indices) { (void)max_indices; }
   // Waits for the table's work; throws IndexOutOfRange for a bad index seen since the last call.
   virtual void synchronize() = 0;
   // Copies the (possibly trained) table back for comparisons: decoded rows, rows x dim.

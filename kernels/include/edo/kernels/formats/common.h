@@ -67,6 +67,22 @@ EDO_HD float fma_f(float a, float b, float c) {
 #endif
 }
 
+// splitmix64's finaliser: multi-hash buckets, offload's cache sets.
+EDO_HD std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// floor(x * n / 2^64): maps a 64-bit hash onto [0, n) without a division.
+EDO_HD std::uint64_t mul_high(std::uint64_t x, std::uint64_t n) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(x, n);
+#else
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
+#endif
+}
+
 // How a bag is pooled.
 enum class Pooling : int { Sum = 0, Mean = 1 };
 
