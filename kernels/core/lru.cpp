@@ -42,12 +42,17 @@ std::uint64_t LruCache::batch(const std::int64_t* idx, std::int64_t n, std::vect
     const std::uint64_t set = miss_keys_[i] >> 32;
     const std::uint64_t base = set * ways_;
     // This set's slots not used by the batch, least recently used first.
+    // (insertion by time; ways come in increasing order, so ties keep the lower way first)
     std::uint32_t free = 0;
-    for (std::uint32_t w = 0; w < ways_; ++w)
-      if (time_[base + w] < now_) order[free++] = w;
-    std::sort(order, order + free, [&](std::uint32_t a, std::uint32_t b) {
-      return time_[base + a] != time_[base + b] ? time_[base + a] < time_[base + b] : a < b;
-    });
+    for (std::uint32_t w = 0; w < ways_; ++w) {
+      if (time_[base + w] >= now_) continue;
+      std::uint32_t at = free++;
+      while (at > 0 && time_[base + order[at - 1]] > time_[base + w]) {
+        order[at] = order[at - 1];
+        --at;
+      }
+      order[at] = w;
+    }
     std::uint32_t used = 0;
     for (; i < miss_keys_.size() && miss_keys_[i] >> 32 == set; ++i) {
       if (used == free) continue;  // no slot left in this set: read from host this batch
