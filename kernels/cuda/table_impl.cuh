@@ -1,5 +1,6 @@
-// Internal to edo_kernels_cuda: what every table kind shares (error checks, the out-of-range
-// flag, the argument block of a lookup, the DeviceTable base) and the factories of the kinds.
+// Internal to edo_kernels_cuda: what every table kind shares (error checks, the DeviceTable
+// base; the argument block of a lookup and the out-of-range flag are in bag_args.h) and the
+// factories of the kinds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda/bag_args.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/formats/common.h"
 
@@ -18,48 +20,6 @@ void check(cudaError_t e, const char* what);  // throws std::runtime_error namin
 #define EDO_CUDA(x) ::edo::kernels::cuda::detail::check((x), #x)
 
 inline int blocks_for(std::int64_t items, int per_block) { return static_cast<int>((items + per_block - 1) / per_block); }
-
-// The first out-of-range index a kernel saw (first writer wins); the row reads as zeros.
-struct ErrFlag {
-  unsigned int set;
-  long long index;
-  long long position;
-};
-
-__device__ __forceinline__ bool in_range(std::int64_t r, std::uint64_t rows, std::int64_t pos, ErrFlag* err) {
-  if (static_cast<std::uint64_t>(r) < rows) return true;
-  if (atomicCAS(&err->set, 0u, 1u) == 0u) {
-    err->index = r;
-    err->position = pos;
-  }
-  return false;
-}
-
-struct BagArgs {
-  const std::int64_t* idx;
-  const std::int64_t* offsets;  // nullptr: gather (bag i = index i)
-  std::int64_t n_bags;
-  const float* psw;
-  int mean;
-  float* out;
-  std::uint32_t dim;
-  std::uint64_t rows;
-  ErrFlag* err;
-};
-
-__device__ __forceinline__ void bag_bounds(const BagArgs& a, std::int64_t b, std::int64_t& s, std::int64_t& e) {
-  if (a.offsets) {
-    s = a.offsets[b];
-    e = a.offsets[b + 1];
-  } else {
-    s = b;
-    e = b + 1;
-  }
-}
-
-__device__ __forceinline__ float bag_scale(const BagArgs& a, std::int64_t s, std::int64_t e) {
-  return (a.mean && e > s) ? 1.f / static_cast<float>(e - s) : 1.f;
-}
 
 // The DeviceTable base: a stream of its own, the error flag, gather and bag through launch().
 class TableImpl : public DeviceTable {
