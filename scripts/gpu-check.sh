@@ -11,6 +11,13 @@
 # Each part of edo adds its GPU steps as an executable `gpu-steps.sh` next to its GPU tests
 # (tests/gpu/<area>/gpu-steps.sh or bench/<area>/gpu-steps.sh); this script runs them all,
 # each with a time limit, and never stops at the first failure.
+#
+#   scripts/gpu-check.sh                      every step
+#   scripts/gpu-check.sh bench/kernels ...    only the steps whose path contains an argument
+#
+# A step may state its own limit in a line "# edo-gpu-step-limit: SECONDS" (default
+# $EDO_GPU_STEP_TIMEOUT, 180); the whole run stays within $EDO_GPU_CHECK_BUDGET seconds (default
+# 540, inside one 10-minute call of the device tool): a step gets at most what is left.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export EDO_ROOT=$PWD
@@ -20,9 +27,11 @@ card=${card:-no-gpu}
 export RESULTS=${OUT:-$PWD/bench/results/$(date +%Y-%m-%d)-$card}
 mkdir -p "$RESULTS"
 log="$RESULTS/gpu-check.log"
-# 3 steps x 180 s stays inside one 10-minute call of the device tool even if every step
-# runs into its limit (each normally needs 30-150 s with a bundle: no building there).
+# Each step normally needs 30-150 s with a bundle (no building there); the budget keeps the
+# whole run inside one 10-minute call of the device tool even when steps run into limits.
 step_limit=${EDO_GPU_STEP_TIMEOUT:-180}
+budget=${EDO_GPU_CHECK_BUDGET:-540}
+start=$SECONDS
 
 {
   echo "gpu-check: $(date -u +%FT%TZ) card=$card"
@@ -34,9 +43,23 @@ failed=0
 steps=0
 for step in tests/gpu/*/gpu-steps.sh bench/*/gpu-steps.sh; do
   [[ -x $step ]] || continue
+  if (($# > 0)); then
+    wanted=0
+    for a in "$@"; do [[ $step == *"$a"* ]] && wanted=1; done
+    ((wanted)) || continue
+  fi
+  limit=$(sed -n 's/^# edo-gpu-step-limit: *\([0-9][0-9]*\).*/\1/p' "$step" | head -n1)
+  limit=${limit:-$step_limit}
+  left=$((budget - (SECONDS - start)))
+  if ((left < 20)); then
+    echo "SKIPPED (no time left in the ${budget} s budget): $step" | tee -a "$log"
+    failed=$((failed + 1))
+    continue
+  fi
+  ((limit > left)) && limit=$left
   steps=$((steps + 1))
-  echo "=== $step" | tee -a "$log"
-  if timeout "$step_limit" "$step" >>"$log" 2>&1; then
+  echo "=== $step (limit ${limit} s)" | tee -a "$log"
+  if timeout "$limit" "$step" >>"$log" 2>&1; then
     echo "ok: $step" | tee -a "$log"
   else
     echo "FAILED ($?): $step" | tee -a "$log"

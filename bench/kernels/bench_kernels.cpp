@@ -4,10 +4,10 @@
 //                 [--strategies LIST] [--batch N]
 //
 // For each shape (default 10M x 128 and 1M x 128, uniform indices, 2 threads, batch 65536
-// indices in bags of 32) it measures the STREAM triad of this machine, then fp32, int8 and int4
-// bags, and prints:
-//   fp32 bag row GB/s vs triad GB/s      (target >= 0.8x on 10M x 128)
-//   int8 / int4 bag rows/s vs fp32       (target >= 2x)
+// indices in bags of 32) it measures fp32, int8 and int4 bags (or --strategies) with each one's
+// bound from the same run (bench.h), and prints the ratios against the targets:
+//   cpu:  fp32 bag >= 0.8x its random-row probe; int8 / int4 bag rows/s >= 2x fp32
+//   cuda: row formats >= 0.7x their sector bound, fp16 level with bf16, others >= 0.5x
 // The PyTorch anchor (torch.nn.functional.embedding_bag) is compare_torch.py's job.
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "edo/kernels/bench.h"
+#include "edo/kernels/cuda.h"
 
 using namespace edo::kernels;
 
@@ -42,13 +43,18 @@ int main(int argc, char** argv) {
     else if (a == "--backend") backend = next();
     else if (a == "--strategies") strategies = next();
     else if (a == "--batch") batch = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--device-status") {  // gpu-steps.sh: is there a device to measure?
+      const std::string st = cuda::device_status();
+      std::printf("%s\n", st.empty() ? cuda::device_description().c_str() : st.c_str());
+      return st.empty() ? 0 : 1;
+    }
     else {
-      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST] [--batch N]\n");
+      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--reps N] [--zipf] [--json FILE] [--shapes 10M,1M] [--backend cpu|cuda] [--strategies LIST] [--batch N] [--device-status]\n");
       return 2;
     }
   }
   nlohmann::json all = nlohmann::json::array();
-  bool ok = true;
+  bool all_ok = true;
   std::string summary;
   std::size_t pos = 0;
   while (pos <= shapes.size()) {
@@ -80,30 +86,36 @@ int main(int argc, char** argv) {
     std::printf("%s\n", to_text(rep).c_str());
     all.push_back(to_json(rep));
     const BenchResult* f32 = nullptr;
-    for (const auto& r : rep.results)
+    const BenchResult* bf16 = nullptr;
+    for (const auto& r : rep.results) {
       if (r.name == "fp32") f32 = &r;
+      if (r.name == "bf16") bf16 = &r;
+    }
     char line[512];
-    std::snprintf(line, sizeof line, "== %s %llu x 128 %s, %d threads: anchor %s %.1f GB/s\n", backend.c_str(),
-                  static_cast<unsigned long long>(c.rows), zipf > 0 ? "zipf 1.05" : "uniform", rep.threads,
-                  rep.anchor_name.c_str(), rep.anchor_gbs);
+    std::snprintf(line, sizeof line, "== %s %llu x 128 %s, %d threads\n", backend.c_str(), static_cast<unsigned long long>(c.rows),
+                  zipf > 0 ? "zipf 1.05" : "uniform", rep.threads);
     summary += line;
-    if (f32) {
-      const double ratio = f32->bag_gbs / rep.anchor_gbs;
-      const bool gate = c.rows >= 10'000'000 && zipf <= 0;
-      std::snprintf(line, sizeof line, "   fp32 bag   %7.1f Mrows/s  %6.1f GB/s row bytes   vs %s %.2fx  (target >= 0.80x%s)%s\n",
-                    f32->bag_rows_per_s / 1e6, f32->bag_gbs, rep.anchor_name.c_str(), ratio,
-                    gate ? "" : ", gated on 10M uniform only", gate ? (ratio >= 0.8 ? "  MET" : "  MISSED") : "");
+    const bool gpu = backend == "cuda";
+    for (const auto& r : rep.results) {
+      const double vb = r.bound_rows_per_s > 0 ? r.bag_rows_per_s / r.bound_rows_per_s : 0.0;
+      const bool rowf = r.name == "fp32" || r.name == "fp16" || r.name == "bf16" || r.name == "fp8" || r.name == "int8" || r.name == "int4";
+      // Targets (issue 10): CPU: fp32 >= 0.8x its probe, int8/int4 >= 2x fp32 rows/s. CUDA:
+      // row formats >= 0.7x their bound (fp32 at ~0.95x today), fp16 level with bf16, every
+      // other strategy >= 0.5x its bound.
+      std::string verdict;
+      auto judge = [&](bool ok, const char* what) {
+        verdict += std::string("  (") + what + (ok ? ") MET" : ") MISSED");
+        if (!ok) all_ok = false;
+      };
+      if (!gpu && r.name == "fp32") judge(vb >= 0.8, "target >= 0.80x probe");
+      if (!gpu && f32 && (r.name == "int8" || r.name == "int4")) judge(r.bag_rows_per_s >= 2.0 * f32->bag_rows_per_s, "target >= 2x fp32 rows/s");
+      if (gpu && rowf) judge(vb >= 0.7, "target >= 0.70x bound");
+      if (gpu && !rowf) judge(vb >= 0.5, "target >= 0.50x bound");
+      if (gpu && r.name == "fp16" && bf16) judge(r.bag_rows_per_s >= 0.95 * bf16->bag_rows_per_s, "level with bf16");
+      std::snprintf(line, sizeof line, "   %-24s %9.1f M rows/s  bound %9.1f M rows/s  %.2fx%s%s\n", r.strategy.c_str(), r.bag_rows_per_s / 1e6,
+                    r.bound_rows_per_s / 1e6, vb, f32 && &r != f32 ? (" | " + std::to_string(r.bag_rows_per_s / f32->bag_rows_per_s).substr(0, 4) + "x fp32").c_str() : "",
+                    verdict.c_str());
       summary += line;
-      if (gate && ratio < 0.8) ok = false;
-      for (const auto& r : rep.results) {
-        if (r.name == "fp32") continue;
-        const double rr = r.bag_rows_per_s / f32->bag_rows_per_s;
-        const bool q = r.name == "int8" || r.name == "int4";
-        std::snprintf(line, sizeof line, "   %-10s %7.1f Mrows/s  %6.1f GB/s row bytes   vs fp32 bag %.2fx rows/s%s\n", r.name.c_str(),
-                      r.bag_rows_per_s / 1e6, r.bag_gbs, rr, q ? (rr >= 2.0 ? "  (target >= 2x) MET" : "  (target >= 2x) MISSED") : "");
-        summary += line;
-        if (q && rr < 2.0) ok = false;
-      }
     }
   }
   std::printf("%s", summary.c_str());
@@ -111,6 +123,6 @@ int main(int argc, char** argv) {
     std::ofstream(json_path) << all.dump(2) << "\n";
     std::fprintf(stderr, "wrote %s\n", json_path.c_str());
   }
-  std::printf("targets: %s\n", ok ? "all met" : "some missed (see above)");
+  std::printf("targets: %s\n", all_ok ? "all met" : "some missed (see above)");
   return 0;
 }

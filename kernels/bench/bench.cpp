@@ -1,17 +1,17 @@
-#include "edo/kernels/bench.h"
-
-#include <omp.h>
-#include <sched.h>
+// run_bench(): encode synthetic weights with every strategy, time gather and bag on the chosen
+// backend, and measure each strategy's bound in the same run (bench.h says which).
 #include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
-#include <sstream>
 
+#include "bench/anchors.h"
 #include "edo/kernels/backend.h"
+#include "edo/kernels/bench.h"
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
@@ -29,52 +29,11 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-std::string fmt_bytes(double b) {
-  char buf[64];
-  if (b >= 1ull << 30) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1ull << 30));
-  else if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+std::string fmt_mib(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
   return buf;
 }
-
-// STREAM triad a = b + s*c over three arrays; one pass() per call so that the benchmark can
-// interleave it with the strategies' passes (same minutes of this shared machine).
-class Triad {
- public:
-  Triad(int threads, std::uint64_t bytes_per_array)
-      : n_(bytes_per_array / sizeof(double)), nt_(std::max(1, threads)), ab_(n_ * 8, false), bb_(n_ * 8, false), cb_(n_ * 8, false) {
-    double* a = ab_.as<double>();
-    double* b = bb_.as<double>();
-    double* c = cb_.as<double>();
-    const std::int64_t N = static_cast<std::int64_t>(n_);
-#pragma omp parallel for num_threads(nt_) schedule(static)
-    for (std::int64_t i = 0; i < N; ++i) {
-      a[i] = 0;
-      b[i] = 1;
-      c[i] = 2;
-    }
-    pass();  // warm-up: page faults, thread start
-  }
-  double pass() {
-    double* a = ab_.as<double>();
-    const double* b = bb_.as<double>();
-    const double* c = cb_.as<double>();
-    const std::int64_t N = static_cast<std::int64_t>(n_);
-    const double s = 3.0;
-    const auto t0 = Clock::now();
-#pragma omp parallel for num_threads(nt_) schedule(static)
-    for (std::int64_t i = 0; i < N; ++i) a[i] = b[i] + s * c[i];
-    const double t = seconds_since(t0);
-    if (a[N / 2] != 7.0) throw std::runtime_error("triad: wrong result");
-    return 3.0 * static_cast<double>(n_) * 8 / t / 1e9;
-  }
-
- private:
-  std::uint64_t n_;
-  int nt_;
-  HostBuffer ab_, bb_, cb_;
-};
 
 // Available memory (MemAvailable), for sizing the groups of tables measured together.
 std::uint64_t available_bytes() {
@@ -88,37 +47,84 @@ std::uint64_t available_bytes() {
   return kb ? kb * 1024 : 8ull << 30;
 }
 
-}  // namespace
+// Rows the kernels prefetch ahead (kernels/cpu: 8 KiB of rows, 16..64 rows).
+int kernel_distance(double read_bytes) { return static_cast<int>(std::clamp(8192.0 / std::max(1.0, read_bytes), 16.0, 64.0)); }
 
-double triad_gbs(int threads, std::uint64_t bytes_per_array, int reps) {
-  Triad t(threads, bytes_per_array);
-  std::vector<double> gbs;
-  for (int r = 0; r < reps; ++r) gbs.push_back(t.pass());
-  return median(gbs);
-}
-
-double memory_latency_ns(std::uint64_t bytes, std::uint64_t steps) {
-  // A random cycle through every 64-byte line of a huge-page buffer (Sattolo's shuffle, so
-  // one cycle covers all lines): each load's address is the previous load's value.
-  const std::uint64_t lines = std::max<std::uint64_t>(2, bytes / 64);
-  HostBuffer buf(lines * 64, false);
-  auto* p = buf.as<std::uint64_t>();
-  std::vector<std::uint32_t> order(lines);
-  for (std::uint64_t i = 0; i < lines; ++i) order[i] = static_cast<std::uint32_t>(i);
-  std::uint64_t x = 0x9E3779B97F4A7C15ull;
-  for (std::uint64_t i = lines - 1; i > 0; --i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    std::swap(order[i], order[x % i]);
+// The random-row probes of a run, one per (read bytes, stride, entries); each pass measures
+// the kernels' prefetch distance and twice that and keeps the faster (the probe is the best
+// this machine does, not a copy of the kernels' choice).
+class Probes {
+ public:
+  Probes(const std::uint8_t* weights, std::uint64_t weight_bytes, int threads)
+      : w_(weights), wb_(weight_bytes), threads_(threads) {}
+  void need(const AccessModel& m) {
+    const Key k{m.read_bytes, m.stride, m.entries};
+    if (probes_.count(k)) return;
+    const std::uint8_t* base = w_;
+    const auto bytes = static_cast<std::uint64_t>(static_cast<double>(m.entries) * m.stride + 64);
+    if (bytes > wb_) {  // rows wider than fp32 ones (tiny dims): memory of its own
+      own_.emplace_back(bytes, true);
+      base = own_.back().data();
+    }
+    Entry e;
+    const int dist = kernel_distance(m.read_bytes);
+    e.near = std::make_unique<bench::RowProbe>(base, m.entries, m.read_bytes, m.stride, threads_, dist);
+    e.far = std::make_unique<bench::RowProbe>(base, m.entries, m.read_bytes, m.stride, threads_, 2 * dist);
+    probes_.emplace(k, std::move(e));
   }
-  for (std::uint64_t i = 0; i < lines; ++i) p[std::uint64_t{order[i]} * 8] = std::uint64_t{order[(i + 1) % lines]} * 8;
-  std::uint64_t at = 0;
-  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(steps, 1u << 16); ++i) at = p[at];  // warm the TLB
-  const auto t0 = Clock::now();
-  for (std::uint64_t i = 0; i < steps; ++i) at = p[at];
-  const double t = seconds_since(t0);
-  if (at >= lines * 8) throw std::runtime_error("latency: broken cycle");
-  return t / static_cast<double>(steps) * 1e9;
+  void pass_all(const std::vector<std::vector<std::int64_t>>& batches, bool timed) {
+    for (auto& [k, e] : probes_) {
+      const double r = std::max(e.near->pass(batches), e.far->pass(batches));
+      if (timed) e.rates.push_back(r);
+    }
+  }
+  double rate(const AccessModel& m) const {
+    auto it = probes_.find(Key{m.read_bytes, m.stride, m.entries});
+    return it == probes_.end() ? 0.0 : median(it->second.rates);
+  }
+  std::vector<BenchReport::Probe> report() const {
+    std::vector<BenchReport::Probe> out;
+    for (const auto& [k, e] : probes_) out.push_back({std::get<0>(k), std::get<1>(k), median(e.rates)});
+    return out;
+  }
+
+ private:
+  using Key = std::tuple<double, double, std::uint64_t>;
+  struct Entry {
+    std::unique_ptr<bench::RowProbe> near, far;
+    std::vector<double> rates;
+  };
+  const std::uint8_t* w_;
+  std::uint64_t wb_;
+  int threads_;
+  std::map<Key, Entry> probes_;
+  std::vector<HostBuffer> own_;
+};
+
+// The CUDA bound of a strategy: seconds per row from each part of its traffic.
+double cuda_bound(const AccessModel& m, const BenchReport& rep, std::string& basis) {
+  if (rep.anchor_gbs <= 0) return 0;
+  const double dev = 1.0 - m.host_fraction;
+  const double dram_bytes = dev * m.reads * sector_bytes(m.read_bytes, m.stride) + (m.index_bytes > 0 ? 32.0 : 0.0);
+  double s = dram_bytes / (rep.anchor_gbs * 1e9);
+  char b[160];
+  std::snprintf(b, sizeof b, "%.0f B of sectors / d2d copy", dram_bytes);
+  basis = b;
+  if (m.onchip_bytes > 0 && rep.onchip_gbs > 0) {
+    s += m.onchip_bytes / (rep.onchip_gbs * 1e9);
+    std::snprintf(b, sizeof b, " + %.0f B / shared memory", m.onchip_bytes);
+    basis += b;
+  }
+  if (m.host_fraction > 0 && rep.h2d_gbs > 0) {
+    const double host = m.host_fraction * std::ceil(m.read_bytes / 32) * 32;
+    s += host / (rep.h2d_gbs * 1e9);
+    std::snprintf(b, sizeof b, " + %.0f B misses / h2d copy", host);
+    basis += b;
+  }
+  return s > 0 ? 1.0 / s : 0.0;
 }
+
+}  // namespace
 
 BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.backend != "cpu" && cfg.backend != "cuda") throw std::invalid_argument("backend must be cpu or cuda");
@@ -144,46 +150,53 @@ BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.pin) cpu::pin_threads();
   rep.isa = backend->description();
 
-  // CPU: the triad runs interleaved with the strategies' passes (below); CUDA: up front.
-  std::unique_ptr<Triad> triad;
+  // Anchors sized to the work: the fp32 table's bytes, within [4 MiB, 1 GiB] (latency) and
+  // [4 MiB, 256 MiB] per triad array; on the GPU [256 MiB, 1 GiB] per copy buffer (beyond
+  // the L2 cache) and [64 MiB, 256 MiB] of pinned host memory.
+  const double work = static_cast<double>(cfg.rows) * cfg.dim * 4;
+  auto clamp_bytes = [&](double lo, double hi) { return static_cast<std::uint64_t>(std::clamp(work, lo, hi)); };
+  std::unique_ptr<bench::Triad> triad;
   std::vector<double> triad_passes;
   rep.anchor_name = on_cpu ? "triad" : "d2d_copy";
   if (cfg.anchor) {
     if (on_cpu) {
-      say("anchor: STREAM triad (" + std::to_string(rep.threads) + " threads) and memory latency");
-      rep.latency_ns = memory_latency_ns(1ull << 30, 2'000'000);
-      triad = std::make_unique<Triad>(rep.threads, 256ull << 20);
+      const std::uint64_t lat = clamp_bytes(4 << 20, 1 << 30);
+      say("anchors: memory latency over " + fmt_mib(static_cast<double>(lat)) + ", STREAM triad (" + std::to_string(rep.threads) +
+          " threads)");
+      rep.latency_ns = memory_latency_ns(lat, std::clamp<std::uint64_t>(lat / 64 * 2, 100'000, 2'000'000));
+      triad = std::make_unique<bench::Triad>(rep.threads, clamp_bytes(4 << 20, 256 << 20));
       triad_passes.push_back(triad->pass());
+      rep.anchor_bytes = std::max(lat, triad->bytes());
     } else {
-      say("anchor: device-to-device copy");
-      rep.anchor_gbs = cuda::d2d_copy_gbs();
+      const std::uint64_t d2d = clamp_bytes(256 << 20, 1 << 30), h2d = clamp_bytes(64 << 20, 256 << 20);
+      say("anchors: device-to-device copy (" + fmt_mib(static_cast<double>(d2d)) + "), pinned host-to-device copy (" +
+          fmt_mib(static_cast<double>(h2d)) + ")");
+      rep.anchor_gbs = cuda::d2d_copy_gbs(d2d);
+      rep.h2d_gbs = cuda::h2d_copy_gbs(h2d);
+      rep.onchip_gbs = cuda::device_info().onchip_gbs();
+      rep.anchor_bytes = h2d;  // host memory; the copy buffers are on the device
     }
   }
 
-  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" +
-      fmt_bytes(static_cast<double>(cfg.rows) * cfg.dim * 4) + "), index sets");
+  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" + fmt_mib(work) + "), index sets");
   HostBuffer wbuf(cfg.rows * cfg.dim * 4, false);
   float* w = wbuf.as<float>();
   random_weights(w, cfg.rows, cfg.dim, cfg.seed, 1.0f / std::sqrt(static_cast<float>(cfg.dim)));
   // One generator (core/stats' ZipfGenerator) draws every set: the hot rows are the same in all.
-  const Workload work = Workload::fixed_bags(zipf_batches(cfg.rows, cfg.zipf, cfg.seed + 1, static_cast<std::uint64_t>(cfg.sets), cfg.batch),
-                                             cfg.pooling);
+  const Workload work_sets =
+      Workload::fixed_bags(zipf_batches(cfg.rows, cfg.zipf, cfg.seed + 1, static_cast<std::uint64_t>(cfg.sets), cfg.batch), cfg.pooling);
   std::vector<std::uint64_t> counts(cfg.rows, 0);
-  for (const auto& b : work.batches)
+  for (const auto& b : work_sets.batches)
     for (auto i : b) ++counts[static_cast<std::uint64_t>(i)];
+  Probes probes(wbuf.data(), wbuf.size(), rep.threads);
 
   // Tables are encoded, then measured in groups that fit in memory: in each repetition every
-  // table of the group runs one gather pass and one bag pass (the order rotating), with a
-  // triad pass between repetitions. The machine's speed drifts over seconds on a shared
-  // host; interleaving puts every strategy and the anchor in the same minutes, so their
-  // ratios hold even when the absolute figures move. On CUDA each table is measured alone
-  // (device memory), timed with events.
-  const double per_pass = static_cast<double>(work.indices());
-  auto add_result = [&](BenchResult r) {  // rates measured: the row GB/s follow from them
-    r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
-    r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
-    rep.results.push_back(std::move(r));
-  };
+  // table of the group runs one gather pass and one bag pass (the order rotating), then the
+  // CPU's probes and a triad pass. The machine's speed drifts over seconds on a shared host;
+  // interleaving puts every strategy and its bound in the same minutes, so their ratios hold
+  // even when the absolute figures move. On CUDA each table is measured alone (device
+  // memory), timed with events.
+  const double per_pass = static_cast<double>(work_sets.indices());
   struct Entry {
     BenchResult r;
     std::unique_ptr<EncodedTable> table;
@@ -191,6 +204,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
     std::vector<double> gather, bag;
   };
   std::vector<Entry> group;
+  std::vector<Entry> done;  // measured; bounds are filled in at the end (probe medians)
   std::uint64_t group_bytes = 0;
   const std::uint64_t budget = !on_cpu ? 1 : (cfg.group_bytes ? cfg.group_bytes : available_bytes() / 3);
   auto measure_group = [&] {
@@ -198,22 +212,28 @@ BenchReport run_bench(const BenchConfig& cfg) {
     say("measure " + std::to_string(group.size()) + " strateg" + (group.size() == 1 ? "y" : "ies") + ", " +
         std::to_string(cfg.reps) + " interleaved repetitions");
     for (auto& e : group) {
-      e.loaded = backend->load(*e.table, work);
+      e.loaded = backend->load(*e.table, work_sets);
       for (int i = 0; i < cfg.warmup; ++i) e.loaded->pass(false), e.loaded->pass(true);
       e.loaded->reset_stats();
+      if (on_cpu && cfg.anchor) probes.need(e.r.access);
     }
+    if (on_cpu && cfg.anchor) probes.pass_all(work_sets.batches, false);  // warm-up
     for (int rep_i = 0; rep_i < cfg.reps; ++rep_i) {
       for (std::size_t k = 0; k < group.size(); ++k) {
         Entry& e = group[(k + static_cast<std::size_t>(rep_i)) % group.size()];
         for (int bag = 0; bag < 2; ++bag) (bag ? e.bag : e.gather).push_back(per_pass / e.loaded->pass(bag));
       }
+      if (on_cpu && cfg.anchor) probes.pass_all(work_sets.batches, true);
       if (triad) triad_passes.push_back(triad->pass());
     }
     for (auto& e : group) {
       e.r.gather_rows_per_s = median(e.gather);
       e.r.bag_rows_per_s = median(e.bag);
       e.r.hit_rate = e.loaded->hit_rate();
-      add_result(std::move(e.r));
+      if (e.r.hit_rate >= 0) e.r.access.host_fraction = 1.0 - e.r.hit_rate;
+      e.loaded.reset();
+      e.table.reset();
+      done.push_back(std::move(e));
     }
     group.clear();
     group_bytes = 0;
@@ -236,6 +256,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
     r.bytes_per_row = table->bytes_read_per_row();
     r.needs_retraining = table->needs_retraining();
     r.error = reconstruction_error(*table, w, counts.data());
+    r.access = access_model(*table);
     const std::uint64_t bytes = r.device_bytes + r.host_bytes;
     if (!group.empty() && group_bytes + bytes > budget) measure_group();
     group_bytes += bytes;
@@ -243,99 +264,26 @@ BenchReport run_bench(const BenchConfig& cfg) {
   }
   measure_group();
   if (!triad_passes.empty()) rep.anchor_gbs = median(triad_passes);
+  rep.probes = probes.report();
+  for (auto& e : done) {
+    BenchResult& r = e.r;
+    r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
+    r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
+    if (r.hit_rate >= 0) r.miss_gbs = r.bag_rows_per_s * (1.0 - r.hit_rate) * r.access.read_bytes / 1e9;
+    if (cfg.anchor) {
+      if (on_cpu) {
+        const double p = probes.rate(r.access);
+        r.bound_rows_per_s = p / r.access.reads;
+        r.bound_basis = "random-row probe, " + r.access.basis;
+      } else {
+        r.bound_rows_per_s = cuda_bound(r.access, rep, r.bound_basis);
+      }
+    }
+    rep.results.push_back(std::move(r));
+  }
   double l[1];
   if (getloadavg(l, 1) == 1) rep.load_after = l[0];
   return rep;
-}
-
-nlohmann::json to_json(const BenchReport& rep) {
-  nlohmann::json j;
-  j["schema"] = "edo.bench/1";
-  j["backend"] = rep.config.backend;
-  j["threads"] = rep.threads;
-  j["anchor"] = {{"name", rep.anchor_name}, {"gbs", rep.anchor_gbs}};
-  if (rep.latency_ns > 0) j["anchor"]["latency_ns"] = rep.latency_ns;
-  j["config"] = {{"rows", rep.config.rows},       {"dim", rep.config.dim},   {"batch", rep.config.batch},
-                 {"pooling", rep.config.pooling}, {"distribution", rep.config.zipf > 0 ? "zipf" : "uniform"},
-                 {"zipf", rep.config.zipf > 0 ? nlohmann::json(rep.config.zipf) : nlohmann::json(nullptr)},
-                 {"sets", rep.config.sets},       {"reps", rep.config.reps}, {"seed", rep.config.seed},
-                 {"kernels", rep.isa}};
-  j["host"] = {{"cpus", rep.cpus}, {"load_before", rep.load_before}, {"load_after", rep.load_after}};
-  j["results"] = nlohmann::json::array();
-  for (const auto& r : rep.results) {
-    nlohmann::json x;
-    x["strategy"] = r.name;
-    x["spec"] = r.strategy;
-    x["params"] = r.params;
-    x["device_bytes"] = r.device_bytes;
-    x["host_bytes"] = r.host_bytes;
-    x["bytes_per_row"] = r.bytes_per_row;
-    x["device_bytes_per_row"] = static_cast<double>(r.device_bytes) / static_cast<double>(rep.config.rows);
-    x["error"] = r.error;
-    x["needs_retraining"] = r.needs_retraining;
-    x["gather_rows_per_s"] = r.gather_rows_per_s;
-    x["bag_rows_per_s"] = r.bag_rows_per_s;
-    x["gather_gbs"] = r.gather_gbs;
-    x["bag_gbs"] = r.bag_gbs;
-    x["bag_vs_anchor"] = rep.anchor_gbs > 0 ? r.bag_gbs / rep.anchor_gbs : 0.0;
-    if (r.hit_rate >= 0) x["hit_rate"] = r.hit_rate;
-    x["encode_s"] = r.encode_s;
-    j["results"].push_back(std::move(x));
-  }
-  return j;
-}
-
-std::string to_text(const BenchReport& rep) {
-  std::ostringstream o;
-  const auto& c = rep.config;
-  char line[512];
-  std::snprintf(line, sizeof line, "edo bench: backend %s, %d thread%s, %s\n", c.backend.c_str(), rep.threads,
-                rep.threads == 1 ? "" : "s", rep.isa.c_str());
-  o << line;
-  std::snprintf(line, sizeof line, "table %llu x %u fp32 (%s), batch %llu indices = %llu bags x %u, %s, %d index sets, median of %d\n",
-                static_cast<unsigned long long>(c.rows), c.dim, fmt_bytes(static_cast<double>(c.rows) * c.dim * 4).c_str(),
-                static_cast<unsigned long long>(c.batch / c.pooling * c.pooling),
-                static_cast<unsigned long long>(c.batch / c.pooling), c.pooling,
-                c.zipf > 0 ? ("zipf " + std::to_string(c.zipf).substr(0, 4)).c_str() : "uniform", c.sets, c.reps);
-  o << line;
-  if (rep.cpus > 0 && std::max(rep.load_before, rep.load_after) > rep.cpus * 0.75) {
-    std::snprintf(line, sizeof line,
-                  "warning: load average %.1f / %.1f on %d CPUs: other processes compete for the CPUs, numbers are unreliable\n",
-                  rep.load_before, rep.load_after, rep.cpus);
-    o << line;
-  }
-  if (rep.anchor_gbs > 0) {
-    std::snprintf(line, sizeof line, "anchor: %s %.1f GB/s%s\n", rep.anchor_name == "triad" ? "STREAM triad" : "device-to-device copy",
-                  rep.anchor_gbs, rep.anchor_name == "triad" ? " (median of passes interleaved with the strategies')" : "");
-    o << line;
-    if (rep.latency_ns > 0) {
-      // Little's law: random row reads at the triad rate need rate x latency bytes in flight.
-      std::snprintf(line, sizeof line,
-                    "memory latency %.0f ns: random rows at the triad rate need %.0f cache lines in flight (%.0f per thread)\n",
-                    rep.latency_ns, rep.anchor_gbs * rep.latency_ns / 64.0,
-                    rep.anchor_gbs * rep.latency_ns / 64.0 / std::max(1, rep.threads));
-      o << line;
-    }
-    o << "\n";
-  } else {
-    o << "anchor: not measured\n\n";
-  }
-  std::snprintf(line, sizeof line, "%-26s %11s %8s %9s %10s %10s %9s %7s %6s\n", "strategy", "device", "B/row", "error",
-                "gather M/s", "bag M/s", "bag GB/s", "vs anc", "hit");
-  o << line;
-  for (const auto& r : rep.results) {
-    char err[32], hit[16];
-    std::snprintf(err, sizeof err, r.error < 1e-4 && r.error > 0 ? "%.1e" : "%.4f", r.error);
-    if (r.hit_rate >= 0) std::snprintf(hit, sizeof hit, "%.3f", r.hit_rate);
-    else std::snprintf(hit, sizeof hit, "-");
-    std::snprintf(line, sizeof line, "%-26s %11s %8.1f %9s %10.1f %10.1f %9.2f %6.2fx %6s%s\n", r.strategy.c_str(),
-                  fmt_bytes(static_cast<double>(r.device_bytes)).c_str(), r.bytes_per_row, err, r.gather_rows_per_s / 1e6,
-                  r.bag_rows_per_s / 1e6, r.bag_gbs, rep.anchor_gbs > 0 ? r.bag_gbs / rep.anchor_gbs : 0.0, hit,
-                  r.needs_retraining ? "  (needs retraining)" : "");
-    o << line;
-  }
-  o << "\nB/row: table bytes read per looked-up row; bag GB/s counts those bytes; error: access-weighted relative L2 vs fp32.\n";
-  return o.str();
 }
 
 }  // namespace edo::kernels

@@ -57,7 +57,7 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-LookupTimes time_lookups(LoadedTable& table, const Workload& work, int reps, int warmup) {
+LookupTimes time_lookups(LoadedTable& table, int reps, int warmup) {
   if (reps < 1 || warmup < 0) throw std::invalid_argument("time_lookups: reps must be >= 1 and warmup >= 0");
   LookupTimes t;
   for (int bag = 0; bag < 2; ++bag) {
@@ -66,7 +66,7 @@ LookupTimes time_lookups(LoadedTable& table, const Workload& work, int reps, int
     std::vector<double> s;
     for (int i = 0; i < reps; ++i) s.push_back(table.pass(bag));
     const double sec = median(s);
-    const double rows = static_cast<double>(work.indices());
+    const double rows = static_cast<double>(table.indices());
     (bag ? t.bag_s_per_pass : t.gather_s_per_pass) = sec;
     (bag ? t.bag_rows_per_s : t.gather_rows_per_s) = sec > 0 ? rows / sec : 0.0;
     if (bag) t.hit_rate = table.hit_rate();

@@ -12,7 +12,7 @@ namespace {
 class CpuLoaded final : public LoadedTable {
  public:
   CpuLoaded(const EncodedTable& t, const Workload& w)
-      : t_(t), w_(w), out_(static_cast<std::size_t>(w.max_batch()) * t.dim()) {
+      : LoadedTable(w.indices()), t_(t), w_(w), out_(static_cast<std::size_t>(w.max_batch()) * t.dim()) {
     w_.check();
     for (const auto& b : w_.batches) check_indices(b.data(), static_cast<std::int64_t>(b.size()), t_.rows());
   }

@@ -44,6 +44,10 @@ struct KernelTable {
   // PQ: nearest of k (<= 256) centroids for each of n vectors (stride `stride` floats) in one
   // sub-space whose centroids are stored transposed (dsub x 256, first k used).
   // Writes codes[i*code_stride].
+  // Dense decode of rows [first, first + count) to fp32 (decode_rows(): the reference every
+  // backend is checked against), in this instruction set so that fma is one instruction.
+  void (*row_decode[6])(const RowView&, std::uint64_t first, std::uint64_t count, float* out);
+  void (*lowrank_decode)(const LowRankView&, std::uint64_t first, std::uint64_t count, float* out);
   void (*pq_assign)(const float* x, std::int64_t n, std::uint64_t stride, std::uint32_t dsub, std::uint32_t k,
                     const float* ct, std::uint8_t* codes, std::uint64_t code_stride, int threads);
 };

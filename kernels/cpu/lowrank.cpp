@@ -22,9 +22,7 @@ class LowRankTable final : public TableBase {
   double bytes_read_per_row() const override { return 4.0 * rank_; }
   LowRankView view() const { return LowRankView{a_.as<float>(), b_.as<float>(), rank_, dim()}; }
   void decode_rows(std::uint64_t first, std::uint64_t count, float* out) const override {
-    const LowRankView v = view();
-    for (std::uint64_t i = 0; i < count; ++i)
-      for (std::uint32_t d = 0; d < dim(); ++d) out[i * dim() + d] = lowrank_value(v, static_cast<std::int64_t>(first + i), d);
+    cpu::kernels().lowrank_decode(view(), first, count, out);
   }
   FormatData format_data() const override {
     FormatData f;

@@ -1,5 +1,7 @@
 // Offload: fp32 table in host memory, a cache of C hot rows in device memory (on the CPU
-// backend the "device" cache is a second host array; the hit rate is what matters).
+// backend the "device" cache is a second host array; the hit rate is what matters). The LRU
+// policy is edo/kernels/lru.h's; the CPU keeps a row -> slot map beside it (host memory, not
+// counted in device bytes) so that its lookups need no set search.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,9 +22,12 @@ class OffloadTable final : public TableBase {
   OffloadTable(std::uint64_t rows, std::uint32_t dim, std::uint64_t cache_rows, bool lru, bool managed)
       : TableBase("offload", rows, dim), cache_rows_(cache_rows), lru_(lru), managed_(managed),
         host_(rows * dim * 4, false), cache_(cache_rows * dim * 4), slot_(rows * 4, false),
-        lru_state_(lru ? std::make_unique<LruCache>(cache_rows, slot_.as<std::int32_t>()) : nullptr) {}
+        lru_state_(lru ? std::make_unique<LruCache>(cache_rows) : nullptr) {}
 
-  std::uint64_t device_bytes() const override { return rows() * 4 + cache_rows_ * dim() * 4; }
+  std::uint64_t device_bytes() const override { return device_bytes_of(rows(), dim(), cache_rows_, lru_); }
+  static std::uint64_t device_bytes_of(std::uint64_t rows, std::uint32_t dim, std::uint64_t cache_rows, bool lru) {
+    return cache_rows * dim * 4 + (lru ? cache_rows * 12 : rows * 4);
+  }
   std::uint64_t host_bytes() const override { return rows() * dim() * 4ull; }
   double bytes_read_per_row() const override { return 4.0 * dim(); }
   double hit_rate() const override {
@@ -44,6 +49,13 @@ class OffloadTable final : public TableBase {
     f.dim = dim();
     f.arrays = {{"host", host_.data(), host_.size()}, {"cache", cache_.data(), cache_.size()}, {"slot", slot_.data(), slot_.size()}};
     f.scalars = {{"cache_rows", static_cast<double>(cache_rows_)}, {"lru", lru_ ? 1.0 : 0.0}, {"managed", managed_ ? 1.0 : 0.0}};
+    if (lru_) {  // the cache as the policy holds it now (cold after encoding)
+      f.arrays.push_back({"tag", lru_state_->tags().data(), lru_state_->tags().size() * 8});
+      f.arrays.push_back({"time", lru_state_->times().data(), lru_state_->times().size() * 4});
+      f.scalars["sets"] = static_cast<double>(lru_state_->sets());
+      f.scalars["ways"] = lru_state_->ways();
+      f.scalars["batches"] = lru_state_->batches();
+    }
     return f;
   }
 
@@ -69,10 +81,9 @@ class OffloadTable final : public TableBase {
   void lookup(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
               const float* psw, Pooling mode, float* out) const override {
     std::lock_guard<std::mutex> g(mu_);
+    if (lru_) update_lru(idx, n);  // the batch's fills first: it reads what the cache holds after them
     cpu::kernels().offload_lookup(view(), make_args(idx, n, offsets, n_bags, psw, mode, out, dim(), bytes_read_per_row()));
-    if (lru_) {
-      update_lru(idx, n);
-    } else {
+    if (!lru_) {
       const auto* slot = slot_.as<std::int32_t>();
       std::uint64_t h = 0;
 #pragma omp parallel for num_threads(num_threads()) reduction(+ : h) schedule(static)
@@ -83,17 +94,20 @@ class OffloadTable final : public TableBase {
   }
 
  private:
-  // Exact LRU over the batch's accesses in order (hit rate per access, comparable with the
-  // profile's LRU curve); missed rows are copied into their new slot after the batch.
+  // The policy's batch step; filled rows are copied into their slots and the slot map follows.
   void update_lru(const std::int64_t* idx, std::int64_t n) const {
     fills_.clear();
-    hits_ += lru_state_->access(idx, n, fills_);
+    hits_ += lru_state_->batch(idx, n, fills_);
     accesses_ += static_cast<std::uint64_t>(n);
     float* cache = const_cast<float*>(cache_.as<float>());
+    auto* slot = const_cast<std::int32_t*>(slot_.as<std::int32_t>());
     const float* host = host_.as<float>();
     const std::uint32_t D = dim();
-    for (const auto& f : fills_)
+    for (const auto& f : fills_) {
+      if (f.evicted >= 0) slot[f.evicted] = -1;
+      slot[f.row] = f.slot;
       std::memcpy(cache + static_cast<std::uint64_t>(f.slot) * D, host + static_cast<std::uint64_t>(f.row) * D, D * 4);
+    }
   }
 
   std::uint64_t cache_rows_;
@@ -118,7 +132,7 @@ std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const flo
     throw std::invalid_argument("strategy offload: tables above 2^31-1 rows are not supported");
   const auto cache_rows = std::min<std::uint64_t>(rows, static_cast<std::uint64_t>(cache * static_cast<double>(rows)));
   if (o.check_only) {
-    if (size) *size = {rows * 4 + cache_rows * dim * 4, rows * dim * 4ull, 4.0 * dim};
+    if (size) *size = {OffloadTable::device_bytes_of(rows, dim, cache_rows, policy == "lru"), rows * dim * 4ull, 4.0 * dim};
     return nullptr;
   }
   auto t = std::make_unique<OffloadTable>(rows, dim, cache_rows, policy == "lru", memory == "managed");
@@ -128,6 +142,7 @@ std::unique_ptr<EncodedTable> encode_offload(const StrategySpec& spec, const flo
   p["cache_rows"] = cache_rows;
   p["policy"] = policy;
   p["memory"] = memory;
+  if (policy == "lru") p["ways"] = std::min<std::uint64_t>(kLruWays, cache_rows);
   return t;
 }
 

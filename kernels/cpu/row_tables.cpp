@@ -24,14 +24,7 @@ class RowTable final : public TableBase {
   bool has_backward() const override { return kind_ == RowKind::F32 || kind_ == RowKind::F16 || kind_ == RowKind::BF16; }
 
   void decode_rows(std::uint64_t first, std::uint64_t count, float* out) const override {
-    switch (kind_) {
-      case RowKind::F32: return decode<RowKind::F32>(first, count, out);
-      case RowKind::F16: return decode<RowKind::F16>(first, count, out);
-      case RowKind::BF16: return decode<RowKind::BF16>(first, count, out);
-      case RowKind::FP8: return decode<RowKind::FP8>(first, count, out);
-      case RowKind::INT8: return decode<RowKind::INT8>(first, count, out);
-      case RowKind::INT4: return decode<RowKind::INT4>(first, count, out);
-    }
+    cpu::kernels().row_decode[static_cast<int>(kind_)](view(), first, count, out);
   }
 
   FormatData format_data() const override {
@@ -78,16 +71,6 @@ class RowTable final : public TableBase {
   }
 
  private:
-  template <RowKind K>
-  void decode(std::uint64_t first, std::uint64_t count, float* out) const {
-    const std::uint32_t D = dim();
-    for (std::uint64_t i = 0; i < count; ++i) {
-      const std::uint8_t* p = buf_.data() + (first + i) * row_bytes_;
-      const RowParams rp = row_params<K>(p, D, table_scale_);
-      for (std::uint32_t d = 0; d < D; ++d) out[i * D + d] = row_value<K>(p, d, rp);
-    }
-  }
-
   RowKind kind_;
   std::uint64_t row_bytes_;
   HostBuffer buf_;

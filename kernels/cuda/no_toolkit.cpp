@@ -15,6 +15,7 @@ std::string device_status() {
 }
 std::string device_description() { return device_status(); }
 std::unique_ptr<Backend> make_cuda_backend() { none(); }
+DeviceInfo device_info() { none(); }
 DeviceBuffer::DeviceBuffer(std::uint64_t) { none(); }
 DeviceBuffer::~DeviceBuffer() = default;
 DeviceBuffer::DeviceBuffer(DeviceBuffer&&) noexcept = default;

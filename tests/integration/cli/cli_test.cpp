@@ -1,6 +1,7 @@
 // `edo synth`, `edo report`, `edo diff` end to end: statistics checked against exact ground
 // truth recomputed here from the same generator, and the errors a user meets.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,6 +192,17 @@ TEST(Errors, BenchTooLargeForMemoryIsOneLine) {
   auto u = run_command(kEdo + " bench -q --rows 1000 --strategies fp32:bogus=1");
   EXPECT_EQ(u.exit_code, 2) << u.err;
   EXPECT_EQ(count_lines(u.err), 1u) << u.err;
+}
+
+// The anchors are sized to the table: a 1000 x 8 benchmark once held 1.1 GB (a 1 GiB latency
+// buffer and 768 MiB of triad arrays whatever the table).
+TEST(Bench, SmallTableNeedsLittleMemory) {
+  auto r = run_command(kEdo + " bench -q --rows 1000 --dim 8 --strategies fp32,int8 --reps 2 --sets 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("probe"), std::string::npos) << r.out;
+  rusage ru{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &ru), 0);
+  EXPECT_LT(ru.ru_maxrss, 300 * 1024) << "peak RSS of edo bench in KiB";
 }
 
 TEST(Errors, BenchOnCudaWithoutADeviceSaysSoInWords) {

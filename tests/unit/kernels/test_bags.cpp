@@ -37,11 +37,11 @@ Case random_case(std::uint64_t rows, std::uint64_t seed) {
   return c;
 }
 
-// factor: slack over the float-accumulation bound (low rank pools A first, then multiplies).
-void expect_close(const std::vector<float>& got, const RefBag& want, double factor, const std::string& what) {
+// Every element within the float-evaluation bound of bag_reference.h (no slack on top).
+void expect_close(const std::vector<float>& got, const RefBag& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.value.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want.value[i], factor * want.tol[i]) << what << " element " << i;
+    ASSERT_NEAR(got[i], want.value[i], want.tol[i]) << what << " element " << i;
 }
 
 void check_strategy(const std::string& spec, std::uint64_t R, std::uint32_t D, std::uint64_t seed) {
@@ -65,7 +65,7 @@ void check_strategy(const std::string& spec, std::uint64_t R, std::uint32_t D, s
       std::vector<float> out(static_cast<std::size_t>(nb) * D, NAN);
       const float* psw = weighted ? c.psw.data() : nullptr;
       t->bag(c.idx.data(), n, c.offsets.data(), nb, psw, mode, out.data());
-      expect_close(out, reference_bag(dec, D, c.idx, c.offsets, psw, mode), spec.rfind("lowrank", 0) == 0 ? 8 : 2,
+      expect_close(out, reference_bag(*t, dec, c.idx, c.offsets, psw, mode, cpu_order(t->strategy(), *t)),
                    spec + (mode == Pooling::Mean ? " mean" : " sum") + (weighted ? " weighted" : ""));
     }
   }
@@ -98,6 +98,63 @@ TEST(Bags, EveryInstructionSetVariantAgrees) {
   }
 }
 
+// The long int8/int4 bags of issue 10: the CPU backend once added sum_k w_k scale_k q_k and the
+// biases sum_k w_k bias_k apart (one FMA per element fewer) and drifted 3e-4..1.7e-3 relative
+// from the GPU on a 5000-row bag. The reference bound must reject that evaluation (a fake of
+// it, below) and accept the backend's.
+namespace {
+std::vector<float> split_affine_bag(const EncodedTable& t, const std::vector<std::int64_t>& idx, const std::vector<std::int64_t>& offsets) {
+  const FormatData f = t.format_data();
+  const RowView v{static_cast<const std::uint8_t*>(f.array("rows").data), f.row_bytes, f.dim, 0.f};
+  const std::uint32_t D = f.dim;
+  std::vector<float> out((offsets.size() - 1) * D);
+  for (std::size_t b = 0; b + 1 < offsets.size(); ++b) {
+    std::vector<float> acc(D, 0.f);
+    float bias = 0.f;
+    for (std::int64_t p = offsets[b]; p < offsets[b + 1]; ++p) {
+      const std::uint8_t* row = v.base + static_cast<std::uint64_t>(idx[p]) * v.row_bytes;
+      const RowParams rp = f.kind == FormatKind::INT8 ? row_params<RowKind::INT8>(row, D, 0.f) : row_params<RowKind::INT4>(row, D, 0.f);
+      bias += rp.b;
+      for (std::uint32_t d = 0; d < D; ++d) {
+        const float q = static_cast<float>(f.kind == FormatKind::INT8 ? row[d] : int4_code(row, d));
+        acc[d] = std::fma(rp.a, q, acc[d]);
+      }
+    }
+    for (std::uint32_t d = 0; d < D; ++d) out[b * D + d] = acc[d] + bias;
+  }
+  return out;
+}
+std::size_t outside(const std::vector<float>& got, const RefBag& ref) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) n += std::fabs(got[i] - ref.value[i]) > ref.tol[i] ? 1 : 0;
+  return n;
+}
+}  // namespace
+
+TEST(Bags, LongQuantisedBagsStayWithinTheFloatBound) {
+  const std::uint64_t R = 5128;
+  const std::uint32_t D = 128;
+  auto w = weights(R, D, 228);
+  std::vector<std::int64_t> offsets{0};
+  std::vector<std::int64_t> idx;
+  Rng rng(9);
+  for (int b = 0; b < 8; ++b) {
+    for (int i = 0; i < 5000; ++i) idx.push_back(static_cast<std::int64_t>(rng.below(R)));
+    offsets.push_back(static_cast<std::int64_t>(idx.size()));
+  }
+  for (const char* spec : {"int8", "int4"}) {
+    SCOPED_TRACE(spec);
+    auto t = enc(spec, w, R, D);
+    const auto dec = decode_all(*t);
+    const RefBag ref = reference_bag(*t, dec, idx, offsets, nullptr, Pooling::Sum, Order::InOrder);
+    std::vector<float> out(8 * D);
+    t->bag(idx.data(), static_cast<std::int64_t>(idx.size()), offsets.data(), 8, nullptr, Pooling::Sum, out.data());
+    expect_close(out, ref, "backend");
+    // The split evaluation leaves the bound on a good share of the elements.
+    EXPECT_GT(outside(split_affine_bag(*t, idx, offsets), ref), out.size() / 10);
+  }
+}
+
 TEST(Bags, OffsetsEdgeCases) {
   const std::uint64_t R = 100;
   const std::uint32_t D = 16;
@@ -124,12 +181,11 @@ TEST(Bags, OffsetsEdgeCases) {
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       t->bag(idx.data(), 100000, offsets.data(), 1, nullptr, Pooling::Mean, out.data());
-      expect_close(out, reference_bag(dec, D, idx, offsets, nullptr, Pooling::Mean), 1, "long mean bag");
+      expect_close(out, reference_bag(*t, dec, idx, offsets, nullptr, Pooling::Mean, Order::InOrder), "long mean bag");
     }
     set_num_threads(0);
   }
-  // Many single-element bags == gather (to one rounding: a bag adds an int8 row's bias
-  // after scale * q, a gather fuses them in one FMA).
+  // Many single-element bags == gather, bit for bit (a bag adds the decoded row to zero).
   {
     auto idx = uniform_indices(R, 1000, 5);
     std::vector<std::int64_t> offsets(1001);
@@ -137,7 +193,7 @@ TEST(Bags, OffsetsEdgeCases) {
     std::vector<float> a(1000 * D), b(1000 * D);
     t->bag(idx.data(), 1000, offsets.data(), 1000, nullptr, Pooling::Sum, a.data());
     t->gather(idx.data(), 1000, b.data());
-    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-7f * (1.f + std::fabs(b[i]))) << i;
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
   }
   // Bad offsets.
   std::vector<std::int64_t> idx{1, 2, 3};

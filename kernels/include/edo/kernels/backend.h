@@ -43,6 +43,14 @@ class LoadedTable {
   // Offload: hit rate of the cache over the passes since reset_stats() (-1 for other formats).
   virtual double hit_rate() const { return -1.0; }
   virtual void reset_stats() {}
+  // Indices one pass reads (over every batch).
+  std::uint64_t indices() const { return indices_; }
+
+ protected:
+  explicit LoadedTable(std::uint64_t indices) : indices_(indices) {}
+
+ private:
+  std::uint64_t indices_;
 };
 
 class Backend {
@@ -65,6 +73,6 @@ struct LookupTimes {
   double hit_rate = -1;                                // offload, over the timed bag passes
 };
 // `warmup` untimed passes, then `reps` timed passes of gather and of bag; medians.
-LookupTimes time_lookups(LoadedTable& table, const Workload& work, int reps, int warmup);
+LookupTimes time_lookups(LoadedTable& table, int reps, int warmup);
 
 }  // namespace edo::kernels

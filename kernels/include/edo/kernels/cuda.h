@@ -25,6 +25,17 @@ inline bool available() { return device_status().empty(); }
 // "<name>, <N> SMs, <GiB> GiB, sm_<cc>" of device 0, or the status line.
 std::string device_description();
 
+// What the bounds need to know about device 0.
+struct DeviceInfo {
+  int sms = 0;
+  double clock_ghz = 0;           // SM clock
+  std::uint64_t l2_bytes = 0, memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+  // Shared memory / L1: 128 bytes per clock per SM (32 banks x 4 B), in GB/s.
+  double onchip_gbs() const { return sms * clock_ghz * 128.0; }
+};
+DeviceInfo device_info();  // throws std::runtime_error with device_status() without a device
+
 // The CUDA backend (make_backend("cuda") returns one); throws std::runtime_error with
 // device_status() when no device can be used.
 std::unique_ptr<Backend> make_cuda_backend();
@@ -61,6 +72,9 @@ class DeviceTable {
   // fp32/fp16/bf16 only: W[row] -= lr * dL/dW[row] (atomic scatter-add).
   virtual void backward(const std::int64_t* d_idx, std::int64_t n, const std::int64_t* d_offsets, std::int64_t n_bags,
                         const float* d_psw, Pooling mode, const float* d_grad, float lr) = 0;
+  // Allocates what lookups of up to `max_indices` indices need (offload LRU's per-batch
+  // workspace), so that no later lookup allocates. Lookups grow it themselves otherwise.
+  virtual void reserve(std::int64_t max_indices) { (void)max_indices; }
   // Waits for the table's work; throws IndexOutOfRange for a bad index seen since the last call.
   virtual void synchronize() = 0;
   // Copies the (possibly trained) table back for comparisons: decoded rows, rows x dim.

@@ -1,6 +1,17 @@
-// Exact LRU over row ids with a fixed number of cache slots; shared by the CPU and CUDA
-// offload tables. It owns no row data: it maintains a row -> slot map (an external int32
-// array, -1 = not cached) and reports which rows were brought into which slot.
+// The offload cache's replacement policy (policy=lru), one definition for both backends: the
+// CPU backend runs this class; the CUDA backend runs the same steps as device kernels
+// (kernels/cuda), and the GPU tests check that both give the same hits and the same cache.
+//
+// Set-associative, batch-granular LRU, as FBGEMM's LRU cache: slots are grouped in sets of
+// W = min(8, C) ways, row r belongs to set lru_set_of(r) (edo/kernels/formats/offload.h).
+// For each batch, with t the batch's number (1, 2, ...):
+//   1. an access whose row is in the cache before the batch is a hit; its slot's time = t;
+//   2. the batch's distinct missed rows, set by set in increasing row order, take the slots of
+//      their set that this batch has not used (time < t), least recently used first (empty
+//      slots have time 0; ties: lower way); a miss that finds no such slot is not cached;
+//   3. every access then reads its row from the cache if it is there, else from host memory.
+// Hit rates are deterministic (no dependence on the order of the batch's accesses); they are
+// close to, not equal to, a fully associative per-access LRU (the profile's LRU curve).
 #pragma once
 
 #include <cstdint>
@@ -11,59 +22,30 @@ namespace edo::kernels {
 class LruCache {
  public:
   struct Fill {
-    std::int64_t row;
-    std::int32_t slot;
+    std::int64_t row;      // the row brought in
+    std::int32_t slot;     // into this slot
+    std::int64_t evicted;  // the row that held the slot before, or -1
   };
-  LruCache(std::uint64_t slots, std::int32_t* slot_of_row) : slot_of_row_(slot_of_row), owner_(slots, -1), prev_(slots, -1), next_(slots, -1) {}
+  explicit LruCache(std::uint64_t cache_rows);
 
-  // Processes accesses in order; appends the rows to copy into the cache. Returns hits.
-  std::uint64_t access(const std::int64_t* idx, std::int64_t n, std::vector<Fill>& fills) {
-    std::uint64_t hits = 0;
-    const std::uint64_t cap = owner_.size();
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t r = idx[i];
-      std::int32_t s = slot_of_row_[r];
-      if (s >= 0) {
-        ++hits;
-        unlink(s);
-      } else {
-        if (cap == 0) continue;
-        if (used_ < cap) {
-          s = static_cast<std::int32_t>(used_++);
-        } else {
-          s = tail_;
-          unlink(s);
-          slot_of_row_[owner_[s]] = -1;
-        }
-        owner_[s] = r;
-        slot_of_row_[r] = s;
-        fills.push_back({r, s});
-      }
-      push_front(s);
-    }
-    return hits;
-  }
+  // Steps 1 and 2 for one batch; returns the hits and appends the fills, in set order.
+  std::uint64_t batch(const std::int64_t* idx, std::int64_t n, std::vector<Fill>& fills);
+  // The slot holding `row`, or -1.
+  std::int64_t find(std::int64_t row) const;
+
+  std::uint64_t sets() const { return sets_; }
+  std::uint32_t ways() const { return ways_; }
+  std::uint32_t batches() const { return now_; }
+  const std::vector<std::int64_t>& tags() const { return tag_; }
+  const std::vector<std::uint32_t>& times() const { return time_; }
 
  private:
-  void unlink(std::int32_t s) {
-    if (prev_[s] >= 0) next_[prev_[s]] = next_[s];
-    else head_ = next_[s];
-    if (next_[s] >= 0) prev_[next_[s]] = prev_[s];
-    else tail_ = prev_[s];
-    prev_[s] = next_[s] = -1;
-  }
-  void push_front(std::int32_t s) {
-    prev_[s] = -1;
-    next_[s] = head_;
-    if (head_ >= 0) prev_[head_] = s;
-    head_ = s;
-    if (tail_ < 0) tail_ = s;
-  }
-  std::int32_t* slot_of_row_;
-  std::vector<std::int64_t> owner_;
-  std::vector<std::int32_t> prev_, next_;
-  std::int32_t head_ = -1, tail_ = -1;
-  std::uint64_t used_ = 0;
+  std::uint64_t sets_ = 0;
+  std::uint32_t ways_ = 0;
+  std::uint32_t now_ = 0;
+  std::vector<std::int64_t> tag_;
+  std::vector<std::uint32_t> time_;
+  std::vector<std::uint64_t> miss_keys_;  // (set << 32 | row) of the batch's misses
 };
 
 }  // namespace edo::kernels

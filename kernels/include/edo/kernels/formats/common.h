@@ -55,15 +55,31 @@ EDO_HD std::uint16_t load_u16(const std::uint8_t* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 
-// a*b+c with one rounding where the hardware has fma (always on the GPU; on the CPU in the
-// AVX2/AVX-512 builds of the backend), so that both backends dequantise identically.
+// a*b+c with one rounding, everywhere: the GPU's fma, the FMA instruction in the CPU
+// backend's AVX2/AVX-512 builds, and libm's correctly rounded fmaf() in code compiled without
+// FMA (the baseline instruction set, which only CPUs older than AVX2 run). Every backend then
+// dequantises bit for bit alike, and the fp64 reference sums exactly the values they add.
 EDO_HD float fma_f(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
   return __fmaf_rn(a, b, c);
-#elif defined(__FMA__)
-  return __builtin_fmaf(a, b, c);
 #else
-  return a * b + c;
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+
+// splitmix64's finaliser: multi-hash buckets, offload's cache sets.
+EDO_HD std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// floor(x * n / 2^64): maps a 64-bit hash onto [0, n) without a division.
+EDO_HD std::uint64_t mul_high(std::uint64_t x, std::uint64_t n) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(x, n);
+#else
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
 #endif
 }
 

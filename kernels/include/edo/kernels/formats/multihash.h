@@ -21,12 +21,6 @@ struct MultiHashView {
   HashMode mode;
 };
 
-EDO_HD std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 EDO_HD std::uint64_t multihash_bucket(const MultiHashView& v, std::int64_t row, std::uint32_t i) {
   return mix64(static_cast<std::uint64_t>(row) + (v.seed + i) * 0x9e3779b97f4a7c15ULL) % v.buckets;
 }
