@@ -11,7 +11,7 @@ FlushSnapshot take_snapshot(Session& s, Registry& registry, bool window_per_flus
   registry.take_unsent(s.sent, out.tables, out.extras, out.ties);
   {
     std::lock_guard<std::mutex> lk(s.counts.mutex());
-    s.counts.take_deltas_locked(window_per_flush, out.deltas);
+    out.lookups = s.counts.take_deltas_locked(window_per_flush, out.deltas);
   }
   const uint64_t steps = s.steps.load();
   if (steps != s.steps_sent) {

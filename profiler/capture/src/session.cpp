@@ -19,15 +19,18 @@ void TableCounts::close_windows_locked() {
     if (e.ing && e.pending) e.ing->close_window();
 }
 
-void TableCounts::take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out) {
+uint64_t TableCounts::take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out) {
+  uint64_t lookups = 0;
   for (uint32_t id = 0; id < tables_.size(); ++id) {
     Entry& e = tables_[id];
     if (!e.ing || !e.pending) continue;
     if (close_window) e.ing->close_window();
     stats::TableAggregate d = e.ing->take_delta();
     e.pending = false;
+    lookups += d.lookups();
     if (!d.empty()) out.push_back({id, d.serialize()});
   }
+  return lookups;
 }
 
 stats::TableAggregate TableCounts::pending_locked(uint32_t id) const {

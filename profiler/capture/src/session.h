@@ -38,8 +38,9 @@ class TableCounts {
   // Caller holds mutex().
   void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
   void close_windows_locked();
-  // Deltas of every table with something pending (closing the window first when asked).
-  void take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
+  // Deltas of every table with something pending (closing the window first when asked);
+  // returns the lookups they hold.
+  uint64_t take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
   // A copy of what table `id` counted since its last delta (weight snapshots rank rows by it).
   stats::TableAggregate pending_locked(uint32_t id) const;
   std::mutex& mutex() { return mu_; }
@@ -129,8 +130,11 @@ class Session {
   std::mutex flush_mu;
   bool open = false;
   bool goodbye_sent = false;
+  std::atomic<bool> said_hello{false};  // `open`, readable without flush_mu
   RegistryCursor sent;
   uint64_t steps_sent = 0;
+  uint64_t unsent_lookups = 0;   // lookups in flushes the sink could not deliver
+  bool loss_reported = false;    // the exit-time line about them was printed
 
   TableCounts counts;
   IngestQueue queue;
@@ -153,7 +157,8 @@ class Session {
   std::atomic<bool> bg_entered{false};  // the background thread has reached its loop
   std::atomic<bool> need_start{true};
 
-  // Termination signals and exit.
+  // A fatal signal the process sends itself (flush_before_fatal_signal): requests counted in
+  // sig_req, answered by the background thread in sig_done; sig_final is the signal.
   std::atomic<uint64_t> sig_req{0}, sig_done{0};
   std::atomic<int> sig_final{0};
   std::atomic<bool> exited{false};

@@ -293,7 +293,7 @@ TEST(TracerE2E, ForkedWorkersAreSessions) {
 TEST(TracerE2E, PythonPoolWorkersKilledByTerminateKeepTheirLookups) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const std::string db = tmp_path("pool.edodb");
-  Result r = run({EDO_BIN, "record", "-o", db, "--", "/usr/bin/python3", POOL_JOB}, kClean);
+  Result r = run({EDO_BIN, "record", "--flush-ms", "50", "-o", db, "--", "/usr/bin/python3", POOL_JOB}, kClean);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "[0, 0, 0, 0]\n") << r.err;
   Profile p = load(db);
@@ -302,6 +302,10 @@ TEST(TracerE2E, PythonPoolWorkersKilledByTerminateKeepTheirLookups) {
   uint64_t total = 0;
   for (auto& t : p.tables) total += t.aggregate.lookups();
   EXPECT_EQ(total, 40u);
+  // A worker SIGTERMed while idle ended without its final flush: that is counted, the parent
+  // (which exited) is not.
+  for (auto& s : p.sessions)
+    if (s.pid == p.sessions.front().pid) EXPECT_EQ(s.drops.count("ended_without_final_flush"), 0u);
 }
 
 TEST(TracerE2E, ChildrenThatRecordNothingLeaveNoSession) {
@@ -348,12 +352,20 @@ TEST(TracerE2E, JobRunsUnharmedWhenTheCollectorIsGone) {
   const Result plain = run({TRACER_JOB, "noisy", "9"}, kClean);
   ASSERT_EQ(plain.status, 9);
   // 1) the channel names no listener at all
+  // The job's output and exit code are its own; one line says what the recording misses.
   Result r = run({TRACER_JOB, "noisy", "9"}, with({"EDO_CHANNEL=" + tmp_path("nobody.sock")}));
   EXPECT_EQ(r.status, 9);
   EXPECT_EQ(r.out, plain.out);
-  EXPECT_EQ(r.err, "");
-  // 2) a collector that accepts and then dies (connection closed under the job's feet)
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("edo: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(" bytes, 13500 lookups) were not delivered: cannot reach the collector at " + tmp_path("nobody.sock") +
+                       " (No such file or directory); the recording misses them"),
+            std::string::npos)
+      << r.err;
+  // 2) a collector that accepts and then dies (connection closed under the job's feet); the
+  //    job records more after that, and those lookups are reported lost
   const std::string sock = tmp_path("dying.sock");
+  unlink(sock.c_str());
   int ls = socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -368,11 +380,18 @@ TEST(TracerE2E, JobRunsUnharmedWhenTheCollectorIsGone) {
     _exit(0);
   }
   close(ls);
-  r = run({TRACER_JOB, "noisy", "9"}, with({"EDO_CHANNEL=" + sock, "EDO_ROOT_PID=1", "EDO_FLUSH_MS=10"}));
+  r = run({TRACER_JOB, "twice", "9"}, with({"EDO_CHANNEL=" + sock, "EDO_ROOT_PID=1", "EDO_FLUSH_MS=10"}));
   waitpid(killer, nullptr, 0);
   EXPECT_EQ(r.status, 9);
-  EXPECT_EQ(r.out, plain.out);
-  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "tracer_job twice done\n");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // At least the second round's lookups (the first may have been in flight when it died).
+  unsigned long long lost = 0;
+  const auto at = r.err.find(" bytes, ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at, " bytes, %llu lookups) were not delivered", &lost), 1) << r.err;
+  EXPECT_GE(lost, 13500u) << r.err;
+  EXPECT_NE(r.err.find("lookups) were not delivered: the collector at " + sock), std::string::npos) << r.err;
 }
 
 TEST(TracerE2E, BadEnvironmentValuesWarnAndTheJobRuns) {
@@ -453,7 +472,7 @@ TEST(TracerE2E, LibraryExportsOnlyItsApiAndDependsOnTheC_Runtime) {
   Result nm = run({"/usr/bin/nm", "-D", "--defined-only", EDO_TRACE_LIB_PATH});
   ASSERT_EQ(nm.status, 0) << nm.err;
   const std::set<std::string> interposed = {"execve", "execv", "execvp", "execvpe", "execl", "execlp",
-                                            "execle", "fexecve", "_exit", "_Exit"};
+                                            "execle", "fexecve", "_exit", "_Exit", "kill", "raise"};
   std::istringstream in(nm.out);
   std::string line;
   int n = 0;

@@ -10,6 +10,7 @@
  *       after_exec  reads row 7 of emb.item 70 times
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
  *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
+ *       twice   basic, sleeps 300 ms, basic again (the collector may die in between)
  *       spawn   basic, then fork+exec /bin/true and system("true"): children that record
  *               nothing leave no session
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
     int64_t v[50];
     for (int i = 0; i < 50; ++i) v[i] = 999;
     check(edo_table_lookup(user, v, 50, EDO_I64, EDO_HOST, NULL), "parent lookup");
+  } else if (!strcmp(mode, "twice")) {
+    basic();
+    sleep_ms(300);
+    basic();
   } else if (!strcmp(mode, "wait")) {
     basic();
     printf("ready\n");
