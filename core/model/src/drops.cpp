@@ -5,7 +5,8 @@ namespace edo::model {
 const std::vector<DropCounter>& drop_counters() {
   static const std::vector<DropCounter> all = {
       {"batches", DropUnit::kEvent,
-       "host lookup batches dropped: the tracer's ingest queue was full (raise EDO_MAX_BUFFER_MB) or out of memory"},
+       "host lookup batches dropped: the tracer's ingest queue was full (raise EDO_MAX_BUFFER_MB), out of memory, "
+       "or still queued when a signal ended the process"},
       {"indices", DropUnit::kQuantity, "indices in the dropped host lookup batches"},
       {"device_batches", DropUnit::kEvent,
        "device lookup batches dropped: pinned staging full (raise EDO_MAX_BUFFER_MB) or the device copy failed"},

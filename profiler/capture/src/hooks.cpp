@@ -5,7 +5,6 @@
 // vfork()ed child (its pid differs from the session's: it shares the parent's memory, so it
 // must not touch our state). No signal handler is ever installed.
 #include <dlfcn.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -79,10 +78,11 @@ void before_exit(int code) {
   }
 }
 
-// True when `sig`, delivered now to the calling thread, ends the process by its default
-// action: a terminating signal (not SIGKILL: "now" means now) whose disposition is SIG_DFL
-// and that the calling thread does not block. Only async-signal-safe calls (the caller may
-// be a signal handler).
+// True when `sig` ends the process by its default action: a terminating signal (not SIGKILL:
+// "now" means now) whose disposition is SIG_DFL. The calling thread's mask is not consulted:
+// inside the job's own handler the signal is blocked until the handler returns, and is then
+// delivered (the classic re-raise). Only async-signal-safe calls (the caller may be a signal
+// handler).
 bool ends_process(int sig) {
   switch (sig) {
     case SIGKILL: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:  // now / stop
@@ -94,10 +94,7 @@ bool ends_process(int sig) {
   if (sig <= 0 || sig >= NSIG) return false;
   struct sigaction cur{};
   if (sigaction(sig, nullptr, &cur) != 0) return false;
-  if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) return false;
-  sigset_t mask;
-  if (pthread_sigmask(SIG_SETMASK, nullptr, &mask) != 0 || sigismember(&mask, sig)) return false;
-  return true;
+  return !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL;
 }
 
 void before_own_signal(bool to_self, int sig) {

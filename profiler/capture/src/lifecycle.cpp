@@ -25,14 +25,18 @@ namespace {
 
 // ---- flush ---------------------------------------------------------------------------------
 // `reply`: the collector asked for this flush (sink.h) and waits for the reply note.
-void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool reply = false) {
+// `deadline_ns` (monotonic, 0: none): a process about to die by a signal waits for this flush a
+// bounded time; host batches not counted by then are dropped and counted instead.
+void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool reply = false, int64_t deadline_ns = 0) {
   Process& p = *process();
   Session& s = session();
   std::lock_guard<std::mutex> flk(s.flush_mu);
   if (s.goodbye_sent && final_goodbye) return;
-  s.drain(p.registry);
+  std::function<bool()> late;
+  if (deadline_ns) late = [deadline_ns] { return now_ns() > deadline_ns; };
+  s.drain(p.registry, late, deadline_ns != 0);
   cuda_poll(final_goodbye);
-  s.drain(p.registry);
+  s.drain(p.registry, late, deadline_ns != 0);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
   FlushSnapshot snap = take_snapshot(s, p.registry, p.cfg.window_steps == 0);
   if (p.cfg.weights) {
@@ -86,7 +90,9 @@ void bg_main(Session* s) {
     const auto until = std::min(next_flush, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
     if (s->queue.wait_until(until)) break;
     std::lock_guard<std::mutex> work(s->bg_work_mu);
-    s->drain(p.registry);
+    // A backlog of batches must not hold up a fatal signal's flush: stop and leave the rest
+    // queued for it.
+    s->drain(p.registry, [s] { return s->sig_req.load() != s->sig_done.load(); });
     cuda_poll(false);
     cupti_poll();
     const uint64_t sreq = s->sig_req.load();
@@ -99,7 +105,10 @@ void bg_main(Session* s) {
     if (sig || asked || first || std::chrono::steady_clock::now() >= next_flush) {
       const int fin = sig ? s->sig_final.load() : 0;
       cupti_flush();
-      if (fin) flush_session(true, wire::EndReason::kSignal, fin, asked);
+      // Half of the caller's wait for counting, the rest for encoding and writing.
+      if (fin)
+        flush_session(true, wire::EndReason::kSignal, fin, asked,
+                      s->sig_req_ns.load() + int64_t(kFatalSignalFlushWaitMs) * 500000);
       else flush_session(false, wire::EndReason::kExit, 0, asked);
       if (sig) s->sig_done.store(sreq);
       next_flush = std::chrono::steady_clock::now() + period;
@@ -260,9 +269,10 @@ void flush_before_fatal_signal(int sig) {
     Session& s = session();
     if (s.id.pid == getpid() && s.bg_running.load() && !s.exited.load()) {
       s.sig_final.store(sig);
-      const uint64_t want = s.sig_req.fetch_add(1) + 1;
       timespec start{}, now{};
       clock_gettime(CLOCK_MONOTONIC, &start);
+      s.sig_req_ns.store(int64_t(start.tv_sec) * 1000000000 + start.tv_nsec);
+      const uint64_t want = s.sig_req.fetch_add(1) + 1;
       while (s.sig_done.load() < want) {
         timespec ms{0, 1000000};
         nanosleep(&ms, nullptr);

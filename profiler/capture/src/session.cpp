@@ -147,17 +147,34 @@ Session::Session(const SessionIdentity& ident, const SinkTarget& sink_target, co
       sink(sink_target, ident.pid),
       quiet(quiet_child) {}
 
-void Session::drain(const Registry& registry) {
+void Session::drain(const Registry& registry, const std::function<bool()>& give_up, bool drop_rest) {
   std::vector<Batch*> work = queue.take();
   if (work.empty()) return;
+  size_t done = 0;
   {
     std::lock_guard<std::mutex> lk(counts.mutex());
-    for (Batch* b : work) {
+    for (; done < work.size(); ++done) {
+      if (give_up && give_up()) break;
+      Batch* b = work[done];
       if (b->table < 0) counts.close_windows_locked();
       else if (const TableInfo* t = registry.get(b->table)) counts.add_locked(*t, b->data.get(), b->count, b->type);
     }
   }
+  std::vector<Batch*> rest(work.begin() + long(done), work.end());
+  work.resize(done);
+  if (!rest.empty() && drop_rest) {
+    uint64_t batches = 0, indices = 0;
+    for (Batch* b : rest)
+      if (b->table >= 0) ++batches, indices += b->count;
+    if (batches) {
+      events.count_drop("batches", batches);
+      events.count_drop("indices", indices);
+    }
+    work.insert(work.end(), rest.begin(), rest.end());
+    rest.clear();
+  }
   queue.recycle(work);
+  queue.put_back(rest);
 }
 
 bool Session::anything_to_say(uint32_t registered_tables) const {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -161,10 +162,13 @@ class Session {
   // sig_req, answered by the background thread in sig_done; sig_final is the signal.
   std::atomic<uint64_t> sig_req{0}, sig_done{0};
   std::atomic<int> sig_final{0};
+  std::atomic<int64_t> sig_req_ns{0};  // when the latest request came (monotonic)
   std::atomic<bool> exited{false};
 
-  // Counts every queued host batch (and applies window markers), oldest first.
-  void drain(const Registry& registry);
+  // Counts the queued host batches (and applies window markers), oldest first. `give_up`
+  // (checked between batches) ends it early: the rest goes back to the queue, or with
+  // `drop_rest` is dropped and counted ("batches", "indices").
+  void drain(const Registry& registry, const std::function<bool()>& give_up = {}, bool drop_rest = false);
   // True when a flush would have something to say even without an open session.
   bool anything_to_say(uint32_t registered_tables) const;
 };

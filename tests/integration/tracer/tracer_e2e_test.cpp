@@ -17,91 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "edo/db/profile_store.h"
+#include "e2e_support.h"
 
 namespace fs = std::filesystem;
 using edo::model::Profile;
+using namespace edo_e2e;
 
 namespace {
 
-struct Result {
-  int status = -1;  // exit code, or 128+signal
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string tmp_path(const std::string& name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) / ("edo_tracer_" + std::to_string(getpid()) + "_" + info->name());
-  // A fresh folder per test: one left by an earlier run with the same pid would hold outputs
-  // that edo record refuses to replace.
-  static std::set<std::string> fresh;
-  if (fresh.insert(dir.string()).second) fs::remove_all(dir);
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
-// Runs argv with extra environment (NAME=VALUE; "NAME=" with empty value unsets NAME).
-Result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  const std::string out = tmp_path("stdout.txt"), err = tmp_path("stderr.txt");
-  pid_t pid = fork();
-  if (pid == 0) {
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    for (auto& kv : env) {
-      auto eq = kv.find('=');
-      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(126);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  Result r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-// What LD_PRELOAD must hold to inject `lib`: in sanitizer builds the sanitizer runtime comes
-// first (the same rule `edo record` applies).
-std::string preload_of(const std::string& lib) {
-#ifdef EDO_SANITIZER_PRELOAD
-  if (std::string(EDO_SANITIZER_PRELOAD).size() > 0) return std::string(EDO_SANITIZER_PRELOAD) + ":" + lib;
-#endif
-  return lib;
-}
-
-const std::vector<std::string> kClean = {"EDO_OUTPUT=", "EDO_CHANNEL=", "LD_PRELOAD=", "NVTX_INJECTION64_PATH=",
-                                         "EDO_OUTPUT_OWNER=", "EDO_ROOT_PID=", "EDO_FLUSH_MS=", "EDO_ASYNC="};
-
-std::vector<std::string> with(std::vector<std::string> extra) {
-  std::vector<std::string> e = kClean;
-  e.insert(e.end(), extra.begin(), extra.end());
-  return e;
-}
-
-Profile load(const std::string& path) { return edo::db::ProfileStore(path, edo::db::ProfileStore::Mode::kReadOnly).load(); }
-
-const edo::model::Table* table(const Profile& p, int64_t session_id, const std::string& name) {
-  for (auto& t : p.tables)
-    if (t.session_id == session_id && t.name == name) return &t;
-  return nullptr;
-}
 
 // The ground truth of `tracer_job basic` (see tracer_job.c).
 void expect_basic(const Profile& p, int64_t sid) {

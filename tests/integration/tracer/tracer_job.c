@@ -13,6 +13,13 @@
  *       twice   basic, sleeps 300 ms, basic again (the collector may die in between)
  *       spawn   basic, then fork+exec /bin/true and system("true"): children that record
  *               nothing leave no session
+ *       dispositions  prints the disposition (DFL, IGN or a handler) and flags of every signal
+ *               and the blocked mask, before and after basic (must read as without edo)
+ *       reraise installs a SIGTERM handler that restores SIG_DFL and re-raises (the classic
+ *               pattern), registers emb.user, prints "ready <pid>", then reads from two
+ *               threads until killed (run with SIGTERM from outside)
+ *       own_term    a SIGTERM handler that sets a flag; basic, prints "ready <pid>", waits
+ *               for the flag, then exits with EXIT_CODE
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -25,6 +32,7 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,6 +113,45 @@ static void basic(void) {
 #endif
 }
 
+static void print_dispositions(const char* when) {
+  printf("%s:", when);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0) continue;
+    const char* what = (sa.sa_flags & SA_SIGINFO) ? "H" : sa.sa_handler == SIG_DFL ? "D" : sa.sa_handler == SIG_IGN ? "I" : "H";
+    printf(" %d=%s/%x", sig, what, (unsigned)sa.sa_flags);
+  }
+  sigset_t mask;
+  sigprocmask(SIG_SETMASK, NULL, &mask);
+  printf(" blocked:");
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&mask, sig) == 1) printf(" %d", sig);
+  printf("\n");
+}
+
+static void reraise(int sig) {
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static int64_t reader_table;
+static void* reader(void* arg) {
+  static int64_t v[2][4096];
+  int64_t* idx = v[(intptr_t)arg];
+  for (int i = 0; i < 4096; ++i) idx[i] = (i * 13 + (intptr_t)arg) % 1000;
+  for (;;) {
+    edo_table_lookup(reader_table, idx, 4096, EDO_I64, EDO_HOST, NULL);
+    edo_step();
+  }
+  return NULL;
+}
+
+static volatile sig_atomic_t got_term = 0;
+static void on_term(int sig) {
+  (void)sig;
+  got_term = 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "basic";
   int code = argc > 2 ? atoi(argv[2]) : 0;
@@ -130,6 +177,33 @@ int main(int argc, char** argv) {
     int64_t v[50];
     for (int i = 0; i < 50; ++i) v[i] = 999;
     check(edo_table_lookup(user, v, 50, EDO_I64, EDO_HOST, NULL), "parent lookup");
+  } else if (!strcmp(mode, "dispositions")) {
+    print_dispositions("start");
+    basic();
+    print_dispositions("after");
+  } else if (!strcmp(mode, "reraise")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = reraise;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    reader_table = reg_user();
+    pthread_t t[2];
+    for (intptr_t k = 0; k < 2; ++k) pthread_create(&t[k], NULL, reader, (void*)k);
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    for (;;) sleep_ms(1000);
+  } else if (!strcmp(mode, "own_term")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    basic();
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    while (!got_term) sleep_ms(5);
+    printf("checkpoint written\n");
   } else if (!strcmp(mode, "twice")) {
     basic();
     sleep_ms(300);
