@@ -4,7 +4,9 @@
 //
 // Lock order (never take an earlier lock while holding a later one):
 //   bg_work_mu -> flush_mu -> registry -> counts -> queue -> events -> kernels -> ranges -> sink
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "flush.h"
+#include "job_env.h"
 #include "process.h"
 #include "tracer.h"
 #include "tracer_config.h"
@@ -192,12 +195,21 @@ void atfork_child() {
   weights_after_fork_child();
 }
 
+// This library's absolute path ("" when unknown).
+std::string own_path() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&own_path), &info) || !info.dli_fname) return {};
+  char buf[PATH_MAX];
+  return realpath(info.dli_fname, buf) ? std::string(buf) : std::string();
+}
+
 __attribute__((constructor(101))) void edo_trace_init() {
   if (process()) return;
   std::vector<std::string> warnings;
   const Config cfg = parse_config([](const char* n) { return getenv(n); }, &warnings);
   auto* p = new Process(cfg);
   install_process(p, p->new_session(/*quiet=*/false));
+  if (p->active) set_up_job_environment(own_path(), &warnings);
   const bool root = cfg.root_pid == 0 || cfg.root_pid == getpid();
   if (p->active && root)
     for (auto& w : warnings) tracer_log(w);
