@@ -41,6 +41,9 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
   cuda_poll(final_goodbye);
   s.drain(p.registry, late, deadline_ns != 0);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
+  const RegistryCursor sent_before = s.sent;
+  const uint64_t steps_before = s.steps_sent;
+  const bool was_open = s.open;
   FlushSnapshot snap = take_snapshot(s, p.registry, p.cfg.window_steps == 0);
   if (p.cfg.weights) {
     for (const auto& d : snap.deltas) weights_note_delta(d);
@@ -58,8 +61,15 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
   }
   const std::string frames = encode_flush(snap);
   if (!s.sink.write(frames) && !snap.only_drop_counters()) {
-    // Counted, and sent with the next flush that gets through (a file after the disk got
-    // space again); reported at exit when none does (report_undelivered()).
+    // What the next flush can say again is said again: the Hello, the registry, steps and the
+    // kernel and range totals (absolute). The counts of this flush are lost: counted, and sent
+    // with the next flush that gets through (a file after the disk got space again), or
+    // reported at exit when none does (report_undelivered()).
+    s.open = was_open;
+    s.sent = sent_before;
+    s.steps_sent = steps_before;
+    if (snap.kernels) s.kernels.mark_dirty();
+    if (snap.ranges) s.ranges.mark_dirty();
     s.events.count_drop("unsent_flushes", 1);
     s.events.count_drop("unsent_bytes", frames.size());
     if (snap.lookups) s.events.count_drop("unsent_lookups", snap.lookups);

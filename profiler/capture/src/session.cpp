@@ -92,6 +92,11 @@ void KernelBook::time(const std::string& name, uint64_t ns) {
   dirty_ = true;
 }
 
+void KernelBook::mark_dirty() {
+  std::lock_guard<std::mutex> lk(mu_);
+  dirty_ = true;
+}
+
 bool KernelBook::dirty() const {
   std::lock_guard<std::mutex> lk(mu_);
   return dirty_;

@@ -83,6 +83,7 @@ class KernelBook {
   void launch(const std::string& name, const std::vector<std::string>& tables);
   void time(const std::string& name, uint64_t ns);
   bool dirty() const;
+  void mark_dirty();
   std::optional<std::vector<wire::Kernel>> take_if_dirty();
 
  private:

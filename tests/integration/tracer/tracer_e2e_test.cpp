@@ -145,6 +145,9 @@ TEST(TracerE2E, SigkilledJobLeavesFlushedData) {
   const auto& s = only_session(p);
   EXPECT_EQ(s.exit_code.value_or(-1), 128 + SIGKILL);
   expect_basic(p, s.id);
+  // What it recorded after its last flush (nothing here) could not be known: said so.
+  EXPECT_EQ(s.drops.at("ended_without_final_flush"), 1u);
+  EXPECT_NE(r.err.find("ended_without_final_flush: 1 session(s)"), std::string::npos) << r.err;
 }
 
 TEST(TracerE2E, SigtermFlushesAndStillDiesBySignal) {
@@ -338,12 +341,53 @@ TEST(TracerE2E, FullBuffersDropAndCountBatches) {
   EXPECT_EQ(accepted + dropped, 40);
   Profile p = load(db);
   const auto& s = only_session(p);
-  // Every accepted batch is counted exactly, every dropped one is reported.
+  // Every accepted batch is counted exactly, every dropped one is reported, by name.
   EXPECT_EQ(table(p, s.id, "flood")->aggregate.lookups(), uint64_t(accepted) * 262144);
   EXPECT_EQ(s.dropped_events, uint64_t(dropped));
-  if (dropped > 0) {
-    EXPECT_NE(r.err.find("dropped events: " + std::to_string(dropped)), std::string::npos) << r.err;
-  }
+  ASSERT_GT(dropped, 0) << "1 MiB of queue for 40 MiB of batches dropped nothing";
+  EXPECT_EQ(s.drops.at("batches"), uint64_t(dropped));
+  EXPECT_EQ(s.drops.at("indices"), uint64_t(dropped) * 262144);
+  EXPECT_NE(r.err.find("dropped events: " + std::to_string(dropped)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("batches: " + std::to_string(dropped) + " (host lookup batches dropped"), std::string::npos) << r.err;
+  Result rep = run({EDO_BIN, "report", db});
+  EXPECT_NE(rep.out.find("  indices: " + std::to_string(uint64_t(dropped) * 262144) + " (indices in the dropped"),
+            std::string::npos)
+      << rep.out;
+  Result js = run({EDO_BIN, "report", "--json", db});
+  EXPECT_NE(js.out.find("\"drops\": {\n    \"batches\": " + std::to_string(dropped) + ","), std::string::npos) << js.out;
+}
+
+// EDO_OUTPUT on a file the job may not grow (its own RLIMIT_FSIZE, as a full disk would): the
+// failed flushes are cut back to the last whole frame, counted, and the counters reach the
+// file once writing works again; the job is not killed by SIGXFSZ, and says nothing else.
+TEST(TracerE2E, UnwritableTraceFileIsCountedAndTheJobUnharmed) {
+  const std::string trace = tmp_path("fsize.trace"), db = tmp_path("fsize.edodb");
+  Result r = run({TRACER_JOB, "fsize", "4"}, with({"EDO_OUTPUT=" + trace, "EDO_FLUSH_MS=50"}));
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_EQ(r.out, "tracer_job fsize done\n");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("13500 lookups) were not delivered: cannot write " + trace + ": File too large"), std::string::npos)
+      << r.err;
+  Result im = run({EDO_BIN, "import", trace, "-o", db});
+  ASSERT_EQ(im.status, 0) << im.err;
+  EXPECT_EQ(im.err.find("corrupt"), std::string::npos) << im.err;
+  Profile p = load(db);
+  const auto& s = only_session(p);
+  EXPECT_GE(s.drops.at("unsent_flushes"), 1u);
+  EXPECT_GT(s.drops.at("unsent_bytes"), 0u);
+  EXPECT_EQ(s.drops.at("unsent_lookups"), 13500u);
+  // What came after is there, under the tables registered in the lost flushes.
+  EXPECT_EQ(table(p, s.id, "emb.item")->aggregate.count(7), 70u);
+  EXPECT_EQ(table(p, s.id, "emb.item")->aggregate.lookups(), 70u);
+  ASSERT_NE(table(p, s.id, "emb.user"), nullptr);
+  EXPECT_EQ(s.steps, 5u);
+  // The limit still in force at exit: the exiting thread's own write fails, SIGXFSZ and all.
+  const std::string stay = tmp_path("stay.trace");
+  // (stderr is a file too, held to its first byte).
+  r = run({TRACER_JOB, "fsize_stay", "6"}, with({"EDO_OUTPUT=" + stay, "EDO_ASYNC=0"}));
+  EXPECT_EQ(r.status, 6) << r.err;
+  EXPECT_EQ(r.err, "e");
+  EXPECT_EQ(fs::file_size(stay), 0u);
 }
 
 TEST(TracerE2E, SynchronousIngestGivesTheSameCounts) {

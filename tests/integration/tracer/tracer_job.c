@@ -20,6 +20,12 @@
  *               threads until killed (run with SIGTERM from outside)
  *       own_term    a SIGTERM handler that sets a flag; basic, prints "ready <pid>", waits
  *               for the flag, then exits with EXIT_CODE
+ *       fsize   sets its own RLIMIT_FSIZE soft limit to 1 byte, basic, sleeps 300 ms (the
+ *               EDO_OUTPUT flushes fail: EFBIG, and SIGXFSZ for the writer), lifts the limit,
+ *               reads row 7 of emb.item 70 times (run with EDO_OUTPUT, EDO_FLUSH_MS=50)
+ *       fsize_stay  the same limit, basic, and exit(EXIT_CODE) with it in force, printing
+ *               nothing (the final flush and the tracer's stderr line are written by the
+ *               exiting thread, which SIGXFSZ would kill)
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -38,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,6 +211,27 @@ int main(int argc, char** argv) {
     fflush(stdout);
     while (!got_term) sleep_ms(5);
     printf("checkpoint written\n");
+  } else if (!strcmp(mode, "fsize")) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    const rlim_t max = rl.rlim_max;
+    rl.rlim_cur = 1;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    basic();
+    sleep_ms(300);
+    rl.rlim_cur = max;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+    int64_t v[70];
+    for (int i = 0; i < 70; ++i) v[i] = 7;
+    check(edo_table_lookup(item, v, 70, EDO_I64, EDO_HOST, NULL), "lookup after the limit");
+  } else if (!strcmp(mode, "fsize_stay")) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    rl.rlim_cur = 1;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    basic();
+    exit(code);
   } else if (!strcmp(mode, "twice")) {
     basic();
     sleep_ms(300);
