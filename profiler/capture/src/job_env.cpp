@@ -52,6 +52,8 @@ std::vector<std::pair<std::string, std::string>> job_environment(const JobEnvInp
                           "' (no readable file there); using the default " + in.lib_path);
     out.emplace_back("EDO_TRACE_LIB", in.lib_path);
   }
+  const char* root = in.get("EDO_ROOT_PID");
+  if ((!root || !*root) && in.pid > 0) out.emplace_back("EDO_ROOT_PID", std::to_string(in.pid));
   const char* nvtx = in.get("NVTX_INJECTION64_PATH");
   if (!nvtx || !*nvtx) out.emplace_back("NVTX_INJECTION64_PATH", in.lib_path);
   const std::string boot = libdir + "/python/edo_boot", pkg = libdir + "/python";
@@ -67,6 +69,7 @@ void set_up_job_environment(const std::string& lib_path, std::vector<std::string
   if (threads_of_this_process() != 1) return;  // loaded late (dlopen in a running program)
   JobEnvInputs in;
   in.lib_path = lib_path;
+  in.pid = getpid();
   in.get = [](const char* n) { return static_cast<const char*>(getenv(n)); };
   in.is_dir = [](const std::string& p) {
     struct stat st;

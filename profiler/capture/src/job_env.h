@@ -2,8 +2,9 @@
 // start (`LD_PRELOAD=libedo_trace.so EDO_OUTPUT=run.edotrace python3 train.py`, without `edo
 // record`) records what `edo record` would: Python processes find the PyTorch hook
 // (PYTHONPATH), the hook finds the library (EDO_TRACE_LIB), NVTX finds the injection
-// (NVTX_INJECTION64_PATH). Python reads PYTHONPATH after the library's constructor has run,
-// and the job's children inherit all three. A value the job already set is kept (and
+// (NVTX_INJECTION64_PATH), and the job's later processes know its first one (EDO_ROOT_PID:
+// only that one prints the settings warnings). Python reads PYTHONPATH after the library's
+// constructor has run, and the job's children inherit all of them. A value the job already set is kept (and
 // EDO_TRACE_LIB that names no readable file is replaced, with a warning).
 #pragma once
 
@@ -16,6 +17,7 @@ namespace edo::capture {
 
 struct JobEnvInputs {
   std::string lib_path;                                  // this library, absolute
+  long pid = 0;                                          // this process
   std::function<const char*(const char*)> get;           // getenv
   std::function<bool(const std::string&)> is_dir;        // folder exists
   std::function<bool(const std::string&)> is_readable;   // file can be read

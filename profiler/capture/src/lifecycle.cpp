@@ -224,7 +224,7 @@ __attribute__((constructor(101))) void edo_trace_init() {
   if (p->active && root)
     for (auto& w : warnings) tracer_log(w);
   if (!p->active) return;
-  if (!cfg.output.empty() && !getenv("EDO_OUTPUT_OWNER")) {
+  if (!cfg.output.empty() && cfg.output_owner == 0) {
     // The first process of an EDO_OUTPUT run owns the file; start it afresh.
     int fd = ::open(cfg.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::close(fd);

@@ -320,16 +320,40 @@ TEST(TracerE2E, JobRunsUnharmedWhenTheCollectorIsGone) {
   EXPECT_NE(r.err.find("lookups) were not delivered: the collector at " + sock), std::string::npos) << r.err;
 }
 
+// Every setting of the library at once, each with a bad value (garbage, negative, too large):
+// one warning per variable, and the job's output, exit code and recording are as without them.
 TEST(TracerE2E, BadEnvironmentValuesWarnAndTheJobRuns) {
-  const std::string db = tmp_path("badenv.edodb");
-  Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "basic", "2"},
-                 with({"EDO_FLUSH_MS=soon", "EDO_MAX_BUFFER_MB=0", "EDO_ASYNC=perhaps"}));
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("EDO_FLUSH_MS='soon' (not a non-negative integer); using the default 1000"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("EDO_MAX_BUFFER_MB='0'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("EDO_ASYNC='perhaps'"), std::string::npos) << r.err;
-  Profile p = load(db);
-  expect_basic(p, only_session(p).id);
+  const std::vector<std::string> bad = {
+      "EDO_FLUSH_MS=soon", "EDO_EXACT_ROWS=-1", "EDO_TOPK=99999999999999999999999", "EDO_MAX_BUFFER_MB=0",
+      "EDO_MAX_EVENTS=1e9", "EDO_WINDOW_STEPS=-3", "EDO_MAX_MEMORY_MB=huge", "EDO_ASYNC=perhaps", "EDO_LRU=2",
+      "EDO_CUDA_CAPTURE=-1", "EDO_VERBOSE=loud", "EDO_TORCH=maybe", "EDO_TORCH_SCAN=7",
+      "EDO_OUTPUT_OWNER=nobody"};
+  for (const bool record : {true, false}) {
+    const std::string db = tmp_path(record ? "badenv.edodb" : "badenv-import.edodb"), trace = tmp_path("badenv.trace");
+    std::vector<std::string> env = with(bad);
+    if (!record) env.push_back("EDO_OUTPUT=" + trace);
+    Result r = record ? run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "basic", "2"}, env)
+                      : run({TRACER_JOB, "basic", "2"}, env);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(r.out, "tracer_job basic done\n");
+    for (const auto& kv : bad) {
+      const std::string name = kv.substr(0, kv.find('='));
+      if (record && name == "EDO_OUTPUT_OWNER") continue;  // edo record does not pass it on
+      const std::string line = "edo: ignoring " + name + "='" + kv.substr(kv.find('=') + 1) + "' (";
+      const auto at = r.err.find(line);
+      EXPECT_NE(at, std::string::npos) << name << ":\n" << r.err;
+      if (at != std::string::npos) EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << "warned twice: " << name;
+    }
+    EXPECT_NE(r.err.find("EDO_FLUSH_MS='soon' (not a whole number: must be between 10 and 3600000); using the default 1000"),
+              std::string::npos)
+        << r.err;
+    if (!record) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), long(bad.size())) << r.err;
+      ASSERT_EQ(run({EDO_BIN, "import", trace, "-o", db}).status, 0);
+    }
+    Profile p = load(db);
+    expect_basic(p, only_session(p).id);
+  }
 }
 
 TEST(TracerE2E, FullBuffersDropAndCountBatches) {

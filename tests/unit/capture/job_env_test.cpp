@@ -16,6 +16,7 @@ using Env = std::map<std::string, std::string>;
 Env apply(const Env& env, std::vector<std::string>* warnings = nullptr, bool has_hook = true) {
   JobEnvInputs in;
   in.lib_path = "/opt/edo/lib/libedo_trace.so";
+  in.pid = 4242;
   in.get = [&env](const char* n) -> const char* {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
@@ -34,11 +35,13 @@ TEST(JobEnvironment, AnEmptyEnvironmentGetsTheHookTheLibraryAndNvtx) {
   EXPECT_EQ(e["PYTHONPATH"], "/opt/edo/lib/python/edo_boot:/opt/edo/lib/python");
   EXPECT_EQ(e["EDO_TRACE_LIB"], "/opt/edo/lib/libedo_trace.so");
   EXPECT_EQ(e["NVTX_INJECTION64_PATH"], "/opt/edo/lib/libedo_trace.so");
+  EXPECT_EQ(e["EDO_ROOT_PID"], "4242");
 }
 
 TEST(JobEnvironment, TheJobsOwnValuesAreKept) {
   Env e = apply({{"PYTHONPATH", "/home/me/src"}, {"NVTX_INJECTION64_PATH", "/nsight/libinj.so"},
-                 {"EDO_TRACE_LIB", "/other/libedo_trace.so"}});
+                 {"EDO_TRACE_LIB", "/other/libedo_trace.so"}, {"EDO_ROOT_PID", "17"}});
+  EXPECT_EQ(e["EDO_ROOT_PID"], "17");
   EXPECT_EQ(e["PYTHONPATH"], "/opt/edo/lib/python/edo_boot:/opt/edo/lib/python:/home/me/src");
   EXPECT_EQ(e["NVTX_INJECTION64_PATH"], "/nsight/libinj.so");
   EXPECT_EQ(e["EDO_TRACE_LIB"], "/other/libedo_trace.so");
