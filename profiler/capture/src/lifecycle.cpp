@@ -35,8 +35,12 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
   Session& s = session();
   std::lock_guard<std::mutex> flk(s.flush_mu);
   if (s.goodbye_sent && final_goodbye) return;
+  // A fatal signal's flush must end in time: it counts until its deadline and drops the rest
+  // (counted). Any other flush stops counting as soon as such a flush is asked for and leaves
+  // the rest queued for it.
   std::function<bool()> late;
   if (deadline_ns) late = [deadline_ns] { return now_ns() > deadline_ns; };
+  else late = [&s] { return s.sig_req.load() != s.sig_done.load(); };
   s.drain(p.registry, late, deadline_ns != 0);
   cuda_poll(final_goodbye);
   s.drain(p.registry, late, deadline_ns != 0);

@@ -259,10 +259,13 @@ TEST(TracerSignals, ReraisingHandlerAtRandomPointsNeverHangs) {
     for (int i = 0; i < kRuns; ++i) {
       const std::string trace = tmp_path(std::string("reraise") + async + "_" + std::to_string(i) + ".trace");
       Background b = start({TRACER_JOB, "reraise", "0"},
-                           with({"EDO_OUTPUT=" + trace, "EDO_ASYNC=" + std::string(async), "EDO_FLUSH_MS=50",
+                           with({"EDO_OUTPUT=" + trace, "EDO_ASYNC=" + std::string(async), "EDO_FLUSH_MS=50", "EDO_MAX_BUFFER_MB=8",
                                  "ASAN_OPTIONS=detect_leaks=0"}));
       const std::string out = wait_for_output(b, "ready ");
       ASSERT_NE(out.find("ready "), std::string::npos) << out;
+      // The session's first flush is out (the test is about the kill, not about what a
+      // process killed before its first flush can keep).
+      for (int k = 0; k < 400 && (!fs::exists(trace) || fs::file_size(trace) == 0); ++k) usleep(5000);
       usleep(std::uniform_int_distribution<int>(0, 150000)(rng));
       kill(b.pid, SIGTERM);
       const int status = wait_exit(b, 20);
