@@ -32,12 +32,16 @@ struct SessionIdentity {
   int64_t start_mono_ns = 0;
 };
 
-// Per-table counting state of a session.
+// Per-table counting state of a session, within a memory budget (EDO_MAX_MEMORY_MB): a table
+// gets its statistics at its first lookup, sized to its share of what is left (the budget
+// left over the registered tables that have none yet; stats::fit_state_to()). A table for
+// which even the smallest statistics do not fit gets none: its lookups are refused, counted.
 class TableCounts {
  public:
-  explicit TableCounts(const stats::StatsConfig& cfg) : cfg_(cfg) {}
-  // Caller holds mutex().
-  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
+  explicit TableCounts(const stats::StatsConfig& cfg, uint64_t budget_bytes = UINT64_MAX)
+      : cfg_(cfg), budget_(budget_bytes) {}
+  // Caller holds mutex(). `registered`: tables in the registry now.
+  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, uint32_t registered = 0);
   void close_windows_locked();
   // Deltas of every table with something pending (closing the window first when asked);
   // returns the lookups they hold.
@@ -46,14 +50,28 @@ class TableCounts {
   stats::TableAggregate pending_locked(uint32_t id) const;
   std::mutex& mutex() { return mu_; }
 
+  // Since the last call (caller holds mutex()): lookups refused for want of room, tables
+  // that got no statistics, tables whose statistics were sized down.
+  struct BudgetNews {
+    uint64_t refused_lookups = 0;
+    uint32_t refused_tables = 0, downsized_tables = 0;
+  };
+  BudgetNews take_budget_news_locked();
+  uint64_t reserved_bytes_locked() const { return used_; }
+
  private:
   struct Entry {
     std::unique_ptr<stats::TableIngestor> ing;
     bool pending = false;
+    bool refused = false;
   };
   const stats::StatsConfig cfg_;
+  const uint64_t budget_;
   std::mutex mu_;
   std::vector<Entry> tables_;  // by table id
+  uint64_t used_ = 0;          // sum of the tables' state_bound_bytes()
+  uint32_t placed_ = 0;        // tables with statistics, or refused
+  BudgetNews news_;
 };
 
 // Memory events, notes and drop counters, taken at each flush.
@@ -122,7 +140,7 @@ class Session {
   // `quiet`: a forked child that has only inherited the registry stays silent (no session
   // row) until it registers, reads, steps, opens a range or allocates.
   Session(const SessionIdentity& id, const SinkTarget& sink, const stats::StatsConfig& stats,
-          uint64_t max_queue_bytes, uint64_t max_events, bool quiet);
+          uint64_t max_queue_bytes, uint64_t max_events, bool quiet, uint64_t max_state_bytes = UINT64_MAX);
 
   const SessionIdentity id;
   // Distinguishes sessions of one process (thread-local range stacks survive a fork).
@@ -136,6 +154,7 @@ class Session {
   RegistryCursor sent;
   uint64_t steps_sent = 0;
   uint64_t unsent_lookups = 0;   // lookups in flushes the sink could not deliver
+  uint64_t downsized_tables = 0; // tables whose statistics were sized down (flush.cpp)
   bool loss_reported = false;    // the exit-time line about them was printed
 
   TableCounts counts;
