@@ -113,7 +113,7 @@ std::string variables_help() {
   // The variables edo record sets for its own use are listed apart: a user does not set them.
   std::string internal;
   for (const auto& v : capture::documented_variables()) {
-    if (std::string(v.default_value) == "(set by edo record)") {
+    if (std::string(v.default_value).rfind("(set by ", 0) == 0) {  // edo record, or the library
       internal += std::string(internal.empty() ? "" : ", ") + v.name;
       continue;
     }
