@@ -188,6 +188,21 @@ TEST(TracerE2E, SignalsToEdoRecordAreForwardedToTheJob) {
   expect_basic(p, s.id);
 }
 
+// The library installs no signal handler, so a job killed by a signal cannot flush itself:
+// `edo record` asks it for a flush before it passes a signal on. With a flush period of an
+// hour, only that flush can carry what the job read after its first flush.
+TEST(TracerE2E, EdoRecordAsksForAFlushBeforePassingASignalOn) {
+  const std::string db = tmp_path("asked.edodb");
+  Background b = start({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "wait_more", "0"}, with({"EDO_FLUSH_MS=3600000"}));
+  ASSERT_NE(wait_for_output(b, "ready").find("ready"), std::string::npos) << slurp(b.out);
+  kill(b.pid, SIGTERM);
+  EXPECT_EQ(wait_exit(b), 128 + SIGTERM) << slurp(b.out);
+  Profile p = load(db);
+  const auto& s = only_session(p);
+  EXPECT_EQ(table(p, s.id, "emb.item")->aggregate.count(5), 55u + 30u);
+  EXPECT_EQ(s.exit_code.value_or(-1), 128 + SIGTERM);
+}
+
 TEST(TracerE2E, ForkedWorkersAreSessions) {
   const std::string db = tmp_path("fork.edodb");
   Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "fork", "0"}, kClean);

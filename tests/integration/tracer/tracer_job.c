@@ -11,6 +11,9 @@
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
  *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
  *       twice   basic, sleeps 300 ms, basic again (the collector may die in between)
+ *       wait_more   basic, sleeps 300 ms (its first flush goes out), reads row 5 of emb.item
+ *               55 times, prints "ready", then sleeps 20 s (run with a long EDO_FLUSH_MS:
+ *               only a flush the collector asks for can send those 55 lookups)
  *       spawn   basic, then fork+exec /bin/true and system("true"): children that record
  *               nothing leave no session
  *       dispositions  prints the disposition (DFL, IGN or a handler) and flags of every signal
@@ -232,6 +235,16 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_FSIZE, &rl);
     basic();
     exit(code);
+  } else if (!strcmp(mode, "wait_more")) {
+    basic();
+    sleep_ms(300);
+    int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+    int64_t v[55];
+    for (int i = 0; i < 55; ++i) v[i] = 5;
+    check(edo_table_lookup(item, v, 55, EDO_I64, EDO_HOST, NULL), "lookup before the signal");
+    printf("ready\n");
+    fflush(stdout);
+    sleep_ms(20000);
   } else if (!strcmp(mode, "twice")) {
     basic();
     sleep_ms(300);
