@@ -8,7 +8,8 @@ libedo_trace.so is loaded (1000 lookups), prints "ready <pid>", and waits for a 
 
   keyboard   catches KeyboardInterrupt (SIGINT, Ctrl-C), writes CHECKPOINT in the handler,
              prints "finally" from the finally block, exits 0
-  unhandled  does not catch it: the finally block runs, then Python ends by SIGINT (exit 130)
+  unhandled  does not catch it: the finally block writes CHECKPOINT, then Python ends by
+             SIGINT (exit 130)
   term       installs its own SIGTERM handler, which writes CHECKPOINT and exits 7
 """
 import ctypes
@@ -52,4 +53,6 @@ except KeyboardInterrupt:
     else:
         raise
 finally:
+    if mode == "unhandled":
+        save("finally")
     print("finally", flush=True)

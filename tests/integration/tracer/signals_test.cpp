@@ -138,6 +138,7 @@ TEST_P(PythonSignals, UnhandledKeyboardInterruptEndsByTheSignalAfterFinallyAndAF
   EXPECT_EQ(s.status, 128 + SIGINT) << s.output;
   EXPECT_NE(s.output.find("finally\n"), std::string::npos) << s.output;
   EXPECT_NE(s.output.find("KeyboardInterrupt"), std::string::npos) << s.output;
+  EXPECT_EQ(slurp(ckpt), "finally");
   Profile p = finished(t);
   expect_checkpoint_table(p);
   // Python ends itself with kill(getpid(), SIGINT): the library's kill() wrapper sent the
