@@ -45,6 +45,8 @@ inline constexpr size_t kMaxEventsPerFrame = 1 << 16;
 // The frames of one flush, in the order the collector needs: Hello first; tables before the
 // frames that refer to them; Goodbye last.
 std::string encode_flush(const FlushSnapshot& s);
+// The same, freeing each table delta once it is encoded (the tracer's flush).
+std::string encode_flush(FlushSnapshot&& s);
 
 // Takes what changed in `session` (and what it has not sent of `registry`) and marks it as
 // sent; `window_per_flush` closes each table's drift window first (EDO_WINDOW_STEPS=0). The

@@ -63,8 +63,11 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
     snap.goodbye = wire::Goodbye{now_ns() - s.id.start_mono_ns, reason, code};
     s.goodbye_sent = true;
   }
-  const std::string frames = encode_flush(snap);
-  if (!s.sink.write(frames) && !snap.only_drop_counters()) {
+  const bool only_drops = snap.only_drop_counters();
+  const uint64_t lookups = snap.lookups;
+  const bool had_kernels = snap.kernels.has_value(), had_ranges = snap.ranges.has_value();
+  const std::string frames = encode_flush(std::move(snap));
+  if (!s.sink.write(frames) && !only_drops) {
     // What the next flush can say again is said again: the Hello, the registry, steps and the
     // kernel and range totals (absolute). The counts of this flush are lost: counted, and sent
     // with the next flush that gets through (a file after the disk got space again), or
@@ -72,12 +75,12 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
     s.open = was_open;
     s.sent = sent_before;
     s.steps_sent = steps_before;
-    if (snap.kernels) s.kernels.mark_dirty();
-    if (snap.ranges) s.ranges.mark_dirty();
+    if (had_kernels) s.kernels.mark_dirty();
+    if (had_ranges) s.ranges.mark_dirty();
     s.events.count_drop("unsent_flushes", 1);
     s.events.count_drop("unsent_bytes", frames.size());
-    if (snap.lookups) s.events.count_drop("unsent_lookups", snap.lookups);
-    s.unsent_lookups += snap.lookups;
+    if (lookups) s.events.count_drop("unsent_lookups", lookups);
+    s.unsent_lookups += lookups;
   }
 }
 
