@@ -44,8 +44,15 @@ int run_import(const ImportOptions& o) {
   for (auto& is : builder.issues())
     std::fprintf(stderr, "edo import: %s: byte %llu: %s\n", terminal_safe(is.stream).c_str(),
                  static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
-  if (builder.frames() == 0)
+  if (builder.frames() == 0) {
+    bool all_empty = true;
+    for (const auto& path : o.inputs) all_empty &= std::ifstream(path, std::ios::binary | std::ios::ate).tellg() == 0;
+    if (all_empty)
+      throw Failure("the trace is empty: the job recorded nothing (no table registered, no lookup, no NVTX range, no "
+                    "GPU allocation); for PyTorch, check that the job creates nn.Embedding/EmbeddingBag tables and "
+                    "that EDO_TORCH is not 0");
     throw Failure("no edo trace frames could be decoded from the input (not an EDO_OUTPUT file?)");
+  }
   db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
   store.save(builder.finish(), true);
   std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", terminal_safe(out).c_str(),

@@ -39,13 +39,14 @@ struct RecordOptions {
   std::vector<std::string> command;
 };
 
-std::atomic<pid_t> g_child{0};
+std::atomic<int> g_pending_signal{0};
 
 void forward_signal(int sig, siginfo_t* info, void*) {
   // Terminal-generated signals (SI_KERNEL) already reach the job: same process group.
   if (info && info->si_code == SI_KERNEL) return;
-  pid_t c = g_child.load();
-  if (c > 0) kill(c, sig);
+  // Passed on by the collecting loop once the traced processes have flushed (the tracer
+  // installs no signal handler, so a job that dies by the signal cannot flush itself).
+  g_pending_signal.store(sig);
 }
 
 std::string self_dir() {
@@ -113,7 +114,7 @@ std::string variables_help() {
   // The variables edo record sets for its own use are listed apart: a user does not set them.
   std::string internal;
   for (const auto& v : capture::documented_variables()) {
-    if (std::string(v.default_value) == "(set by edo record)") {
+    if (std::string(v.default_value).rfind("(set by ", 0) == 0) {  // edo record, or the library
       internal += std::string(internal.empty() ? "" : ", ") + v.name;
       continue;
     }
@@ -237,7 +238,6 @@ int run_record(const RecordOptions& o) {
     std::fprintf(stderr, "edo record: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
     _exit(127);
   }
-  g_child.store(child);
   // Which process is the job: the report's header shows it, not the first process to connect.
   builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
 
@@ -263,12 +263,23 @@ int run_record(const RecordOptions& o) {
       final_save_failed = final_save;
     }
   };
+  // A signal for the job: ask every traced process for a flush, wait for the replies (1 s at
+  // most), then pass the signal on.
+  auto pass_on = [&](int sig) {
+    server.accept_pending(builder);
+    const uint64_t before = builder.flush_replies();
+    const size_t asked = server.request_flush();
+    const auto give_up = clock::now() + std::chrono::seconds(1);
+    while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
+    kill(child, sig);
+  };
   int status = 0;
   bool exited = false;
   auto exit_time = clock::now();
   auto last_activity = clock::now();
   while (true) {
     if (server.poll_once(builder, 100)) last_activity = clock::now();
+    if (const int sig = g_pending_signal.exchange(0); sig && !exited) pass_on(sig);
     if (!exited) {
       pid_t r = waitpid(child, &status, WNOHANG);
       if (r == child) {
@@ -293,7 +304,7 @@ int run_record(const RecordOptions& o) {
   }
   while (server.poll_once(builder, 0)) {
   }
-  g_child.store(0);
+  builder.close_all_streams();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);

@@ -8,6 +8,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
+#include "edo/model/drops.h"
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "support/report_json.h"
@@ -84,8 +85,10 @@ void print_memory(const model::Profile& profile) {
                                model::format_bytes(mem.optimizer_bytes), model::format_bytes(mem.grad_bytes))
                  : "",
              peak > 0 ? fmt::format(" ({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "");
-  fmt::print("dropped events: {}{}\n\n", profile.dropped_events(),
+  fmt::print("dropped events: {}{}\n", profile.dropped_events(),
              profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
+  for (const auto& [name, n] : profile.drops())
+    if (n) fmt::print("  {}\n", model::describe_drop(name, n));
 }
 
 // A table whose weights are another's and that read nothing itself: its reads (a tied module
@@ -209,7 +212,8 @@ Runner setup(CLI::App& sub) {
       "  {\"schema\",\"job\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\",\"weight_bytes\",\"optimizer_bytes\",\n"
       "   \"grad_bytes\"},\"tables\":[{\"name\",\"table_name\",\"rows\",\"dim\",\"dtype\",\"device\",\"weight_bytes\",\n"
       "   \"optimizer_bytes\",\"grad_bytes\",\"total_bytes\",\"ranks\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\n"
-      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\"}\n\n"
+      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N}}\n"
+      "  (drops: every loss by name, docs/losses.md; each session carries its own)\n\n"
       "Example:\n  edo report run.edodb --top 10");
   sub.add_option("file", o->file, "an .edodb file from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_flag("--json", o->json, "print JSON instead of text");

@@ -24,7 +24,8 @@ json session_json(const model::Session& s) {
             {"gpus", s.gpus},
             {"source", s.source},
             {"steps", s.steps},
-            {"dropped_events", s.dropped_events}};
+            {"dropped_events", s.dropped_events},
+            {"drops", s.drops}};
   j["rank"] = s.rank ? json(*s.rank) : json(nullptr);
   j["local_rank"] = s.local_rank ? json(*s.local_rank) : json(nullptr);
   j["exit_code"] = s.exit_code ? json(*s.exit_code) : json(nullptr);
@@ -125,6 +126,7 @@ json report_json(const model::Profile& profile, const std::vector<model::TableVi
   }
   j["kernels"] = kernels;
   j["dropped_events"] = profile.dropped_events();
+  j["drops"] = profile.drops();  // every loss counter by name, summed over sessions (docs/losses.md)
   return j;
 }
 

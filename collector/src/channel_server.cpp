@@ -56,6 +56,13 @@ void ChannelServer::accept_pending(ProfileBuilder& b) {
   }
 }
 
+size_t ChannelServer::request_flush() {
+  size_t asked = 0;
+  const char req = 'F';  // edo::capture::kFlushRequestByte
+  for (auto& c : conns_) asked += ::send(c.fd, &req, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
+  return asked;
+}
+
 bool ChannelServer::poll_once(ProfileBuilder& b, int timeout_ms) {
   std::vector<pollfd> fds;
   if (listen_fd_ >= 0) fds.push_back({listen_fd_, POLLIN, 0});

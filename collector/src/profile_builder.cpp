@@ -6,6 +6,7 @@
 
 #include "edo/collector/collector.h"
 #include "edo/dtype.h"
+#include "edo/model/drops.h"
 #include "edo/wire/attribution.h"
 
 namespace edo::collector {
@@ -79,6 +80,22 @@ void ProfileBuilder::close_stream(int stream) {
     issues_.push_back({s.label, s.dec.consumed_offset(),
                        "truncated: the last " + std::to_string(s.dec.pending_bytes()) +
                            " bytes are not a whole frame (kept everything before)"});
+  end_session(s);
+}
+
+void ProfileBuilder::close_all_streams() {
+  for (size_t i = 0; i < streams_.size(); ++i) close_stream(int(i));
+}
+
+// The stream's session is over (its stream ended, or a new Hello followed): without its
+// Goodbye, whatever the process recorded after its last flush never arrived.
+void ProfileBuilder::end_session(Stream& s) {
+  if (s.session < 0) return;
+  model::Session& ses = profile_.sessions[size_t(s.session)];
+  if (said_goodbye_.count(ses.id)) return;
+  ses.drops[model::kEndedWithoutFinalFlush] = 1;
+  ses.dropped_events = model::dropped_events_of(ses.drops);
+  ++generation_;
 }
 
 model::Session* ProfileBuilder::session(Stream& s) {
@@ -99,6 +116,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
       [&](auto& v) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, wire::Hello>) {
+          end_session(s);
           model::Session ses;
           ses.id = next_session_id_++;
           ses.command = v.command;
@@ -182,14 +200,15 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const model::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
           for (auto& r : v.ranges) rs.push_back({ses->id, r.name, r.count, r.total_ns, r.lookups, r.alloc_bytes});
         } else if constexpr (std::is_same_v<T, wire::Dropped>) {
+          // Absolute values, each counter replacing its previous one.
           model::Session* ses = session(s);
-          auto& d = drops_[ses->id];
-          for (auto& [k, n] : v.counters) d[k] = n;
-          uint64_t total = 0;
-          for (auto& [k, n] : d)
-            if (k != "indices" && k != "unsent_bytes") total += n;
-          ses->dropped_events = total;
+          for (auto& [k, n] : v.counters) ses->drops[k] = n;
+          ses->dropped_events = model::dropped_events_of(ses->drops);
         } else if constexpr (std::is_same_v<T, wire::Note>) {
+          if (v.key == wire::kFlushReplyNote) {
+            ++flush_replies_;
+            return;
+          }
           model::Session* ses = session(s);
           profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
           profile_.metadata[v.key] = v.value;
@@ -197,6 +216,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           apply_weight_rows(s, v, offset);
         } else if constexpr (std::is_same_v<T, wire::Goodbye>) {
           model::Session* ses = session(s);
+          said_goodbye_.insert(ses->id);
           ses->duration_ns = v.duration_ns;
           if (v.reason == wire::EndReason::kSignal && !ses->exit_code) ses->exit_code = 128 + v.code;
         }
@@ -314,6 +334,8 @@ std::vector<std::string> summary_lines(const model::Profile& p) {
                 " device allocation(s) traced, table memory " + human(double(p.table_bytes())) + ")");
   out.push_back("dropped events: " + std::to_string(p.dropped_events()) +
                 (p.dropped_events() ? " (raise EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS)" : ""));
+  for (const auto& [name, n] : p.drops())
+    if (n) out.push_back("  " + model::describe_drop(name, n));
   return out;
 }
 

@@ -283,6 +283,20 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_session.bind(14, u64_to_i64(s.steps));
     put_session.exec();
   }
+  SQLite::Statement del_drops(d, "DELETE FROM session_drops WHERE session_id = ?");
+  SQLite::Statement put_drop(d, "INSERT INTO session_drops(session_id, name, count) VALUES (?,?,?)");
+  for (const auto& s : p.sessions) {
+    del_drops.reset();
+    del_drops.bind(1, s.id);
+    del_drops.exec();
+    for (const auto& [name, n] : s.drops) {
+      put_drop.reset();
+      put_drop.bind(1, s.id);
+      put_drop.bind(2, name);
+      put_drop.bind(3, u64_to_i64(n));
+      put_drop.exec();
+    }
+  }
 
   int64_t next_table_id = d.execAndGet("SELECT COALESCE(MAX(id), 0) FROM tables").getInt64() + 1;
   for (auto& t : p.tables) {
@@ -460,6 +474,15 @@ Profile ProfileStore::Impl::load() const {
       s.dropped_events = i64_to_u64(q.getColumn(12).getInt64());
       s.steps = i64_to_u64(q.getColumn(13).getInt64());
       p.sessions.push_back(std::move(s));
+    }
+  }
+  {
+    std::map<int64_t, Session*> by_id;
+    for (auto& s : p.sessions) by_id[s.id] = &s;
+    SQLite::Statement q(d, "SELECT session_id, name, count FROM session_drops ORDER BY session_id, name");
+    while (q.executeStep()) {
+      auto it = by_id.find(q.getColumn(0).getInt64());
+      if (it != by_id.end()) it->second->drops[q.getColumn(1).getString()] = i64_to_u64(q.getColumn(2).getInt64());
     }
   }
   {

@@ -146,11 +146,19 @@ void migrate_to_v3(SQLite::Database& db) {
   for (const char* sql : kStepV3) db.exec(sql);
 }
 
+// Version 4: every loss counter of a session by name (edo/model/drops.h), beside the
+// sessions.dropped_events total. Older files have none: their total stays where it was.
+void migrate_to_v4(SQLite::Database& db) {
+  db.exec("CREATE TABLE session_drops (session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+          " name TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(session_id, name))");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
   if (from < 2) migrate_to_v2(db);
   if (from < 3) migrate_to_v3(db);
+  if (from < 4) migrate_to_v4(db);
 }
 
 }  // namespace

@@ -17,6 +17,13 @@ uint64_t Profile::dropped_events() const {
   return total;
 }
 
+std::map<std::string, uint64_t> Profile::drops() const {
+  std::map<std::string, uint64_t> total;
+  for (const auto& s : sessions)
+    for (const auto& [name, n] : s.drops) total[name] += n;
+  return total;
+}
+
 bool is_gradient_kind(const std::string& kind) { return kind == "grad" || kind.rfind("grad.", 0) == 0; }
 
 TableMemory Profile::table_memory() const {

@@ -38,14 +38,11 @@ struct TableIngestor::Impl {
   }
 
   // Counting and the LRU stack run chunk by chunk, so that the counts the SHARDS classes
-  // read are current to within one chunk.
+  // read are current to within one chunk; also without the stack, so that the sketch's
+  // scratch buffers hold one chunk (stats::state_bound_bytes).
   template <class I>
   void add(const I* idx, size_t n) {
     constexpr size_t kChunk = 4096;
-    if (!cfg.track_lru) {  // counts only: no need to interleave with the stack
-      add_chunk(idx, n);
-      return;
-    }
     for (size_t off = 0; off < n; off += kChunk) add_chunk(idx + off, std::min(kChunk, n - off));
   }
 

@@ -38,7 +38,7 @@ int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int
   if (device == EDO_CUDA) return cuda_lookup(table, indices, count, type, stream);
   if (!p->async.load(std::memory_order_relaxed) || !s.bg_running.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lk(s.counts.mutex());
-    s.counts.add_locked(*t, indices, count, type);
+    s.counts.add_locked(*t, indices, count, type, p->registry.size());
     return EDO_OK;
   }
   switch (s.queue.push_copy(table, indices, count, type, type == EDO_I64 ? 8 : 4)) {
@@ -88,7 +88,7 @@ void ingest_indices(int64_t table, const void* indices, uint64_t count, int type
   if (!t) return;
   Session& s = session();
   std::lock_guard<std::mutex> lk(s.counts.mutex());
-  s.counts.add_locked(*t, indices, count, type);
+  s.counts.add_locked(*t, indices, count, type, p->registry.size());
 }
 
 }  // namespace edo::capture

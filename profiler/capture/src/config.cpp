@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 
 namespace edo::capture {
 
@@ -16,6 +17,7 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_MAX_BUFFER_MB", "256", "bound on index batches waiting for the background thread (host copies and pinned device staging); beyond it batches are dropped and counted"},
       {"EDO_MAX_EVENTS", "1048576", "memory events buffered between two flushes; beyond it events are dropped and counted"},
       {"EDO_WINDOW_STEPS", "0", "close a hot-set drift window every N edo_step() calls (0: at every flush)"},
+      {"EDO_MAX_MEMORY_MB", "4096", "bound on the tables' statistics in each traced process (MiB, 16..1048576): a table beyond its share gets smaller sketches, or none (counted); see docs/memory.md"},
       {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
       {"EDO_LRU", "1", "0: count rows only, no LRU hit-rate curve (cheaper ingest)"},
       {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture and device-index copies"},
@@ -24,62 +26,107 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_WEIGHTS", "0", "1 (edo record --weights): keep a weight snapshot per table (hottest rows + a uniform sample) for the tuner's error; the PyTorch hook hands the weights over at exit, C/C++ jobs call edo_table_weights()"},
       {"EDO_WEIGHT_ROWS", "65536", "rows per table a weight snapshot keeps at most (16..16777216)"},
       {"EDO_TORCH", "1", "0: do not auto-instrument torch.nn.Embedding/EmbeddingBag (edo record)"},
+      {"EDO_TORCH_SCAN", "1", "0: register only the models passed to edo.instrument(), not every embedding torch creates"},
       {"EDO_ROOT_PID", "(set by edo record)", "pid of the job's first process"},
       {"EDO_TRACE_LIB", "(set by edo record)", "full path of libedo_trace.so, for the Python hook"},
+      {"EDO_OUTPUT_OWNER", "(set by the library)", "pid of the process that writes EDO_OUTPUT itself (the others write <path>.<pid>)"},
   };
   return docs;
 }
 
 namespace {
 
-bool parse_u64(const char* s, uint64_t& out) {
-  if (!s || !*s) return false;
+using Getter = std::function<const char*(const char*)>;
+
+// Digits only (no sign, blank, exponent or unit). kTooLarge: digits beyond 2^64 - 1.
+enum class Number { kOk, kNotANumber, kTooLarge };
+Number parse_u64(const char* s, uint64_t& out) {
+  if (!s || !*s) return Number::kNotANumber;
   for (const char* p = s; *p; ++p)
-    if (*p < '0' || *p > '9') return false;
+    if (*p < '0' || *p > '9') return Number::kNotANumber;
   errno = 0;
   char* end = nullptr;
   unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0') return false;
+  if (errno == ERANGE) return Number::kTooLarge;
+  if (errno != 0 || *end != '\0') return Number::kNotANumber;
   out = v;
-  return true;
+  return Number::kOk;
+}
+
+// Shown in a warning: at most 64 characters, control characters as '?'.
+std::string shown(const char* value) {
+  std::string s;
+  for (const char* p = value; *p && s.size() < 64; ++p) s += (static_cast<unsigned char>(*p) < 0x20 || *p == 0x7f) ? '?' : *p;
+  if (std::strlen(value) > 64) s += "...";
+  return s;
 }
 
 void warn(std::vector<std::string>* w, const char* var, const char* value, const std::string& def,
-          const char* why) {
-  if (w)
-    w->push_back(std::string("edo: ignoring ") + var + "='" + value + "' (" + why +
-                 "); using the default " + def);
+          const std::string& why) {
+  if (w) w->push_back(std::string("edo: ignoring ") + var + "='" + shown(value) + "' (" + why + "); using the default " + def);
 }
 
-void get_u64(const std::function<const char*(const char*)>& get, const char* var, uint64_t& field,
-             uint64_t lo, uint64_t hi, std::vector<std::string>* w) {
+// The value, or nullptr when unset or empty.
+const char* value_of(const Getter& get, const char* var) {
   const char* v = get(var);
+  return v && *v ? v : nullptr;
+}
+
+void get_u64(const Getter& get, const char* var, uint64_t& field, uint64_t lo, uint64_t hi, std::vector<std::string>* w) {
+  const char* v = value_of(get, var);
   if (!v) return;
   uint64_t x = 0;
-  if (!parse_u64(v, x)) {
-    warn(w, var, v, std::to_string(field), "not a non-negative integer");
-    return;
+  const std::string range = "must be between " + std::to_string(lo) + " and " + std::to_string(hi);
+  switch (parse_u64(v, x)) {
+    case Number::kNotANumber:
+      warn(w, var, v, std::to_string(field), std::string(*v == '-' ? "negative" : "not a whole number") + ": " + range);
+      return;
+    case Number::kTooLarge:
+      warn(w, var, v, std::to_string(field), "too large: " + range);
+      return;
+    case Number::kOk:
+      break;
   }
   if (x < lo || x > hi) {
-    warn(w, var, v, std::to_string(field),
-         ("must be between " + std::to_string(lo) + " and " + std::to_string(hi)).c_str());
+    warn(w, var, v, std::to_string(field), range);
     return;
   }
   field = x;
 }
 
-void get_bool(const std::function<const char*(const char*)>& get, const char* var, bool& field,
-              std::vector<std::string>* w) {
-  const char* v = get(var);
+void get_bool(const Getter& get, const char* var, bool& field, std::vector<std::string>* w) {
+  const char* v = value_of(get, var);
   if (!v) return;
   if (!std::strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) {
     field = true;
-  } else if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-             !strcasecmp(v, "off") || !*v) {
+  } else if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) {
     field = false;
   } else {
     warn(w, var, v, field ? "1" : "0", "expected 0 or 1");
   }
+}
+
+void get_pid(const Getter& get, const char* var, int64_t& field, std::vector<std::string>* w) {
+  const char* v = value_of(get, var);
+  if (!v) return;
+  uint64_t x = 0;
+  if (parse_u64(v, x) != Number::kOk || x == 0 || x > uint64_t{1} << 22) {
+    warn(w, var, v, "(unset)", "not a process id");
+    return;
+  }
+  field = static_cast<int64_t>(x);
+}
+
+// Socket paths are at most 107 bytes (sockaddr_un); a longer one would be cut and name
+// another file.
+void get_socket_path(const Getter& get, const char* var, std::string& field, std::vector<std::string>* w) {
+  const char* v = value_of(get, var);
+  if (!v) return;
+  if (std::strlen(v) > 107) {
+    warn(w, var, v, "(unset: no collector)", "longer than the 107 bytes a socket path can have");
+    return;
+  }
+  field = v;
 }
 
 }  // namespace
@@ -87,9 +134,9 @@ void get_bool(const std::function<const char*(const char*)>& get, const char* va
 Config parse_config(const std::function<const char*(const char*)>& get,
                     std::vector<std::string>* warnings) {
   Config c;
-  if (const char* v = get("EDO_CHANNEL")) c.channel = v;
-  if (const char* v = get("EDO_OUTPUT")) c.output = v;
-  if (const char* v = get("EDO_CUPTI_PATH")) c.cupti_path = v;
+  get_socket_path(get, "EDO_CHANNEL", c.channel, warnings);
+  if (const char* v = value_of(get, "EDO_OUTPUT")) c.output = v;
+  if (const char* v = value_of(get, "EDO_CUPTI_PATH")) c.cupti_path = v;
   get_bool(get, "EDO_VERBOSE", c.verbose, warnings);
   get_u64(get, "EDO_FLUSH_MS", c.flush_ms, 10, 3600000, warnings);
   get_u64(get, "EDO_EXACT_ROWS", c.exact_rows, 0, uint64_t{1} << 40, warnings);
@@ -97,15 +144,16 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   get_u64(get, "EDO_MAX_BUFFER_MB", c.max_buffer_mb, 1, uint64_t{1} << 20, warnings);
   get_u64(get, "EDO_MAX_EVENTS", c.max_events, 16, uint64_t{1} << 30, warnings);
   get_u64(get, "EDO_WINDOW_STEPS", c.window_steps, 0, uint64_t{1} << 40, warnings);
+  get_u64(get, "EDO_MAX_MEMORY_MB", c.max_memory_mb, 16, uint64_t{1} << 20, warnings);
   get_bool(get, "EDO_ASYNC", c.async, warnings);
   get_bool(get, "EDO_LRU", c.lru, warnings);
   get_bool(get, "EDO_CUDA_CAPTURE", c.cuda, warnings);
   get_bool(get, "EDO_WEIGHTS", c.weights, warnings);
   get_u64(get, "EDO_WEIGHT_ROWS", c.weight_rows, 16, uint64_t{1} << 24, warnings);
-  if (const char* v = get("EDO_ROOT_PID")) {
-    uint64_t x = 0;
-    if (parse_u64(v, x)) c.root_pid = static_cast<int64_t>(x);
-  }
+  get_bool(get, "EDO_TORCH", c.torch, warnings);
+  get_bool(get, "EDO_TORCH_SCAN", c.torch_scan, warnings);
+  get_pid(get, "EDO_ROOT_PID", c.root_pid, warnings);
+  get_pid(get, "EDO_OUTPUT_OWNER", c.output_owner, warnings);
   return c;
 }
 

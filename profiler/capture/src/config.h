@@ -1,5 +1,6 @@
-// EDO_* settings of the preload library, parsed once at load. A bad value produces one
-// warning naming the variable and the default used; it never stops the job.
+// EDO_* settings of the preload library, parsed once at load. A bad value (garbage, negative,
+// out of range, too large) produces one warning naming the variable and the default used; it
+// never stops the job. An empty value is the same as an unset one.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct Config {
   uint64_t max_buffer_mb = 256;    // EDO_MAX_BUFFER_MB: host+pinned index staging bound
   uint64_t max_events = uint64_t{1} << 20;  // EDO_MAX_EVENTS: memory events buffered per flush
   uint64_t window_steps = 0;       // EDO_WINDOW_STEPS: drift window every N steps (0: per flush)
+  uint64_t max_memory_mb = 4096;   // EDO_MAX_MEMORY_MB: bound on the tables' statistics state
   bool async = true;               // EDO_ASYNC: ingest on the background thread
   bool lru = true;                 // EDO_LRU: stack distances (LRU hit-rate curve); 0 = counts only
   bool cuda = true;                // EDO_CUDA_CAPTURE: CUPTI + device-index copies
@@ -26,7 +28,10 @@ struct Config {
   bool weights = false;            // EDO_WEIGHTS: keep weight snapshots (edo_table_weights, torch hook)
   uint64_t weight_rows = 65536;    // EDO_WEIGHT_ROWS: rows per table in a snapshot
   std::string cupti_path;          // EDO_CUPTI_PATH
-  int64_t root_pid = 0;            // EDO_ROOT_PID (set by `edo record`)
+  bool torch = true;               // EDO_TORCH (read by the Python hook; checked here too)
+  bool torch_scan = true;          // EDO_TORCH_SCAN (read by the Python hook; checked here too)
+  int64_t root_pid = 0;            // EDO_ROOT_PID (set by `edo record`, or by the first traced process)
+  int64_t output_owner = 0;        // EDO_OUTPUT_OWNER (set by the process that owns EDO_OUTPUT)
 
   bool active() const { return !channel.empty() || !output.empty(); }
 };

@@ -40,6 +40,7 @@ struct Cupti {
   CUptiResult (*cuptiActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult (*cuptiActivityFlushAll)(uint32_t) = nullptr;
   CUptiResult (*cuptiActivityGetNextRecord)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
+  CUptiResult (*cuptiActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult (*cuptiGetResultString)(CUptiResult, const char**) = nullptr;
   CUpti_SubscriberHandle sub = nullptr;
 };
@@ -131,7 +132,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   try {
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
@@ -149,6 +150,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   } catch (...) {
     count_drop("cupti_records", 1);
   }
+  // Records CUPTI itself could not store (no buffer was free) for this context and stream.
+  size_t dropped = 0;
+  if (cupti.cuptiActivityGetNumDroppedRecords &&
+      cupti.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0)
+    count_drop("cupti_activity_records", dropped);
   free(buffer);
 }
 
@@ -246,6 +252,7 @@ void cupti_start_now() {
   sym(h, cupti.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
   sym(h, cupti.cuptiActivityFlushAll, "cuptiActivityFlushAll");
   sym(h, cupti.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
+  sym(h, cupti.cuptiActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
   sym(h, cupti.cuptiGetResultString, "cuptiGetResultString");
   if (!cupti.cuptiSubscribe || !cupti.cuptiEnableCallback) {
     unavailable("libcupti lacks cuptiSubscribe");

@@ -1,8 +1,11 @@
-// Interposed libc entry points: flush before the process image is replaced (exec*) or ends
-// without atexit (_exit). Each wrapper does nothing but pass through when the tracer is
-// inactive or when called from a vfork()ed child (its pid differs from the session's: it
-// shares the parent's memory, so it must not touch our state).
+// Interposed libc entry points: flush before the process image is replaced (exec*), ends
+// without atexit (_exit), or is ended by a signal it sends itself (kill, raise: Python's exit
+// after an unhandled KeyboardInterrupt, a C job's "signal(sig, SIG_DFL); raise(sig);"). Each
+// wrapper does nothing but pass through when the tracer is inactive or when called from a
+// vfork()ed child (its pid differs from the session's: it shares the parent's memory, so it
+// must not touch our state). No signal handler is ever installed.
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -18,6 +21,8 @@ using execve_t = int (*)(const char*, char* const[], char* const[]);
 using execv_t = int (*)(const char*, char* const[]);
 using fexecve_t = int (*)(int, char* const[], char* const[]);
 using exit_t = void (*)(int);
+using kill_t = int (*)(pid_t, int);
+using raise_t = int (*)(int);
 
 execve_t real_execve = nullptr;
 execv_t real_execv = nullptr;
@@ -26,6 +31,8 @@ execve_t real_execvpe = nullptr;
 fexecve_t real_fexecve = nullptr;
 exit_t real__exit = nullptr;
 exit_t real__Exit = nullptr;
+kill_t real_kill = nullptr;
+raise_t real_raise = nullptr;
 
 template <class T>
 void resolve(T& f, const char* name) {
@@ -40,6 +47,8 @@ __attribute__((constructor(102))) void resolve_all() {
   resolve(real_fexecve, "fexecve");
   resolve(real__exit, "_exit");
   resolve(real__Exit, "_Exit");
+  resolve(real_kill, "kill");
+  resolve(real_raise, "raise");
 }
 
 void before_exec() {
@@ -67,6 +76,32 @@ void before_exit(int code) {
     flush_now(true, 0 /* exit */, code);
   } catch (...) {
   }
+}
+
+// True when `sig` ends the process by its default action: a terminating signal (not SIGKILL:
+// "now" means now) whose disposition is SIG_DFL. The calling thread's mask is not consulted:
+// inside the job's own handler the signal is blocked until the handler returns, and is then
+// delivered (the classic re-raise). Only async-signal-safe calls (the caller may be a signal
+// handler).
+bool ends_process(int sig) {
+  switch (sig) {
+    case SIGKILL: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:  // now / stop
+    case SIGCHLD: case SIGCONT: case SIGURG: case SIGWINCH:                 // ignored by default
+      return false;
+    default:
+      break;
+  }
+  if (sig <= 0 || sig >= NSIG) return false;
+  struct sigaction cur{};
+  if (sigaction(sig, nullptr, &cur) != 0) return false;
+  return !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL;
+}
+
+void before_own_signal(bool to_self, int sig) {
+  if (!to_self || !tracer_active() || session_pid() != getpid()) return;
+  const int saved = errno;
+  if (ends_process(sig)) flush_before_fatal_signal(sig);
+  errno = saved;
 }
 
 constexpr int kMaxArgs = 4096;
@@ -144,6 +179,19 @@ __attribute__((visibility("default"))) int execle(const char* path, const char* 
   char** envp = nullptr;
   EDO_COLLECT_ARGS(arg, envp = va_arg(ap, char**));
   return execve(path, args, envp);
+}
+
+__attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
+  resolve(real_kill, "kill");
+  // pid 0 and -pgrp name the caller's own process group, which holds the caller.
+  before_own_signal(pid == getpid() || pid == 0 || (pid < -1 && -pid == getpgrp()), sig);
+  return real_kill(pid, sig);
+}
+
+__attribute__((visibility("default"))) int raise(int sig) {
+  resolve(real_raise, "raise");
+  before_own_signal(true, sig);
+  return real_raise(sig);
 }
 
 __attribute__((visibility("default"))) void _exit(int code) {

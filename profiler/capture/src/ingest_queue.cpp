@@ -77,6 +77,13 @@ void IngestQueue::recycle(std::vector<Batch*>& done) {
   done.clear();
 }
 
+void IngestQueue::put_back(std::vector<Batch*>& rest) {
+  if (rest.empty()) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  queue_.insert(queue_.begin(), rest.begin(), rest.end());
+  rest.clear();
+}
+
 bool IngestQueue::wait_until(std::chrono::steady_clock::time_point until) {
   std::unique_lock<std::mutex> lk(mu_);
   cv_.wait_until(lk, until, [this] { return !queue_.empty() || stop_; });

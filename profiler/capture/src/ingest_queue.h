@@ -39,6 +39,8 @@ class IngestQueue {
   // Everything queued so far (oldest first); give the batches back with recycle().
   std::vector<Batch*> take();
   void recycle(std::vector<Batch*>& done);
+  // Batches taken but not counted go back to the front of the queue, oldest first.
+  void put_back(std::vector<Batch*>& rest);
 
   // Background thread: waits until there is work, stop, or `until`; true once stop was asked.
   bool wait_until(std::chrono::steady_clock::time_point until);

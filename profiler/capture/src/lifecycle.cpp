@@ -1,9 +1,12 @@
 // The process lifecycle of the preload library: load (constructor), the background thread
-// (drain, poll, flush every EDO_FLUSH_MS), exit, exec (hooks.cpp), fork, SIGTERM/SIGINT.
+// (drain, poll, flush every EDO_FLUSH_MS), exit, exec and self-inflicted signals (hooks.cpp),
+// fork.
 //
 // Lock order (never take an earlier lock while holding a later one):
 //   bg_work_mu -> flush_mu -> registry -> counts -> queue -> events -> kernels -> ranges -> sink
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "flush.h"
+#include "job_env.h"
 #include "process.h"
 #include "tracer.h"
 #include "tracer_config.h"
@@ -23,15 +27,27 @@ namespace edo::capture {
 namespace {
 
 // ---- flush ---------------------------------------------------------------------------------
-void flush_session(bool final_goodbye, wire::EndReason reason, int code) {
+// `reply`: the collector asked for this flush (sink.h) and waits for the reply note.
+// `deadline_ns` (monotonic, 0: none): a process about to die by a signal waits for this flush a
+// bounded time; host batches not counted by then are dropped and counted instead.
+void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool reply = false, int64_t deadline_ns = 0) {
   Process& p = *process();
   Session& s = session();
   std::lock_guard<std::mutex> flk(s.flush_mu);
   if (s.goodbye_sent && final_goodbye) return;
-  s.drain(p.registry);
+  // A fatal signal's flush must end in time: it counts until its deadline and drops the rest
+  // (counted). Any other flush stops counting as soon as such a flush is asked for and leaves
+  // the rest queued for it.
+  std::function<bool()> late;
+  if (deadline_ns) late = [deadline_ns] { return now_ns() > deadline_ns; };
+  else late = [&s] { return s.sig_req.load() != s.sig_done.load(); };
+  s.drain(p.registry, late, deadline_ns != 0);
   cuda_poll(final_goodbye);
-  s.drain(p.registry);
+  s.drain(p.registry, late, deadline_ns != 0);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
+  const RegistryCursor sent_before = s.sent;
+  const uint64_t steps_before = s.steps_sent;
+  const bool was_open = s.open;
   FlushSnapshot snap = take_snapshot(s, p.registry, p.cfg.window_steps == 0);
   if (p.cfg.weights) {
     for (const auto& d : snap.deltas) weights_note_delta(d);
@@ -40,12 +56,45 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code) {
   if (!s.open) {
     snap.hello = make_hello(p.cfg, p.async.load(), s.id);
     s.open = true;
+    s.said_hello.store(true);
   }
+  if (reply) snap.notes.push_back({wire::kFlushReplyNote, ""});
   if (final_goodbye) {
     snap.goodbye = wire::Goodbye{now_ns() - s.id.start_mono_ns, reason, code};
     s.goodbye_sent = true;
   }
-  s.sink.write(encode_flush(snap));
+  const bool only_drops = snap.only_drop_counters();
+  const uint64_t lookups = snap.lookups;
+  const bool had_kernels = snap.kernels.has_value(), had_ranges = snap.ranges.has_value();
+  const std::string frames = encode_flush(std::move(snap));
+  if (!s.sink.write(frames) && !only_drops) {
+    // What the next flush can say again is said again: the Hello, the registry, steps and the
+    // kernel and range totals (absolute). The counts of this flush are lost: counted, and sent
+    // with the next flush that gets through (a file after the disk got space again), or
+    // reported at exit when none does (report_undelivered()).
+    s.open = was_open;
+    s.sent = sent_before;
+    s.steps_sent = steps_before;
+    if (had_kernels) s.kernels.mark_dirty();
+    if (had_ranges) s.ranges.mark_dirty();
+    s.events.count_drop("unsent_flushes", 1);
+    s.events.count_drop("unsent_bytes", frames.size());
+    if (lookups) s.events.count_drop("unsent_lookups", lookups);
+    s.unsent_lookups += lookups;
+  }
+}
+
+// One line on stderr when part of this process's trace never reached the collector or the
+// file: then no database can show it (the collector is gone, or the counters never got
+// through), and the user must still learn that the recording is incomplete.
+void report_undelivered() {
+  Session& s = session();
+  const uint64_t n = s.sink.lost_writes();
+  if (n == 0 || s.loss_reported) return;
+  s.loss_reported = true;
+  tracer_log(std::to_string(n) + " flush(es) of this process's trace (" + std::to_string(s.sink.lost_bytes()) +
+             " bytes, " + std::to_string(s.unsent_lookups) + " lookups) were not delivered: " + s.sink.lost_reason() +
+             "; the recording misses them");
 }
 
 // ---- background thread ---------------------------------------------------------------------
@@ -61,16 +110,26 @@ void bg_main(Session* s) {
     const auto until = std::min(next_flush, std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
     if (s->queue.wait_until(until)) break;
     std::lock_guard<std::mutex> work(s->bg_work_mu);
-    s->drain(p.registry);
+    // A backlog of batches must not hold up a fatal signal's flush: stop and leave the rest
+    // queued for it.
+    s->drain(p.registry, [s] { return s->sig_req.load() != s->sig_done.load(); });
     cuda_poll(false);
     cupti_poll();
     const uint64_t sreq = s->sig_req.load();
     const bool sig = sreq != s->sig_done.load();
-    if (sig || std::chrono::steady_clock::now() >= next_flush) {
+    const bool asked = s->sink.flush_requested();
+    // A session's first flush goes out as soon as it has something to say, not a period
+    // later: the collector then knows the process (it can ask it for a flush before passing
+    // a signal on) and a process killed early keeps what it had.
+    const bool first = !s->said_hello.load() && s->anything_to_say(p.registry.size());
+    if (sig || asked || first || std::chrono::steady_clock::now() >= next_flush) {
       const int fin = sig ? s->sig_final.load() : 0;
       cupti_flush();
-      if (fin) flush_session(true, wire::EndReason::kSignal, fin);
-      else flush_session(false, wire::EndReason::kExit, 0);
+      // Half of the caller's wait for counting, the rest for encoding and writing.
+      if (fin)
+        flush_session(true, wire::EndReason::kSignal, fin, asked,
+                      s->sig_req_ns.load() + int64_t(kFatalSignalFlushWaitMs) * 500000);
+      else flush_session(false, wire::EndReason::kExit, 0, asked);
       if (sig) s->sig_done.store(sreq);
       next_flush = std::chrono::steady_clock::now() + period;
     }
@@ -112,54 +171,7 @@ void on_exit_handler() {
   stop_bg();
   cupti_flush();
   flush_session(true, wire::EndReason::kExit, 0);
-}
-
-void on_signal(int sig, siginfo_t* info, void* uc) {
-  const int saved_errno = errno;
-  Process& p = *process();
-  struct sigaction prev = p.prev[sig];
-  const bool default_action = !(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_DFL;
-  Session& s = session();
-  if (p.active && s.id.pid == getpid() && s.bg_running.load()) {
-    if (default_action) s.sig_final.store(sig);
-    const uint64_t want = s.sig_req.fetch_add(1) + 1;
-    for (int i = 0; i < 1000 && s.sig_done.load() < want; ++i) {
-      timespec ts{0, 1000000};
-      nanosleep(&ts, nullptr);
-    }
-  }
-  errno = saved_errno;
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uc);
-    return;
-  }
-  if (prev.sa_handler == SIG_IGN) return;
-  if (prev.sa_handler == SIG_DFL) {
-    // Keep the default semantics: the process dies "killed by signal".
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-    raise(sig);
-    return;
-  }
-  prev.sa_handler(sig);
-}
-
-void install_signal(int sig) {
-  struct sigaction sa{};
-  sa.sa_sigaction = on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old{};
-  if (sigaction(sig, nullptr, &old) != 0) return;
-  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) return;  // job ignores it
-  process()->prev[sig] = old;
-  sigaction(sig, &sa, nullptr);
+  report_undelivered();
 }
 
 // ---- fork ------------------------------------------------------------------------------------
@@ -200,17 +212,26 @@ void atfork_child() {
   weights_after_fork_child();
 }
 
+// This library's absolute path ("" when unknown).
+std::string own_path() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&own_path), &info) || !info.dli_fname) return {};
+  char buf[PATH_MAX];
+  return realpath(info.dli_fname, buf) ? std::string(buf) : std::string();
+}
+
 __attribute__((constructor(101))) void edo_trace_init() {
   if (process()) return;
   std::vector<std::string> warnings;
   const Config cfg = parse_config([](const char* n) { return getenv(n); }, &warnings);
   auto* p = new Process(cfg);
   install_process(p, p->new_session(/*quiet=*/false));
+  if (p->active) set_up_job_environment(own_path(), &warnings);
   const bool root = cfg.root_pid == 0 || cfg.root_pid == getpid();
   if (p->active && root)
     for (auto& w : warnings) tracer_log(w);
   if (!p->active) return;
-  if (!cfg.output.empty() && !getenv("EDO_OUTPUT_OWNER")) {
+  if (!cfg.output.empty() && cfg.output_owner == 0) {
     // The first process of an EDO_OUTPUT run owns the file; start it afresh.
     int fd = ::open(cfg.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::close(fd);
@@ -218,8 +239,10 @@ __attribute__((constructor(101))) void edo_trace_init() {
   }
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   atexit(on_exit_handler);
-  install_signal(SIGTERM);
-  install_signal(SIGINT);
+  // No signal handler is installed: the job's handlers and dispositions stay exactly as they
+  // would be without edo (Python's KeyboardInterrupt, a job's own SIGTERM handler). A process
+  // that kills itself goes through the kill()/raise() wrappers (hooks.cpp), one killed from
+  // outside keeps what its last periodic flush sent.
   ensure_background_thread();
   if (cfg.cuda) cupti_start();
   // Sessions open lazily (first table, lookup, step, NVTX range or GPU allocation), so that
@@ -265,6 +288,30 @@ void flush_now(bool final_goodbye, int reason, int code) {
   }
   cupti_flush();
   flush_session(final_goodbye, static_cast<wire::EndReason>(reason), code);
+  if (final_goodbye) report_undelivered();
+}
+
+void flush_before_fatal_signal(int sig) {
+  const int saved_errno = errno;
+  Process* p = process();
+  if (p && p->active) {
+    Session& s = session();
+    if (s.id.pid == getpid() && s.bg_running.load() && !s.exited.load()) {
+      s.sig_final.store(sig);
+      timespec start{}, now{};
+      clock_gettime(CLOCK_MONOTONIC, &start);
+      s.sig_req_ns.store(int64_t(start.tv_sec) * 1000000000 + start.tv_nsec);
+      const uint64_t want = s.sig_req.fetch_add(1) + 1;
+      while (s.sig_done.load() < want) {
+        timespec ms{0, 1000000};
+        nanosleep(&ms, nullptr);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const int64_t waited_ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (waited_ms >= kFatalSignalFlushWaitMs) break;
+      }
+    }
+  }
+  errno = saved_errno;
 }
 
 void resume_after_failed_exec() {

@@ -46,7 +46,8 @@ Session* Process::new_session(bool quiet) const {
   id.ppid = getppid();
   id.start_unix_ns = realtime_ns();
   id.start_mono_ns = now_ns();
-  return new Session(id, sink_target_of(cfg), stats, cfg.max_buffer_mb << 20, cfg.max_events, quiet);
+  return new Session(id, sink_target_of(cfg), stats, cfg.max_buffer_mb << 20, cfg.max_events, quiet,
+                     cfg.max_memory_mb << 20);
 }
 
 Process* process() { return g_process; }

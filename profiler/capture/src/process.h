@@ -1,10 +1,8 @@
 // The two objects the preload library's state lives in:
 //  * Process: what the whole process keeps, across fork() too (settings, the table registry,
-//    NVTX start/end handles, the job's previous signal handlers);
+//    NVTX start/end handles);
 //  * Session: what one process reports (session.h); a forked child replaces it with a new one.
 #pragma once
-
-#include <signal.h>
 
 #include <atomic>
 #include <cstdint>
@@ -47,7 +45,6 @@ struct Process {
   std::atomic<bool> async;  // EDO_ASYNC, turned off when no background thread can be started
   Registry registry;
   RangeHandles range_handles;
-  struct sigaction prev[65] = {};  // the job's handlers, chained to
 
   // A new session for the calling process (pid, parent, start times, sink).
   Session* new_session(bool quiet) const;

@@ -5,13 +5,40 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
-void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type) {
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
   Entry& e = tables_[t.id];
-  if (!e.ing) e.ing = std::make_unique<stats::TableIngestor>(t.rows, cfg_);
+  if (!e.ing && !e.refused) {
+    const uint64_t left = budget_ - std::min(budget_, used_);
+    const uint64_t waiting = std::max<uint64_t>(1, uint64_t(std::max(registered, placed_ + 1)) - placed_);
+    const stats::StatsConfig c = stats::fit_state_to(t.rows, cfg_, left / waiting);
+    const uint64_t need = stats::state_bound_bytes(t.rows, c);
+    ++placed_;
+    if (need > left) {
+      e.refused = true;
+      ++news_.refused_tables;
+    } else {
+      used_ += need;
+      e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
+      if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
+          c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows ||
+          c.drift_top_k != cfg_.drift_top_k || c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru)
+        ++news_.downsized_tables;
+    }
+  }
+  if (e.refused) {
+    news_.refused_lookups += n;
+    return;
+  }
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
   e.pending = true;
+}
+
+TableCounts::BudgetNews TableCounts::take_budget_news_locked() {
+  BudgetNews n = news_;
+  news_ = BudgetNews{};
+  return n;
 }
 
 void TableCounts::close_windows_locked() {
@@ -19,15 +46,18 @@ void TableCounts::close_windows_locked() {
     if (e.ing && e.pending) e.ing->close_window();
 }
 
-void TableCounts::take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out) {
+uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out) {
+  uint64_t lookups = 0;
   for (uint32_t id = 0; id < tables_.size() && id < registered; ++id) {
     Entry& e = tables_[id];
     if (!e.ing || !e.pending) continue;
     if (close_window) e.ing->close_window();
     stats::TableAggregate d = e.ing->take_delta();
     e.pending = false;
+    lookups += d.lookups();
     if (!d.empty()) out.push_back({id, d.serialize()});
   }
+  return lookups;
 }
 
 stats::TableAggregate TableCounts::pending_locked(uint32_t id) const {
@@ -89,6 +119,11 @@ void KernelBook::time(const std::string& name, uint64_t ns) {
   dirty_ = true;
 }
 
+void KernelBook::mark_dirty() {
+  std::lock_guard<std::mutex> lk(mu_);
+  dirty_ = true;
+}
+
 bool KernelBook::dirty() const {
   std::lock_guard<std::mutex> lk(mu_);
   return dirty_;
@@ -135,26 +170,44 @@ std::atomic<uint64_t> next_serial{1};
 }
 
 Session::Session(const SessionIdentity& ident, const SinkTarget& sink_target, const stats::StatsConfig& stats,
-                 uint64_t max_queue_bytes, uint64_t max_events, bool quiet_child)
+                 uint64_t max_queue_bytes, uint64_t max_events, bool quiet_child, uint64_t max_state_bytes)
     : id(ident),
       serial(next_serial.fetch_add(1)),
-      counts(stats),
+      counts(stats, max_state_bytes),
       queue(max_queue_bytes),
       events(max_events),
       sink(sink_target, ident.pid),
       quiet(quiet_child) {}
 
-void Session::drain(const Registry& registry) {
+void Session::drain(const Registry& registry, const std::function<bool()>& give_up, bool drop_rest) {
   std::vector<Batch*> work = queue.take();
   if (work.empty()) return;
+  size_t done = 0;
   {
     std::lock_guard<std::mutex> lk(counts.mutex());
-    for (Batch* b : work) {
+    for (; done < work.size(); ++done) {
+      if (give_up && give_up()) break;
+      Batch* b = work[done];
       if (b->table < 0) counts.close_windows_locked();
-      else if (const TableInfo* t = registry.get(b->table)) counts.add_locked(*t, b->data.get(), b->count, b->type);
+      else if (const TableInfo* t = registry.get(b->table))
+        counts.add_locked(*t, b->data.get(), b->count, b->type, registry.size());
     }
   }
+  std::vector<Batch*> rest(work.begin() + long(done), work.end());
+  work.resize(done);
+  if (!rest.empty() && drop_rest) {
+    uint64_t batches = 0, indices = 0;
+    for (Batch* b : rest)
+      if (b->table >= 0) ++batches, indices += b->count;
+    if (batches) {
+      events.count_drop("batches", batches);
+      events.count_drop("indices", indices);
+    }
+    work.insert(work.end(), rest.begin(), rest.end());
+    rest.clear();
+  }
   queue.recycle(work);
+  queue.put_back(rest);
 }
 
 bool Session::anything_to_say(uint32_t registered_tables) const {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,30 +32,49 @@ struct SessionIdentity {
   int64_t start_mono_ns = 0;
 };
 
-// Per-table counting state of a session.
+// Per-table counting state of a session, within a memory budget (EDO_MAX_MEMORY_MB): a table
+// gets its statistics at its first lookup, sized to its share of what is left (the budget
+// left over the registered tables that have none yet; stats::fit_state_to()). A table for
+// which even the smallest statistics do not fit gets none: its lookups are refused, counted.
 class TableCounts {
  public:
-  explicit TableCounts(const stats::StatsConfig& cfg) : cfg_(cfg) {}
-  // Caller holds mutex().
-  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
+  explicit TableCounts(const stats::StatsConfig& cfg, uint64_t budget_bytes = UINT64_MAX)
+      : cfg_(cfg), budget_(budget_bytes) {}
+  // Caller holds mutex(). `registered`: tables in the registry now.
+  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, uint32_t registered = 0);
   void close_windows_locked();
   // Deltas of the tables with ids below `registered` (those whose registration is already on
   // the wire) with something pending, closing the window first when asked. A table registered
   // after the flush took its registrations keeps its counts for the next flush: a delta sent
   // before its table's registration would be refused by the collector and lost.
-  void take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out);
+  // Returns the lookups the deltas hold.
+  uint64_t take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out);
   // A copy of what table `id` counted since its last delta (weight snapshots rank rows by it).
   stats::TableAggregate pending_locked(uint32_t id) const;
   std::mutex& mutex() { return mu_; }
+
+  // Since the last call (caller holds mutex()): lookups refused for want of room, tables
+  // that got no statistics, tables whose statistics were sized down.
+  struct BudgetNews {
+    uint64_t refused_lookups = 0;
+    uint32_t refused_tables = 0, downsized_tables = 0;
+  };
+  BudgetNews take_budget_news_locked();
+  uint64_t reserved_bytes_locked() const { return used_; }
 
  private:
   struct Entry {
     std::unique_ptr<stats::TableIngestor> ing;
     bool pending = false;
+    bool refused = false;
   };
   const stats::StatsConfig cfg_;
+  const uint64_t budget_;
   std::mutex mu_;
   std::vector<Entry> tables_;  // by table id
+  uint64_t used_ = 0;          // sum of the tables' state_bound_bytes()
+  uint32_t placed_ = 0;        // tables with statistics, or refused
+  BudgetNews news_;
 };
 
 // Memory events, notes and drop counters, taken at each flush.
@@ -84,6 +104,7 @@ class KernelBook {
   void launch(const std::string& name, const std::vector<std::string>& tables);
   void time(const std::string& name, uint64_t ns);
   bool dirty() const;
+  void mark_dirty();
   std::optional<std::vector<wire::Kernel>> take_if_dirty();
 
  private:
@@ -122,7 +143,7 @@ class Session {
   // `quiet`: a forked child that has only inherited the registry stays silent (no session
   // row) until it registers, reads, steps, opens a range or allocates.
   Session(const SessionIdentity& id, const SinkTarget& sink, const stats::StatsConfig& stats,
-          uint64_t max_queue_bytes, uint64_t max_events, bool quiet);
+          uint64_t max_queue_bytes, uint64_t max_events, bool quiet, uint64_t max_state_bytes = UINT64_MAX);
 
   const SessionIdentity id;
   // Distinguishes sessions of one process (thread-local range stacks survive a fork).
@@ -132,8 +153,12 @@ class Session {
   std::mutex flush_mu;
   bool open = false;
   bool goodbye_sent = false;
+  std::atomic<bool> said_hello{false};  // `open`, readable without flush_mu
   RegistryCursor sent;
   uint64_t steps_sent = 0;
+  uint64_t unsent_lookups = 0;   // lookups in flushes the sink could not deliver
+  uint64_t downsized_tables = 0; // tables whose statistics were sized down (flush.cpp)
+  bool loss_reported = false;    // the exit-time line about them was printed
 
   TableCounts counts;
   IngestQueue queue;
@@ -156,13 +181,17 @@ class Session {
   std::atomic<bool> bg_entered{false};  // the background thread has reached its loop
   std::atomic<bool> need_start{true};
 
-  // Termination signals and exit.
+  // A fatal signal the process sends itself (flush_before_fatal_signal): requests counted in
+  // sig_req, answered by the background thread in sig_done; sig_final is the signal.
   std::atomic<uint64_t> sig_req{0}, sig_done{0};
   std::atomic<int> sig_final{0};
+  std::atomic<int64_t> sig_req_ns{0};  // when the latest request came (monotonic)
   std::atomic<bool> exited{false};
 
-  // Counts every queued host batch (and applies window markers), oldest first.
-  void drain(const Registry& registry);
+  // Counts the queued host batches (and applies window markers), oldest first. `give_up`
+  // (checked between batches) ends it early: the rest goes back to the queue, or with
+  // `drop_rest` is dropped and counted ("batches", "indices").
+  void drain(const Registry& registry, const std::function<bool()>& give_up = {}, bool drop_rest = false);
   // True when a flush would have something to say even without an open session.
   bool anything_to_say(uint32_t registered_tables) const;
 };

@@ -1,6 +1,14 @@
 // Where a session's frames go: `edo record`'s Unix socket (EDO_CHANNEL) or a frame file
 // (EDO_OUTPUT; a process other than the file's owner writes <path>.<pid>). Opened at the first
-// write; once the collector is gone, the sink stays dead and the job runs on untraced.
+// write.
+//
+// What cannot be delivered is counted here (lost_writes/lost_bytes, with the first reason):
+// the session turns the counts into drop counters that ride on the next frames that do get
+// through, and prints one line at exit when some never did (lifecycle.cpp).
+//  * Channel: once the collector is gone (connect or send fails, or it closed the connection)
+//    the sink stays dead and the job runs on untraced.
+//  * File: a failed write (disk full, RLIMIT_FSIZE, I/O error) is cut back to the last whole
+//    frame and the next flush tries again; only a file that cannot be opened is given up.
 #pragma once
 
 #include <atomic>
@@ -23,24 +31,40 @@ class Sink {
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
 
-  // Writes all of `data` (retrying short writes and EINTR); on failure the sink is dead.
-  void write(const std::string& data);
-  uint64_t unsent_bytes() const { return unsent_bytes_.load(); }
+  // Writes all of `data` (retrying short writes and EINTR). False when it could not: the
+  // bytes are lost and counted.
+  bool write(const std::string& data);
+  // Channel only, never blocks: true when the collector asked for a flush since the last
+  // call (`edo record` is about to pass a signal on to the job). Reading the collector's
+  // end of the connection also notices that it closed it.
+  bool flush_requested();
+
+  uint64_t lost_writes() const { return lost_writes_.load(); }
+  uint64_t lost_bytes() const { return lost_bytes_.load(); }
+  // Why the first lost write was lost ("" when none was), e.g. "the collector at P went away
+  // (Broken pipe)" or "cannot write F: No space left on device".
+  std::string lost_reason() const;
+
   // In a forked child: the parent's connection or file is not this process's to write; the
   // child's new session opens its own.
   void close_inherited();
 
-  // Held across fork() (see lifecycle.cpp).
-  std::mutex& mutex() { return mu_; }
-
  private:
   bool open_locked();
+  bool write_file_locked(const std::string& data);
+  bool send_locked(const std::string& data);
+  void lose_locked(size_t bytes, const std::string& why);
   const SinkTarget target_;
   const int64_t pid_;
-  std::mutex mu_;
-  int fd_ = -1;         // mu_
-  bool dead_ = false;   // mu_
-  std::atomic<uint64_t> unsent_bytes_{0};
+  mutable std::mutex mu_;
+  int fd_ = -1;          // mu_
+  bool dead_ = false;    // mu_: no further attempt
+  std::string path_;     // mu_: the file actually written (file mode)
+  std::string reason_;   // mu_: the first loss
+  std::atomic<uint64_t> lost_writes_{0}, lost_bytes_{0};
 };
+
+// The byte `edo record` sends on a connection to ask for a flush.
+inline constexpr char kFlushRequestByte = 'F';
 
 }  // namespace edo::capture

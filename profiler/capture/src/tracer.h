@@ -66,6 +66,12 @@ void ingest_indices(int64_t table, const void* indices, uint64_t count, int type
 
 // Flush everything now (exec, _exit). Safe to call from any normal thread context.
 void flush_now(bool final_goodbye, int reason, int code);
+// The process is about to send itself a signal that ends it (the kill()/raise() wrappers):
+// the background thread sends a final flush while the caller waits, at most
+// kFatalSignalFlushWaitMs. Async-signal-safe (the caller may be the job's own signal
+// handler re-raising its signal): atomics, clock_gettime and nanosleep only.
+inline constexpr int kFatalSignalFlushWaitMs = 2000;
+void flush_before_fatal_signal(int sig);
 // The exec failed and the process goes on: resume tracing (the session continues).
 void resume_after_failed_exec();
 // pid of the current session owner; hooks compare it with getpid() (vfork children).

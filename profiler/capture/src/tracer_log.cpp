@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "process.h"
+#include "quiet_fsize.h"
 #include "tracer.h"
 
 namespace edo::capture {
@@ -11,6 +12,7 @@ namespace edo::capture {
 void tracer_log(const std::string& s) {
   std::string line = s.rfind("edo: ", 0) == 0 ? s : "edo: " + s;
   if (line.back() != '\n') line.push_back('\n');
+  QuietFileSizeSignal quiet;  // stderr may be a file at the job's RLIMIT_FSIZE
   ssize_t r = ::write(2, line.data(), line.size());
   (void)r;
 }

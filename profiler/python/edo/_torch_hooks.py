@@ -437,7 +437,8 @@ def _ensure(module):
 
 
 def _explicit_roots_only():
-    return os.environ.get("EDO_TORCH_SCAN", "1") == "0"
+    # The same spellings of "off" as EDO_TORCH (anything else: the default, scanning on).
+    return os.environ.get("EDO_TORCH_SCAN", "1").strip().lower() in ("0", "off", "false", "no")
 
 
 def instrument(model, prefix=""):

@@ -9,6 +9,11 @@ CASE:
               results against a run without edo.
   llm         examples/llm_like.py under `edo record` (exits 3 on purpose): the same, plus
               the tied LM head and the exit code kept.
+  dlrm-output-file  README's recipe without the collector, as written: only LD_PRELOAD and
+              EDO_OUTPUT set by hand (the library sets up the Python hook itself), then
+              `edo import`: the same checks as dlrm.
+  llm-env     the variables `edo env -o FILE` prints, eval'ed by a shell that starts the job,
+              then `edo import`: the same checks as llm (the exit code is the job's own).
   no-preload  the package on PYTHONPATH without libedo_trace.so: one warning, same results.
   disabled    EDO_TORCH=0 under `edo record`: no table, same results.
   no-torch    a job that never imports torch, and a python without torch: untouched.
@@ -184,7 +189,7 @@ def check_report(ctx, rep, gt, expect_exit):
     if extra:
         problems.append("unexpected tables: %s" % extra)
     s = rep.get("session", {})
-    if s.get("exit_code") != expect_exit:
+    if expect_exit is not None and s.get("exit_code") != expect_exit:
         problems.append("session exit_code %r, expected %d" % (s.get("exit_code"), expect_exit))
     if s.get("steps") != gt["steps"]:
         problems.append("session steps %r, expected %d (one per optimizer step round)"
@@ -194,7 +199,13 @@ def check_report(ctx, rep, gt, expect_exit):
     return problems, tables
 
 
-def case_record(ctx, workload, expect_exit):
+def sh_quote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def case_record(ctx, workload, expect_exit, how="record"):
+    """how: "record" (edo record), "output-file" (LD_PRELOAD + EDO_OUTPUT by hand, then edo
+    import), "env" (eval "$(edo env -o FILE)" in the shell that starts the job, then import)."""
     ctx.need_record()
     py, ver = ctx.python
     script = ctx.script(workload)
@@ -203,10 +214,26 @@ def case_record(ctx, workload, expect_exit):
     db = ctx.path("run.edodb")
     gt_file = ctx.path("gt.json")
     traced = ctx.path("traced.json")
+    job = [py, script, "--ground-truth", gt_file, "--outputs", traced,
+           "--exit-code", str(expect_exit)] + workload_args(ctx)
     t0 = time.time()
-    r = run([ctx.edo, "record", "-o", db, "--", py, script, "--ground-truth", gt_file,
-             "--outputs", traced, "--exit-code", str(expect_exit)] + workload_args(ctx),
-            clean_env(), expect=expect_exit, what="edo record")
+    if how == "record":
+        r = run([ctx.edo, "record", "-o", db, "--"] + job, clean_env(), expect=expect_exit,
+                what="edo record")
+    else:
+        trace = ctx.path("run.edotrace")
+        if how == "output-file":
+            r = run(job, clean_env({"LD_PRELOAD": ctx.lib, "EDO_OUTPUT": trace}),
+                    expect=expect_exit, what="LD_PRELOAD + EDO_OUTPUT run")
+        else:
+            line = 'eval "$(%s env -o %s)" && exec %s' % (
+                sh_quote(ctx.edo), sh_quote(trace), " ".join(sh_quote(a) for a in job))
+            r = run(["/bin/sh", "-c", line], clean_env(), expect=expect_exit,
+                    what="a job started under edo env")
+        traces = [trace] + sorted(ctx.path(f) for f in os.listdir(ctx.tmp)
+                                  if f.startswith("run.edotrace."))
+        run([ctx.edo, "import"] + traces + ["-o", db], os.environ.copy(), what="edo import")
+        expect_exit = None  # no collector waited for the job: its exit code is not recorded
     record_s = time.time() - t0
     if "edo: internal error" in r.stderr or "Traceback" in r.stderr:
         raise Fail("the traced job reported an error:\n" + r.stderr[-4000:])
@@ -353,8 +380,8 @@ def case_unit(ctx):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", choices=["dlrm", "llm", "no-preload", "disabled", "no-torch",
-                                     "unit"])
+    ap.add_argument("case", choices=["dlrm", "llm", "dlrm-output-file", "llm-env", "no-preload",
+                                     "disabled", "no-torch", "unit"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--source")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -374,6 +401,10 @@ def main():
             case_record(ctx, "dlrm_like", 0)
         elif args.case == "llm":
             case_record(ctx, "llm_like", 3)
+        elif args.case == "dlrm-output-file":
+            case_record(ctx, "dlrm_like", 0, how="output-file")
+        elif args.case == "llm-env":
+            case_record(ctx, "llm_like", 3, how="env")
         elif args.case == "no-preload":
             case_no_preload(ctx)
         elif args.case == "disabled":

@@ -1,9 +1,12 @@
 # multiprocessing.Pool workers (fork) each record lookups through the C API (ctypes), then
-# Pool.terminate() SIGTERMs them while they run their own os._exit(): every lookup must
-# still arrive. 4 tasks x 10 lookups of row k.
+# Pool.terminate() SIGTERMs them, idle or in their own os._exit(). The tracer installs no
+# signal handler: a worker killed while idle keeps what its periodic flushes sent (the parent
+# waits longer than EDO_FLUSH_MS, which the test sets, before terminating), one in os._exit
+# finishes its final flush first. Every lookup must arrive. 4 tasks x 10 lookups of row k.
 import ctypes
 import multiprocessing as mp
 import os
+import time
 
 lib = ctypes.CDLL(os.environ["EDO_TRACE_LIB"])
 lib.edo_table_register.restype = ctypes.c_int64
@@ -19,3 +22,4 @@ def work(k):
 if __name__ == "__main__":
     with mp.get_context("fork").Pool(2) as pool:
         print(pool.map(work, range(4)))
+        time.sleep(0.3)

@@ -10,8 +10,25 @@
  *       after_exec  reads row 7 of emb.item 70 times
  *       noisy   basic, but prints 1000 lines to stdout (output must be unchanged)
  *       wait    basic, prints "ready", then sleeps 20 s (for signal tests)
+ *       twice   basic, sleeps 300 ms, basic again (the collector may die in between)
+ *       wait_more   basic, sleeps 300 ms (its first flush goes out), reads row 5 of emb.item
+ *               55 times, prints "ready", then sleeps 20 s (run with a long EDO_FLUSH_MS:
+ *               only a flush the collector asks for can send those 55 lookups)
  *       spawn   basic, then fork+exec /bin/true and system("true"): children that record
  *               nothing leave no session
+ *       dispositions  prints the disposition (DFL, IGN or a handler) and flags of every signal
+ *               and the blocked mask, before and after basic (must read as without edo)
+ *       reraise installs a SIGTERM handler that restores SIG_DFL and re-raises (the classic
+ *               pattern), registers emb.user, prints "ready <pid>", then reads from two
+ *               threads until killed (run with SIGTERM from outside)
+ *       own_term    a SIGTERM handler that sets a flag; basic, prints "ready <pid>", waits
+ *               for the flag, then exits with EXIT_CODE
+ *       fsize   sets its own RLIMIT_FSIZE soft limit to 1 byte, basic, sleeps 300 ms (the
+ *               EDO_OUTPUT flushes fail: EFBIG, and SIGXFSZ for the writer), lifts the limit,
+ *               reads row 7 of emb.item 70 times (run with EDO_OUTPUT, EDO_FLUSH_MS=50)
+ *       fsize_stay  the same limit, basic, and exit(EXIT_CODE) with it in force, printing
+ *               nothing (the final flush and the tracer's stderr line are written by the
+ *               exiting thread, which SIGXFSZ would kill)
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -24,11 +41,13 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +123,45 @@ static void basic(void) {
 #endif
 }
 
+static void print_dispositions(const char* when) {
+  printf("%s:", when);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0) continue;
+    const char* what = (sa.sa_flags & SA_SIGINFO) ? "H" : sa.sa_handler == SIG_DFL ? "D" : sa.sa_handler == SIG_IGN ? "I" : "H";
+    printf(" %d=%s/%x", sig, what, (unsigned)sa.sa_flags);
+  }
+  sigset_t mask;
+  sigprocmask(SIG_SETMASK, NULL, &mask);
+  printf(" blocked:");
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&mask, sig) == 1) printf(" %d", sig);
+  printf("\n");
+}
+
+static void reraise(int sig) {
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static int64_t reader_table;
+static void* reader(void* arg) {
+  static int64_t v[2][4096];
+  int64_t* idx = v[(intptr_t)arg];
+  for (int i = 0; i < 4096; ++i) idx[i] = (i * 13 + (intptr_t)arg) % 1000;
+  for (;;) {
+    edo_table_lookup(reader_table, idx, 4096, EDO_I64, EDO_HOST, NULL);
+    edo_step();
+  }
+  return NULL;
+}
+
+static volatile sig_atomic_t got_term = 0;
+static void on_term(int sig) {
+  (void)sig;
+  got_term = 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "basic";
   int code = argc > 2 ? atoi(argv[2]) : 0;
@@ -129,6 +187,68 @@ int main(int argc, char** argv) {
     int64_t v[50];
     for (int i = 0; i < 50; ++i) v[i] = 999;
     check(edo_table_lookup(user, v, 50, EDO_I64, EDO_HOST, NULL), "parent lookup");
+  } else if (!strcmp(mode, "dispositions")) {
+    print_dispositions("start");
+    basic();
+    print_dispositions("after");
+  } else if (!strcmp(mode, "reraise")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = reraise;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    reader_table = reg_user();
+    pthread_t t[2];
+    for (intptr_t k = 0; k < 2; ++k) pthread_create(&t[k], NULL, reader, (void*)k);
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    for (;;) sleep_ms(1000);
+  } else if (!strcmp(mode, "own_term")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    basic();
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    while (!got_term) sleep_ms(5);
+    printf("checkpoint written\n");
+  } else if (!strcmp(mode, "fsize")) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    const rlim_t max = rl.rlim_max;
+    rl.rlim_cur = 1;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    basic();
+    sleep_ms(300);
+    rl.rlim_cur = max;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+    int64_t v[70];
+    for (int i = 0; i < 70; ++i) v[i] = 7;
+    check(edo_table_lookup(item, v, 70, EDO_I64, EDO_HOST, NULL), "lookup after the limit");
+  } else if (!strcmp(mode, "fsize_stay")) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_FSIZE, &rl);
+    rl.rlim_cur = 1;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    basic();
+    exit(code);
+  } else if (!strcmp(mode, "wait_more")) {
+    basic();
+    sleep_ms(300);
+    int64_t item = edo_table_register("emb.item", item_w, 5000, 8, EDO_F16, EDO_HOST);
+    int64_t v[55];
+    for (int i = 0; i < 55; ++i) v[i] = 5;
+    check(edo_table_lookup(item, v, 55, EDO_I64, EDO_HOST, NULL), "lookup before the signal");
+    printf("ready\n");
+    fflush(stdout);
+    sleep_ms(20000);
+  } else if (!strcmp(mode, "twice")) {
+    basic();
+    sleep_ms(300);
+    basic();
   } else if (!strcmp(mode, "wait")) {
     basic();
     printf("ready\n");

@@ -195,3 +195,47 @@ TEST(IngestQueue, IsBoundedByBytes) {
   q.recycle(work);
   EXPECT_EQ(q.push_copy(0, x, 4, EDO_I32, 4), IngestQueue::Push::kOk) << "recycled bytes are free again";
 }
+
+// EDO_MAX_EVENTS: memory events beyond the bound between two flushes are dropped and counted,
+// and the counter (absolute) rides on the flush's Dropped frame.
+TEST(FlushSnapshot, MemoryEventsBeyondTheBoundAreCounted) {
+  Registry reg(false);
+  SessionIdentity id;
+  id.pid = 7;
+  std::unique_ptr<Session> s(new Session(id, SinkTarget{}, edo::stats::StatsConfig{}, 1 << 20, 16, false));
+  for (int i = 0; i < 20; ++i) s->events.add_memory_event({i, 64, uint64_t(0x1000 + 64 * i), 0, 0, "cudaMalloc"});
+  FlushSnapshot snap = take_snapshot(*s, reg, true);
+  EXPECT_EQ(snap.memory_events.size(), 16u);
+  ASSERT_EQ(snap.dropped.size(), 1u);
+  EXPECT_EQ(snap.dropped[0], (std::pair<std::string, uint64_t>{"memory_events", 4}));
+  bool frame = false;
+  for (const auto& m : decode_all(encode_flush(snap)))
+    if (auto* d = std::get_if<wire::Dropped>(&m)) frame = d->counters == snap.dropped;
+  EXPECT_TRUE(frame);
+  // Unchanged counters are not sent again; a later drop sends the new absolute value.
+  EXPECT_TRUE(take_snapshot(*s, reg, true).dropped.empty());
+  for (int i = 0; i < 17; ++i) s->events.add_memory_event({i, 64, 0x9000, 0, 0, "cudaMalloc"});
+  EXPECT_EQ(take_snapshot(*s, reg, true).dropped, (std::vector<std::pair<std::string, uint64_t>>{{"memory_events", 5}}));
+}
+
+// A flush that must end in time (a fatal signal's) counts what it can and drops the rest of
+// the queue, counted; a drain told to stop without dropping leaves the rest queued.
+TEST(FlushSnapshot, DrainThatGivesUpDropsOrRequeuesTheRest) {
+  Registry reg(false);
+  std::unique_ptr<Session> s(new_session(100));
+  static float w[400];
+  reg.add("t", w, 100, 4, EDO_F32, EDO_HOST);
+  const int32_t a[] = {1, 2, 3};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(s->queue.push_copy(0, a, 3, EDO_I32, 4), IngestQueue::Push::kOk);
+  int budget = 1;
+  s->drain(reg, [&] { return budget-- <= 0; });  // one batch, the rest back in the queue
+  std::vector<Batch*> rest = s->queue.take();
+  EXPECT_EQ(rest.size(), 3u);
+  s->queue.put_back(rest);
+  budget = 1;
+  s->drain(reg, [&] { return budget-- <= 0; }, /*drop_rest=*/true);
+  EXPECT_TRUE(s->queue.take().empty());
+  FlushSnapshot snap = take_snapshot(*s, reg, true);
+  EXPECT_EQ(snap.lookups, 6u);
+  EXPECT_EQ(snap.dropped, (std::vector<std::pair<std::string, uint64_t>>{{"batches", 2}, {"indices", 6}}));
+}

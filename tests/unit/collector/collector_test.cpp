@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "edo/collector/collector.h"
 #include "edo/db/profile_store.h"
@@ -180,13 +181,99 @@ TEST(Collector, ProfileSavesAndLoadsRepeatedly) {
   std::filesystem::remove(path);
 }
 
-TEST(Collector, SummaryHasThreeLines) {
+TEST(Collector, SummarySaysWhatWasRecordedAndEveryLoss) {
   collector::ProfileBuilder b("import");
   build(b, sample::sample_stream());
   auto lines = collector::summary_lines(b.profile());
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 5u);
   EXPECT_NE(lines[0].find("2 session(s), 2 table(s), 5000 lookups, 1 tie(s)"), std::string::npos) << lines[0];
   EXPECT_NE(lines[2].find("dropped events: 1"), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3].rfind("  batches: 1 (host lookup batches dropped", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[4].rfind("  indices: 100 (", 0), 0u) << lines[4];
+}
+
+// Loss counters by name: the tracer's (absolute, the latest replaces the earlier), and the
+// collector's own: a session whose stream ends, or is followed by another Hello, without its
+// Goodbye lost what it recorded after its last flush.
+TEST(Collector, EveryLossCounterIsKeptByName) {
+  std::string s;
+  Hello h;
+  h.pid = 10;
+  encode(h, s);
+  encode(Dropped{{{"batches", 2}, {"indices", 50}, {"unsent_flushes", 1}, {"unsent_lookups", 70}}}, s);
+  encode(Dropped{{{"batches", 3}, {"cupti_activity_records", 4}, {"from_a_newer_tracer", 1}}}, s);
+  Hello h2;
+  h2.pid = 11;  // the same stream goes on with another session: the first one never said goodbye
+  encode(h2, s);
+  encode(Goodbye{1, EndReason::kExit, 0}, s);
+  Hello h3;
+  h3.pid = 12;  // and a third one that is cut off
+  encode(h3, s);
+  collector::ProfileBuilder b("import");
+  build(b, s);
+  const auto& ses = b.profile().sessions;
+  ASSERT_EQ(ses.size(), 3u);
+  EXPECT_EQ(ses[0].drops, (std::map<std::string, uint64_t>{{"batches", 3},
+                                                          {"indices", 50},
+                                                          {"unsent_flushes", 1},
+                                                          {"unsent_lookups", 70},
+                                                          {"cupti_activity_records", 4},
+                                                          {"from_a_newer_tracer", 1},
+                                                          {"ended_without_final_flush", 1}}));
+  // Events only: batches, unsent flushes, CUPTI's records and the unknown counter.
+  EXPECT_EQ(ses[0].dropped_events, 3u + 1 + 4 + 1);
+  EXPECT_TRUE(ses[1].drops.empty());
+  EXPECT_EQ(ses[2].drops, (std::map<std::string, uint64_t>{{"ended_without_final_flush", 1}}));
+  EXPECT_EQ(ses[2].dropped_events, 0u);
+  EXPECT_EQ(b.profile().drops().at("ended_without_final_flush"), 2u);
+}
+
+TEST(Collector, StreamsStillOpenAtTheEndAreSessionsWithoutFinalFlush) {
+  std::string s;
+  encode(Hello{}, s);
+  collector::ProfileBuilder b("record");
+  const int st = b.open_stream("c");
+  b.feed(st, s.data(), s.size());
+  EXPECT_TRUE(b.profile().sessions[0].drops.empty());
+  b.close_all_streams();
+  EXPECT_EQ(b.profile().sessions[0].drops.at("ended_without_final_flush"), 1u);
+  EXPECT_EQ(b.open_streams(), 0u);
+}
+
+// The reply to `edo record`'s flush request is counted, not stored as a fact.
+TEST(Collector, FlushRepliesAreCountedNotStored) {
+  std::string s;
+  encode(Hello{}, s);
+  encode(Note{kFlushReplyNote, ""}, s);
+  encode(Note{"cupti", "active"}, s);
+  encode(Note{kFlushReplyNote, ""}, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  EXPECT_EQ(b.flush_replies(), 2u);
+  EXPECT_EQ(b.profile().metadata.count(kFlushReplyNote), 0u);
+  EXPECT_EQ(b.profile().metadata.at("cupti"), "active");
+}
+
+TEST(ChannelServer, FlushRequestReachesEveryConnection) {
+  collector::ChannelServer server;
+  collector::ProfileBuilder b("record");
+  int fds[2];
+  for (int& fd : fds) {
+    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, server.path().c_str(), sizeof(addr.sun_path) - 1);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }
+  server.accept_pending(b);
+  ASSERT_EQ(server.connections(), 2u);
+  EXPECT_EQ(server.request_flush(), 2u);
+  for (int fd : fds) {
+    char c = 0;
+    EXPECT_EQ(::recv(fd, &c, 1, 0), 1);
+    EXPECT_EQ(c, 'F');
+    ::close(fd);
+  }
 }
 
 // A process that connects, writes all its frames and exits before the collector accepted it

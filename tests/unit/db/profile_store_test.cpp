@@ -246,6 +246,56 @@ TEST(ProfileStore, SchemaV1FileMigratesToTheBytesSplit) {
   EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().tables[0].grad_bytes, 64000u);
 }
 
+// Every loss counter of a session is stored by name; a later save replaces a session's
+// counters (absolute values), it does not add to them.
+TEST(ProfileStore, DropCountersRoundTripAndSavesReplaceThem) {
+  const std::string path = temp_path("drops.edodb");
+  Profile p = sample_profile();
+  p.sessions[0].drops = {{"batches", 3}, {"indices", 3000}, {"ended_without_final_flush", 1}};
+  p.sessions[1].drops = {{"unsent_flushes", 2}};
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  store.save(p, false);
+  Profile q = store.load();
+  EXPECT_EQ(q.sessions[0].drops, p.sessions[0].drops);
+  EXPECT_EQ(q.sessions[1].drops, p.sessions[1].drops);
+  EXPECT_EQ(q.drops().at("batches"), 3u);
+  p.sessions[0].drops = {{"batches", 5}};
+  store.save(p, false);
+  q = store.load();
+  EXPECT_EQ(q.sessions[0].drops, (std::map<std::string, uint64_t>{{"batches", 5}}));
+  EXPECT_EQ(q.sessions[1].drops, p.sessions[1].drops);
+}
+
+// A file written by schema version 2 (no session_drops table) opens, migrates in place, keeps
+// its dropped_events total and takes drop counters from then on.
+TEST(ProfileStore, SchemaV2FileMigratesToSessionDrops) {
+  const std::string path = temp_path("v2.edodb");
+  std::filesystem::remove(path);
+  {
+    std::ifstream in(EDO_DB_FIXTURES "/schema_v2.sql");
+    ASSERT_TRUE(in) << EDO_DB_FIXTURES "/schema_v2.sql";
+    std::stringstream sql;
+    sql << in.rdbuf();
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(sql.str());
+    EXPECT_FALSE(db.tableExists("session_drops"));
+  }
+  Profile p = ProfileStore(path, ProfileStore::Mode::kReadWrite).load();
+  ASSERT_EQ(p.sessions.size(), 1u);
+  EXPECT_TRUE(p.sessions[0].drops.empty());
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 200u);
+  {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    EXPECT_TRUE(db.tableExists("session_drops"));
+    EXPECT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+              std::to_string(current_schema_version()));
+  }
+  p.sessions[0].drops["memory_events"] = 4;
+  ProfileStore(path, ProfileStore::Mode::kReadWrite).save(p);
+  EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().sessions[0].drops.at("memory_events"), 4u);
+}
+
 // A created file has exactly the columns a migrated one has.
 TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
   const std::string created = temp_path("created.edodb"), migrated = temp_path("migrated.edodb");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,11 @@ class ProfileBuilder {
 
   int open_stream(std::string label);
   void feed(int stream, const void* data, size_t n);
-  // End of stream: a partial frame at the tail is reported as a truncation issue.
+  // End of stream: a partial frame at the tail is reported as a truncation issue, and a
+  // session that had not said goodbye gets the ended_without_final_flush counter.
   void close_stream(int stream);
+  // Closes every stream still open (the recording ends while some process still runs).
+  void close_all_streams();
 
   // Sets the exit code on the sessions of `pid` that have none (the last one gets it).
   void set_exit_code(int64_t pid, int code);
@@ -41,6 +45,8 @@ class ProfileBuilder {
   uint64_t frames() const { return frames_; }
   uint64_t generation() const { return generation_; }  // bumps on every applied frame
   size_t open_streams() const;
+  // Flushes done at the collector's request so far (wire::kFlushReplyNote).
+  uint64_t flush_replies() const { return flush_replies_; }
 
  private:
   struct Stream;
@@ -48,6 +54,7 @@ class ProfileBuilder {
   void apply(Stream& s, wire::Message& m, uint64_t offset);
   void apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset);
   model::Session* session(Stream& s);
+  void end_session(Stream& s);
   void attribute();
 
   std::string source_;
@@ -57,8 +64,8 @@ class ProfileBuilder {
   uint64_t frames_ = 0;
   uint64_t generation_ = 0;
   int64_t next_session_id_ = 1;
-  // per session: drop counters (absolute, latest), to sum into Session::dropped_events
-  std::map<int64_t, std::map<std::string, uint64_t>> drops_;
+  uint64_t flush_replies_ = 0;
+  std::set<int64_t> said_goodbye_;  // sessions (ids) whose Goodbye arrived
 };
 
 // Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,
@@ -81,6 +88,10 @@ class ChannelServer {
   void accept_pending(ProfileBuilder& b);
   // Closes the listening socket (no new connections; any still waiting are dropped).
   void stop_listening();
+  // Asks every connected process for a flush now (one byte; the tracer's background thread
+  // answers within ~20 ms with a flush ending in wire::kFlushReplyNote). Returns how many
+  // were asked. Never blocks.
+  size_t request_flush();
 
  private:
   struct Conn {

@@ -32,6 +32,7 @@ struct Session {
   std::string gpus;                   // free text: device names, comma-separated
   std::string source;                 // "synth", "record", "import"
   uint64_t dropped_events = 0;        // events the tracer had to drop (bounded memory)
+  std::map<std::string, uint64_t> drops;  // every loss counter by name (edo/model/drops.h)
   uint64_t steps = 0;                 // edo_step() calls
 };
 
@@ -120,6 +121,8 @@ struct Profile {
   std::map<std::string, std::string> metadata;
 
   uint64_t dropped_events() const;
+  // Every loss counter summed over the sessions (edo/model/drops.h).
+  std::map<std::string, uint64_t> drops() const;
   // Peak of the running sum of memory_events per session, maxed over sessions; when there is
   // no timeline, the sum of table bytes.
   int64_t peak_bytes() const;

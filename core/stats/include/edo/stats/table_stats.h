@@ -185,6 +185,20 @@ class TableIngestor {
   std::unique_ptr<Impl> impl_;
 };
 
+// Memory of one table's statistics, for the tracer's bound (EDO_MAX_MEMORY_MB, docs/memory.md).
+// state_bound_bytes(): an upper bound on what a TableIngestor of `rows` rows holds at its
+// peak, a flush included: the counting segment, the staged delta, the aggregate a cut makes,
+// the serialized delta (at the codec's widest varints), top-K maps, HyperLogLog registers,
+// drift windows, and the LRU state (the Mattson stack, or the SHARDS sampler at its expected
+// sample size, rate x rows).
+uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
+// A config whose state_bound_bytes() is at most `budget` when one exists: an exact table that
+// does not fit is sketched; then the largest part is halved, in turn (count-min width, top-K
+// size, HyperLogLog precision, drift windows, SHARDS rate) down to its minimum, and last the
+// LRU curve is given up. The result's bound may still exceed `budget` (all at their minimum):
+// the caller checks.
+StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budget);
+
 // Derived statistics of one table (DESIGN.md definitions).
 struct CurvePoint {
   double x;  // rows (k or cache size)

@@ -144,6 +144,9 @@ struct Note {                // free-form fact, e.g. ("cupti", "unavailable: ...
   std::string key;
   std::string value;
 };
+// The note a tracer sends at the end of a flush that `edo record` asked for (one byte 'F' on
+// the connection, before it passes a signal on to the job); not a fact about the recording.
+inline constexpr const char* kFlushReplyNote = "edo.flush_reply";
 
 enum class EndReason : uint8_t { kExit = 0, kSignal = 1, kExec = 2 };
 

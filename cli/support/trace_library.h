@@ -1,0 +1,18 @@
+// Where libedo_trace.so and its Python hook are, seen from the running `edo`: next to the
+// executable, in ../lib (the build tree and an installed prefix alike).
+#pragma once
+
+#include <string>
+
+namespace edo::cli {
+
+struct TraceLibrary {
+  std::string lib;        // absolute path of libedo_trace.so
+  std::string python;     // <libdir>/python: the `edo` package ("" when absent)
+  std::string boot;       // <libdir>/python/edo_boot: the sitecustomize hook ("" when absent)
+};
+
+// Throws Failure naming the expected path when the library is not there.
+TraceLibrary find_trace_library();
+
+}  // namespace edo::cli

@@ -1,0 +1,69 @@
+#include "edo/model/drops.h"
+
+namespace edo::model {
+
+const std::vector<DropCounter>& drop_counters() {
+  static const std::vector<DropCounter> all = {
+      {"batches", DropUnit::kEvent,
+       "host lookup batches dropped: the tracer's ingest queue was full (raise EDO_MAX_BUFFER_MB), out of memory, "
+       "or still queued when a signal ended the process"},
+      {"indices", DropUnit::kQuantity, "indices in the dropped host lookup batches"},
+      {"device_batches", DropUnit::kEvent,
+       "device lookup batches dropped: pinned staging full (raise EDO_MAX_BUFFER_MB) or the device copy failed"},
+      {"device_batches_in_graph_capture", DropUnit::kEvent,
+       "device lookup batches issued while a CUDA graph was being captured (not copied, to keep the graph intact)"},
+      {"memory_events", DropUnit::kEvent,
+       "GPU allocation/free events dropped: more than EDO_MAX_EVENTS between two flushes (raise it, or lower EDO_FLUSH_MS)"},
+      {"cupti_callbacks", DropUnit::kEvent, "CUPTI callbacks the tracer could not record (out of memory)"},
+      {"cupti_records", DropUnit::kEvent, "CUPTI activity buffers the tracer could not read (out of memory)"},
+      {"cupti_activity_records", DropUnit::kEvent,
+       "kernel/memory activity records CUPTI itself dropped (no activity buffer was free)"},
+      {"memory_bound_tables", DropUnit::kEvent,
+       "tables that got no statistics: not even the smallest fitted in what EDO_MAX_MEMORY_MB had left (raise it)"},
+      {"memory_bound_lookups", DropUnit::kQuantity, "lookups of those tables, not counted"},
+      {"unsent_flushes", DropUnit::kEvent,
+       "flushes the tracer could not deliver (the collector was gone, or the EDO_OUTPUT file could not be written: disk full, file size limit)"},
+      {"unsent_bytes", DropUnit::kQuantity, "bytes of those undelivered flushes"},
+      {"unsent_lookups", DropUnit::kQuantity, "lookups counted in those undelivered flushes"},
+      {kEndedWithoutFinalFlush, DropUnit::kSession,
+       "the process ended without its final flush (killed from outside, crashed, or still running when the recording "
+       "ended): what it recorded after its last flush (at most EDO_FLUSH_MS of it) is missing, and how much cannot be known"},
+  };
+  return all;
+}
+
+const DropCounter* find_drop_counter(const std::string& name) {
+  for (const auto& c : drop_counters())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::string describe_drop(const std::string& name, uint64_t n) {
+  std::string shown;
+  for (unsigned char ch : name) {
+    if (ch < 0x20 || ch == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      shown += "\\x";
+      shown += hex[ch >> 4];
+      shown += hex[ch & 15];
+    } else {
+      shown += char(ch);
+    }
+  }
+  const DropCounter* c = find_drop_counter(name);
+  std::string line = shown + ": " + std::to_string(n);
+  if (c && c->unit == DropUnit::kSession) line += " session(s)";
+  line += c ? std::string(" (") + c->meaning + ")" : std::string(" (a counter this edo does not know)");
+  return line;
+}
+
+uint64_t dropped_events_of(const std::map<std::string, uint64_t>& drops) {
+  uint64_t total = 0;
+  for (const auto& [name, n] : drops) {
+    const DropCounter* c = find_drop_counter(name);
+    if (!c || c->unit == DropUnit::kEvent) total += n;
+  }
+  return total;
+}
+
+}  // namespace edo::model

@@ -1,0 +1,121 @@
+// The memory bound of one table's statistics and the config that fits a budget (the
+// tracer's EDO_MAX_MEMORY_MB). The counts follow the data structures in internal.h; the
+// tracer's memory test (tests/integration/tracer) checks them against a real job's RSS.
+#include <algorithm>
+
+#include "internal.h"
+
+namespace edo::stats {
+namespace {
+
+constexpr uint64_t kMaxVarint = 10;  // bytes of the widest varint (a 64-bit count)
+constexpr uint32_t kMinCmsWidth = 1u << 10, kMinTopK = 16, kMinHll = 10, kMinWindows = 8, kMinDriftTopK = 16;
+constexpr double kMinShardsRate = 1.0 / (1u << 16);
+
+uint64_t pow2_at_least(uint64_t x) {
+  uint64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+uint64_t hist_bytes(uint64_t rows) { return uint64_t{8} * (StackDistanceHistogram::bin_of(std::max<uint64_t>(rows, 1)) + 1); }
+
+struct Parts {
+  uint64_t counts = 0, topk = 0, hll = 0, windows = 0, lru = 0, fixed = 0;
+  uint64_t total() const { return counts + topk + hll + windows + lru + fixed; }
+};
+
+Parts parts_of(uint64_t rows, const StatsConfig& c) {
+  Parts p;
+  const bool exact = rows <= c.exact_rows_limit;
+  if (exact) {
+    // Dense uint32 counts in the segment, the cut's copy and the staged delta, the (row,
+    // count) list a drift window's top rows are picked from (16 bytes per row read), the
+    // serialized delta and the string's growth. Measured at its worst (every row read in
+    // every flush): 42 bytes per row (tests/unit/stats_memory); a third more is kept.
+    p.counts = rows * 56 + 3 * (rows / detail::ExactCounts::kBlockRows + 1);
+  } else {
+    const uint64_t w = pow2_at_least(std::max<uint32_t>(c.cms_width, 1)), d = std::clamp<uint32_t>(c.cms_depth, 1, 16);
+    p.counts = w * d * (3 * 8 + kMaxVarint);
+    // Space-saving: (row, count) heap plus an open-addressing map of 2..4 slots per entry
+    // (8 + 4 bytes each), three aggregates, and the serialized list.
+    const uint64_t k = std::max<uint32_t>(c.top_k, 1);
+    p.topk = 3 * (16 * k + 12 * pow2_at_least(std::max<uint64_t>(16, 2 * k))) + 2 * kMaxVarint * k;
+    p.hll = 4 * (uint64_t{1} << std::min<uint32_t>(c.hll_precision, 30));
+  }
+  // Drift: the windows held by the staged delta and its serialized copy, and the open
+  // window's candidates.
+  p.windows = uint64_t(c.max_windows) * c.drift_top_k * (8 + kMaxVarint) + 2 * 4 * uint64_t(c.drift_top_k) * 16;
+  // Histograms, the ingestor's own buffers, the aggregates' small parts, allocator slack.
+  p.fixed += 4 * hist_bytes(rows) + 2 * 8 * 4096 + (256 << 10);
+  if (c.track_lru) {
+    if (rows <= c.exact_lru_rows_limit) {
+      // Mattson stack: last timestamp per row, owner per timestamp (twice the live rows, and
+      // the copy compaction makes), live-marker bits.
+      p.lru = rows * (2 * 4 + 3 * 2 * 4 + 1);
+    } else {
+      using S = detail::ShardsSampler;
+      p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +
+                                                          StackDistanceHistogram::bin_of(UINT64_MAX) + 1) +
+                 S::kWindow * (8 + 8) + 4 * S::kWindow * (8 + 4) + S::kClasses * (hist_bytes(rows) + 16) + 1024 * 12;
+      // Per sampled row: the row -> id map (2..4 slots of 12 bytes, and the old table while it
+      // grows), its last time (doubling vector), and its Mattson stack entries (as above).
+      // Rows are sampled by a hash below rate: expected rate x rows of them, 1/8 margin.
+      const double sampled = std::min<double>(double(rows), c.shards_rate * double(rows) * 1.125 + 64);
+      p.lru = uint64_t(sampled * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1));
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config) { return parts_of(rows, config).total(); }
+
+StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budget) {
+  StatsConfig c = config;
+  if (state_bound_bytes(rows, c) <= budget) return c;
+  if (rows <= c.exact_rows_limit && rows > 0) {
+    c.exact_rows_limit = rows - 1;  // this table is sketched
+    if (state_bound_bytes(rows, c) <= budget) return c;
+  }
+  while (state_bound_bytes(rows, c) > budget) {
+    const Parts p = parts_of(rows, c);
+    const bool sketch = rows > c.exact_rows_limit;
+    const bool shards = c.track_lru && rows > c.exact_lru_rows_limit;
+    // Halve the largest part that can still shrink.
+    struct Cand {
+      uint64_t bytes;
+      bool can;
+      int which;
+    };
+    Cand cands[] = {
+        {sketch ? p.counts : 0, sketch && c.cms_width > kMinCmsWidth, 0},
+        {p.topk, sketch && c.top_k > kMinTopK, 1},
+        {p.hll, sketch && c.hll_precision > kMinHll, 2},
+        {p.windows, c.max_windows > kMinWindows || c.drift_top_k > kMinDriftTopK, 3},
+        {shards ? p.lru : 0, shards && c.shards_rate > kMinShardsRate, 4},
+    };
+    const Cand* best = nullptr;
+    for (const auto& k : cands)
+      if (k.can && (!best || k.bytes > best->bytes)) best = &k;
+    if (!best) {
+      if (!c.track_lru) break;
+      c.track_lru = false;  // the LRU curve goes last
+      continue;
+    }
+    switch (best->which) {
+      case 0: c.cms_width = std::max(kMinCmsWidth, c.cms_width / 2); break;
+      case 1: c.top_k = std::max(kMinTopK, c.top_k / 2); break;
+      case 2: c.hll_precision -= 1; break;
+      case 3:
+        if (c.max_windows > kMinWindows) c.max_windows = std::max(kMinWindows, c.max_windows / 2);
+        else c.drift_top_k = std::max(kMinDriftTopK, c.drift_top_k / 2);
+        break;
+      default: c.shards_rate = std::max(kMinShardsRate, c.shards_rate / 2); break;
+    }
+  }
+  return c;
+}
+
+}  // namespace edo::stats

@@ -1,0 +1,164 @@
+// Helpers of the tracer's end-to-end tests: run a program with a given environment and
+// collect its exit status and output, temporary paths per test, reading a database back.
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "edo/db/profile_store.h"
+
+namespace edo_e2e {
+
+namespace fs = std::filesystem;
+using edo::model::Profile;
+
+struct Result {
+  int status = -1;  // exit code, or 128+signal
+  std::string out, err;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string tmp_path(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::path(::testing::TempDir()) / ("edo_tracer_" + std::to_string(getpid()) + "_" + info->name());
+  // A fresh folder per test: one left by an earlier run with the same pid would hold outputs
+  // that edo record refuses to replace.
+  static std::set<std::string> fresh;
+  if (fresh.insert(dir.string()).second) fs::remove_all(dir);
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+// Runs argv with extra environment (NAME=VALUE; "NAME=" with empty value unsets NAME).
+inline Result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
+  const std::string out = tmp_path("stdout.txt"), err = tmp_path("stderr.txt");
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP}) signal(sig, SIG_DFL);
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    for (auto& kv : env) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (v.empty()) unsetenv(k.c_str());
+      else setenv(k.c_str(), v.c_str(), 1);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(126);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  Result r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// What LD_PRELOAD must hold to inject `lib`: in sanitizer builds the sanitizer runtime comes
+// first (the same rule `edo record` applies).
+inline std::string preload_of(const std::string& lib) {
+#ifdef EDO_SANITIZER_PRELOAD
+  if (std::string(EDO_SANITIZER_PRELOAD).size() > 0) return std::string(EDO_SANITIZER_PRELOAD) + ":" + lib;
+#endif
+  return lib;
+}
+
+inline const std::vector<std::string> kClean = {"EDO_OUTPUT=", "EDO_CHANNEL=", "LD_PRELOAD=", "NVTX_INJECTION64_PATH=",
+                                         "EDO_OUTPUT_OWNER=", "EDO_ROOT_PID=", "EDO_FLUSH_MS=", "EDO_ASYNC="};
+
+inline std::vector<std::string> with(std::vector<std::string> extra) {
+  std::vector<std::string> e = kClean;
+  e.insert(e.end(), extra.begin(), extra.end());
+  return e;
+}
+
+// A program started in the background (stdout and stderr into one file), for tests that
+// signal it while it runs.
+struct Background {
+  pid_t pid = -1;
+  std::string out;  // its stdout + stderr
+};
+
+inline Background start(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
+  static int started = 0;
+  Background b;
+  b.out = tmp_path("background" + std::to_string(++started) + ".txt");
+  std::ofstream(b.out).close();  // exists and is empty before the child writes
+  b.pid = fork();
+  if (b.pid == 0) {
+    // Default dispositions whatever the test runner had (a shell's background job ignores
+    // SIGINT, and exec keeps that).
+    for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP}) signal(sig, SIG_DFL);
+    int fd = open(b.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (auto& kv : env) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+      if (v.empty()) unsetenv(k.c_str());
+      else setenv(k.c_str(), v.c_str(), 1);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(126);
+  }
+  return b;
+}
+
+// Waits (10 s at most) until the output holds `text`; returns the output.
+inline std::string wait_for_output(const Background& b, const std::string& text) {
+  std::string got;
+  for (int i = 0; i < 400; ++i) {
+    got = slurp(b.out);
+    if (got.find(text) != std::string::npos) break;
+    usleep(25000);
+  }
+  return got;
+}
+
+// The exit status (code, or 128+signal); -1 when it was still running after `watchdog_s`
+// seconds (it is SIGKILLed then: a hang, never a slow run, since nothing it does takes long).
+inline int wait_exit(const Background& b, int watchdog_s = 30) {
+  for (int i = 0; i < watchdog_s * 100; ++i) {
+    int st = 0;
+    if (waitpid(b.pid, &st, WNOHANG) == b.pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    usleep(10000);
+  }
+  kill(b.pid, SIGKILL);
+  waitpid(b.pid, nullptr, 0);
+  return -1;
+}
+
+inline Profile load(const std::string& path) { return edo::db::ProfileStore(path, edo::db::ProfileStore::Mode::kReadOnly).load(); }
+
+inline const edo::model::Table* table(const Profile& p, int64_t session_id, const std::string& name) {
+  for (auto& t : p.tables)
+    if (t.session_id == session_id && t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace edo_e2e
