@@ -167,7 +167,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           model::Session* ses = session(s);
           auto& ks = profile_.kernels;
           ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const model::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
-          for (auto& k : v.kernels) ks.push_back({ses->id, k.name, k.launches, k.total_ns, k.tables});
+          for (auto& k : v.kernels) {
+            model::KernelStat st{ses->id, k.name, k.launches, k.total_ns, k.tables, {}};
+            for (auto& t : k.per_table) st.per_table.push_back({t.table, t.launches, t.total_ns});
+            ks.push_back(std::move(st));
+          }
         } else if constexpr (std::is_same_v<T, wire::RangeStats>) {
           model::Session* ses = session(s);
           auto& rs = profile_.ranges;

@@ -146,11 +146,19 @@ void migrate_to_v3(SQLite::Database& db) {
   for (const char* sql : kStepV3) db.exec(sql);
 }
 
+// Version 4 (tracer): per (kernel, table), the launches of the kernel whose pointer arguments
+// point into the table, and their GPU time (issue 9).
+void migrate_to_v4(SQLite::Database& db) {
+  db.exec("CREATE TABLE kernel_tables (session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+          " kernel TEXT NOT NULL, table_name TEXT NOT NULL, launches INTEGER NOT NULL, total_ns INTEGER NOT NULL)");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
   if (from < 2) migrate_to_v2(db);
   if (from < 3) migrate_to_v3(db);
+  if (from < 4) migrate_to_v4(db);
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ const Driver* load_driver() {
     sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
     sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
 #if CUDA_VERSION >= 12040
-    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack it
+    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
+    sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
 #endif
     drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&
                  drv.cuEventQuery && drv.cuCtxGetCurrent && drv.cuCtxPushCurrent && drv.cuCtxPopCurrent;

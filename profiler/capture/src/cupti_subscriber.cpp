@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,40 +49,47 @@ CuptiTranslator* translator = nullptr;
 std::mutex tracker_mu;
 MemoryTracker* tracker = nullptr;
 std::unordered_set<uint32_t>* callback_correlations = nullptr;  // tracker_mu: MEMORY2 dedupe
+LaunchTables* launch_tables = nullptr;  // tables of launches whose kernel record is pending
 
-// Parameter layouts, cached per function handle.
-std::mutex param_mu;
-std::unordered_map<const void*, std::vector<std::pair<size_t, size_t>>>* param_cache = nullptr;
-using GetFuncBySymbol = int (*)(CUfunction*, const void*);
-GetFuncBySymbol get_func_by_symbol = nullptr;
+// Parameter layouts, cached per kernel handle; asked of the driver only (see cupti_translate.h).
+std::mutex layout_mu;
+std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>* layouts = nullptr;
 
-bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t* size) {
-  const Driver* drv = loaded_driver();
-  if (!drv || !drv->cuFuncGetParamInfo || !func) return false;
-  std::lock_guard<std::mutex> lk(param_mu);
-  auto it = param_cache->find(func);
-  if (it == param_cache->end()) {
-    std::vector<std::pair<size_t, size_t>> layout;
-    CUfunction f = nullptr;
-    if (driver) {
-      f = reinterpret_cast<CUfunction>(const_cast<void*>(func));
-    } else {
-      if (!get_func_by_symbol) get_func_by_symbol = reinterpret_cast<GetFuncBySymbol>(dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol"));
-      if (!get_func_by_symbol || get_func_by_symbol(&f, func) != 0) f = nullptr;
-    }
-    if (f) {
-      for (size_t i = 0; i < 256; ++i) {
-        size_t o = 0, s = 0;
-        if (drv->cuFuncGetParamInfo(f, i, &o, &s) != CUDA_SUCCESS) break;
-        layout.emplace_back(o, s);
-      }
-    }
-    it = param_cache->emplace(func, std::move(layout)).first;
+// Parameters of a kernel, from cuFuncGetParamInfo / cuKernelGetParamInfo: there is no count,
+// so indices are asked until the driver says the index is past the last one.
+bool query_layout(const Driver& drv, const void* h, KernelHandle kind, ParamLayout& out) {
+  out.clear();
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t off = 0, size = 0;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (kind == KernelHandle::kFunction && drv.cuFuncGetParamInfo)
+      r = drv.cuFuncGetParamInfo(static_cast<CUfunction>(const_cast<void*>(h)), i, &off, &size);
+    else if (kind == KernelHandle::kKernel && drv.cuKernelGetParamInfo)
+      r = drv.cuKernelGetParamInfo(static_cast<CUkernel>(const_cast<void*>(h)), i, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE && i > 0) return true;  // past the last parameter
+    if (r == CUDA_ERROR_INVALID_VALUE && i == 0) return true;  // a kernel without parameters
+    if (r != CUDA_SUCCESS) return false;
+    out.emplace_back(off, size);
   }
-  if (index >= it->second.size()) return false;
-  *off = it->second[index].first;
-  *size = it->second[index].second;
   return true;
+}
+
+std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind) {
+  const Driver* drv = loaded_driver();
+  if (!drv || !h) return nullptr;
+  std::lock_guard<std::mutex> lk(layout_mu);
+  auto key = std::make_pair(h, kind);
+  auto it = layouts->find(key);
+  if (it != layouts->end()) return it->second;
+  ParamLayout l;
+  bool ok = query_layout(*drv, h, kind, l);
+  // A CUkernel may be launched through cuLaunchKernel as a CUfunction: ask again as a kernel.
+  if (!ok && kind == KernelHandle::kFunction) ok = query_layout(*drv, h, KernelHandle::kKernel, l);
+  if (!ok) return nullptr;
+  if (layouts->size() > (1u << 16)) layouts->clear();  // bound: JIT compilers make many kernels
+  auto shared = std::make_shared<const ParamLayout>(std::move(l));
+  layouts->emplace(key, shared);
+  return shared;
 }
 
 // Registered at the first device lookup or CUPTI event, i.e. after the CUDA runtime set up
@@ -116,7 +124,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     if (out.launch) {
       auto idx = table_address_index();
-      record_kernel_launch(out.launch->name, idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{});
+      std::vector<std::string> tables = idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{};
+      record_kernel_launch(out.launch->name, tables);
+      if (!tables.empty()) launch_tables->put(*out.launch, std::move(tables));
     }
   } catch (...) {
     count_drop("cupti_callbacks", 1);
@@ -136,7 +146,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
-        record_kernel_time(k->name, k->ns);
+        record_kernel_time(k->name, k->ns, launch_tables->take(k->correlation));
       } else if (auto m = CuptiTranslator::memory_record(rec)) {
         bool seen;
         {
@@ -197,7 +207,10 @@ void cupti_start_now();
 // that never touches CUDA never loads libcuda or libcupti.
 void cupti_start() {
   if (!tracer_active() || !tracer_config().cuda) return;
-  if (access("/proc/driver/nvidia/version", R_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
+  // Without a driver there is nothing to attach to (an explicit EDO_CUPTI_PATH is tried anyway:
+  // libcuda.so.1 may live elsewhere, e.g. a test's fake CUDA stack).
+  if (tracer_config().cupti_path.empty() && access("/proc/driver/nvidia/version", R_OK) != 0 &&
+      access("/dev/nvidiactl", F_OK) != 0) {
     tracer_verbose("no CUDA driver: GPU capture is off (C API, NVTX and host lookups still work)");
     return;
   }
@@ -251,10 +264,11 @@ void cupti_start_now() {
     unavailable("libcupti lacks cuptiSubscribe");
     return;
   }
-  translator = new CuptiTranslator(param_info);
+  translator = new CuptiTranslator(param_layout);
   tracker = new MemoryTracker();
   callback_correlations = new std::unordered_set<uint32_t>();
-  param_cache = new std::unordered_map<const void*, std::vector<std::pair<size_t, size_t>>>();
+  launch_tables = new LaunchTables();
+  layouts = new std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>();
   CUptiResult r = cupti.cuptiSubscribe(&cupti.sub, on_callback, nullptr);
   if (r != CUPTI_SUCCESS) {
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)

@@ -79,13 +79,15 @@ void KernelBook::launch(const std::string& name, const std::vector<std::string>&
   std::lock_guard<std::mutex> lk(mu_);
   auto& k = kernels_[name];
   k.launches++;
-  k.tables.insert(tables.begin(), tables.end());
+  for (const auto& t : tables) k.tables[t].launches++;
   dirty_ = true;
 }
 
-void KernelBook::time(const std::string& name, uint64_t ns) {
+void KernelBook::time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables) {
   std::lock_guard<std::mutex> lk(mu_);
-  kernels_[name].total_ns += ns;
+  auto& k = kernels_[name];
+  k.total_ns += ns;
+  for (const auto& t : tables) k.tables[t].total_ns += ns;
   dirty_ = true;
 }
 
@@ -98,8 +100,14 @@ std::optional<std::vector<wire::Kernel>> KernelBook::take_if_dirty() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!dirty_) return std::nullopt;
   std::vector<wire::Kernel> out;
-  for (const auto& [name, k] : kernels_)
-    out.push_back({name, k.launches, k.total_ns, {k.tables.begin(), k.tables.end()}});
+  for (const auto& [name, k] : kernels_) {
+    wire::Kernel w{name, k.launches, k.total_ns, {}, {}};
+    for (const auto& [table, t] : k.tables) {
+      w.tables.push_back(table);
+      w.per_table.push_back({table, t.launches, t.total_ns});
+    }
+    out.push_back(std::move(w));
+  }
   dirty_ = false;
   return out;
 }

@@ -75,18 +75,23 @@ class EventLog {
   std::vector<wire::Note> notes_;
 };
 
-// Per kernel name: launches, GPU time, tables its pointer arguments point into.
+// Per kernel name: launches, GPU time, tables its pointer arguments point into, and per
+// (kernel, table) the launches and GPU time.
 class KernelBook {
  public:
   void launch(const std::string& name, const std::vector<std::string>& tables);
-  void time(const std::string& name, uint64_t ns);
+  // GPU time of one launch; `tables`: the tables that launch read.
+  void time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
   bool dirty() const;
   std::optional<std::vector<wire::Kernel>> take_if_dirty();
 
  private:
+  struct PerTable {
+    uint64_t launches = 0, total_ns = 0;
+  };
   struct Totals {
     uint64_t launches = 0, total_ns = 0;
-    std::set<std::string> tables;
+    std::map<std::string, PerTable> tables;
   };
   mutable std::mutex mu_;
   std::map<std::string, Totals> kernels_;

@@ -49,7 +49,8 @@ int64_t now_ns();  // monotonic
 void record_memory_event(int64_t bytes, uint64_t address, uint64_t stream, int32_t device,
                          const char* kind);
 void record_kernel_launch(const std::string& name, const std::vector<std::string>& tables);
-void record_kernel_time(const std::string& name, uint64_t ns);
+// GPU time of one launch of `name`; `tables`: those that launch read (empty when unknown).
+void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
 void record_note(const std::string& key, const std::string& value);
 void count_drop(const char* counter, uint64_t n);
 // Snapshot of the registered tables' address ranges (for kernel arguments).
