@@ -261,9 +261,10 @@ void ProfileBuilder::set_exit_code(int64_t pid, int code) {
 
 void ProfileBuilder::attribute() {
   // Per session: the tables' address ranges (device tables first, host tables too).
+  std::map<int64_t, wire::AddressIndex::Builder> builders;
+  for (auto& t : profile_.tables) builders[t.session_id].add(t.base_address, t.weight_bytes, t.name);
   std::map<int64_t, wire::AddressIndex> idx;
-  for (auto& t : profile_.tables) idx[t.session_id].add(t.base_address, t.weight_bytes, t.name);
-  for (auto& [sid, ix] : idx) ix.finalize();
+  for (auto& [sid, b] : builders) idx.emplace(sid, std::move(b).build());
   for (auto& e : profile_.memory_events) {
     auto it = idx.find(e.session_id);
     if (it == idx.end()) continue;

@@ -212,10 +212,10 @@ TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThro
   EXPECT_TRUE(out.launch->args_read);
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{weights, idx}));
   EXPECT_FALSE(asked_for(host_stub)) << "the runtime's host stub was given to the layout query";
-  edo::wire::AddressIndex tables;
-  tables.add(0x7f0000000000, 1 << 20, "emb.user");
-  tables.add(0x7f0000200000, 1 << 20, "emb.item");
-  tables.finalize();
+  edo::wire::AddressIndex::Builder b;
+  b.add(0x7f0000000000, 1 << 20, "emb.user");
+  b.add(0x7f0000200000, 1 << 20, "emb.item");
+  const edo::wire::AddressIndex tables = std::move(b).build();
   EXPECT_EQ(tables_of_launch(*out.launch, tables), std::vector<std::string>{"emb.user"});
 }
 
