@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "internal.h"
 
@@ -27,15 +28,18 @@ uint64_t CountedShards::id_of(uint64_t row) {
   return it->second;
 }
 
+int CountedShards::bucket_of(double mu) { return static_cast<int>(std::lround(std::log2(mu + 1.0) * 16.0)); }
+
 void CountedShards::add_window(const std::vector<uint64_t>& rows) {
   if (rows.size() < Footprint::kWindow) return;
   const size_t n = rows.size();
   fp_.add_window([&](uint32_t w) { return rows[n - w]; });
+  windows_.push_back(rows);
 }
 
 void CountedShards::add_segment(std::vector<SampledRef>& sample, const std::vector<double>* class_refs,
-                                const std::vector<std::pair<double, double>>& hot, uint64_t refs,
-                                StackDistanceHistogram& out) {
+                                const std::vector<std::pair<double, double>>& hot, const HotRow* hot_row,
+                                uint64_t refs, StackDistanceHistogram& out) {
   std::vector<StackDistanceHistogram> cls(kClasses);
   std::vector<double> samples(kClasses, 0.0);
   const double inv = 1.0 / rate_;
@@ -59,26 +63,67 @@ void CountedShards::add_segment(std::vector<SampledRef>& sample, const std::vect
     cls[k].add(static_cast<uint64_t>(std::llround(est)), w);
   }
 
+  // Reuse times of hot rows seen in the windows: at window positions from W/2 on, a reuse time
+  // below W/2 is always visible (observed), a longer one never (censored).
+  struct Seen {
+    std::map<uint32_t, double> reuse;  // reuse time -> references
+    double observed = 0.0, censored = 0.0;
+  };
+  std::map<int, Seen> seen;
+  if (hot_row && *hot_row) {
+    constexpr uint32_t kHalf = Footprint::kWindow / 2;
+    std::unordered_map<uint64_t, uint32_t> last;
+    for (const auto& w : windows_) {
+      last.clear();
+      for (uint32_t i = 0; i < w.size(); ++i) {
+        const auto it = last.find(w[i]);
+        const int64_t j = it == last.end() ? -1 : int64_t(it->second);
+        last[w[i]] = i;
+        double mu = 0.0;
+        if (i < kHalf || !(*hot_row)(w[i], mu)) continue;
+        Seen& s = seen[bucket_of(mu)];
+        if (j >= 0 && int64_t(i) - j <= int64_t(kHalf)) {
+          s.reuse[uint32_t(int64_t(i) - j - 1)] += 1.0;
+          s.observed += 1.0;
+        } else {
+          s.censored += 1.0;
+        }
+      }
+    }
+  }
+  windows_.clear();
+
   std::vector<double> bins = out.bins();
   double cold = out.cold();
   uint64_t maxd = out.max_distance();
-  // Hot references: grouped by mean reuse time (1/16 octave), then the quantiles of each
-  // group's reuse-time distribution through the footprint.
+  // Hot references: grouped by mean reuse time (1/16 octave); each group's reuse times as seen
+  // in the windows where there are enough of them, else exponential of mean mu.
   std::map<int, std::pair<double, double>> groups;  // bucket -> (references, references x mean)
   double hot_total = 0.0;
   for (const auto& [mu, n] : hot) {
     if (n <= 0.0) continue;
-    auto& g = groups[static_cast<int>(std::lround(std::log2(mu + 1.0) * 16.0))];
+    auto& g = groups[bucket_of(mu)];
     g.first += n;
     g.second += n * mu;
     hot_total += n;
   }
-  for (const auto& [bucket, g] : groups) {
-    const double mu = g.second / g.first;
+  auto exponential = [&](double mu, double offset, double weight) {
     for (uint32_t j = 0; j < kQuantiles; ++j) {
       const double q = (j + 0.5) / kQuantiles;
-      put_distance(bins, maxd, fp_.at(-mu * std::log(1.0 - q)), g.first / kQuantiles);
+      put_distance(bins, maxd, fp_.at(offset - mu * std::log(1.0 - q)), weight / kQuantiles);
     }
+  };
+  for (const auto& [bucket, g] : groups) {
+    const double mu = g.second / g.first;
+    auto it = seen.find(bucket);
+    const double n_seen = it == seen.end() ? 0.0 : it->second.observed + it->second.censored;
+    if (n_seen < 32.0) {
+      exponential(mu, 0.0, g.first);
+      continue;
+    }
+    for (const auto& [t, n] : it->second.reuse) put_distance(bins, maxd, fp_.at(double(t)), g.first * n / n_seen);
+    if (it->second.censored > 0.0)  // beyond half a window: memoryless from there
+      exponential(mu, Footprint::kWindow / 2, g.first * it->second.censored / n_seen);
   }
   // The rest: sampled references, each class scaled to its exact number of references.
   std::vector<double> total(kClasses, 0.0);

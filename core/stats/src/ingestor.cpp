@@ -252,7 +252,15 @@ void TableIngestor::Impl::add_counted(const CountedSegment& in) {
     std::vector<std::pair<double, double>> hot;
     hot.reserve(hot_rows.size());
     for (const auto& [k, n] : hot_rows) hot.emplace_back(std::max(0.0, static_cast<double>(refs) / k - 1.0), n);
-    counted->add_segment(sample, a.mode == CountMode::kExact ? &class_refs : nullptr, hot, refs, a.hist);
+    detail::CountedShards::HotRow hot_row;
+    if (a.mode == CountMode::kExact)
+      hot_row = [&](uint64_t r, double& mu) {
+        if (r >= rows || in.after[r] <= kCountedHot) return false;
+        const uint32_t k = in.after[r] - in.before[r];
+        mu = k ? std::max(0.0, static_cast<double>(refs) / k - 1.0) : static_cast<double>(refs);
+        return true;
+      };
+    counted->add_segment(sample, a.mode == CountMode::kExact ? &class_refs : nullptr, hot, &hot_row, refs, a.hist);
   }
   stage(std::move(part));
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -405,8 +406,11 @@ class ShardsSampler {
 // reuse time) and are post-stratified by their row's count (classes of counts 1, 2-3, ...,
 // 64); the references of hot rows (count above kCountedHot) are not sampled but known from
 // the exact counts: a hot row read k times among the segment's T references has reuse times
-// of mean T/k - 1 (references in between; independent references), and each reference's
-// distance is the footprint of its reuse time, over the quantiles of that distribution.
+// of mean mu = T/k - 1 (references in between). Its reuse times are measured where they can
+// be: in the footprint windows (contiguous slices of the trace), the reuse times shorter than
+// half a window, pooled over hot rows of similar mu; the rest (and groups seen too little in
+// windows) follow the independent-reference model (exponential, mean mu). Each reference's
+// distance is the footprint of its reuse time.
 class CountedShards {
  public:
   static constexpr uint32_t kClasses = 7;
@@ -414,16 +418,21 @@ class CountedShards {
   explicit CountedShards(double rate) : rate_(rate) {}
   double rate() const { return rate_; }
   void add_window(const std::vector<uint64_t>& rows);  // kCountedWindow references, oldest first
+  // Whether a row is hot, and its mu (exact mode only).
+  using HotRow = std::function<bool(uint64_t row, double& mu)>;
   // One segment of `refs` in-range references into `out`. class_refs: exact references of
   // each class that are not hot (nullptr in sketch mode: one class, and a thinned reference
-  // stands for kCountedThin). hot: (mean references between two of a hot row's references,
-  // number of its hot references in the segment).
+  // stands for kCountedThin). hot: (mu, number of hot references in the segment) of the hot
+  // rows; hot_row: see above (nullptr in sketch mode).
   void add_segment(std::vector<SampledRef>& sample, const std::vector<double>* class_refs,
-                   const std::vector<std::pair<double, double>>& hot, uint64_t refs, StackDistanceHistogram& out);
+                   const std::vector<std::pair<double, double>>& hot, const HotRow* hot_row, uint64_t refs,
+                   StackDistanceHistogram& out);
 
  private:
+  static int bucket_of(double mu);
   uint64_t id_of(uint64_t row);
   double rate_;
+  std::vector<std::vector<uint64_t>> windows_;  // of this segment, measured at add_segment
   std::unordered_map<uint64_t, uint32_t> ids_;
   std::vector<uint64_t> last_;  // id -> position + 1 of its previous sampled reference
   MattsonStack stack_;

@@ -99,6 +99,7 @@ void late_exit() {
   if (!cuda_usable()) return;
   cupti_flush();
   cuda_poll(true);
+  cuda_collect(true);  // the device counters, while the context is alive
 }
 std::once_flag late_exit_once;
 
@@ -112,6 +113,7 @@ void record_op(const MemOp& op) {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (in_internal_call()) return;  // the tracer's own allocations and launches
   try {
     auto out = translator->on_callback(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
     if (!out.mem.empty() || out.launch) register_late_exit();
@@ -146,6 +148,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
+        if (k->name == "edo_count") continue;  // the tracer's own counting kernel
         record_kernel_time(k->name, k->ns, launch_tables->take(k->correlation));
       } else if (auto m = CuptiTranslator::memory_record(rec)) {
         bool seen;
@@ -153,7 +156,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
           std::lock_guard<std::mutex> lk(tracker_mu);
           seen = callback_correlations->erase(m->correlation) > 0;
         }
-        if (!seen) record_op(*m);  // an allocation the callbacks did not see
+        if (!seen && !cuda_owns_address(m->address)) record_op(*m);  // an allocation the callbacks did not see
       }
     }
   } catch (...) {

@@ -30,6 +30,7 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code) {
   if (s.goodbye_sent && final_goodbye) return;
   s.drain(p.registry);
   cuda_poll(final_goodbye);
+  cuda_collect(final_goodbye);
   s.drain(p.registry);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
   FlushSnapshot snap = take_snapshot(s, p.registry, p.cfg.window_steps == 0);

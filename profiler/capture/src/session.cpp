@@ -5,10 +5,21 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
-void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type) {
+TableCounts::Entry& TableCounts::entry(const TableInfo& t) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
   Entry& e = tables_[t.id];
   if (!e.ing) e.ing = std::make_unique<stats::TableIngestor>(t.rows, cfg_);
+  return e;
+}
+
+void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment) {
+  Entry& e = entry(t);
+  e.ing->add_counted(segment);
+  e.pending = true;
+}
+
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type) {
+  Entry& e = entry(t);
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
   e.pending = true;

@@ -37,6 +37,7 @@ class TableCounts {
   explicit TableCounts(const stats::StatsConfig& cfg) : cfg_(cfg) {}
   // Caller holds mutex().
   void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type);
+  void add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment);
   void close_windows_locked();
   // Deltas of every table with something pending (closing the window first when asked).
   void take_deltas_locked(bool close_window, std::vector<wire::TableDelta>& out);
@@ -51,6 +52,7 @@ class TableCounts {
   };
   const stats::StatsConfig cfg_;
   std::mutex mu_;
+  Entry& entry(const TableInfo& t);
   std::vector<Entry> tables_;  // by table id
 };
 

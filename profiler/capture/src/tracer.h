@@ -9,7 +9,8 @@
 //   nvtx_ranges.*     NVTX range bookkeeping (nvtx.cpp is the injection entry)
 //   tracer_config.*   what the EDO_* settings mean for the parts
 //   api_backends.cpp  C API back ends; events.cpp: CUPTI events into the session
-//   cuda_driver.*, cupti_subscriber.cpp, device_staging.*: the CUDA side
+//   cuda_driver.*, cupti_subscriber.cpp, device_lookup.cpp (device_counting.*, device/,
+//   device_staging.*): the CUDA side
 #pragma once
 
 #include <cstdint>
@@ -86,9 +87,16 @@ void weights_after_fork_child();
 int cuda_read_rows(const void* base, uint64_t stride, uint64_t row_bytes, const std::vector<uint64_t>& sorted,
                    char* out, void* stream);
 
-// CUDA side (device_staging.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
+// A segment of a table counted on the device (device_counting.cpp), into the session.
+void ingest_counted(int64_t table, const stats::CountedSegment& segment);
+
+// CUDA side (device_lookup.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
 int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream);
-void cuda_poll(bool wait_all);  // background thread: ingest completed device copies
+void cuda_poll(bool wait_all);  // background thread: take finished device batches
+// Flush: hand the device-counted tables' segments to the session (`final`: after every batch).
+void cuda_collect(bool final);
+// True for an address in one of the tracer's own device allocations (not the job's memory).
+bool cuda_owns_address(uint64_t address);
 void cuda_after_fork_child();
 void cupti_start();             // subscribe if a driver exists
 void cupti_flush();             // flush activity buffers (background thread / exit)

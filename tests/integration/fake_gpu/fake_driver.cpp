@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device/count_kernel.h"
 #include "fake_cuda.h"
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
@@ -92,6 +93,14 @@ void memory_record(bool alloc, uint64_t address, uint64_t bytes) {
 }
 
 }  // namespace
+
+// The tracer's counting kernel, "loaded" from any module image: the same per-index code as
+// the CUDA kernel (device/count_kernel.h), run over the whole batch on the host.
+void edo_count_body(void** args, unsigned, unsigned) {
+  edo::capture::device::CountParams p;
+  std::memcpy(&p, args[0], sizeof p);
+  for (uint64_t i = 0; i < p.n; ++i) edo::capture::device::count_index(p, i);
+}
 
 // ---- the fakes' private interface ----------------------------------------------------------------
 FAKE_API fake_kernel* fake_cuda_kernel(const char* name, fake_kernel_body body, const size_t* offsets,
@@ -265,6 +274,22 @@ FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuStreamWaitEvent(CUstream, CUevent e, unsigned) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 0;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = live.upper_bound(p);
+  if (it == live.begin()) return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (p >= it->first + it->second) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = it->first;
+  if (size) *size = it->second;
+  return CUDA_SUCCESS;
+}
 FAKE_API CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* st) {
   if (!st) return CUDA_ERROR_INVALID_VALUE;
   *st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -292,12 +317,19 @@ FAKE_API CUresult cuFuncGetName(const char** name, CUfunction f) {
 
 FAKE_API CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  // FAKE_CUDA_NO_MODULES=1: like a driver too old for the image.
+  if (const char* no = std::getenv("FAKE_CUDA_NO_MODULES"); no && *no == '1') return CUDA_ERROR_NO_BINARY_FOR_GPU;
   *m = reinterpret_cast<CUmodule>(new int(0));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+  static fake_kernel* const edo_count = [] {
+    const size_t off[] = {0}, size[] = {sizeof(edo::capture::device::CountParams)};
+    return fake_cuda_kernel("edo_count", edo_count_body, off, size, 1);
+  }();
   std::lock_guard<std::mutex> lk(mu);
+  module_functions.emplace("edo_count", edo_count);
   auto it = module_functions.find(name);
   if (it == module_functions.end()) return CUDA_ERROR_NOT_FOUND;
   *f = reinterpret_cast<CUfunction>(it->second);
