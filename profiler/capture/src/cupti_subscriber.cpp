@@ -36,6 +36,7 @@ void sym(void* h, T& f, const char* name) {
 struct Cupti {
   bool active = false;
   CUptiResult (*cuptiSubscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+  CUptiResult (*cuptiSubscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*) = nullptr;
   CUptiResult (*cuptiEnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
   CUptiResult (*cuptiActivityEnable)(CUpti_ActivityKind) = nullptr;
   CUptiResult (*cuptiActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
@@ -246,8 +247,13 @@ void cupti_start_now() {
   candidates.push_back("libcupti.so");
   void* h = nullptr;
   std::string err;
-  for (auto& c : candidates) {
-    h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A CUPTI the job already loaded (PyTorch's Kineto links one) is the one to use: a second
+  // copy in the process would not know about the first one's subscriber.
+  if (cfg.cupti_path.empty())
+    for (const char* soname : {"libcupti.so.13", "libcupti.so"})
+      if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))) break;
+  for (size_t i = 0; !h && i < candidates.size(); ++i) {
+    h = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h) break;
     const char* e = dlerror();
     if (err.empty() && e) err = e;
@@ -257,13 +263,14 @@ void cupti_start_now() {
     return;
   }
   sym(h, cupti.cuptiSubscribe, "cuptiSubscribe");
+  sym(h, cupti.cuptiSubscribe_v2, "cuptiSubscribe_v2");
   sym(h, cupti.cuptiEnableCallback, "cuptiEnableCallback");
   sym(h, cupti.cuptiActivityEnable, "cuptiActivityEnable");
   sym(h, cupti.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
   sym(h, cupti.cuptiActivityFlushAll, "cuptiActivityFlushAll");
   sym(h, cupti.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
   sym(h, cupti.cuptiGetResultString, "cuptiGetResultString");
-  if (!cupti.cuptiSubscribe || !cupti.cuptiEnableCallback) {
+  if ((!cupti.cuptiSubscribe && !cupti.cuptiSubscribe_v2) || !cupti.cuptiEnableCallback) {
     unavailable("libcupti lacks cuptiSubscribe");
     return;
   }
@@ -272,10 +279,23 @@ void cupti_start_now() {
   callback_correlations = new std::unordered_set<uint32_t>();
   launch_tables = new LaunchTables();
   layouts = new std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>();
-  CUptiResult r = cupti.cuptiSubscribe(&cupti.sub, on_callback, nullptr);
+  // cuptiSubscribe_v2 (CUDA 12.6+) names us to other tools and tells us who holds CUPTI.
+  char holder[256] = {};
+  CUptiResult r;
+  if (cupti.cuptiSubscribe_v2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "edo";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    r = cupti.cuptiSubscribe_v2(&cupti.sub, on_callback, nullptr, &params);
+  } else {
+    r = cupti.cuptiSubscribe(&cupti.sub, on_callback, nullptr);
+  }
   if (r != CUPTI_SUCCESS) {
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      unavailable("another CUPTI client (torch.profiler, Nsight Systems, a sanitizer) already holds it");
+      unavailable(holder[0] ? std::string("held by ") + holder
+                            : "another CUPTI client (torch.profiler, Nsight Systems, a sanitizer) already holds it");
     else
       unavailable(result_string(r));
     return;

@@ -208,3 +208,34 @@ TEST(FakeGpu, WithoutTheCountingModuleIndicesAreCopiedToTheHost) {
   for (uint64_t row = 0; row < 60000; row += 7) ASSERT_EQ(dev->aggregate.count(row), host->aggregate.count(row)) << row;
   std::filesystem::remove(db);
 }
+
+// Issue 13: another tool already holds CUPTI (FAKE_CUPTI_HELD_BY: what cuptiSubscribe_v2
+// reports of it). One warning line names it; the job is unharmed; tables, device lookups
+// (counted without CUPTI) and the rest are recorded; GPU allocations and kernels are not.
+TEST(FakeGpu, AnotherCuptiSubscriberIsNamedAndEverythingElseRecorded) {
+  Result plain = sh(FAKE_GPU_JOB);
+  const std::string db = db_path("held");
+  Result r = sh(recorded(db, "FAKE_CUPTI_HELD_BY='Nsight Systems'"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["checksum"], plain.values["checksum"]);
+  EXPECT_EQ(r.values["launch_errors"], "0");
+  int warnings = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("edo: ", 0) == 0) {
+      ++warnings;
+      EXPECT_NE(line.find("Nsight Systems"), std::string::npos) << line;
+    }
+  EXPECT_EQ(warnings, 1) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "unavailable: held by Nsight Systems");
+  EXPECT_TRUE(p.kernels.empty());
+  EXPECT_TRUE(p.memory_events.empty());
+  const edo::model::Table* a = nullptr;
+  for (const auto& t : p.tables)
+    if (t.name == "fake.emb.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.lookups(), 20u * 1000u);
+  EXPECT_EQ(a->aggregate.count(7), 200u);
+  std::filesystem::remove(db);
+}
