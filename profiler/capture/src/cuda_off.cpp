@@ -12,4 +12,5 @@ void cupti_start() { tracer_verbose("built without CUPTI headers: GPU capture is
 void cupti_flush() {}
 void cupti_poll() {}
 int cuda_read_rows(const void*, uint64_t, uint64_t, const std::vector<uint64_t>&, char*, void*) { return EDO_ERR_NO_CUDA; }
+void cupti_release(const std::string&) {}
 }  // namespace edo::capture

@@ -41,6 +41,8 @@ struct Cupti {
   CUptiResult (*cuptiActivityEnable)(CUpti_ActivityKind) = nullptr;
   CUptiResult (*cuptiActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult (*cuptiActivityFlushAll)(uint32_t) = nullptr;
+  CUptiResult (*cuptiActivityDisable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*cuptiUnsubscribe)(CUpti_SubscriberHandle) = nullptr;
   CUptiResult (*cuptiActivityGetNextRecord)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
   CUptiResult (*cuptiGetResultString)(CUptiResult, const char**) = nullptr;
   CUpti_SubscriberHandle sub = nullptr;
@@ -184,6 +186,7 @@ void unavailable(const std::string& why) {
 
 namespace {
 std::atomic<bool> cupti_pending{false};
+std::mutex attach_mu;  // attaching and handing over (cupti_release) exclude each other
 std::atomic<int64_t> cupti_last_poll_ns{0};
 
 // True once the CUDA runtime or driver library is mapped into this process.
@@ -218,6 +221,7 @@ void cupti_start() {
     tracer_verbose("no CUDA driver: GPU capture is off (C API, NVTX and host lookups still work)");
     return;
   }
+  std::lock_guard<std::mutex> lk(attach_mu);
   if (cuda_in_process()) cupti_start_now();
   else cupti_pending.store(true);
 }
@@ -228,8 +232,8 @@ void cupti_poll() {
   if (now - cupti_last_poll_ns.load() < 100000000) return;  // every 100 ms
   cupti_last_poll_ns.store(now);
   if (cuda_in_process()) {
-    cupti_pending.store(false);
-    cupti_start_now();
+    std::lock_guard<std::mutex> lk(attach_mu);
+    if (cupti_pending.exchange(false)) cupti_start_now();
   }
 }
 
@@ -268,6 +272,8 @@ void cupti_start_now() {
   sym(h, cupti.cuptiActivityEnable, "cuptiActivityEnable");
   sym(h, cupti.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
   sym(h, cupti.cuptiActivityFlushAll, "cuptiActivityFlushAll");
+  sym(h, cupti.cuptiActivityDisable, "cuptiActivityDisable");
+  sym(h, cupti.cuptiUnsubscribe, "cuptiUnsubscribe");
   sym(h, cupti.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
   sym(h, cupti.cuptiGetResultString, "cuptiGetResultString");
   if ((!cupti.cuptiSubscribe && !cupti.cuptiSubscribe_v2) || !cupti.cuptiEnableCallback) {
@@ -317,6 +323,32 @@ void cupti_start_now() {
 
 void cupti_flush() {
   if (cupti.active && cupti.cuptiActivityFlushAll && cuda_usable()) cupti.cuptiActivityFlushAll(0);
+}
+
+// Another tool needs CUPTI now (torch.profiler): what edo buffered is collected, then its
+// subscription and activities are given up. Before edo attached: it never will.
+void cupti_release(const std::string& to_tool) {
+  if (!tracer_active()) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::lock_guard<std::mutex> lk(attach_mu);
+    const bool was_pending = cupti_pending.exchange(false);
+    if (cupti.active) {
+      cupti.cuptiActivityFlushAll(1);  // forced: records of kernels still running too
+      if (cupti.cuptiActivityDisable) {
+        cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+      }
+      if (cupti.cuptiUnsubscribe) cupti.cuptiUnsubscribe(cupti.sub);
+      cupti.active = false;
+    } else if (!was_pending) {
+      return;  // edo held nothing
+    }
+    tracer_log("CUPTI handed over to " + to_tool +
+               ": GPU allocations and kernels are not traced from here on; tables, lookups (host and device) "
+               "and NVTX ranges are still recorded");
+    record_note("cupti", "released to " + to_tool);
+  });
 }
 
 void register_late_exit() {

@@ -101,5 +101,6 @@ void cuda_after_fork_child();
 void cupti_start();             // subscribe if a driver exists
 void cupti_flush();             // flush activity buffers (background thread / exit)
 void cupti_poll();              // background thread: attach CUPTI once CUDA gets loaded
+void cupti_release(const std::string& to_tool);  // edo_release_gpu_capture()
 
 }  // namespace edo::capture

@@ -111,8 +111,43 @@ int zipf_job() {
   return 0;
 }
 
+// `fake_gpu_job release`: 5 launches, then the job hands CUPTI over to another tool (what
+// edo's PyTorch hook does when torch.profiler starts tracing CUDA), which subscribes, then 5
+// more launches. Each batch's indices are counted either way.
+void CUPTIAPI other_tool_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+int release_job() {
+  const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
+  fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  float* a = nullptr;
+  long* idx = nullptr;
+  float* out = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&idx), kIdx * sizeof(long));
+  cudaMalloc(reinterpret_cast<void**>(&out), kIdx * sizeof(float));
+  std::vector<long> hidx(kIdx);
+  for (int i = 0; i < kIdx; ++i) hidx[i] = i % 100;
+  cudaMemcpy(idx, hidx.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  int n = kIdx, dim = 8;
+  for (int it = 0; it < 10; ++it) {
+    if (it == 5) {
+      edo_release_gpu_capture("torch.profiler");
+      CUpti_SubscriberHandle sub;
+      std::printf("other_subscribed %d\n", int(cuptiSubscribe(&sub, other_tool_callback, nullptr)));
+    }
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    cudaLaunchKernel(&gather_rows_stub, dim3(4), dim3(256), args, 0, nullptr);
+    check("cudaLaunchKernel(gather_rows)");
+    edo_table_lookup(t, idx, kIdx, EDO_I64, EDO_CUDA, nullptr);
+  }
+  std::printf("launch_errors %d\n", launch_errors);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
+  if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
   const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
   const size_t two[] = {0, 8}, two_sizes[] = {8, 4};
   fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);

@@ -239,3 +239,30 @@ TEST(FakeGpu, AnotherCuptiSubscriberIsNamedAndEverythingElseRecorded) {
   EXPECT_EQ(a->aggregate.count(7), 200u);
   std::filesystem::remove(db);
 }
+
+// torch.profiler about to trace CUDA: the PyTorch hook calls edo_release_gpu_capture. edo
+// gives CUPTI up (one line naming the tool), the other tool can subscribe, and everything else
+// is still recorded.
+TEST(FakeGpu, CuptiIsHandedOverToAnotherTool) {
+  const std::string db = db_path("release");
+  Result r = sh(recorded(db) + " release");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["other_subscribed"], "0") << "the other tool could not subscribe:\n" << r.out;
+  EXPECT_EQ(r.values["launch_errors"], "0");
+  int lines = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("edo: ", 0) == 0) {
+      ++lines;
+      EXPECT_NE(line.find("torch.profiler"), std::string::npos) << line;
+    }
+  EXPECT_EQ(lines, 1) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "released to torch.profiler");
+  const auto* gather = kernel(p, "gather_rows(");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(gather->launches, 5u) << "launches before the hand-over are kept, none after";
+  ASSERT_FALSE(p.tables.empty());
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 10u * 1000u);
+  std::filesystem::remove(db);
+}
