@@ -20,9 +20,11 @@ card=${card:-no-gpu}
 export RESULTS=${OUT:-$PWD/bench/results/$(date +%Y-%m-%d)-$card}
 mkdir -p "$RESULTS"
 log="$RESULTS/gpu-check.log"
-# 3 steps x 180 s stays inside one 10-minute call of the device tool even if every step
-# runs into its limit (each normally needs 30-150 s with a bundle: no building there).
+# Each step normally needs 30-150 s with a bundle (no building there); each is cut at
+# EDO_GPU_STEP_TIMEOUT seconds. EDO_GPU_STEPS=<words> runs only the steps whose path contains
+# one of the words (e.g. "tracer device_counting"), to split the steps over several runs.
 step_limit=${EDO_GPU_STEP_TIMEOUT:-180}
+only=${EDO_GPU_STEPS:-}
 
 {
   echo "gpu-check: $(date -u +%FT%TZ) card=$card"
@@ -34,6 +36,11 @@ failed=0
 steps=0
 for step in tests/gpu/*/gpu-steps.sh bench/*/gpu-steps.sh; do
   [[ -x $step ]] || continue
+  if [[ -n $only ]]; then
+    keep=0
+    for w in $only; do [[ $step == *"$w"* ]] && keep=1; done
+    ((keep)) || continue
+  fi
   steps=$((steps + 1))
   echo "=== $step" | tee -a "$log"
   if timeout "$step_limit" "$step" >>"$log" 2>&1; then
