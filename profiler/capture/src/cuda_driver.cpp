@@ -44,6 +44,8 @@ const Driver* load_driver() {
     sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
     sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
 #endif
+    sym(h, drv.cuFuncGetName, "cuFuncGetName");
+    sym(h, drv.cuKernelGetName, "cuKernelGetName");
     sym(h, drv.cuModuleLoadData, "cuModuleLoadData");
     sym(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
     sym(h, drv.cuLaunchKernel, "cuLaunchKernel");

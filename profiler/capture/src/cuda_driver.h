@@ -21,6 +21,8 @@ struct Driver {
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
   CUresult (*cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*cuFuncGetName)(const char**, CUfunction) = nullptr;
+  CUresult (*cuKernelGetName)(const char**, CUkernel) = nullptr;
   // Counting device indices on the device (device_counting.cpp); all optional.
   CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;

@@ -95,6 +95,17 @@ std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind
   return shared;
 }
 
+std::string kernel_name(const void* h, KernelHandle kind) {
+  const Driver* drv = loaded_driver();
+  const char* n = nullptr;
+  if (!drv || !h) return {};
+  if (kind == KernelHandle::kFunction && drv->cuFuncGetName)
+    drv->cuFuncGetName(&n, static_cast<CUfunction>(const_cast<void*>(h)));
+  else if (kind == KernelHandle::kKernel && drv->cuKernelGetName)
+    drv->cuKernelGetName(&n, static_cast<CUkernel>(const_cast<void*>(h)));
+  return n ? n : "";
+}
+
 // Registered at the first device lookup or CUPTI event, i.e. after the CUDA runtime set up
 // its own exit-time teardown, so that (atexit runs in reverse order) device copies still in
 // flight and CUPTI's buffered records are collected while the context is alive.
@@ -280,7 +291,7 @@ void cupti_start_now() {
     unavailable("libcupti lacks cuptiSubscribe");
     return;
   }
-  translator = new CuptiTranslator(param_layout);
+  translator = new CuptiTranslator(param_layout, kernel_name);
   tracker = new MemoryTracker();
   callback_correlations = new std::unordered_set<uint32_t>();
   launch_tables = new LaunchTables();

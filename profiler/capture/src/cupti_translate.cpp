@@ -126,6 +126,15 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::driver_cbids() {
   return ids;
 }
 
+std::string CuptiTranslator::name_of(const char* symbol, const void* handle, KernelHandle kind) const {
+  if (symbol) return demangle(symbol);
+  if (name_ && handle) {
+    const std::string n = name_(handle, kind);
+    if (!n.empty()) return demangle(n.c_str());
+  }
+  return demangle(nullptr);
+}
+
 void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out) {
   if (!layout_ || !handle) return;
   // Packed argument buffer (cuLaunchKernel `extra`): CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE.
@@ -199,7 +208,7 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       // No driver launch seen (a runtime that launches another way): a CUkernel can still be
       // described by the driver.
       if (!f->info.args_read && f->kernel) pointer_args(f->kernel, KernelHandle::kKernel, f->args, nullptr, f->info);
-      if (f->info.name.empty()) f->info.name = demangle(cb->symbolName);
+      if (f->info.name.empty()) f->info.name = name_of(cb->symbolName, f->kernel, KernelHandle::kKernel);
       out.launch = std::move(f->info);
       return out;
     }
@@ -292,10 +301,10 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       LaunchFrame& r = v.back();
       pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r.info);
       r.info.driver_correlation = cb->correlationId;
-      if (r.info.name.empty()) r.info.name = demangle(cb->symbolName);
+      if (r.info.name.empty()) r.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
       f.merged = true;
     } else {
-      f.info.name = demangle(cb->symbolName);
+      f.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
       f.info.correlation = cb->correlationId;
       f.info.stream = stream;
       pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, f.info);

@@ -54,12 +54,16 @@ using ParamLayout = std::vector<std::pair<size_t, size_t>>;
 // The layout of a kernel's parameters, or nullptr when it cannot be had. Called from inside
 // CUPTI callbacks: it may use driver calls only (never the application's CUDA runtime).
 using ParamLayoutFn = std::function<std::shared_ptr<const ParamLayout>(const void* handle, KernelHandle kind)>;
+// The kernel's (mangled) name from the driver, for callbacks that carry no symbolName; same
+// rules as ParamLayoutFn. Empty when unknown.
+using KernelNameFn = std::function<std::string(const void* handle, KernelHandle kind)>;
 
 std::string demangle(const char* name);
 
 class CuptiTranslator {
  public:
-  explicit CuptiTranslator(ParamLayoutFn layout = nullptr) : layout_(std::move(layout)) {}
+  explicit CuptiTranslator(ParamLayoutFn layout = nullptr, KernelNameFn name = nullptr)
+      : layout_(std::move(layout)), name_(std::move(name)) {}
 
   struct Output {
     std::vector<MemOp> mem;
@@ -85,7 +89,9 @@ class CuptiTranslator {
 
  private:
   void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
+  std::string name_of(const char* symbol, const void* handle, KernelHandle kind) const;
   ParamLayoutFn layout_;
+  KernelNameFn name_;
   std::mutex mu_;
   std::unordered_map<uint64_t, uint64_t> vmm_handles_;  // cuMemCreate handle -> size
 };

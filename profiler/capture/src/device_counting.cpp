@@ -184,13 +184,14 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
   CUcontext ctx = nullptr;
   if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
   // The kernel must not read past the caller's buffer: a fault would break the job's context.
-  // (A pointer the driver cannot place, e.g. in a VMM mapping, is trusted.)
-  if (drv_.cuMemGetAddressRange) {
+  // Its first and last bytes must both be in device memory the driver knows (a pointer it
+  // cannot place at all, e.g. pinned host memory, is trusted: the caller's own kernel reads it).
+  if (drv_.cuMemGetAddressRange && n > 0) {
+    const uint64_t a = reinterpret_cast<uint64_t>(indices), bytes = n * (type == EDO_I64 ? 8 : 4);
     CUdeviceptr base = 0;
     size_t size = 0;
-    const uint64_t a = reinterpret_cast<uint64_t>(indices), bytes = n * (type == EDO_I64 ? 8 : 4);
-    if (drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a)) == CUDA_SUCCESS &&
-        (a < uint64_t(base) || a + bytes > uint64_t(base) + size)) {
+    if (drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a)) == CUDA_SUCCESS && a + bytes > uint64_t(base) + size &&
+        drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a + bytes - 1)) != CUDA_SUCCESS) {
       count_drop("device_batches_past_their_buffer", 1);
       return EDO_ERR_INVALID_ARGUMENT;
     }

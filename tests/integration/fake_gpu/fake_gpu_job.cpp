@@ -145,8 +145,22 @@ int release_job() {
   return 0;
 }
 
+// `fake_gpu_job overrun`: a lookup whose count runs past its buffer is refused (the counting
+// kernel would read outside it), one that fits is counted.
+int overrun_job() {
+  long* idx = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long));
+  std::vector<long> h(1000, 3);
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  std::printf("overrun_rc %d\n", edo_table_lookup(t, idx, 2000, EDO_I64, EDO_CUDA, nullptr));
+  std::printf("fits_rc %d\n", edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, nullptr));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
+  if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
   const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
   const size_t two[] = {0, 8}, two_sizes[] = {8, 4};

@@ -266,3 +266,18 @@ TEST(FakeGpu, CuptiIsHandedOverToAnotherTool) {
   EXPECT_EQ(p.tables[0].aggregate.lookups(), 10u * 1000u);
   std::filesystem::remove(db);
 }
+
+// A device batch whose count runs past its allocation is refused and counted, never read.
+TEST(FakeGpu, ABatchPastItsBufferIsRefused) {
+  const std::string db = db_path("overrun");
+  Result r = sh(recorded(db) + " overrun");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["overrun_rc"], "-1") << r.out;  // EDO_ERR_INVALID_ARGUMENT
+  EXPECT_EQ(r.values["fits_rc"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 1000u);
+  EXPECT_EQ(p.tables[0].aggregate.count(3), 1000u);
+  EXPECT_EQ(p.dropped_events(), 1u);
+  std::filesystem::remove(db);
+}

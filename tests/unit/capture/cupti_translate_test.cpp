@@ -262,6 +262,20 @@ TEST(CuptiTranslate, Cuda13TripleChevronLaunchWithoutADriverCallbackUsesItsCUker
   EXPECT_EQ(g_asked[0].second, KernelHandle::kKernel);
 }
 
+TEST(CuptiTranslate, ALaunchWithoutSymbolNameIsNamedByTheDriver) {
+  const void* kernel = P(0x9500);
+  g_layouts[kernel] = {};
+  CuptiTranslator t(fake_layout, [](const void* h, KernelHandle kind) {
+    return h == P(0x9500) && kind == KernelHandle::kKernel ? std::string(kMangled) : std::string();
+  });
+  void* args[] = {nullptr};
+  cudaLaunchKernel_v7000_params p{kernel, dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_ENTER);
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_EXIT);
+  ASSERT_TRUE(out.launch);
+  EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
+}
+
 TEST(CuptiTranslate, LaunchExAndPerThreadStreamVariants) {
   CUfunction f = reinterpret_cast<CUfunction>(P(0x9400));
   g_layouts[f] = {{0, 8}};
