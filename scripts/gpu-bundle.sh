@@ -52,7 +52,7 @@ for f in "${bins[@]}"; do
   # library; the GPU machine has the CUDA 13 toolkit
   [[ $f == */tracer_gpu_job || $f == */bench_device_counting ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # a job that is a CUPTI client itself: the toolkit's libcupti (static runtime)
-  [[ $f == */cupti_holder_job ]] && allowed="$allowed|libcupti\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
+  [[ $f == */cupti_holder_job ]] && allowed="$allowed|libcupti\\.so|libutil\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # the overhead benchmark calls the C API of our library (which brings libstdc++)
   [[ $f == */bench_trace_overhead ]] && allowed="$allowed|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   extra=$(ldd "$f" | awk '{print $1}' | grep -Ev "^(.*/)?($allowed)" || true)

@@ -51,7 +51,8 @@ if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/comp
     "$BUILD/bin/tracer_gpu_job" > "$RES/tracer-gpu-memcheck.txt" 2>&1
   rc=$?
   tail -5 "$RES/tracer-gpu-memcheck.txt"
-  [ $rc -ne 0 ] && { log "memcheck found errors (exit $rc), see tracer-gpu-memcheck.txt"; status=1; }
+  if [ $rc -eq 77 ]; then log "memcheck: no CUDA device (skipped)"
+  elif [ $rc -ne 0 ]; then log "memcheck found errors (exit $rc), see tracer-gpu-memcheck.txt"; status=1; fi
 else
   log "compute-sanitizer not found: memcheck skipped"
 fi
