@@ -174,20 +174,20 @@ TEST(ProfileStore, SqliteButNotEdo) {
   expect_error_mentions(path, "not an edo database");
 }
 
-TEST(ProfileStore, Version1FilesAreMigratedToPerKernelTableFigures) {
-  // A schema-1 file (before kernel_tables): made from a current one by undoing step 2.
-  const std::string path = temp_path("v1.edodb");
+TEST(ProfileStore, Version3FilesAreMigratedToPerKernelTableFigures) {
+  // A schema-3 file (before kernel_tables): made from a current one by undoing step 4.
+  const std::string path = temp_path("v3.edodb");
   { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
   {
     SQLite::Database db(path, SQLite::OPEN_READWRITE);
     db.exec("DROP TABLE kernel_tables");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 2");
-    db.exec("UPDATE edo_meta SET value = '1' WHERE key = 'schema_version'");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 4");
+    db.exec("UPDATE edo_meta SET value = '3' WHERE key = 'schema_version'");
   }
   Profile q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
   ASSERT_EQ(q.kernels.size(), 1u);
   EXPECT_EQ(q.kernels[0].launches, 12u);
-  EXPECT_TRUE(q.kernels[0].per_table.empty()) << "a version-1 file has no per-table figures";
+  EXPECT_TRUE(q.kernels[0].per_table.empty()) << "a version-3 file has no per-table figures";
   {
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     EXPECT_TRUE(db.tableExists("kernel_tables"));
