@@ -19,7 +19,7 @@ for mode in exact sketch; do
   env=()
   [ $mode = sketch ] && env=(EDO_EXACT_ROWS=1000000)
   echo "=== device counting, $mode counters"
-  env "${env[@]}" "$BUILD/bin/edo" record -o "$RES/device-counting-$mode.edodb" -- \
+  env "${env[@]}" "$BUILD/bin/edo" record --force -o "$RES/device-counting-$mode.edodb" -- \
     "$BUILD/bin/bench_device_counting" --json "$RES/device-counting-$mode.json" 2>&1 |
     tee "$RES/device-counting-$mode.txt"
   rc=${PIPESTATUS[0]}

@@ -87,11 +87,14 @@ def main():
     peak = mem.get("peak_bytes", 0)
     tables = {x["name"]: x for x in rep.get("tables", [])}
     emb = next((x for n, x in tables.items() if n.endswith("emb")), None)
+    # Adam keeps two moments per weight: optimizer state >= 2x the weights; gradients apart.
     mem_ok = (mem.get("timeline_events", 0) > 0 and peak >= t["max_memory_allocated"] and emb is not None
-              and emb.get("bytes") == 20000 * 64 * 4 and emb.get("extra_bytes", 0) >= 2 * emb["bytes"])
-    check("memory", mem_ok, "timeline events %s, peak %s >= max_memory_allocated %s; emb bytes %s, extra %s"
-          % (mem.get("timeline_events"), peak, t["max_memory_allocated"], emb and emb.get("bytes"),
-             emb and emb.get("extra_bytes")))
+              and emb.get("weight_bytes") == 20000 * 64 * 4
+              and emb.get("optimizer_bytes", 0) >= 2 * emb["weight_bytes"] and emb.get("grad_bytes", 0) > 0)
+    check("memory", mem_ok, "timeline events %s, peak %s >= max_memory_allocated %s; emb weight bytes %s, "
+          "optimizer %s, grad %s" % (mem.get("timeline_events"), peak, t["max_memory_allocated"],
+                                     emb and emb.get("weight_bytes"), emb and emb.get("optimizer_bytes"),
+                                     emb and emb.get("grad_bytes")))
     reading = [(k["name"], pt) for k in rep.get("kernels", []) for pt in k.get("per_table", [])
                if pt["table"].endswith("emb")]
     check("kernels", any(pt["launches"] > 0 and pt["total_ns"] > 0 for _, pt in reading),

@@ -122,6 +122,7 @@ TEST(TracerGpu, SketchModeOnTheDevice) {
   GTEST_SKIP() << "built without the CUDA toolkit: no GPU job";
 #else
   const std::string db = ::testing::TempDir() + "/tracer_gpu_sketch_" + std::to_string(getpid()) + ".edodb";
+  std::remove(db.c_str());  // an earlier run's file: edo record refuses to replace it
   Result r = sh("EDO_EXACT_ROWS=1000 " + beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(TRACER_GPU_JOB));
   if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos) GTEST_SKIP() << "no CUDA device";
   ASSERT_EQ(r.status, 0) << r.out;
@@ -146,6 +147,7 @@ TEST(TracerGpu, AJobHoldingCuptiIsNamedAndTheRestRecorded) {
   GTEST_SKIP() << "built without the CUDA toolkit's CUPTI: no holder job";
 #else
   const std::string db = ::testing::TempDir() + "/tracer_gpu_holder_" + std::to_string(getpid()) + ".edodb";
+  std::remove(db.c_str());
   Result r = sh(beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(CUPTI_HOLDER_JOB));
   if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos) GTEST_SKIP() << "no CUDA device";
   ASSERT_EQ(r.status, 0) << r.out;
