@@ -104,8 +104,8 @@ std::string resolve_command(const std::string& cmd, int& err) {
 
 std::string variables_help() {
   std::string s =
-      "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH and,\n"
-      "when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
+      "\nThe job runs unchanged; `edo record` sets LD_PRELOAD (prepended), NVTX_INJECTION64_PATH (unless another\n"
+      "tool's is set) and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
       "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
       "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n\n"
@@ -177,10 +177,18 @@ int run_record(const RecordOptions& o) {
   }
 #endif
   env.push_back("LD_PRELOAD=" + preload);
+  // Only one NVTX tool can attach to a process: another tool's injection is left in place (the
+  // job and that tool see no difference), and edo records everything but the NVTX ranges.
   const std::string old_nvtx = getv("NVTX_INJECTION64_PATH");
-  if (!old_nvtx.empty() && canonical(old_nvtx) != lib)
-    std::fprintf(stderr, "edo record: NVTX_INJECTION64_PATH was %s; replaced by edo's (only one NVTX tool can attach)\n", terminal_safe(old_nvtx).c_str());
-  env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  if (!old_nvtx.empty() && canonical(old_nvtx) != lib) {
+    std::fprintf(stderr,
+                 "edo record: NVTX_INJECTION64_PATH is another tool's (%s): it keeps NVTX; edo records everything "
+                 "but NVTX ranges (unset it to record them)\n",
+                 terminal_safe(old_nvtx).c_str());
+    env.push_back("NVTX_INJECTION64_PATH=" + old_nvtx);
+  } else {
+    env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  }
   env.push_back("EDO_CHANNEL=" + server.path());
   env.push_back("EDO_TRACE_LIB=" + lib);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));

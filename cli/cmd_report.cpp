@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "command.h"
 #include "edo/db/profile_store.h"
@@ -175,6 +178,39 @@ void print_top(const std::vector<model::TableView>& tables, size_t top) {
   }
 }
 
+// Kernels whose pointer arguments point into a table: launches and GPU time per (kernel,
+// table), summed over the sessions; kernels with the most such GPU time first.
+void print_kernel_tables(const model::Profile& profile) {
+  std::map<std::string, std::map<std::string, std::pair<uint64_t, uint64_t>>> by_kernel;
+  for (const auto& k : profile.kernels)
+    for (const auto& t : k.per_table) {
+      auto& r = by_kernel[k.name][t.table];
+      r.first += t.launches;
+      r.second += t.total_ns;
+    }
+  if (by_kernel.empty()) return;
+  std::vector<std::pair<uint64_t, std::string>> order;
+  size_t width = 5;
+  for (const auto& [kernel, tables] : by_kernel) {
+    uint64_t ns = 0;
+    for (const auto& [table, r] : tables) {
+      ns = std::max(ns, r.second);
+      width = std::max(width, display_width(terminal_safe(table)) + 2);
+    }
+    order.emplace_back(ns, kernel);
+  }
+  width = std::min<size_t>(width, 42);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  fmt::print("\n{} {:>10} {:>12}\n", pad_right("KERNEL / TABLE IT READS", width), "LAUNCHES", "GPU TIME");
+  for (const auto& [ns, kernel] : order) {
+    fmt::print("{}\n", terminal_safe(kernel));
+    for (const auto& [table, r] : by_kernel[kernel])
+      fmt::print("{} {:>10} {:>9.3f} ms\n", pad_right("  " + terminal_safe(table), width), r.first,
+                 static_cast<double>(r.second) / 1e6);
+  }
+  fmt::print("GPU TIME: kernel time of those launches (a launch that reads two tables counts for both).\n");
+}
+
 void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top) {
   print_job(profile, model::job_view(profile));
   print_memory(profile);
@@ -183,6 +219,7 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
     return;
   }
   print_tables(tables);
+  print_kernel_tables(profile);
   if (top > 0) print_top(tables, top);
 }
 

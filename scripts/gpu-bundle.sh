@@ -31,12 +31,14 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA
   -DEDO_CUDA=ON -DEDO_GUI=OFF -DEDO_STATIC_DEPS=ON >"$build/gpu-bundle.configure.log" 2>&1 ||
   { echo "gpu-bundle: configure failed, see $build/gpu-bundle.configure.log" >&2; exit 1; }
 
-targets=(edo edo_trace edo_python tracer_gpu_job tracer_gpu_tests edo_kernels_gpu_tests bench_kernels bench_trace_overhead)
+targets=(edo edo_trace edo_python tracer_gpu_job tracer_gpu_tests cupti_holder_job bench_device_counting
+         edo_kernels_gpu_tests bench_kernels bench_trace_overhead)
 echo "gpu-bundle: build ${targets[*]} (the CUDA kernels take a few minutes)"
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build/gpu-bundle.build.log" 2>&1 ||
   { echo "gpu-bundle: build failed, see $build/gpu-bundle.build.log" >&2; exit 1; }
 
-bins=("$build"/bin/edo "$build"/bin/tracer_gpu_job "$build"/bin/tracer_gpu_tests "$build"/bin/edo_kernels_gpu_tests
+bins=("$build"/bin/edo "$build"/bin/tracer_gpu_job "$build"/bin/tracer_gpu_tests "$build"/bin/cupti_holder_job
+      "$build"/bin/bench_device_counting "$build"/bin/edo_kernels_gpu_tests
       "$build"/bin/bench_kernels "$build"/bin/bench_trace_overhead "$build"/lib/libedo_trace.so)
 strip --strip-unneeded "${bins[@]}"
 
@@ -48,7 +50,9 @@ for f in "${bins[@]}"; do
   [[ $f == *libedo_trace.so ]] && allowed="$allowed|libstdc\\+\\+|libgcc_s"
   # the CUDA job links the runtime shared (CUPTI resolves kernel stubs through it) and our
   # library; the GPU machine has the CUDA 13 toolkit
-  [[ $f == */tracer_gpu_job ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
+  [[ $f == */tracer_gpu_job || $f == */bench_device_counting ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
+  # a job that is a CUPTI client itself: the toolkit's libcupti (static runtime)
+  [[ $f == */cupti_holder_job ]] && allowed="$allowed|libcupti\\.so|libutil\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # the overhead benchmark calls the C API of our library (which brings libstdc++)
   [[ $f == */bench_trace_overhead ]] && allowed="$allowed|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   extra=$(ldd "$f" | awk '{print $1}' | grep -Ev "^(.*/)?($allowed)" || true)

@@ -27,11 +27,14 @@ card=${card:-no-gpu}
 export RESULTS=${OUT:-$PWD/bench/results/$(date +%Y-%m-%d)-$card}
 mkdir -p "$RESULTS"
 log="$RESULTS/gpu-check.log"
-# Each step normally needs 30-150 s with a bundle (no building there); the budget keeps the
-# whole run inside one 10-minute call of the device tool even when steps run into limits.
+# Each step normally needs 30-150 s with a bundle (no building there); each is cut at its own
+# limit (EDO_GPU_STEP_TIMEOUT by default), and the budget keeps the whole run inside one
+# 10-minute call. Words given as arguments or in EDO_GPU_STEPS run only the steps whose path
+# contains one of them (e.g. "tracer device_counting"), to split the steps over several runs.
 step_limit=${EDO_GPU_STEP_TIMEOUT:-180}
 budget=${EDO_GPU_CHECK_BUDGET:-540}
 start=$SECONDS
+only="$* ${EDO_GPU_STEPS:-}"
 
 {
   echo "gpu-check: $(date -u +%FT%TZ) card=$card"
@@ -43,9 +46,9 @@ failed=0
 steps=0
 for step in tests/gpu/*/gpu-steps.sh bench/*/gpu-steps.sh; do
   [[ -x $step ]] || continue
-  if (($# > 0)); then
+  if [[ -n ${only// /} ]]; then
     wanted=0
-    for a in "$@"; do [[ $step == *"$a"* ]] && wanted=1; done
+    for w in $only; do [[ $step == *"$w"* ]] && wanted=1; done
     ((wanted)) || continue
   fi
   limit=$(sed -n 's/^# edo-gpu-step-limit: *\([0-9][0-9]*\).*/\1/p' "$step" | head -n1)

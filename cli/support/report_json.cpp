@@ -121,8 +121,11 @@ json report_json(const model::Profile& profile, const std::vector<model::TableVi
   j["ranges"] = ranges;
   json kernels = json::array();
   for (const auto& k : profile.kernels) {
+    json per_table = json::array();
+    for (const auto& t : k.per_table)
+      per_table.push_back({{"table", t.table}, {"launches", t.launches}, {"total_ns", t.total_ns}});
     kernels.push_back({{"session_id", k.session_id}, {"name", k.name}, {"launches", k.launches},
-                       {"total_ns", k.total_ns}, {"tables", k.tables}});
+                       {"total_ns", k.total_ns}, {"tables", k.tables}, {"per_table", per_table}});
   }
   j["kernels"] = kernels;
   j["dropped_events"] = profile.dropped_events();

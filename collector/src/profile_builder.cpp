@@ -193,7 +193,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           model::Session* ses = session(s);
           auto& ks = profile_.kernels;
           ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const model::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
-          for (auto& k : v.kernels) ks.push_back({ses->id, k.name, k.launches, k.total_ns, k.tables});
+          for (auto& k : v.kernels) {
+            model::KernelStat st{ses->id, k.name, k.launches, k.total_ns, k.tables, {}};
+            for (auto& t : k.per_table) st.per_table.push_back({t.table, t.launches, t.total_ns});
+            ks.push_back(std::move(st));
+          }
         } else if constexpr (std::is_same_v<T, wire::RangeStats>) {
           model::Session* ses = session(s);
           auto& rs = profile_.ranges;
@@ -285,9 +289,10 @@ void ProfileBuilder::set_exit_code(int64_t pid, int code) {
 
 void ProfileBuilder::attribute() {
   // Per session: the tables' address ranges (device tables first, host tables too).
+  std::map<int64_t, wire::AddressIndex::Builder> builders;
+  for (auto& t : profile_.tables) builders[t.session_id].add(t.base_address, t.weight_bytes, t.name);
   std::map<int64_t, wire::AddressIndex> idx;
-  for (auto& t : profile_.tables) idx[t.session_id].add(t.base_address, t.weight_bytes, t.name);
-  for (auto& [sid, ix] : idx) ix.finalize();
+  for (auto& [sid, b] : builders) idx.emplace(sid, std::move(b).build());
   for (auto& e : profile_.memory_events) {
     auto it = idx.find(e.session_id);
     if (it == idx.end()) continue;

@@ -386,7 +386,7 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
 
   // Per-session collections are replaced wholesale.
   for (int64_t sid : session_ids) {
-    for (const char* table : {"ties", "memory_events", "kernels", "ranges"}) {
+    for (const char* table : {"ties", "memory_events", "kernels", "kernel_tables", "ranges"}) {
       SQLite::Statement del(d, std::string("DELETE FROM ") + table + " WHERE session_id = ?");
       del.bind(1, sid);
       del.exec();
@@ -425,6 +425,19 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_kernel.bind(4, u64_to_i64(k.total_ns));
     put_kernel.bind(5, join_lines(k.tables));
     put_kernel.exec();
+  }
+  SQLite::Statement put_kernel_table(d,
+      "INSERT INTO kernel_tables(session_id, kernel, table_name, launches, total_ns) VALUES (?,?,?,?,?)");
+  for (const auto& k : p.kernels) {
+    for (const auto& t : k.per_table) {
+      put_kernel_table.reset();
+      put_kernel_table.bind(1, k.session_id);
+      put_kernel_table.bind(2, k.name);
+      put_kernel_table.bind(3, t.table);
+      put_kernel_table.bind(4, u64_to_i64(t.launches));
+      put_kernel_table.bind(5, u64_to_i64(t.total_ns));
+      put_kernel_table.exec();
+    }
   }
   SQLite::Statement put_range(d,
       "INSERT INTO ranges(session_id, name, count, total_ns, lookups, alloc_bytes) VALUES (?,?,?,?,?,?)");
@@ -549,6 +562,15 @@ Profile ProfileStore::Impl::load() const {
       k.total_ns = i64_to_u64(q.getColumn(3).getInt64());
       k.tables = split_lines(q.getColumn(4).getString());
       p.kernels.push_back(std::move(k));
+    }
+    std::map<std::pair<int64_t, std::string>, size_t> kernel_at;
+    for (size_t i = 0; i < p.kernels.size(); ++i) kernel_at.emplace(std::make_pair(p.kernels[i].session_id, p.kernels[i].name), i);
+    SQLite::Statement qt(d, "SELECT session_id, kernel, table_name, launches, total_ns FROM kernel_tables ORDER BY rowid");
+    while (qt.executeStep()) {
+      auto it = kernel_at.find({qt.getColumn(0).getInt64(), qt.getColumn(1).getString()});
+      if (it == kernel_at.end()) continue;  // a row without its kernel: nothing to attach it to
+      p.kernels[it->second].per_table.push_back(
+          {qt.getColumn(2).getString(), i64_to_u64(qt.getColumn(3).getInt64()), i64_to_u64(qt.getColumn(4).getInt64())});
     }
   }
   {

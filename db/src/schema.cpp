@@ -153,12 +153,20 @@ void migrate_to_v4(SQLite::Database& db) {
           " name TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(session_id, name))");
 }
 
+// Version 5: per (kernel, table), the launches of the kernel whose pointer arguments
+// point into the table, and their GPU time (issue 9).
+void migrate_to_v5(SQLite::Database& db) {
+  db.exec("CREATE TABLE kernel_tables (session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+          " kernel TEXT NOT NULL, table_name TEXT NOT NULL, launches INTEGER NOT NULL, total_ns INTEGER NOT NULL)");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
   if (from < 2) migrate_to_v2(db);
   if (from < 3) migrate_to_v3(db);
   if (from < 4) migrate_to_v4(db);
+  if (from < 5) migrate_to_v5(db);
 }
 
 }  // namespace

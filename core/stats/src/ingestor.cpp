@@ -29,6 +29,10 @@ struct TableIngestor::Impl {
   uint64_t window_index = 0;
   std::vector<uint64_t> buf;
   std::vector<uint64_t> est;  // count-min estimates of a chunk (sketch mode)
+  // Segments counted elsewhere (add_counted): their SHARDS state, and in sketch mode the rows
+  // of the last top-K (candidates again in the next segment, with the device's new ones).
+  std::optional<detail::CountedShards> counted;
+  std::vector<uint64_t> counted_top;
 
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
@@ -173,8 +177,7 @@ struct TableIngestor::Impl {
     }
   }
 
-  void flush() {
-    TableAggregate s = cut();
+  void stage(TableAggregate s) {
     feed_window(s);
     if (!has_staged) {
       staged = std::move(s);
@@ -183,7 +186,81 @@ struct TableIngestor::Impl {
       staged.merge(s);
     }
   }
+
+  void add_counted(const CountedSegment& in);
+
+  void flush() { stage(cut()); }
 };
+
+void TableIngestor::Impl::add_counted(const CountedSegment& in) {
+  if (seg.lookups() > 0 || seg.out_of_range() > 0) flush();  // host-counted references first
+  TableAggregate part(rows, cfg);
+  TableAggregate::Impl& a = part.impl();
+  a.out_of_range = in.out_of_range;
+  uint64_t refs = 0;
+  std::vector<double> class_refs(detail::CountedShards::kClasses, 0.0);
+  std::vector<std::pair<double, double>> hot_rows;  // (segment count, hot references)
+  if (a.mode == CountMode::kExact) {
+    if (!in.before || !in.after) return;
+    auto& sparse = a.exact.sparse();
+    for (uint64_t r = 0; r < rows; ++r) {
+      const uint32_t b = in.before[r], e = in.after[r];
+      const uint32_t d = e - b;  // modulo 2^32
+      if (!d) continue;
+      sparse.emplace_back(r, d);
+      refs += d;
+      // References with count b+1 .. b+d: up to kCountedHot by class, the rest hot.
+      const uint64_t lo = uint64_t{b} + 1, hi = uint64_t{b} + d;
+      for (uint32_t k = 0; k < detail::CountedShards::kClasses && lo <= kCountedHot; ++k) {
+        const uint64_t c0 = std::max<uint64_t>(lo, uint64_t{1} << k);
+        const uint64_t c1 = std::min<uint64_t>({hi, (uint64_t{2} << k) - 1, kCountedHot});
+        if (c1 >= c0) class_refs[k] += static_cast<double>(c1 - c0 + 1);
+      }
+      if (hi > kCountedHot) hot_rows.emplace_back(d, static_cast<double>(hi - std::max<uint64_t>(lo - 1, kCountedHot)));
+    }
+    if (sparse.size() * 16 > rows * 4) a.exact.make_dense();
+  } else {
+    if (!in.cms_before || !in.cms_after) return;
+    auto& cells = a.cms.cells();
+    for (size_t i = 0; i < cells.size(); ++i) cells[i] = static_cast<uint32_t>(in.cms_after[i] - in.cms_before[i]);
+    // Every reference adds one to one cell of each sketch row: the first row's sum is the count.
+    for (uint64_t i = 0; i < a.cms.width(); ++i) refs += cells[i];
+    if (in.hll) {
+      auto& reg = a.hll.registers();
+      for (size_t i = 0; i < reg.size(); ++i) reg[i] = static_cast<uint8_t>(std::min<uint32_t>(in.hll[i], 255));
+    }
+    std::vector<uint64_t> cand = in.candidates;
+    cand.insert(cand.end(), counted_top.begin(), counted_top.end());
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    std::vector<std::pair<uint64_t, uint64_t>> items;
+    for (uint64_t r : cand)
+      if (r < rows)
+        if (const uint64_t e = a.cms.estimate(r)) items.emplace_back(r, e);
+    a.topk.assign(items);
+    counted_top.clear();
+    for (const auto& [r, n] : a.topk.sorted()) counted_top.push_back(r);
+  }
+  a.lookups = refs;
+  if (cfg.track_lru && refs > 0) {
+    if (!counted) counted.emplace(counted_sample_rate(rows, cfg));
+    for (const auto& w : in.windows) counted->add_window(w);
+    std::vector<SampledRef> sample = in.sample;
+    std::vector<std::pair<double, double>> hot;
+    hot.reserve(hot_rows.size());
+    for (const auto& [k, n] : hot_rows) hot.emplace_back(std::max(0.0, static_cast<double>(refs) / k - 1.0), n);
+    detail::CountedShards::HotRow hot_row;
+    if (a.mode == CountMode::kExact)
+      hot_row = [&](uint64_t r, double& mu) {
+        if (r >= rows || in.after[r] <= kCountedHot) return false;
+        const uint32_t k = in.after[r] - in.before[r];
+        mu = k ? std::max(0.0, static_cast<double>(refs) / k - 1.0) : static_cast<double>(refs);
+        return true;
+      };
+    counted->add_segment(sample, a.mode == CountMode::kExact ? &class_refs : nullptr, hot, &hot_row, refs, a.hist);
+  }
+  stage(std::move(part));
+}
 
 TableIngestor::TableIngestor(uint64_t rows, const StatsConfig& config)
     : impl_(std::make_unique<Impl>(rows, config)) {}
@@ -193,6 +270,8 @@ TableIngestor& TableIngestor::operator=(TableIngestor&&) noexcept = default;
 
 void TableIngestor::add(const int64_t* indices, size_t n) { impl_->add(indices, n); }
 void TableIngestor::add(const int32_t* indices, size_t n) { impl_->add(indices, n); }
+
+void TableIngestor::add_counted(const CountedSegment& segment) { impl_->add_counted(segment); }
 
 void TableIngestor::close_window() {
   Impl& s = *impl_;

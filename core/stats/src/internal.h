@@ -3,25 +3,20 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "edo/stats/row_hash.h"
 #include "edo/stats/table_stats.h"
 
 namespace edo::stats::detail {
 
-// 64-bit finaliser (murmur3 fmix64): a cheap, well-mixing hash of a row id.
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
+// The row hashes are shared with the GPU counting path (edo/stats/row_hash.h).
+using hash::mix64;
 
 // ---- exact per-row counts -----------------------------------------------------------------
 // Dense form: uint32 per row; a row's count is lo_[row] + carry_[row] (a map, almost always
@@ -222,10 +217,8 @@ class HyperLogLog {
  public:
   void reset(uint32_t precision);
   void add(uint64_t row) {
-    uint64_t h = mix64(row ^ 0x9e3779b97f4a7c15ULL);
-    uint32_t idx = static_cast<uint32_t>(h >> (64 - p_));
-    uint64_t w = (h << p_) | (uint64_t{1} << (p_ - 1));
-    uint8_t rho = static_cast<uint8_t>(__builtin_clzll(w) + 1);
+    const uint32_t idx = hash::hll_index(row, p_);
+    const uint8_t rho = static_cast<uint8_t>(hash::hll_rank(row, p_));
     if (reg_[idx] < rho) reg_[idx] = rho;
   }
   double estimate() const;
@@ -272,6 +265,61 @@ class MattsonStack {
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
 };
 
+// Footprint (Xiang et al.): fp(w), the mean number of distinct rows in a window of w
+// consecutive references, measured exactly on sample windows of up to kWindow references and
+// extrapolated linearly beyond.
+class Footprint {
+ public:
+  static constexpr uint32_t kWindow = 2048;
+  Footprint();
+  // One window: `newest(w)` is the w-th most recent reference of the window, w = 1..kWindow.
+  template <class Newest>
+  void add_window(Newest newest) {
+    if (++gen_ == 0) {
+      std::fill(seen_gen_.begin(), seen_gen_.end(), 0);
+      gen_ = 1;
+    }
+    const uint64_t mask = seen_.size() - 1;
+    uint64_t distinct = 0;
+    for (uint32_t w = 1; w <= kWindow; ++w) {
+      const uint64_t r = newest(w);
+      uint64_t s = mix64(r ^ 0x2545f4914f6cdd1dULL) & mask;
+      for (;;) {
+        if (seen_gen_[s] != gen_) {
+          seen_gen_[s] = gen_;
+          seen_[s] = r;
+          ++distinct;
+          break;
+        }
+        if (seen_[s] == r) break;
+        s = (s + 1) & mask;
+      }
+      sum_[w] += static_cast<double>(distinct);
+    }
+    n_ += 1.0;
+  }
+  double windows() const { return n_; }
+  double at(double w) const;
+
+ private:
+  std::vector<double> sum_;
+  double n_ = 0.0;
+  std::vector<uint64_t> seen_;  // scratch set (row)
+  std::vector<uint32_t> seen_gen_;
+  uint32_t gen_ = 0;
+};
+
+// Adds `w` references at distance `dist` (split between the two integer distances around it)
+// to a histogram's bins.
+void put_distance(std::vector<double>& bins, uint64_t& max_distance, double dist, double w);
+
+// Post-stratified SHARDS estimate: each class's sampled histogram, scaled to the class's exact
+// number of references (`total`); a class without samples lends its references to the nearest
+// class with samples; nothing sampled at all: the references go to distance 0.
+void add_stratified(std::vector<double>& bins, double& cold, uint64_t& max_distance,
+                    const std::vector<StackDistanceHistogram>& cls, const std::vector<double>& samples,
+                    const std::vector<double>& total);
+
 // SHARDS (Waldspurger et al., FAST'15) fixed-rate spatial sampling in front of a Mattson
 // stack: a row is sampled iff hash(row) mod 2^24 < T, T = rate * 2^24 (rate R; hash: one
 // multiply, see sample_hash() in shards.cpp).
@@ -295,7 +343,7 @@ class ShardsSampler {
   static constexpr uint32_t kModBits = 24;
   static constexpr uint32_t kClasses = 40;
   static constexpr uint32_t kHotSlots = 4096;
-  static constexpr uint32_t kWindow = 2048;      // footprint window length (references)
+  static constexpr uint32_t kWindow = Footprint::kWindow;  // footprint window length (references)
   static constexpr uint32_t kWindowEvery = 8192;  // one footprint window per this many refs
   // A hot row that is also sampled refreshes its SHARDS-stack position at most once per this
   // many references (its own distances come from the hot path; for other rows' distances a
@@ -320,7 +368,6 @@ class ShardsSampler {
  private:
   uint64_t id_of(uint64_t row);
   void sample_window();
-  double footprint(double w) const;
   uint64_t threshold_;
   double rate_;
   // Open-addressing row -> dense id map (key stored +1, 0 = empty).
@@ -348,13 +395,48 @@ class ShardsSampler {
     uint64_t last = 0;  // global time + 1 of the row's last reference, 0 = none
   };
   std::vector<HotSlot> hot_;
-  // Footprint: ring of the last kWindow rows and per-length distinct-count sums.
+  // Footprint: ring of the last kWindow rows and the windows measured on it.
   std::vector<uint64_t> ring_;
-  std::vector<double> fp_sum_;
-  double fp_n_ = 0.0;
-  std::vector<uint64_t> seen_;  // scratch set for sample_window (row + 1)
-  std::vector<uint32_t> seen_gen_;
-  uint32_t gen_ = 0;
+  Footprint fp_;
+};
+
+// SHARDS for tables counted elsewhere (CountedSegment, table_stats.h): the device hands over
+// the sampled references (thinned for hot rows) instead of every reference. Sampled
+// references go through a Mattson stack as in ShardsSampler (distance d_s / R, capped by the
+// reuse time) and are post-stratified by their row's count (classes of counts 1, 2-3, ...,
+// 64); the references of hot rows (count above kCountedHot) are not sampled but known from
+// the exact counts: a hot row read k times among the segment's T references has reuse times
+// of mean mu = T/k - 1 (references in between). Its reuse times are measured where they can
+// be: in the footprint windows (contiguous slices of the trace), the reuse times shorter than
+// half a window, pooled over hot rows of similar mu; the rest (and groups seen too little in
+// windows) follow the independent-reference model (exponential, mean mu). Each reference's
+// distance is the footprint of its reuse time.
+class CountedShards {
+ public:
+  static constexpr uint32_t kClasses = 7;
+  static constexpr uint32_t kQuantiles = 16;
+  explicit CountedShards(double rate) : rate_(rate) {}
+  double rate() const { return rate_; }
+  void add_window(const std::vector<uint64_t>& rows);  // kCountedWindow references, oldest first
+  // Whether a row is hot, and its mu (exact mode only).
+  using HotRow = std::function<bool(uint64_t row, double& mu)>;
+  // One segment of `refs` in-range references into `out`. class_refs: exact references of
+  // each class that are not hot (nullptr in sketch mode: one class, and a thinned reference
+  // stands for kCountedThin). hot: (mu, number of hot references in the segment) of the hot
+  // rows; hot_row: see above (nullptr in sketch mode).
+  void add_segment(std::vector<SampledRef>& sample, const std::vector<double>* class_refs,
+                   const std::vector<std::pair<double, double>>& hot, const HotRow* hot_row, uint64_t refs,
+                   StackDistanceHistogram& out);
+
+ private:
+  static int bucket_of(double mu);
+  uint64_t id_of(uint64_t row);
+  double rate_;
+  std::vector<std::vector<uint64_t>> windows_;  // of this segment, measured at add_segment
+  std::unordered_map<uint64_t, uint32_t> ids_;
+  std::vector<uint64_t> last_;  // id -> position + 1 of its previous sampled reference
+  MattsonStack stack_;
+  Footprint fp_;
 };
 
 // ---- the aggregate ----------------------------------------------------------------------

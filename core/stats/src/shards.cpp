@@ -8,16 +8,11 @@
 namespace edo::stats::detail {
 
 namespace {
-constexpr uint64_t kSampleSalt = 0x5bd1e9955bd1e995ULL;
 constexpr uint64_t kMapSalt = 0x2545f4914f6cdd1dULL;
-// The sampling hash, computed for every in-range reference: one multiply (Fibonacci
-// hashing) instead of mix64's two multiplies and three shift-xors. Rotated so that the low
-// kModBits bits (the sample test) are the product's top bits, the well-mixed ones; bits 40..51
-// (the hot slot) are product bits 16..27, which spread any 2^28 consecutive rows evenly.
-inline uint64_t sample_hash(uint64_t r) {
-  const uint64_t x = (r ^ kSampleSalt) * 0x9e3779b97f4a7c15ULL;
-  return (x >> 40) | (x << 24);
-}
+// The sampling hash (row_hash.h), computed for every in-range reference: one multiply instead
+// of mix64's two; bits 40..51 (the hot slot) spread any 2^28 consecutive rows evenly.
+using hash::sample_hash;
+static_assert(hash::kSampleModBits == ShardsSampler::kModBits);
 inline uint32_t class_of(const uint32_t* counts, uint64_t row) {
   if (!counts) return 0;
   const uint32_t c = counts[row];
@@ -41,9 +36,70 @@ ShardsSampler::ShardsSampler(double rate) {
   touched_.assign(kHotSlots, 0);
   hot_reuse_.assign((kReuseCopies - 1) * StackDistanceHistogram::kExactBelow + StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
-  fp_sum_.assign(kWindow + 1, 0.0);
-  seen_.assign(4 * kWindow, 0);
-  seen_gen_.assign(4 * kWindow, 0);
+}
+
+Footprint::Footprint() : sum_(kWindow + 1, 0.0), seen_(4 * kWindow, 0), seen_gen_(4 * kWindow, 0) {}
+
+double Footprint::at(double w) const {
+  if (w <= 0.0) return 0.0;
+  if (n_ == 0.0) return w;  // no window measured yet: the upper bound
+  auto mean = [&](uint32_t i) { return sum_[i] / n_; };
+  if (w <= kWindow) {
+    const uint32_t lo = static_cast<uint32_t>(w);
+    const double f = w - lo;
+    const double a = lo ? mean(lo) : 0.0;
+    return lo < kWindow ? a + f * (mean(lo + 1) - a) : a;
+  }
+  const double slope = std::max(0.0, (mean(kWindow) - mean(kWindow / 2)) / (kWindow / 2));
+  return mean(kWindow) + (w - kWindow) * slope;
+}
+
+void put_distance(std::vector<double>& bins, uint64_t& maxd, double dist, double w) {
+  const double fl = std::floor(dist);
+  const double fr = dist - fl;
+  for (int j = 0; j < 2; ++j) {
+    const double x = j ? w * fr : w * (1.0 - fr);
+    if (x == 0.0) continue;
+    const uint64_t d = static_cast<uint64_t>(fl) + static_cast<uint64_t>(j);
+    const uint32_t b = StackDistanceHistogram::bin_of(d);
+    if (b >= bins.size()) bins.resize(b + 1, 0.0);
+    bins[b] += x;
+    maxd = std::max(maxd, d);
+  }
+}
+
+void add_stratified(std::vector<double>& bins, double& cold, uint64_t& maxd, const std::vector<StackDistanceHistogram>& cls,
+                    const std::vector<double>& samples, const std::vector<double>& total) {
+  const size_t kc = cls.size();
+  bool any = false;
+  for (size_t k = 0; k < kc; ++k) any |= samples[k] > 0.0;
+  if (!any) {
+    double rest = 0.0;
+    for (double x : total) rest += x;
+    if (rest > 0.0) put_distance(bins, maxd, 0.0, rest);  // nothing sampled: no information
+    return;
+  }
+  std::vector<double> extra(kc, 0.0);
+  for (size_t k = 0; k < kc; ++k) {
+    if (total[k] == 0.0 || samples[k] > 0.0) continue;
+    size_t best = kc;
+    for (size_t d = 1; d < kc && best == kc; ++d) {
+      if (k >= d && samples[k - d] > 0.0)
+        best = k - d;
+      else if (k + d < kc && samples[k + d] > 0.0)
+        best = k + d;
+    }
+    extra[best] += total[k];
+  }
+  for (size_t k = 0; k < kc; ++k) {
+    if (samples[k] <= 0.0) continue;
+    const double f = (total[k] + extra[k]) / samples[k];
+    const auto& b = cls[k].bins();
+    if (b.size() > bins.size()) bins.resize(b.size(), 0.0);
+    for (size_t i = 0; i < b.size(); ++i) bins[i] += f * b[i];
+    cold += f * cls[k].cold();
+    if (!b.empty()) maxd = std::max(maxd, cls[k].max_distance());
+  }
 }
 
 // Branch-free: an entry is written for every row, the output cursor only advances for rows
@@ -99,44 +155,9 @@ uint64_t ShardsSampler::id_of(uint64_t row) {
   return used_++;
 }
 
-// Distinct rows among the last w references, for every w <= kWindow, added to fp_sum_.
+// Distinct rows among the last w references, for every w <= kWindow.
 void ShardsSampler::sample_window() {
-  if (++gen_ == 0) {
-    std::fill(seen_gen_.begin(), seen_gen_.end(), 0);
-    gen_ = 1;
-  }
-  const uint64_t mask = seen_.size() - 1;
-  uint64_t distinct = 0;
-  for (uint32_t w = 1; w <= kWindow; ++w) {
-    const uint64_t r = ring_[(now_ - w) & (kWindow - 1)];
-    uint64_t s = mix64(r ^ kMapSalt) & mask;
-    for (;;) {
-      if (seen_gen_[s] != gen_) {
-        seen_gen_[s] = gen_;
-        seen_[s] = r;
-        ++distinct;
-        break;
-      }
-      if (seen_[s] == r) break;
-      s = (s + 1) & mask;
-    }
-    fp_sum_[w] += static_cast<double>(distinct);
-  }
-  fp_n_ += 1.0;
-}
-
-double ShardsSampler::footprint(double w) const {
-  if (w <= 0.0) return 0.0;
-  if (fp_n_ == 0.0) return w;  // no window measured yet: the upper bound
-  auto at = [&](uint32_t i) { return fp_sum_[i] / fp_n_; };
-  if (w <= kWindow) {
-    const uint32_t lo = static_cast<uint32_t>(w);
-    const double f = w - lo;
-    const double a = lo ? at(lo) : 0.0;
-    return lo < kWindow ? a + f * (at(lo + 1) - a) : a;
-  }
-  const double slope = std::max(0.0, (at(kWindow) - at(kWindow / 2)) / (kWindow / 2));
-  return at(kWindow) + (w - kWindow) * slope;
+  fp_.add_window([&](uint32_t w) { return ring_[(now_ - w) & (kWindow - 1)]; });
 }
 
 // Slot in hot_reuse_ of a hot reference's reuse time d, the i-th of its batch (see internal.h:
@@ -221,7 +242,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
     size_t i = 0;
     while (i < c) {
       // One footprint window per kWindowEvery references, 8x fewer once 256 are averaged.
-      const uint64_t every = fp_n_ < 256.0 ? kWindowEvery : 8 * uint64_t{kWindowEvery};
+      const uint64_t every = fp_.windows() < 256.0 ? kWindowEvery : 8 * uint64_t{kWindowEvery};
       const uint64_t next_b = (now_ / every + 1) * every;
       const size_t upto = std::min<uint64_t>(c, i + (next_b - now_));
       // Only the last kWindow references before a window boundary are ever read.
@@ -246,19 +267,7 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   std::vector<double> bins = out.bins();
   double cold = out.cold();
   uint64_t maxd = out.max_distance();
-  auto put = [&](double dist, double w) {
-    const double fl = std::floor(dist);
-    const double fr = dist - fl;
-    for (int j = 0; j < 2; ++j) {
-      const double x = j ? w * fr : w * (1.0 - fr);
-      if (x == 0.0) continue;
-      const uint64_t d = static_cast<uint64_t>(fl) + static_cast<uint64_t>(j);
-      const uint32_t b = StackDistanceHistogram::bin_of(d);
-      if (b >= bins.size()) bins.resize(b + 1, 0.0);
-      bins[b] += x;
-      maxd = std::max(maxd, d);
-    }
-  };
+  auto put = [&](double dist, double w) { put_distance(bins, maxd, dist, w); };
   // Hot rows: every reference, distance = footprint of its reuse time.
   double hot_total = 0.0;
   const uint32_t kE = StackDistanceHistogram::kExactBelow;
@@ -270,7 +279,7 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
     const uint64_t lo = StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b));
     const uint64_t up = StackDistanceHistogram::bin_upper(static_cast<uint32_t>(b));
     const double t = (static_cast<double>(lo) + static_cast<double>(up - 1)) / 2.0;
-    put(footprint(t), static_cast<double>(hb[b]));
+    put(fp_.at(t), static_cast<double>(hb[b]));
     hot_total += static_cast<double>(hb[b]);
   }
   // Everything else: sampled references, each class scaled to its exact reference count.
@@ -290,35 +299,7 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
   } else {
     total[0] = std::max(0.0, static_cast<double>(refs) - hot_total);
   }
-  bool any = false;
-  for (size_t k = 0; k < kClasses; ++k) any |= samples_[k] > 0.0;
-  if (!any) {
-    double rest = 0.0;
-    for (double x : total) rest += x;
-    if (rest > 0.0) put(0.0, rest);  // nothing sampled: no information
-  } else {
-    std::vector<double> extra(kClasses, 0.0);
-    for (size_t k = 0; k < kClasses; ++k) {
-      if (total[k] == 0.0 || samples_[k] > 0.0) continue;
-      size_t best = kClasses;
-      for (size_t d = 1; d < kClasses && best == kClasses; ++d) {
-        if (k >= d && samples_[k - d] > 0.0)
-          best = k - d;
-        else if (k + d < kClasses && samples_[k + d] > 0.0)
-          best = k + d;
-      }
-      extra[best] += total[k];
-    }
-    for (size_t k = 0; k < kClasses; ++k) {
-      if (samples_[k] <= 0.0) continue;
-      const double f = (total[k] + extra[k]) / samples_[k];
-      const auto& b = cls_[k].bins();
-      if (b.size() > bins.size()) bins.resize(b.size(), 0.0);
-      for (size_t i = 0; i < b.size(); ++i) bins[i] += f * b[i];
-      cold += f * cls_[k].cold();
-      if (!b.empty()) maxd = std::max(maxd, cls_[k].max_distance());
-    }
-  }
+  add_stratified(bins, cold, maxd, cls_, samples_, total);
   out.set(std::move(bins), cold, maxd);
   for (auto& h : cls_) h.clear();
   std::fill(samples_.begin(), samples_.end(), 0.0);

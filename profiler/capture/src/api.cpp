@@ -50,6 +50,14 @@ EDO_API int edo_step(void) {
   }
 }
 
+EDO_API int edo_release_gpu_capture(const char* tool) {
+  try {
+    cupti_release(tool && *tool ? tool : "another tool");
+  } catch (...) {
+  }
+  return EDO_OK;
+}
+
 EDO_API const char* edo_strerror(int code) {
   switch (code) {
     case EDO_OK: return "success";

@@ -92,3 +92,16 @@ void ingest_indices(int64_t table, const void* indices, uint64_t count, int type
 }
 
 }  // namespace edo::capture
+
+namespace edo::capture {
+
+void ingest_counted(int64_t table, const stats::CountedSegment& segment) {
+  Process* p = process();
+  const TableInfo* t = p ? p->registry.get(table) : nullptr;
+  if (!t) return;
+  Session& s = session();
+  std::lock_guard<std::mutex> lk(s.counts.mutex());
+  s.counts.add_counted_locked(*t, segment, p->registry.size());
+}
+
+}  // namespace edo::capture

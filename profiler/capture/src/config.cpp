@@ -20,7 +20,7 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_MAX_MEMORY_MB", "4096", "bound on the tables' statistics in each traced process (MiB, 16..1048576): a table beyond its share gets smaller sketches, or none (counted); see docs/memory.md"},
       {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
       {"EDO_LRU", "1", "0: count rows only, no LRU hit-rate curve (cheaper ingest)"},
-      {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture and device-index copies"},
+      {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture (GPU allocations, kernels); device indices are still counted"},
       {"EDO_CUPTI_PATH", "(toolkit libcupti)", "libcupti.so to load (then the build-time toolkit path, then libcupti.so.13)"},
       {"EDO_VERBOSE", "0", "1: the library explains what it captures and why something is off"},
       {"EDO_WEIGHTS", "0", "1 (edo record --weights): keep a weight snapshot per table (hottest rows + a uniform sample) for the tuner's error; the PyTorch hook hands the weights over at exit, C/C++ jobs call edo_table_weights()"},

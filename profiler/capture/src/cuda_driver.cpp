@@ -17,7 +17,13 @@ void sym(void* h, T& f, const char* name) {
   f = reinterpret_cast<T>(dlsym(h, name));
 }
 
+thread_local int internal_depth = 0;
+
 }  // namespace
+
+InternalCall::InternalCall() { ++internal_depth; }
+InternalCall::~InternalCall() { --internal_depth; }
+bool in_internal_call() { return internal_depth > 0; }
 
 const Driver* load_driver() {
   std::call_once(drv_once, [] {
@@ -35,8 +41,23 @@ const Driver* load_driver() {
     sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
     sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
 #if CUDA_VERSION >= 12040
-    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack it
+    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
+    sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
 #endif
+    sym(h, drv.cuFuncGetName, "cuFuncGetName");
+    sym(h, drv.cuKernelGetName, "cuKernelGetName");
+    sym(h, drv.cuModuleLoadData, "cuModuleLoadData");
+    sym(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
+    sym(h, drv.cuLaunchKernel, "cuLaunchKernel");
+    sym(h, drv.cuStreamCreate, "cuStreamCreate");
+    sym(h, drv.cuStreamWaitEvent, "cuStreamWaitEvent");
+    sym(h, drv.cuStreamSynchronize, "cuStreamSynchronize");
+    sym(h, drv.cuMemAlloc, "cuMemAlloc_v2");
+    sym(h, drv.cuMemFree, "cuMemFree_v2");
+    sym(h, drv.cuMemsetD32Async, "cuMemsetD32Async");
+    sym(h, drv.cuCtxGetDevice, "cuCtxGetDevice");
+    sym(h, drv.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    sym(h, drv.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
     drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&
                  drv.cuEventQuery && drv.cuCtxGetCurrent && drv.cuCtxPushCurrent && drv.cuCtxPopCurrent;
     if (drv.loaded) drv_ready.store(&drv, std::memory_order_release);

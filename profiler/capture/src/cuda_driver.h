@@ -20,7 +20,41 @@ struct Driver {
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) = nullptr;
+  CUresult (*cuFuncGetName)(const char**, CUfunction) = nullptr;
+  CUresult (*cuKernelGetName)(const char**, CUkernel) = nullptr;
+  // Counting device indices on the device (device_counting.cpp); all optional.
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
+
+  bool can_count_on_device() const {
+    return cuModuleLoadData && cuModuleGetFunction && cuLaunchKernel && cuStreamCreate && cuStreamWaitEvent &&
+           cuStreamSynchronize && cuMemAlloc && cuMemFree && cuMemsetD32Async && cuMemcpyDtoHAsync && cuEventCreate &&
+           cuEventRecord && cuEventQuery && cuMemHostAlloc;
+  }
 };
+
+// The tracer's own driver calls (device counting: allocations, launches, copies) are wrapped
+// in an InternalCall: the CUPTI callbacks they trigger are not the job's and are ignored.
+class InternalCall {
+ public:
+  InternalCall();
+  ~InternalCall();
+  InternalCall(const InternalCall&) = delete;
+  InternalCall& operator=(const InternalCall&) = delete;
+};
+bool in_internal_call();
 
 // Loads libcuda.so.1 once; nullptr when it is missing or lacks what the tracer needs.
 const Driver* load_driver();

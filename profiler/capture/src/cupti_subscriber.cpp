@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,10 +36,13 @@ void sym(void* h, T& f, const char* name) {
 struct Cupti {
   bool active = false;
   CUptiResult (*cuptiSubscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+  CUptiResult (*cuptiSubscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*) = nullptr;
   CUptiResult (*cuptiEnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
   CUptiResult (*cuptiActivityEnable)(CUpti_ActivityKind) = nullptr;
   CUptiResult (*cuptiActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult (*cuptiActivityFlushAll)(uint32_t) = nullptr;
+  CUptiResult (*cuptiActivityDisable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*cuptiUnsubscribe)(CUpti_SubscriberHandle) = nullptr;
   CUptiResult (*cuptiActivityGetNextRecord)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
   CUptiResult (*cuptiActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult (*cuptiGetResultString)(CUptiResult, const char**) = nullptr;
@@ -49,40 +53,58 @@ CuptiTranslator* translator = nullptr;
 std::mutex tracker_mu;
 MemoryTracker* tracker = nullptr;
 std::unordered_set<uint32_t>* callback_correlations = nullptr;  // tracker_mu: MEMORY2 dedupe
+LaunchTables* launch_tables = nullptr;  // tables of launches whose kernel record is pending
 
-// Parameter layouts, cached per function handle.
-std::mutex param_mu;
-std::unordered_map<const void*, std::vector<std::pair<size_t, size_t>>>* param_cache = nullptr;
-using GetFuncBySymbol = int (*)(CUfunction*, const void*);
-GetFuncBySymbol get_func_by_symbol = nullptr;
+// Parameter layouts, cached per kernel handle; asked of the driver only (see cupti_translate.h).
+std::mutex layout_mu;
+std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>* layouts = nullptr;
 
-bool param_info(const void* func, bool driver, size_t index, size_t* off, size_t* size) {
-  const Driver* drv = loaded_driver();
-  if (!drv || !drv->cuFuncGetParamInfo || !func) return false;
-  std::lock_guard<std::mutex> lk(param_mu);
-  auto it = param_cache->find(func);
-  if (it == param_cache->end()) {
-    std::vector<std::pair<size_t, size_t>> layout;
-    CUfunction f = nullptr;
-    if (driver) {
-      f = reinterpret_cast<CUfunction>(const_cast<void*>(func));
-    } else {
-      if (!get_func_by_symbol) get_func_by_symbol = reinterpret_cast<GetFuncBySymbol>(dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol"));
-      if (!get_func_by_symbol || get_func_by_symbol(&f, func) != 0) f = nullptr;
-    }
-    if (f) {
-      for (size_t i = 0; i < 256; ++i) {
-        size_t o = 0, s = 0;
-        if (drv->cuFuncGetParamInfo(f, i, &o, &s) != CUDA_SUCCESS) break;
-        layout.emplace_back(o, s);
-      }
-    }
-    it = param_cache->emplace(func, std::move(layout)).first;
+// Parameters of a kernel, from cuFuncGetParamInfo / cuKernelGetParamInfo: there is no count,
+// so indices are asked until the driver says the index is past the last one.
+bool query_layout(const Driver& drv, const void* h, KernelHandle kind, ParamLayout& out) {
+  out.clear();
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t off = 0, size = 0;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (kind == KernelHandle::kFunction && drv.cuFuncGetParamInfo)
+      r = drv.cuFuncGetParamInfo(static_cast<CUfunction>(const_cast<void*>(h)), i, &off, &size);
+    else if (kind == KernelHandle::kKernel && drv.cuKernelGetParamInfo)
+      r = drv.cuKernelGetParamInfo(static_cast<CUkernel>(const_cast<void*>(h)), i, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE && i > 0) return true;  // past the last parameter
+    if (r == CUDA_ERROR_INVALID_VALUE && i == 0) return true;  // a kernel without parameters
+    if (r != CUDA_SUCCESS) return false;
+    out.emplace_back(off, size);
   }
-  if (index >= it->second.size()) return false;
-  *off = it->second[index].first;
-  *size = it->second[index].second;
   return true;
+}
+
+std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind) {
+  const Driver* drv = loaded_driver();
+  if (!drv || !h) return nullptr;
+  std::lock_guard<std::mutex> lk(layout_mu);
+  auto key = std::make_pair(h, kind);
+  auto it = layouts->find(key);
+  if (it != layouts->end()) return it->second;
+  ParamLayout l;
+  bool ok = query_layout(*drv, h, kind, l);
+  // A CUkernel may be launched through cuLaunchKernel as a CUfunction: ask again as a kernel.
+  if (!ok && kind == KernelHandle::kFunction) ok = query_layout(*drv, h, KernelHandle::kKernel, l);
+  if (!ok) return nullptr;
+  if (layouts->size() > (1u << 16)) layouts->clear();  // bound: JIT compilers make many kernels
+  auto shared = std::make_shared<const ParamLayout>(std::move(l));
+  layouts->emplace(key, shared);
+  return shared;
+}
+
+std::string kernel_name(const void* h, KernelHandle kind) {
+  const Driver* drv = loaded_driver();
+  const char* n = nullptr;
+  if (!drv || !h) return {};
+  if (kind == KernelHandle::kFunction && drv->cuFuncGetName)
+    drv->cuFuncGetName(&n, static_cast<CUfunction>(const_cast<void*>(h)));
+  else if (kind == KernelHandle::kKernel && drv->cuKernelGetName)
+    drv->cuKernelGetName(&n, static_cast<CUkernel>(const_cast<void*>(h)));
+  return n ? n : "";
 }
 
 // Registered at the first device lookup or CUPTI event, i.e. after the CUDA runtime set up
@@ -92,6 +114,7 @@ void late_exit() {
   if (!cuda_usable()) return;
   cupti_flush();
   cuda_poll(true);
+  cuda_collect(true);  // the device counters, while the context is alive
 }
 std::once_flag late_exit_once;
 
@@ -105,6 +128,7 @@ void record_op(const MemOp& op) {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (in_internal_call()) return;  // the tracer's own allocations and launches
   try {
     auto out = translator->on_callback(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
     if (!out.mem.empty() || out.launch) register_late_exit();
@@ -117,7 +141,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     if (out.launch) {
       auto idx = table_address_index();
-      record_kernel_launch(out.launch->name, idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{});
+      std::vector<std::string> tables = idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{};
+      record_kernel_launch(out.launch->name, tables);
+      if (!tables.empty()) launch_tables->put(*out.launch, std::move(tables));
     }
   } catch (...) {
     count_drop("cupti_callbacks", 1);
@@ -137,14 +163,15 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
-        record_kernel_time(k->name, k->ns);
+        if (k->name == "edo_count") continue;  // the tracer's own counting kernel
+        record_kernel_time(k->name, k->ns, launch_tables->take(k->correlation));
       } else if (auto m = CuptiTranslator::memory_record(rec)) {
         bool seen;
         {
           std::lock_guard<std::mutex> lk(tracker_mu);
           seen = callback_correlations->erase(m->correlation) > 0;
         }
-        if (!seen) record_op(*m);  // an allocation the callbacks did not see
+        if (!seen && !cuda_owns_address(m->address)) record_op(*m);  // an allocation the callbacks did not see
       }
     }
   } catch (...) {
@@ -176,6 +203,7 @@ void unavailable(const std::string& why) {
 
 namespace {
 std::atomic<bool> cupti_pending{false};
+std::mutex attach_mu;  // attaching and handing over (cupti_release) exclude each other
 std::atomic<int64_t> cupti_last_poll_ns{0};
 
 // True once the CUDA runtime or driver library is mapped into this process.
@@ -203,10 +231,14 @@ void cupti_start_now();
 // that never touches CUDA never loads libcuda or libcupti.
 void cupti_start() {
   if (!tracer_active() || !tracer_config().cuda) return;
-  if (access("/proc/driver/nvidia/version", R_OK) != 0 && access("/dev/nvidiactl", F_OK) != 0) {
+  // Without a driver there is nothing to attach to (an explicit EDO_CUPTI_PATH is tried anyway:
+  // libcuda.so.1 may live elsewhere, e.g. a test's fake CUDA stack).
+  if (tracer_config().cupti_path.empty() && access("/proc/driver/nvidia/version", R_OK) != 0 &&
+      access("/dev/nvidiactl", F_OK) != 0) {
     tracer_verbose("no CUDA driver: GPU capture is off (C API, NVTX and host lookups still work)");
     return;
   }
+  std::lock_guard<std::mutex> lk(attach_mu);
   if (cuda_in_process()) cupti_start_now();
   else cupti_pending.store(true);
 }
@@ -217,8 +249,8 @@ void cupti_poll() {
   if (now - cupti_last_poll_ns.load() < 100000000) return;  // every 100 ms
   cupti_last_poll_ns.store(now);
   if (cuda_in_process()) {
-    cupti_pending.store(false);
-    cupti_start_now();
+    std::lock_guard<std::mutex> lk(attach_mu);
+    if (cupti_pending.exchange(false)) cupti_start_now();
   }
 }
 
@@ -236,8 +268,13 @@ void cupti_start_now() {
   candidates.push_back("libcupti.so");
   void* h = nullptr;
   std::string err;
-  for (auto& c : candidates) {
-    h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A CUPTI the job already loaded (PyTorch's Kineto links one) is the one to use: a second
+  // copy in the process would not know about the first one's subscriber.
+  if (cfg.cupti_path.empty())
+    for (const char* soname : {"libcupti.so.13", "libcupti.so"})
+      if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))) break;
+  for (size_t i = 0; !h && i < candidates.size(); ++i) {
+    h = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h) break;
     const char* e = dlerror();
     if (err.empty() && e) err = e;
@@ -247,25 +284,42 @@ void cupti_start_now() {
     return;
   }
   sym(h, cupti.cuptiSubscribe, "cuptiSubscribe");
+  sym(h, cupti.cuptiSubscribe_v2, "cuptiSubscribe_v2");
   sym(h, cupti.cuptiEnableCallback, "cuptiEnableCallback");
   sym(h, cupti.cuptiActivityEnable, "cuptiActivityEnable");
   sym(h, cupti.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
   sym(h, cupti.cuptiActivityFlushAll, "cuptiActivityFlushAll");
+  sym(h, cupti.cuptiActivityDisable, "cuptiActivityDisable");
+  sym(h, cupti.cuptiUnsubscribe, "cuptiUnsubscribe");
   sym(h, cupti.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
   sym(h, cupti.cuptiActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
   sym(h, cupti.cuptiGetResultString, "cuptiGetResultString");
-  if (!cupti.cuptiSubscribe || !cupti.cuptiEnableCallback) {
+  if ((!cupti.cuptiSubscribe && !cupti.cuptiSubscribe_v2) || !cupti.cuptiEnableCallback) {
     unavailable("libcupti lacks cuptiSubscribe");
     return;
   }
-  translator = new CuptiTranslator(param_info);
+  translator = new CuptiTranslator(param_layout, kernel_name);
   tracker = new MemoryTracker();
   callback_correlations = new std::unordered_set<uint32_t>();
-  param_cache = new std::unordered_map<const void*, std::vector<std::pair<size_t, size_t>>>();
-  CUptiResult r = cupti.cuptiSubscribe(&cupti.sub, on_callback, nullptr);
+  launch_tables = new LaunchTables();
+  layouts = new std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>();
+  // cuptiSubscribe_v2 (CUDA 12.6+) names us to other tools and tells us who holds CUPTI.
+  char holder[256] = {};
+  CUptiResult r;
+  if (cupti.cuptiSubscribe_v2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "edo";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    r = cupti.cuptiSubscribe_v2(&cupti.sub, on_callback, nullptr, &params);
+  } else {
+    r = cupti.cuptiSubscribe(&cupti.sub, on_callback, nullptr);
+  }
   if (r != CUPTI_SUCCESS) {
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      unavailable("another CUPTI client (torch.profiler, Nsight Systems, a sanitizer) already holds it");
+      unavailable(holder[0] ? std::string("held by ") + holder
+                            : "another CUPTI client (torch.profiler, Nsight Systems, a sanitizer) already holds it");
     else
       unavailable(result_string(r));
     return;
@@ -287,6 +341,32 @@ void cupti_start_now() {
 
 void cupti_flush() {
   if (cupti.active && cupti.cuptiActivityFlushAll && cuda_usable()) cupti.cuptiActivityFlushAll(0);
+}
+
+// Another tool needs CUPTI now (torch.profiler): what edo buffered is collected, then its
+// subscription and activities are given up. Before edo attached: it never will.
+void cupti_release(const std::string& to_tool) {
+  if (!tracer_active()) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::lock_guard<std::mutex> lk(attach_mu);
+    const bool was_pending = cupti_pending.exchange(false);
+    if (cupti.active) {
+      cupti.cuptiActivityFlushAll(1);  // forced: records of kernels still running too
+      if (cupti.cuptiActivityDisable) {
+        cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        cupti.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+      }
+      if (cupti.cuptiUnsubscribe) cupti.cuptiUnsubscribe(cupti.sub);
+      cupti.active = false;
+    } else if (!was_pending) {
+      return;  // edo held nothing
+    }
+    tracer_log("CUPTI handed over to " + to_tool +
+               ": GPU allocations and kernels are not traced from here on; tables, lookups (host and device) "
+               "and NVTX ranges are still recorded");
+    record_note("cupti", "released to " + to_tool);
+  });
 }
 
 void register_late_exit() {

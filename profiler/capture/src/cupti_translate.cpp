@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <vector>
 
 namespace edo::capture {
 
@@ -27,8 +29,60 @@ bool driver_ok(const CUpti_CallbackData* cb) {
 uint64_t as_u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 bool is_runtime_launch(CUpti_CallbackId id) {
-  return id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 || id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-         id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 || id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_driver_launch(CUpti_CallbackId id) {
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A launch in progress on this thread, between the ENTER and EXIT callbacks of the call that
+// made it. A runtime launch's frame collects the arguments of the driver launch it goes
+// through; that driver launch's own frame is then `merged` (reported once, by the runtime).
+struct LaunchFrame {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  LaunchInfo info;
+  void** args = nullptr;          // runtime launches: the argument array
+  const void* kernel = nullptr;   // __cudaLaunchKernel: its CUkernel
+  bool merged = false;
+};
+thread_local std::vector<LaunchFrame>* tl_launches = nullptr;  // leaked per thread: tiny
+
+std::vector<LaunchFrame>& launches() {
+  if (!tl_launches) tl_launches = new std::vector<LaunchFrame>();
+  return *tl_launches;
+}
+
+// The innermost frame of a traced call with this domain and id, popped.
+std::optional<LaunchFrame> pop_frame(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  auto& v = launches();
+  if (v.empty() || v.back().domain != domain || v.back().cbid != id) return std::nullopt;
+  LaunchFrame f = std::move(v.back());
+  v.pop_back();
+  return f;
 }
 }  // namespace
 
@@ -51,7 +105,10 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::runtime_cbids() {
       CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,    CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
       CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
   return ids;
 }
 
@@ -63,12 +120,23 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::driver_cbids() {
       CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
       CUPTI_DRIVER_TRACE_CBID_cuMemCreate,     CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
       CUPTI_DRIVER_TRACE_CBID_cuMemMap,        CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx};
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   return ids;
 }
 
-void CuptiTranslator::pointer_args(const void* func, bool driver, void** args, void** extra, LaunchInfo& out) {
-  if (!param_info_ || !func) return;
+std::string CuptiTranslator::name_of(const char* symbol, const void* handle, KernelHandle kind) const {
+  if (symbol) return demangle(symbol);
+  if (name_ && handle) {
+    const std::string n = name_(handle, kind);
+    if (!n.empty()) return demangle(n.c_str());
+  }
+  return demangle(nullptr);
+}
+
+void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out) {
+  if (!layout_ || !handle) return;
   // Packed argument buffer (cuLaunchKernel `extra`): CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE.
   const char* buffer = nullptr;
   size_t buffer_size = 0;
@@ -80,9 +148,11 @@ void CuptiTranslator::pointer_args(const void* func, bool driver, void** args, v
     if (!buffer) return;
   }
   if (!args && !buffer) return;
-  for (size_t i = 0; i < 256; ++i) {
-    size_t off = 0, size = 0;
-    if (!param_info_(func, driver, i, &off, &size)) break;
+  const std::shared_ptr<const ParamLayout> layout = layout_(handle, kind);
+  if (!layout) return;
+  out.pointers.clear();
+  for (size_t i = 0; i < layout->size(); ++i) {
+    const auto [off, size] = (*layout)[i];
     if (size != sizeof(uint64_t)) continue;
     uint64_t v = 0;
     if (args) {
@@ -94,6 +164,7 @@ void CuptiTranslator::pointer_args(const void* func, bool driver, void** args, v
     }
     if (v) out.pointers.push_back(v);
   }
+  out.args_read = true;
 }
 
 CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id,
@@ -104,22 +175,41 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (enter) {
       ++tl_runtime_depth;
-      // Launch arguments are read at entry (the launch is not yet done; args are valid).
       if (is_runtime_launch(id)) {
-        LaunchInfo l;
-        l.name = demangle(cb->symbolName);
-        l.correlation = cb->correlationId;
-        if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 || id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000) {
-          auto* p = params<cudaLaunchKernel_v7000_params>(cb);
-          l.stream = as_u64(p->stream);
-          pointer_args(p->func, false, p->args, nullptr, l);
-        } else {
+        // Only remembered here: the arguments come from the driver launch this call goes
+        // through (see the driver branch), and the launch is reported at EXIT.
+        LaunchFrame f{domain, id, {}, nullptr, nullptr, false};
+        f.info.name = cb->symbolName ? demangle(cb->symbolName) : std::string();
+        f.info.correlation = cb->correlationId;
+        if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
+            id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060) {
           auto* p = params<cudaLaunchKernelExC_v11060_params>(cb);
-          if (p->config) l.stream = as_u64(p->config->stream);
-          pointer_args(p->func, false, p->args, nullptr, l);
+          if (p) {
+            if (p->config) f.info.stream = as_u64(p->config->stream);
+            f.args = p->args;
+          }
+        } else if (auto* p = params<cudaLaunchKernel_v7000_params>(cb)) {
+          // cudaLaunchKernel, cudaLaunchCooperativeKernel and __cudaLaunchKernel share this
+          // parameter layout; the last one's first parameter is a cudaKernel_t (a CUkernel).
+          f.info.stream = as_u64(p->stream);
+          f.args = p->args;
+          if (id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
+              id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000)
+            f.kernel = p->func;
         }
-        out.launch = std::move(l);
+        launches().push_back(std::move(f));
       }
+      return out;
+    }
+    if (is_runtime_launch(id)) {
+      if (tl_runtime_depth > 0) --tl_runtime_depth;
+      std::optional<LaunchFrame> f = pop_frame(domain, id);
+      if (!f || !runtime_ok(cb)) return out;
+      // No driver launch seen (a runtime that launches another way): a CUkernel can still be
+      // described by the driver.
+      if (!f->info.args_read && f->kernel) pointer_args(f->kernel, KernelHandle::kKernel, f->args, nullptr, f->info);
+      if (f->info.name.empty()) f->info.name = name_of(cb->symbolName, f->kernel, KernelHandle::kKernel);
+      out.launch = std::move(f->info);
       return out;
     }
     if (tl_runtime_depth > 0) --tl_runtime_depth;
@@ -174,27 +264,56 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
     return out;
   }
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return out;
-  if (tl_runtime_depth > 0) return out;  // inside a runtime call we already trace
-  if (enter) {
-    if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
-      auto* p = params<cuLaunchKernel_params>(cb);
-      LaunchInfo l;
-      l.name = demangle(cb->symbolName);
-      l.correlation = cb->correlationId;
-      l.stream = as_u64(p->hStream);
-      pointer_args(p->f, true, p->kernelParams, p->extra, l);
-      out.launch = std::move(l);
-    } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
-      auto* p = params<cuLaunchKernelEx_params>(cb);
-      LaunchInfo l;
-      l.name = demangle(cb->symbolName);
-      l.correlation = cb->correlationId;
-      if (p->config) l.stream = as_u64(p->config->hStream);
-      pointer_args(p->f, true, p->kernelParams, p->extra, l);
-      out.launch = std::move(l);
+  if (is_driver_launch(id)) {
+    if (!enter) {
+      std::optional<LaunchFrame> f = pop_frame(domain, id);
+      if (f && !f->merged && driver_ok(cb)) out.launch = std::move(f->info);
+      return out;
     }
+    CUfunction fn = nullptr;
+    void** kernel_params = nullptr;
+    void** extra = nullptr;
+    uint64_t stream = 0;
+    switch (id) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        auto* p = params<cuLaunchKernel_params>(cb);
+        if (p) fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = as_u64(p->hStream);
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        auto* p = params<cuLaunchKernelEx_params>(cb);
+        if (p) fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = p->config ? as_u64(p->config->hStream) : 0;
+        break;
+      }
+      default: {  // cooperative launches: no `extra`
+        auto* p = params<cuLaunchCooperativeKernel_params>(cb);
+        if (p) fn = p->f, kernel_params = p->kernelParams, stream = as_u64(p->hStream);
+        break;
+      }
+    }
+    auto& v = launches();
+    LaunchFrame f{domain, id, {}, nullptr, nullptr, false};
+    if (!v.empty() && v.back().domain == CUPTI_CB_DOMAIN_RUNTIME_API && !v.back().info.args_read) {
+      // The driver launch of the runtime launch in progress on this thread: its CUfunction
+      // and kernelParams describe the runtime launch's arguments.
+      LaunchFrame& r = v.back();
+      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r.info);
+      r.info.driver_correlation = cb->correlationId;
+      if (r.info.name.empty()) r.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
+      f.merged = true;
+    } else {
+      f.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
+      f.info.correlation = cb->correlationId;
+      f.info.stream = stream;
+      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, f.info);
+    }
+    v.push_back(std::move(f));
     return out;
   }
+  if (tl_runtime_depth > 0) return out;  // inside a runtime call we already trace
+  if (enter) return out;
   if (!driver_ok(cb)) return out;
   MemOp op;
   op.correlation = cb->correlationId;
@@ -320,6 +439,45 @@ int64_t MemoryTracker::apply(const MemOp& op) {
   }
   live_ -= bytes;
   return -bytes;
+}
+
+void LaunchTables::put(const LaunchInfo& l, std::vector<std::string> tables) {
+  auto e = std::make_shared<Entry>();
+  e->tables = std::move(tables);
+  e->ids[0] = l.correlation;
+  e->ids[1] = l.driver_correlation;
+  std::lock_guard<std::mutex> lk(mu_);
+  while (order_.size() >= capacity_) {
+    auto old = order_.front();
+    order_.pop_front();
+    if (old->taken) continue;
+    for (uint32_t id : old->ids)
+      if (id) {
+        auto it = by_id_.find(id);
+        if (it != by_id_.end() && it->second == old) by_id_.erase(it);
+      }
+    ++forgotten_;
+  }
+  for (uint32_t id : e->ids)
+    if (id) by_id_[id] = e;
+  order_.push_back(std::move(e));
+}
+
+std::vector<std::string> LaunchTables::take(uint32_t correlation) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = by_id_.find(correlation);
+  if (it == by_id_.end()) return {};
+  std::shared_ptr<Entry> e = it->second;
+  for (uint32_t id : e->ids)
+    if (id) {
+      auto j = by_id_.find(id);
+      if (j != by_id_.end() && j->second == e) by_id_.erase(j);
+    }
+  e->taken = true;
+  // Taken entries leave the order queue as it is popped; drop the ones at its front now so
+  // that it does not grow with entries that are already gone.
+  while (!order_.empty() && order_.front()->taken) order_.pop_front();
+  return std::move(e->tables);
 }
 
 std::vector<std::string> tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx) {

@@ -6,8 +6,10 @@
 #include <cupti.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,7 +34,9 @@ struct LaunchInfo {
   std::string name;                // demangled kernel name
   std::vector<uint64_t> pointers;  // 8-byte argument values (candidate device pointers)
   uint64_t stream = 0;
-  uint32_t correlation = 0;
+  uint32_t correlation = 0;        // of the API call the application made (what kernel records carry)
+  uint32_t driver_correlation = 0; // of the driver launch a runtime launch went through (0: none)
+  bool args_read = false;          // the argument layout was known (pointers are complete)
 };
 
 struct KernelTime {
@@ -41,23 +45,37 @@ struct KernelTime {
   uint32_t correlation = 0;
 };
 
-// Parameter layout of a kernel: (offset, size) of parameter `index`, false past the last one.
-// `driver` tells whether `func` is a CUfunction (driver launch) or a runtime host-side launch function.
-using ParamInfoFn = std::function<bool(const void* func, bool driver, size_t index, size_t* offset, size_t* size)>;
+// A kernel handle the driver can describe without the CUDA runtime: a CUfunction (driver
+// launches, and runtime launches as they pass through the driver) or a CUkernel (CUDA 13's
+// __cudaLaunchKernel takes a cudaKernel_t, which is a CUkernel).
+enum class KernelHandle : uint8_t { kFunction, kKernel };
+// (offset, size) of each parameter of a kernel, in order.
+using ParamLayout = std::vector<std::pair<size_t, size_t>>;
+// The layout of a kernel's parameters, or nullptr when it cannot be had. Called from inside
+// CUPTI callbacks: it may use driver calls only (never the application's CUDA runtime).
+using ParamLayoutFn = std::function<std::shared_ptr<const ParamLayout>(const void* handle, KernelHandle kind)>;
+// The kernel's (mangled) name from the driver, for callbacks that carry no symbolName; same
+// rules as ParamLayoutFn. Empty when unknown.
+using KernelNameFn = std::function<std::string(const void* handle, KernelHandle kind)>;
 
 std::string demangle(const char* name);
 
 class CuptiTranslator {
  public:
-  explicit CuptiTranslator(ParamInfoFn param_info = nullptr) : param_info_(std::move(param_info)) {}
+  explicit CuptiTranslator(ParamLayoutFn layout = nullptr, KernelNameFn name = nullptr)
+      : layout_(std::move(layout)), name_(std::move(name)) {}
 
   struct Output {
     std::vector<MemOp> mem;
     std::optional<LaunchInfo> launch;
   };
   // RUNTIME_API and DRIVER_API callbacks. Allocation results are read at API exit (and only
-  // when the call succeeded); driver calls made inside a traced runtime call on the same
-  // thread are ignored (the runtime call already accounts for them).
+  // when the call succeeded); driver allocations made inside a traced runtime call on the
+  // same thread are ignored (the runtime call already accounts for them).
+  // Launches are reported at the exit of the call the application made, when it succeeded.
+  // A runtime launch's arguments are read from the driver launch it goes through (CUfunction +
+  // kernelParams), never by asking the runtime: a runtime call from a callback would leave
+  // its error as the application's last error (cudaGetFuncBySymbol did: issue 9).
   Output on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
 
   // Activity records: CONCURRENT_KERNEL / KERNEL (CUpti_ActivityKernel10) and MEMORY2
@@ -70,8 +88,10 @@ class CuptiTranslator {
   static const std::vector<CUpti_CallbackId>& driver_cbids();
 
  private:
-  void pointer_args(const void* func, bool driver, void** args, void** extra, LaunchInfo& out);
-  ParamInfoFn param_info_;
+  void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
+  std::string name_of(const char* symbol, const void* handle, KernelHandle kind) const;
+  ParamLayoutFn layout_;
+  KernelNameFn name_;
   std::mutex mu_;
   std::unordered_map<uint64_t, uint64_t> vmm_handles_;  // cuMemCreate handle -> size
 };
@@ -93,5 +113,32 @@ class MemoryTracker {
 
 // Tables whose memory the launch's pointer arguments point into (sorted, unique).
 std::vector<std::string> tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx);
+
+// The tables of launches whose kernel activity record (which carries the GPU time) has not
+// arrived yet, by correlation id. A runtime launch is known by two ids (the runtime call's,
+// which kernel records carry, and that of the driver launch it went through): either finds it.
+// Bounded: past `capacity` launches the oldest are forgotten (their time then counts for the
+// kernel only, not for its tables) and counted.
+class LaunchTables {
+ public:
+  explicit LaunchTables(size_t capacity = size_t{1} << 18) : capacity_(capacity) {}
+  void put(const LaunchInfo& l, std::vector<std::string> tables);
+  // The launch's tables (empty when unknown), forgotten afterwards.
+  std::vector<std::string> take(uint32_t correlation);
+  uint64_t forgotten() const { return forgotten_; }
+  size_t size() const { return by_id_.size(); }
+
+ private:
+  struct Entry {
+    std::vector<std::string> tables;
+    uint32_t ids[2] = {0, 0};
+    bool taken = false;
+  };
+  const size_t capacity_;
+  std::mutex mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<Entry>> by_id_;
+  std::deque<std::shared_ptr<Entry>> order_;
+  uint64_t forgotten_ = 0;
+};
 
 }  // namespace edo::capture

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "edo/edo.h"
-#include "cupti_subscriber.h"
 #include "tracer.h"
 
 namespace edo::capture {
@@ -93,45 +92,6 @@ void DeviceStaging::poll(bool wait_all, const Ingest& ingest) {
     staged_bytes_ -= std::min(staged_bytes_, uint64_t(p.capacity));
     if (free_.size() < 32) free_.push_back(p);
   }
-}
-
-// ---- the process's staging (internal API of tracer.h) ------------------------------------------
-namespace {
-std::atomic<DeviceStaging*> g_staging{nullptr};
-std::mutex g_staging_mu;
-std::atomic<bool> cuda_dead_after_fork{false};
-
-DeviceStaging* staging() {
-  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) return s;
-  const Driver* drv = load_driver();
-  if (!drv) return nullptr;
-  std::lock_guard<std::mutex> lk(g_staging_mu);
-  if (!g_staging.load()) g_staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
-  return g_staging.load();
-}
-}  // namespace
-
-bool cuda_usable() { return !cuda_dead_after_fork.load(); }
-
-int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream) {
-  if (!cuda_usable()) return EDO_ERR_NO_CUDA;
-  DeviceStaging* s = staging();
-  if (!s) return EDO_ERR_NO_CUDA;
-  register_late_exit();
-  return s->lookup(table, indices, count, type, static_cast<CUstream>(stream));
-}
-
-void cuda_poll(bool wait_all) {
-  if (!cuda_usable()) return;
-  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
-}
-
-void cuda_after_fork_child() {
-  // CUDA cannot be used in a forked child: the parent's staging (buffers, events, its locks)
-  // stays behind as the fork copied it, not ours to free or touch.
-  cuda_dead_after_fork.store(true);
-  g_staging.store(nullptr);
-  cupti_after_fork_child();
 }
 
 }  // namespace edo::capture

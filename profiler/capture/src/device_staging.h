@@ -1,6 +1,8 @@
-// Device-index lookups: each batch is copied (cuMemcpyDtoHAsync) into a pinned staging buffer
-// on the caller's stream, followed by an event; the background thread polls the events and
-// counts the finished copies. The caller never waits for the GPU.
+// Device-index lookups when they cannot be counted on the device (no counting module for the
+// GPU, no device memory for a table's counters; see device_counting.h): each batch is copied
+// (cuMemcpyDtoHAsync) into a pinned staging buffer on the caller's stream, followed by an
+// event; the background thread polls the events and counts the finished copies on the host.
+// The caller never waits for the GPU.
 #pragma once
 
 #include <cuda.h>

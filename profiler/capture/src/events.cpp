@@ -40,9 +40,9 @@ void record_kernel_launch(const std::string& name, const std::vector<std::string
   session().kernels.launch(name, tables);
 }
 
-void record_kernel_time(const std::string& name, uint64_t ns) {
+void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables) {
   if (!tracer_active()) return;
-  session().kernels.time(name, ns);
+  session().kernels.time(name, ns, tables);
 }
 
 std::shared_ptr<const wire::AddressIndex> table_address_index() {

@@ -43,6 +43,7 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
   else late = [&s] { return s.sig_req.load() != s.sig_done.load(); };
   s.drain(p.registry, late, deadline_ns != 0);
   cuda_poll(final_goodbye);
+  cuda_collect(final_goodbye);
   s.drain(p.registry, late, deadline_ns != 0);
   if (!s.open && !s.anything_to_say(p.registry.size())) return;
   const RegistryCursor sent_before = s.sent;

@@ -18,7 +18,7 @@ uint32_t elem_size(int dtype) {
 }  // namespace
 
 Registry::Registry(bool index_addresses)
-    : index_addresses_(index_addresses), index_(std::make_shared<wire::AddressIndex>()) {}
+    : index_addresses_(index_addresses), index_(std::make_shared<const wire::AddressIndex>()) {}
 
 Registry::~Registry() {
   for (auto& s : slots_) delete s.load();
@@ -51,10 +51,10 @@ int64_t Registry::add(const char* name, const void* base, uint64_t rows, uint32_
   t->device = uint8_t(device);
   t->bytes = rows * dim * elem_size(dtype);
   if (index_addresses_) {
-    auto idx = std::make_shared<wire::AddressIndex>(*index_);
-    idx->add(t->base, t->bytes, t->name);
-    idx->finalize();
-    index_ = idx;
+    // A new immutable index: threads that hold the old one keep reading it undisturbed.
+    wire::AddressIndex::Builder b(*index_);
+    b.add(t->base, t->bytes, t->name);
+    index_ = std::make_shared<const wire::AddressIndex>(std::move(b).build());
   }
   extras_.emplace_back();
   slots_[n].store(t, std::memory_order_release);

@@ -5,13 +5,16 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
-void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
+// The table's entry, its statistics placed on first use within the budget. `fit`: size the
+// statistics to the table's share (host-counted tables); a table counted on the device keeps
+// the configured sizes, which its device state was laid out with, or is refused.
+TableCounts::Entry& TableCounts::entry(const TableInfo& t, uint32_t registered, bool fit) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
   Entry& e = tables_[t.id];
   if (!e.ing && !e.refused) {
     const uint64_t left = budget_ - std::min(budget_, used_);
     const uint64_t waiting = std::max<uint64_t>(1, uint64_t(std::max(registered, placed_ + 1)) - placed_);
-    const stats::StatsConfig c = stats::fit_state_to(t.rows, cfg_, left / waiting);
+    const stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, left / waiting) : cfg_;
     const uint64_t need = stats::state_bound_bytes(t.rows, c);
     ++placed_;
     if (need > left) {
@@ -26,6 +29,18 @@ void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int 
         ++news_.downsized_tables;
     }
   }
+  return e;
+}
+
+void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered) {
+  Entry& e = entry(t, registered, /*fit=*/false);
+  if (e.refused) return;  // counted in refused_tables; a segment carries no lookup total
+  e.ing->add_counted(segment);
+  e.pending = true;
+}
+
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
+  Entry& e = entry(t, registered, /*fit=*/true);
   if (e.refused) {
     news_.refused_lookups += n;
     return;
@@ -109,13 +124,15 @@ void KernelBook::launch(const std::string& name, const std::vector<std::string>&
   std::lock_guard<std::mutex> lk(mu_);
   auto& k = kernels_[name];
   k.launches++;
-  k.tables.insert(tables.begin(), tables.end());
+  for (const auto& t : tables) k.tables[t].launches++;
   dirty_ = true;
 }
 
-void KernelBook::time(const std::string& name, uint64_t ns) {
+void KernelBook::time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables) {
   std::lock_guard<std::mutex> lk(mu_);
-  kernels_[name].total_ns += ns;
+  auto& k = kernels_[name];
+  k.total_ns += ns;
+  for (const auto& t : tables) k.tables[t].total_ns += ns;
   dirty_ = true;
 }
 
@@ -133,8 +150,14 @@ std::optional<std::vector<wire::Kernel>> KernelBook::take_if_dirty() {
   std::lock_guard<std::mutex> lk(mu_);
   if (!dirty_) return std::nullopt;
   std::vector<wire::Kernel> out;
-  for (const auto& [name, k] : kernels_)
-    out.push_back({name, k.launches, k.total_ns, {k.tables.begin(), k.tables.end()}});
+  for (const auto& [name, k] : kernels_) {
+    wire::Kernel w{name, k.launches, k.total_ns, {}, {}};
+    for (const auto& [table, t] : k.tables) {
+      w.tables.push_back(table);
+      w.per_table.push_back({table, t.launches, t.total_ns});
+    }
+    out.push_back(std::move(w));
+  }
   dirty_ = false;
   return out;
 }

@@ -42,6 +42,7 @@ class TableCounts {
       : cfg_(cfg), budget_(budget_bytes) {}
   // Caller holds mutex(). `registered`: tables in the registry now.
   void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, uint32_t registered = 0);
+  void add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered = 0);
   void close_windows_locked();
   // Deltas of the tables with ids below `registered` (those whose registration is already on
   // the wire) with something pending, closing the window first when asked. A table registered
@@ -71,6 +72,7 @@ class TableCounts {
   const stats::StatsConfig cfg_;
   const uint64_t budget_;
   std::mutex mu_;
+  Entry& entry(const TableInfo& t, uint32_t registered, bool fit);
   std::vector<Entry> tables_;  // by table id
   uint64_t used_ = 0;          // sum of the tables' state_bound_bytes()
   uint32_t placed_ = 0;        // tables with statistics, or refused
@@ -98,19 +100,24 @@ class EventLog {
   std::vector<wire::Note> notes_;
 };
 
-// Per kernel name: launches, GPU time, tables its pointer arguments point into.
+// Per kernel name: launches, GPU time, tables its pointer arguments point into, and per
+// (kernel, table) the launches and GPU time.
 class KernelBook {
  public:
   void launch(const std::string& name, const std::vector<std::string>& tables);
-  void time(const std::string& name, uint64_t ns);
+  // GPU time of one launch; `tables`: the tables that launch read.
+  void time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
   bool dirty() const;
   void mark_dirty();
   std::optional<std::vector<wire::Kernel>> take_if_dirty();
 
  private:
+  struct PerTable {
+    uint64_t launches = 0, total_ns = 0;
+  };
   struct Totals {
     uint64_t launches = 0, total_ns = 0;
-    std::set<std::string> tables;
+    std::map<std::string, PerTable> tables;
   };
   mutable std::mutex mu_;
   std::map<std::string, Totals> kernels_;

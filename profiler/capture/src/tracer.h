@@ -9,7 +9,8 @@
 //   nvtx_ranges.*     NVTX range bookkeeping (nvtx.cpp is the injection entry)
 //   tracer_config.*   what the EDO_* settings mean for the parts
 //   api_backends.cpp  C API back ends; events.cpp: CUPTI events into the session
-//   cuda_driver.*, cupti_subscriber.cpp, device_staging.*: the CUDA side
+//   cuda_driver.*, cupti_subscriber.cpp, device_lookup.cpp (device_counting.*, device/,
+//   device_staging.*): the CUDA side
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,8 @@ int64_t now_ns();  // monotonic
 void record_memory_event(int64_t bytes, uint64_t address, uint64_t stream, int32_t device,
                          const char* kind);
 void record_kernel_launch(const std::string& name, const std::vector<std::string>& tables);
-void record_kernel_time(const std::string& name, uint64_t ns);
+// GPU time of one launch of `name`; `tables`: those that launch read (empty when unknown).
+void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
 void record_note(const std::string& key, const std::string& value);
 void count_drop(const char* counter, uint64_t n);
 // Snapshot of the registered tables' address ranges (for kernel arguments).
@@ -91,12 +93,20 @@ void weights_after_fork_child();
 int cuda_read_rows(const void* base, uint64_t stride, uint64_t row_bytes, const std::vector<uint64_t>& sorted,
                    char* out, void* stream);
 
-// CUDA side (device_staging.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
+// A segment of a table counted on the device (device_counting.cpp), into the session.
+void ingest_counted(int64_t table, const stats::CountedSegment& segment);
+
+// CUDA side (device_lookup.cpp / cupti_subscriber.cpp); no-ops without CUDA (cuda_off.cpp).
 int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream);
-void cuda_poll(bool wait_all);  // background thread: ingest completed device copies
+void cuda_poll(bool wait_all);  // background thread: take finished device batches
+// Flush: hand the device-counted tables' segments to the session (`final`: after every batch).
+void cuda_collect(bool final);
+// True for an address in one of the tracer's own device allocations (not the job's memory).
+bool cuda_owns_address(uint64_t address);
 void cuda_after_fork_child();
 void cupti_start();             // subscribe if a driver exists
 void cupti_flush();             // flush activity buffers (background thread / exit)
 void cupti_poll();              // background thread: attach CUPTI once CUDA gets loaded
+void cupti_release(const std::string& to_tool);  // edo_release_gpu_capture()
 
 }  // namespace edo::capture

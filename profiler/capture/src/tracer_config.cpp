@@ -1,6 +1,8 @@
 #include "tracer_config.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -35,6 +37,14 @@ std::optional<int64_t> env_int(const char* name) {
   long long x = strtoll(v, &end, 10);
   if (*end) return std::nullopt;
   return x;
+}
+
+// True when `path` names this library (libedo_trace.so), whatever the spelling.
+bool is_this_library(const char* path) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&is_this_library), &info) || !info.dli_fname) return false;
+  char a[PATH_MAX], b[PATH_MAX];
+  return realpath(path, a) && realpath(info.dli_fname, b) && std::string(a) == b;
 }
 
 }  // namespace
@@ -72,6 +82,9 @@ wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
                 {"EDO_CUDA_CAPTURE", c.cuda ? "1" : "0"},
                 {"EDO_WEIGHTS", c.weights ? "1" : "0"},
                 {"EDO_WEIGHT_ROWS", std::to_string(c.weight_rows)}};
+  // Whether NVTX ranges could be recorded: another tool's NVTX injection is named.
+  const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+  if (nvtx && *nvtx && !is_this_library(nvtx)) h.settings.emplace_back("NVTX_INJECTION64_PATH", nvtx);
   return h;
 }
 

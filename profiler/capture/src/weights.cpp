@@ -76,6 +76,7 @@ stats::TableAggregate table_pending_counts(int64_t handle) {
   Session& s = session();
   std::lock_guard<std::mutex> flk(s.flush_mu);  // one drainer at a time keeps the batches' order
   s.drain(p->registry);
+  cuda_collect(false);  // device-counted tables: their counts since the last flush
   std::lock_guard<std::mutex> lk(s.counts.mutex());
   return s.counts.pending_locked(t->id);
 }

@@ -39,9 +39,9 @@ enum {
    base pointer under a second name records a tie (shared weights). */
 EDO_API int64_t edo_table_register(const char* name, const void* base, uint64_t rows,
                                    uint32_t dim, edo_dtype dtype, edo_device device);
-/* Count one batch of row ids read from a table. Device indices are copied
-   asynchronously on `stream` (cudaStream_t, may be NULL); the call never blocks
-   on the GPU. Returns 0 or a negative edo error code. */
+/* Count one batch of row ids read from a table. Device indices are counted on the
+   device, by a kernel edo launches on `stream` (cudaStream_t, may be NULL) after the
+   caller's work; the call never blocks on the GPU. Returns 0 or a negative edo error code. */
 EDO_API int edo_table_lookup(int64_t table, const void* indices, uint64_t count,
                              edo_index_type type, edo_device device, void* stream);
 /* Records memory that belongs to a table besides its weights: kind "grad" (or
@@ -64,6 +64,12 @@ EDO_API int edo_table_weights(int64_t table, const void* weights, uint64_t row_s
                               void* stream);
 /* Marks one training/serving step. */
 EDO_API int edo_step(void);
+/* Hands edo's GPU capture (CUPTI) over to another tool that needs it now, e.g.
+   torch.profiler about to trace CUDA (edo's PyTorch hook calls this): only one CUPTI client
+   can exist in a process. GPU allocations and kernels are not traced from then on; tables,
+   lookups and NVTX ranges still are. `tool` is named in the one warning line and in the
+   recording. Returns 0. */
+EDO_API int edo_release_gpu_capture(const char* tool);
 /* A static, human-readable description of an edo error code. */
 EDO_API const char* edo_strerror(int code);
 

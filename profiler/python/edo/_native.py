@@ -72,6 +72,9 @@ class NullBackend(object):
     def step(self):
         return 0
 
+    def release_gpu_capture(self, tool):
+        return 0
+
     def strerror(self, code):
         return ERRORS.get(code, "unknown error %d" % code)
 
@@ -105,6 +108,12 @@ class NativeBackend(object):
         err = lib.edo_strerror
         err.restype = ctypes.c_char_p
         err.argtypes = [ctypes.c_int]
+        # edo_release_gpu_capture: absent from an older library (then nothing to hand over).
+        rel = getattr(lib, "edo_release_gpu_capture", None)
+        if rel is not None:
+            rel.restype = ctypes.c_int
+            rel.argtypes = [ctypes.c_char_p]
+        self._release = rel
         self._lib = lib
         self._register = reg
         self._lookup = look
@@ -129,6 +138,9 @@ class NativeBackend(object):
 
     def step(self):
         return self._step()
+
+    def release_gpu_capture(self, tool):
+        return self._release(tool.encode("utf-8", "replace")) if self._release else 0
 
     def strerror(self, code):
         try:

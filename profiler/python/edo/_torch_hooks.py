@@ -982,6 +982,50 @@ def _patch_compile(torch):
     torch.compile = compile
 
 
+_released = False
+
+
+def _release_gpu_capture(tool):
+    global _released
+    if _released:
+        return
+    _released = True
+    b = backend()
+    release = getattr(b, "release_gpu_capture", None)
+    if release is not None:
+        release(tool)
+
+
+def _patch_profiler(torch):
+    """torch.profiler tracing CUDA needs CUPTI, which only one client can hold in a process:
+    edo hands its GPU capture over just before (libedo_trace.so prints one line), so the user's
+    trace is complete and edo records everything else."""
+    try:
+        import torch.autograd.profiler as ap
+        cuda = getattr(getattr(torch.autograd, "ProfilerActivity", None), "CUDA", None)
+    except Exception:
+        return
+    if cuda is None:
+        return
+    for fname in ("_prepare_profiler", "_enable_profiler"):
+        orig = getattr(ap, fname, None)
+        if orig is None or getattr(orig, "_edo_wrapped", False):
+            continue
+        _orig[(ap, fname)] = orig
+
+        def wrapped(*args, __orig=orig, **kwargs):
+            try:
+                acts = args[1] if len(args) > 1 else kwargs.get("activities")
+                if _enabled and acts is not None and cuda in acts:
+                    _release_gpu_capture("torch.profiler")
+            except Exception as e:
+                _internal_error("handing CUPTI over to torch.profiler", e)
+            return __orig(*args, **kwargs)
+
+        wrapped._edo_wrapped = True
+        setattr(ap, fname, wrapped)
+
+
 def patch():
     """Installs the hooks into the imported torch. Idempotent; never raises."""
     global _torch, _patched, _EMB_CLASSES, _enabled
@@ -1010,6 +1054,7 @@ def patch():
             _patch_optimizer(torch)
             _patch_jit(torch)
             _patch_compile(torch)
+            _patch_profiler(torch)
             _dynamo_compat()
             if _weights_wanted():
                 # Registered now, early: atexit runs it late, after the job's own handlers,
@@ -1048,8 +1093,9 @@ def unpatch():
 
 def reset_state():
     """Forgets every table and root (tests)."""
-    global _generation, _dirty, _user_steps, _last_scan_seq, _scans
+    global _generation, _dirty, _user_steps, _last_scan_seq, _scans, _released
     with _lock:
+        _released = False
         _tables.clear()
         _by_base.clear()
         _name_owner.clear()

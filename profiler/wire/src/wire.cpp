@@ -126,6 +126,10 @@ void write_payload(const Message& m, Writer& w) {
             w.str(k.name); w.u(k.launches); w.u(k.total_ns); w.u(k.tables.size());
             for (auto& t : k.tables) w.str(t);
           }
+          for (auto& k : v.kernels) {
+            w.u(k.per_table.size());
+            for (auto& t : k.per_table) { w.str(t.table); w.u(t.launches); w.u(t.total_ns); }
+          }
         } else if constexpr (std::is_same_v<T, RangeStats>) {
           w.u(v.ranges.size());
           for (auto& r : v.ranges) {
@@ -285,6 +289,16 @@ bool decode_payload(MsgType type, std::string_view payload, Message& out) {
         uint64_t t = r.count();
         for (uint64_t j = 0; j < t && r.ok; ++j) kn.tables.push_back(r.str());
         v.kernels.push_back(std::move(kn));
+      }
+      if (r.ok && !r.done()) {  // per-table section (absent in older streams)
+        for (auto& kn : v.kernels) {
+          uint64_t t = r.count();
+          for (uint64_t j = 0; j < t && r.ok; ++j) {
+            KernelTable kt;
+            kt.table = r.str(); kt.launches = r.u(); kt.total_ns = r.u();
+            kn.per_table.push_back(std::move(kt));
+          }
+        }
       }
       out = std::move(v);
       break;

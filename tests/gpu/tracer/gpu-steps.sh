@@ -2,10 +2,12 @@
 # GPU steps of the tracer (called by scripts/gpu-check.sh; runnable alone on a GPU machine):
 #   1. build edo, libedo_trace.so, tracer_gpu_job and tracer_gpu_tests for sm_90 ($EDO_BUILD),
 #      or use the bundle scripts/gpu-bundle.sh built there
-#   2. run tracer_gpu_tests: a CUDA job under `edo record` -> allocations attributed to tables,
-#      kernel names and times, exact device-index counts (skips with a reason without a GPU)
-#   3. overhead: the job's lookup loop with and without `edo record` (median of 5 each)
-#   4. the CPU overhead benchmark (bench_trace_overhead) on this machine's cores
+#   2. run tracer_gpu_tests: a CUDA job under `edo record` -> the job unharmed (cudaGetLastError
+#      after every launch), allocations attributed to tables, kernels tied to tables with GPU
+#      time, device indices counted on the device (exact, and sketch mode), a job that holds
+#      CUPTI itself (skips with a reason without a GPU)
+#   3. overhead: the job's lookup loop with and without `edo record` (median of 3 each)
+#   4. compute-sanitizer memcheck of the job with edo's counting kernel running in it
 # Results go to $RESULTS (or $OUT, or bench/results/).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -18,7 +20,7 @@ log() { echo "tracer gpu-steps: $*" >&2; }
 
 log "build (sm_$ARCH) in $BUILD"
 . "$ROOT/scripts/lib/ensure-built.sh"
-EDO_ROOT=$ROOT edo_ensure_built "$BUILD" "$RES/tracer-gpu-build.log" edo edo_trace tracer_gpu_job tracer_gpu_tests bench_trace_overhead ||
+EDO_ROOT=$ROOT edo_ensure_built "$BUILD" "$RES/tracer-gpu-build.log" edo edo_trace tracer_gpu_job tracer_gpu_tests cupti_holder_job ||
   { log "no binaries to run"; exit 1; }
 
 # tracer_gpu_job links the CUDA runtime shared; a bundle built elsewhere finds it here
@@ -28,9 +30,9 @@ log "tracer_gpu_tests"
 "$BUILD/bin/tracer_gpu_tests" --gtest_output="json:$RES/tracer-gpu-tests.json" 2>&1 | tee "$RES/tracer-gpu-tests.txt" | tail -30
 grep -q "FAILED" "$RES/tracer-gpu-tests.txt" && status=1
 
-log "overhead of edo record on the CUDA job (loop_ms, 5 runs each)"
+log "overhead of edo record on the CUDA job (loop_ms, 3 runs each)"
 plain=(); traced=()
-for i in 1 2 3 4 5; do
+for i in 1 2 3; do
   plain+=("$("$BUILD/bin/tracer_gpu_job" | awk '/loop_ms/ {print $2}')")
   traced+=("$("$BUILD/bin/edo" record --force -o "$RES/tracer-gpu-job.edodb" -- "$BUILD/bin/tracer_gpu_job" 2>/dev/null | awk '/loop_ms/ {print $2}')")
 done
@@ -41,6 +43,17 @@ echo "gpu_job_loop_ms_traced $t" | tee -a "$RES/tracer-gpu-overhead.txt"
 awk -v p="$p" -v t="$t" 'BEGIN { if (p > 0) printf "gpu_job_overhead_ratio %.4f\n", t / p }' | tee -a "$RES/tracer-gpu-overhead.txt"
 "$BUILD/bin/edo" report "$RES/tracer-gpu-job.edodb" > "$RES/tracer-gpu-job-report.txt" 2>&1 || true
 
-log "CPU overhead benchmark"
-"$BUILD/bin/bench_trace_overhead" --reps 5 2>&1 | tee "$RES/tracer-cpu-overhead.txt" | grep -E "ratio|ms" || status=1
+log "compute-sanitizer memcheck: the job with edo's counting kernel (EDO_OUTPUT mode)"
+if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # CUPTI capture off: the sanitizer is itself a CUDA tool; the counting kernel is what is checked.
+  EDO_OUTPUT="$RES/tracer-gpu-sanitized.edo" EDO_CUDA_CAPTURE=0 timeout 120 "$cs" --tool memcheck --error-exitcode 9 \
+    "$BUILD/bin/tracer_gpu_job" > "$RES/tracer-gpu-memcheck.txt" 2>&1
+  rc=$?
+  tail -5 "$RES/tracer-gpu-memcheck.txt"
+  if [ $rc -eq 77 ]; then log "memcheck: no CUDA device (skipped)"
+  elif [ $rc -ne 0 ]; then log "memcheck found errors (exit $rc), see tracer-gpu-memcheck.txt"; status=1; fi
+else
+  log "compute-sanitizer not found: memcheck skipped"
+fi
 exit $status

@@ -5,7 +5,10 @@
 //    counted through edo_table_lookup(EDO_CUDA) on the same stream: every row < 1000 is read
 //    kBatches * 100 times; one launch of gather_rows on gpu.emb.b;
 //  * scratch buffers allocated and freed (cudaMalloc/cudaFree, cudaMallocAsync/cudaFreeAsync).
-// Prints "loop_ms <ms>" (the lookup loop, for the overhead figure). Exit 77 without a device.
+// After every launch and lookup it checks cudaGetLastError(), as PyTorch does (issue 9: a
+// tracer that calls the runtime from a CUPTI callback leaves "invalid device function" there).
+// Prints "loop_ms <ms>" (the lookup loop, for the overhead figure) and "launch_errors <n>".
+// Exit 77 without a device.
 #include <cuda_runtime.h>
 #include <edo/edo.h>
 
@@ -40,6 +43,13 @@ __global__ void gather_half(const unsigned short* w, const long* idx, int n, int
     }                                                                                      \
   } while (0)
 
+int launch_errors = 0;
+void check(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess && launch_errors++ == 0)
+    std::fprintf(stderr, "tracer_gpu_job: cudaGetLastError after %s: %s\n", what, cudaGetErrorString(e));
+}
+
 int main() {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -67,18 +77,29 @@ int main() {
   CK(cudaStreamSynchronize(s));
   const auto t0 = std::chrono::steady_clock::now();
   for (int it = 0; it < kBatches; ++it) {
-    gather_rows<<<(kIdx + 255) / 256, 256, 0, s>>>(a, d_idx, kIdx, 64, out);
+    if (it % 2 == 0) {
+      gather_rows<<<(kIdx + 255) / 256, 256, 0, s>>>(a, d_idx, kIdx, 64, out);  // __cudaLaunchKernel (CUDA 13)
+    } else {
+      int n = kIdx, dim = 64;
+      void* args[] = {&a, &d_idx, &n, &dim, &out};
+      cudaLaunchKernel(reinterpret_cast<const void*>(&gather_rows), dim3((kIdx + 255) / 256), dim3(256), args, 0, s);
+    }
+    check("gather_rows");
     int rc = edo_table_lookup(0, d_idx, kIdx, EDO_I64, EDO_CUDA, s);
     if (rc < 0 && it == 0) std::fprintf(stderr, "tracer_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
+    check("edo_table_lookup");
   }
   CK(cudaStreamSynchronize(s));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   gather_half<<<(1000 + 255) / 256, 256, 0, s>>>(b, d_idx, 1000, 32, out);
+  check("gather_half");
   void* scratch = nullptr;
   CK(cudaMallocAsync(&scratch, 1 << 20, s));
   CK(cudaFreeAsync(scratch, s));
   CK(cudaFree(out));
   CK(cudaStreamSynchronize(s));
+  check("cudaFree");
   std::printf("loop_ms %.3f\n", ms);
+  std::printf("launch_errors %d\n", launch_errors);
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "edo/db/profile_store.h"
+#include "edo/stats/table_stats.h"
 
 namespace {
 
@@ -55,6 +56,8 @@ TEST(TracerGpu, CudaJobUnderRecord) {
     GTEST_SKIP() << "no CUDA device: " << r.out.substr(0, r.out.find('\n'));
   ASSERT_EQ(r.status, 0) << r.out;
   std::printf("%s", r.out.c_str());
+  // Issue 9.1: the job sees cudaSuccess after every launch under `edo record`.
+  EXPECT_NE(r.out.find("launch_errors 0"), std::string::npos) << "cudaGetLastError() failed under edo record:\n" << r.out;
   edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
   ASSERT_EQ(p.sessions.size(), 1u);
   EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "active") << "CUPTI did not attach";
@@ -68,6 +71,12 @@ TEST(TracerGpu, CudaJobUnderRecord) {
   EXPECT_EQ(a->aggregate.unique_rows(), 1000u);
   for (uint64_t row = 0; row < 1000; ++row) ASSERT_EQ(a->aggregate.count(row), 2000u) << row;
   EXPECT_EQ(a->aggregate.count(1000), 0u);
+  // Issue 9.3: counted on the device; the LRU curve of a 1000-row cycle: no hit below 1000
+  // rows, all but the first reads from 1000 rows on (as the exact algorithm gives).
+  EXPECT_TRUE(p.metadata.count("device_counting")) << "device indices were not counted on the device";
+  if (p.metadata.count("device_counting")) std::printf("device_counting: %s\n", p.metadata.at("device_counting").c_str());
+  EXPECT_NEAR(edo::stats::lru_hit_rate(a->aggregate, 500), 0.0, 0.01);
+  EXPECT_NEAR(edo::stats::lru_hit_rate(a->aggregate, 1001), 1.0 - 1000.0 / 2000000.0, 0.01);
   // Allocations attributed to the tables.
   bool a_alloc = false, b_alloc = false, async_free = false;
   for (auto& e : p.memory_events) {
@@ -79,6 +88,9 @@ TEST(TracerGpu, CudaJobUnderRecord) {
   EXPECT_TRUE(b_alloc) << "no cudaMallocAsync event attributed to gpu.emb.b";
   EXPECT_TRUE(async_free) << "no cudaFreeAsync event";
   EXPECT_GE(p.peak_bytes(), int64_t(100000) * 64 * 4);
+  // The tracer's own device memory (counters, 32 MiB sample arena) is not the job's.
+  EXPECT_LT(p.peak_bytes(), int64_t(100000) * 64 * 4 + 50000 * 32 * 2 + 100000 * 12 + (1 << 20) + (8 << 20));
+  for (auto& e : p.memory_events) EXPECT_NE(e.bytes, int64_t(32) << 20) << "the tracer's arena is in the job's timeline";
   // Kernel names, launches, times and the tables their pointer arguments point into.
   bool gather = false;
   for (auto& k : p.kernels) {
@@ -87,8 +99,76 @@ TEST(TracerGpu, CudaJobUnderRecord) {
     EXPECT_EQ(k.launches, 20u);
     EXPECT_GT(k.total_ns, 0u) << "no kernel activity records";
     EXPECT_NE(std::find(k.tables.begin(), k.tables.end(), "gpu.emb.a"), k.tables.end()) << "pointer args not resolved";
+    // Issue 9.2: launches and GPU time per (kernel, table).
+    bool per_table = false;
+    for (auto& t : k.per_table)
+      if (t.table == "gpu.emb.a") {
+        per_table = true;
+        EXPECT_EQ(t.launches, 20u);
+        EXPECT_EQ(t.total_ns, k.total_ns);
+      }
+    EXPECT_TRUE(per_table) << "no per-table figures for gather_rows";
+    EXPECT_EQ(k.name.find("edo_count"), std::string::npos);
   }
   EXPECT_TRUE(gather) << "kernel gather_rows not recorded";
+  for (auto& k : p.kernels) EXPECT_EQ(k.name.find("edo_count"), std::string::npos) << "the tracer's kernel is listed";
+  std::filesystem::remove(db);
+#endif
+}
+
+// Above EDO_EXACT_ROWS the device keeps a count-min sketch and HyperLogLog registers.
+TEST(TracerGpu, SketchModeOnTheDevice) {
+#ifndef TRACER_GPU_JOB
+  GTEST_SKIP() << "built without the CUDA toolkit: no GPU job";
+#else
+  const std::string db = ::testing::TempDir() + "/tracer_gpu_sketch_" + std::to_string(getpid()) + ".edodb";
+  std::remove(db.c_str());  // an earlier run's file: edo record refuses to replace it
+  Result r = sh("EDO_EXACT_ROWS=1000 " + beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(TRACER_GPU_JOB));
+  if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos) GTEST_SKIP() << "no CUDA device";
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("launch_errors 0"), std::string::npos) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::Table* a = nullptr;
+  for (auto& t : p.tables)
+    if (t.name == "gpu.emb.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.mode(), edo::stats::CountMode::kSketch);
+  EXPECT_EQ(a->aggregate.lookups(), 2000000u);
+  EXPECT_NEAR(double(a->aggregate.unique_rows()), 1000.0, 50.0);
+  EXPECT_GE(a->aggregate.count(5), 2000u);  // count-min never under-counts
+  std::filesystem::remove(db);
+#endif
+}
+
+// Issue 13: a job that is a CUPTI client itself holds CUPTI first; edo says so in one line
+// naming it and records tables and device lookups all the same.
+TEST(TracerGpu, AJobHoldingCuptiIsNamedAndTheRestRecorded) {
+#ifndef CUPTI_HOLDER_JOB
+  GTEST_SKIP() << "built without the CUDA toolkit's CUPTI: no holder job";
+#else
+  const std::string db = ::testing::TempDir() + "/tracer_gpu_holder_" + std::to_string(getpid()) + ".edodb";
+  std::remove(db.c_str());
+  Result r = sh(beside_me(EDO_BIN) + " record -o " + db + " -- " + beside_me(CUPTI_HOLDER_JOB));
+  if (r.status == 77 || r.out.find("SKIP: no CUDA device") != std::string::npos) GTEST_SKIP() << "no CUDA device";
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::printf("%s", r.out.c_str());
+  EXPECT_NE(r.out.find("holder_subscribed 0"), std::string::npos) << "the job could not hold CUPTI:\n" << r.out;
+  EXPECT_NE(r.out.find("launch_errors 0"), std::string::npos) << r.out;
+  int lines = 0;
+  for (size_t at = r.out.find("edo: "); at != std::string::npos; at = r.out.find("edo: ", at + 1)) {
+    ++lines;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find("edo-test-holder"), std::string::npos) << line;
+  }
+  EXPECT_EQ(lines, 1) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::Table* t = nullptr;
+  for (auto& x : p.tables)
+    if (x.name == "holder.emb") t = &x;
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->aggregate.lookups(), 500000u);
+  EXPECT_EQ(t->aggregate.unique_rows(), 5000u);
+  EXPECT_EQ(t->aggregate.count(42), 100u);
   std::filesystem::remove(db);
 #endif
 }

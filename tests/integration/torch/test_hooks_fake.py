@@ -76,6 +76,10 @@ class FakeBackend(object):
         self.steps += 1
         return 0
 
+    def release_gpu_capture(self, tool):
+        self.released = getattr(self, "released", []) + [tool]
+        return 0
+
     def strerror(self, code):
         return "fake error %d" % code
 
@@ -118,6 +122,22 @@ class HookTest(unittest.TestCase):
         H.reset_state()
         H.set_enabled(True)
         self.assertTrue(H._patched)
+
+    def test_profiler_tracing_cuda_gets_cupti_handed_over_once(self):
+        # torch.profiler with CUDA activities needs CUPTI: edo hands it over first, once;
+        # a CPU-only profile leaves it alone.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]):
+            torch.ones(3).sum()
+        self.assertEqual(getattr(self.fake, "released", []), [])
+        # What torch.profiler(activities=[..., CUDA]) calls on a CUDA build (this CPU build
+        # drops CUDA before that point, so the call is made here; its bad config fails it
+        # after the hand-over).
+        import torch.autograd.profiler as ap
+        for _ in range(2):
+            with self.assertRaises(Exception):
+                ap._prepare_profiler(None, {ProfilerActivity.CPU, ProfilerActivity.CUDA})
+        self.assertEqual(self.fake.released, ["torch.profiler"])
 
     def test_names_ties_and_counts(self):
         m = Model()

@@ -93,6 +93,36 @@ TEST(TracerE2E, RecordMatchesGroundTruthAndKeepsExitCode) {
   expect_basic(p, s.id);
 }
 
+#ifdef FAKE_NVTX_TOOL
+// Issue 13: another tool's NVTX injection is already set. It keeps NVTX (the job and the tool
+// see no difference), `edo record` says so in one line naming it, and records everything else.
+TEST(TracerE2E, AnotherNvtxToolKeepsNvtxAndEverythingElseIsRecorded) {
+  const std::string db = tmp_path("nvtx_other.edodb");
+  Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "basic", "0"},
+                 with({std::string("NVTX_INJECTION64_PATH=") + FAKE_NVTX_TOOL}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "tracer_job basic done\n");
+  int lines = 0;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);)
+    if (line.find("NVTX") != std::string::npos) {
+      ++lines;
+      EXPECT_NE(line.find(FAKE_NVTX_TOOL), std::string::npos) << line;
+    }
+  EXPECT_EQ(lines, 1) << r.err;
+  EXPECT_NE(r.err.find("fake_nvtx_tool ranges 3"), std::string::npos) << "the other tool lost its ranges:\n" << r.err;
+  Profile p = load(db);
+  const auto& s = only_session(p);
+  const auto* user = table(p, s.id, "emb.user");
+  ASSERT_NE(user, nullptr);
+  EXPECT_EQ(user->aggregate.lookups(), 10000u);
+  EXPECT_EQ(s.steps, 5u);
+  EXPECT_TRUE(p.ranges.empty());
+  EXPECT_EQ(p.metadata.count("setting.NVTX_INJECTION64_PATH") ? p.metadata.at("setting.NVTX_INJECTION64_PATH") : "",
+            FAKE_NVTX_TOOL);
+}
+#endif
+
 TEST(TracerE2E, OutputFileAndImportMatchGroundTruth) {
   const std::string trace = tmp_path("trace.bin"), db = tmp_path("imported.edodb");
   Result r = run({TRACER_JOB, "basic", "4"},

@@ -36,9 +36,13 @@ CuptiTranslator::Output runtime(CuptiTranslator& t, CUpti_CallbackId id, const v
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, id, params, CUPTI_API_ENTER);
   return call(t, CUPTI_CB_DOMAIN_RUNTIME_API, id, params, CUPTI_API_EXIT, rv);
 }
-CuptiTranslator::Output driver(CuptiTranslator& t, CUpti_CallbackId id, const void* params, int rv = 0) {
-  call(t, CUPTI_CB_DOMAIN_DRIVER_API, id, params, CUPTI_API_ENTER);
-  return call(t, CUPTI_CB_DOMAIN_DRIVER_API, id, params, CUPTI_API_EXIT, rv);
+CuptiTranslator::Output driver(CuptiTranslator& t, CUpti_CallbackId id, const void* params, int rv = 0,
+                               const char* symbol = nullptr) {
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, id, params, CUPTI_API_ENTER, 0, symbol);
+  return call(t, CUPTI_CB_DOMAIN_DRIVER_API, id, params, CUPTI_API_EXIT, rv, symbol);
+}
+CuptiTranslator::Output driver(CuptiTranslator& t, CUpti_CallbackId id, const void* params, const char* symbol) {
+  return driver(t, id, params, 0, symbol);
 }
 
 void* P(uint64_t v) { return reinterpret_cast<void*>(v); }
@@ -165,50 +169,129 @@ TEST(CuptiTranslate, VirtualMemoryCreateMapUnmap) {
 }
 
 namespace {
-// Fake parameter layout: kernel(const float* weights, const int64_t* idx, int n)
-std::map<const void*, std::vector<std::pair<size_t, size_t>>> g_layouts;
-bool fake_param_info(const void* f, bool, size_t i, size_t* off, size_t* size) {
-  auto it = g_layouts.find(f);
-  if (it == g_layouts.end() || i >= it->second.size()) return false;
-  *off = it->second[i].first;
-  *size = it->second[i].second;
-  return true;
+// Fake parameter layouts, by kernel handle. Every handle asked for is remembered: a runtime
+// launch's host-side stub must never be (only the driver can describe kernels, and it only
+// knows CUfunction / CUkernel handles).
+std::map<const void*, ParamLayout> g_layouts;
+std::vector<std::pair<const void*, KernelHandle>> g_asked;
+std::shared_ptr<const ParamLayout> fake_layout(const void* h, KernelHandle kind) {
+  g_asked.emplace_back(h, kind);
+  auto it = g_layouts.find(h);
+  if (it == g_layouts.end()) return nullptr;
+  return std::make_shared<const ParamLayout>(it->second);
+}
+bool asked_for(const void* h) {
+  return std::any_of(g_asked.begin(), g_asked.end(), [&](const auto& a) { return a.first == h; });
 }
 const char* kMangled = "_Z10emb_lookupPKfPKli";
 }  // namespace
 
-TEST(CuptiTranslate, RuntimeLaunchResolvesPointerArgumentsToTables) {
-  const void* host_fn = P(0x401000);
-  g_layouts[host_fn] = {{0, 8}, {8, 8}, {16, 4}};
-  CuptiTranslator t(fake_param_info);
+TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThrough) {
+  const void* host_stub = P(0x401000);
+  CUfunction f = reinterpret_cast<CUfunction>(P(0x9100));
+  g_layouts[f] = {{0, 8}, {8, 8}, {16, 4}};
+  g_asked.clear();
+  CuptiTranslator t(fake_layout);
   uint64_t weights = 0x7f0000000100, idx = 0x7f0000900000;
   int n = 64;
   void* args[] = {&weights, &idx, &n};
-  cudaLaunchKernel_v7000_params p{host_fn, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
+  cudaLaunchKernel_v7000_params p{host_stub, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled, 9);
-  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT);
+  EXPECT_FALSE(out.launch) << "reported at EXIT, once it is known to have succeeded";
+  cuLaunchKernel_params d{f, 4, 1, 1, 128, 1, 1, 0, reinterpret_cast<CUstream>(0x5), args, nullptr};
+  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_ENTER, 0, kMangled, 10);
+  EXPECT_FALSE(out.launch);
+  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_EXIT, 0, kMangled, 10);
+  EXPECT_FALSE(out.launch) << "the driver launch of a runtime launch is not a second launch";
+  out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0, kMangled, 9);
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
   EXPECT_EQ(out.launch->stream, 0x5u);
   EXPECT_EQ(out.launch->correlation, 9u);
+  EXPECT_EQ(out.launch->driver_correlation, 10u);
+  EXPECT_TRUE(out.launch->args_read);
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{weights, idx}));
-  edo::wire::AddressIndex tables;
-  tables.add(0x7f0000000000, 1 << 20, "emb.user");
-  tables.add(0x7f0000200000, 1 << 20, "emb.item");
+  EXPECT_FALSE(asked_for(host_stub)) << "the runtime's host stub was given to the layout query";
+  edo::wire::AddressIndex::Builder b;
+  b.add(0x7f0000000000, 1 << 20, "emb.user");
+  b.add(0x7f0000200000, 1 << 20, "emb.item");
+  const edo::wire::AddressIndex tables = std::move(b).build();
   EXPECT_EQ(tables_of_launch(*out.launch, tables), std::vector<std::string>{"emb.user"});
 }
 
+TEST(CuptiTranslate, FailedLaunchesAreNotCounted) {
+  CUfunction f = reinterpret_cast<CUfunction>(P(0x9200));
+  g_layouts[f] = {{0, 8}};
+  CuptiTranslator t(fake_layout);
+  uint64_t w = 0x1234000;
+  void* args[] = {&w};
+  cudaLaunchKernel_v7000_params p{P(0x401100), dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled);
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT,
+                  98 /* cudaErrorInvalidDeviceFunction */, kMangled);
+  EXPECT_FALSE(out.launch);
+  cuLaunchKernel_params d{f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr};
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_ENTER, 0, "k");
+  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_EXIT,
+             CUDA_ERROR_INVALID_VALUE, "k");
+  EXPECT_FALSE(out.launch);
+  // The thread's launch bookkeeping is clean afterwards: the next launch is reported normally.
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_ENTER, 0, "k");
+  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_EXIT, 0, "k");
+  ASSERT_TRUE(out.launch);
+  EXPECT_EQ(out.launch->pointers, std::vector<uint64_t>{w});
+}
+
+TEST(CuptiTranslate, Cuda13TripleChevronLaunchWithoutADriverCallbackUsesItsCUkernel) {
+  // nvcc 13 compiles kernel<<<...>>>() into __cudaLaunchKernel(cudaKernel_t, ...); a
+  // cudaKernel_t is a CUkernel, which the driver can describe.
+  const void* kernel = P(0x9300);
+  g_layouts[kernel] = {{0, 8}, {8, 4}};
+  g_asked.clear();
+  CuptiTranslator t(fake_layout);
+  uint64_t w = 0x5550000;
+  int n = 3;
+  void* args[] = {&w, &n};
+  cudaLaunchKernel_v7000_params p{kernel, dim3(1), dim3(1), args, 0, reinterpret_cast<cudaStream_t>(0x7)};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_ENTER, 0, kMangled);
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(out.launch);
+  EXPECT_EQ(out.launch->pointers, std::vector<uint64_t>{w});
+  EXPECT_EQ(out.launch->stream, 0x7u);
+  ASSERT_EQ(g_asked.size(), 1u);
+  EXPECT_EQ(g_asked[0].second, KernelHandle::kKernel);
+}
+
+TEST(CuptiTranslate, ALaunchWithoutSymbolNameIsNamedByTheDriver) {
+  const void* kernel = P(0x9500);
+  g_layouts[kernel] = {};
+  CuptiTranslator t(fake_layout, [](const void* h, KernelHandle kind) {
+    return h == P(0x9500) && kind == KernelHandle::kKernel ? std::string(kMangled) : std::string();
+  });
+  void* args[] = {nullptr};
+  cudaLaunchKernel_v7000_params p{kernel, dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_ENTER);
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_EXIT);
+  ASSERT_TRUE(out.launch);
+  EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
+}
+
 TEST(CuptiTranslate, LaunchExAndPerThreadStreamVariants) {
-  const void* host_fn = P(0x402000);
-  g_layouts[host_fn] = {{0, 8}};
-  CuptiTranslator t(fake_param_info);
+  CUfunction f = reinterpret_cast<CUfunction>(P(0x9400));
+  g_layouts[f] = {{0, 8}};
+  CuptiTranslator t(fake_layout);
   uint64_t w = 0x1234000;
   void* args[] = {&w};
   cudaLaunchConfig_t cfg{};
   cfg.stream = reinterpret_cast<cudaStream_t>(0x33);
-  cudaLaunchKernelExC_v11060_params p{&cfg, host_fn, args};
-  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_ENTER, 0, "plain_kernel");
-  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_EXIT);
+  cudaLaunchKernelExC_v11060_params p{&cfg, P(0x402000), args};
+  CUlaunchConfig lc{};
+  lc.hStream = reinterpret_cast<CUstream>(0x33);
+  cuLaunchKernelEx_params d{&lc, f, args, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_ENTER, 0, "plain_kernel");
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &d, CUPTI_API_ENTER, 0, "plain_kernel");
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &d, CUPTI_API_EXIT, 0, "plain_kernel");
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_EXIT, 0, "plain_kernel");
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->name, "plain_kernel");
   EXPECT_EQ(out.launch->stream, 0x33u);
@@ -218,15 +301,16 @@ TEST(CuptiTranslate, LaunchExAndPerThreadStreamVariants) {
 TEST(CuptiTranslate, DriverLaunchWithKernelParamsAndWithPackedExtra) {
   CUfunction f = reinterpret_cast<CUfunction>(P(0x9000));
   g_layouts[f] = {{0, 8}, {8, 4}, {16, 8}};
-  CuptiTranslator t(fake_param_info);
+  CuptiTranslator t(fake_layout);
   uint64_t a = 0xAAAA000, c = 0xCCCC000;
   int b = 7;
   void* kp[] = {&a, &b, &c};
   cuLaunchKernel_params p{f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x44), kp, nullptr};
-  auto out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, CUPTI_API_ENTER, 0, "triton_emb");
+  auto out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "triton_emb");
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{a, c}));
   EXPECT_EQ(out.launch->stream, 0x44u);
+  EXPECT_EQ(out.launch->name, "triton_emb");
   // Same arguments as one packed buffer.
   alignas(8) unsigned char buf[24] = {};
   std::memcpy(buf, &a, 8);
@@ -235,16 +319,21 @@ TEST(CuptiTranslate, DriverLaunchWithKernelParamsAndWithPackedExtra) {
   size_t size = sizeof buf;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   cuLaunchKernel_params q{f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra};
-  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, CUPTI_API_ENTER, 0, "triton_emb");
+  out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "triton_emb");
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{a, c}));
-  // cuLaunchKernelEx
+  // cuLaunchKernelEx and the cooperative launch
   CUlaunchConfig lc{};
   lc.hStream = reinterpret_cast<CUstream>(0x55);
   cuLaunchKernelEx_params e{&lc, f, kp, nullptr};
-  out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &e, CUPTI_API_ENTER, 0, "k");
+  out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &e, "k");
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->stream, 0x55u);
+  EXPECT_EQ(out.launch->pointers.size(), 2u);
+  cuLaunchCooperativeKernel_params co{f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x66), kp};
+  out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, &co, "coop");
+  ASSERT_TRUE(out.launch.has_value());
+  EXPECT_EQ(out.launch->stream, 0x66u);
   EXPECT_EQ(out.launch->pointers.size(), 2u);
 }
 
@@ -253,10 +342,12 @@ TEST(CuptiTranslate, LaunchWithoutParamInfoStillGivesTheName) {
   uint64_t w = 1;
   void* args[] = {&w};
   cudaLaunchKernel_v7000_params p{P(0x1), dim3(1), dim3(1), args, 0, nullptr};
-  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled);
-  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT);
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled);
+  auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0, kMangled);
   ASSERT_TRUE(out.launch.has_value());
+  EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
   EXPECT_TRUE(out.launch->pointers.empty());
+  EXPECT_FALSE(out.launch->args_read);
 }
 
 TEST(CuptiTranslate, KernelActivityRecordGivesNameAndDuration) {
@@ -330,6 +421,9 @@ TEST(CuptiTranslate, EnabledCallbackIdsCoverTheIssueList) {
     EXPECT_TRUE(has(r, id)) << id;
   for (auto id : {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
                   CUPTI_DRIVER_TRACE_CBID_cuMemCreate, CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
-                  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})
+                  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+                  CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel})
     EXPECT_TRUE(has(d, id)) << id;
+  EXPECT_TRUE(has(r, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000)) << "CUDA 13's <<<>>> launches";
 }

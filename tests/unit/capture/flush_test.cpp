@@ -59,7 +59,7 @@ TEST(FlushEncode, FramesComeInTheOrderTheCollectorNeeds) {
   s.notes = {{"cupti", "active"}};
   s.memory_events.resize(kMaxEventsPerFrame + 5);
   s.dropped = {{"batches", 3}};
-  s.kernels = std::vector<wire::Kernel>{{"k", 1, 2, {"a"}}};
+  s.kernels = std::vector<wire::Kernel>{{"k", 1, 2, {"a"}, {{"a", 1, 2}}}};
   s.ranges = std::vector<wire::Range>{{"r", 1, 2, 3, 4}};
   s.goodbye = wire::Goodbye{5, wire::EndReason::kExit, 0};
   const auto ms = decode_all(encode_flush(s));

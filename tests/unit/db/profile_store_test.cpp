@@ -71,6 +71,10 @@ TEST(ProfileStore, RoundTripKeepsEverything) {
   EXPECT_EQ(q.memory_events[3].stream, 7u);
   ASSERT_EQ(q.kernels.size(), 1u);
   EXPECT_EQ(q.kernels[0].tables, (std::vector<std::string>{"model.emb.user", "model.emb.item"}));
+  ASSERT_EQ(q.kernels[0].per_table.size(), 2u);
+  EXPECT_EQ(q.kernels[0].per_table[1].table, "model.emb.item");
+  EXPECT_EQ(q.kernels[0].per_table[1].launches, 5u);
+  EXPECT_EQ(q.kernels[0].per_table[1].total_ns, 9000u);
   ASSERT_EQ(q.ranges.size(), 1u);
   EXPECT_EQ(q.ranges[0].lookups, 9u);
   EXPECT_EQ(q.metadata.at("edo_version"), "test");
@@ -168,6 +172,33 @@ TEST(ProfileStore, SqliteButNotEdo) {
     db.exec("CREATE TABLE t (x INTEGER)");
   }
   expect_error_mentions(path, "not an edo database");
+}
+
+TEST(ProfileStore, Version4FilesAreMigratedToPerKernelTableFigures) {
+  // A schema-4 file (before kernel_tables): made from a current one by undoing step 5.
+  const std::string path = temp_path("v4.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE kernel_tables");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 5");
+    db.exec("UPDATE edo_meta SET value = '4' WHERE key = 'schema_version'");
+  }
+  Profile q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(q.kernels.size(), 1u);
+  EXPECT_EQ(q.kernels[0].launches, 12u);
+  EXPECT_TRUE(q.kernels[0].per_table.empty()) << "a version-4 file has no per-table figures";
+  {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    EXPECT_TRUE(db.tableExists("kernel_tables"));
+    EXPECT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+              std::to_string(current_schema_version()));
+  }
+  q.kernels[0].per_table = {{"model.emb.user", 12, 34000}};
+  ProfileStore(path, ProfileStore::Mode::kReadWrite).save(q);
+  q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(q.kernels[0].per_table.size(), 1u);
+  EXPECT_EQ(q.kernels[0].per_table[0].total_ns, 34000u);
 }
 
 TEST(ProfileStore, NewerSchemaIsRefusedWithUpgradeHint) {

@@ -73,7 +73,8 @@ inline Profile sample_profile() {
   p.memory_events.push_back({1, 20, 1600, 0x9000, 0, 0, "cudaMalloc", "model.emb.item"});
   p.memory_events.push_back({1, 30, -64000, 0x1000, 0, 0, "cudaFree", "model.emb.user"});
   p.memory_events.push_back({1, 40, 500, 0xa000, 7, 0, "cudaMallocAsync", ""});
-  p.kernels.push_back({1, "embedding_bag_kernel", 12, 34000, {"model.emb.user", "model.emb.item"}});
+  p.kernels.push_back({1, "embedding_bag_kernel", 12, 34000, {"model.emb.user", "model.emb.item"},
+                       {{"model.emb.user", 12, 34000}, {"model.emb.item", 5, 9000}}});
   p.ranges.push_back({1, "forward", 12, 99000, 9, 0});
   p.metadata["edo_version"] = "test";
   return p;

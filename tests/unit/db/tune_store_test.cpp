@@ -41,7 +41,8 @@ TEST(SchemaMigration, V1FileMigratesForwardAndKeepsItsData) {
   SQLite::Database raw(path, SQLite::OPEN_READONLY);
   EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
             std::to_string(current_schema_version()));
-  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM schema_migrations WHERE version = 3").getInt(), 1);
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM schema_migrations WHERE version = " +
+                           std::to_string(current_schema_version())).getInt(), 1);
   for (const char* t : {"table_extra", "weight_snapshots", "tune_runs", "tune_candidates", "tune_plans", "tune_choices", "tune_frontier"})
     EXPECT_TRUE(raw.tableExists(t)) << t;
   // The v1 placeholders were empty: dropped, not renamed.

@@ -33,7 +33,8 @@ inline std::vector<Message> sample_messages() {
   me.events.push_back({20, 4096, 0x7f0000100000, 7, 0, "cudaMallocAsync"});
   me.events.push_back({30, -4096, 0x7f0000100000, 7, 0, "cudaFreeAsync"});
   m.push_back(me);
-  m.push_back(KernelStats{{{"embedding_bag_kernel", 10, 123456, {"model.emb"}}, {"gemm", 3, 999, {}}}});
+  m.push_back(KernelStats{{{"embedding_bag_kernel", 10, 123456, {"model.emb"}, {{"model.emb", 10, 123456}}},
+                           {"gemm", 3, 999, {}, {}}}});
   m.push_back(RangeStats{{{"forward", 2, 1000, 5000, 64000}, {"model::embedding", 1, 10, 0, 0}}});
   m.push_back(Dropped{{{"batches", 1}, {"indices", 100}}});
   m.push_back(Note{"cupti", "unavailable: no CUDA driver"});

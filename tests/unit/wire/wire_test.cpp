@@ -49,6 +49,34 @@ TEST(Wire, EveryMessageRoundTrips) {
   EXPECT_EQ(std::get<Goodbye>(back[12]).reason, EndReason::kSignal);
 }
 
+TEST(Wire, KernelStatsCarryPerTableFiguresAndOlderFramesStillDecode) {
+  KernelStats ks{{{"gather", 4, 800, {"a", "b"}, {{"a", 4, 800}, {"b", 1, 200}}}, {"gemm", 2, 50, {}, {}}}};
+  const std::string frame = encode(ks);
+  Message m;
+  ASSERT_TRUE(decode_payload(MsgType::kKernelStats, std::string_view(frame).substr(kHeaderSize), m));
+  const auto& back = std::get<KernelStats>(m);
+  ASSERT_EQ(back.kernels.size(), 2u);
+  ASSERT_EQ(back.kernels[0].per_table.size(), 2u);
+  EXPECT_EQ(back.kernels[0].per_table[1].table, "b");
+  EXPECT_EQ(back.kernels[0].per_table[1].launches, 1u);
+  EXPECT_EQ(back.kernels[0].per_table[1].total_ns, 200u);
+  // The first release wrote no per-table section: the same payload without it (one zero count
+  // per kernel at the end) decodes, with the per-table figures empty.
+  KernelStats old{{{"gather", 4, 800, {"a"}, {}}, {"gemm", 2, 50, {}, {}}}};
+  std::string payload = encode(old).substr(kHeaderSize);
+  ASSERT_EQ(payload.substr(payload.size() - 2), std::string(2, '\0'));
+  payload.resize(payload.size() - 2);
+  ASSERT_TRUE(decode_payload(MsgType::kKernelStats, payload, m));
+  const auto& o = std::get<KernelStats>(m);
+  ASSERT_EQ(o.kernels.size(), 2u);
+  EXPECT_EQ(o.kernels[0].tables, std::vector<std::string>{"a"});
+  EXPECT_TRUE(o.kernels[0].per_table.empty());
+  // A per-table section that is cut short is malformed, not silently half-read.
+  std::string cut = encode(ks).substr(kHeaderSize);
+  cut.resize(cut.size() - 3);
+  EXPECT_FALSE(decode_payload(MsgType::kKernelStats, cut, m));
+}
+
 TEST(Wire, ByteByByteFeedingDecodesTheSame) {
   const std::string s = sample_stream();
   int bad = 0;

@@ -80,6 +80,13 @@ struct MemoryEvent {
   std::string table;                  // attributed table name, or "" for other
 };
 
+// Launches of a kernel whose pointer arguments point into one table, and their GPU time.
+struct KernelTableStat {
+  std::string table;
+  uint64_t launches = 0;
+  uint64_t total_ns = 0;              // a launch that reads two tables counts for both
+};
+
 // Per-kernel totals.
 struct KernelStat {
   int64_t session_id = 0;
@@ -87,6 +94,7 @@ struct KernelStat {
   uint64_t launches = 0;
   uint64_t total_ns = 0;
   std::vector<std::string> tables;    // tables whose memory its pointer arguments point into
+  std::vector<KernelTableStat> per_table;
 };
 
 // Per-NVTX-range totals (name = "domain::range" or "range" in the default domain).

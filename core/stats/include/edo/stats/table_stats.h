@@ -162,6 +162,54 @@ class TableAggregate {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- Accesses counted elsewhere (a GPU) -----------------------------------------------------
+// The tracer counts device indices on the device (profiler/capture/src/device/): per-row
+// counters (exact mode) or count-min cells and HyperLogLog registers (sketch mode), plus a
+// SHARDS sample of the references, so that the host's work follows the sample, not the
+// batches. The rules the device follows and the host relies on:
+//  * a reference is sampled iff its row's sampling hash is below the threshold of
+//    counted_sample_rate() (row_hash.h: the same test as the CPU path's SHARDS);
+//  * `count` of a sampled reference is the row's count including it (exact: the cumulative
+//    counter; sketch: the count-min estimate);
+//  * of a sampled row's references beyond the kCountedHot-th, only every kCountedThin-th is
+//    sampled (the row is hot: its references are estimated from its count, see
+//    docs/stats.md "GPU-counted tables"), so one hot sampled row cannot flood the sample.
+constexpr uint32_t kCountedHot = 64;
+constexpr uint32_t kCountedThin = 16;
+constexpr uint32_t kCountedWindow = 2048;  // footprint window length, references
+
+struct SampledRef {
+  uint64_t row = 0;
+  uint64_t position = 0;  // of the reference among all the table's references (any order here)
+  uint32_t count = 0;     // see above
+};
+
+// One flush interval of a table counted elsewhere.
+struct CountedSegment {
+  uint64_t out_of_range = 0;
+  // Exact mode: the cumulative per-row counters before and after the segment (rows entries
+  // each; after - before, modulo 2^32, is the segment's count of a row).
+  const uint32_t* before = nullptr;
+  const uint32_t* after = nullptr;
+  // Sketch mode: the cumulative count-min cells before and after (cms_depth x cms_width),
+  // the HyperLogLog registers (2^hll_precision; a register is the largest rank seen), and
+  // rows that may be among the most read in this segment.
+  const uint32_t* cms_before = nullptr;
+  const uint32_t* cms_after = nullptr;
+  const uint32_t* hll = nullptr;
+  std::vector<uint64_t> candidates;
+  // The segment's SHARDS sample and footprint windows (each kCountedWindow consecutive
+  // in-range references, oldest first).
+  std::vector<SampledRef> sample;
+  std::vector<std::vector<uint64_t>> windows;
+};
+
+// The SHARDS rate of a table counted elsewhere: the configured rate, raised for small tables
+// so that about 4096 distinct rows are sampled (at most 1).
+double counted_sample_rate(uint64_t rows, const StatsConfig& config);
+// The device's sampling threshold for that rate: sampled iff (sample_hash & mask) < it.
+uint64_t counted_sample_threshold(uint64_t rows, const StatsConfig& config);
+
 // Stateful front end: feed index batches in order, take mergeable deltas.
 class TableIngestor {
  public:
@@ -172,6 +220,9 @@ class TableIngestor {
 
   void add(const int64_t* indices, size_t n);
   void add(const int32_t* indices, size_t n);
+  // A segment counted elsewhere (see CountedSegment); the LRU state it needs across segments
+  // (the sampled rows' stack, footprint windows) is kept here. Ends the current segment.
+  void add_counted(const CountedSegment& segment);
   // Closes the current drift window (the caller decides the cadence: a flush, N steps).
   void close_window();
   // Everything recorded since the previous take_delta(); the ingestor's LRU state is kept.

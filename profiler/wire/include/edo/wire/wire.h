@@ -113,11 +113,22 @@ struct MemoryEvents {        // appended
   std::vector<MemEvent> events;
 };
 
+// Launches of a kernel whose pointer arguments point into one table, and their GPU time (a
+// launch that reads two tables counts for both).
+struct KernelTable {
+  std::string table;
+  uint64_t launches = 0;
+  uint64_t total_ns = 0;
+};
+
 struct Kernel {
   std::string name;
   uint64_t launches = 0;
   uint64_t total_ns = 0;
   std::vector<std::string> tables;
+  // Per table (added after the first release: encoded after all kernels, absent in older
+  // streams, which decode with it empty).
+  std::vector<KernelTable> per_table;
 };
 
 struct KernelStats {         // absolute (replaces the session's kernels)

@@ -1,0 +1,92 @@
+// Device indices counted on the device (issue 9.3): edo_table_lookup(EDO_CUDA) launches the
+// counting kernel (device/count_kernel.h; an embedded fatbin, loaded with cuModuleLoadData and
+// launched with cuLaunchKernel: no CUDA runtime in libedo_trace.so) on the caller's stream,
+// right after the caller's own work. It adds into the table's device-resident counters
+// (uint32 per row, or count-min cells + HyperLogLog registers above EDO_EXACT_ROWS) and
+// writes the batch's SHARDS sample and footprint window into a region of a device arena.
+//
+// The caller never waits: the region is copied to pinned host memory on the tracer's own
+// stream, which waits for an event recorded after the kernel (cuStreamWaitEvent: the caller's
+// stream is not held back), and the background thread takes finished regions in order. At
+// each flush the counters are copied on the tracer's stream and their deltas, with the
+// samples since the last flush, become a stats::CountedSegment. The final flush first waits
+// (at most 2 s) for every batch, so the counts are exact.
+//
+// The tracer's device allocations (counters, arena) and launches are its own: their CUPTI
+// callbacks are ignored (InternalCall) and their MEMORY2 records are recognised (owns()).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "cuda_driver.h"
+#include "edo/stats/table_stats.h"
+
+namespace edo::capture {
+
+struct TableInfo;
+
+class DeviceCounting {
+ public:
+  // `image`: the counting module (fatbin) to load in each context; `arena_bytes`: the sample
+  // arena per context (device memory, and as much pinned host memory).
+  DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg);
+  DeviceCounting(const DeviceCounting&) = delete;
+  DeviceCounting& operator=(const DeviceCounting&) = delete;
+
+  static constexpr int kUnavailable = 1;  // lookup(): use the host-copy path instead
+  // Counts one batch on `stream` (in the calling thread's current context): EDO_OK, a negative
+  // edo error code, or kUnavailable (no module for this context, or no device memory for the
+  // table's counters).
+  int lookup(const TableInfo& t, const void* indices, uint64_t n, int type, CUstream stream);
+
+  // Background thread: takes the batches whose sample copy has finished (in order); with
+  // `wait_all`, waits up to 2 s for all of them.
+  void poll(bool wait_all);
+
+  // Hands each table counted since the last call its segment (counter deltas, sample,
+  // windows). `final`: the process is ending; waits for every batch first.
+  using Ingest = std::function<void(uint32_t table, const stats::CountedSegment&)>;
+  void collect(bool final, const Ingest& ingest);
+
+  // True when `address` is in one of the tracer's own device allocations.
+  bool owns(uint64_t address) const;
+
+  struct Totals {
+    uint64_t batches = 0, indices = 0, samples = 0, samples_dropped = 0, batches_without_sample = 0;
+  };
+  Totals totals() const;
+
+ private:
+  struct Context;
+  struct Table;
+  struct Batch;
+  Context* context_for(CUcontext ctx);            // mu_
+  Table* table_for(const TableInfo& t, Context* c, CUstream stream);  // mu_
+  bool reserve(Context* c, uint64_t bytes, uint64_t& off);          // mu_
+  void take(Batch& b);                                             // mu_ (a finished batch)
+  CUdeviceptr allocate(uint64_t bytes);                            // mu_ (counted as own)
+
+  const Driver& drv_;
+  const void* image_;
+  const uint64_t arena_bytes_;
+  const stats::StatsConfig cfg_;
+  mutable std::mutex mu_;
+  std::mutex collect_mu_;  // one collect at a time
+  std::map<CUcontext, std::unique_ptr<Context>> contexts_;  // mu_
+  std::map<uint32_t, std::unique_ptr<Table>> tables_;       // mu_
+  std::deque<Batch> in_flight_;                             // mu_, submission order
+  std::vector<CUevent> free_events_;                        // mu_
+  std::set<std::pair<uint64_t, uint64_t>> own_;             // mu_: [begin, end) of own allocations
+  Totals totals_;                                           // mu_
+};
+
+}  // namespace edo::capture

@@ -1,0 +1,109 @@
+// Device-index lookups of the process: counted on the device (device_counting.*) when the
+// counting module loads in the caller's context, else copied to the host and counted there
+// (device_staging.*).
+#include <atomic>
+#include <mutex>
+
+#include "cupti_subscriber.h"
+#include "device_counting.h"
+#include "device_staging.h"
+#include "edo/edo.h"
+#include "process.h"
+#include "tracer.h"
+
+#if defined(EDO_HAVE_DEVICE_COUNTING)
+namespace edo::capture {
+extern const unsigned char kCountFatbin[];  // device_count_fatbin.cpp, generated at build time
+}
+#endif
+
+namespace edo::capture {
+namespace {
+
+std::atomic<DeviceStaging*> g_staging{nullptr};
+std::atomic<DeviceCounting*> g_counting{nullptr};
+std::atomic<bool> g_counting_tried{false};
+std::mutex g_setup_mu;
+std::atomic<bool> cuda_dead_after_fork{false};
+
+DeviceStaging* staging() {
+  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) return s;
+  const Driver* drv = load_driver();
+  if (!drv) return nullptr;
+  std::lock_guard<std::mutex> lk(g_setup_mu);
+  if (!g_staging.load()) g_staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
+  return g_staging.load();
+}
+
+DeviceCounting* counting() {
+  if (g_counting_tried.load(std::memory_order_acquire)) return g_counting.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lk(g_setup_mu);
+  if (g_counting_tried.load()) return g_counting.load();
+#if defined(EDO_HAVE_DEVICE_COUNTING)
+  const Driver* drv = load_driver();
+  if (drv && drv->can_count_on_device()) {
+    const uint64_t arena = std::min<uint64_t>(tracer_config().max_buffer_mb << 20, uint64_t{32} << 20);
+    g_counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats));
+  }
+#endif
+  g_counting_tried.store(true, std::memory_order_release);
+  return g_counting.load();
+}
+
+}  // namespace
+
+bool cuda_usable() { return !cuda_dead_after_fork.load(); }
+
+int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, void* stream) {
+  if (!cuda_usable()) return EDO_ERR_NO_CUDA;
+  const TableInfo* t = process()->registry.get(table);
+  if (!t) return EDO_ERR_BAD_HANDLE;
+  register_late_exit();
+  if (DeviceCounting* c = counting()) {
+    const int rc = c->lookup(*t, indices, count, type, static_cast<CUstream>(stream));
+    if (rc != DeviceCounting::kUnavailable) return rc;
+  }
+  DeviceStaging* s = staging();
+  if (!s) return EDO_ERR_NO_CUDA;
+  return s->lookup(table, indices, count, type, static_cast<CUstream>(stream));
+}
+
+void cuda_poll(bool wait_all) {
+  if (!cuda_usable()) return;
+  if (DeviceCounting* c = g_counting.load(std::memory_order_acquire)) c->poll(wait_all);
+  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
+}
+
+void cuda_collect(bool final) {
+  if (!cuda_usable()) return;
+  DeviceCounting* c = g_counting.load(std::memory_order_acquire);
+  if (!c) return;
+  c->collect(final, [](uint32_t table, const stats::CountedSegment& seg) { ingest_counted(table, seg); });
+  static std::atomic<bool> noted{false};
+  if (final && !noted.exchange(true)) {
+    const auto t = c->totals();
+    if (t.batches)
+      record_note("device_counting", std::to_string(t.batches) + " batches, " + std::to_string(t.indices) +
+                                         " indices counted on the device; " + std::to_string(t.samples) +
+                                         " sampled references reached the host; " +
+                                         std::to_string(t.batches_without_sample) + " batches without an LRU sample (arena full), " +
+                                         std::to_string(t.samples_dropped) + " samples over a batch's room");
+  }
+}
+
+bool cuda_owns_address(uint64_t address) {
+  DeviceCounting* c = g_counting.load(std::memory_order_acquire);
+  return c && c->owns(address);
+}
+
+void cuda_after_fork_child() {
+  // CUDA cannot be used in a forked child: the parent's device state (buffers, events, its
+  // locks) stays behind as the fork copied it, not ours to free or touch.
+  cuda_dead_after_fork.store(true);
+  g_staging.store(nullptr);
+  g_counting.store(nullptr);
+  g_counting_tried.store(true);
+  cupti_after_fork_child();
+}
+
+}  // namespace edo::capture

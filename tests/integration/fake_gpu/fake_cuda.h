@@ -1,0 +1,72 @@
+// A fake CUDA stack for running the tracer's GPU mechanisms on a machine without a GPU:
+//   libcuda.so.1    (fake_driver.cpp)   driver entry points the tracer and the fake runtime use;
+//                                       "device" memory is host memory, kernels are host
+//                                       functions run at launch, every stream is synchronous
+//   libcupti.so.13  (fake_cupti.cpp)    the CUPTI entry points the tracer loads (subscription,
+//                                       callbacks, activity buffers with CUpti_ActivityKernel10
+//                                       and CUpti_ActivityMemory4 records)
+//   libcudart.so.13 (fake_runtime.cpp)  the runtime entry points a job calls; its launches go
+//                                       through the driver like the real one's, and it keeps
+//                                       a per-thread last error like the real one
+// Like the real stack, the driver and the runtime report their calls to the CUPTI subscriber
+// (ENTER and EXIT callbacks with the real *_params structs), and a runtime call made from
+// inside a callback is what breaks a job (issue 9): the fake counts them.
+//
+// This header is the fakes' private interface (the job uses the fake_cudart_* part).
+#pragma once
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// ---- kernels (driver) ----------------------------------------------------------------------
+// A kernel body: runs the whole grid on the host. args: one pointer per parameter.
+typedef void (*fake_kernel_body)(void** args, unsigned grid_x, unsigned block_x);
+struct fake_kernel;  // what CUfunction and CUkernel handles of the fake point at
+fake_kernel* fake_cuda_kernel(const char* mangled_name, fake_kernel_body body, const size_t* offsets,
+                              const size_t* sizes, int nparams);
+// Device functions a module image can name (cuModuleLoadData + cuModuleGetFunction): the
+// fake "loads" any image and finds functions registered here by name.
+void fake_cuda_register_module_function(const char* name, fake_kernel* k);
+
+// ---- the tool hook (the fake libcupti installs it) ------------------------------------------
+struct fake_cuda_tool {
+  // One ENTER or EXIT callback of an API call, if the subscriber enabled it.
+  void (*callback)(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+                   const char* function, const void* params, void* return_value, const char* symbol,
+                   uint32_t correlation);
+  // Activity records (kept until the subscriber flushes).
+  void (*kernel_record)(const char* name, uint64_t start, uint64_t end, uint32_t correlation);
+  void (*memory_record)(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlation);
+};
+void fake_cuda_set_tool(const fake_cuda_tool* tool);
+
+// Used by the fake runtime: report an API call to the tool; a new correlation id; whether a
+// tool callback is running on this thread.
+void fake_cuda_report(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+                      const char* function, const void* params, void* return_value, const char* symbol,
+                      uint32_t correlation);
+uint32_t fake_cuda_next_correlation();
+int fake_cuda_in_callback(void);
+// The correlation id of the API call the application made on this thread (what activity
+// records carry): set by the runtime around its calls; returns the previous one.
+uint32_t fake_cuda_set_outer_correlation(uint32_t correlation);
+// Runs a launch without driver callbacks (a runtime that launches another way); the kernel
+// record carries `correlation`.
+CUresult fake_cuda_run(fake_kernel* k, unsigned grid_x, unsigned block_x, void** args, uint32_t correlation);
+// Device memory the fake handed out and has not freed, in bytes.
+uint64_t fake_cuda_live_bytes(void);
+
+// ---- the runtime part a job uses -------------------------------------------------------------
+// Registers a kernel's host-side stub (what cudaLaunchKernel is given) and returns its
+// cudaKernel_t (what CUDA 13's __cudaLaunchKernel is given).
+void* fake_cudart_register_kernel(const void* stub, const char* mangled_name, fake_kernel_body body,
+                                  const size_t* offsets, const size_t* sizes, int nparams);
+// Runtime entry points called while a tool callback was running (should stay 0).
+uint64_t fake_cudart_calls_in_callbacks(void);
+
+}  // extern "C"

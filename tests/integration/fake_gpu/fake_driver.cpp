@@ -1,0 +1,358 @@
+// Fake libcuda.so.1 (see fake_cuda.h): the driver entry points the tracer and the fake runtime
+// use. Device memory is host memory, every stream runs synchronously, kernels are host
+// functions. Each call is reported to the tool (fake libcupti) like the real driver does.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/count_kernel.h"
+#include "fake_cuda.h"
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+struct fake_kernel {
+  uint32_t magic = 0xFA4EC0DE;
+  std::string name;
+  fake_kernel_body body = nullptr;
+  std::vector<size_t> offsets, sizes;
+};
+
+namespace {
+
+std::mutex mu;
+const fake_cuda_tool* tool = nullptr;
+std::map<uint64_t, uint64_t> live;                       // mu: address -> bytes
+std::map<std::string, fake_kernel*> module_functions;    // mu
+uint32_t next_correlation = 1;                           // mu
+thread_local int in_callback = 0;
+thread_local uint32_t outer_correlation = 0;  // the API call the application made (runtime or driver)
+int fake_context_storage;
+CUcontext fake_context = reinterpret_cast<CUcontext>(&fake_context_storage);
+
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+fake_kernel* kernel_of(const void* h) {
+  auto* k = static_cast<fake_kernel*>(const_cast<void*>(h));
+  return k && k->magic == 0xFA4EC0DE ? k : nullptr;
+}
+
+// One driver API call: ENTER callback, the work, EXIT callback (with the result).
+template <class Params, class Work>
+CUresult driver_call(CUpti_CallbackId cbid, const char* name, Params& p, const char* symbol, Work work) {
+  const uint32_t corr = fake_cuda_next_correlation();
+  const uint32_t saved_outer = outer_correlation;
+  if (!outer_correlation) outer_correlation = corr;
+  CUresult r = CUDA_SUCCESS;
+  fake_cuda_report(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_ENTER, name, &p, &r, symbol, corr);
+  r = work();
+  fake_cuda_report(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_EXIT, name, &p, &r, symbol, corr);
+  outer_correlation = saved_outer;
+  return r;
+}
+
+CUresult run_kernel(fake_kernel* k, unsigned gx, unsigned bx, void** params, void** extra, uint32_t corr) {
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  std::vector<void*> args(k->offsets.size());
+  if (params) {
+    for (size_t i = 0; i < args.size(); ++i) args[i] = params[i];
+  } else if (extra) {
+    char* buffer = nullptr;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2)
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<char*>(extra[i + 1]);
+    if (!buffer) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < args.size(); ++i) args[i] = buffer + k->offsets[i];
+  } else if (!args.empty()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const uint64_t start = now_ns();
+  k->body(args.data(), gx, bx);
+  const uint64_t end = std::max(now_ns(), start + 1);
+  const fake_cuda_tool* t;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    t = tool;
+  }
+  if (t && t->kernel_record) t->kernel_record(k->name.c_str(), start, end, corr);
+  return CUDA_SUCCESS;
+}
+
+void memory_record(bool alloc, uint64_t address, uint64_t bytes) {
+  const fake_cuda_tool* t;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    t = tool;
+  }
+  if (t && t->memory_record) t->memory_record(alloc, address, bytes, outer_correlation);
+}
+
+}  // namespace
+
+// The tracer's counting kernel, "loaded" from any module image: the same per-index code as
+// the CUDA kernel (device/count_kernel.h), run over the whole batch on the host.
+void edo_count_body(void** args, unsigned, unsigned) {
+  edo::capture::device::CountParams p;
+  std::memcpy(&p, args[0], sizeof p);
+  for (uint64_t i = 0; i < p.n; ++i) edo::capture::device::count_index(p, i);
+}
+
+// ---- the fakes' private interface ----------------------------------------------------------------
+FAKE_API fake_kernel* fake_cuda_kernel(const char* name, fake_kernel_body body, const size_t* offsets,
+                                       const size_t* sizes, int n) {
+  auto* k = new fake_kernel();
+  k->name = name;
+  k->body = body;
+  k->offsets.assign(offsets, offsets + n);
+  k->sizes.assign(sizes, sizes + n);
+  return k;
+}
+
+FAKE_API void fake_cuda_register_module_function(const char* name, fake_kernel* k) {
+  std::lock_guard<std::mutex> lk(mu);
+  module_functions[name] = k;
+}
+
+FAKE_API void fake_cuda_set_tool(const fake_cuda_tool* t) {
+  std::lock_guard<std::mutex> lk(mu);
+  tool = t;
+}
+
+FAKE_API void fake_cuda_report(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+                               const char* function, const void* params, void* rv, const char* symbol,
+                               uint32_t correlation) {
+  const fake_cuda_tool* t;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    t = tool;
+  }
+  if (!t || !t->callback) return;
+  ++in_callback;
+  t->callback(domain, cbid, site, function, params, rv, symbol, correlation);
+  --in_callback;
+}
+
+FAKE_API uint32_t fake_cuda_next_correlation() {
+  std::lock_guard<std::mutex> lk(mu);
+  return next_correlation++;
+}
+
+FAKE_API int fake_cuda_in_callback(void) { return in_callback; }
+
+FAKE_API uint32_t fake_cuda_set_outer_correlation(uint32_t c) {
+  const uint32_t old = outer_correlation;
+  outer_correlation = c;
+  return old;
+}
+
+FAKE_API CUresult fake_cuda_run(fake_kernel* k, unsigned gx, unsigned bx, void** args, uint32_t corr) {
+  return run_kernel(k, gx, bx, args, nullptr, corr);
+}
+
+FAKE_API uint64_t fake_cuda_live_bytes(void) {
+  std::lock_guard<std::mutex> lk(mu);
+  uint64_t n = 0;
+  for (const auto& [a, b] : live) n += b;
+  return n;
+}
+
+// ---- driver API ------------------------------------------------------------------------------------
+FAKE_API CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuDriverGetVersion(int* v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuCtxGetCurrent(CUcontext* c) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  *c = fake_context;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext* c) {
+  if (c) *c = fake_context;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuCtxGetDevice(CUdevice* d) {
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  cuMemAlloc_v2_params p{dptr, bytes};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", p, nullptr, [&] {
+    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::memset(m, 0xA5, bytes);  // uninitialised device memory is not zero
+    *dptr = reinterpret_cast<CUdeviceptr>(m);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      live[*dptr] = bytes;
+    }
+    memory_record(true, *dptr, bytes);
+    return CUDA_SUCCESS;
+  });
+}
+
+FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  cuMemFree_v2_params p{dptr};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", p, nullptr, [&] {
+    uint64_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      auto it = live.find(dptr);
+      if (it == live.end()) return CUDA_ERROR_INVALID_VALUE;
+      bytes = it->second;
+      live.erase(it);
+    }
+    std::free(reinterpret_cast<void*>(dptr));
+    memory_record(false, dptr, bytes);
+    return CUDA_SUCCESS;
+  });
+}
+
+FAKE_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  *p = std::malloc(bytes ? bytes : 1);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+FAKE_API CUresult cuMemFreeHost(void* p) {
+  std::free(p);
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream) {
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(reinterpret_cast<void*>(dst), src, n);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, CUstream) {
+  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  auto* p = reinterpret_cast<unsigned*>(dst);
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream) {
+  if (!dst) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(reinterpret_cast<void*>(dst), v, n);
+  return CUDA_SUCCESS;
+}
+
+// Events and streams: everything has finished by the time a call returns.
+FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  *e = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuEventRecord(CUevent e, CUstream) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuEventDestroy_v2(CUevent e) {
+  delete reinterpret_cast<int*>(e);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned) {
+  if (!s) return CUDA_ERROR_INVALID_VALUE;
+  *s = reinterpret_cast<CUstream>(new int(0));
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuStreamWaitEvent(CUstream, CUevent e, unsigned) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 0;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = live.upper_bound(p);
+  if (it == live.begin()) return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (p >= it->first + it->second) return CUDA_ERROR_NOT_FOUND;
+  if (base) *base = it->first;
+  if (size) *size = it->second;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* st) {
+  if (!st) return CUDA_ERROR_INVALID_VALUE;
+  *st = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+// Kernels.
+FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
+  fake_kernel* k = kernel_of(f);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  if (i >= k->offsets.size() || !off || !size) return CUDA_ERROR_INVALID_VALUE;
+  *off = k->offsets[i];
+  *size = k->sizes[i];
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t* off, size_t* size) {
+  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(kernel), i, off, size);
+}
+FAKE_API CUresult cuFuncGetName(const char** name, CUfunction f) {
+  fake_kernel* k = kernel_of(f);
+  if (!k || !name) return CUDA_ERROR_INVALID_HANDLE;
+  *name = k->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  // FAKE_CUDA_NO_MODULES=1: like a driver too old for the image.
+  if (const char* no = std::getenv("FAKE_CUDA_NO_MODULES"); no && *no == '1') return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  *m = reinterpret_cast<CUmodule>(new int(0));
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+  static fake_kernel* const edo_count = [] {
+    const size_t off[] = {0}, size[] = {sizeof(edo::capture::device::CountParams)};
+    return fake_cuda_kernel("edo_count", edo_count_body, off, size, 1);
+  }();
+  std::lock_guard<std::mutex> lk(mu);
+  module_functions.emplace("edo_count", edo_count);
+  auto it = module_functions.find(name);
+  if (it == module_functions.end()) return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(it->second);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuModuleUnload(CUmodule m) {
+  delete reinterpret_cast<int*>(m);
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
+  cuLaunchKernel_params p{f, gx, gy, gz, bx, by, bz, shmem, s, params, extra};
+  fake_kernel* k = kernel_of(f);
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", p, k ? k->name.c_str() : nullptr,
+                     [&] { return run_kernel(k, gx, bx, params, extra, outer_correlation); });
+}
+
+FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) {
+  cuLaunchKernelEx_params p{cfg, f, params, extra};
+  fake_kernel* k = kernel_of(f);
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", p, k ? k->name.c_str() : nullptr, [&] {
+    if (!cfg) return CUDA_ERROR_INVALID_VALUE;
+    return run_kernel(k, cfg->gridDimX, cfg->blockDimX, params, extra, outer_correlation);
+  });
+}

@@ -1,0 +1,248 @@
+// A "GPU" job on the fake CUDA stack (fake_cuda.h), run by fake_gpu_test under `edo record`
+// and without it. Known ground truth:
+//  * fake.emb.a: 100 x 8 f32, fake.emb.b: 50 x 4 f16, both cudaMalloc'ed and registered;
+//  * kRuntimeLaunches launches of gather_rows on fake.emb.a through cudaLaunchKernel (which
+//    goes through the driver's cuLaunchKernel), each followed by edo_table_lookup of its
+//    kIdx device indices (idx[i] = i % 100, so rows 0..99 are read kRuntimeLaunches * 10 times);
+//  * kChevronLaunches launches of gather_half on fake.emb.b through __cudaLaunchKernel (CUDA
+//    13's <<<>>> entry point; the fake runs it without driver callbacks);
+//  * kDriverLaunches launches of triton_gather on fake.emb.b through cuLaunchKernel with the
+//    arguments packed in `extra` (how Triton launches);
+//  * one launch of fill_scratch that reads no table.
+// After every launch it checks cudaGetLastError(), as PyTorch does. Prints the results'
+// checksum (identical with and without edo), the launch errors seen, and the runtime calls the
+// fake saw from inside tool callbacks.
+#include <cuda_runtime_api.h>
+#include <edo/edo.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "fake_cuda.h"
+
+extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
+
+namespace {
+
+constexpr int kIdx = 1000;
+constexpr int kRuntimeLaunches = 20;
+constexpr int kChevronLaunches = 3;
+constexpr int kDriverLaunches = 2;
+
+template <class T>
+T arg(void** args, int i) {
+  T v;
+  std::memcpy(&v, args[i], sizeof v);
+  return v;
+}
+
+// gather_rows(const float* w, const long* idx, int n, int dim, float* out)
+void gather_rows(void** a, unsigned, unsigned) {
+  auto* w = arg<const float*>(a, 0);
+  auto* idx = arg<const long*>(a, 1);
+  const int n = arg<int>(a, 2), dim = arg<int>(a, 3);
+  auto* out = arg<float*>(a, 4);
+  for (int i = 0; i < n; ++i) {
+    float s = 0.f;
+    for (int d = 0; d < dim; ++d) s += w[idx[i] * dim + d];
+    out[i] = s;
+  }
+}
+
+// gather_half(const unsigned short* w, const long* idx, int n, int dim, float* out)
+void gather_half(void** a, unsigned, unsigned) {
+  auto* w = arg<const unsigned short*>(a, 0);
+  auto* idx = arg<const long*>(a, 1);
+  const int n = arg<int>(a, 2), dim = arg<int>(a, 3);
+  auto* out = arg<float*>(a, 4);
+  for (int i = 0; i < n; ++i) out[i] += float(w[(idx[i] % 50) * dim]);
+}
+
+// fill_scratch(float* out, int n)
+void fill_scratch(void** a, unsigned, unsigned) {
+  auto* out = arg<float*>(a, 0);
+  const int n = arg<int>(a, 1);
+  for (int i = 0; i < n; ++i) out[i] = float(i) * 0.5f;
+}
+
+char gather_rows_stub, gather_half_stub, fill_scratch_stub;
+
+int launch_errors = 0;
+void check(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    if (launch_errors++ == 0) std::fprintf(stderr, "fake_gpu_job: %s: %s\n", what, cudaGetErrorString(e));
+  }
+}
+
+}  // namespace
+
+// `fake_gpu_job zipf`: the same Zipf batches counted twice, as device indices into
+// "zipf.device" and as host indices into "zipf.host" (the fake's device memory is host memory,
+// so one buffer serves both): the two tables must come out with the same figures.
+int zipf_job() {
+  constexpr uint64_t kRows = 60000;
+  constexpr int kBatches = 40, kN = 50000;
+  std::vector<double> cdf(kRows);
+  double s = 0;
+  for (uint64_t r = 0; r < kRows; ++r) cdf[r] = (s += 1.0 / std::pow(double(r + 1), 1.05));
+  uint64_t x = 88172645463325252ull;
+  std::vector<long> h(kN);
+  long* d = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&d), kN * sizeof(long)) != cudaSuccess) return 1;
+  const int64_t dev = edo_table_register("zipf.device", nullptr, kRows, 16, EDO_F32, EDO_CUDA);
+  const int64_t host = edo_table_register("zipf.host", nullptr, kRows, 16, EDO_F32, EDO_HOST);
+  for (int b = 0; b < kBatches; ++b) {
+    for (int i = 0; i < kN; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const double u = double(x >> 11) / double(1ull << 53) * s;
+      const uint64_t rank = uint64_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      h[i] = long((rank * 2654435761ull) % kRows);  // ranks spread over the rows
+    }
+    cudaMemcpy(d, h.data(), kN * sizeof(long), cudaMemcpyHostToDevice);
+    if (edo_table_lookup(dev, d, kN, EDO_I64, EDO_CUDA, nullptr) < 0) return 3;
+    if (edo_table_lookup(host, d, kN, EDO_I64, EDO_HOST, nullptr) < 0) return 3;
+  }
+  cudaFree(d);
+  std::printf("zipf_batches %d\n", kBatches);
+  return 0;
+}
+
+// `fake_gpu_job release`: 5 launches, then the job hands CUPTI over to another tool (what
+// edo's PyTorch hook does when torch.profiler starts tracing CUDA), which subscribes, then 5
+// more launches. Each batch's indices are counted either way.
+void CUPTIAPI other_tool_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+int release_job() {
+  const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
+  fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  float* a = nullptr;
+  long* idx = nullptr;
+  float* out = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&idx), kIdx * sizeof(long));
+  cudaMalloc(reinterpret_cast<void**>(&out), kIdx * sizeof(float));
+  std::vector<long> hidx(kIdx);
+  for (int i = 0; i < kIdx; ++i) hidx[i] = i % 100;
+  cudaMemcpy(idx, hidx.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  int n = kIdx, dim = 8;
+  for (int it = 0; it < 10; ++it) {
+    if (it == 5) {
+      edo_release_gpu_capture("torch.profiler");
+      CUpti_SubscriberHandle sub;
+      std::printf("other_subscribed %d\n", int(cuptiSubscribe(&sub, other_tool_callback, nullptr)));
+    }
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    cudaLaunchKernel(&gather_rows_stub, dim3(4), dim3(256), args, 0, nullptr);
+    check("cudaLaunchKernel(gather_rows)");
+    edo_table_lookup(t, idx, kIdx, EDO_I64, EDO_CUDA, nullptr);
+  }
+  std::printf("launch_errors %d\n", launch_errors);
+  return 0;
+}
+
+// `fake_gpu_job overrun`: a lookup whose count runs past its buffer is refused (the counting
+// kernel would read outside it), one that fits is counted.
+int overrun_job() {
+  long* idx = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long));
+  std::vector<long> h(1000, 3);
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  std::printf("overrun_rc %d\n", edo_table_lookup(t, idx, 2000, EDO_I64, EDO_CUDA, nullptr));
+  std::printf("fits_rc %d\n", edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, nullptr));
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
+  if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
+  if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
+  const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
+  const size_t two[] = {0, 8}, two_sizes[] = {8, 4};
+  fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  void* half_kernel = fake_cudart_register_kernel(&gather_half_stub, "_Z11gather_halfPKtPKliiPf", gather_half, five,
+                                                  five_sizes, 5);
+  fake_cudart_register_kernel(&fill_scratch_stub, "_Z12fill_scratchPfi", fill_scratch, two, two_sizes, 2);
+  fake_kernel* triton = fake_cuda_kernel("triton_gather", gather_rows, five, five_sizes, 5);
+
+  float* a = nullptr;
+  unsigned short* b = nullptr;
+  long* idx = nullptr;
+  float* out = nullptr;
+  float* scratch = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float)) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&b), 50 * 4 * 2) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&idx), kIdx * sizeof(long)) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&out), kIdx * sizeof(float)) != cudaSuccess ||
+      cudaMalloc(reinterpret_cast<void**>(&scratch), 64 * sizeof(float)) != cudaSuccess) {
+    std::fprintf(stderr, "fake_gpu_job: cudaMalloc failed\n");
+    return 1;
+  }
+  std::vector<float> wa(100 * 8);
+  for (size_t i = 0; i < wa.size(); ++i) wa[i] = float(i % 97) * 0.25f;
+  std::vector<unsigned short> wb(50 * 4);
+  for (size_t i = 0; i < wb.size(); ++i) wb[i] = static_cast<unsigned short>(i * 3);
+  std::vector<long> hidx(kIdx);
+  for (int i = 0; i < kIdx; ++i) hidx[i] = i % 100;
+  cudaMemcpy(a, wa.data(), wa.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(b, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(idx, hidx.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice);
+  if (edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA) < 0) return 2;
+  if (edo_table_register("fake.emb.b", b, 50, 4, EDO_F16, EDO_CUDA) < 0) return 2;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+
+  int n = kIdx, dim = 8, dim_b = 4, scratch_n = 64;
+  for (int it = 0; it < kRuntimeLaunches; ++it) {
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    cudaLaunchKernel(&gather_rows_stub, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchKernel(gather_rows)");
+    const int rc = edo_table_lookup(0, idx, kIdx, EDO_I64, EDO_CUDA, s);
+    if (rc < 0 && it == 0) std::fprintf(stderr, "fake_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
+  }
+  for (int it = 0; it < kChevronLaunches; ++it) {
+    void* args[] = {&b, &idx, &n, &dim_b, &out};
+    __cudaLaunchKernel(static_cast<cudaKernel_t>(half_kernel), dim3(4), dim3(256), args, 0, s);
+    check("__cudaLaunchKernel(gather_half)");
+  }
+  for (int it = 0; it < kDriverLaunches; ++it) {
+    alignas(8) unsigned char packed[32] = {};
+    std::memcpy(packed, &a, 8);
+    std::memcpy(packed + 8, &idx, 8);
+    std::memcpy(packed + 16, &n, 4);
+    std::memcpy(packed + 20, &dim, 4);
+    std::memcpy(packed + 24, &out, 8);
+    size_t size = sizeof packed;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    if (cuLaunchKernel(reinterpret_cast<CUfunction>(triton), 4, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(s),
+                       nullptr, extra) != CUDA_SUCCESS)
+      ++launch_errors;
+  }
+  {
+    void* args[] = {&scratch, &scratch_n};
+    cudaLaunchKernel(&fill_scratch_stub, dim3(1), dim3(64), args, 0, s);
+    check("cudaLaunchKernel(fill_scratch)");
+  }
+  cudaStreamSynchronize(s);
+
+  std::vector<float> hout(kIdx), hs(64);
+  cudaMemcpy(hout.data(), out, kIdx * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaMemcpy(hs.data(), scratch, 64 * sizeof(float), cudaMemcpyDeviceToHost);
+  double checksum = 0;
+  for (int i = 0; i < kIdx; ++i) checksum += double(hout[i]) * double(i % 7 + 1);
+  for (float v : hs) checksum += v;
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(idx), static_cast<void*>(out),
+                  static_cast<void*>(scratch)})
+    cudaFree(p);
+  check("cudaFree");
+  std::printf("checksum %.17g\n", checksum);
+  std::printf("launch_errors %d\n", launch_errors);
+  std::printf("last_error %d\n", int(cudaPeekAtLastError()));
+  std::printf("runtime_calls_in_callbacks %llu\n", static_cast<unsigned long long>(fake_cudart_calls_in_callbacks()));
+  return 0;
+}

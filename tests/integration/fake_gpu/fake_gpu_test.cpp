@@ -1,0 +1,283 @@
+// The tracer's GPU path on the fake CUDA stack (fake_cuda.h): a job whose launches go through
+// the CUPTI callbacks exactly as on a GPU, run with and without `edo record`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "edo/db/profile_store.h"
+#include "edo/stats/table_stats.h"
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout and stderr
+  std::map<std::string, std::string> values;  // "key value" lines
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto sp = line.find(' ');
+    if (sp != std::string::npos) r.values[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  return r;
+}
+
+std::string db_path(const char* tag) {
+  return ::testing::TempDir() + "/fake_gpu_" + tag + "_" + std::to_string(getpid()) + ".edodb";
+}
+
+std::string recorded(const std::string& db, const std::string& env = "") {
+  return env + " EDO_CUPTI_PATH=" FAKE_CUPTI " " EDO_BIN " record -o " + db + " -- " FAKE_GPU_JOB;
+}
+
+const edo::model::KernelStat* kernel(const edo::model::Profile& p, const std::string& prefix) {
+  for (const auto& k : p.kernels)
+    if (k.name.rfind(prefix, 0) == 0) return &k;
+  return nullptr;
+}
+
+const edo::model::KernelTableStat* per_table(const edo::model::KernelStat& k, const std::string& table) {
+  for (const auto& t : k.per_table)
+    if (t.table == table) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+// Issue 9: under `edo record` every launch still leaves cudaSuccess as the last error, the
+// results are the same, and the tracer called nothing of the job's runtime from a callback.
+TEST(FakeGpu, TheJobRunsUnharmedUnderRecord) {
+  Result plain = sh(FAKE_GPU_JOB);
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  EXPECT_EQ(plain.values["launch_errors"], "0") << plain.out;
+  const std::string db = db_path("unharmed");
+  Result traced = sh(recorded(db));
+  ASSERT_EQ(traced.status, 0) << traced.out;
+  EXPECT_EQ(traced.values["checksum"], plain.values["checksum"]) << traced.out;
+  EXPECT_EQ(traced.values["launch_errors"], "0") << "cudaGetLastError() after a launch failed:\n" << traced.out;
+  EXPECT_EQ(traced.values["last_error"], "0") << traced.out;
+  EXPECT_EQ(traced.values["runtime_calls_in_callbacks"], "0")
+      << "the tracer called the job's CUDA runtime from a CUPTI callback:\n" << traced.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "active") << traced.out;
+  std::filesystem::remove(db);
+}
+
+// Issue 9 item 2: each launch lists the tables its pointer arguments point into, with launches
+// and GPU time per (kernel, table), whichever way it was launched.
+TEST(FakeGpu, KernelsAreTiedToTheTablesTheyRead) {
+  const std::string db = db_path("kernels");
+  Result r = sh(recorded(db));
+  ASSERT_EQ(r.status, 0) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const auto* gather = kernel(p, "gather_rows(");
+  ASSERT_NE(gather, nullptr) << "runtime launch (cudaLaunchKernel -> cuLaunchKernel) not recorded";
+  EXPECT_EQ(gather->launches, 20u);
+  EXPECT_GT(gather->total_ns, 0u);
+  EXPECT_EQ(gather->tables, std::vector<std::string>{"fake.emb.a"});
+  const auto* ga = per_table(*gather, "fake.emb.a");
+  ASSERT_NE(ga, nullptr);
+  EXPECT_EQ(ga->launches, 20u);
+  EXPECT_EQ(ga->total_ns, gather->total_ns) << "every launch of gather_rows read fake.emb.a";
+
+  const auto* half = kernel(p, "gather_half(");
+  ASSERT_NE(half, nullptr) << "__cudaLaunchKernel (CUDA 13 <<<>>>) launch not recorded";
+  EXPECT_EQ(half->launches, 3u);
+  ASSERT_NE(per_table(*half, "fake.emb.b"), nullptr) << "arguments of a CUkernel launch not read";
+  EXPECT_EQ(per_table(*half, "fake.emb.b")->launches, 3u);
+  EXPECT_GT(per_table(*half, "fake.emb.b")->total_ns, 0u);
+
+  const auto* triton = kernel(p, "triton_gather");
+  ASSERT_NE(triton, nullptr) << "driver launch with packed arguments not recorded";
+  EXPECT_EQ(triton->launches, 2u);
+  ASSERT_NE(per_table(*triton, "fake.emb.a"), nullptr);
+  EXPECT_EQ(per_table(*triton, "fake.emb.a")->launches, 2u);
+
+  const auto* fill = kernel(p, "fill_scratch(");
+  ASSERT_NE(fill, nullptr);
+  EXPECT_TRUE(fill->tables.empty());
+  EXPECT_TRUE(fill->per_table.empty());
+
+  // The report lists (kernel, table) with launches and GPU time, in text and JSON.
+  Result text = sh(std::string(EDO_BIN) + " report " + db);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("TABLE IT READS"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("fake.emb.b"), std::string::npos) << text.out;
+  Result json = sh(std::string(EDO_BIN) + " report --json " + db);
+  ASSERT_EQ(json.status, 0) << json.out;
+  EXPECT_NE(json.out.find("\"per_table\""), std::string::npos);
+  std::filesystem::remove(db);
+}
+
+// Allocations through the runtime (which calls the driver inside) are counted once and
+// attributed to the tables; device indices are counted exactly.
+TEST(FakeGpu, AllocationsAndDeviceIndicesAreRecorded) {
+  const std::string db = db_path("memory");
+  Result r = sh(recorded(db));
+  ASSERT_EQ(r.status, 0) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  int a_allocs = 0, frees = 0;
+  int64_t sum = 0;
+  for (const auto& e : p.memory_events) {
+    if (e.bytes > 0 && e.table == "fake.emb.a") ++a_allocs;
+    if (e.bytes < 0) ++frees;
+    sum += e.bytes;
+  }
+  EXPECT_EQ(a_allocs, 1) << "one cudaMalloc, reported by the runtime and the driver: counted once";
+  EXPECT_EQ(frees, 5);
+  EXPECT_EQ(sum, 0) << "every allocation of the job was freed";
+  EXPECT_EQ(p.peak_bytes(), int64_t(100 * 8 * 4 + 50 * 4 * 2 + 1000 * 8 + 1000 * 4 + 64 * 4));
+  const edo::model::Table* a = nullptr;
+  for (const auto& t : p.tables)
+    if (t.name == "fake.emb.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.lookups(), 20u * 1000u);
+  EXPECT_EQ(a->aggregate.unique_rows(), 100u);
+  for (uint64_t row = 0; row < 100; ++row) ASSERT_EQ(a->aggregate.count(row), 200u) << row;
+  std::filesystem::remove(db);
+}
+
+// Issue 9.3: device indices are counted on the device (the counting kernel, here run by the
+// fake driver), and the report's figures are those of the same indices counted on the host.
+TEST(FakeGpu, DeviceCountedTablesGiveTheHostFigures) {
+  const std::string db = db_path("zipf");
+  Result r = sh(recorded(db) + " zipf");
+  ASSERT_EQ(r.status, 0) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_TRUE(p.metadata.count("device_counting")) << "device indices were not counted on the device";
+  EXPECT_NE(p.metadata.at("device_counting").find("40 batches, 2000000 indices"), std::string::npos)
+      << p.metadata.at("device_counting");
+  const edo::model::Table *dev = nullptr, *host = nullptr;
+  for (const auto& t : p.tables) {
+    if (t.name == "zipf.device") dev = &t;
+    if (t.name == "zipf.host") host = &t;
+  }
+  ASSERT_NE(dev, nullptr);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(dev->aggregate.lookups(), 2000000u);
+  EXPECT_EQ(dev->aggregate.lookups(), host->aggregate.lookups());
+  EXPECT_EQ(dev->aggregate.unique_rows(), host->aggregate.unique_rows());
+  for (uint64_t row = 0; row < 60000; ++row)
+    ASSERT_EQ(dev->aggregate.count(row), host->aggregate.count(row)) << row;
+  const auto sd = edo::stats::summarize(dev->aggregate), sh_ = edo::stats::summarize(host->aggregate);
+  EXPECT_DOUBLE_EQ(sd.coverage_top_1pct, sh_.coverage_top_1pct);
+  ASSERT_EQ(sd.lru_curve.size(), sh_.lru_curve.size());
+  double mae = 0;
+  for (size_t i = 0; i < sd.lru_curve.size(); ++i) mae += std::fabs(sd.lru_curve[i].y - sh_.lru_curve[i].y);
+  mae /= double(sd.lru_curve.size());
+  std::printf("LRU curve of the device-counted table vs the host-counted one (exact): MAE %.5f\n", mae);
+  EXPECT_LE(mae, 0.01);
+  std::filesystem::remove(db);
+}
+
+// Without a module for the device (FAKE_CUDA_NO_MODULES: a driver too old for the fatbin),
+// device indices are copied to the host and counted there: the same counts.
+TEST(FakeGpu, WithoutTheCountingModuleIndicesAreCopiedToTheHost) {
+  const std::string db = db_path("nomodule");
+  Result r = sh(recorded(db, "FAKE_CUDA_NO_MODULES=1") + " zipf");
+  ASSERT_EQ(r.status, 0) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_FALSE(p.metadata.count("device_counting"));
+  const edo::model::Table *dev = nullptr, *host = nullptr;
+  for (const auto& t : p.tables) {
+    if (t.name == "zipf.device") dev = &t;
+    if (t.name == "zipf.host") host = &t;
+  }
+  ASSERT_NE(dev, nullptr);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(dev->aggregate.lookups(), 2000000u);
+  for (uint64_t row = 0; row < 60000; row += 7) ASSERT_EQ(dev->aggregate.count(row), host->aggregate.count(row)) << row;
+  std::filesystem::remove(db);
+}
+
+// Issue 13: another tool already holds CUPTI (FAKE_CUPTI_HELD_BY: what cuptiSubscribe_v2
+// reports of it). One warning line names it; the job is unharmed; tables, device lookups
+// (counted without CUPTI) and the rest are recorded; GPU allocations and kernels are not.
+TEST(FakeGpu, AnotherCuptiSubscriberIsNamedAndEverythingElseRecorded) {
+  Result plain = sh(FAKE_GPU_JOB);
+  const std::string db = db_path("held");
+  Result r = sh(recorded(db, "FAKE_CUPTI_HELD_BY='Nsight Systems'"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["checksum"], plain.values["checksum"]);
+  EXPECT_EQ(r.values["launch_errors"], "0");
+  int warnings = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("edo: ", 0) == 0) {
+      ++warnings;
+      EXPECT_NE(line.find("Nsight Systems"), std::string::npos) << line;
+    }
+  EXPECT_EQ(warnings, 1) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "unavailable: held by Nsight Systems");
+  EXPECT_TRUE(p.kernels.empty());
+  EXPECT_TRUE(p.memory_events.empty());
+  const edo::model::Table* a = nullptr;
+  for (const auto& t : p.tables)
+    if (t.name == "fake.emb.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.lookups(), 20u * 1000u);
+  EXPECT_EQ(a->aggregate.count(7), 200u);
+  std::filesystem::remove(db);
+}
+
+// torch.profiler about to trace CUDA: the PyTorch hook calls edo_release_gpu_capture. edo
+// gives CUPTI up (one line naming the tool), the other tool can subscribe, and everything else
+// is still recorded.
+TEST(FakeGpu, CuptiIsHandedOverToAnotherTool) {
+  const std::string db = db_path("release");
+  Result r = sh(recorded(db) + " release");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["other_subscribed"], "0") << "the other tool could not subscribe:\n" << r.out;
+  EXPECT_EQ(r.values["launch_errors"], "0");
+  int lines = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("edo: ", 0) == 0) {
+      ++lines;
+      EXPECT_NE(line.find("torch.profiler"), std::string::npos) << line;
+    }
+  EXPECT_EQ(lines, 1) << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  EXPECT_EQ(p.metadata.count("cupti") ? p.metadata.at("cupti") : "", "released to torch.profiler");
+  const auto* gather = kernel(p, "gather_rows(");
+  ASSERT_NE(gather, nullptr);
+  EXPECT_EQ(gather->launches, 5u) << "launches before the hand-over are kept, none after";
+  ASSERT_FALSE(p.tables.empty());
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 10u * 1000u);
+  std::filesystem::remove(db);
+}
+
+// A device batch whose count runs past its allocation is refused and counted, never read.
+TEST(FakeGpu, ABatchPastItsBufferIsRefused) {
+  const std::string db = db_path("overrun");
+  Result r = sh(recorded(db) + " overrun");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["overrun_rc"], "-1") << r.out;  // EDO_ERR_INVALID_ARGUMENT
+  EXPECT_EQ(r.values["fits_rc"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 1000u);
+  EXPECT_EQ(p.tables[0].aggregate.count(3), 1000u);
+  EXPECT_EQ(p.dropped_events(), 1u);
+  std::filesystem::remove(db);
+}

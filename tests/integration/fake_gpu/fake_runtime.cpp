@@ -1,0 +1,191 @@
+// Fake libcudart.so.13 (see fake_cuda.h): the runtime entry points a job calls. Like the real
+// runtime it keeps a per-thread last error (cudaGetLastError), reports its calls to the CUPTI
+// subscriber and launches through the driver (cuLaunchKernel, with driver callbacks inside
+// the runtime's). Runtime calls made while a tool callback runs are counted: the real runtime
+// fails cudaGetFuncBySymbol there and leaves "invalid device function" as the job's last
+// error (issue 9), which the fake reproduces.
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "fake_cuda.h"
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+thread_local cudaError_t last_error = cudaSuccess;
+std::atomic<uint64_t> calls_in_callbacks{0};
+std::mutex mu;
+std::map<const void*, fake_kernel*> stubs;  // host stub -> kernel
+
+// Every entry point starts here.
+void entered() {
+  if (fake_cuda_in_callback()) calls_in_callbacks.fetch_add(1);
+}
+
+cudaError_t fail(cudaError_t e) {
+  if (e != cudaSuccess) last_error = e;
+  return e;
+}
+
+cudaError_t of(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
+    case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// One runtime call: ENTER callback, the work (driver calls made in it carry this call's
+// correlation id in their activity records), EXIT callback, last error.
+template <class Params, class Work>
+cudaError_t runtime_call(CUpti_CallbackId cbid, const char* name, Params& p, const char* symbol, Work work) {
+  const uint32_t corr = fake_cuda_next_correlation();
+  cudaError_t r = cudaSuccess;
+  fake_cuda_report(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_ENTER, name, &p, &r, symbol, corr);
+  const uint32_t outer = fake_cuda_set_outer_correlation(corr);
+  r = work(corr);
+  fake_cuda_set_outer_correlation(outer);
+  fake_cuda_report(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, CUPTI_API_EXIT, name, &p, &r, symbol, corr);
+  return fail(r);
+}
+
+fake_kernel* kernel_of_stub(const void* stub) {
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = stubs.find(stub);
+  return it == stubs.end() ? nullptr : it->second;
+}
+
+// The name a launch callback carries (symbolName).
+const char* name_of(fake_kernel* k) {
+  const char* n = nullptr;
+  if (k) cuFuncGetName(&n, reinterpret_cast<CUfunction>(k));
+  return n;
+}
+
+}  // namespace
+
+FAKE_API void* fake_cudart_register_kernel(const void* stub, const char* mangled_name, fake_kernel_body body,
+                                           const size_t* offsets, const size_t* sizes, int nparams) {
+  fake_kernel* k = fake_cuda_kernel(mangled_name, body, offsets, sizes, nparams);
+  std::lock_guard<std::mutex> lk(mu);
+  stubs[stub] = k;
+  return k;
+}
+
+FAKE_API uint64_t fake_cudart_calls_in_callbacks(void) { return calls_in_callbacks.load(); }
+
+FAKE_API cudaError_t cudaGetDeviceCount(int* n) {
+  entered();
+  if (!n) return fail(cudaErrorInvalidValue);
+  *n = 1;
+  return cudaSuccess;
+}
+
+FAKE_API cudaError_t cudaGetLastError(void) {
+  entered();
+  const cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
+
+FAKE_API cudaError_t cudaPeekAtLastError(void) {
+  entered();
+  return last_error;
+}
+
+FAKE_API const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    default: return "fake runtime error";
+  }
+}
+
+FAKE_API cudaError_t cudaMalloc(void** ptr, size_t size) {
+  entered();
+  cudaMalloc_v3020_params p{ptr, size};
+  return runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc_v3020", p, nullptr, [&](uint32_t) {
+    if (!ptr) return cudaErrorInvalidValue;
+    CUdeviceptr d = 0;
+    const cudaError_t e = of(cuMemAlloc_v2(&d, size));
+    *ptr = reinterpret_cast<void*>(d);
+    return e;
+  });
+}
+
+FAKE_API cudaError_t cudaFree(void* ptr) {
+  entered();
+  cudaFree_v3020_params p{ptr};
+  return runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree_v3020", p, nullptr, [&](uint32_t) {
+    return ptr ? of(cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr))) : cudaSuccess;
+  });
+}
+
+FAKE_API cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind) {
+  entered();
+  if (!dst || !src) return fail(cudaErrorInvalidValue);
+  std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+
+FAKE_API cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  entered();
+  return fail(of(cuStreamCreate(reinterpret_cast<CUstream*>(s), 0)));
+}
+
+FAKE_API cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  entered();
+  return cudaSuccess;
+}
+
+FAKE_API cudaError_t cudaDeviceSynchronize(void) {
+  entered();
+  return cudaSuccess;
+}
+
+FAKE_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* f, const void* stub) {
+  entered();
+  // What the real runtime does when asked from inside a CUPTI callback (issue 9).
+  if (fake_cuda_in_callback()) return fail(cudaErrorInvalidDeviceFunction);
+  fake_kernel* k = kernel_of_stub(stub);
+  if (!f || !k) return fail(cudaErrorInvalidDeviceFunction);
+  *f = reinterpret_cast<cudaFunction_t>(k);
+  return cudaSuccess;
+}
+
+// cudaLaunchKernel goes through the driver's cuLaunchKernel (driver callbacks inside).
+FAKE_API cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
+                                      cudaStream_t stream) {
+  entered();
+  fake_kernel* k = kernel_of_stub(func);
+  cudaLaunchKernel_v7000_params p{func, grid, block, args, shmem, stream};
+  return runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000", p, name_of(k),
+                      [&](uint32_t) {
+                        if (!k) return cudaErrorInvalidDeviceFunction;
+                        return of(cuLaunchKernel(reinterpret_cast<CUfunction>(k), grid.x, grid.y, grid.z, block.x,
+                                                 block.y, block.z, unsigned(shmem), reinterpret_cast<CUstream>(stream),
+                                                 args, nullptr));
+                      });
+}
+
+// CUDA 13's kernel<<<...>>>() entry point, given a cudaKernel_t (a CUkernel). This fake launches
+// it without driver callbacks (a runtime that launches another way): the tracer must then read
+// the arguments through the CUkernel.
+FAKE_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shmem,
+                                        cudaStream_t stream) {
+  entered();
+  auto* k = reinterpret_cast<fake_kernel*>(kernel);
+  cudaLaunchKernel_v7000_params p{kernel, grid, block, args, shmem, stream};
+  return runtime_call(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, "__cudaLaunchKernel_v13000", p, name_of(k),
+                      [&](uint32_t corr) {
+                        if (!k) return cudaErrorInvalidDeviceFunction;
+                        return of(fake_cuda_run(k, grid.x, block.x, args, corr));
+                      });
+}
