@@ -51,6 +51,22 @@ TEST(TableViews, SameNameOtherShapeStaysSeparate) {
   }
 }
 
+TEST(TableViews, ProgressCountsEveryViewAndGivesTheSameViews) {
+  Profile p = db::testing::sample_profile();
+  std::vector<size_t> done;
+  auto views = table_views(p, [&](size_t d, size_t total) {
+    EXPECT_EQ(total, 3u);
+    done.push_back(d);
+  });
+  EXPECT_EQ(done, (std::vector<size_t>{1, 2, 3}));
+  auto plain = table_views(p);
+  ASSERT_EQ(views.size(), plain.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    EXPECT_EQ(views[i].name, plain[i].name);
+    EXPECT_EQ(views[i].summary.lookups, plain[i].summary.lookups);
+  }
+}
+
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
   Profile p = db::testing::sample_profile();
   // user 64000 + item 1600 + user(session 2) 64000 + its optimizer state 128000 and gradients
