@@ -1,0 +1,117 @@
+// edo-dashboard: the Qt desktop dashboard over .edodb recordings.
+//
+//   edo-dashboard [FILE] [--compare OTHER]                         the window
+//   edo-dashboard FILE --screenshot OUT.png [--view V] [--size WxH]  one view rendered offscreen
+//
+// Exit codes: 0 success, 1 runtime failure (one line on stderr), 2 usage error.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QRegularExpression>
+#include <QThreadPool>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "main_window.h"
+#include "screenshot.h"
+
+namespace {
+
+int usage_error(const QString& message) {
+  std::fprintf(stderr, "edo-dashboard: %s (see 'edo-dashboard --help')\n", qPrintable(message));
+  return 2;
+}
+
+bool has_argument(int argc, char** argv, const char* name) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return true;
+    if (std::strncmp(argv[i], name, std::strlen(name)) == 0 && argv[i][std::strlen(name)] == '=') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool headless = has_argument(argc, argv, "--screenshot");
+  const bool informational = has_argument(argc, argv, "--help") || has_argument(argc, argv, "-h") ||
+                             has_argument(argc, argv, "--version") || has_argument(argc, argv, "-v");
+  // The headless mode needs no display; the window does, and Qt aborts without one, so say
+  // it in one line first.
+  if (headless || informational) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  } else if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+             qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr,
+                 "edo-dashboard: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop session "
+                 "(or ssh -X), or render a view to a file with --screenshot OUT.png\n");
+    return 1;
+  }
+  if (headless) QApplication::setAttribute(Qt::AA_Use96Dpi);  // the same pixels on every machine
+
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("edo"));
+  QApplication::setApplicationName(QStringLiteral("edo-dashboard"));
+  QApplication::setApplicationVersion(QStringLiteral(EDO_VERSION));
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral(
+      "edo dashboard: look at an .edodb recording (memory per table, access skew, cache curves, kernels, diffs).\n"
+      "Record one with 'edo record -o run.edodb -- python3 train.py' or 'edo synth -o demo.edodb'."));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("the recording to open (.edodb)"), QStringLiteral("[FILE]"));
+  QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("also open OTHER in the Diff view"), QStringLiteral("OTHER"));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("render one view to a PNG without a display, then exit"), QStringLiteral("OUT.png"));
+  QCommandLineOption view(QStringLiteral("view"),
+                          QStringLiteral("the view to render: overview, tables, table:NAME, kernels or diff:OTHER (default overview)"),
+                          QStringLiteral("VIEW"), QStringLiteral("overview"));
+  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("window size for --screenshot (default 1280x800)"), QStringLiteral("WxH"),
+                          QStringLiteral("1280x800"));
+  parser.addOptions({compare, screenshot, view, size});
+  if (!parser.parse(QApplication::arguments())) return usage_error(parser.errorText());
+  if (parser.isSet(QStringLiteral("help"))) {
+    std::fputs(qPrintable(parser.helpText()), stdout);
+    return 0;
+  }
+  if (parser.isSet(QStringLiteral("version"))) {
+    std::printf("edo-dashboard %s\n", EDO_VERSION);
+    return 0;
+  }
+  const QStringList files = parser.positionalArguments();
+  if (files.size() > 1) return usage_error(QStringLiteral("one recording at a time (got %1 files; use --compare for a second)").arg(files.size()));
+
+  if (parser.isSet(screenshot)) {
+    if (files.isEmpty()) return usage_error(QStringLiteral("--screenshot needs a recording: edo-dashboard FILE --screenshot OUT.png"));
+    edo::gui::ScreenshotRequest request;
+    request.file = files.front();
+    request.out = parser.value(screenshot);
+    request.view = parser.value(view);
+    const QString bad_view = edo::gui::check_view_spec(request.view);
+    if (!bad_view.isEmpty()) return usage_error(bad_view);
+    const auto match = QRegularExpression(QStringLiteral("^(\\d{3,5})x(\\d{3,5})$")).match(parser.value(size));
+    if (!match.hasMatch()) return usage_error(QStringLiteral("--size '%1' is not WIDTHxHEIGHT (e.g. 1280x800)").arg(parser.value(size)));
+    request.size = QSize(match.captured(1).toInt(), match.captured(2).toInt());
+    if (request.size.width() < 400 || request.size.height() < 300 || request.size.width() > 8000 || request.size.height() > 8000)
+      return usage_error(QStringLiteral("--size %1 is outside 400x300 .. 8000x8000").arg(parser.value(size)));
+    QString error;
+    const int rc = edo::gui::render_screenshot(request, &error);
+    QThreadPool::globalInstance()->waitForDone();
+    if (rc != 0) std::fprintf(stderr, "edo-dashboard: %s\n", qPrintable(error));
+    return rc;
+  }
+  if (parser.isSet(view) || parser.isSet(size)) return usage_error(QStringLiteral("--view and --size go with --screenshot"));
+
+  int rc;
+  {
+    edo::gui::MainWindow window;
+    window.show();
+    if (!files.isEmpty()) window.openFile(files.front());
+    if (parser.isSet(compare)) window.compareWith(parser.value(compare));
+    rc = QApplication::exec();
+  }
+  QThreadPool::globalInstance()->waitForDone();
+  return rc;
+}

@@ -1,0 +1,26 @@
+// Two recordings side by side, one row per table name: each metric's "before → after" and
+// its change (`edo diff`). Rows present in only one recording say which.
+#pragma once
+
+#include "edo/gui/recording_diff.h"
+#include "edo/gui/table_model_base.h"
+
+namespace edo::gui {
+
+class DiffModel : public TableModelBase {
+  Q_OBJECT
+ public:
+  enum Columns { kName, kStatus, kFirstMetric };
+  explicit DiffModel(QObject* parent = nullptr);
+  void setDiff(std::shared_ptr<const RecordingDiff> diff);
+  const RecordingDiff* diff() const { return diff_.get(); }
+
+ protected:
+  int rows() const override;
+  QVariant cell(int row, int column, int role) const override;
+
+ private:
+  std::shared_ptr<const RecordingDiff> diff_;
+};
+
+}  // namespace edo::gui
