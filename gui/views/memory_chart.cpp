@@ -4,6 +4,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QHorizontalStackedBarSeries>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QScatterSeries>
@@ -23,7 +24,7 @@ QChart* make_timeline_chart(const StackedTimeline& tl, const QString& session_la
   const double y_max = charts::nice_ceiling(static_cast<double>(tl.peak_bytes) * 1.08 / bytes.divisor);
   const double x_max = std::max(tl.duration_s / time.divisor, 1e-9);
   auto* x = charts::linear_axis(QObject::tr("time since the process started (%1)").arg(time.name), 0.0, x_max, 7);
-  auto* y = charts::linear_axis(QObject::tr("live device memory (%1)").arg(bytes.name), 0.0, y_max, 6);
+  auto* y = charts::linear_axis(QObject::tr("device memory (%1)").arg(bytes.name), 0.0, y_max, 6);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
 
@@ -56,11 +57,21 @@ QChart* make_timeline_chart(const StackedTimeline& tl, const QString& session_la
     previous = upper;
   }
 
+  // The peak: a marker with its own label beside it (not in the legend, where long table
+  // names would squeeze it out).
   auto* peak = new QScatterSeries();
-  peak->setName(QObject::tr("peak %1 at %2 %3")
-                    .arg(format_bytes(static_cast<uint64_t>(tl.peak_bytes)))
-                    .arg(tl.peak_time_s / time.divisor, 0, 'f', tl.peak_time_s / time.divisor < 10 ? 2 : 1)
-                    .arg(time.name));
+  const QString peak_text = QObject::tr("peak %1 at %2 %3")
+                                .arg(format_bytes(static_cast<uint64_t>(tl.peak_bytes)))
+                                .arg(tl.peak_time_s / time.divisor, 0, 'f', tl.peak_time_s / time.divisor < 10 ? 2 : 1)
+                                .arg(time.name);
+  peak->setName(peak_text);
+  peak->setPointLabelsFormat(peak_text);  // no @xPoint/@yPoint tags: the text as it is
+  peak->setPointLabelsVisible(true);
+  peak->setPointLabelsClipping(false);
+  QFont label_font = peak->pointLabelsFont();
+  label_font.setBold(true);
+  peak->setPointLabelsFont(label_font);
+  peak->setPointLabelsColor(QColor(0xc0, 0x20, 0x20));
   peak->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
   peak->setMarkerSize(13);
   peak->setColor(QColor(0xc0, 0x20, 0x20));
@@ -69,6 +80,7 @@ QChart* make_timeline_chart(const StackedTimeline& tl, const QString& session_la
   chart->addSeries(peak);
   peak->attachAxis(x);
   peak->attachAxis(y);
+  for (QLegendMarker* m : chart->legend()->markers(peak)) m->setVisible(false);
   return chart;
 }
 

@@ -9,6 +9,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "chart_util.h"
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
@@ -55,7 +57,8 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
   sessions_->setModel(sessions_model_);
   sessions_->verticalHeader()->hide();
   sessions_->horizontalHeader()->setSectionResizeMode(SessionsModel::kCommand, QHeaderView::Stretch);
-  sessions_->setMaximumHeight(120);
+  sessions_->setWordWrap(false);
+  sessions_->verticalHeader()->setDefaultSectionSize(sessions_->fontMetrics().height() + 6);
   sessions_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   sessions_->hide();
   layout->addWidget(sessions_);
@@ -181,6 +184,10 @@ void OverviewView::updateHeader() {
   }
   header_->setText(html);
   sessions_->setVisible(p.sessions.size() > 1);
+  // Tall enough for up to 4 processes without scrolling, never more.
+  const int shown_rows = static_cast<int>(std::min<size_t>(p.sessions.size(), 4));
+  sessions_->setFixedHeight(sessions_->horizontalHeader()->sizeHint().height() +
+                            shown_rows * sessions_->verticalHeader()->defaultSectionSize() + 2 * sessions_->frameWidth());
 
   const uint64_t dropped = p.dropped_events();
   dropped_->setVisible(dropped > 0);

@@ -25,7 +25,7 @@ void TopTablesModel::setRecording(RecordingPtr recording) {
     for (const auto& t : recording->tables) {
       const uint64_t v = measure_ == Measure::kBytes ? total_bytes(t) : lookups(t);
       sum += v;
-      entries_.push_back({t.name, v, 0.0});
+      if (v > 0) entries_.push_back({t.name, v, 0.0});  // tied names own no bytes of their own
     }
     std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.value > b.value; });
     if (entries_.size() > static_cast<size_t>(limit_)) entries_.resize(static_cast<size_t>(limit_));
