@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QRegularExpression>
 #include <QThreadPool>
+#include <QtGlobal>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,16 @@ namespace {
 int usage_error(const QString& message) {
   std::fprintf(stderr, "edo-dashboard: %s (see 'edo-dashboard --help')\n", qPrintable(message));
   return 2;
+}
+
+// Qt's platform plugins print lines that say nothing to a user (the offscreen plugin cannot
+// resize to hints; no XDG runtime dir in a container); everything else goes to stderr.
+void quiet_message_handler(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (type == QtDebugMsg || type == QtInfoMsg) return;
+  if (message.contains(QLatin1String("propagateSizeHints")) || message.contains(QLatin1String("XDG_RUNTIME_DIR"))) return;
+  std::fprintf(stderr, "edo-dashboard: %s\n", qPrintable(message));
+  if (type == QtFatalMsg) std::abort();
+  (void)context;
 }
 
 bool has_argument(int argc, char** argv, const char* name) {
@@ -49,7 +60,8 @@ int main(int argc, char** argv) {
                  "(or ssh -X), or render a view to a file with --screenshot OUT.png\n");
     return 1;
   }
-  if (headless) QApplication::setAttribute(Qt::AA_Use96Dpi);  // the same pixels on every machine
+  if (headless) QApplication::setAttribute(Qt::AA_Use96Dpi);
+  if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);  // the same pixels on every machine
 
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("edo"));

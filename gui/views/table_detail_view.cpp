@@ -193,7 +193,7 @@ void TableDetailView::clearCharts(const QString& why) {
 
 QString TableDetailView::coverageReadout(double row_share) const {
   if (!detail_ || detail_->rows == 0) return {};
-  const auto rows = static_cast<uint64_t>(std::floor(row_share * static_cast<double>(detail_->rows)));
+  const uint64_t rows = rows_in_share(*detail_, row_share);
   return tr("The top %1 of rows (%2 rows) take %3 of lookups")
       .arg(format_share(row_share, row_share < 0.01 ? 2 : 1))
       .arg(format_count(rows))

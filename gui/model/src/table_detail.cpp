@@ -72,7 +72,13 @@ TableDetail build_table_detail(const model::TableView& table, size_t top_rows) {
 
   // Coverage at 50 points per decade of rows, from the same prefix sums as edo report.
   if (d.rows > 0 && d.lookups > 0) {
-    for (uint64_t k : log_edges(d.rows, 50)) {
+    // Plus the report's own points (top 0.1 %, 1 %, 10 % of rows, at least one row), so the
+    // readout there is the number `edo report` prints.
+    std::vector<uint64_t> ks = log_edges(d.rows, 50);
+    for (uint64_t per_mille : {1, 10, 100}) ks.push_back(std::max<uint64_t>(1, d.rows * per_mille / 1000));
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+    for (uint64_t k : ks) {
       const uint64_t i = std::min<uint64_t>(k, n);
       const double y = std::min(1.0, static_cast<double>(prefix[i]) / static_cast<double>(d.lookups));
       d.coverage.push_back({static_cast<double>(k) / static_cast<double>(d.rows), y});
@@ -85,10 +91,17 @@ TableDetail build_table_detail(const model::TableView& table, size_t top_rows) {
   return d;
 }
 
+uint64_t rows_in_share(const TableDetail& detail, double row_share) {
+  const double k = std::floor(row_share * static_cast<double>(detail.rows) + 1e-9);
+  return std::clamp<uint64_t>(static_cast<uint64_t>(std::max(0.0, k)), 1, std::max<uint64_t>(detail.rows, 1));
+}
+
 double coverage_at(const TableDetail& detail, double row_share) {
   const auto& c = detail.coverage;
   if (c.empty() || row_share <= 0.0) return 0.0;
-  if (row_share <= c.front().x) return c.front().y * row_share / c.front().x;
+  // The top floor(share x rows) rows, at least one (as `edo report` counts them).
+  row_share = static_cast<double>(rows_in_share(detail, row_share)) / static_cast<double>(detail.rows);
+  if (row_share <= c.front().x) return c.front().y;
   if (row_share >= c.back().x) return c.back().y;
   auto it = std::lower_bound(c.begin(), c.end(), row_share, [](const XY& p, double x) { return p.x < x; });
   const XY& b = *it;

@@ -48,8 +48,10 @@ struct TableDetail {
 
 TableDetail build_table_detail(const model::TableView& table, size_t top_rows = 100);
 
-// Share of lookups taken by the top `row_share` of rows, read off the coverage curve
-// (log-linear interpolation between its points; exact at them).
+// The rows in the top `row_share` of the table: floor(share x rows), at least one.
+uint64_t rows_in_share(const TableDetail& detail, double row_share);
+// Share of lookups taken by those rows, read off the coverage curve: exact at its points
+// (which include the top 0.1, 1 and 10 %), log-linear between them.
 double coverage_at(const TableDetail& detail, double row_share);
 
 }  // namespace edo::gui
