@@ -35,45 +35,23 @@ void quiet_message_handler(QtMsgType type, const QMessageLogContext& context, co
   (void)context;
 }
 
-bool has_argument(int argc, char** argv, const char* name) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return true;
-    if (std::strncmp(argv[i], name, std::strlen(name)) == 0 && argv[i][std::strlen(name)] == '=') return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool headless = has_argument(argc, argv, "--screenshot");
-  const bool informational = has_argument(argc, argv, "--help") || has_argument(argc, argv, "-h") ||
-                             has_argument(argc, argv, "--version") || has_argument(argc, argv, "-v");
-  // The headless mode needs no display; the window does, and Qt aborts without one, so say
-  // it in one line first.
-  if (headless || informational) {
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  } else if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
-             qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
-    std::fprintf(stderr,
-                 "edo-dashboard: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop session "
-                 "(or ssh -X), or render a view to a file with --screenshot OUT.png\n");
-    return 1;
-  }
-  if (headless) QApplication::setAttribute(Qt::AA_Use96Dpi);
-  if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);  // the same pixels on every machine
-
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("edo"));
-  QApplication::setApplicationName(QStringLiteral("edo-dashboard"));
-  QApplication::setApplicationVersion(QStringLiteral(EDO_VERSION));
+  // Parse before any QApplication exists: usage errors and --help need no display, and the
+  // platform (offscreen for --screenshot) must be chosen before the application is made.
+  QCoreApplication::setOrganizationName(QStringLiteral("edo"));
+  QCoreApplication::setApplicationName(QStringLiteral("edo-dashboard"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(EDO_VERSION));
+  QStringList arguments;
+  for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
       "edo dashboard: look at an .edodb recording (memory per table, access skew, cache curves, kernels, diffs).\n"
       "Record one with 'edo record -o run.edodb -- python3 train.py' or 'edo synth -o demo.edodb'."));
-  parser.addHelpOption();
-  parser.addVersionOption();
+  QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("show this help and exit"));
+  QCommandLineOption version({QStringLiteral("v"), QStringLiteral("version")}, QStringLiteral("show the version and exit"));
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("the recording to open (.edodb)"), QStringLiteral("[FILE]"));
   QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("also open OTHER in the Diff view"), QStringLiteral("OTHER"));
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("render one view to a PNG without a display, then exit"), QStringLiteral("OUT.png"));
@@ -82,13 +60,13 @@ int main(int argc, char** argv) {
                           QStringLiteral("VIEW"), QStringLiteral("overview"));
   QCommandLineOption size(QStringLiteral("size"), QStringLiteral("window size for --screenshot (default 1280x800)"), QStringLiteral("WxH"),
                           QStringLiteral("1280x800"));
-  parser.addOptions({compare, screenshot, view, size});
-  if (!parser.parse(QApplication::arguments())) return usage_error(parser.errorText());
-  if (parser.isSet(QStringLiteral("help"))) {
+  parser.addOptions({help, version, compare, screenshot, view, size});
+  if (!parser.parse(arguments)) return usage_error(parser.errorText());
+  if (parser.isSet(help)) {
     std::fputs(qPrintable(parser.helpText()), stdout);
     return 0;
   }
-  if (parser.isSet(QStringLiteral("version"))) {
+  if (parser.isSet(version)) {
     std::printf("edo-dashboard %s\n", EDO_VERSION);
     return 0;
   }
@@ -106,8 +84,14 @@ int main(int argc, char** argv) {
     const auto match = QRegularExpression(QStringLiteral("^(\\d{3,5})x(\\d{3,5})$")).match(parser.value(size));
     if (!match.hasMatch()) return usage_error(QStringLiteral("--size '%1' is not WIDTHxHEIGHT (e.g. 1280x800)").arg(parser.value(size)));
     request.size = QSize(match.captured(1).toInt(), match.captured(2).toInt());
-    if (request.size.width() < 400 || request.size.height() < 300 || request.size.width() > 8000 || request.size.height() > 8000)
-      return usage_error(QStringLiteral("--size %1 is outside 400x300 .. 8000x8000").arg(parser.value(size)));
+    if (request.size.width() < 800 || request.size.height() < 500 || request.size.width() > 8000 || request.size.height() > 8000)
+      return usage_error(QStringLiteral("--size %1 is outside 800x500 .. 8000x8000").arg(parser.value(size)));
+
+    // The headless mode needs no display.
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication::setAttribute(Qt::AA_Use96Dpi);  // the same pixels on every machine
+    if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);
+    QApplication app(argc, argv);
     QString error;
     const int rc = edo::gui::render_screenshot(request, &error);
     QThreadPool::globalInstance()->waitForDone();
@@ -116,6 +100,16 @@ int main(int argc, char** argv) {
   }
   if (parser.isSet(view) || parser.isSet(size)) return usage_error(QStringLiteral("--view and --size go with --screenshot"));
 
+  // The window needs a display, and Qt aborts without one: say it in one line first.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fprintf(stderr,
+                 "edo-dashboard: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop session "
+                 "(or ssh -X), or render a view to a file with --screenshot OUT.png\n");
+    return 1;
+  }
+  if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);
+  QApplication app(argc, argv);
   int rc;
   {
     edo::gui::MainWindow window;

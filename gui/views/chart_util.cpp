@@ -27,7 +27,7 @@ QChart* make_chart(const QString& title) {
 QChartView* make_view(QChart* chart, QWidget* parent) {
   auto* view = new QChartView(chart, parent);
   view->setRenderHint(QPainter::Antialiasing);
-  view->setMinimumSize(280, 200);
+  view->setMinimumSize(220, 170);
   return view;
 }
 

@@ -88,7 +88,7 @@ TableDetailView::TableDetailView(QWidget* parent) : QWidget(parent) {
   top_rows_->horizontalHeader()->setSectionResizeMode(TopRowsModel::kCumulative, QHeaderView::Stretch);
   // Wide enough for 8-digit row ids and 10-digit read counts at the default font.
   const int digit = top_rows_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
-  rows_host->setMinimumWidth(40 * digit);
+  rows_host->setMinimumWidth(36 * digit);
   rows_host->setMaximumWidth(56 * digit);
   top_rows_->setItemDelegateForColumn(TopRowsModel::kCumulative, new ShareBarDelegate(top_rows_));
   top_rows_->setEditTriggers(QAbstractItemView::NoEditTriggers);
