@@ -54,8 +54,9 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       table.dtype = "f32";
       table.device = "cuda:" + std::to_string(s);
       table.base_address = 0x7f0000000000ull + (static_cast<uint64_t>(s) << 36) + (static_cast<uint64_t>(t) << 32);
-      table.bytes = table.rows * table.dim * 4;
-      table.extra_bytes = 2 * table.bytes;  // Adam moments
+      table.weight_bytes = table.rows * table.dim * 4;
+      table.optimizer_bytes = 2 * table.weight_bytes;  // Adam moments
+      table.grad_bytes = table.weight_bytes;
       stats::ZipfGenerator gen(table.rows, o.zipf + 0.05 * (t % 3), o.seed * 7919 + static_cast<uint64_t>(t) * 1000003 + static_cast<uint64_t>(s));
       stats::TableIngestor ingestor(table.rows, config);
       const uint64_t batch = 8192;
@@ -81,7 +82,8 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       // A second name on the last table's weights (an output head tied to an embedding).
       model::Table head = tables.back();
       head.name = tied_name;
-      head.extra_bytes = 0;
+      head.optimizer_bytes = 0;
+      head.grad_bytes = 0;
       stats::ZipfGenerator gen(head.rows, 0.8, o.seed + 17 + static_cast<uint64_t>(s));
       stats::TableIngestor ingestor(head.rows, config);
       std::vector<int64_t> idx(std::min<uint64_t>(o.lookups / 4 + 1, 1 << 16));
@@ -104,7 +106,7 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
     const double setup_end = o.duration_s * 0.05;
     for (int t = 0; t < o.tables; ++t) {
       const auto& table = tables[static_cast<size_t>(t)];
-      alloc(setup_end * (t + 1) / (o.tables + 1), static_cast<int64_t>(table.bytes), table.name, "cudaMalloc");
+      alloc(setup_end * (t + 1) / (o.tables + 1), static_cast<int64_t>(table.weight_bytes), table.name, "cudaMalloc");
     }
     // The model's dense part and the CUDA context's workspace: no table.
     alloc(setup_end * 0.9, int64_t{256} << 20, "", "cudaMalloc");
@@ -117,7 +119,9 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       if (step == 0) {
         for (int t = 0; t < o.tables; ++t) {
           const auto& table = tables[static_cast<size_t>(t)];
-          alloc(t0 + step_s * 0.9 * (t + 1) / (o.tables + 1), static_cast<int64_t>(table.extra_bytes), table.name, "cudaMallocAsync");
+          // Gradients at the first backward pass, Adam's moments at the first optimizer step.
+          alloc(t0 + step_s * 0.6 * (t + 1) / (o.tables + 1), static_cast<int64_t>(table.grad_bytes), table.name, "cudaMallocAsync");
+          alloc(t0 + step_s * 0.9 * (t + 1) / (o.tables + 1), static_cast<int64_t>(table.optimizer_bytes), table.name, "cudaMallocAsync");
         }
       }
       // Activations: allocated through the forward pass, freed through the backward pass.

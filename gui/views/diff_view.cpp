@@ -67,7 +67,7 @@ QChart* make_bytes_chart(const RecordingDiff& d) {
   y->setTruncateLabels(false);
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(y);
-  auto* x = charts::linear_axis(QObject::tr("bytes (%1): weights + optimizer state").arg(unit.name), 0.0,
+  auto* x = charts::linear_axis(QObject::tr("table memory (%1): weights + optimizer state + gradients").arg(unit.name), 0.0,
                                 charts::nice_ceiling(max / unit.divisor), 6);
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
@@ -148,13 +148,14 @@ void DiffView::recompute() {
   }
   auto diff = std::make_shared<RecordingDiff>(diff_recordings(*before_, *after_));
   model_->setDiff(diff);
+  for (int c = DiffModel::kFirstMetric; c < model_->columnCount(); ++c) table_->setColumnHidden(c, !model_->columnHasData(c));
   chart_view_->setChart(make_bytes_chart(*diff));
   delete old;
   header_->setText(tr("<b>before</b> %1<br><b>after</b> %2<br>peak memory %3 → %4 · table memory %5 → %6")
                        .arg(before_->path.toHtmlEscaped(), after_->path.toHtmlEscaped())
                        .arg(format_bytes(static_cast<uint64_t>(std::max<int64_t>(diff->peak_before, 0))))
                        .arg(format_bytes(static_cast<uint64_t>(std::max<int64_t>(diff->peak_after, 0))))
-                       .arg(format_bytes(diff->table_bytes_before), format_bytes(diff->table_bytes_after)));
+                       .arg(format_bytes(diff->memory_before.total_bytes()), format_bytes(diff->memory_after.total_bytes())));
   Q_EMIT diffReady();
 }
 

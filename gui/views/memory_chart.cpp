@@ -89,7 +89,7 @@ QChart* make_table_bytes_chart(const Recording& rec) {
   for (const auto& t : rec.tables) any_device |= t.device.rfind("cuda", 0) == 0;
   QChart* chart = charts::make_chart(
       any_device ? QObject::tr("Memory by table — no CUDA memory timeline in this recording: the tables' recorded bytes")
-                 : QObject::tr("Host tables' bytes by table (weights + optimizer state) — no CUDA memory timeline in this recording"));
+                 : QObject::tr("Host tables' memory by table (weights + optimizer state + gradients) — no CUDA memory timeline in this recording"));
   const std::vector<TableBytes> stack = table_bytes_stack(rec.tables);
   if (stack.empty()) {
     charts::show_empty(chart, QObject::tr("no tables with memory recorded"));
@@ -115,7 +115,7 @@ QChart* make_table_bytes_chart(const Recording& rec) {
   chart->addAxis(categories, Qt::AlignLeft);
   series->attachAxis(categories);
   const double max = charts::nice_ceiling(static_cast<double>(total) / unit.divisor);
-  auto* x = charts::linear_axis(QObject::tr("bytes (%1)").arg(unit.name), 0.0, max, 6);
+  auto* x = charts::linear_axis(QObject::tr("table memory (%1)").arg(unit.name), 0.0, max, 6);
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   chart->legend()->setAlignment(Qt::AlignRight);

@@ -70,7 +70,7 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(dropped_);
 
   auto* cards = new QGridLayout();
-  const QString captions[kCardCount] = {tr("peak memory"), tr("table memory (weights + optimizer)"), tr("tables"),
+  const QString captions[kCardCount] = {tr("peak memory"), tr("table memory"), tr("tables"),
                                         tr("lookups"), tr("steps")};
   for (int i = 0; i < kCardCount; ++i) {
     auto* value = new QLabel(QStringLiteral("…"), this);
@@ -83,6 +83,7 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
     cards->addWidget(value, 0, i);
     cards->addWidget(caption, 1, i);
     card_values_.append(value);
+    card_captions_.append(caption);
   }
   layout->addLayout(cards);
 
@@ -200,7 +201,16 @@ void OverviewView::updateHeader() {
                                (p.memory_events.empty() ? tr(" (tables)") : QString()));
   card_values_[kPeak]->setToolTip(p.memory_events.empty() ? tr("No device timeline: the sum of the tables' bytes")
                                                           : tr("Highest live device memory of one process"));
-  card_values_[kTableBytes]->setText(format_bytes(p.table_bytes()));
+  const model::TableMemory memory = p.table_memory();
+  card_values_[kTableBytes]->setText(format_bytes(memory.total_bytes()));
+  card_values_[kTableBytes]->setToolTip(tr("weights %1 + optimizer state %2 + gradients %3")
+                                            .arg(format_bytes(memory.weight_bytes), format_bytes(memory.optimizer_bytes),
+                                                 format_bytes(memory.grad_bytes)));
+  card_captions_[kTableBytes]->setText(memory.optimizer_bytes || memory.grad_bytes
+                                           ? tr("table memory: weights %1 + optimizer %2 + grads %3")
+                                                 .arg(format_bytes(memory.weight_bytes), format_bytes(memory.optimizer_bytes),
+                                                      format_bytes(memory.grad_bytes))
+                                           : tr("table memory (weights)"));
   card_values_[kTables]->setText(format_count(recording_->tables.size()));
   card_values_[kLookups]->setText(format_count(recording_->total_lookups()));
   uint64_t steps = 0;

@@ -34,6 +34,7 @@ class OverviewView : public QWidget {
   QLabel* header_;
   QLabel* dropped_;
   QList<QLabel*> card_values_;
+  QList<QLabel*> card_captions_;
   QTableView* sessions_;
   QComboBox* session_picker_;
   QChartView* chart_view_;

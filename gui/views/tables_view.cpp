@@ -57,6 +57,8 @@ TablesView::TablesView(QWidget* parent) : QWidget(parent) {
 
 void TablesView::setRecording(RecordingPtr recording) {
   model_->setRecording(std::move(recording));
+  const bool parts = model_->hasMemoryParts();
+  for (int column : {TablesModel::kWeights, TablesModel::kOptimizer, TablesModel::kGrads}) table_->setColumnHidden(column, !parts);
   updateCount();
 }
 

@@ -169,7 +169,8 @@ class ModelTests : public QObject {
     QCOMPARE(stack.back().name, std::string(kOtherSeries));
     uint64_t sum = 0, expected = 0;
     for (const auto& s : stack) sum += s.bytes;
-    for (const auto& t : rec->tables) expected += t.shares_weights_of.empty() ? t.bytes + t.extra_bytes : t.extra_bytes;
+    for (const auto& t : rec->tables) expected += (t.shares_weights_of.empty() ? t.weight_bytes : 0) + t.optimizer_bytes + t.grad_bytes;
+    QCOMPARE(expected, rec->profile.table_bytes());
     QCOMPARE(sum, expected);
     QVERIFY(stack[0].bytes >= stack[1].bytes && stack[1].bytes >= stack[2].bytes);
   }
@@ -191,7 +192,7 @@ class ModelTests : public QObject {
     t.rows = 1000;
     t.dim = 8;
     t.dtype = "f16";
-    t.bytes = 1000 * 8 * 2;
+    t.weight_bytes = 1000 * 8 * 2;
     t.aggregate = ing.take_delta();
     p.tables.push_back(std::move(t));
     auto rec = make_recording(QStringLiteral("known"), std::move(p));
@@ -331,8 +332,9 @@ class ModelTests : public QObject {
     QCOMPARE(outline->tables.size(), full->tables.size());
     for (size_t i = 0; i < full->tables.size(); ++i) {
       QCOMPARE(outline->tables[i].name, full->tables[i].name);
-      QCOMPARE(outline->tables[i].bytes, full->tables[i].bytes);
-      QCOMPARE(outline->tables[i].extra_bytes, full->tables[i].extra_bytes);
+      QCOMPARE(outline->tables[i].weight_bytes, full->tables[i].weight_bytes);
+      QCOMPARE(outline->tables[i].optimizer_bytes, full->tables[i].optimizer_bytes);
+      QCOMPARE(outline->tables[i].grad_bytes, full->tables[i].grad_bytes);
       QCOMPARE(outline->tables[i].summary.lookups, full->tables[i].summary.lookups);
     }
     QCOMPARE(outline->profile.peak_bytes(), full->profile.peak_bytes());

@@ -64,6 +64,9 @@ void compare_with_report(const QString& path) {
   const QJsonObject mem = j[QStringLiteral("memory")].toObject();
   QCOMPARE(mem[QStringLiteral("peak_bytes")].toInteger(), p.peak_bytes());
   QCOMPARE(mem[QStringLiteral("table_bytes")].toInteger(), qint64(p.table_bytes()));
+  QCOMPARE(mem[QStringLiteral("weight_bytes")].toInteger(), qint64(p.table_memory().weight_bytes));
+  QCOMPARE(mem[QStringLiteral("optimizer_bytes")].toInteger(), qint64(p.table_memory().optimizer_bytes));
+  QCOMPARE(mem[QStringLiteral("grad_bytes")].toInteger(), qint64(p.table_memory().grad_bytes));
   QCOMPARE(mem[QStringLiteral("timeline_events")].toInteger(), qint64(p.memory_events.size()));
   if (!rec->timelines.empty()) {
     int64_t peak = 0;
@@ -89,10 +92,11 @@ void compare_with_report(const QString& path) {
     QCOMPARE(qint64(v->dim), t[QStringLiteral("dim")].toInteger());
     QCOMPARE(cell(TablesModel::kDtype).toString(), t[QStringLiteral("dtype")].toString());
     QCOMPARE(cell(TablesModel::kDevice).toString(), t[QStringLiteral("device")].toString());
-    const qint64 bytes = t[QStringLiteral("bytes")].toInteger(), extra = t[QStringLiteral("extra_bytes")].toInteger();
     const bool shared = !t[QStringLiteral("shares_weights_of")].isNull();
-    QCOMPARE(cell(TablesModel::kBytes).toLongLong(), (shared ? 0 : bytes) + extra);
-    QCOMPARE(cell(TablesModel::kOptimizer).toLongLong(), extra);
+    QCOMPARE(cell(TablesModel::kBytes).toLongLong(), t[QStringLiteral("total_bytes")].toInteger());
+    QCOMPARE(cell(TablesModel::kWeights).toLongLong(), t[QStringLiteral("weight_bytes")].toInteger());
+    QCOMPARE(cell(TablesModel::kOptimizer).toLongLong(), t[QStringLiteral("optimizer_bytes")].toInteger());
+    QCOMPARE(cell(TablesModel::kGrads).toLongLong(), t[QStringLiteral("grad_bytes")].toInteger());
     QCOMPARE(cell(TablesModel::kLookups).toLongLong(), t[QStringLiteral("lookups")].toInteger());
     QCOMPARE(cell(TablesModel::kUnique).toLongLong(), t[QStringLiteral("unique_rows")].toInteger());
     const QJsonObject cov = t[QStringLiteral("coverage")].toObject();
@@ -176,7 +180,9 @@ void compare_with_diff(const QString& before, const QString& after) {
   const QJsonObject mem = j[QStringLiteral("memory")].toObject();
   QCOMPARE(mem[QStringLiteral("peak_bytes")].toObject()[QStringLiteral("before")].toInteger(), d.peak_before);
   QCOMPARE(mem[QStringLiteral("peak_bytes")].toObject()[QStringLiteral("after")].toInteger(), d.peak_after);
-  QCOMPARE(mem[QStringLiteral("table_bytes")].toObject()[QStringLiteral("after")].toInteger(), qint64(d.table_bytes_after));
+  QCOMPARE(mem[QStringLiteral("table_bytes")].toObject()[QStringLiteral("before")].toInteger(), qint64(d.memory_before.total_bytes()));
+  QCOMPARE(mem[QStringLiteral("table_bytes")].toObject()[QStringLiteral("after")].toInteger(), qint64(d.memory_after.total_bytes()));
+  QCOMPARE(mem[QStringLiteral("grad_bytes")].toObject()[QStringLiteral("after")].toInteger(), qint64(d.memory_after.grad_bytes));
   std::vector<const TableDiff*> both, only_before, only_after;
   for (const auto& t : d.tables) {
     if (t.status == TableDiff::Status::kBoth) both.push_back(&t);
@@ -189,6 +195,7 @@ void compare_with_diff(const QString& before, const QString& after) {
     const QJsonObject t = tables[i].toObject();
     QCOMPARE(QString::fromStdString(both[size_t(i)]->name), t[QStringLiteral("name")].toString());
     for (size_t m = 0; m < diff_metrics().size(); ++m) {
+      QVERIFY2(t.contains(QString::fromLatin1(diff_metrics()[m].key)), diff_metrics()[m].key);
       const QJsonObject v = t[QString::fromLatin1(diff_metrics()[m].key)].toObject();
       EXPECT_SAME(both[size_t(i)]->before[m], v[QStringLiteral("before")].toDouble(), QString::fromLatin1(diff_metrics()[m].key));
       EXPECT_SAME(both[size_t(i)]->after[m], v[QStringLiteral("after")].toDouble(), QString::fromLatin1(diff_metrics()[m].key));

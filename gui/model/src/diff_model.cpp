@@ -24,7 +24,7 @@ QList<TableModelBase::Column> diff_columns() {
 
 QString show(double v, const DiffMetric& m) {
   if (m.share) return format_share(v);
-  if (QString::fromLatin1(m.key) == QLatin1String("bytes")) return format_bytes(static_cast<uint64_t>(v));
+  if (QString::fromLatin1(m.key).endsWith(QLatin1String("bytes"))) return format_bytes(static_cast<uint64_t>(v));
   return format_count(static_cast<uint64_t>(v));
 }
 }  // namespace
@@ -35,6 +35,17 @@ void DiffModel::setDiff(std::shared_ptr<const RecordingDiff> diff) {
   beginResetModel();
   diff_ = std::move(diff);
   endResetModel();
+}
+
+bool DiffModel::columnHasData(int column) const {
+  if (column < kFirstMetric) return true;
+  if (!diff_) return false;
+  const size_t m = static_cast<size_t>(column - kFirstMetric);
+  for (const auto& t : diff_->tables) {
+    if (!t.before.empty() && t.before[m] != 0) return true;
+    if (!t.after.empty() && t.after[m] != 0) return true;
+  }
+  return false;
 }
 
 int DiffModel::rows() const { return diff_ ? static_cast<int>(diff_->tables.size()) : 0; }

@@ -10,7 +10,10 @@ namespace edo::gui {
 
 const std::vector<DiffMetric>& diff_metrics() {
   static const std::vector<DiffMetric> metrics = {
-      {"bytes", QObject::tr("Bytes"), false, [](const model::TableView& t) { return static_cast<double>(recorded_bytes(t)); }},
+      {"total_bytes", QObject::tr("Bytes"), false, [](const model::TableView& t) { return static_cast<double>(total_bytes(t)); }},
+      {"weight_bytes", QObject::tr("Weights"), false, [](const model::TableView& t) { return static_cast<double>(weight_bytes(t)); }},
+      {"optimizer_bytes", QObject::tr("Optimizer"), false, [](const model::TableView& t) { return static_cast<double>(optimizer_bytes(t)); }},
+      {"grad_bytes", QObject::tr("Grads"), false, [](const model::TableView& t) { return static_cast<double>(grad_bytes(t)); }},
       {"lookups", QObject::tr("Lookups"), false, [](const model::TableView& t) { return static_cast<double>(lookups(t)); }},
       {"unique_rows", QObject::tr("Unique rows"), false, [](const model::TableView& t) { return static_cast<double>(t.summary.unique_rows); }},
       {"coverage_top_1pct", QObject::tr("Top 1%"), true, [](const model::TableView& t) { return t.summary.coverage_top_1pct; }},
@@ -39,8 +42,8 @@ RecordingDiff diff_recordings(const Recording& before, const Recording& after) {
   d.after_path = after.path;
   d.peak_before = before.profile.peak_bytes();
   d.peak_after = after.profile.peak_bytes();
-  d.table_bytes_before = before.profile.table_bytes();
-  d.table_bytes_after = after.profile.table_bytes();
+  d.memory_before = before.profile.table_memory();
+  d.memory_after = after.profile.table_memory();
   std::map<std::string, const model::TableView*> in_a, in_b;
   for (const auto& t : before.tables) in_a[t.name] = &t;
   for (const auto& t : after.tables) in_b[t.name] = &t;

@@ -14,9 +14,10 @@ TablesModel::TablesModel(QObject* parent)
            {tr("Rows × dim"), {}, true},
            {tr("Dtype"), {}, false},
            {tr("Device"), {}, false},
-           {tr("Bytes"), tr("Weights plus optimizer state; tied tables count shared weights once"), true},
-           {tr("Weights"), tr("The table's own weights (0 when they belong to a tied table)"), true},
-           {tr("Optimizer"), tr("Memory the table owns besides its weights: optimizer moments, gradients"), true},
+           {tr("Bytes"), tr("Weights + optimizer state + gradients; tied tables count shared weights once"), true},
+           {tr("Weights"), tr("rows × dim × element size ('shared': the weights of the tied table named first)"), true},
+           {tr("Optimizer"), tr("Optimizer state: Adam moments, Adagrad sums, ..."), true},
+           {tr("Grads"), tr("Gradients of the weights"), true},
            {tr("Lookups"), tr("Row reads recorded"), true},
            {tr("Unique rows"), tr("Rows read at least once (~: HyperLogLog estimate)"), true},
            {tr("Top 1%"), tr("Share of lookups that go to the top 1% of the table's rows"), true},
@@ -37,6 +38,13 @@ const model::TableView* TablesModel::table(int row) const {
   return &recording_->tables[static_cast<size_t>(row)];
 }
 
+bool TablesModel::hasMemoryParts() const {
+  if (!recording_) return false;
+  for (const auto& t : recording_->tables)
+    if (optimizer_bytes(t) || grad_bytes(t)) return true;
+  return false;
+}
+
 int TablesModel::rows() const { return recording_ ? static_cast<int>(recording_->tables.size()) : 0; }
 
 QVariant TablesModel::cell(int row, int column, int role) const {
@@ -47,7 +55,7 @@ QVariant TablesModel::cell(int row, int column, int role) const {
   if (role == TableNameRole) return QString::fromStdString(t.name);
   if (role == Qt::ToolTipRole) {
     if (column == kName) return QString::fromStdString(t.name);
-    if (column == kBytes && !t.shares_weights_of.empty())
+    if ((column == kBytes || column == kWeights) && shares_weights(t))
       return tr("Weights shared with %1 (counted there)").arg(QString::fromStdString(t.shares_weights_of));
     if (column == kZipf && ready && s.zipf.valid) return tr("fit error (RMS of log10 frequency): %1").arg(s.zipf.fit_error, 0, 'f', 3);
     if (!ready && column >= kUnique && column <= kLru10) return tr("statistics are still loading");
@@ -64,11 +72,13 @@ QVariant TablesModel::cell(int row, int column, int role) const {
     case kDevice: return answer(role, QString::fromStdString(t.device), QString::fromStdString(t.device));
     case kBytes: {
       QString text = format_bytes(total_bytes(t));
-      if (!t.shares_weights_of.empty()) text = optimizer_bytes(t) ? QStringLiteral("+") + format_bytes(optimizer_bytes(t)) : tr("shared");
+      if (shares_weights(t)) text = total_bytes(t) ? QStringLiteral("+") + format_bytes(total_bytes(t)) : tr("shared");
       return answer(role, text, qulonglong(total_bytes(t)));
     }
-    case kWeights: return answer(role, format_bytes(weight_bytes(t)), qulonglong(weight_bytes(t)));
+    case kWeights:
+      return answer(role, shares_weights(t) ? tr("shared") : format_bytes(weight_bytes(t)), qulonglong(weight_bytes(t)));
     case kOptimizer: return answer(role, format_bytes(optimizer_bytes(t)), qulonglong(optimizer_bytes(t)));
+    case kGrads: return answer(role, format_bytes(grad_bytes(t)), qulonglong(grad_bytes(t)));
     case kLookups: return answer(role, format_count(lookups(t)), qulonglong(lookups(t)));
     case kUnique:
       return stat(format_count(s.unique_rows) + (is_sketched(t) ? QStringLiteral("~") : QString()), qulonglong(s.unique_rows));

@@ -14,6 +14,9 @@ class DiffModel : public TableModelBase {
   explicit DiffModel(QObject* parent = nullptr);
   void setDiff(std::shared_ptr<const RecordingDiff> diff);
   const RecordingDiff* diff() const { return diff_.get(); }
+  // False for a metric column that is 0 for every table on both sides (no gradients
+  // recorded, say): the view hides it.
+  bool columnHasData(int column) const;
 
  protected:
   int rows() const override;

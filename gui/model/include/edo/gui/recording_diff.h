@@ -12,7 +12,7 @@
 namespace edo::gui {
 
 struct DiffMetric {
-  const char* key;      // as in `edo diff --json`
+  const char* key;      // as in `edo diff --json` (the first one is the table's total bytes)
   QString title;
   bool share;           // a share in [0, 1]: changes in percentage points
   double (*get)(const model::TableView&);
@@ -31,7 +31,7 @@ struct RecordingDiff {
   QString before_path, after_path;
   std::vector<TableDiff> tables;  // in both (by name), then only before, then only after
   int64_t peak_before = 0, peak_after = 0;
-  uint64_t table_bytes_before = 0, table_bytes_after = 0;
+  model::TableMemory memory_before, memory_after;  // table memory in its named parts
 };
 
 RecordingDiff diff_recordings(const Recording& before, const Recording& after);

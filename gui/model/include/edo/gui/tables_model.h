@@ -12,12 +12,15 @@ class TablesModel : public TableModelBase {
   Q_OBJECT
  public:
   enum Columns {
-    kName, kShape, kDtype, kDevice, kBytes, kWeights, kOptimizer, kLookups, kUnique,
+    kName, kShape, kDtype, kDevice, kBytes, kWeights, kOptimizer, kGrads, kLookups, kUnique,
     kTop1, kTop10, kZipf, kLru10, kTies, kColumnCount
   };
   explicit TablesModel(QObject* parent = nullptr);
   void setRecording(RecordingPtr recording);
   const model::TableView* table(int row) const;
+  // Whether any table has optimizer state or gradients: otherwise Bytes is all weights and
+  // the parts' columns say nothing (`edo report` drops them the same way).
+  bool hasMemoryParts() const;
 
  protected:
   int rows() const override;
