@@ -49,7 +49,7 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       model::Table table;
       table.session_id = session.id;
       table.name = names[static_cast<size_t>(t)];
-      table.rows = std::max<uint64_t>(16, o.rows >> (t % 4));
+      table.rows = o.same_rows ? o.rows : std::max<uint64_t>(16, o.rows >> (t % 4));
       table.dim = o.dim;
       table.dtype = "f32";
       table.device = "cuda:" + std::to_string(s);

@@ -15,6 +15,7 @@ namespace edo::gui::fake {
 struct FakeGpuRecordingOptions {
   int tables = 8;
   uint64_t rows = 200'000;         // rows of the biggest table; table t has rows / 2^(t % 4)
+  bool same_rows = false;          // every table has `rows` rows
   uint32_t dim = 64;
   double zipf = 1.05;
   uint64_t lookups = 400'000;      // per table

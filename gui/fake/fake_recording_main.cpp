@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", out, "database file to write (replaced)")->required();
   app.add_option("--tables", o.tables, "tables per process")->capture_default_str()->check(CLI::Range(1, 10000));
   app.add_option("--rows", o.rows, "rows of the biggest table")->capture_default_str()->check(CLI::Range(uint64_t{16}, uint64_t{1} << 34));
+  app.add_flag("--same-rows", o.same_rows, "every table has --rows rows");
   app.add_option("--dim", o.dim, "embedding dimension")->capture_default_str()->check(CLI::Range(1u, 4096u));
   app.add_option("--zipf", o.zipf, "Zipf exponent of the first table")->capture_default_str()->check(CLI::Range(0.0, 5.0));
   app.add_option("--lookups", o.lookups, "lookups per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 36));

@@ -49,8 +49,18 @@ QValueAxis* linear_axis(const QString& title, double min, double max, int ticks,
   style_axis(axis, title);
   if (!(max > min)) max = min + 1.0;
   axis->setRange(min, max);
-  axis->setTickCount(ticks);
-  axis->setLabelFormat(format);
+  // Ticks at round numbers from an anchor of 0 (a range of 0..4.45 s reads 0, 1, 2, 3, 4),
+  // about `ticks` of them; the range itself stays exactly as given.
+  const double step = nice_ceiling((max - min) / std::max(ticks - 1, 1));
+  axis->setTickType(QValueAxis::TicksDynamic);
+  axis->setTickAnchor(0.0);
+  axis->setTickInterval(step);
+  if (format == QStringLiteral("%.3g")) {
+    const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+    axis->setLabelFormat(QStringLiteral("%.") + QString::number(decimals) + QStringLiteral("f"));
+  } else {
+    axis->setLabelFormat(format);
+  }
   return axis;
 }
 

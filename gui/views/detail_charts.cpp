@@ -124,14 +124,14 @@ QChart* make_lru_chart(const TableDetail& d) {
 }
 
 QChart* make_drift_chart(const TableDetail& d) {
-  QChart* chart = charts::make_chart(QObject::tr("Hot-set drift between windows"));
+  QChart* chart = charts::make_chart(QObject::tr("Hot-set drift: overlap with the previous window"));
   if (d.drift.empty()) {
     charts::show_empty(chart, QObject::tr("fewer than two time windows recorded"));
     return chart;
   }
   const double x0 = d.drift.front().x - 1, x1 = std::max(d.drift.back().x, x0 + 2);
   auto* x = charts::linear_axis(QObject::tr("time window (index)"), x0, x1, 6, QStringLiteral("%.0f"));
-  auto* y = charts::linear_axis(QObject::tr("overlap with previous window (Jaccard, %)"), 0.0, 100.0, 6, QStringLiteral("%.0f"));
+  auto* y = charts::linear_axis(QObject::tr("Jaccard overlap (%)"), 0.0, 100.0, 6, QStringLiteral("%.0f"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   auto* s = line(QObject::tr("hot-set overlap (mean %1)").arg(format_share(d.mean_drift)), d.drift, charts::series_color(4), 1.0, 100.0);

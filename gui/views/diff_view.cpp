@@ -9,9 +9,8 @@
 #include <QLabel>
 #include <QLegend>
 #include <QPushButton>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
-#include <QTableView>
+#include <QTreeView>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -89,22 +88,18 @@ DiffView::DiffView(QWidget* parent) : QWidget(parent) {
   connect(open_button_, &QPushButton::clicked, this, &DiffView::chooseOther);
 
   model_ = new DiffModel(this);
-  auto* proxy = new QSortFilterProxyModel(this);
-  proxy->setSourceModel(model_);
-  proxy->setSortRole(SortRole);
   auto* splitter = new QSplitter(Qt::Vertical, this);
-  table_ = new QTableView(splitter);
-  table_->setModel(proxy);
-  table_->setSortingEnabled(true);
-  table_->sortByColumn(-1, Qt::AscendingOrder);  // the model's order: both, only before, only after
-  table_->verticalHeader()->hide();
-  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setAlternatingRowColors(true);
-  table_->setWordWrap(false);
+  tree_ = new QTreeView(splitter);
+  tree_->setModel(model_);
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  tree_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  tree_->header()->setSectionResizeMode(DiffModel::kName, QHeaderView::Stretch);
+  tree_->header()->setStretchLastSection(false);
+  tree_->header()->setResizeContentsPrecision(64);
+  for (int c = DiffModel::kBefore; c < DiffModel::kColumnCount; ++c) tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   chart_view_ = charts::make_view(charts::make_chart(tr("Bytes per table, before and after")), splitter);
-  splitter->addWidget(table_);
+  splitter->addWidget(tree_);
   splitter->addWidget(chart_view_);
   splitter->setStretchFactor(0, 2);
   splitter->setStretchFactor(1, 3);
@@ -148,7 +143,7 @@ void DiffView::recompute() {
   }
   auto diff = std::make_shared<RecordingDiff>(diff_recordings(*before_, *after_));
   model_->setDiff(diff);
-  for (int c = DiffModel::kFirstMetric; c < model_->columnCount(); ++c) table_->setColumnHidden(c, !model_->columnHasData(c));
+  tree_->expandAll();
   chart_view_->setChart(make_bytes_chart(*diff));
   delete old;
   header_->setText(tr("<b>before</b> %1<br><b>after</b> %2<br>peak memory %3 → %4 · table memory %5 → %6")

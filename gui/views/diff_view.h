@@ -12,7 +12,7 @@
 class QChartView;
 class QLabel;
 class QPushButton;
-class QTableView;
+class QTreeView;
 
 namespace edo::gui {
 
@@ -42,7 +42,7 @@ class DiffView : public QWidget {
   DiffModel* model_;
   QLabel* header_;
   QPushButton* open_button_;
-  QTableView* table_;
+  QTreeView* tree_;
   QChartView* chart_view_;
 };
 

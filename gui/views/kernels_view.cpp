@@ -26,6 +26,7 @@ QTableView* make_sorted_table(QAbstractItemModel* model, int sort_column, int st
   view->verticalHeader()->hide();
   view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
   view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setResizeContentsPrecision(64);
   view->horizontalHeader()->setSectionResizeMode(stretch_column, QHeaderView::Stretch);
   view->setSelectionBehavior(QAbstractItemView::SelectRows);
   view->setEditTriggers(QAbstractItemView::NoEditTriggers);

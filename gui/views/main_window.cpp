@@ -1,6 +1,13 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <functional>
+#include <memory>
+
+#include <utility>
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -140,6 +147,8 @@ void MainWindow::openFile(const QString& path) {
   const QString absolute = QFileInfo(path).absoluteFilePath();
   setWindowTitle(tr("%1 — edo dashboard").arg(QFileInfo(path).fileName()));
   status_->setText(tr("Opening %1…").arg(absolute));
+  // Lay the views out now, while the loader reads the file, not when the outline arrives.
+  pages_->setCurrentWidget(tabs_);
   progress_->setValue(0);
   progress_->setRange(0, 0);  // busy until the first progress report
   progress_->show();
@@ -152,37 +161,58 @@ void MainWindow::compareWith(const QString& path) {
 }
 
 void MainWindow::showOutline(RecordingPtr recording) {
-  setRecording(std::move(recording));
   pages_->setCurrentWidget(tabs_);
   if (!pending_view_.isEmpty()) {
     showView(pending_view_);
     pending_view_.clear();
   }
   progress_->setRange(0, 1000);
-  status_->setText(tr("Loading statistics of %1…").arg(recording_->path));
-  Q_EMIT outlineShown();
+  status_->setText(tr("Loading statistics of %1…").arg(recording->path));
+  setRecording(std::move(recording), [this] { Q_EMIT outlineShown(); });
 }
 
 void MainWindow::showLoaded(RecordingPtr recording) {
-  setRecording(std::move(recording));
   progress_->hide();
-  const model::Profile& p = recording_->profile;
-  status_->setText(tr("%1 · %2 tables · %3 process(es)").arg(recording_->path).arg(recording_->tables.size()).arg(p.sessions.size()));
-  if (interactive_) rememberRecent(recording_->path);
-  Q_EMIT recordingLoaded();
+  const model::Profile& p = recording->profile;
+  status_->setText(tr("%1 · %2 tables · %3 process(es)").arg(recording->path).arg(recording->tables.size()).arg(p.sessions.size()));
+  if (interactive_) rememberRecent(recording->path);
+  setRecording(std::move(recording), [this] { Q_EMIT recordingLoaded(); });
 }
 
-void MainWindow::setRecording(RecordingPtr recording) {
+void MainWindow::setRecording(RecordingPtr recording, std::function<void()> done) {
+  if (recording_) retired_.push_back(recording_);
   recording_ = std::move(recording);
-  overview_->setRecording(recording_);
-  tables_->setRecording(recording_);
-  detail_->setRecording(recording_);
-  kernels_->setRecording(recording_);
-  diff_->setRecording(recording_);
+  // The view in sight first, then each other view in an event of its own, so that no single
+  // step of the UI thread has to redo every view (bench/gui measures the longest step).
+  update_order_ = {tabs_->currentWidget()};
+  for (QWidget* v : std::initializer_list<QWidget*>{overview_, tables_, detail_, kernels_, diff_})
+    if (v != update_order_.front()) update_order_.push_back(v);
+  update_done_ = std::move(done);
+  updateView(++update_generation_, 0);
+}
+
+void MainWindow::updateView(int generation, size_t i) {
+  if (generation != update_generation_) return;  // a newer recording took over
+  if (i == update_order_.size()) {
+    // Every view holds the new recording: free the old ones on another thread (hundreds of
+    // thousands of memory events take milliseconds to free).
+    for (RecordingPtr& old : retired_) (void)QtConcurrent::run([old = std::move(old)]() mutable { old.reset(); });
+    retired_.clear();
+    if (auto done = std::exchange(update_done_, {})) done();
+    return;
+  }
+  QWidget* v = update_order_[i];
+  if (v == overview_) overview_->setRecording(recording_);
+  else if (v == tables_) tables_->setRecording(recording_);
+  else if (v == detail_) detail_->setRecording(recording_);
+  else if (v == kernels_) kernels_->setRecording(recording_);
+  else if (v == diff_) diff_->setRecording(recording_);
+  QTimer::singleShot(0, this, [this, generation, i] { updateView(generation, i + 1); });
 }
 
 void MainWindow::showFailure(const QString& path, const QString& reason) {
   progress_->hide();
+  if (!recording_) pages_->setCurrentWidget(welcome_);
   status_->setText(reason);
   if (interactive_) {
     QMessageBox box(QMessageBox::Critical, tr("Cannot open recording"), reason, QMessageBox::Ok, this);

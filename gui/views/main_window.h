@@ -6,6 +6,9 @@
 #include <QMainWindow>
 #include <QStringList>
 
+#include <functional>
+#include <vector>
+
 #include "edo/gui/recording.h"
 
 class QLabel;
@@ -67,10 +70,16 @@ class MainWindow : public QMainWindow {
   void chooseComparison();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
-  void setRecording(RecordingPtr recording);
+  // Hands the recording to every view, `done` once all have it.
+  void setRecording(RecordingPtr recording, std::function<void()> done = {});
+  void updateView(int generation, size_t index);
 
   bool interactive_;
   RecordingPtr recording_;
+  std::vector<RecordingPtr> retired_;  // replaced recordings some view may still hold
+  int update_generation_ = 0;
+  std::vector<QWidget*> update_order_;
+  std::function<void()> update_done_;
   RecordingLoader* loader_;
   QStackedWidget* pages_;
   QLabel* welcome_;

@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -81,7 +82,10 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
     auto* caption = new QLabel(captions[i], this);
     caption->setStyleSheet(QStringLiteral("color: #555;"));
     cards->addWidget(value, 0, i);
+    caption->setWordWrap(true);
+    caption->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     cards->addWidget(caption, 1, i);
+    cards->setColumnStretch(i, i == kTableBytes ? 2 : 1);
     card_values_.append(value);
     card_captions_.append(caption);
   }
@@ -124,11 +128,10 @@ void OverviewView::setRecording(RecordingPtr recording) {
 
   // The memory chart depends on the outline only: draw it once per file, not again when the
   // statistics arrive (they do not change it).
-  const bool same_file = charted_ && recording_ && charted_->path == recording_->path &&
-                         charted_->timelines.size() == recording_->timelines.size() &&
-                         charted_->tables.size() == recording_->tables.size();
-  if (same_file && !recording_->timelines.empty()) return;
-  charted_ = recording_;
+  const QString charted = recording_ ? QStringLiteral("%1|%2|%3").arg(recording_->path).arg(recording_->timelines.size()).arg(recording_->tables.size())
+                                     : QString();
+  if (charted == charted_ && recording_ && !recording_->timelines.empty()) return;
+  charted_ = charted;
   const QSignalBlocker block(session_picker_);
   session_picker_->clear();
   if (!recording_) return;
@@ -144,7 +147,13 @@ void OverviewView::setRecording(RecordingPtr recording) {
   }
   session_picker_->setVisible(recording_->timelines.size() > 1);
   session_picker_->setCurrentIndex(peak_index);
-  showTimeline(recording_->timelines.empty() ? -1 : peak_index);
+  // The chart in an event of its own: the numbers above it paint first, and no single step
+  // of the UI thread takes long (bench/gui).
+  const int generation = ++chart_generation_;
+  const int index = recording_->timelines.empty() ? -1 : peak_index;
+  QTimer::singleShot(0, this, [this, generation, index] {
+    if (generation == chart_generation_) showTimeline(index);
+  });
 }
 
 void OverviewView::showTimeline(int index) {
@@ -161,6 +170,7 @@ void OverviewView::showTimeline(int index) {
   }
   chart_view_->setChart(chart);
   delete old;
+  Q_EMIT memoryChartShown();
 }
 
 void OverviewView::updateHeader() {
@@ -196,18 +206,18 @@ void OverviewView::updateHeader() {
                        "Record again with a larger EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS.")
                         .arg(format_count(dropped)));
 
-  const int64_t peak = p.peak_bytes();
+  const int64_t peak = recording_->peak_bytes;
   card_values_[kPeak]->setText(format_bytes(static_cast<uint64_t>(std::max<int64_t>(peak, 0))) +
                                (p.memory_events.empty() ? tr(" (tables)") : QString()));
   card_values_[kPeak]->setToolTip(p.memory_events.empty() ? tr("No device timeline: the sum of the tables' bytes")
                                                           : tr("Highest live device memory of one process"));
-  const model::TableMemory memory = p.table_memory();
+  const model::TableMemory memory = recording_->table_memory;
   card_values_[kTableBytes]->setText(format_bytes(memory.total_bytes()));
   card_values_[kTableBytes]->setToolTip(tr("weights %1 + optimizer state %2 + gradients %3")
                                             .arg(format_bytes(memory.weight_bytes), format_bytes(memory.optimizer_bytes),
                                                  format_bytes(memory.grad_bytes)));
   card_captions_[kTableBytes]->setText(memory.optimizer_bytes || memory.grad_bytes
-                                           ? tr("table memory: weights %1 + optimizer %2 + grads %3")
+                                           ? tr("table memory = weights %1 + optimizer state %2 + gradients %3")
                                                  .arg(format_bytes(memory.weight_bytes), format_bytes(memory.optimizer_bytes),
                                                       format_bytes(memory.grad_bytes))
                                            : tr("table memory (weights)"));

@@ -24,13 +24,15 @@ class OverviewView : public QWidget {
 
  Q_SIGNALS:
   void openTable(const QString& name);
+  void memoryChartShown();  // the memory chart now shows the current recording
 
  private:
   void showTimeline(int index);
   void updateHeader();
 
   RecordingPtr recording_;
-  RecordingPtr charted_;  // the recording the memory chart was drawn from
+  int chart_generation_ = 0;
+  QString charted_;  // which recording the memory chart was drawn from (path and shape)
   QLabel* header_;
   QLabel* dropped_;
   QList<QLabel*> card_values_;

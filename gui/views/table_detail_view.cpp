@@ -53,7 +53,7 @@ TableDetailView::TableDetailView(QWidget* parent) : QWidget(parent) {
   rank_view_ = charts::make_view(charts::make_chart(tr("Rank-frequency (log-log)")), grid_host);
   coverage_view_ = charts::make_view(charts::make_chart(tr("Coverage")), grid_host);
   lru_view_ = charts::make_view(charts::make_chart(tr("LRU cache hit rate vs cache size")), grid_host);
-  drift_view_ = charts::make_view(charts::make_chart(tr("Hot-set drift between windows")), grid_host);
+  drift_view_ = charts::make_view(charts::make_chart(tr("Hot-set drift: overlap with the previous window")), grid_host);
   auto* coverage_box = new QWidget(grid_host);
   auto* coverage_layout = new QVBoxLayout(coverage_box);
   coverage_layout->setContentsMargins(0, 0, 0, 0);

@@ -42,6 +42,8 @@ TablesView::TablesView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->hide();
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Column widths from the first rows only: measuring thousands of cells on every change stalls the UI.
+  table_->horizontalHeader()->setResizeContentsPrecision(64);
   table_->horizontalHeader()->setSectionResizeMode(TablesModel::kName, QHeaderView::Stretch);
   table_->horizontalHeader()->setStretchLastSection(false);
   layout->addWidget(table_);

@@ -314,6 +314,23 @@ class ModelTests : public QObject {
     diff.setDiff(std::make_shared<RecordingDiff>(diff_recordings(*rec, *other)));
     QCOMPARE(diff.rowCount(), 6);
     check_model(diff);
+    // Under a table in both recordings: one row per changed metric, before / after / change.
+    const RecordingDiff* d = diff.diff();
+    const QModelIndex first = diff.index(0, 0);
+    QCOMPARE(int(d->tables[0].status), int(TableDiff::Status::kBoth));
+    int changed = 0;
+    for (size_t m = 0; m < diff_metrics().size(); ++m) changed += d->tables[0].before[m] != d->tables[0].after[m];
+    QVERIFY(changed > 0);
+    QCOMPARE(diff.rowCount(first), changed);
+    QCOMPARE(diff.index(0, DiffModel::kName, first).data().toString().isEmpty(), false);
+    QVERIFY(diff.index(0, DiffModel::kChange, first).data().toString().contains(QLatin1Char('%')) ||
+            diff.index(0, DiffModel::kChange, first).data().toString().contains(QStringLiteral("pt")) ||
+            diff.index(0, DiffModel::kChange, first).data().toString() == QStringLiteral("new"));
+    // A table in only one recording lists every metric, with a dash on the missing side.
+    const QModelIndex last = diff.index(5, 0);
+    QCOMPARE(diff.index(5, DiffModel::kChange).data().toString(), QStringLiteral("only before"));
+    QCOMPARE(diff.rowCount(last), int(diff_metrics().size()));
+    QCOMPARE(diff.index(0, DiffModel::kAfter, last).data().toString(), QStringLiteral("–"));
     // Models emptied again stay consistent.
     tables.setRecording(nullptr);
     QCOMPARE(tables.rowCount(), 0);

@@ -63,6 +63,8 @@ void compare_with_report(const QString& path) {
   // Memory: the overview's peak, table bytes and the timeline's peak.
   const QJsonObject mem = j[QStringLiteral("memory")].toObject();
   QCOMPARE(mem[QStringLiteral("peak_bytes")].toInteger(), p.peak_bytes());
+  QCOMPARE(mem[QStringLiteral("peak_bytes")].toInteger(), rec->peak_bytes);  // what the overview shows
+  QCOMPARE(mem[QStringLiteral("table_bytes")].toInteger(), qint64(rec->table_memory.total_bytes()));
   QCOMPARE(mem[QStringLiteral("table_bytes")].toInteger(), qint64(p.table_bytes()));
   QCOMPARE(mem[QStringLiteral("weight_bytes")].toInteger(), qint64(p.table_memory().weight_bytes));
   QCOMPARE(mem[QStringLiteral("optimizer_bytes")].toInteger(), qint64(p.table_memory().optimizer_bytes));

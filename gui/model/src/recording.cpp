@@ -41,6 +41,8 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
     if (v != by_name.end()) v->second->summary.lookups += it->second;
   }
   rec->timelines = build_timelines(rec->profile);
+  rec->peak_bytes = rec->profile.peak_bytes();
+  rec->table_memory = rec->profile.table_memory();
   rec->has_statistics = false;
   return rec;
 }
@@ -55,6 +57,8 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
   });
   for (auto& t : rec->profile.tables) t.aggregate = stats::TableAggregate();
   rec->timelines = build_timelines(rec->profile);
+  rec->peak_bytes = rec->profile.peak_bytes();
+  rec->table_memory = rec->profile.table_memory();
   rec->has_statistics = true;
   return rec;
 }

@@ -40,10 +40,10 @@ RecordingDiff diff_recordings(const Recording& before, const Recording& after) {
   RecordingDiff d;
   d.before_path = before.path;
   d.after_path = after.path;
-  d.peak_before = before.profile.peak_bytes();
-  d.peak_after = after.profile.peak_bytes();
-  d.memory_before = before.profile.table_memory();
-  d.memory_after = after.profile.table_memory();
+  d.peak_before = before.peak_bytes;
+  d.peak_after = after.peak_bytes;
+  d.memory_before = before.table_memory;
+  d.memory_after = after.table_memory;
   std::map<std::string, const model::TableView*> in_a, in_b;
   for (const auto& t : before.tables) in_a[t.name] = &t;
   for (const auto& t : after.tables) in_b[t.name] = &t;

@@ -31,7 +31,7 @@ struct StackedTimeline {
 // series (tables beyond that, and allocations of no table, go to "other") and about
 // 2 * `buckets` samples.
 std::vector<StackedTimeline> build_timelines(const model::Profile& profile, size_t max_series = 8,
-                                             size_t buckets = 600);
+                                             size_t buckets = 400);
 
 // Without a device timeline: each table's bytes (weights + optimizer state), the biggest
 // `max_series - 1` tables by name and the rest summed as "other".

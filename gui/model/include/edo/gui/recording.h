@@ -27,6 +27,10 @@ struct Recording {
   // other statistics (unique rows, coverage, Zipf fit, LRU and drift curves) are not.
   bool has_statistics = false;
   std::vector<StackedTimeline> timelines;  // sessions with a device memory timeline
+  // profile.peak_bytes() and profile.table_memory(), computed with the rest off the UI thread
+  // (the peak sorts every memory event).
+  int64_t peak_bytes = 0;
+  model::TableMemory table_memory;
 
   const model::TableView* find_table(const std::string& name) const;
   const model::Session* session(int64_t id) const;
