@@ -168,7 +168,8 @@ void MainWindow::showOutline(RecordingPtr recording) {
   }
   progress_->setRange(0, 1000);
   status_->setText(tr("Loading statistics of %1…").arg(recording->path));
-  setRecording(std::move(recording), [this] { Q_EMIT outlineShown(); });
+  setRecording(std::move(recording));
+  Q_EMIT outlineShown();  // the view in sight has it (the others follow, one per event)
 }
 
 void MainWindow::showLoaded(RecordingPtr recording) {
@@ -188,7 +189,8 @@ void MainWindow::setRecording(RecordingPtr recording, std::function<void()> done
   for (QWidget* v : std::initializer_list<QWidget*>{overview_, tables_, detail_, kernels_, diff_})
     if (v != update_order_.front()) update_order_.push_back(v);
   update_done_ = std::move(done);
-  updateView(++update_generation_, 0);
+  const int generation = ++update_generation_;
+  updateView(generation, 0);
 }
 
 void MainWindow::updateView(int generation, size_t i) {

@@ -52,7 +52,7 @@ class MainWindow : public QMainWindow {
   QStringList recentFiles() const;
 
  Q_SIGNALS:
-  void outlineShown();                 // the overview is painted from the outline
+  void outlineShown();                 // the view in sight shows the outline
   void recordingLoaded();              // statistics are in every view
   void loadFailed(const QString& reason);
 
@@ -70,7 +70,8 @@ class MainWindow : public QMainWindow {
   void chooseComparison();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
-  // Hands the recording to every view, `done` once all have it.
+  // Hands the recording to the view in sight now and to every other view in the events that
+  // follow; `done` once all have it (never, if another recording replaces it first).
   void setRecording(RecordingPtr recording, std::function<void()> done = {});
   void updateView(int generation, size_t index);
 

@@ -71,6 +71,7 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(dropped_);
 
   auto* cards = new QGridLayout();
+  cards->setHorizontalSpacing(24);
   const QString captions[kCardCount] = {tr("peak memory"), tr("table memory"), tr("tables"),
                                         tr("lookups"), tr("steps")};
   for (int i = 0; i < kCardCount; ++i) {
@@ -207,8 +208,8 @@ void OverviewView::updateHeader() {
                         .arg(format_count(dropped)));
 
   const int64_t peak = recording_->peak_bytes;
-  card_values_[kPeak]->setText(format_bytes(static_cast<uint64_t>(std::max<int64_t>(peak, 0))) +
-                               (p.memory_events.empty() ? tr(" (tables)") : QString()));
+  card_values_[kPeak]->setText(format_bytes(static_cast<uint64_t>(std::max<int64_t>(peak, 0))));
+  card_captions_[kPeak]->setText(p.memory_events.empty() ? tr("peak memory (no device timeline: the tables' sum)") : tr("peak device memory"));
   card_values_[kPeak]->setToolTip(p.memory_events.empty() ? tr("No device timeline: the sum of the tables' bytes")
                                                           : tr("Highest live device memory of one process"));
   const model::TableMemory memory = recording_->table_memory;

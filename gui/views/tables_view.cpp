@@ -8,6 +8,8 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "edo/gui/model_roles.h"
 #include "edo/gui/tables_model.h"
 
@@ -44,8 +46,9 @@ TablesView::TablesView(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   // Column widths from the first rows only: measuring thousands of cells on every change stalls the UI.
   table_->horizontalHeader()->setResizeContentsPrecision(64);
-  table_->horizontalHeader()->setSectionResizeMode(TablesModel::kName, QHeaderView::Stretch);
-  table_->horizontalHeader()->setStretchLastSection(false);
+  // Names as wide as they need (160..320 px), the spare width to the last column.
+  table_->horizontalHeader()->setSectionResizeMode(TablesModel::kName, QHeaderView::Interactive);
+  table_->horizontalHeader()->setStretchLastSection(true);
   layout->addWidget(table_);
 
   connect(filter_, &QLineEdit::textChanged, this, &TablesView::setFilter);
@@ -59,6 +62,8 @@ TablesView::TablesView(QWidget* parent) : QWidget(parent) {
 
 void TablesView::setRecording(RecordingPtr recording) {
   model_->setRecording(std::move(recording));
+  table_->resizeColumnToContents(TablesModel::kName);
+  table_->setColumnWidth(TablesModel::kName, std::clamp(table_->columnWidth(TablesModel::kName), 160, 320));
   const bool parts = model_->hasMemoryParts();
   for (int column : {TablesModel::kWeights, TablesModel::kOptimizer, TablesModel::kGrads}) table_->setColumnHidden(column, !parts);
   updateCount();

@@ -68,6 +68,7 @@ QVariant KernelsModel::cell(int row, int column, int role) const {
   if (role == Qt::ToolTipRole && column == kName) return QString::fromStdString(k.name);
   QStringList tables;
   for (const auto& t : k.tables) tables << QString::fromStdString(t);
+  if (role == Qt::ToolTipRole && column == kTables && !tables.isEmpty()) return tables.join(QLatin1Char('\n'));
   switch (column) {
     case kName: return answer(role, QString::fromStdString(k.name), QString::fromStdString(k.name));
     case kLaunches: return answer(role, format_count(k.launches), qulonglong(k.launches));
