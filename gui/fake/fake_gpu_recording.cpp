@@ -51,7 +51,7 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       table.name = names[static_cast<size_t>(t)];
       table.rows = o.same_rows ? o.rows : std::max<uint64_t>(16, o.rows >> (t % 4));
       table.dim = o.dim;
-      table.dtype = "f32";
+      table.dtype = "fp32";
       table.device = "cuda:" + std::to_string(s);
       table.base_address = 0x7f0000000000ull + (static_cast<uint64_t>(s) << 36) + (static_cast<uint64_t>(t) << 32);
       table.weight_bytes = table.rows * table.dim * 4;

@@ -191,7 +191,7 @@ class ModelTests : public QObject {
     t.name = "known";
     t.rows = 1000;
     t.dim = 8;
-    t.dtype = "f16";
+    t.dtype = "fp16";
     t.weight_bytes = 1000 * 8 * 2;
     t.aggregate = ing.take_delta();
     p.tables.push_back(std::move(t));
@@ -253,7 +253,7 @@ class ModelTests : public QObject {
     t.name = "zipf";
     t.rows = 100000;
     t.dim = 4;
-    t.dtype = "f32";
+    t.dtype = "fp32";
     t.aggregate = ing.take_delta();
     p.tables.push_back(std::move(t));
     auto rec = make_recording(QStringLiteral("zipf"), std::move(p));

@@ -26,19 +26,16 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
   auto rec = std::make_shared<Recording>();
   rec->path = path;
   rec->profile = std::move(outline.profile);
-  rec->tables = model::table_views(rec->profile);
-  // The views merge tables of one name and shape across processes; a name recorded with
-  // another shape becomes "name (session N)" (model::table_views). Add stored lookups the
-  // same way.
+  // The views of the outline (model::table_views() decides which tables are one), with each
+  // view's lookups added up from the stored counts of the tables it stands for.
+  std::vector<std::string> view_of_table;
+  rec->tables = model::table_views(rec->profile, {}, &view_of_table);
   std::map<std::string, model::TableView*> by_name;
   for (auto& v : rec->tables) by_name[v.name] = &v;
-  for (const auto& t : rec->profile.tables) {
-    auto it = outline.lookups_by_table.find(t.id);
-    if (it == outline.lookups_by_table.end()) continue;
-    auto v = by_name.find(t.name);
-    if (v == by_name.end() || v->second->rows != t.rows || v->second->dim != t.dim)
-      v = by_name.find(t.name + " (session " + std::to_string(t.session_id) + ")");
-    if (v != by_name.end()) v->second->summary.lookups += it->second;
+  for (size_t i = 0; i < rec->profile.tables.size() && i < view_of_table.size(); ++i) {
+    auto stored = outline.lookups_by_table.find(rec->profile.tables[i].id);
+    auto view = by_name.find(view_of_table[i]);
+    if (stored != outline.lookups_by_table.end() && view != by_name.end()) view->second->summary.lookups += stored->second;
   }
   rec->timelines = build_timelines(rec->profile);
   rec->peak_bytes = rec->profile.peak_bytes();

@@ -67,6 +67,25 @@ TEST(TableViews, ProgressCountsEveryViewAndGivesTheSameViews) {
   }
 }
 
+TEST(TableViews, TellWhichViewEachTableWentInto) {
+  Profile p = db::testing::sample_profile();
+  p.tables[3].rows = 5000;  // session 2's user table: another shape, a view of its own
+  p.tables[3].aggregate = stats::TableAggregate(5000, stats::StatsConfig{});
+  std::vector<std::string> view_of_table;
+  auto views = table_views(p, {}, &view_of_table);
+  ASSERT_EQ(view_of_table.size(), p.tables.size());
+  for (size_t i = 0; i < p.tables.size(); ++i) {
+    bool found = false;
+    for (const auto& v : views) found |= v.name == view_of_table[i] && v.table_name == p.tables[i].name;
+    EXPECT_TRUE(found) << view_of_table[i];
+  }
+  EXPECT_NE(view_of_table[0], view_of_table[3]);
+  // Same shape: both processes' tables go into one view.
+  Profile q = db::testing::sample_profile();
+  table_views(q, {}, &view_of_table);
+  EXPECT_EQ(view_of_table[0], view_of_table[3]);
+}
+
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
   Profile p = db::testing::sample_profile();
   // user 64000 + item 1600 + user(session 2) 64000 + its optimizer state 128000 and gradients
