@@ -24,8 +24,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 # One drift window every 2 steps, so that the detail view has a drift curve to show.
-EDO_WINDOW_STEPS=2 OMP_NUM_THREADS=2 "$edo" record -o "$work/dlrm.edodb" -- "$torch_python" examples/dlrm_like.py --steps 40 >/dev/null 2>&1
-EDO_WINDOW_STEPS=2 OMP_NUM_THREADS=2 "$edo" record -o "$work/dlrm-wide.edodb" -- "$torch_python" examples/dlrm_like.py --steps 40 --dim 32 >/dev/null 2>&1
+record() {  # out args...: the job's and edo's output only when something fails
+  local out=$1
+  shift
+  EDO_WINDOW_STEPS=2 OMP_NUM_THREADS=2 "$edo" record -o "$out" -- "$torch_python" examples/dlrm_like.py "$@" >"$work/log" 2>&1 ||
+    { cat "$work/log" >&2; echo "screenshots: recording examples/dlrm_like.py failed" >&2; exit 1; }
+}
+record "$work/dlrm.edodb" --steps 40
+record "$work/dlrm-wide.edodb" --steps 40 --dim 32
 "$build/bin/edo-fake-recording" -o "$work/gpu.edodb" --tables 10 --rows 2000000 --lookups 400000
 
 shot() {  # file view name
