@@ -51,7 +51,7 @@ QValueAxis* linear_axis(const QString& title, double min, double max, int ticks,
   axis->setRange(min, max);
   // Ticks at round numbers from an anchor of 0 (a range of 0..4.45 s reads 0, 1, 2, 3, 4),
   // about `ticks` of them; the range itself stays exactly as given.
-  const double step = nice_ceiling((max - min) / std::max(ticks - 1, 1));
+  const double step = nice_step((max - min) / std::max(ticks, 1));
   axis->setTickType(QValueAxis::TicksDynamic);
   axis->setTickAnchor(0.0);
   axis->setTickInterval(step);
@@ -77,13 +77,19 @@ QLogValueAxis* log_axis(const QString& title, double min, double max, const QStr
   return axis;
 }
 
-double nice_ceiling(double v) {
+namespace {
+double smallest_multiple_at_least(double v, std::initializer_list<double> mantissas) {
   if (!(v > 0) || !std::isfinite(v)) return 1.0;
   const double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+  for (double m : mantissas)
     if (m * p >= v * (1 - 1e-12)) return m * p;
   return 10.0 * p;
 }
+}  // namespace
+
+double nice_ceiling(double v) { return smallest_multiple_at_least(v, {1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}); }
+
+double nice_step(double v) { return smallest_multiple_at_least(v, {1.0, 2.0, 2.5, 5.0, 10.0}); }
 
 std::pair<double, double> decades(double lo, double hi) {
   if (!(lo > 0)) lo = 1.0;

@@ -21,8 +21,11 @@ QValueAxis* linear_axis(const QString& title, double min, double max, int ticks 
 // A base-10 log axis over [min, max] (both > 0, rounded out to whole decades).
 QLogValueAxis* log_axis(const QString& title, double min, double max, const QString& format = QStringLiteral("%g"));
 
-// The smallest "nice" number (1, 2, 2.5, 5 x 10^k) >= v; 1 for v <= 0.
+// The smallest round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k) >= v, for an axis's
+// end; 1 for v <= 0.
 double nice_ceiling(double v);
+// The smallest tick step (1, 2, 2.5, 5 x 10^k) >= v.
+double nice_step(double v);
 // [10^floor(log10 lo), 10^ceil(log10 hi)] for lo, hi > 0.
 std::pair<double, double> decades(double lo, double hi);
 // Whether values in [lo, hi] span more than two decades (use a log axis).
