@@ -25,6 +25,7 @@ class OverviewView;
 class RecordingLoader;
 class TableDetailView;
 class TablesView;
+class TunerView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -36,7 +37,7 @@ class MainWindow : public QMainWindow {
 
   void openFile(const QString& path);
   void compareWith(const QString& path);
-  // "overview", "tables", "table", "kernels", "diff"; false for another name.
+  // "overview", "tables", "table", "kernels", "tuner", "diff"; false for another name.
   bool showView(const QString& name);
   QString currentView() const;
   static QStringList viewNames();
@@ -48,6 +49,7 @@ class MainWindow : public QMainWindow {
   TablesView* tablesView() const { return tables_; }
   TableDetailView* detailView() const { return detail_; }
   KernelsView* kernelsView() const { return kernels_; }
+  TunerView* tunerView() const { return tuner_; }
   DiffView* diffView() const { return diff_; }
   QStringList recentFiles() const;
 
@@ -89,6 +91,7 @@ class MainWindow : public QMainWindow {
   TablesView* tables_;
   TableDetailView* detail_;
   KernelsView* kernels_;
+  TunerView* tuner_;
   DiffView* diff_;
   QProgressBar* progress_;
   QLabel* status_;

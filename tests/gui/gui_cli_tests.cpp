@@ -52,7 +52,7 @@ QImage screenshot(const QString& file, const QString& view, const QString& name,
 
 void every_view_renders(const QString& file, const QString& other, const QString& table, const QString& prefix) {
   const QStringList views = {QStringLiteral("overview"), QStringLiteral("tables"), QStringLiteral("table:") + table,
-                             QStringLiteral("kernels"), QStringLiteral("diff:") + other};
+                             QStringLiteral("kernels"), QStringLiteral("tuner"), QStringLiteral("diff:") + other};
   QList<QImage> images;
   for (const QString& view : views) {
     QImage img = screenshot(file, view, prefix + QLatin1Char('-') + QString(view).replace(QLatin1Char(':'), QLatin1Char('_')).replace(QLatin1Char('/'), QLatin1Char('_')));
@@ -84,6 +84,14 @@ class CliTests : public QObject {
     const QString a = dlrm_recording(&why);
     if (a.isEmpty()) QSKIP(qPrintable(why));
     every_view_renders(a, fake_recording(1, 0), QStringLiteral("sparse.item"), QStringLiteral("dlrm"));
+  }
+  void tunerOfATunedRecording() {
+    QJsonObject plan;
+    const QString path = tuned_recording(&plan);
+    QImage tuner = screenshot(path, QStringLiteral("tuner"), QStringLiteral("tuned-tuner"));
+    QImage overview = screenshot(path, QStringLiteral("overview"), QStringLiteral("tuned-overview"));
+    QVERIFY(!tuner.isNull() && colours(tuner) > 20);
+    QVERIFY(tuner != overview);
   }
   void sizeIsHonoured() {
     QImage img = screenshot(fake_recording(1, 0), QStringLiteral("overview"), QStringLiteral("small"), QStringLiteral("900x600"));
@@ -118,7 +126,7 @@ class CliTests : public QObject {
     QTest::newRow("unwritable output") << QStringList{ok, QStringLiteral("--screenshot"), temp_dir() + QStringLiteral("/no/such/dir/x.png")} << 1
                                        << QStringLiteral("cannot write the PNG");
     QTest::newRow("unknown view") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--view"), QStringLiteral("charts")} << 2
-                                  << QStringLiteral("unknown view 'charts'");
+                                  << QStringLiteral("unknown view 'charts' (use overview, tables, table:NAME, kernels, tuner or diff:OTHER)");
     QTest::newRow("diff without a file") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--view"), QStringLiteral("diff")} << 2
                                          << QStringLiteral("diff:OTHER");
     QTest::newRow("bad size") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--size"), QStringLiteral("big")} << 2

@@ -24,6 +24,9 @@
 #include "edo/gui/tables_model.h"
 #include "edo/gui/top_rows_model.h"
 #include "edo/gui/top_tables_model.h"
+#include "edo/gui/tune_models.h"
+#include "edo/gui/tune_runner.h"
+#include "edo/db/tune_store.h"
 #include "edo/stats/table_stats.h"
 #include "fake_gpu_recording.h"
 #include "test_support.h"
@@ -406,6 +409,76 @@ class ModelTests : public QObject {
     QCOMPARE(loaded.count(), 1);
     QCOMPARE(loaded.at(0).at(0).value<RecordingPtr>()->path, second);
     for (const auto& args : outline) QCOMPARE(args.at(0).value<RecordingPtr>()->path, second);
+  }
+
+  // Running edo tune from the dashboard: progress, the result stored like `edo tune` stores
+  // it, and Cancel keeping what was measured.
+  void tuneRunnerMeasuresSavesAndCancels() {
+    const QString path = temp_dir() + QStringLiteral("/to-tune.edodb");
+    Run s = run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("3"),
+                            QStringLiteral("--rows"), QStringLiteral("4000"), QStringLiteral("--lookups"), QStringLiteral("20000")});
+    QCOMPARE(s.exit_code, 0);
+    tuner::TuneOptions o;
+    o.budget_bytes = 2 << 20;
+    o.backend = "cpu";
+    o.strategies = "fp16,int8,int4";
+    o.reps = 1;
+    TuneRunner runner;
+    QSignalSpy progress(&runner, &TuneRunner::progress);
+    QSignalSpy finished(&runner, &TuneRunner::finished);
+    QSignalSpy failed(&runner, &TuneRunner::failed);
+    runner.start(path, o);
+    QVERIFY(runner.busy());
+    QVERIFY(finished.wait(120'000));
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(!runner.busy());
+    auto result = finished.at(0).at(0).value<TuneResultPtr>();
+    QCOMPARE(finished.at(0).at(1).toString(), QString());  // saved
+    QVERIFY(result->complete);
+    QCOMPARE(result->candidates_measured, result->candidates_total);
+    QVERIFY(result->feasible);
+    QVERIFY(progress.count() >= 1);
+    qulonglong last = 0;
+    for (const auto& args : progress) {
+      QVERIFY(args.at(0).toULongLong() >= last);
+      last = args.at(0).toULongLong();
+      QCOMPARE(args.at(1).toULongLong(), qulonglong(result->candidates_total));
+    }
+    {
+      db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+      auto stored = db::load_latest_tune_result(store);
+      QVERIFY(stored.has_value());
+      QCOMPARE(stored->run_id, result->run_id);
+      QCOMPARE(stored->plan_device_bytes, result->plan_device_bytes);
+    }
+    // The item models show it.
+    PlanModel plan;
+    plan.setResult(result);
+    QCOMPARE(plan.rowCount(), 3);
+    check_model(plan);
+    CandidatesModel candidates;
+    candidates.setResult(result);
+    QCOMPARE(candidates.rowCount(), int(result->candidates.size()));
+    check_model(candidates);
+
+    // Cancel at the first progress report: the tuner stops after that candidate.
+    TuneRunner again;
+    QSignalSpy done(&again, &TuneRunner::finished);
+    connect(&again, &TuneRunner::progress, &again, &TuneRunner::cancel);
+    o.strategies = "";
+    again.start(path, o);
+    QVERIFY(done.wait(120'000));
+    auto stopped = done.at(0).at(0).value<TuneResultPtr>();
+    QVERIFY(!stopped->complete);
+    QCOMPARE(stopped->stop_reason, std::string("cancelled"));
+    QVERIFY(stopped->candidates_measured < stopped->candidates_total);
+
+    // A budget the tuner cannot read fails in one line; so does a missing file.
+    TuneRunner bad;
+    QSignalSpy bad_failed(&bad, &TuneRunner::failed);
+    bad.start(temp_dir() + QStringLiteral("/no-such.edodb"), o);
+    QVERIFY(bad_failed.wait(30'000));
+    QVERIFY(bad_failed.at(0).at(0).toString().contains(QStringLiteral("no such file")));
   }
 
   void loaderReportsBadFilesInOneLine_data() {

@@ -17,6 +17,7 @@
 #include "edo/gui/table_detail.h"
 #include "edo/gui/tables_model.h"
 #include "edo/gui/top_tables_model.h"
+#include "edo/gui/tune_models.h"
 #include "test_support.h"
 
 using namespace edo;
@@ -230,6 +231,38 @@ class NumbersTests : public QObject {
     if (path.isEmpty()) QSKIP(qPrintable(why));
     compare_with_report(path);
   }
+  // The Tuner view's plan and candidates are the plan `edo tune` printed and stored.
+  void tunerPlanAsEdoTunePrintedIt() {
+    QJsonObject j;
+    const QString path = tuned_recording(&j);
+    RecordingPtr rec = open_like_the_app(path);
+    QVERIFY(rec->tune.has_value());
+    auto result = std::make_shared<const model::TuneResult>(*rec->tune);
+    QCOMPARE(qint64(result->budget_bytes), j[QStringLiteral("budget_bytes")].toInteger());
+    QCOMPARE(qint64(result->plan_device_bytes), j[QStringLiteral("plan")].toObject()[QStringLiteral("device_bytes")].toInteger());
+    EXPECT_SAME(result->plan_step_us, j[QStringLiteral("plan")].toObject()[QStringLiteral("step_us")].toDouble(), "plan step time");
+    QCOMPARE(qint64(result->baseline_device_bytes), j[QStringLiteral("baseline")].toObject()[QStringLiteral("device_bytes")].toInteger());
+    QCOMPARE(qint64(result->candidates_measured), j[QStringLiteral("candidates_measured")].toInteger());
+    PlanModel plan;
+    plan.setResult(result);
+    const QJsonArray tables = j[QStringLiteral("tables")].toArray();
+    QCOMPARE(plan.rowCount(), int(tables.size()));
+    for (int i = 0; i < tables.size(); ++i) {
+      const QJsonObject t = tables[i].toObject();
+      QCOMPARE(plan.index(i, PlanModel::kTable).data(SortRole).toString(), t[QStringLiteral("name")].toString());
+      QCOMPARE(plan.index(i, PlanModel::kStrategy).data(SortRole).toString(), t[QStringLiteral("strategy")].toString());
+      QCOMPARE(plan.index(i, PlanModel::kPlanned).data(SortRole).toLongLong(), t[QStringLiteral("device_bytes")].toInteger());
+      QCOMPARE(plan.index(i, PlanModel::kRecorded).data(SortRole).toLongLong(), t[QStringLiteral("recorded_device_bytes")].toInteger());
+      EXPECT_SAME(plan.index(i, PlanModel::kStepTime).data(SortRole).toDouble(), t[QStringLiteral("step_us")].toDouble(), "table step time");
+      QCOMPARE(plan.index(i, PlanModel::kWhy).data().toString(), t[QStringLiteral("why")].toString());
+    }
+    CandidatesModel candidates;
+    candidates.setResult(result);
+    int in_plan = 0;
+    for (int r = 0; r < candidates.rowCount(); ++r) in_plan += candidates.index(r, CandidatesModel::kInPlan).data(SortRole).toInt();
+    QCOMPARE(in_plan, int(tables.size()));
+  }
+
   void diffOfTwoSynthRecordings() {
     const QString a = synth_recording({QStringLiteral("--tables"), QStringLiteral("3"), QStringLiteral("--rows"), QStringLiteral("20000"),
                                        QStringLiteral("--lookups"), QStringLiteral("60000"), QStringLiteral("--zipf"), QStringLiteral("1.1")});

@@ -7,6 +7,9 @@
 #include <QAreaSeries>
 #include <QChartView>
 #include <QComboBox>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLogValueAxis>
 #include <QMessageBox>
@@ -31,6 +34,9 @@
 #include "overview_view.h"
 #include "table_detail_view.h"
 #include "tables_view.h"
+#include "tuner_view.h"
+#include "edo/gui/tune_models.h"
+#include "edo/gui/tune_runner.h"
 #include "test_support.h"
 
 using namespace edo;
@@ -228,6 +234,71 @@ class ViewTests : public QObject {
   }
 
   // A bad file: a dialog with the one-line reason; the window stays usable.
+  void tunerShowsThePlanReplansAndExports() {
+    QJsonObject plan_json;
+    const QString path = tuned_recording(&plan_json);
+    MainWindow w(false);
+    w.show();
+    QVERIFY(open_and_wait(w, path));
+    QVERIFY(w.showView(QStringLiteral("tuner")));
+    TunerView* t = w.tunerView();
+    QVERIFY(t->result());
+    QCOMPARE(t->plan()->rowCount(), int(plan_json[QStringLiteral("tables")].toArray().size()));
+    QVERIFY(chart_with_title(t, QStringLiteral("device memory vs step time")));
+    QVERIFY(visible_text(t).contains(QStringLiteral("Measured on <b>cpu</b>")));
+    // Exports: the same documents `edo export` writes.
+    for (const QString& format : {QStringLiteral("json"), QStringLiteral("yaml"), QStringLiteral("torchrec")}) {
+      const QString out = temp_dir() + QStringLiteral("/plan.") + format;
+      QCOMPARE(t->exportPlan(format, out), QString());
+      QFile written(out);
+      QVERIFY(written.open(QIODevice::ReadOnly));
+      Run cli = run(edo_bin(), {QStringLiteral("export"), path, QStringLiteral("--format"), format});
+      QCOMPARE(cli.exit_code, 0);
+      QCOMPARE(written.readAll(), cli.out);
+    }
+    QVERIFY(t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/no/such/dir/plan.json")).contains(QStringLiteral("cannot write")));
+    // Replan for a generous budget: every table back to as fast as it gets; for 1 KiB: no plan.
+    t->setBudget(QStringLiteral("1GiB"));
+    QVERIFY(t->replan());
+    QCOMPARE(t->result()->budget_bytes, uint64_t{1} << 30);
+    QVERIFY(t->result()->feasible);
+    t->setBudget(QStringLiteral("1KiB"));
+    QVERIFY(t->replan());
+    QVERIFY(!t->result()->feasible);
+    QVERIFY(visible_text(t).contains(QStringLiteral("No plan fits 1.00 KiB")));
+    QVERIFY(!t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/x.json")).isEmpty());
+    // A budget that does not parse is refused in one line.
+    t->setBudget(QStringLiteral("lots"));
+    QVERIFY(!t->replan());
+    QVERIFY(!t->runTune());
+    QVERIFY(visible_text(t).contains(QStringLiteral("lots")));
+  }
+
+  void tunerRunsFromTheView() {
+    const QString path = temp_dir() + QStringLiteral("/view-tune.edodb");
+    QVERIFY(run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("2"),
+                            QStringLiteral("--rows"), QStringLiteral("3000"), QStringLiteral("--lookups"), QStringLiteral("10000")})
+                .exit_code == 0);
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, path));
+    TunerView* t = w.tunerView();
+    QVERIFY(!t->result());
+    QVERIFY(visible_text(t).contains(QStringLiteral("No tune run")));
+    t->setBudget(QStringLiteral("1MiB"));
+    t->setBackend(QStringLiteral("cpu"));
+    QSignalSpy shown(t, &TunerView::resultShown);
+    QVERIFY(t->runTune());
+    QVERIFY(t->runner()->busy());
+    QVERIFY(shown.wait(180'000));
+    QVERIFY(t->result());
+    QCOMPARE(t->result()->backend, std::string("cpu"));
+    QCOMPARE(t->plan()->rowCount(), 2);
+    // Stored: reopening the file shows the same run.
+    MainWindow again(false);
+    QVERIFY(open_and_wait(again, path));
+    QCOMPARE(again.tunerView()->result()->run_id, t->result()->run_id);
+  }
+
   void badFileOpensAnErrorDialog() {
     MainWindow w(true);
     w.show();

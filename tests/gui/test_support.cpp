@@ -114,6 +114,28 @@ QString dlrm_recording(QString* why, const QStringList& script_args) {
 }
 
 namespace {
+QJsonObject parse(const Run& r, const char* what);
+}  // namespace
+
+QString tuned_recording(QJsonObject* plan) {
+  static QJsonObject stored;
+  const QString key = QStringLiteral("tuned");
+  if (!made().contains(key)) {
+    const QString path = temp_dir() + QStringLiteral("/tuned.edodb");
+    Run s = run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("3"),
+                            QStringLiteral("--rows"), QStringLiteral("5000"), QStringLiteral("--lookups"), QStringLiteral("20000")});
+    if (s.exit_code != 0) qFatal("edo synth failed: %s", s.err.constData());
+    stored = parse(run(edo_bin(), {QStringLiteral("tune"), path, QStringLiteral("--budget"), QStringLiteral("3MiB"), QStringLiteral("--backend"),
+                                   QStringLiteral("cpu"), QStringLiteral("--strategies"), QStringLiteral("fp16,int8"), QStringLiteral("--reps"),
+                                   QStringLiteral("1"), QStringLiteral("--json")}),
+                   "edo tune --json");
+    made()[key] = path;
+  }
+  if (plan) *plan = stored;
+  return made()[key];
+}
+
+namespace {
 QJsonObject parse(const Run& r, const char* what) {
   if (r.exit_code != 0) qFatal("%s failed (%d): %s", what, r.exit_code, r.err.constData());
   QJsonParseError error;

@@ -31,6 +31,10 @@ QString fake_recording(int sessions, uint64_t dropped = 0);
 // has no python3 with torch (the test then skips).
 QString dlrm_recording(QString* why, const QStringList& script_args = {});
 
+// A small `edo synth` recording that `edo tune --backend cpu --strategies fp16,int8` has tuned
+// (a few seconds); *plan receives the command's --json output (edo.plan/1).
+QString tuned_recording(QJsonObject* plan);
+
 QJsonObject report_json(const QString& path, int top_rows = 0);
 QJsonObject diff_json(const QString& before, const QString& after);
 

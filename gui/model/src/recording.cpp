@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "edo/db/tune_store.h"
+
 namespace edo::gui {
 
 const model::TableView* Recording::find_table(const std::string& name) const {
@@ -22,8 +24,10 @@ uint64_t Recording::total_lookups() const {
   return n;
 }
 
-std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline) {
+std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
+                                        std::optional<model::TuneResult> tune) {
   auto rec = std::make_shared<Recording>();
+  rec->tune = std::move(tune);
   rec->path = path;
   rec->profile = std::move(outline.profile);
   // The views of the outline (model::table_views() decides which tables are one), with each
@@ -45,8 +49,10 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
 }
 
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
-                                          const std::function<void(size_t, size_t)>& on_progress) {
+                                          const std::function<void(size_t, size_t)>& on_progress,
+                                          std::optional<model::TuneResult> tune) {
   auto rec = std::make_shared<Recording>();
+  rec->tune = std::move(tune);
   rec->path = path;
   rec->profile = std::move(profile);
   rec->tables = model::table_views(rec->profile, [&](size_t done, size_t total) {
@@ -62,7 +68,7 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
 
 std::shared_ptr<Recording> load_recording(const QString& path) {
   db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-  return make_recording(path, store.load());
+  return make_recording(path, store.load(), {}, db::load_latest_tune_result(store));
 }
 
 }  // namespace edo::gui

@@ -1,5 +1,7 @@
 #include "edo/gui/recording_loader.h"
 
+#include "edo/db/tune_store.h"
+
 #include <QCoreApplication>
 #include <QMetaObject>
 #include <QPointer>
@@ -54,7 +56,9 @@ void RecordingLoader::open(const QString& path) {
   (void)QtConcurrent::run([job, post] {
     try {
       db::ProfileStore store(job->path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-      RecordingPtr outline = make_outline(job->path, store.load_outline());
+      // The latest tune run is small (candidates and a plan): it comes with the outline.
+      std::optional<model::TuneResult> tune = db::load_latest_tune_result(store);
+      RecordingPtr outline = make_outline(job->path, store.load_outline(), tune);
       if (job->cancelled) return;
       post([job, outline](RecordingLoader* self) { self->deliver_outline(job, outline); });
 
@@ -73,7 +77,7 @@ void RecordingLoader::open(const QString& path) {
       RecordingPtr full = make_recording(job->path, std::move(profile), [&](size_t done, size_t total) {
         report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(total),
                QStringLiteral("Summarising: table %1 of %2").arg(done).arg(total), done == total);
-      });
+      }, std::move(tune));
       if (job->cancelled) return;
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
     } catch (const Abandoned&) {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "edo/gui/memory_timeline.h"
 #include "edo/model/profile.h"
 #include "edo/model/profile_summary.h"
+#include "edo/model/tune.h"
 
 namespace edo::gui {
 
@@ -31,6 +33,8 @@ struct Recording {
   // (the peak sorts every memory event).
   int64_t peak_bytes = 0;
   model::TableMemory table_memory;
+  // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
+  std::optional<model::TuneResult> tune;
 
   const model::TableView* find_table(const std::string& name) const;
   const model::Session* session(int64_t id) const;
@@ -40,11 +44,13 @@ using RecordingPtr = std::shared_ptr<const Recording>;
 
 // Stage 1 (fast): the outline of the file. The tables come from model::table_views() on the
 // outline with each view's lookups filled in from the stored counts.
-std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline);
+std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
+                                        std::optional<model::TuneResult> tune = std::nullopt);
 // Stage 2: the full recording. on_progress(done, total) counts summarised table views; it
 // may throw to abandon the work.
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
-                                          const std::function<void(size_t, size_t)>& on_progress = {});
+                                          const std::function<void(size_t, size_t)>& on_progress = {},
+                                          std::optional<model::TuneResult> tune = std::nullopt);
 // Both stages in a row, on the calling thread (tools and tests). Throws db::DbError.
 std::shared_ptr<Recording> load_recording(const QString& path);
 
