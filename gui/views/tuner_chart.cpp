@@ -43,7 +43,9 @@ QChart* make_pareto_chart(const model::TuneResult& r) {
   const QString y_title = QObject::tr("lookup time per step (%1)").arg(time.name);
   QAbstractAxis* x;
   QAbstractAxis* y;
-  if (charts::spans_decades(x_lo, x_hi)) x = charts::log_axis(x_title, x_lo * xs, x_hi * xs);
+  // Memory on a log axis from one decade on (not two, as elsewhere): the frontier's knee sits
+  // at a small fraction of the recorded bytes and would be crowded against the left edge.
+  if (x_lo > 0 && x_hi / x_lo > 10) x = charts::log_axis(x_title, x_lo * xs, x_hi * xs);
   else x = charts::linear_axis(x_title, 0.0, charts::nice_ceiling(x_hi * xs * 1.05), 6);
   if (charts::spans_decades(y_lo, y_hi)) y = charts::log_axis(y_title, y_lo * ys, y_hi * ys);
   else y = charts::linear_axis(y_title, 0.0, charts::nice_ceiling(y_hi * ys * 1.1), 6);

@@ -68,8 +68,12 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   budget_->setMaximumWidth(budget_->fontMetrics().horizontalAdvance(QStringLiteral("123.45GiB")) + 24);
   max_error_ = new QLineEdit(form_box);
   max_error_->setMaximumWidth(budget_->maximumWidth());
-  max_error_->setPlaceholderText(tr("none"));
-  max_error_->setToolTip(tr("Largest access-weighted relative L2 error a table may get"));
+  // Empty means the tuner library's own default (TuneOptions), whatever it is: the view keeps
+  // no second copy of it.
+  const double default_error = tuner::TuneOptions{}.max_error;
+  max_error_->setPlaceholderText(std::isfinite(default_error) ? QString::number(default_error) : tr("none"));
+  max_error_->setToolTip(tr("Largest access-weighted relative L2 error a table may get, or 'none' (empty: %1)")
+                             .arg(std::isfinite(default_error) ? QString::number(default_error) : tr("no limit")));
   backend_ = new QComboBox(form_box);
   backend_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
   time_limit_ = new QDoubleSpinBox(form_box);
@@ -129,8 +133,9 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   plan_layout->addWidget(plan_view_);
   top->addWidget(chart_view_);
   top->addWidget(plan_host);
-  top->setStretchFactor(0, 1);
-  top->setStretchFactor(1, 1);
+  // The plan's columns need more room than the chart: 2:3.
+  top->setStretchFactor(0, 2);
+  top->setStretchFactor(1, 3);
 
   auto* bottom = new QWidget(vertical);
   auto* bottom_layout = new QVBoxLayout(bottom);
@@ -178,10 +183,18 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   });
   connect(runner_, &TuneRunner::finished, this, [this](TuneResultPtr result, const QString& not_saved) {
     setBusy(false);
+    if (!recording_ || recording_->path != running_path_) {
+      // Another recording was opened meanwhile: the run was stopped and is kept in its file.
+      say(not_saved.isEmpty() ? tr("the tune of %1 stopped when another recording was opened; what it measured is saved there").arg(running_path_)
+                              : not_saved,
+          !not_saved.isEmpty());
+      return;
+    }
     showResult(std::move(result), not_saved);
   });
   connect(runner_, &TuneRunner::failed, this, [this](const QString& reason) {
     setBusy(false);
+    if (recording_ && recording_->path != running_path_) return;  // about a file no longer open
     say(reason, true);
   });
   setBusy(false);
@@ -192,10 +205,15 @@ void TunerView::setRecording(RecordingPtr recording) {
   const bool same_file = recording_ && recording && recording_->path == recording->path;
   recording_ = std::move(recording);
   if (same_file && result_) return;  // keep a result made here while the statistics loaded
+  // A run on the file that was open stops (keeping what it measured, in that file); its
+  // result is not shown over this recording.
+  if (!same_file && runner_->busy() && (!recording_ || recording_->path != running_path_)) runner_->cancel();
   showResult(recording_ && recording_->tune ? std::make_shared<const model::TuneResult>(*recording_->tune) : nullptr, {});
 }
 
 void TunerView::setBudget(const QString& text) { budget_->setText(text); }
+
+void TunerView::setMaxError(const QString& text) { max_error_->setText(text); }
 
 void TunerView::setBackend(const QString& backend) { backend_->setCurrentText(backend); }
 
@@ -205,10 +223,12 @@ tuner::TuneOptions TunerView::options() const {
   if (budget.isEmpty()) throw std::invalid_argument("enter a budget: the device memory the tables may take, e.g. 24GiB");
   o.budget_bytes = tuner::parse_size(budget.toStdString());
   const QString err = max_error_->text().trimmed();
-  if (!err.isEmpty()) {
+  if (err.compare(QLatin1String("none"), Qt::CaseInsensitive) == 0) {
+    o.max_error = std::numeric_limits<double>::infinity();
+  } else if (!err.isEmpty()) {
     bool ok = false;
     o.max_error = err.toDouble(&ok);
-    if (!ok || !(o.max_error >= 0)) throw std::invalid_argument("max error '" + err.toStdString() + "' is not a number >= 0 (e.g. 0.01)");
+    if (!ok || !(o.max_error >= 0)) throw std::invalid_argument("max error '" + err.toStdString() + "' is not a number >= 0 (e.g. 0.01) or 'none'");
   }
   o.backend = backend_->currentText().toStdString();
   o.time_limit_s = time_limit_->value();
@@ -227,6 +247,7 @@ bool TunerView::runTune() {
   setBusy(true);
   progress_->setRange(0, 0);
   say(tr("starting: reading the recording…"), false);
+  running_path_ = recording_->path;
   runner_->start(recording_->path, o);
   return true;
 }
@@ -303,7 +324,10 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
   }
   const model::TuneResult& r = *result_;
   budget_->setText(budget_text(r.budget_bytes));
-  max_error_->setText(std::isfinite(r.max_error) ? QString::number(r.max_error) : QString());
+  // A run without a limit says so when empty would mean the library's finite default.
+  max_error_->setText(std::isfinite(r.max_error)                     ? QString::number(r.max_error)
+                      : std::isfinite(tuner::TuneOptions{}.max_error) ? QStringLiteral("none")
+                                                                      : QString());
   QString html = tr("Measured on <b>%1</b> (%2) · weights %3 · %4 of %5 candidates in %6%7")
                      .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device).toHtmlEscaped(), QString::fromStdString(r.weights))
                      .arg(r.candidates_measured)

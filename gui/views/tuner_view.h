@@ -39,6 +39,7 @@ class TunerView : public QWidget {
   // The form's options (budget parsed: throws std::invalid_argument with a one-line reason).
   tuner::TuneOptions options() const;
   void setBudget(const QString& text);
+  void setMaxError(const QString& text);    // a number, "none", or empty: the library's default
   void setBackend(const QString& backend);  // "auto", "cpu" or "cuda"
   // Runs the tuner with the form's options; false with the reason in a dialog (or the status
   // line) when the form is not valid.
@@ -60,6 +61,7 @@ class TunerView : public QWidget {
   bool interactive_;
   RecordingPtr recording_;
   TuneResultPtr result_;
+  QString running_path_;  // the file the runner measures
   TuneRunner* runner_;
   PlanModel* plan_;
   CandidatesModel* candidates_;

@@ -411,6 +411,48 @@ class ModelTests : public QObject {
     for (const auto& args : outline) QCOMPARE(args.at(0).value<RecordingPtr>()->path, second);
   }
 
+  // The plan's rows on a hand-made result: the optimizer lever shown beside the strategy, a
+  // tied table following its owner, an untuned table unchanged, savings negative when the
+  // plan grows a table.
+  void planModelShowsLeversTiesAndUntunedTables() {
+    auto r = std::make_shared<model::TuneResult>();
+    r->tables = {{"enc", 1000, 16, "fp32", 192000, 10, true, "", "synthetic", "adam"},
+                 {"dec", 1000, 16, "fp32", 0, 10, true, "enc", "synthetic", "adam"},
+                 {"small", 10, 4, "fp32", 160, 1, false, "", "synthetic", ""}};
+    model::TuneCandidate fp16;
+    fp16.table = "enc";
+    fp16.strategy = "fp16";
+    fp16.spec = "fp16";
+    fp16.optimizer = "rowwise_adagrad";
+    fp16.device_bytes = 36000;
+    fp16.step_us = 2.5;
+    fp16.error = 0.0002;
+    fp16.measured = true;
+    r->candidates = {fp16};
+    model::TuneChoice enc{"enc", 0, "", 36000, 0, 2.0, "fp16: saves"};
+    model::TuneChoice dec{"dec", 0, "enc", 0, 0, 0.5, "tied to enc"};
+    model::TuneChoice small{"small", -1, "", 200, 0, 0, "not tuned"};
+    r->choices = {enc, dec, small};
+    r->feasible = true;
+    PlanModel plan;
+    plan.setResult(r);
+    check_model(plan);
+    QCOMPARE(plan.rowCount(), 3);
+    QCOMPARE(plan.index(0, PlanModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    QCOMPARE(plan.index(0, PlanModel::kStrategy).data(SortRole).toString(), QStringLiteral("fp16"));
+    QCOMPARE(plan.index(0, PlanModel::kSaved).data(SortRole).toDouble(), 156000.0);
+    QCOMPARE(plan.index(1, PlanModel::kStrategy).data().toString(), QStringLiteral("shared (with enc)"));
+    QCOMPARE(plan.index(2, PlanModel::kStrategy).data().toString(), QStringLiteral("unchanged"));
+    QCOMPARE(plan.index(2, PlanModel::kStepTime).data().toString(), QStringLiteral("–"));
+    QCOMPARE(plan.index(2, PlanModel::kSaved).data().toString(), QStringLiteral("-40 B"));
+    CandidatesModel candidates;
+    candidates.setResult(r);
+    check_model(candidates);
+    QCOMPARE(candidates.index(0, CandidatesModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    candidates.setResult(nullptr);
+    QCOMPARE(candidates.rowCount(), 0);
+  }
+
   // Running edo tune from the dashboard: progress, the result stored like `edo tune` stores
   // it, and Cancel keeping what was measured.
   void tuneRunnerMeasuresSavesAndCancels() {

@@ -251,6 +251,9 @@ class NumbersTests : public QObject {
       const QJsonObject t = tables[i].toObject();
       QCOMPARE(plan.index(i, PlanModel::kTable).data(SortRole).toString(), t[QStringLiteral("name")].toString());
       QCOMPARE(plan.index(i, PlanModel::kStrategy).data(SortRole).toString(), t[QStringLiteral("strategy")].toString());
+      const QString optimizer = t[QStringLiteral("optimizer")].toString();
+      QCOMPARE(plan.index(i, PlanModel::kStrategy).data().toString(),
+               t[QStringLiteral("strategy")].toString() + (optimizer.isEmpty() ? QString() : QStringLiteral(" + ") + optimizer));
       QCOMPARE(plan.index(i, PlanModel::kPlanned).data(SortRole).toLongLong(), t[QStringLiteral("device_bytes")].toInteger());
       QCOMPARE(plan.index(i, PlanModel::kRecorded).data(SortRole).toLongLong(), t[QStringLiteral("recorded_device_bytes")].toInteger());
       EXPECT_SAME(plan.index(i, PlanModel::kStepTime).data(SortRole).toDouble(), t[QStringLiteral("step_us")].toDouble(), "table step time");

@@ -23,6 +23,8 @@
 #include <QUrl>
 #include <QValueAxis>
 
+#include <cmath>
+
 #include "diff_view.h"
 #include "edo/gui/diff_model.h"
 #include "edo/gui/format.h"
@@ -37,6 +39,8 @@
 #include "tuner_view.h"
 #include "edo/gui/tune_models.h"
 #include "edo/gui/tune_runner.h"
+#include "edo/db/profile_store.h"
+#include "edo/db/tune_store.h"
 #include "test_support.h"
 
 using namespace edo;
@@ -233,7 +237,6 @@ class ViewTests : public QObject {
     QVERIFY(chart_with_title(w.diffView(), QStringLiteral("before and after")));
   }
 
-  // A bad file: a dialog with the one-line reason; the window stays usable.
   void tunerShowsThePlanReplansAndExports() {
     QJsonObject plan_json;
     const QString path = tuned_recording(&plan_json);
@@ -267,6 +270,22 @@ class ViewTests : public QObject {
     QVERIFY(!t->result()->feasible);
     QVERIFY(visible_text(t).contains(QStringLiteral("No plan fits 1.00 KiB")));
     QVERIFY(!t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/x.json")).isEmpty());
+    // The error limit: a number, "none", or empty for the tuner library's own default.
+    t->setBudget(QStringLiteral("1GiB"));
+    t->setMaxError(QStringLiteral("0.001"));
+    QVERIFY(t->replan());
+    QCOMPARE(t->result()->max_error, 0.001);
+    for (const auto& ch : t->result()->choices)
+      if (ch.candidate >= 0) QVERIFY(t->result()->candidates[size_t(ch.candidate)].error <= 0.001);
+    t->setMaxError(QStringLiteral("None"));
+    QVERIFY(t->replan());
+    QVERIFY(std::isinf(t->result()->max_error));
+    t->setMaxError(QString());
+    QCOMPARE(t->options().max_error, tuner::TuneOptions{}.max_error);
+    t->setMaxError(QStringLiteral("small"));
+    QVERIFY(!t->replan());
+    QVERIFY(visible_text(t).contains(QStringLiteral("max error 'small' is not a number")));
+    t->setMaxError(QString());
     // A budget that does not parse is refused in one line.
     t->setBudget(QStringLiteral("lots"));
     QVERIFY(!t->replan());
@@ -297,8 +316,28 @@ class ViewTests : public QObject {
     MainWindow again(false);
     QVERIFY(open_and_wait(again, path));
     QCOMPARE(again.tunerView()->result()->run_id, t->result()->run_id);
+
+    // Another recording opened while a run goes on: the run stops, is kept in its own file,
+    // and its result is not shown over the new recording.
+    const int64_t first_run = t->result()->run_id;
+    const QString other = temp_dir() + QStringLiteral("/view-tune-other.edodb");
+    QVERIFY(run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), other, QStringLiteral("--tables"), QStringLiteral("1"),
+                            QStringLiteral("--rows"), QStringLiteral("100"), QStringLiteral("--lookups"), QStringLiteral("1000")})
+                .exit_code == 0);
+    QSignalSpy stopped(t->runner(), &TuneRunner::finished);
+    QVERIFY(t->runTune());
+    QVERIFY(open_and_wait(w, other));
+    QVERIFY(stopped.count() > 0 || stopped.wait(180'000));
+    QVERIFY(!t->result());
+    QVERIFY(visible_text(t).contains(QStringLiteral("stopped when another recording was opened")));
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    const auto kept = db::load_latest_tune_result(store);
+    QVERIFY(kept.has_value());
+    QVERIFY(kept->run_id != first_run);
+    QCOMPARE(kept->stop_reason, std::string("cancelled"));
   }
 
+  // A bad file: a dialog with the one-line reason; the window stays usable.
   void badFileOpensAnErrorDialog() {
     MainWindow w(true);
     w.show();

@@ -67,7 +67,13 @@ QVariant PlanModel::cell(int row, int column, int role) const {
   }
   switch (column) {
     case kTable: return answer(role, QString::fromStdString(ch.table), QString::fromStdString(ch.table));
-    case kStrategy: return answer(role, choice_strategy(*result_, ch), choice_strategy(*result_, ch));
+    case kStrategy: {
+      // Shown with the optimizer lever (its bytes are in Planned); sorted and compared by the
+      // strategy alone, as `edo tune --json` names it.
+      QString shown = choice_strategy(*result_, ch);
+      if (c && ch.shares_with.empty() && !c->optimizer.empty()) shown += QStringLiteral(" + ") + QString::fromStdString(c->optimizer);
+      return answer(role, shown, choice_strategy(*result_, ch));
+    }
     case kRecorded: return answer(role, format_bytes(recorded), qulonglong(recorded));
     case kPlanned: return answer(role, format_bytes(ch.device_bytes), qulonglong(ch.device_bytes));
     case kSaved:
