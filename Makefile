@@ -10,6 +10,7 @@
 #                              results to bench/results/<date>-tsan/)
 #   make faults                the fault tests with FAULT_RUNS (default 50) kill runs per signal
 #   make fuzz                  every libFuzzer target for FUZZ_SECONDS (default 300) each (tests/fuzz)
+#   make screenshots           build, then regenerate docs/screenshots/ (edo-dashboard --screenshot)
 #   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
 #   make clean                 remove the build folder
@@ -28,7 +29,7 @@ DEMO_DB ?= out/demo.edodb
 FUZZ_SECONDS ?= 300
 FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test demo bench fuzz faults tsan gpu-bundle clean
+.PHONY: all deps configure build test demo bench fuzz faults tsan screenshots gpu-bundle clean
 
 all: build
 
@@ -64,6 +65,9 @@ faults: build
 
 tsan: deps
 	scripts/tsan-check.sh
+
+screenshots: build
+	scripts/screenshots.sh $(BUILD) docs/screenshots
 
 gpu-bundle: deps
 	scripts/gpu-bundle.sh

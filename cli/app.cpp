@@ -21,7 +21,8 @@ EdoApp::EdoApp()
           "  edo record -o run.edodb -- python3 train.py   attach to an unmodified job\n"
           "  edo report run.edodb                          terminal summary (--json for machines)\n"
           "  edo synth -o demo.edodb --zipf 1.05           a synthetic profile to try things on\n"
-          "  edo diff before.edodb after.edodb             what changed between two runs\n",
+          "  edo diff before.edodb after.edodb             what changed between two runs\n"
+          "  edo dashboard run.edodb                       the Qt desktop dashboard\n",
           "edo") {
   app.set_version_flag("--version", std::string("edo ") + EDO_VERSION);
   app.require_subcommand(1);

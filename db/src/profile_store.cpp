@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -116,7 +117,9 @@ struct ProfileStore::Impl {
   }
 
   void save(Profile& p, bool with_summaries);
-  Profile load() const;
+  // with_aggregates false: tables get an empty aggregate (load_outline()).
+  Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table) const;
+  std::map<int64_t, uint64_t> stored_lookups() const;
 };
 
 ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
@@ -237,14 +240,36 @@ void ProfileStore::save(Profile& profile, bool with_summaries) {
   }
 }
 
-Profile ProfileStore::load() const {
+Profile ProfileStore::load() const { return load(std::function<void(size_t, size_t)>()); }
+
+Profile ProfileStore::load(const std::function<void(size_t done, size_t total)>& on_table) const {
   try {
-    return impl_->load();
+    return impl_->load(true, on_table);
   } catch (const DbError&) {
     throw;
   } catch (const SQLite::Exception& e) {
     impl_->fail(e.what());
   }
+}
+
+ProfileStore::Outline ProfileStore::load_outline() const {
+  try {
+    Outline o;
+    o.profile = impl_->load(false, {});
+    o.lookups_by_table = impl_->stored_lookups();
+    return o;
+  } catch (const DbError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    impl_->fail(e.what());
+  }
+}
+
+std::map<int64_t, uint64_t> ProfileStore::Impl::stored_lookups() const {
+  std::map<int64_t, uint64_t> out;
+  SQLite::Statement q(*db, "SELECT table_id, lookups FROM table_stats");
+  while (q.executeStep()) out[q.getColumn(0).getInt64()] = i64_to_u64(q.getColumn(1).getInt64());
+  return out;
 }
 
 void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
@@ -463,7 +488,7 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   txn.commit();
 }
 
-Profile ProfileStore::Impl::load() const {
+Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table) const {
   SQLite::Database& d = *db;
   Profile p;
   {
@@ -499,9 +524,12 @@ Profile ProfileStore::Impl::load() const {
     }
   }
   {
-    SQLite::Statement q(d,
+    const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
+    // The outline skips the statistics blobs (NULL): reading them is most of a large file.
+    SQLite::Statement q(d, std::string(
         "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address,"
-        " t.weight_bytes, t.optimizer_bytes, t.grad_bytes, s.aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+        " t.weight_bytes, t.optimizer_bytes, t.grad_bytes, ") + (with_aggregates ? "s.aggregate" : "NULL") +
+        " FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
     while (q.executeStep()) {
       Table t;
       t.id = q.getColumn(0).getInt64();
@@ -518,7 +546,10 @@ Profile ProfileStore::Impl::load() const {
       t.optimizer_bytes = i64_to_u64(q.getColumn(9).getInt64());
       t.grad_bytes = i64_to_u64(q.getColumn(10).getInt64());
       SQLite::Column blob = q.getColumn(11);
-      if (blob.isNull()) {
+      if (!with_aggregates) {
+        // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
+        t.aggregate = stats::TableAggregate();
+      } else if (blob.isNull()) {
         t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
       } else {
         std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
@@ -527,6 +558,7 @@ Profile ProfileStore::Impl::load() const {
         }
       }
       p.tables.push_back(std::move(t));
+      if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));
     }
   }
   {

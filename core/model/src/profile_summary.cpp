@@ -27,7 +27,11 @@ bool merge_into(TableView& v, const Table& t) {
 
 }  // namespace
 
-std::vector<TableView> table_views(const Profile& profile) {
+std::vector<TableView> table_views(const Profile& profile) { return table_views(profile, {}); }
+
+std::vector<TableView> table_views(const Profile& profile, const std::function<void(size_t, size_t)>& on_table,
+                                   std::vector<std::string>* view_of_table) {
+  if (view_of_table) view_of_table->clear();
   std::map<int64_t, const Session*> session_of;
   for (const Session& s : profile.sessions) session_of[s.id] = &s;
   std::vector<TableView> views;
@@ -51,12 +55,14 @@ std::vector<TableView> table_views(const Profile& profile) {
       }
       if (merge_into(views[it->second], t)) {
         if (s && s->rank) views[it->second].ranks.insert(*s->rank);
+        if (view_of_table) view_of_table->push_back(k);
         merged = true;
         break;
       }
     }
     if (merged) continue;
     if (key.empty()) key = keys.back() + " #" + std::to_string(views.size());
+    if (view_of_table) view_of_table->push_back(key);
     TableView v;
     v.name = key;
     v.table_name = t.name;
@@ -84,11 +90,16 @@ std::vector<TableView> table_views(const Profile& profile) {
   std::map<std::string, int> per_name;
   for (const TableView& v : views) per_name[v.table_name] += 1;
   for (TableView& v : views) {
-    if (per_name[v.table_name] > 1 && v.name == v.table_name && v.ranks.size() == 1)
-      v.name += " (rank " + std::to_string(*v.ranks.begin()) + ")";
+    if (per_name[v.table_name] > 1 && v.name == v.table_name && v.ranks.size() == 1) {
+      const std::string renamed = v.name + " (rank " + std::to_string(*v.ranks.begin()) + ")";
+      if (view_of_table) std::replace(view_of_table->begin(), view_of_table->end(), v.name, renamed);
+      v.name = renamed;
+    }
   }
+  size_t done = 0;
   for (TableView& v : views) {
     v.summary = stats::summarize(v.aggregate);
+    if (on_table) on_table(++done, views.size());
     auto it = tied.find(v.table_name);
     if (it != tied.end()) v.tied_with.assign(it->second.begin(), it->second.end());
     auto own = owner.find(v.table_name);

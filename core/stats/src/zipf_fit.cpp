@@ -38,6 +38,11 @@ double harmonic(uint64_t n, double a) {
 
 }  // namespace
 
+double zipf_share(double alpha, uint64_t ranks, uint64_t k) {
+  if (ranks == 0 || k == 0 || k > ranks) return 0.0;
+  return std::pow(static_cast<double>(k), -alpha) / harmonic(ranks, alpha);
+}
+
 ZipfFit fit_zipf(const std::vector<uint64_t>& c) {
   ZipfFit fit;
   size_t n = c.size();

@@ -150,6 +150,44 @@ TEST(ProfileStore, OldDtypeNamesReadAsTheOneVocabulary) {
   EXPECT_EQ(dtype_size("nonsense"), 0u);
 }
 
+TEST(ProfileStore, OutlineHasEverythingButTheStatistics) {
+  const std::string path = temp_path("outline.edodb");
+  Profile p = sample_profile();
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  ProfileStore::Outline o = store.load_outline();
+  ASSERT_EQ(o.profile.tables.size(), p.tables.size());
+  ASSERT_EQ(o.profile.sessions.size(), 2u);
+  EXPECT_EQ(o.profile.memory_events.size(), p.memory_events.size());
+  EXPECT_EQ(o.profile.kernels.size(), 1u);
+  EXPECT_EQ(o.profile.ranges.size(), 1u);
+  EXPECT_EQ(o.profile.peak_bytes(), p.peak_bytes());
+  EXPECT_EQ(o.profile.table_bytes(), p.table_bytes());
+  for (size_t i = 0; i < p.tables.size(); ++i) {
+    const Table& t = o.profile.tables[i];
+    EXPECT_EQ(t.name, p.tables[i].name);
+    EXPECT_EQ(t.rows, p.tables[i].rows);
+    EXPECT_TRUE(t.aggregate.empty());
+    EXPECT_EQ(o.lookups_by_table.at(t.id), p.tables[i].aggregate.lookups());
+  }
+}
+
+TEST(ProfileStore, LoadReportsProgressPerTableAndCanBeAbandoned) {
+  const std::string path = temp_path("progress.edodb");
+  Profile p = sample_profile();
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(p); }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  std::vector<std::pair<size_t, size_t>> calls;
+  Profile q = store.load([&](size_t done, size_t total) { calls.emplace_back(done, total); });
+  ASSERT_EQ(calls.size(), 4u);
+  for (size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i], std::make_pair(i + 1, size_t{4}));
+  EXPECT_EQ(q.tables[0].aggregate.lookups(), 6u);
+  struct Abandon {};
+  EXPECT_THROW(store.load([](size_t done, size_t) { if (done == 2) throw Abandon{}; }), Abandon);
+  // The store is still usable afterwards.
+  EXPECT_EQ(store.load().tables.size(), 4u);
+}
+
 TEST(ProfileStore, MissingFile) { expect_error_mentions(temp_path("does-not-exist.edodb"), "no such file"); }
 
 TEST(ProfileStore, EmptyFile) {

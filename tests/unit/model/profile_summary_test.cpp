@@ -51,6 +51,41 @@ TEST(TableViews, SameNameOtherShapeStaysSeparate) {
   }
 }
 
+TEST(TableViews, ProgressCountsEveryViewAndGivesTheSameViews) {
+  Profile p = db::testing::sample_profile();
+  std::vector<size_t> done;
+  auto views = table_views(p, [&](size_t d, size_t total) {
+    EXPECT_EQ(total, 3u);
+    done.push_back(d);
+  });
+  EXPECT_EQ(done, (std::vector<size_t>{1, 2, 3}));
+  auto plain = table_views(p);
+  ASSERT_EQ(views.size(), plain.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    EXPECT_EQ(views[i].name, plain[i].name);
+    EXPECT_EQ(views[i].summary.lookups, plain[i].summary.lookups);
+  }
+}
+
+TEST(TableViews, TellWhichViewEachTableWentInto) {
+  Profile p = db::testing::sample_profile();
+  p.tables[3].rows = 5000;  // session 2's user table: another shape, a view of its own
+  p.tables[3].aggregate = stats::TableAggregate(5000, stats::StatsConfig{});
+  std::vector<std::string> view_of_table;
+  auto views = table_views(p, {}, &view_of_table);
+  ASSERT_EQ(view_of_table.size(), p.tables.size());
+  for (size_t i = 0; i < p.tables.size(); ++i) {
+    bool found = false;
+    for (const auto& v : views) found |= v.name == view_of_table[i] && v.table_name == p.tables[i].name;
+    EXPECT_TRUE(found) << view_of_table[i];
+  }
+  EXPECT_NE(view_of_table[0], view_of_table[3]);
+  // Same shape: both processes' tables go into one view.
+  Profile q = db::testing::sample_profile();
+  table_views(q, {}, &view_of_table);
+  EXPECT_EQ(view_of_table[0], view_of_table[3]);
+}
+
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
   Profile p = db::testing::sample_profile();
   // user 64000 + item 1600 + user(session 2) 64000 + its optimizer state 128000 and gradients

@@ -75,6 +75,18 @@ TEST(ZipfFitTest, RecoversTheExponent) {
   EXPECT_GT(f.fit_error, 0.0);
 }
 
+TEST(ZipfFitTest, ModelSharesSumToOneAndFollowThePowerLaw) {
+  for (uint64_t n : {uint64_t{10}, uint64_t{5000}, uint64_t{200000}}) {
+    double sum = 0.0;
+    for (uint64_t k = 1; k <= n; ++k) sum += zipf_share(1.07, n, k);
+    EXPECT_NEAR(sum, 1.0, 1e-6) << n;
+  }
+  EXPECT_NEAR(zipf_share(1.2, 1000, 10) / zipf_share(1.2, 1000, 1), std::pow(10.0, -1.2), 1e-12);
+  EXPECT_EQ(zipf_share(1.0, 100, 0), 0.0);
+  EXPECT_EQ(zipf_share(1.0, 100, 101), 0.0);
+  EXPECT_EQ(zipf_share(1.0, 0, 1), 0.0);
+}
+
 // Tables too small for 0.1 % (or 1 %) of their rows to be a whole row: the share is that of
 // their hottest row, never 0 %.
 TEST(SummaryTest, CoverageOfATinyTableCountsAtLeastOneRow) {

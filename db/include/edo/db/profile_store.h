@@ -5,6 +5,10 @@
 // "truncated or corrupt: ..."), never a crash.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -53,6 +57,18 @@ class ProfileStore {
 
   // Reads everything back, except weight snapshots (large; weight_store.h reads them).
   model::Profile load() const;
+  // The same, calling on_table(done, total) after each table's statistics are decoded (a
+  // viewer's progress bar). on_table may throw to abandon the load; the exception propagates.
+  model::Profile load(const std::function<void(size_t done, size_t total)>& on_table) const;
+
+  // What a viewer can show at once, without decoding any table's statistics (the slow part
+  // of load() on large recordings): everything load() returns except that every table carries
+  // an empty aggregate, plus the lookups stored beside each table's statistics, by table id.
+  struct Outline {
+    model::Profile profile;
+    std::map<int64_t, uint64_t> lookups_by_table;
+  };
+  Outline load_outline() const;
 
   // The open database, for this file's other readers and writers (tune_store.h,
   // weight_store.h). Not for general use: the schema is private to db/.

@@ -3,7 +3,9 @@
 // processes (torchrun ranks, DataLoader workers) are merged when their shapes agree.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,6 +46,12 @@ struct TableView {
 // Tables sorted by total_bytes (descending; a table that shares another's weights right after
 // it), then by name in natural order.
 std::vector<TableView> table_views(const Profile& profile);
+// The same, calling on_table(done, total) after each table's statistics are summarised (a
+// viewer's progress bar); on_table may throw to abandon the work.
+// view_of_table, when given, receives the name of the view each of profile.tables went into.
+std::vector<TableView> table_views(const Profile& profile,
+                                   const std::function<void(size_t done, size_t total)>& on_table,
+                                   std::vector<std::string>* view_of_table = nullptr);
 
 // Natural order: digit runs compare as numbers ("table_2" < "table_10").
 bool natural_less(std::string_view a, std::string_view b);

@@ -289,6 +289,10 @@ double coverage_of_top(const TableAggregate& agg, uint64_t k);
 // LRU hit rate of a fully associative cache holding cache_rows rows.
 double lru_hit_rate(const TableAggregate& agg, double cache_rows);
 ZipfFit fit_zipf(const std::vector<uint64_t>& counts_descending);
+// The share of lookups that the fitted model (bounded Zipf over ranks 1..ranks, ranks = the
+// number of nonzero counts the fit saw) gives rank k: k^-alpha / H(ranks, alpha). Drawing
+// lookups * zipf_share(...) over the observed counts shows the fit on a rank-frequency plot.
+double zipf_share(double alpha, uint64_t ranks, uint64_t k);
 TableSummary summarize(const TableAggregate& agg);
 
 // Synthetic Zipf(A) generator (DESIGN.md): bounded Zipf over ranks 1..R with

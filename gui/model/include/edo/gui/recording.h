@@ -1,0 +1,57 @@
+// One opened recording as the dashboard holds it: the profile, its table views (the numbers
+// `edo report --json` prints) and the chart data derived from them. Immutable once built and
+// shared between the loader's thread and the views.
+#pragma once
+
+#include <QString>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edo/db/profile_store.h"
+#include "edo/gui/memory_timeline.h"
+#include "edo/model/profile.h"
+#include "edo/model/profile_summary.h"
+#include "edo/model/tune.h"
+
+namespace edo::gui {
+
+struct Recording {
+  QString path;
+  // The whole profile. Once `tables` hold the statistics, the tables' own aggregates are
+  // dropped here (the views hold the merged copies; keeping both doubles the memory).
+  model::Profile profile;
+  std::vector<model::TableView> tables;   // model::table_views(profile)
+  // False while only the outline is loaded: table shapes, bytes and lookups are known, the
+  // other statistics (unique rows, coverage, Zipf fit, LRU and drift curves) are not.
+  bool has_statistics = false;
+  std::vector<StackedTimeline> timelines;  // sessions with a device memory timeline
+  // profile.peak_bytes() and profile.table_memory(), computed with the rest off the UI thread
+  // (the peak sorts every memory event).
+  int64_t peak_bytes = 0;
+  model::TableMemory table_memory;
+  // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
+  std::optional<model::TuneResult> tune;
+
+  const model::TableView* find_table(const std::string& name) const;
+  const model::Session* session(int64_t id) const;
+  uint64_t total_lookups() const;
+};
+using RecordingPtr = std::shared_ptr<const Recording>;
+
+// Stage 1 (fast): the outline of the file. The tables come from model::table_views() on the
+// outline with each view's lookups filled in from the stored counts.
+std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
+                                        std::optional<model::TuneResult> tune = std::nullopt);
+// Stage 2: the full recording. on_progress(done, total) counts summarised table views; it
+// may throw to abandon the work.
+std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
+                                          const std::function<void(size_t, size_t)>& on_progress = {},
+                                          std::optional<model::TuneResult> tune = std::nullopt);
+// Both stages in a row, on the calling thread (tools and tests). Throws db::DbError.
+std::shared_ptr<Recording> load_recording(const QString& path);
+
+}  // namespace edo::gui

@@ -1,0 +1,49 @@
+// The Tuner view's tables: the plan (one row per table: its strategy, memory before and after,
+// step time, why) and every candidate measured (strategy, memory, time, error, hit rate, note),
+// from a model::TuneResult that `edo tune` stored or the dashboard just ran.
+#pragma once
+
+#include <memory>
+
+#include "edo/gui/table_model_base.h"
+#include "edo/model/tune.h"
+
+namespace edo::gui {
+
+using TuneResultPtr = std::shared_ptr<const model::TuneResult>;
+
+// "int8", "shared (with a)", "unchanged": what a plan choice does to its table.
+QString choice_strategy(const model::TuneResult& result, const model::TuneChoice& choice);
+
+class PlanModel : public TableModelBase {
+  Q_OBJECT
+ public:
+  enum Columns { kTable, kStrategy, kRecorded, kPlanned, kSaved, kStepTime, kError, kWhy, kColumnCount };
+  explicit PlanModel(QObject* parent = nullptr);
+  void setResult(TuneResultPtr result);
+
+ protected:
+  int rows() const override;
+  QVariant cell(int row, int column, int role) const override;
+
+ private:
+  TuneResultPtr result_;
+};
+
+class CandidatesModel : public TableModelBase {
+  Q_OBJECT
+ public:
+  enum Columns { kTable, kStrategy, kDevice, kHost, kStepTime, kError, kHitRate, kRetraining, kInPlan, kNote, kColumnCount };
+  explicit CandidatesModel(QObject* parent = nullptr);
+  void setResult(TuneResultPtr result);
+
+ protected:
+  int rows() const override;
+  QVariant cell(int row, int column, int role) const override;
+
+ private:
+  TuneResultPtr result_;
+  std::vector<bool> chosen_;  // per candidate: in the plan
+};
+
+}  // namespace edo::gui

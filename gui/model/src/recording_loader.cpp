@@ -1,0 +1,119 @@
+#include "edo/gui/recording_loader.h"
+
+#include "edo/db/tune_store.h"
+
+#include <QCoreApplication>
+#include <QMetaObject>
+#include <QPointer>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <atomic>
+#include <chrono>
+#include <new>
+
+namespace edo::gui {
+
+namespace {
+struct Abandoned {};  // thrown from progress callbacks to stop a load nobody waits for
+}  // namespace
+
+struct RecordingLoader::Job {
+  QString path;
+  std::atomic<bool> cancelled{false};
+  QPointer<RecordingLoader> owner;  // read on the owner's thread only
+  std::chrono::steady_clock::time_point last_progress{};
+};
+
+RecordingLoader::RecordingLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<RecordingPtr>();
+}
+
+RecordingLoader::~RecordingLoader() { cancel(); }
+
+void RecordingLoader::cancel() {
+  if (job_) job_->cancelled = true;
+  job_.reset();
+}
+
+void RecordingLoader::open(const QString& path) {
+  cancel();
+  path_ = path;
+  auto job = std::make_shared<Job>();
+  job->path = path;
+  job->owner = this;
+  job_ = job;
+  // Results are posted to the application object's thread (the UI thread, which owns this
+  // loader) and dropped there when the job was abandoned or the loader is gone.
+  auto post = [job](auto fn) {
+    QMetaObject::invokeMethod(
+        QCoreApplication::instance(),
+        [job, fn = std::move(fn)]() mutable {
+          if (job->cancelled || !job->owner) return;
+          fn(job->owner.data());
+        },
+        Qt::QueuedConnection);
+  };
+  (void)QtConcurrent::run([job, post] {
+    try {
+      db::ProfileStore store(job->path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+      // The latest tune run is small (candidates and a plan): it comes with the outline.
+      std::optional<model::TuneResult> tune = db::load_latest_tune_result(store);
+      RecordingPtr outline = make_outline(job->path, store.load_outline(), tune);
+      if (job->cancelled) return;
+      post([job, outline](RecordingLoader* self) { self->deliver_outline(job, outline); });
+
+      // Progress at most every 30 ms: enough for a smooth bar without flooding the UI thread.
+      auto report = [&](double fraction, const QString& what, bool force) {
+        if (job->cancelled) throw Abandoned{};
+        auto now = std::chrono::steady_clock::now();
+        if (!force && now - job->last_progress < std::chrono::milliseconds(30)) return;
+        job->last_progress = now;
+        post([job, fraction, what](RecordingLoader* self) { self->deliver_progress(job, fraction, what); });
+      };
+      model::Profile profile = store.load([&](size_t done, size_t total) {
+        report(0.5 * static_cast<double>(done) / static_cast<double>(total),
+               QStringLiteral("Reading statistics: table %1 of %2").arg(done).arg(total), done == total);
+      });
+      RecordingPtr full = make_recording(job->path, std::move(profile), [&](size_t done, size_t total) {
+        report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(total),
+               QStringLiteral("Summarising: table %1 of %2").arg(done).arg(total), done == total);
+      }, std::move(tune));
+      if (job->cancelled) return;
+      post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
+    } catch (const Abandoned&) {
+    } catch (const db::DbError& e) {
+      QString reason = QString::fromStdString(e.what());
+      post([job, reason](RecordingLoader* self) { self->deliver_failure(job, reason); });
+    } catch (const std::bad_alloc&) {
+      QString reason = job->path + QStringLiteral(": not enough memory to open this recording; close other programs or use a machine with more memory");
+      post([job, reason](RecordingLoader* self) { self->deliver_failure(job, reason); });
+    } catch (const std::exception& e) {
+      QString reason = job->path + QStringLiteral(": cannot be read (") + QString::fromStdString(e.what()) + QStringLiteral(")");
+      post([job, reason](RecordingLoader* self) { self->deliver_failure(job, reason); });
+    }
+  });
+}
+
+void RecordingLoader::deliver_outline(const std::shared_ptr<Job>& job, RecordingPtr rec) {
+  if (job != job_) return;
+  Q_EMIT outlineReady(std::move(rec));
+}
+
+void RecordingLoader::deliver_progress(const std::shared_ptr<Job>& job, double fraction, const QString& what) {
+  if (job != job_) return;
+  Q_EMIT progress(fraction, what);
+}
+
+void RecordingLoader::deliver_loaded(const std::shared_ptr<Job>& job, RecordingPtr rec) {
+  if (job != job_) return;
+  job_.reset();
+  Q_EMIT loaded(std::move(rec));
+}
+
+void RecordingLoader::deliver_failure(const std::shared_ptr<Job>& job, const QString& reason) {
+  if (job != job_) return;
+  job_.reset();
+  Q_EMIT failed(job->path, reason);
+}
+
+}  // namespace edo::gui

@@ -1,0 +1,150 @@
+#include "edo/gui/tune_models.h"
+
+#include <QColor>
+#include <QFont>
+
+#include <cmath>
+
+#include "edo/gui/format.h"
+#include "edo/gui/model_roles.h"
+
+namespace edo::gui {
+
+namespace {
+
+const model::TuneCandidate* candidate_of(const model::TuneResult& r, const model::TuneChoice& ch) {
+  if (ch.candidate < 0 || static_cast<size_t>(ch.candidate) >= r.candidates.size()) return nullptr;
+  return &r.candidates[static_cast<size_t>(ch.candidate)];
+}
+
+const model::TuneTable* table_of(const model::TuneResult& r, const std::string& name) {
+  for (const auto& t : r.tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+QString step_time(double us) { return std::isfinite(us) ? format_duration_ns(us * 1e3) : QStringLiteral("–"); }
+QString error_text(double e) { return std::isfinite(e) ? QString::number(e, 'g', 3) : QStringLiteral("–"); }
+double sortable(double v) { return std::isfinite(v) ? v : -1.0; }
+
+}  // namespace
+
+QString choice_strategy(const model::TuneResult& r, const model::TuneChoice& ch) {
+  if (!ch.shares_with.empty()) return QObject::tr("shared (with %1)").arg(QString::fromStdString(ch.shares_with));
+  const model::TuneCandidate* c = candidate_of(r, ch);
+  return c ? QString::fromStdString(c->strategy) : QObject::tr("unchanged");
+}
+
+PlanModel::PlanModel(QObject* parent)
+    : TableModelBase({{tr("Table"), {}, false},
+                      {tr("Strategy"), tr("The strategy the plan chose for the table"), false},
+                      {tr("Recorded"), tr("Device memory as recorded: weights + optimizer state"), true},
+                      {tr("Planned"), tr("Device memory under the plan (weights + optimizer state + metadata)"), true},
+                      {tr("Saved"), tr("Recorded minus planned"), true},
+                      {tr("Step time"), tr("The table's lookup time per step with the chosen strategy (measured)"), true},
+                      {tr("Error"), tr("Access-weighted relative L2 error of the strategy's rows"), true},
+                      {tr("Why"), {}, false}},
+                     parent) {}
+
+void PlanModel::setResult(TuneResultPtr result) {
+  beginResetModel();
+  result_ = std::move(result);
+  endResetModel();
+}
+
+int PlanModel::rows() const { return result_ ? static_cast<int>(result_->choices.size()) : 0; }
+
+QVariant PlanModel::cell(int row, int column, int role) const {
+  const model::TuneChoice& ch = result_->choices[static_cast<size_t>(row)];
+  const model::TuneCandidate* c = candidate_of(*result_, ch);
+  const model::TuneTable* t = table_of(*result_, ch.table);
+  const uint64_t recorded = t ? t->device_bytes : 0;
+  const double saved = static_cast<double>(recorded) - static_cast<double>(ch.device_bytes);
+  if (role == TableNameRole) return QString::fromStdString(ch.table);
+  if (role == Qt::ToolTipRole) {
+    if (column == kWhy || column == kTable) return QString::fromStdString(column == kWhy ? ch.why : ch.table);
+    if (column == kStrategy && c) return QString::fromStdString(c->spec);
+  }
+  switch (column) {
+    case kTable: return answer(role, QString::fromStdString(ch.table), QString::fromStdString(ch.table));
+    case kStrategy: {
+      // Shown with the optimizer lever (its bytes are in Planned); sorted and compared by the
+      // strategy alone, as `edo tune --json` names it.
+      QString shown = choice_strategy(*result_, ch);
+      if (c && ch.shares_with.empty() && !c->optimizer.empty()) shown += QStringLiteral(" + ") + QString::fromStdString(c->optimizer);
+      return answer(role, shown, choice_strategy(*result_, ch));
+    }
+    case kRecorded: return answer(role, format_bytes(recorded), qulonglong(recorded));
+    case kPlanned: return answer(role, format_bytes(ch.device_bytes), qulonglong(ch.device_bytes));
+    case kSaved:
+      return answer(role, saved >= 0 ? format_bytes(static_cast<uint64_t>(saved)) : QStringLiteral("-") + format_bytes(static_cast<uint64_t>(-saved)),
+                    saved);
+    case kStepTime: return answer(role, c ? step_time(ch.step_us) : QStringLiteral("–"), c ? sortable(ch.step_us) : -1.0);
+    case kError: return answer(role, c ? error_text(c->error) : QStringLiteral("0"), c ? sortable(c->error) : 0.0);
+    case kWhy: return answer(role, QString::fromStdString(ch.why), QString::fromStdString(ch.why));
+  }
+  return {};
+}
+
+CandidatesModel::CandidatesModel(QObject* parent)
+    : TableModelBase({{tr("Table"), tr("The table (or the owner of tables sharing weights)"), false},
+                      {tr("Strategy"), {}, false},
+                      {tr("Device"), tr("Device memory: weights + optimizer state + metadata (exact)"), true},
+                      {tr("Host"), tr("Host memory the format needs (offload)"), true},
+                      {tr("Step time"), tr("Lookup time per step, measured with the recorded access pattern"), true},
+                      {tr("Error"), tr("Access-weighted relative L2 error"), true},
+                      {tr("Hit rate"), tr("Offload: cache hit rate measured (and the recording's curve at that size)"), true},
+                      {tr("Retrain"), tr("Whether the strategy needs retraining (hashing, pruning, ...)"), false},
+                      {tr("Plan"), tr("✓ when the plan chose it"), false},
+                      {tr("Note"), tr("How it was measured, or why it was not"), false}},
+                     parent) {}
+
+void CandidatesModel::setResult(TuneResultPtr result) {
+  beginResetModel();
+  result_ = std::move(result);
+  chosen_.assign(result_ ? result_->candidates.size() : 0, false);
+  if (result_)
+    for (const auto& ch : result_->choices)
+      if (ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < chosen_.size() && ch.shares_with.empty()) chosen_[static_cast<size_t>(ch.candidate)] = true;
+  endResetModel();
+}
+
+int CandidatesModel::rows() const { return result_ ? static_cast<int>(result_->candidates.size()) : 0; }
+
+QVariant CandidatesModel::cell(int row, int column, int role) const {
+  const model::TuneCandidate& c = result_->candidates[static_cast<size_t>(row)];
+  const bool in_plan = chosen_[static_cast<size_t>(row)];
+  if (role == TableNameRole) return QString::fromStdString(c.table);
+  if (role == Qt::FontRole && in_plan) {
+    QFont f;
+    f.setBold(true);
+    return f;
+  }
+  if (role == Qt::ForegroundRole && !c.usable()) return QColor(Qt::gray);
+  if (role == Qt::ToolTipRole) {
+    if (column == kStrategy) return QString::fromStdString(c.spec);
+    if (column == kNote || column == kTable) return QString::fromStdString(column == kNote ? c.note : c.table);
+  }
+  QString hit = QStringLiteral("–");
+  if (c.hit_rate) {
+    hit = format_share(*c.hit_rate);
+    if (c.recorded_hit_rate) hit += QStringLiteral(" (%1)").arg(format_share(*c.recorded_hit_rate));
+  }
+  QString strategy = QString::fromStdString(c.strategy);
+  if (!c.optimizer.empty()) strategy += QStringLiteral(" + ") + QString::fromStdString(c.optimizer);
+  switch (column) {
+    case kTable: return answer(role, QString::fromStdString(c.table), QString::fromStdString(c.table));
+    case kStrategy: return answer(role, strategy, strategy);
+    case kDevice: return answer(role, format_bytes(c.device_bytes), qulonglong(c.device_bytes));
+    case kHost: return answer(role, format_bytes(c.host_bytes), qulonglong(c.host_bytes));
+    case kStepTime: return answer(role, c.measured ? step_time(c.step_us) : QStringLiteral("–"), c.measured ? sortable(c.step_us) : -1.0);
+    case kError: return answer(role, error_text(c.error), sortable(c.error));
+    case kHitRate: return answer(role, hit, c.hit_rate ? *c.hit_rate : -1.0);
+    case kRetraining: return answer(role, c.needs_retraining ? tr("yes") : tr("no"), c.needs_retraining ? 1 : 0);
+    case kInPlan: return answer(role, in_plan ? QStringLiteral("✓") : QString(), in_plan ? 1 : 0);
+    case kNote: return answer(role, QString::fromStdString(c.note), QString::fromStdString(c.note));
+  }
+  return {};
+}
+
+}  // namespace edo::gui

@@ -1,0 +1,582 @@
+// The dashboard's model library on its own (no widgets): number formats, the downsampled
+// memory timeline, a table's detail data, every item model under QAbstractItemModelTester,
+// and the loader: its two stages, progress, abandoning a file, and one-line errors.
+#include <QAbstractItemModelTester>
+#include <QFile>
+#include <QGuiApplication>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <SQLiteCpp/Database.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "edo/gui/diff_model.h"
+#include "edo/gui/format.h"
+#include "edo/gui/kernels_model.h"
+#include "edo/gui/memory_timeline.h"
+#include "edo/gui/model_roles.h"
+#include "edo/gui/recording_loader.h"
+#include "edo/gui/sessions_model.h"
+#include "edo/gui/table_detail.h"
+#include "edo/gui/tables_model.h"
+#include "edo/gui/top_rows_model.h"
+#include "edo/gui/top_tables_model.h"
+#include "edo/gui/tune_models.h"
+#include "edo/gui/tune_runner.h"
+#include "edo/db/tune_store.h"
+#include "edo/stats/table_stats.h"
+#include "fake_gpu_recording.h"
+#include "test_support.h"
+
+using namespace edo;
+using namespace edo::gui;
+using namespace edo::gui::testing;
+
+namespace {
+
+model::MemoryEvent mem_event(int64_t session, double t_s, int64_t bytes, const std::string& table) {
+  return {session, static_cast<int64_t>(t_s * 1e9), bytes, 0, 0, 0, bytes > 0 ? "cudaMalloc" : "cudaFree", table};
+}
+
+model::Profile profile_with_events(std::vector<model::MemoryEvent> events, double duration_s = 10.0) {
+  model::Profile p;
+  model::Session s;
+  s.id = 1;
+  s.duration_ns = static_cast<int64_t>(duration_s * 1e9);
+  p.sessions.push_back(s);
+  p.memory_events = std::move(events);
+  return p;
+}
+
+template <class Model>
+void check_model(Model& model) {
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  // Every cell shows something and has a sort key (cells of a table missing on one side of a
+  // diff sort as nothing).
+  for (int r = 0; r < model.rowCount(); ++r)
+    for (int c = 0; c < model.columnCount(); ++c) {
+      const QModelIndex index = model.index(r, c);
+      QVERIFY(index.data(Qt::DisplayRole).isValid());
+      QVERIFY(index.data(SortRole).isValid() || model.inherits("edo::gui::DiffModel"));
+    }
+  for (int c = 0; c < model.columnCount(); ++c) QVERIFY(!model.headerData(c, Qt::Horizontal).toString().isEmpty());
+}
+
+}  // namespace
+
+class ModelTests : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void formats() {
+    QCOMPARE(format_bytes(512), QStringLiteral("512 B"));
+    QCOMPARE(format_bytes(uint64_t{3} << 30), QStringLiteral("3.00 GiB"));
+    QCOMPARE(format_count(1234567), QStringLiteral("1,234,567"));
+    QCOMPARE(format_count(12), QStringLiteral("12"));
+    QCOMPARE(format_share(0.1234), QStringLiteral("12.3%"));
+    QCOMPARE(format_duration_ns(850), QStringLiteral("850 ns"));
+    QCOMPARE(format_duration_ns(12.4e6), QStringLiteral("12.4 ms"));
+    QCOMPARE(format_duration_ns(3.2e9), QStringLiteral("3.20 s"));
+    QCOMPARE(format_duration_ns(245e9), QStringLiteral("4 min 05 s"));
+    QCOMPARE(format_change(100, 150), QStringLiteral("+50.0%"));
+    QCOMPARE(format_change(0, 5), QStringLiteral("new"));
+    QCOMPARE(format_change(5, 5), QStringLiteral("="));
+    QCOMPARE(format_share_change(0.5, 0.25), QStringLiteral("-25.0 pt"));
+  }
+
+  void axisUnits() {
+    QCOMPARE(byte_unit(100).name, QStringLiteral("B"));
+    QCOMPARE(byte_unit(3.0 * (1 << 20)).name, QStringLiteral("MiB"));
+    QCOMPARE(byte_unit(3.0 * (1 << 20)).divisor, double(1 << 20));
+    QCOMPARE(byte_unit(5e12).name, QStringLiteral("TiB"));
+    QCOMPARE(time_unit(60).name, QStringLiteral("s"));
+    QCOMPARE(time_unit(0.02).name, QStringLiteral("ms"));
+    QCOMPARE(time_unit(2e-5).name, QStringLiteral("µs"));
+  }
+
+  // Many events, a one-event spike between two buckets' worth of churn: the downsampled
+  // series keep the spike at its exact height, and the peak is Profile::peak_bytes().
+  void timelineKeepsThePeakAndDownsamples() {
+    std::vector<model::MemoryEvent> ev;
+    ev.push_back(mem_event(1, 0.0, 1000, "a"));
+    for (int i = 0; i < 50000; ++i) {
+      const double t = 0.001 + i * 1.9e-4;
+      ev.push_back(mem_event(1, t, 300, "b"));
+      ev.push_back(mem_event(1, t + 1e-5, -300, "b"));
+    }
+    ev.push_back(mem_event(1, 5.00001, 7777, ""));  // the spike
+    ev.push_back(mem_event(1, 5.00002, -7777, ""));
+    model::Profile p = profile_with_events(ev);
+    auto tls = build_timelines(p, 8, 100);
+    QCOMPARE(tls.size(), size_t{1});
+    const StackedTimeline& tl = tls[0];
+    QCOMPARE(tl.peak_bytes, p.peak_bytes());
+    QCOMPARE(tl.peak_bytes, int64_t{1000 + 7777});
+    QVERIFY(std::abs(tl.peak_time_s - 5.00001) < 1e-6);
+    QVERIFY2(tl.time_s.size() <= 2 * 100 + 3, qPrintable(QString::number(tl.time_s.size())));
+    double max_total = 0;
+    for (size_t j = 0; j < tl.time_s.size(); ++j) {
+      max_total = std::max(max_total, tl.total_at(j));
+      if (j > 0) QVERIFY(tl.time_s[j] >= tl.time_s[j - 1]);
+    }
+    QCOMPARE(max_total, double(tl.peak_bytes));
+    QCOMPARE(tl.events, ev.size());
+    QCOMPARE(tl.duration_s, 10.0);
+    QCOMPARE(tl.time_s.back(), 10.0);
+    // Series: tables by their own peak, then "other" for the untagged spike.
+    QCOMPARE(tl.series, (std::vector<std::string>{"a", "b", kOtherSeries}));
+    // After the last event only table a is live.
+    QCOMPARE(tl.total_at(tl.time_s.size() - 1), 1000.0);
+  }
+
+  void timelineGroupsSmallTablesAsOther() {
+    std::vector<model::MemoryEvent> ev;
+    for (int t = 0; t < 12; ++t) ev.push_back(mem_event(1, 0.1 * t, 1000 * (t + 1), "t" + std::to_string(t)));
+    model::Profile p = profile_with_events(ev, 2.0);
+    auto tl = build_timelines(p, 4, 50).at(0);
+    QCOMPARE(tl.series, (std::vector<std::string>{"t11", "t10", "t9", kOtherSeries}));
+    const size_t last = tl.time_s.size() - 1;
+    QCOMPARE(tl.bytes[0][last], 12000.0);
+    QCOMPARE(tl.bytes[3][last], double(1000 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9)));
+    QCOMPARE(tl.peak_bytes, p.peak_bytes());
+  }
+
+  // Frees of memory allocated before tracing began take the running sum below zero; the
+  // stacked series never draw below zero, the peak is still the running sum's.
+  void timelineClampsUnmatchedFrees() {
+    model::Profile p = profile_with_events({mem_event(1, 0.5, -5000, ""), mem_event(1, 1.0, 3000, "a")}, 2.0);
+    auto tl = build_timelines(p).at(0);
+    for (const auto& s : tl.bytes)
+      for (double v : s) QVERIFY(v >= 0);
+    QCOMPARE(tl.peak_bytes, p.peak_bytes());
+    QCOMPARE(tl.peak_bytes, int64_t{0});
+  }
+
+  void timelinesPerSession() {
+    model::Profile p = profile_with_events({mem_event(1, 0.1, 100, "a"), mem_event(2, 0.2, 900, "a"), mem_event(2, 0.3, -900, "a")});
+    p.sessions.push_back(p.sessions[0]);
+    p.sessions[1].id = 2;
+    auto tls = build_timelines(p);
+    QCOMPARE(tls.size(), size_t{2});
+    QCOMPARE(tls[0].peak_bytes, int64_t{100});
+    QCOMPARE(tls[1].peak_bytes, int64_t{900});
+    QCOMPARE(std::max(tls[0].peak_bytes, tls[1].peak_bytes), p.peak_bytes());
+  }
+
+  void tableBytesStack() {
+    auto rec = make_recording(QStringLiteral("fake"), fake::make_fake_gpu_profile({}));
+    auto stack = table_bytes_stack(rec->tables, 4);
+    QCOMPARE(stack.size(), size_t{4});
+    QCOMPARE(stack.back().name, std::string(kOtherSeries));
+    uint64_t sum = 0, expected = 0;
+    for (const auto& s : stack) sum += s.bytes;
+    for (const auto& t : rec->tables) expected += (t.shares_weights_of.empty() ? t.weight_bytes : 0) + t.optimizer_bytes + t.grad_bytes;
+    QCOMPARE(expected, rec->profile.table_bytes());
+    QCOMPARE(sum, expected);
+    QVERIFY(stack[0].bytes >= stack[1].bytes && stack[1].bytes >= stack[2].bytes);
+  }
+
+  // A table read in a known pattern: row r (0..99) read (100 - r) times.
+  void tableDetailFromAKnownStream() {
+    stats::TableIngestor ing(1000, stats::StatsConfig{});
+    std::vector<int64_t> idx;
+    for (int r = 0; r < 100; ++r)
+      for (int k = 0; k < 100 - r; ++k) idx.push_back(r);
+    ing.add(idx.data(), idx.size());
+    ing.close_window();
+    model::Profile p;
+    p.sessions.push_back({});
+    p.sessions[0].id = 1;
+    model::Table t;
+    t.session_id = 1;
+    t.name = "known";
+    t.rows = 1000;
+    t.dim = 8;
+    t.dtype = "fp16";
+    t.weight_bytes = 1000 * 8 * 2;
+    t.aggregate = ing.take_delta();
+    p.tables.push_back(std::move(t));
+    auto rec = make_recording(QStringLiteral("known"), std::move(p));
+    TableDetail d = build_table_detail(rec->tables.at(0), 10);
+    QCOMPARE(d.lookups, uint64_t{5050});
+    QCOMPARE(d.ranked_rows, uint64_t{100});
+    QCOMPARE(d.row_bytes, uint64_t{16});
+    // Ranks 1..20 are single-rank bins: exact counts 100, 99, ...
+    QCOMPARE(d.rank_frequency.at(0).x, 1.0);
+    QCOMPARE(d.rank_frequency.at(0).y, 100.0);
+    QCOMPARE(d.rank_frequency.at(4).y, 96.0);
+    // The bins cover every ranked row once: mean x width sums to the lookups.
+    double total = 0;
+    uint64_t prev_hi = 0;
+    std::vector<uint64_t> edges;
+    for (int i = 0;; ++i) {
+      const double x = std::round(std::pow(10.0, i / 20.0));
+      if (x >= 100) break;
+      if (edges.empty() || edges.back() != static_cast<uint64_t>(x)) edges.push_back(static_cast<uint64_t>(x));
+    }
+    edges.push_back(100);
+    QCOMPARE(d.rank_frequency.size(), edges.size());
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const uint64_t hi = i + 1 < edges.size() ? edges[i + 1] - 1 : 100;
+      const uint64_t width = hi - edges[i] + 1;
+      total += d.rank_frequency[i].y * static_cast<double>(width);
+      QVERIFY(edges[i] == prev_hi + 1);
+      prev_hi = hi;
+    }
+    QVERIFY(std::abs(total - 5050.0) < 1e-6);
+    // Coverage: the top 1 % of 1000 rows = 10 rows = 100 + 99 + ... + 91 reads.
+    const double top10 = (100 + 91) * 10 / 2.0 / 5050.0;
+    QVERIFY(std::abs(coverage_at(d, 0.01) - top10) < 1e-12);
+    QVERIFY(std::abs(rec->tables[0].summary.coverage_top_1pct - top10) < 1e-12);
+    QCOMPARE(coverage_at(d, 1.0), 1.0);
+    // Top rows, descending.
+    QCOMPARE(d.top_rows.size(), size_t{10});
+    QCOMPARE(d.top_rows[0], (std::pair<uint64_t, uint64_t>{0, 100}));
+    QCOMPARE(d.top_rows[9], (std::pair<uint64_t, uint64_t>{9, 91}));
+    // The LRU curve is the summary's (edo report's), in order.
+    QCOMPARE(d.lru.size(), rec->tables[0].summary.lru_curve.size());
+    QVERIFY(d.zipf_valid);
+    QCOMPARE(d.zipf_fit.size(), d.rank_frequency.size());
+  }
+
+  // The fitted line follows a Zipf stream it was fitted on.
+  void zipfLineFollowsAZipfStream() {
+    stats::ZipfGenerator gen(100000, 1.1, 5);
+    stats::TableIngestor ing(100000, stats::StatsConfig{});
+    std::vector<int64_t> idx(2'000'000);
+    gen.fill(idx.data(), idx.size());
+    ing.add(idx.data(), idx.size());
+    model::Profile p;
+    p.sessions.push_back({});
+    p.sessions[0].id = 1;
+    model::Table t;
+    t.session_id = 1;
+    t.name = "zipf";
+    t.rows = 100000;
+    t.dim = 4;
+    t.dtype = "fp32";
+    t.aggregate = ing.take_delta();
+    p.tables.push_back(std::move(t));
+    auto rec = make_recording(QStringLiteral("zipf"), std::move(p));
+    TableDetail d = build_table_detail(rec->tables.at(0));
+    QVERIFY(std::abs(d.zipf_alpha - 1.1) < 0.1);
+    // Between ranks 10 and 1000 the line is within a factor 1.5 of the observed means.
+    for (size_t i = 0; i < d.rank_frequency.size(); ++i) {
+      if (d.rank_frequency[i].x < 10 || d.rank_frequency[i].x > 1000) continue;
+      const double ratio = d.zipf_fit[i].y / d.rank_frequency[i].y;
+      QVERIFY2(ratio > 1 / 1.5 && ratio < 1.5, qPrintable(QStringLiteral("rank %1: ratio %2").arg(d.rank_frequency[i].x).arg(ratio)));
+    }
+    // The coverage curve rises to 1 and never falls.
+    for (size_t i = 1; i < d.coverage.size(); ++i) QVERIFY(d.coverage[i].y >= d.coverage[i - 1].y);
+    QVERIFY(coverage_at(d, 0.0005) < coverage_at(d, 0.002));
+  }
+
+  void itemModelsPassTheModelTester() {
+    fake::FakeGpuRecordingOptions o;
+    o.sessions = 2;
+    o.tables = 5;
+    o.rows = 20000;
+    o.lookups = 40000;
+    o.memory_events = 2000;
+    o.steps = 20;
+    RecordingPtr rec = make_recording(QStringLiteral("fake"), fake::make_fake_gpu_profile(o));
+    SessionsModel sessions;
+    sessions.setRecording(rec);
+    QCOMPARE(sessions.rowCount(), 2);
+    check_model(sessions);
+    TablesModel tables;
+    tables.setRecording(rec);
+    QCOMPARE(tables.rowCount(), 6);  // 5 tables + the tied name, merged over both processes
+    check_model(tables);
+    for (auto measure : {TopTablesModel::Measure::kBytes, TopTablesModel::Measure::kLookups}) {
+      TopTablesModel top(measure, 3);
+      top.setRecording(rec);
+      QCOMPARE(top.rowCount(), 3);
+      check_model(top);
+      QVERIFY(top.index(0, TopTablesModel::kShare).data(ShareRole).toDouble() > 0);
+    }
+    auto detail = std::make_shared<TableDetail>(build_table_detail(rec->tables[0], 25));
+    TopRowsModel rows;
+    rows.setDetail(detail);
+    QCOMPARE(rows.rowCount(), 25);
+    check_model(rows);
+    KernelsModel kernels;
+    kernels.setRecording(rec);
+    QCOMPARE(kernels.rowCount(), 5);  // same names in both processes: summed
+    check_model(kernels);
+    RangesModel ranges;
+    ranges.setRecording(rec);
+    QCOMPARE(ranges.rowCount(), 4);
+    check_model(ranges);
+    DiffModel diff;
+    o.seed = 99;
+    o.tables = 4;
+    RecordingPtr other = make_recording(QStringLiteral("other"), fake::make_fake_gpu_profile(o));
+    diff.setDiff(std::make_shared<RecordingDiff>(diff_recordings(*rec, *other)));
+    QCOMPARE(diff.rowCount(), 6);
+    check_model(diff);
+    // Under a table in both recordings: one row per changed metric, before / after / change.
+    const RecordingDiff* d = diff.diff();
+    const QModelIndex first = diff.index(0, 0);
+    QCOMPARE(int(d->tables[0].status), int(TableDiff::Status::kBoth));
+    int changed = 0;
+    for (size_t m = 0; m < diff_metrics().size(); ++m) changed += d->tables[0].before[m] != d->tables[0].after[m];
+    QVERIFY(changed > 0);
+    QCOMPARE(diff.rowCount(first), changed);
+    QCOMPARE(diff.index(0, DiffModel::kName, first).data().toString().isEmpty(), false);
+    QVERIFY(diff.index(0, DiffModel::kChange, first).data().toString().contains(QLatin1Char('%')) ||
+            diff.index(0, DiffModel::kChange, first).data().toString().contains(QStringLiteral("pt")) ||
+            diff.index(0, DiffModel::kChange, first).data().toString() == QStringLiteral("new"));
+    // A table in only one recording lists every metric, with a dash on the missing side.
+    const QModelIndex last = diff.index(5, 0);
+    QCOMPARE(diff.index(5, DiffModel::kChange).data().toString(), QStringLiteral("only before"));
+    QCOMPARE(diff.rowCount(last), int(diff_metrics().size()));
+    QCOMPARE(diff.index(0, DiffModel::kAfter, last).data().toString(), QStringLiteral("–"));
+    // Models emptied again stay consistent.
+    tables.setRecording(nullptr);
+    QCOMPARE(tables.rowCount(), 0);
+    diff.setDiff(nullptr);
+    QCOMPARE(diff.rowCount(), 0);
+  }
+
+  // The outline knows bytes and lookups; the statistics columns say they are loading.
+  void outlineMatchesTheFullRecording() {
+    const QString path = fake_recording(2, 5);
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    RecordingPtr outline = make_outline(path, store.load_outline());
+    RecordingPtr full = load_recording(path);
+    QVERIFY(!outline->has_statistics);
+    QVERIFY(full->has_statistics);
+    QCOMPARE(outline->tables.size(), full->tables.size());
+    for (size_t i = 0; i < full->tables.size(); ++i) {
+      QCOMPARE(outline->tables[i].name, full->tables[i].name);
+      QCOMPARE(outline->tables[i].weight_bytes, full->tables[i].weight_bytes);
+      QCOMPARE(outline->tables[i].optimizer_bytes, full->tables[i].optimizer_bytes);
+      QCOMPARE(outline->tables[i].grad_bytes, full->tables[i].grad_bytes);
+      QCOMPARE(outline->tables[i].summary.lookups, full->tables[i].summary.lookups);
+    }
+    QCOMPARE(outline->profile.peak_bytes(), full->profile.peak_bytes());
+    QCOMPARE(outline->timelines.size(), full->timelines.size());
+    QCOMPARE(outline->timelines[0].time_s, full->timelines[0].time_s);
+    TablesModel model;
+    model.setRecording(outline);
+    QCOMPARE(model.index(0, TablesModel::kTop1).data().toString(), QStringLiteral("…"));
+    QCOMPARE(model.index(0, TablesModel::kLookups).data(SortRole).toULongLong(), full->tables[0].summary.lookups);
+  }
+
+  void loaderDeliversOutlineProgressThenRecording() {
+    const QString path = fake_recording(2, 0);
+    RecordingLoader loader;
+    QSignalSpy outline(&loader, &RecordingLoader::outlineReady);
+    QSignalSpy progress(&loader, &RecordingLoader::progress);
+    QSignalSpy loaded(&loader, &RecordingLoader::loaded);
+    QSignalSpy failed(&loader, &RecordingLoader::failed);
+    std::vector<int> order;
+    connect(&loader, &RecordingLoader::outlineReady, this, [&] { order.push_back(1); });
+    connect(&loader, &RecordingLoader::loaded, this, [&] { order.push_back(2); });
+    loader.open(path);
+    QVERIFY(loader.busy());
+    QVERIFY(loaded.wait(60'000));
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(outline.count(), 1);
+    QCOMPARE(order, (std::vector<int>{1, 2}));
+    QVERIFY(progress.count() >= 2);
+    double last = -1;
+    for (const auto& args : progress) {
+      QVERIFY(args.at(0).toDouble() >= last);
+      last = args.at(0).toDouble();
+    }
+    QCOMPARE(last, 1.0);
+    QVERIFY(!loader.busy());
+    auto rec = loaded.at(0).at(0).value<RecordingPtr>();
+    QVERIFY(rec->has_statistics);
+    QCOMPARE(rec->profile.sessions.size(), size_t{2});
+  }
+
+  void loaderAbandonsAnEarlierFile() {
+    const QString first = fake_recording(2, 0);
+    const QString second = synth_recording({QStringLiteral("--tables"), QStringLiteral("2"), QStringLiteral("--rows"),
+                                            QStringLiteral("1000"), QStringLiteral("--lookups"), QStringLiteral("5000")});
+    RecordingLoader loader;
+    QSignalSpy loaded(&loader, &RecordingLoader::loaded);
+    QSignalSpy outline(&loader, &RecordingLoader::outlineReady);
+    loader.open(first);
+    loader.open(second);
+    QVERIFY(loaded.wait(60'000));
+    QTest::qWait(300);  // anything of the first file still in flight would arrive now
+    QCOMPARE(loaded.count(), 1);
+    QCOMPARE(loaded.at(0).at(0).value<RecordingPtr>()->path, second);
+    for (const auto& args : outline) QCOMPARE(args.at(0).value<RecordingPtr>()->path, second);
+  }
+
+  // The plan's rows on a hand-made result: the optimizer lever shown beside the strategy, a
+  // tied table following its owner, an untuned table unchanged, savings negative when the
+  // plan grows a table.
+  void planModelShowsLeversTiesAndUntunedTables() {
+    auto r = std::make_shared<model::TuneResult>();
+    r->tables = {{"enc", 1000, 16, "fp32", 192000, 10, true, "", "synthetic", "adam"},
+                 {"dec", 1000, 16, "fp32", 0, 10, true, "enc", "synthetic", "adam"},
+                 {"small", 10, 4, "fp32", 160, 1, false, "", "synthetic", ""}};
+    model::TuneCandidate fp16;
+    fp16.table = "enc";
+    fp16.strategy = "fp16";
+    fp16.spec = "fp16";
+    fp16.optimizer = "rowwise_adagrad";
+    fp16.device_bytes = 36000;
+    fp16.step_us = 2.5;
+    fp16.error = 0.0002;
+    fp16.measured = true;
+    r->candidates = {fp16};
+    model::TuneChoice enc{"enc", 0, "", 36000, 0, 2.0, "fp16: saves"};
+    model::TuneChoice dec{"dec", 0, "enc", 0, 0, 0.5, "tied to enc"};
+    model::TuneChoice small{"small", -1, "", 200, 0, 0, "not tuned"};
+    r->choices = {enc, dec, small};
+    r->feasible = true;
+    PlanModel plan;
+    plan.setResult(r);
+    check_model(plan);
+    QCOMPARE(plan.rowCount(), 3);
+    QCOMPARE(plan.index(0, PlanModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    QCOMPARE(plan.index(0, PlanModel::kStrategy).data(SortRole).toString(), QStringLiteral("fp16"));
+    QCOMPARE(plan.index(0, PlanModel::kSaved).data(SortRole).toDouble(), 156000.0);
+    QCOMPARE(plan.index(1, PlanModel::kStrategy).data().toString(), QStringLiteral("shared (with enc)"));
+    QCOMPARE(plan.index(2, PlanModel::kStrategy).data().toString(), QStringLiteral("unchanged"));
+    QCOMPARE(plan.index(2, PlanModel::kStepTime).data().toString(), QStringLiteral("–"));
+    QCOMPARE(plan.index(2, PlanModel::kSaved).data().toString(), QStringLiteral("-40 B"));
+    CandidatesModel candidates;
+    candidates.setResult(r);
+    check_model(candidates);
+    QCOMPARE(candidates.index(0, CandidatesModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    candidates.setResult(nullptr);
+    QCOMPARE(candidates.rowCount(), 0);
+  }
+
+  // Running edo tune from the dashboard: progress, the result stored like `edo tune` stores
+  // it, and Cancel keeping what was measured.
+  void tuneRunnerMeasuresSavesAndCancels() {
+    const QString path = temp_dir() + QStringLiteral("/to-tune.edodb");
+    Run s = run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("3"),
+                            QStringLiteral("--rows"), QStringLiteral("4000"), QStringLiteral("--lookups"), QStringLiteral("20000")});
+    QCOMPARE(s.exit_code, 0);
+    tuner::TuneOptions o;
+    o.budget_bytes = 2 << 20;
+    o.backend = "cpu";
+    o.strategies = "fp16,int8,int4";
+    o.reps = 1;
+    TuneRunner runner;
+    QSignalSpy progress(&runner, &TuneRunner::progress);
+    QSignalSpy finished(&runner, &TuneRunner::finished);
+    QSignalSpy failed(&runner, &TuneRunner::failed);
+    runner.start(path, o);
+    QVERIFY(runner.busy());
+    QVERIFY(finished.wait(120'000));
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(!runner.busy());
+    auto result = finished.at(0).at(0).value<TuneResultPtr>();
+    QCOMPARE(finished.at(0).at(1).toString(), QString());  // saved
+    QVERIFY(result->complete);
+    QCOMPARE(result->candidates_measured, result->candidates_total);
+    QVERIFY(result->feasible);
+    QVERIFY(progress.count() >= 1);
+    qulonglong last = 0;
+    for (const auto& args : progress) {
+      QVERIFY(args.at(0).toULongLong() >= last);
+      last = args.at(0).toULongLong();
+      QCOMPARE(args.at(1).toULongLong(), qulonglong(result->candidates_total));
+    }
+    {
+      db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+      auto stored = db::load_latest_tune_result(store);
+      QVERIFY(stored.has_value());
+      QCOMPARE(stored->run_id, result->run_id);
+      QCOMPARE(stored->plan_device_bytes, result->plan_device_bytes);
+    }
+    // The item models show it.
+    PlanModel plan;
+    plan.setResult(result);
+    QCOMPARE(plan.rowCount(), 3);
+    check_model(plan);
+    CandidatesModel candidates;
+    candidates.setResult(result);
+    QCOMPARE(candidates.rowCount(), int(result->candidates.size()));
+    check_model(candidates);
+
+    // Cancel at the first progress report: the tuner stops after that candidate.
+    TuneRunner again;
+    QSignalSpy done(&again, &TuneRunner::finished);
+    connect(&again, &TuneRunner::progress, &again, &TuneRunner::cancel);
+    o.strategies = "";
+    again.start(path, o);
+    QVERIFY(done.wait(120'000));
+    auto stopped = done.at(0).at(0).value<TuneResultPtr>();
+    QVERIFY(!stopped->complete);
+    QCOMPARE(stopped->stop_reason, std::string("cancelled"));
+    QVERIFY(stopped->candidates_measured < stopped->candidates_total);
+
+    // A budget the tuner cannot read fails in one line; so does a missing file.
+    TuneRunner bad;
+    QSignalSpy bad_failed(&bad, &TuneRunner::failed);
+    bad.start(temp_dir() + QStringLiteral("/no-such.edodb"), o);
+    QVERIFY(bad_failed.wait(30'000));
+    QVERIFY(bad_failed.at(0).at(0).toString().contains(QStringLiteral("no such file")));
+  }
+
+  void loaderReportsBadFilesInOneLine_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("needle");
+    const QString dir = temp_dir();
+    QTest::newRow("missing") << dir + QStringLiteral("/missing.edodb") << QStringLiteral("no such file");
+    {
+      QFile f(dir + QStringLiteral("/empty.edodb"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+    }
+    QTest::newRow("empty") << dir + QStringLiteral("/empty.edodb") << QStringLiteral("empty file");
+    {
+      QFile f(dir + QStringLiteral("/text.edodb"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QByteArray("this is a text file, not a database\n").repeated(200));
+    }
+    QTest::newRow("text") << dir + QStringLiteral("/text.edodb") << QStringLiteral("not an edo database");
+    {
+      SQLite::Database db((dir + QStringLiteral("/foreign.sqlite")).toStdString(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+      db.exec("CREATE TABLE t (x INTEGER)");
+    }
+    QTest::newRow("foreign sqlite") << dir + QStringLiteral("/foreign.sqlite") << QStringLiteral("not an edo database");
+    const QString small = synth_recording({QStringLiteral("--tables"), QStringLiteral("1"), QStringLiteral("--rows"),
+                                           QStringLiteral("100"), QStringLiteral("--lookups"), QStringLiteral("500")});
+    QFile::copy(small, dir + QStringLiteral("/newer.edodb"));
+    {
+      SQLite::Database db((dir + QStringLiteral("/newer.edodb")).toStdString(), SQLite::OPEN_READWRITE);
+      db.exec("UPDATE edo_meta SET value = '999' WHERE key = 'schema_version'");
+    }
+    QTest::newRow("newer schema") << dir + QStringLiteral("/newer.edodb") << QStringLiteral("newer edo");
+    QFile::copy(small, dir + QStringLiteral("/badblob.edodb"));
+    {
+      SQLite::Database db((dir + QStringLiteral("/badblob.edodb")).toStdString(), SQLite::OPEN_READWRITE);
+      db.exec("UPDATE table_stats SET aggregate = x'00112233'");
+    }
+    QTest::newRow("corrupt statistics") << dir + QStringLiteral("/badblob.edodb") << QStringLiteral("do not decode");
+    QTest::newRow("a folder") << dir << QStringLiteral("is a directory");
+  }
+
+  void loaderReportsBadFilesInOneLine() {
+    QFETCH(QString, path);
+    QFETCH(QString, needle);
+    RecordingLoader loader;
+    QSignalSpy failed(&loader, &RecordingLoader::failed);
+    QSignalSpy loaded(&loader, &RecordingLoader::loaded);
+    loader.open(path);
+    QVERIFY(failed.wait(30'000));
+    QCOMPARE(loaded.count(), 0);
+    const QString reason = failed.at(0).at(1).toString();
+    QVERIFY2(reason.contains(needle), qPrintable(reason));
+    QVERIFY2(reason.contains(path), qPrintable(reason));
+    QVERIFY2(!reason.contains(QLatin1Char('\n')), qPrintable(reason));
+    QVERIFY(!loader.busy());
+  }
+};
+
+EDO_GUI_TEST_MAIN(ModelTests, QGuiApplication)
+#include "gui_model_tests.moc"

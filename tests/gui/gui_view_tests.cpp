@@ -1,0 +1,411 @@
+// The window and its views on the offscreen platform, as a user drives them: loading in two
+// stages, the overview's chart and warnings, filtering and sorting tables, opening a table's
+// detail by double-click, the coverage cursor readout, the kernels and diff views, error
+// dialogs, drag and drop, and the settings remembered between runs.
+#include <QAbstractItemView>
+#include <QApplication>
+#include <QAreaSeries>
+#include <QChartView>
+#include <QComboBox>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLogValueAxis>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTest>
+#include <QTimer>
+#include <QUrl>
+#include <QValueAxis>
+
+#include <cmath>
+
+#include "diff_view.h"
+#include "edo/gui/diff_model.h"
+#include "edo/gui/format.h"
+#include "edo/gui/kernels_model.h"
+#include "edo/gui/model_roles.h"
+#include "edo/gui/tables_model.h"
+#include "kernels_view.h"
+#include "main_window.h"
+#include "overview_view.h"
+#include "table_detail_view.h"
+#include "tables_view.h"
+#include "tuner_view.h"
+#include "edo/gui/tune_models.h"
+#include "edo/gui/tune_runner.h"
+#include "edo/db/profile_store.h"
+#include "edo/db/tune_store.h"
+#include "test_support.h"
+
+using namespace edo;
+using namespace edo::gui;
+using namespace edo::gui::testing;
+
+namespace {
+
+QString host_recording() {
+  return synth_recording({QStringLiteral("--tables"), QStringLiteral("5"), QStringLiteral("--rows"), QStringLiteral("30000"),
+                          QStringLiteral("--lookups"), QStringLiteral("50000")});
+}
+
+bool open_and_wait(MainWindow& w, const QString& path) {
+  QSignalSpy loaded(&w, &MainWindow::recordingLoaded);
+  w.openFile(path);
+  return loaded.wait(60'000);
+}
+
+QString visible_text(QWidget* root) {
+  QStringList parts;
+  for (QLabel* l : root->findChildren<QLabel*>())
+    if (l->isVisibleTo(root)) parts << l->text();
+  return parts.join(QLatin1Char('\n'));
+}
+
+QChart* chart_with_title(QWidget* root, const QString& needle) {
+  for (QChartView* v : root->findChildren<QChartView*>())
+    if (v->chart()->title().contains(needle)) return v->chart();
+  return nullptr;
+}
+
+}  // namespace
+
+class ViewTests : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { QSettings().clear(); }
+
+  void overviewPaintsTheOutlineFirst() {
+    MainWindow w(false);
+    w.show();
+    std::vector<int> order;
+    connect(&w, &MainWindow::outlineShown, this, [&] { order.push_back(1); });
+    connect(&w, &MainWindow::recordingLoaded, this, [&] { order.push_back(2); });
+    QVERIFY(open_and_wait(w, fake_recording(2, 42)));
+    QCOMPARE(order, (std::vector<int>{1, 2}));
+    QCOMPARE(w.currentView(), QStringLiteral("overview"));
+    OverviewView* o = w.overviewView();
+    const QString text = visible_text(o);
+    QVERIFY2(text.contains(QStringLiteral("dropped 42 events")), qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("2 traced processes")));
+    QComboBox* picker = o->findChild<QComboBox*>();
+    QVERIFY(picker && picker->isVisibleTo(o));
+    QCOMPARE(picker->count(), 2);
+    // The chart: one area per series, the peak marked, axes with units and explicit ranges.
+    QChart* chart = chart_with_title(o, QStringLiteral("Device memory over time"));
+    QVERIFY(chart);
+    const StackedTimeline& tl = w.recording()->timelines.at(size_t(picker->currentIndex()));
+    int areas = 0;
+    for (QAbstractSeries* s : chart->series())
+      if (auto* a = qobject_cast<QAreaSeries*>(s)) QCOMPARE(a->name().toStdString(), tl.series.at(size_t(areas++)));
+    QCOMPARE(size_t(areas), tl.series.size());
+    auto* y = qobject_cast<QValueAxis*>(chart->axes(Qt::Vertical).at(0));
+    auto* x = qobject_cast<QValueAxis*>(chart->axes(Qt::Horizontal).at(0));
+    QVERIFY(y->titleText().contains(QStringLiteral("MiB")) || y->titleText().contains(QStringLiteral("GiB")));
+    QVERIFY(x->titleText().contains(QStringLiteral("(s)")));
+    QCOMPARE(y->min(), 0.0);
+    QVERIFY(y->max() * (y->titleText().contains(QStringLiteral("GiB")) ? 1024.0 * 1024 * 1024 : 1024.0 * 1024) >= double(tl.peak_bytes));
+    bool peak_labelled = false;
+    for (QAbstractSeries* s : chart->series()) peak_labelled |= s->name().startsWith(QStringLiteral("peak "));
+    QVERIFY(peak_labelled);
+    // Switching process redraws the chart for that process.
+    picker->setCurrentIndex(1 - picker->currentIndex());
+    QVERIFY(chart_with_title(o, QStringLiteral("process %1").arg(w.recording()->timelines.at(size_t(picker->currentIndex())).session_id)));
+  }
+
+  void hostRecordingShowsTheTablesBytesSaysSo() {
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, host_recording()));
+    QVERIFY(chart_with_title(w.overviewView(), QStringLiteral("no CUDA memory timeline")));
+    QVERIFY(!visible_text(w.overviewView()).contains(QStringLiteral("dropped")));
+    // A recording without kernels or ranges says where they come from.
+    QVERIFY(visible_text(w.kernelsView()).contains(QStringLiteral("No GPU kernels")));
+  }
+
+  void tablesFilterSortAndOpenTheDetail() {
+    MainWindow w(false);
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(open_and_wait(w, fake_recording(1, 0)));
+    w.showView(QStringLiteral("tables"));
+    TablesView* tv = w.tablesView();
+    QTableView* table = tv->table();
+    QCOMPARE(table->model()->rowCount(), int(w.recording()->tables.size()));
+    tv->setFilter(QStringLiteral("emb_1"));
+    QCOMPARE(table->model()->rowCount(), 1);
+    QVERIFY(visible_text(tv).contains(QStringLiteral("1 of ")));
+    tv->setFilter(QStringLiteral("emb_*head"));
+    QCOMPARE(table->model()->rowCount(), 1);
+    tv->setFilter(QString());
+    table->sortByColumn(TablesModel::kLookups, Qt::AscendingOrder);
+    const auto lookups_at = [&](int row) { return table->model()->index(row, TablesModel::kLookups).data(edo::gui::SortRole).toULongLong(); };
+    for (int r = 1; r < table->model()->rowCount(); ++r) QVERIFY(lookups_at(r - 1) <= lookups_at(r));
+    // Double-click the first row: the detail view opens on that table.
+    const QModelIndex first = table->model()->index(0, TablesModel::kName);
+    const QString name = first.data().toString();
+    QSignalSpy ready(w.detailView(), &TableDetailView::detailReady);
+    // A double-click is a press/release pair followed by a second press that Qt reads as double.
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(first).center());
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(first).center());
+    QCOMPARE(w.currentView(), QStringLiteral("table"));
+    QCOMPARE(w.detailView()->currentTable(), name);
+    QVERIFY(ready.wait(30'000) || (w.detailView()->detail() && QString::fromStdString(w.detailView()->detail()->name) == name));
+    QCOMPARE(QString::fromStdString(w.detailView()->detail()->name), name);
+  }
+
+  void detailChartsAndCoverageReadout() {
+    MainWindow w(false);
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(open_and_wait(w, fake_recording(1, 0)));
+    QSignalSpy ready(w.detailView(), &TableDetailView::detailReady);
+    QVERIFY(w.showTable(QStringLiteral("model.sparse.emb_0")));
+    QVERIFY(ready.wait(30'000));
+    TableDetailView* d = w.detailView();
+    QChart* rank = chart_with_title(d, QStringLiteral("Rank-frequency"));
+    QVERIFY(rank);
+    QCOMPARE(rank->axes(Qt::Horizontal).size(), 1);
+    QVERIFY(qobject_cast<QLogValueAxis*>(rank->axes(Qt::Horizontal).at(0)));
+    QVERIFY(qobject_cast<QLogValueAxis*>(rank->axes(Qt::Vertical).at(0)));
+    bool fit = false;
+    for (QAbstractSeries* s : rank->series()) fit |= s->name().startsWith(QStringLiteral("Zipf fit"));
+    QVERIFY(fit);
+    QChart* lru = chart_with_title(d, QStringLiteral("LRU"));
+    QVERIFY(lru);
+    QCOMPARE(lru->axes(Qt::Horizontal).size(), 2);  // rows below, bytes of weights above
+    bool bytes_axis = false;
+    for (QAbstractAxis* a : lru->axes(Qt::Horizontal)) bytes_axis |= a->titleText().contains(QStringLiteral("of weights"));
+    QVERIFY(bytes_axis);
+    QVERIFY(chart_with_title(d, QStringLiteral("drift")));
+    // The readout at rest names the top 1 %; the cursor reads other points of the curve.
+    const QString at_rest = visible_text(d);
+    QVERIFY2(at_rest.contains(QStringLiteral("The top 1.0% of rows (%1 rows) take").arg(format_count(d->detail()->rows / 100))), qPrintable(at_rest));
+    QVERIFY(at_rest.contains(d->coverageReadout(0.01)));
+    QChartView* coverage_view = nullptr;
+    for (QChartView* v : d->findChildren<QChartView*>())
+      if (v->chart()->title().startsWith(QStringLiteral("Coverage"))) coverage_view = v;
+    QVERIFY(coverage_view);
+    QChart* coverage = coverage_view->chart();
+    const QPointF at_10pct = coverage->mapToPosition(QPointF(10.0, 50.0));
+    const QPoint in_view = coverage_view->mapFromScene(coverage->mapToScene(at_10pct));
+    QTest::mouseMove(coverage_view->viewport(), in_view);
+    QMouseEvent move(QEvent::MouseMove, QPointF(in_view), coverage_view->viewport()->mapToGlobal(QPointF(in_view)), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(coverage_view->viewport(), &move);
+    const QString hovered = visible_text(d);
+    QVERIFY2(hovered.contains(QStringLiteral("The top 10.0% of rows")) || hovered.contains(QStringLiteral("The top 9.9")) ||
+                 hovered.contains(QStringLiteral("The top 10.1")),
+             qPrintable(hovered));
+    // Another table from the picker.
+    QComboBox* picker = d->findChild<QComboBox*>();
+    picker->setCurrentText(QStringLiteral("model.sparse.emb_3"));
+    QVERIFY(ready.wait(30'000));
+    QCOMPARE(d->detail()->name, std::string("model.sparse.emb_3"));
+    QVERIFY(!w.showTable(QStringLiteral("no.such.table")));
+  }
+
+  void kernelsAndRanges() {
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, fake_recording(1, 0)));
+    KernelsView* k = w.kernelsView();
+    QCOMPARE(k->kernels()->rowCount(), 5);
+    QCOMPARE(k->ranges()->rowCount(), 4);
+    QVERIFY(!visible_text(k).contains(QStringLiteral("No GPU kernels")));
+    // Longest GPU time first, and each kernel names the tables it reads.
+    QVERIFY(k->kernels()->totals().front().name.find("backward") != std::string::npos);
+    QVERIFY(!k->kernels()->totals().front().tables.empty());
+  }
+
+  void diffWithASecondRecording() {
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, host_recording()));
+    const QString other = synth_recording({QStringLiteral("--tables"), QStringLiteral("6"), QStringLiteral("--rows"), QStringLiteral("30000"),
+                                           QStringLiteral("--lookups"), QStringLiteral("80000")});
+    QSignalSpy ready(w.diffView(), &DiffView::diffReady);
+    w.compareWith(other);
+    QCOMPARE(w.currentView(), QStringLiteral("diff"));
+    QVERIFY(ready.wait(30'000));
+    const RecordingDiff* diff = w.diffView()->model()->diff();
+    QVERIFY(diff);
+    QCOMPARE(diff->tables.size(), size_t{6});
+    QCOMPARE(int(diff->tables.back().status), int(TableDiff::Status::kOnlyAfter));
+    QVERIFY(visible_text(w.diffView()).contains(QStringLiteral("before")));
+    QVERIFY(chart_with_title(w.diffView(), QStringLiteral("before and after")));
+  }
+
+  void tunerShowsThePlanReplansAndExports() {
+    QJsonObject plan_json;
+    const QString path = tuned_recording(&plan_json);
+    MainWindow w(false);
+    w.show();
+    QVERIFY(open_and_wait(w, path));
+    QVERIFY(w.showView(QStringLiteral("tuner")));
+    TunerView* t = w.tunerView();
+    QVERIFY(t->result());
+    QCOMPARE(t->plan()->rowCount(), int(plan_json[QStringLiteral("tables")].toArray().size()));
+    QVERIFY(chart_with_title(t, QStringLiteral("device memory vs step time")));
+    QVERIFY(visible_text(t).contains(QStringLiteral("Measured on <b>cpu</b>")));
+    // Exports: the same documents `edo export` writes.
+    for (const QString& format : {QStringLiteral("json"), QStringLiteral("yaml"), QStringLiteral("torchrec")}) {
+      const QString out = temp_dir() + QStringLiteral("/plan.") + format;
+      QCOMPARE(t->exportPlan(format, out), QString());
+      QFile written(out);
+      QVERIFY(written.open(QIODevice::ReadOnly));
+      Run cli = run(edo_bin(), {QStringLiteral("export"), path, QStringLiteral("--format"), format});
+      QCOMPARE(cli.exit_code, 0);
+      QCOMPARE(written.readAll(), cli.out);
+    }
+    QVERIFY(t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/no/such/dir/plan.json")).contains(QStringLiteral("cannot write")));
+    // Replan for a generous budget: every table back to as fast as it gets; for 1 KiB: no plan.
+    t->setBudget(QStringLiteral("1GiB"));
+    QVERIFY(t->replan());
+    QCOMPARE(t->result()->budget_bytes, uint64_t{1} << 30);
+    QVERIFY(t->result()->feasible);
+    t->setBudget(QStringLiteral("1KiB"));
+    QVERIFY(t->replan());
+    QVERIFY(!t->result()->feasible);
+    QVERIFY(visible_text(t).contains(QStringLiteral("No plan fits 1.00 KiB")));
+    QVERIFY(!t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/x.json")).isEmpty());
+    // The error limit: a number, "none", or empty for the tuner library's own default.
+    t->setBudget(QStringLiteral("1GiB"));
+    t->setMaxError(QStringLiteral("0.001"));
+    QVERIFY(t->replan());
+    QCOMPARE(t->result()->max_error, 0.001);
+    for (const auto& ch : t->result()->choices)
+      if (ch.candidate >= 0) QVERIFY(t->result()->candidates[size_t(ch.candidate)].error <= 0.001);
+    t->setMaxError(QStringLiteral("None"));
+    QVERIFY(t->replan());
+    QVERIFY(std::isinf(t->result()->max_error));
+    t->setMaxError(QString());
+    QCOMPARE(t->options().max_error, tuner::TuneOptions{}.max_error);
+    t->setMaxError(QStringLiteral("small"));
+    QVERIFY(!t->replan());
+    QVERIFY(visible_text(t).contains(QStringLiteral("max error 'small' is not a number")));
+    t->setMaxError(QString());
+    // A budget that does not parse is refused in one line.
+    t->setBudget(QStringLiteral("lots"));
+    QVERIFY(!t->replan());
+    QVERIFY(!t->runTune());
+    QVERIFY(visible_text(t).contains(QStringLiteral("lots")));
+  }
+
+  void tunerRunsFromTheView() {
+    const QString path = temp_dir() + QStringLiteral("/view-tune.edodb");
+    QVERIFY(run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("2"),
+                            QStringLiteral("--rows"), QStringLiteral("3000"), QStringLiteral("--lookups"), QStringLiteral("10000")})
+                .exit_code == 0);
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, path));
+    TunerView* t = w.tunerView();
+    QVERIFY(!t->result());
+    QVERIFY(visible_text(t).contains(QStringLiteral("No tune run")));
+    t->setBudget(QStringLiteral("1MiB"));
+    t->setBackend(QStringLiteral("cpu"));
+    QSignalSpy shown(t, &TunerView::resultShown);
+    QVERIFY(t->runTune());
+    QVERIFY(t->runner()->busy());
+    QVERIFY(shown.wait(180'000));
+    QVERIFY(t->result());
+    QCOMPARE(t->result()->backend, std::string("cpu"));
+    QCOMPARE(t->plan()->rowCount(), 2);
+    // Stored: reopening the file shows the same run.
+    MainWindow again(false);
+    QVERIFY(open_and_wait(again, path));
+    QCOMPARE(again.tunerView()->result()->run_id, t->result()->run_id);
+
+    // Another recording opened while a run goes on: the run stops, is kept in its own file,
+    // and its result is not shown over the new recording.
+    const int64_t first_run = t->result()->run_id;
+    const QString other = temp_dir() + QStringLiteral("/view-tune-other.edodb");
+    QVERIFY(run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), other, QStringLiteral("--tables"), QStringLiteral("1"),
+                            QStringLiteral("--rows"), QStringLiteral("100"), QStringLiteral("--lookups"), QStringLiteral("1000")})
+                .exit_code == 0);
+    QSignalSpy stopped(t->runner(), &TuneRunner::finished);
+    QVERIFY(t->runTune());
+    QVERIFY(open_and_wait(w, other));
+    QVERIFY(stopped.count() > 0 || stopped.wait(180'000));
+    QVERIFY(!t->result());
+    QVERIFY(visible_text(t).contains(QStringLiteral("stopped when another recording was opened")));
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    const auto kept = db::load_latest_tune_result(store);
+    QVERIFY(kept.has_value());
+    QVERIFY(kept->run_id != first_run);
+    QCOMPARE(kept->stop_reason, std::string("cancelled"));
+  }
+
+  // A bad file: a dialog with the one-line reason; the window stays usable.
+  void badFileOpensAnErrorDialog() {
+    MainWindow w(true);
+    w.show();
+    const QString missing = temp_dir() + QStringLiteral("/not-there.edodb");
+    QString dialog_text;
+    QTimer poll;
+    connect(&poll, &QTimer::timeout, this, [&] {
+      if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+        dialog_text = box->text();
+        box->accept();
+      }
+    });
+    poll.start(20);
+    QSignalSpy failed(&w, &MainWindow::loadFailed);
+    w.openFile(missing);
+    QVERIFY(failed.wait(30'000));
+    QVERIFY2(dialog_text.contains(QStringLiteral("no such file")) && dialog_text.contains(missing), qPrintable(dialog_text));
+    QVERIFY(!dialog_text.contains(QLatin1Char('\n')));
+    // Still usable: the next file opens.
+    QVERIFY(open_and_wait(w, host_recording()));
+  }
+
+  void dropOpensAndComparesFiles() {
+    MainWindow w(false);
+    w.show();
+    auto drop = [&](const QStringList& paths) {
+      auto* mime = new QMimeData();
+      QList<QUrl> urls;
+      for (const QString& p : paths) urls << QUrl::fromLocalFile(p);
+      mime->setUrls(urls);
+      QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&w, &enter);
+      QVERIFY(enter.isAccepted());
+      QDropEvent dropped(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+      QApplication::sendEvent(&w, &dropped);
+      delete mime;
+    };
+    QSignalSpy loaded(&w, &MainWindow::recordingLoaded);
+    drop({host_recording()});
+    QVERIFY(loaded.wait(30'000));
+    QCOMPARE(w.recording()->path, host_recording());
+    // Two files: the first opens, the second is compared with it.
+    QSignalSpy diffed(w.diffView(), &DiffView::diffReady);
+    drop({fake_recording(1, 0), host_recording()});
+    QVERIFY(diffed.wait(60'000) || (diffed.count() > 0));
+    QCOMPARE(w.recording()->path, fake_recording(1, 0));
+    QCOMPARE(w.diffView()->otherPath(), host_recording());
+  }
+
+  void settingsAreRemembered() {
+    QSettings().clear();
+    const QString path = host_recording();
+    {
+      MainWindow w(true);
+      w.show();
+      QVERIFY(open_and_wait(w, path));
+      QVERIFY(w.showView(QStringLiteral("kernels")));
+      w.resize(1000, 700);
+      w.close();
+      QCOMPARE(w.recentFiles(), QStringList{path});
+    }
+    MainWindow again(true);
+    QCOMPARE(again.size(), QSize(1000, 700));
+    QVERIFY(open_and_wait(again, path));
+    QCOMPARE(again.currentView(), QStringLiteral("kernels"));
+    QVERIFY(!MainWindow(false).recentFiles().size());  // the headless mode neither reads nor writes them
+  }
+};
+
+EDO_GUI_TEST_MAIN(ViewTests, QApplication)
+#include "gui_view_tests.moc"

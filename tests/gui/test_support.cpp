@@ -1,0 +1,158 @@
+#include "test_support.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QHash>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <memory>
+
+#include "fake_gpu_recording.h"
+
+namespace edo::gui::testing {
+
+Run run(const QString& program, const QStringList& args, const QProcessEnvironment& env, int timeout_ms) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(program, args);
+  Run r;
+  if (!p.waitForStarted(30'000)) {
+    r.err = ("cannot start " + program).toUtf8();
+    return r;
+  }
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = ("timed out: " + program).toUtf8();
+    return r;
+  }
+  r.exit_code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : 128 + 9;
+  r.out = p.readAllStandardOutput();
+  r.err = p.readAllStandardError();
+  return r;
+}
+
+QString edo_bin() { return QStringLiteral(EDO_BIN); }
+QString dashboard_bin() { return QStringLiteral(EDO_DASHBOARD_BIN); }
+QString source_dir() { return QStringLiteral(EDO_SOURCE_DIR); }
+
+QString temp_dir() {
+  static std::unique_ptr<QTemporaryDir> dir = std::make_unique<QTemporaryDir>(QDir::tempPath() + QStringLiteral("/edo-gui-test-XXXXXX"));
+  return dir->path();
+}
+
+namespace {
+QHash<QString, QString>& made() {
+  static QHash<QString, QString> files;
+  return files;
+}
+}  // namespace
+
+QString synth_recording(const QStringList& args) {
+  const QString key = QStringLiteral("synth ") + args.join(QLatin1Char(' '));
+  if (made().contains(key)) return made()[key];
+  const QString path = temp_dir() + QStringLiteral("/synth-%1.edodb").arg(made().size());
+  Run r = run(edo_bin(), QStringList{QStringLiteral("synth"), QStringLiteral("-o"), path} + args);
+  if (r.exit_code != 0) qFatal("edo synth failed: %s", r.err.constData());
+  made()[key] = path;
+  return path;
+}
+
+QString fake_recording(int sessions, uint64_t dropped) {
+  const QString key = QStringLiteral("fake %1 %2").arg(sessions).arg(dropped);
+  if (made().contains(key)) return made()[key];
+  const QString path = temp_dir() + QStringLiteral("/fake-%1.edodb").arg(made().size());
+  fake::FakeGpuRecordingOptions o;
+  o.sessions = sessions;
+  o.dropped_events = dropped;
+  o.tables = 6;
+  o.rows = 50'000;
+  o.lookups = 100'000;
+  o.memory_events = 6'000;
+  o.steps = 60;
+  o.seed = static_cast<uint64_t>(sessions) * 13 + dropped;
+  fake::write_fake_gpu_recording(path.toStdString(), o);
+  made()[key] = path;
+  return path;
+}
+
+namespace {
+// A python3 that imports torch: $EDO_TEST_PYTHON, the one CMake found, or python3.
+QString torch_python(QString* why) {
+  QStringList candidates;
+  if (!qEnvironmentVariableIsEmpty("EDO_TEST_PYTHON")) candidates << qEnvironmentVariable("EDO_TEST_PYTHON");
+  candidates << QStringLiteral(EDO_TEST_PYTHON_DEFAULT) << QStringLiteral("/usr/bin/python3") << QStringLiteral("python3");
+  for (const QString& c : candidates) {
+    if (c.isEmpty()) continue;
+    Run r = run(c, {QStringLiteral("-c"), QStringLiteral("import torch")}, QProcessEnvironment::systemEnvironment(), 120'000);
+    if (r.exit_code == 0) return c;
+  }
+  *why = QStringLiteral("no python3 with torch (tried %1; set EDO_TEST_PYTHON)").arg(candidates.join(QStringLiteral(", ")));
+  return {};
+}
+}  // namespace
+
+QString dlrm_recording(QString* why, const QStringList& script_args) {
+  const QString key = QStringLiteral("dlrm ") + script_args.join(QLatin1Char(' '));
+  if (made().contains(key)) return made()[key];
+  const QString python = torch_python(why);
+  if (python.isEmpty()) return {};
+  const QString path = temp_dir() + QStringLiteral("/dlrm-%1.edodb").arg(made().size());
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* k : {"LD_PRELOAD", "EDO_OUTPUT", "PYTHONPATH", "EDO_TORCH", "NVTX_INJECTION64_PATH"}) env.remove(QString::fromLatin1(k));
+  if (!env.contains(QStringLiteral("OMP_NUM_THREADS"))) env.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("2"));
+  Run r = run(edo_bin(),
+              QStringList{QStringLiteral("record"), QStringLiteral("-o"), path, QStringLiteral("--"), python,
+                          source_dir() + QStringLiteral("/examples/dlrm_like.py")} + script_args,
+              env);
+  if (r.exit_code != 0) qFatal("edo record of dlrm_like.py failed (%d): %s", r.exit_code, r.err.constData());
+  made()[key] = path;
+  return path;
+}
+
+namespace {
+QJsonObject parse(const Run& r, const char* what);
+}  // namespace
+
+QString tuned_recording(QJsonObject* plan) {
+  static QJsonObject stored;
+  const QString key = QStringLiteral("tuned");
+  if (!made().contains(key)) {
+    const QString path = temp_dir() + QStringLiteral("/tuned.edodb");
+    Run s = run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("3"),
+                            QStringLiteral("--rows"), QStringLiteral("5000"), QStringLiteral("--lookups"), QStringLiteral("20000")});
+    if (s.exit_code != 0) qFatal("edo synth failed: %s", s.err.constData());
+    stored = parse(run(edo_bin(), {QStringLiteral("tune"), path, QStringLiteral("--budget"), QStringLiteral("3MiB"), QStringLiteral("--backend"),
+                                   QStringLiteral("cpu"), QStringLiteral("--strategies"), QStringLiteral("fp16,int8"), QStringLiteral("--reps"),
+                                   QStringLiteral("1"), QStringLiteral("--json")}),
+                   "edo tune --json");
+    made()[key] = path;
+  }
+  if (plan) *plan = stored;
+  return made()[key];
+}
+
+namespace {
+QJsonObject parse(const Run& r, const char* what) {
+  if (r.exit_code != 0) qFatal("%s failed (%d): %s", what, r.exit_code, r.err.constData());
+  QJsonParseError error;
+  QJsonDocument doc = QJsonDocument::fromJson(r.out, &error);
+  if (!doc.isObject()) qFatal("%s printed no JSON object: %s", what, qPrintable(error.errorString()));
+  return doc.object();
+}
+}  // namespace
+
+QJsonObject report_json(const QString& path, int top_rows) {
+  QStringList args = {QStringLiteral("report"), QStringLiteral("--json"), path};
+  if (top_rows > 0) args << QStringLiteral("--top") << QString::number(top_rows);
+  return parse(run(edo_bin(), args), "edo report --json");
+}
+
+QJsonObject diff_json(const QString& before, const QString& after) {
+  return parse(run(edo_bin(), {QStringLiteral("diff"), QStringLiteral("--json"), before, after}), "edo diff --json");
+}
+
+}  // namespace edo::gui::testing
