@@ -54,6 +54,9 @@ EDO_HD void bag_bounds(const BagArgs& a, std::int64_t b, std::int64_t& s, std::i
   }
 }
 
+// Threads per block of the warp-per-bag kernels (warp_bag.cuh, low rank).
+inline constexpr int kWarpBagThreads = 256;
+
 EDO_HD float bag_scale(const BagArgs& a, std::int64_t s, std::int64_t e) {
   return (a.mean && e > s) ? 1.f / static_cast<float>(e - s) : 1.f;
 }

@@ -1,188 +1,17 @@
-// CUDA kernels of PQ, multi-hash, QR, pruned (warp_bag.cuh) and low rank (its own kernel).
-//
-// Where the time goes and what each kernel does about it (issue 10, item 4; bounds in
-// `edo bench --backend cuda`):
-//   PQ          m code bytes per row from DRAM, then m sub-vectors from the codebook. The
-//               codebook (k x D x 4 B, 128 KiB at D = 128) is copied into shared memory once
-//               per block (persistent grid) when it fits; each row's codes (m <= 16) are loaded
-//               by one lane with one 16-byte load and broadcast, so the inner loop reads only
-//               shared memory.
-//   multi-hash  the k buckets of a row are hashed once (by the lane that loaded the index; a
-//               64-bit modulo each) into shared memory, not once per element as before.
-//   QR          quotient and remainder once per row, two float4 rows per lane.
-//   pruned      the 4-byte remap entries of 32 rows are read in parallel, then the rows.
-//   low rank    pools the rank-r rows of A (r x 4 bytes per row) and multiplies by B once per
-//               bag, as the CPU backend does: r*D FMAs per bag instead of per row.
+// CUDA kernels of PQ, multi-hash, QR, pruned (warp_bag.cuh with element_rows.h's formats) and
+// low rank (its own kernel): pools the rank-r rows of A (r x 4 bytes per row) and multiplies by
+// B once per bag, as the CPU backend does: r*D FMAs per bag instead of per row.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
+#include "cuda/element_rows.h"
 #include "cuda/table_impl.cuh"
 #include "cuda/warp_bag.cuh"
 #include "edo/kernels/formats/lowrank.h"
-#include "edo/kernels/formats/multihash.h"
-#include "edo/kernels/formats/pq.h"
-#include "edo/kernels/formats/pruned.h"
-#include "edo/kernels/formats/qr.h"
 
 namespace edo::kernels::cuda::detail {
 namespace {
-
-__device__ __forceinline__ float4 ldg4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
-
-// ---- PQ ------------------------------------------------------------------------------------------
-// SMEM: codebook in dynamic shared memory. CODES16: m <= 16, the row's codes travel in Meta.
-template <bool SMEM, bool CODES16>
-struct PqF {
-  PqView v;
-  struct Meta {
-    unsigned int w[CODES16 ? 4 : 2];  // the codes (little endian), or the row id
-  };
-  __device__ void block_init() {
-    if constexpr (SMEM) {
-      extern __shared__ float4 pq_smem[];
-      const std::uint64_t n4 = static_cast<std::uint64_t>(v.m) * v.k * v.dsub / 4;
-      const float4* src = reinterpret_cast<const float4*>(v.codebook);
-      for (std::uint64_t i = threadIdx.x; i < n4; i += blockDim.x) pq_smem[i] = __ldg(src + i);
-      __syncthreads();
-      v.codebook = reinterpret_cast<const float*>(pq_smem);
-    }
-  }
-  __device__ Meta meta(std::int64_t row, int, bool) const {
-    Meta m{};
-    if constexpr (CODES16) {
-      const std::uint8_t* c = v.codes + static_cast<std::uint64_t>(row) * v.m;
-      if (v.m == 16) {
-        const uint4 q = __ldg(reinterpret_cast<const uint4*>(c));
-        m.w[0] = q.x, m.w[1] = q.y, m.w[2] = q.z, m.w[3] = q.w;
-      } else {  // byte by byte; constant indices only, so the words stay in registers
-        unsigned int w0 = 0, w1 = 0, w2 = 0, w3 = 0;
-        for (std::uint32_t s = 0; s < v.m; ++s) {
-          const unsigned int b = static_cast<unsigned int>(__ldg(c + s)) << ((s & 3) * 8);
-          const std::uint32_t wi = s >> 2;
-          w0 |= wi == 0 ? b : 0u;
-          w1 |= wi == 1 ? b : 0u;
-          w2 |= wi == 2 ? b : 0u;
-          w3 |= wi == 3 ? b : 0u;
-        }
-        m.w[0] = w0, m.w[1] = w1, m.w[2] = w2, m.w[3] = w3;
-      }
-    } else {
-      m.w[0] = static_cast<unsigned int>(row);
-      m.w[1] = static_cast<unsigned int>(static_cast<std::uint64_t>(row) >> 32);
-    }
-    return m;
-  }
-  __device__ std::uint32_t code(const Meta& m, std::uint32_t s) const {
-    if constexpr (CODES16) {
-      const unsigned int q = (s >> 2) == 0 ? m.w[0] : (s >> 2) == 1 ? m.w[1] : (s >> 2) == 2 ? m.w[2] : m.w[3];
-      return (q >> ((s & 3) * 8)) & 0xffu;
-    } else {
-      const std::uint64_t row = m.w[0] | static_cast<std::uint64_t>(m.w[1]) << 32;
-      return __ldg(v.codes + row * v.m + s);
-    }
-  }
-  // The column's sub-space and where its centroids start: codebook[s][c][col - s*dsub] is
-  // base + c * dsub.
-  struct Col {
-    std::uint32_t s;
-    const float* base;
-  };
-  __device__ Col column(std::uint32_t col) const {
-    const std::uint32_t s = col / v.dsub;
-    return {s, v.codebook + static_cast<std::uint64_t>(s) * v.k * v.dsub + (col - s * v.dsub)};
-  }
-  __device__ float4 load4(const Meta& m, const Col& c) const {
-    const float* p = c.base + code(m, c.s) * v.dsub;
-    if constexpr (SMEM) return *reinterpret_cast<const float4*>(p);
-    else return ldg4(p);
-  }
-  __device__ float load1(const Meta& m, const Col& c) const { return c.base[code(m, c.s) * v.dsub]; }
-};
-
-// ---- multi-hash ---------------------------------------------------------------------------------
-constexpr int kMaxHashes = 16;  // the spec's limit on k
-struct MhF {
-  MultiHashView v;
-  struct Meta {
-    int lane;
-  };
-  __device__ void block_init() {}
-  __device__ static std::uint64_t* buckets(int lane) {
-    __shared__ std::uint64_t b[kWarpBagThreads / 32][32][kMaxHashes];
-    return b[threadIdx.x >> 5][lane];
-  }
-  __device__ Meta meta(std::int64_t row, int lane, bool) const {
-    std::uint64_t* b = buckets(lane);
-    for (std::uint32_t i = 0; i < v.k; ++i) b[i] = multihash_bucket(v, row, i);
-    return {lane};
-  }
-  struct Col {
-    std::uint32_t col, i, within;  // concat: the column's hash and its column in the bucket
-  };
-  __device__ Col column(std::uint32_t col) const {
-    const std::uint32_t i = v.mode == HashMode::Concat ? col / v.width : 0;
-    return {col, i, col - i * v.width};
-  }
-  // multihash_value(): s = 0, then each bucket's value added in bucket order (sum), or the
-  // column's own bucket (concat).
-  __device__ float4 load4(const Meta& m, const Col& c) const {
-    const std::uint64_t* b = buckets(m.lane);
-    if (v.mode == HashMode::Concat) return ldg4(v.table + b[c.i] * v.width + c.within);
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (std::uint32_t i = 0; i < v.k; ++i) {
-      const float4 t = ldg4(v.table + b[i] * v.dim + c.col);
-      s.x += t.x, s.y += t.y, s.z += t.z, s.w += t.w;
-    }
-    return s;
-  }
-  __device__ float load1(const Meta& m, const Col& c) const {
-    const std::uint64_t* b = buckets(m.lane);
-    if (v.mode == HashMode::Concat) return __ldg(v.table + b[c.i] * v.width + c.within);
-    float s = 0.f;
-    for (std::uint32_t i = 0; i < v.k; ++i) s += __ldg(v.table + b[i] * v.dim + c.col);
-    return s;
-  }
-};
-
-// ---- QR ------------------------------------------------------------------------------------------
-struct QrF {
-  QrView v;
-  struct Meta {
-    std::uint64_t q, r;
-  };
-  __device__ void block_init() {}
-  __device__ Meta meta(std::int64_t row, int, bool) const {
-    const auto u = static_cast<std::uint64_t>(row);
-    return {u / v.m, u % v.m};
-  }
-  using Col = std::uint32_t;
-  __device__ Col column(std::uint32_t col) const { return col; }
-  __device__ float4 load4(const Meta& m, std::uint32_t col) const {
-    const float4 a = ldg4(v.q + m.q * v.dim + col), b = ldg4(v.r + m.r * v.dim + col);
-    return make_float4(qr_combine(v.op, a.x, b.x), qr_combine(v.op, a.y, b.y), qr_combine(v.op, a.z, b.z), qr_combine(v.op, a.w, b.w));
-  }
-  __device__ float load1(const Meta& m, std::uint32_t col) const {
-    return qr_combine(v.op, __ldg(v.q + m.q * v.dim + col), __ldg(v.r + m.r * v.dim + col));
-  }
-};
-
-// ---- pruned --------------------------------------------------------------------------------------
-struct PrunedF {
-  PrunedView v;
-  struct Meta {
-    const float* row;
-  };
-  __device__ void block_init() {}
-  __device__ Meta meta(std::int64_t row, int, bool) const {
-    const std::int32_t s = __ldg(v.remap + row);
-    return {s >= 0 ? v.rows + static_cast<std::uint64_t>(s) * v.dim : v.dflt};
-  }
-  using Col = std::uint32_t;
-  __device__ Col column(std::uint32_t col) const { return col; }
-  __device__ float4 load4(const Meta& m, std::uint32_t col) const { return ldg4(m.row + col); }
-  __device__ float load1(const Meta& m, std::uint32_t col) const { return __ldg(m.row + col); }
-};
 
 // ---- low rank ------------------------------------------------------------------------------------
 // A warp per bag: lanes pool the bag's rows of A (lane l holds ranks l, l+32, ...: KR of them),
@@ -231,7 +60,7 @@ __global__ void __launch_bounds__(kWarpBagThreads) lowrank_bag(LowRankView v, Ba
     constexpr std::uint32_t kCols = VEC ? 128 : 32;
     for (std::uint32_t c0 = 0; c0 < v.dim; c0 += kCols) {
       const std::uint32_t col = c0 + static_cast<std::uint32_t>(lane) * (VEC ? 4u : 1u);
-      float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+      Float4 o{0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int i = 0; i < KR; ++i) {
         for (std::uint32_t kk = 0; kk < 32; ++kk) {
@@ -249,7 +78,7 @@ __global__ void __launch_bounds__(kWarpBagThreads) lowrank_bag(LowRankView v, Ba
       }
       if (col < v.dim) {
         float* out = a.out + static_cast<std::uint64_t>(bag) * v.dim + col;
-        if constexpr (VEC) *reinterpret_cast<float4*>(out) = o;
+        if constexpr (VEC) store4(out, o.x, o.y, o.z, o.w);
         else *out = o.x;
       }
     }
@@ -306,8 +135,8 @@ class GenericTableImpl final : public TableImpl {
   }
 
   void launch_pq(const BagArgs& a) {
-    const PqView v{dev<std::uint8_t>("codes"), dev<float>("codebook"), dim_, u32("m"), u32("dsub"), u32("k")};
-    const bool vec = v.dsub % 4 == 0;
+    const PqView v = pq_view(f_, [&](const char* name) -> const void* { return dev<void>(name); });
+    const bool vec = pq_vec(v);
     const std::size_t cb = static_cast<std::size_t>(v.m) * v.k * v.dsub * 4;
     const bool codes16 = v.m <= 16;
     // The codebook in shared memory when it fits one block; every SM then keeps one block
@@ -318,7 +147,9 @@ class GenericTableImpl final : public TableImpl {
       auto go = [&](auto f) {
         using F = decltype(f);
         if (pq_blocks_ == 0) {
-          EDO_CUDA(cudaFuncSetAttribute(warp_bag<F, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cb)));
+          // The attribute belongs to the kernel, not the table: allow the device's maximum, so
+          // that a table with a smaller codebook set up later cannot lower it below this one's.
+          EDO_CUDA(cudaFuncSetAttribute(warp_bag<F, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_));
           int per_sm = 0;
           EDO_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, warp_bag<F, true>, kWarpBagThreads, cb));
           pq_blocks_ = std::max(1, per_sm) * sms_;
@@ -334,21 +165,21 @@ class GenericTableImpl final : public TableImpl {
   }
 
   void launch(const BagArgs& a, std::int64_t) override {
-    const std::uint32_t D = dim_;
+    auto ptr = [&](const char* name) -> const void* { return dev<void>(name); };
     switch (f_.kind) {
       case FormatKind::PQ: return launch_pq(a);
       case FormatKind::MultiHash: {
-        const MultiHashView v{dev<float>("table"), static_cast<std::uint64_t>(f_.scalar("buckets")), static_cast<std::uint64_t>(f_.scalar("seed")),
-                              D, u32("k"), u32("width"), static_cast<HashMode>(static_cast<int>(f_.scalar("mode")))};
-        return run_vec_or_scalar(MhF{v}, a, v.width % 4 == 0 && D % 4 == 0);
+        const MultiHashView v = multihash_view(f_, ptr);
+        return run_vec_or_scalar(MhF{v}, a, multihash_vec(v));
       }
       case FormatKind::QR: {
-        const QrView v{dev<float>("q"), dev<float>("r"), static_cast<std::uint64_t>(f_.scalar("m")), D,
-                       static_cast<QrOp>(static_cast<int>(f_.scalar("op")))};
-        return run_vec_or_scalar(QrF{v}, a, D % 4 == 0);
+        const QrView v = qr_view(f_, ptr);
+        return run_vec_or_scalar(QrF{v}, a, qr_vec(v));
       }
-      case FormatKind::Pruned:
-        return run_vec_or_scalar(PrunedF{PrunedView{dev<std::int32_t>("remap"), dev<float>("rows"), dev<float>("default"), D}}, a, D % 4 == 0);
+      case FormatKind::Pruned: {
+        const PrunedView v = pruned_view(f_, ptr);
+        return run_vec_or_scalar(PrunedF{v}, a, pruned_vec(v));
+      }
       case FormatKind::LowRank: return launch_lowrank(a);
       default: throw std::logic_error("unsupported format for the generic CUDA table");
     }

@@ -7,16 +7,11 @@
 //   policy=static  a row -> slot map (V int32) chosen at encode time from the access counts;
 //                  the lookup reads slot[row], then the cache row or the host row.
 //   policy=lru     edo/kernels/lru.h's set-associative batch LRU, as kernels on the table's
-//                  stream before each lookup:
-//                    probe    per access: search the row's set; a hit marks its slot with the
-//                             batch number and counts; a miss appends (set << 32 | row)
-//                    sort     cub radix sort of the batch's miss keys (sentinels for the rest)
-//                    insert   per set, its distinct misses in row order take the slots the batch
-//                             has not used, least recently used first (ties: lower way)
-//                    fill     copies each inserted row from host memory into its slot
-//                  then the lookup searches the set again (cache row or host row). Workspace:
-//                  16 B per index of the largest batch plus the sort's temporary storage,
-//                  allocated by reserve() (or by a batch larger than any before).
+//                  stream before each lookup (offload_rows.h: probe, sort, insert, fill), then
+//                  the lookup searches the row's set again (cache row or host row). Workspace:
+//                  32 B per index of the largest batch (two key arrays for the sort, the fills)
+//                  plus the sort's temporary storage, allocated by reserve() (or by a batch
+//                  larger than any before).
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -24,138 +19,31 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cuda/offload_rows.h"
 #include "cuda/table_impl.cuh"
 #include "cuda/warp_bag.cuh"
-#include "edo/kernels/formats/offload.h"
 
 namespace edo::kernels::cuda::detail {
 namespace {
 
-struct Counters {
-  unsigned long long hits, accesses, fills;
-  unsigned int misses;  // this batch's miss keys (probe)
-  unsigned int fill_count;  // this batch's fills (insert)
-};
-
-// Warp-aggregated counting from divergent code: one atomic per group of active lanes.
-__device__ __forceinline__ void count_active(unsigned long long* hits, unsigned long long* accesses, bool hit) {
-  const unsigned int act = __activemask();
-  const unsigned int h = __ballot_sync(act, hit);
-  if ((threadIdx.x & 31) == __ffs(act) - 1) {
-    atomicAdd(hits, static_cast<unsigned long long>(__popc(h)));
-    atomicAdd(accesses, static_cast<unsigned long long>(__popc(act)));
-  }
-}
-
-// ---- static --------------------------------------------------------------------------------------
-struct StaticF {
-  const std::int32_t* slot;
-  const float* cache;
-  const float* host;
-  std::uint32_t dim;
-  Counters* counters;
-  struct Meta {
-    const float* row;
-  };
-  __device__ void block_init() {}
-  __device__ Meta meta(std::int64_t row, int, bool first) const {
-    const std::int32_t s = __ldg(slot + row);
-    if (first) count_active(&counters->hits, &counters->accesses, s >= 0);
-    return {s >= 0 ? cache + static_cast<std::uint64_t>(s) * dim : host + static_cast<std::uint64_t>(row) * dim};
-  }
-  // Host rows are read with plain loads: they are not read-only cacheable on every platform.
-  using Col = std::uint32_t;
-  __device__ Col column(std::uint32_t col) const { return col; }
-  __device__ float4 load4(const Meta& m, std::uint32_t col) const { return *reinterpret_cast<const float4*>(m.row + col); }
-  __device__ float load1(const Meta& m, std::uint32_t col) const { return m.row[col]; }
-};
-
-// ---- LRU -----------------------------------------------------------------------------------------
-struct LruF {
-  const std::int64_t* tag;
-  std::uint64_t sets;
-  std::uint32_t ways;
-  const float* cache;
-  const float* host;
-  std::uint32_t dim;
-  struct Meta {
-    const float* row;
-  };
-  __device__ void block_init() {}
-  __device__ Meta meta(std::int64_t row, int, bool) const {
-    const std::int64_t s = sets ? lru_find(tag, sets, ways, row) : -1;
-    return {s >= 0 ? cache + static_cast<std::uint64_t>(s) * dim : host + static_cast<std::uint64_t>(row) * dim};
-  }
-  using Col = std::uint32_t;
-  __device__ Col column(std::uint32_t col) const { return col; }
-  __device__ float4 load4(const Meta& m, std::uint32_t col) const { return *reinterpret_cast<const float4*>(m.row + col); }
-  __device__ float load1(const Meta& m, std::uint32_t col) const { return m.row[col]; }
-};
-
-constexpr std::uint64_t kNoKey = ~0ull;
-
 __global__ void lru_probe(const std::int64_t* idx, std::int64_t n, std::uint64_t rows, std::int64_t* tag, std::uint32_t* time,
                           std::uint64_t sets, std::uint32_t ways, std::uint32_t now, std::uint64_t* keys, Counters* c) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const std::int64_t r = idx[i];
-  if (static_cast<std::uint64_t>(r) >= rows) return;  // the lookup kernel reports it
-  const std::int64_t s = lru_find(tag, sets, ways, r);
-  if (s >= 0) time[s] = now;  // every writer writes the same value
-  else keys[atomicAdd(&c->misses, 1u)] = lru_set_of(r, sets) << 32 | static_cast<std::uint64_t>(r);
-  count_active(&c->hits, &c->accesses, s >= 0);
+  if (i < n) lru_probe_thread(i, idx, rows, tag, time, sets, ways, now, keys, c);
 }
 
-struct Fill {
-  std::int64_t row;
-  std::int64_t slot;
-};
-
-// One thread per set that has misses (the first sorted key of the set): the policy's step 2.
+// One thread per sorted key; the first key of each set does the set's work.
 __global__ void lru_insert(const std::uint64_t* keys, std::int64_t n, std::int64_t* tag, std::uint32_t* time, std::uint32_t ways,
                            std::uint32_t now, Fill* fills, Counters* c) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const std::uint64_t key = keys[i];
-  if (key == kNoKey) return;
-  const std::uint64_t set = key >> 32;
-  if (i > 0 && keys[i - 1] >> 32 == set) return;  // not the set's first miss
-  const std::uint64_t base = set * ways;
-  std::uint32_t order[kLruWays], free = 0;
-  for (std::uint32_t w = 0; w < ways; ++w) {
-    if (time[base + w] >= now) continue;  // used by this batch
-    // insertion by (time, way): ways arrive in increasing order, so ties keep the lower way first
-    std::uint32_t at = free++;
-    while (at > 0 && time[base + order[at - 1]] > time[base + w]) {
-      order[at] = order[at - 1];
-      --at;
-    }
-    order[at] = w;
-  }
-  std::uint32_t used = 0;
-  for (std::int64_t j = i; j < n && keys[j] >> 32 == set && used < free; ++j) {
-    if (j > i && keys[j] == keys[j - 1]) continue;  // the same row missed again
-    const std::uint64_t slot = base + order[used++];
-    const auto row = static_cast<std::int64_t>(keys[j] & 0xffffffffu);
-    tag[slot] = row;
-    time[slot] = now;
-    fills[atomicAdd(&c->fill_count, 1u)] = Fill{row, static_cast<std::int64_t>(slot)};
-  }
+  if (i < n) lru_insert_thread(i, keys, n, tag, time, ways, now, fills, c);
 }
 
-// A warp per inserted row: host row -> cache slot.
+// A warp per inserted row (the count is on the device: grid-stride up to it).
 __global__ void lru_fill(const Fill* fills, const Counters* c, float* cache, const float* host, std::uint32_t dim) {
-  const int lane = threadIdx.x & 31;
   const unsigned int n = c->fill_count;
-  for (unsigned int f = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; f < n; f += (gridDim.x * blockDim.x) >> 5) {
-    const float* src = host + static_cast<std::uint64_t>(fills[f].row) * dim;
-    float* dst = cache + static_cast<std::uint64_t>(fills[f].slot) * dim;
-    if (dim % 4 == 0) {
-      for (std::uint32_t d = 4u * lane; d < dim; d += 128) *reinterpret_cast<float4*>(dst + d) = *reinterpret_cast<const float4*>(src + d);
-    } else {
-      for (std::uint32_t d = lane; d < dim; d += 32) dst[d] = src[d];
-    }
-  }
+  for (unsigned int f = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; f < n; f += (gridDim.x * blockDim.x) >> 5)
+    lru_fill_lane(f, static_cast<int>(threadIdx.x & 31), fills, cache, host, dim);
 }
 
 __global__ void count_fills(Counters* c) { c->fills += c->fill_count; }
@@ -197,7 +85,7 @@ class OffloadTableImpl final : public TableImpl {
       now_ = static_cast<std::uint32_t>(f.scalar("batches"));
       tag_ = upload_array(f, "tag");
       time_ = upload_array(f, "time");
-      while ((std::uint64_t{1} << (key_bits_ - 32)) <= sets_) ++key_bits_;
+      key_bits_ = lru_key_bits(sets_);
     } else {
       slot_ = upload_array(f, "slot");
     }
@@ -270,7 +158,7 @@ class OffloadTableImpl final : public TableImpl {
 
   std::uint64_t cache_rows_ = 0, sets_ = 0;
   std::uint32_t ways_ = 0, now_ = 0;
-  int key_bits_ = 33;  // the sort looks at the row (32 bits) and the set
+  int key_bits_ = 33;  // the sort looks at the row (32 bits) and the set: lru_key_bits()
   bool lru_ = false, managed_ = false;
   void* host_ = nullptr;
   float* host_dev_ = nullptr;

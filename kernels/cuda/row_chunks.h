@@ -25,66 +25,15 @@
 #pragma once
 
 #include <cstdint>
-#if !defined(__CUDA_ARCH__)
-#include <cstring>
-#endif
 
 #include "cuda/bag_args.h"
+#include "cuda/prims.h"
 #include "edo/kernels/formats/row_formats.h"
-
-// Unrolling is for nvcc; the host compilers would warn about the pragma.
-#if defined(__CUDACC__)
-#define EDO_UNROLL _Pragma("unroll")
-#else
-#define EDO_UNROLL
-#endif
 
 namespace edo::kernels::cuda::detail {
 
 // ---- primitives: the device's instruction, or its definition on the host ----------------------
-
-// One 16-byte chunk of a row as four little-endian words.
-struct Chunk16 {
-  std::uint32_t x, y, z, w;
-};
-
-EDO_HD Chunk16 load16(const std::uint8_t* p) {  // p is 16-byte aligned
-#if defined(__CUDA_ARCH__)
-  const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
-  return {q.x, q.y, q.z, q.w};
-#else
-  Chunk16 c;
-  std::memcpy(&c, p, sizeof c);
-  return c;
-#endif
-}
-EDO_HD std::uint32_t ldg_u32(const std::uint8_t* p) {  // 4-byte aligned
-#if defined(__CUDA_ARCH__)
-  return __ldg(reinterpret_cast<const unsigned int*>(p));
-#else
-  std::uint32_t u;
-  std::memcpy(&u, p, 4);
-  return u;
-#endif
-}
-EDO_HD float ldg_f32(const std::uint8_t* p) { return bits_as_float(ldg_u32(p)); }
-EDO_HD void ldg_f32x2(const std::uint8_t* p, float& a, float& b) {  // 8-byte aligned
-#if defined(__CUDA_ARCH__)
-  const float2 v = __ldg(reinterpret_cast<const float2*>(p));
-  a = v.x;
-  b = v.y;
-#else
-  a = ldg_f32(p);
-  b = ldg_f32(p + 4);
-#endif
-}
-EDO_HD void store4(float* o, float a, float b, float c, float d) {  // 16-byte aligned
-#if defined(__CUDA_ARCH__)
-  *reinterpret_cast<float4*>(o) = make_float4(a, b, c, d);
-#else
-  o[0] = a, o[1] = b, o[2] = c, o[3] = d;
-#endif
-}
+// (loads and stores: prims.h)
 
 // __byte_perm(x, y, s): byte n of the result is byte (s >> 4n) & 7 of the 8 bytes y:x (x the
 // low word). Every selector used here has the nibbles' top bit clear (no sign replication).

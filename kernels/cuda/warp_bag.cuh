@@ -1,5 +1,5 @@
 // Internal to edo_kernels_cuda: the warp-per-bag kernel of the formats whose row is not a
-// plain array row (PQ, multi-hash, QR, pruned, offload).
+// plain array row (PQ, multi-hash, QR, pruned: element_rows.h; offload: offload_rows.h).
 //
 // A warp pools one bag (grid-stride over bags). 32 bag positions at a time, lane j loads
 // index j, checks its range and works out that row's metadata once (PQ: the row; multi-hash:
@@ -10,22 +10,13 @@
 // and adds w * x to its accumulators. x is decoded exactly as the format's EDO_HD value
 // function does, so the sum is the in-order sum of the decoded rows (bag_reference.h).
 //
-// A format F provides:
-//   struct Meta (trivially copyable, <= 16 bytes, shuffled as two 64-bit words)
-//   __device__ Meta meta(std::int64_t row, int lane, bool first) const   // lane: the lane
-//        computing it; first: the first column pass of the bag (count statistics only then)
-//   struct Col; __device__ Col column(std::uint32_t col) const  // what a lane's columns need,
-//        worked out once per pass (divisions stay out of the row loop)
-//   __device__ float4 load4(const Meta&, const Col&) const  // columns col..col+3
-//   __device__ float load1(const Meta&, const Col&) const
-//   __device__ void block_init()  // optional shared-memory set-up (PQ's codebook)
+// A format F provides meta/column/load4/load1/block_init (element_rows.h describes them).
 #pragma once
 
+#include "cuda/prims.h"
 #include "cuda/table_impl.cuh"
 
 namespace edo::kernels::cuda::detail {
-
-constexpr int kWarpBagThreads = 256;
 
 struct MetaWords {
   long long a, b;
@@ -45,13 +36,6 @@ __device__ __forceinline__ Meta shfl_meta(const Meta& m, int src) {
   return u.meta;
 }
 
-__device__ __forceinline__ void fma4(float w, const float4& x, float4& acc) {
-  acc.x = fmaf(w, x.x, acc.x);
-  acc.y = fmaf(w, x.y, acc.y);
-  acc.z = fmaf(w, x.z, acc.z);
-  acc.w = fmaf(w, x.w, acc.w);
-}
-
 template <class F, bool VEC>
 __global__ void __launch_bounds__(kWarpBagThreads) warp_bag(F f, BagArgs a) {
   f.block_init();
@@ -67,7 +51,7 @@ __global__ void __launch_bounds__(kWarpBagThreads) warp_bag(F f, BagArgs a) {
       const std::uint32_t col = c0 + static_cast<std::uint32_t>(lane) * (VEC ? 4u : 1u);
       const bool active = col < a.dim;
       const typename F::Col ci = f.column(active ? col : 0);
-      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      Float4 acc{0.f, 0.f, 0.f, 0.f};
       for (std::int64_t p0 = s; p0 < e; p0 += 32) {
         const std::int64_t p = p0 + lane;
         typename F::Meta m{};
@@ -92,7 +76,7 @@ __global__ void __launch_bounds__(kWarpBagThreads) warp_bag(F f, BagArgs a) {
             if constexpr (VEC) {
               fma4(wj, f.load4(mj, ci), acc);
             } else {
-              acc.x = fmaf(wj, f.load1(mj, ci), acc.x);
+              acc.x = fma_f(wj, f.load1(mj, ci), acc.x);
             }
           }
         }
@@ -100,7 +84,7 @@ __global__ void __launch_bounds__(kWarpBagThreads) warp_bag(F f, BagArgs a) {
       }
       if (active) {
         float* o = a.out + static_cast<std::uint64_t>(bag) * a.dim + col;
-        if constexpr (VEC) *reinterpret_cast<float4*>(o) = make_float4(acc.x * scale, acc.y * scale, acc.z * scale, acc.w * scale);
+        if constexpr (VEC) store4(o, acc.x * scale, acc.y * scale, acc.z * scale, acc.w * scale);
         else *o = acc.x * scale;
       }
     }

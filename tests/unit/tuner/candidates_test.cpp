@@ -77,7 +77,10 @@ TEST(Candidates, OffloadCachesComeFromTheRecordedCurve) {
     // The kernels floor cache * rows: the spec's fraction gives exactly cache_rows rows.
     const auto spec = kernels::StrategySpec::parse(c.spec);
     EXPECT_EQ(static_cast<uint64_t>(std::stod(spec.params.at("cache")) * static_cast<double>(gs.rows)), c.cache_rows);
-    EXPECT_EQ(c.device_bytes, gs.rows * 4 + c.cache_rows * gs.dim * 4);
+    // edo/kernels/formats/offload.h: static keeps a V x int32 slot map beside the cached rows,
+    // lru a C x (int64 tag + uint32 time) set-associative directory.
+    const uint64_t directory = lru ? c.cache_rows * 12 : gs.rows * 4;
+    EXPECT_EQ(c.device_bytes, directory + c.cache_rows * gs.dim * 4) << c.spec;
   }
 }
 

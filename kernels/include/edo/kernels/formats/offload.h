@@ -8,7 +8,7 @@
 //   is the policy; both backends implement it exactly):
 //   tag  : C int64, the row held by each slot or -1; time : C uint32, the batch that last used it
 //   ways W = min(8, C) per set, sets S = C / W, row r lives in set mul_high(mix64(r), S)
-//   device bytes = C*D*4 + C*12 (+ per-batch workspace of 16 B per index on the GPU)
+//   device bytes = C*D*4 + C*12 (+ a per-batch workspace of 32 B per index on the GPU)
 // host bytes = V*D*4 (both policies). A row not in the cache is read from host memory.
 #pragma once
 
