@@ -21,7 +21,11 @@ for py in "${EDO_PYTHON:-}" /usr/bin/python3 python3; do
 done
 [[ -n $torch_python ]] || { echo "screenshots: no python3 with torch (set EDO_PYTHON)" >&2; exit 1; }
 
-work=$(mktemp -d)
+# A fixed folder rather than a random one: the dashboard shows each recording's path, and the
+# screenshots should not carry a random name. Removed before and after.
+work="${TMPDIR:-/tmp}/edo-screenshots"
+rm -rf "$work"
+mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 # One drift window every 2 steps, so that the detail view has a drift curve to show.
@@ -31,23 +35,23 @@ record() {  # out args...: the job's and edo's output only when something fails
   EDO_WINDOW_STEPS=2 OMP_NUM_THREADS=2 "$edo" record -o "$out" -- "$torch_python" examples/dlrm_like.py "$@" >"$work/log" 2>&1 ||
     { cat "$work/log" >&2; echo "screenshots: recording examples/dlrm_like.py failed" >&2; exit 1; }
 }
-record "$work/dlrm.edodb" --steps 40
-record "$work/dlrm-wide.edodb" --steps 40 --dim 32
-"$build/bin/edo-fake-recording" -o "$work/gpu.edodb" --tables 10 --rows 2000000 --lookups 400000
+record "$work/dlrm-like.edodb" --steps 40
+record "$work/dlrm-like-dim32.edodb" --steps 40 --dim 32
+"$build/bin/edo-fake-recording" -o "$work/fake-gpu.edodb" --tables 10 --rows 2000000 --lookups 400000
 # The tuner on this machine's CPU (half a minute): a plan for the DLRM-like job under 3 MiB
 # with at most 1 % error per table.
-cp "$work/dlrm.edodb" "$work/dlrm-tuned.edodb"
-"$edo" tune "$work/dlrm-tuned.edodb" --budget 3MiB --max-error 0.01 --backend cpu >"$work/log" 2>&1 ||
+cp "$work/dlrm-like.edodb" "$work/dlrm-like-tuned.edodb"
+"$edo" tune "$work/dlrm-like-tuned.edodb" --budget 3MiB --max-error 0.01 --backend cpu >"$work/log" 2>&1 ||
   { cat "$work/log" >&2; echo "screenshots: edo tune failed" >&2; exit 1; }
 
 shot() {  # file view name
   "$dash" "$1" --screenshot "$out/$3.png" --view "$2" --size 1280x800
   echo "screenshots: $out/$3.png"
 }
-shot "$work/gpu.edodb" overview overview-gpu
-shot "$work/dlrm.edodb" overview overview-cpu
-shot "$work/dlrm.edodb" tables tables
-shot "$work/dlrm.edodb" table:sparse.item table-detail
-shot "$work/gpu.edodb" kernels kernels
-shot "$work/dlrm-tuned.edodb" tuner tuner
-shot "$work/dlrm.edodb" "diff:$work/dlrm-wide.edodb" diff
+shot "$work/fake-gpu.edodb" overview overview-gpu
+shot "$work/dlrm-like.edodb" overview overview-cpu
+shot "$work/dlrm-like.edodb" tables tables
+shot "$work/dlrm-like.edodb" table:sparse.item table-detail
+shot "$work/fake-gpu.edodb" kernels kernels
+shot "$work/dlrm-like-tuned.edodb" tuner tuner
+shot "$work/dlrm-like.edodb" "diff:$work/dlrm-like-dim32.edodb" diff

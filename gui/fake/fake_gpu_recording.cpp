@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
+#include "edo/model/drops.h"
 #include "edo/stats/table_stats.h"
 
 namespace edo::gui::fake {
@@ -38,7 +39,8 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
     session.exit_code = 0;
     session.gpus = "synthetic GPU (edo-fake-recording)";
     session.source = "synth";
-    session.dropped_events = s == 0 ? o.dropped_events : 0;
+    if (s == 0) session.drops = o.drops;
+    session.dropped_events = model::dropped_events_of(session.drops);
     session.steps = o.steps;
     p.sessions.push_back(session);
 

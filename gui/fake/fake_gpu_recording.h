@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "edo/model/profile.h"
@@ -23,7 +24,9 @@ struct FakeGpuRecordingOptions {
   uint64_t memory_events = 20'000; // per session, approximately
   uint64_t steps = 200;
   double duration_s = 60.0;
-  uint64_t dropped_events = 0;
+  // The first session's loss counters by name (edo/model/drops.h), as the collector stores
+  // them; its dropped_events is their event counters' sum.
+  std::map<std::string, uint64_t> drops;
   bool tie_last_table = true;      // register the last table's weights under a second name too
   uint64_t seed = 1;
 };

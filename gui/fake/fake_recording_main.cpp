@@ -22,9 +22,11 @@ int main(int argc, char** argv) {
   app.add_option("--memory-events", o.memory_events, "device allocation events per process")->capture_default_str();
   app.add_option("--steps", o.steps, "training steps")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
   app.add_option("--duration", o.duration_s, "seconds")->capture_default_str()->check(CLI::Range(0.001, 1e6));
-  app.add_option("--dropped", o.dropped_events, "dropped events to report")->capture_default_str();
+  uint64_t dropped = 0;
+  app.add_option("--dropped", dropped, "host lookup batches the first process dropped (the 'batches' loss counter)")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (dropped) o.drops["batches"] = dropped;
   try {
     edo::gui::fake::write_fake_gpu_recording(out, o);
   } catch (const std::exception& e) {

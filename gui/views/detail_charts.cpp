@@ -129,8 +129,10 @@ QChart* make_drift_chart(const TableDetail& d) {
     charts::show_empty(chart, QObject::tr("fewer than two time windows recorded"));
     return chart;
   }
-  const double x0 = d.drift.front().x - 1, x1 = std::max(d.drift.back().x, x0 + 2);
-  auto* x = charts::linear_axis(QObject::tr("time window (index)"), x0, x1, 6, QStringLiteral("%.0f"));
+  // A window's end is one on each side, so that the first and last dots are not cut in half.
+  const double x0 = d.drift.front().x - 1, x1 = std::max(d.drift.back().x + 1, x0 + 2);
+  auto* x = charts::linear_axis(QObject::tr("drift window (one per EDO_WINDOW_STEPS steps, or per flush)"), x0, x1, 6,
+                                QStringLiteral("%.0f"));
   auto* y = charts::linear_axis(QObject::tr("Jaccard overlap (%)"), 0.0, 100.0, 6, QStringLiteral("%.0f"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);

@@ -58,9 +58,12 @@ QChart* make_bytes_chart(const RecordingDiff& d) {
   }
   auto* series = new QHorizontalBarSeries();
   series->setBarWidth(0.8);
-  series->append(before);
+  // Within a category too the first set is drawn lowest: "after" first puts "before" on top,
+  // read before "after"; the legend, reversed, still says "before" first.
   series->append(after);
+  series->append(before);
   chart->addSeries(series);
+  chart->legend()->setReverseMarkers(true);
   auto* y = new QBarCategoryAxis();
   y->append(names);
   y->setTruncateLabels(false);

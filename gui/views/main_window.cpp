@@ -178,7 +178,10 @@ void MainWindow::showOutline(RecordingPtr recording) {
 void MainWindow::showLoaded(RecordingPtr recording) {
   progress_->hide();
   const model::Profile& p = recording->profile;
-  status_->setText(tr("%1 · %2 tables · %3 process(es)").arg(recording->path).arg(recording->tables.size()).arg(p.sessions.size()));
+  status_->setText(tr("%1 · %2 · %3")
+                       .arg(recording->path)
+                       .arg(recording->tables.size() == 1 ? tr("1 table") : tr("%1 tables").arg(recording->tables.size()))
+                       .arg(p.sessions.size() == 1 ? tr("1 process") : tr("%1 processes").arg(p.sessions.size())));
   if (interactive_) rememberRecent(recording->path);
   setRecording(std::move(recording), [this] { Q_EMIT recordingLoaded(); });
 }

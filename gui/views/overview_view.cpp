@@ -17,6 +17,7 @@
 #include "edo/gui/model_roles.h"
 #include "edo/gui/sessions_model.h"
 #include "edo/gui/top_tables_model.h"
+#include "edo/model/drops.h"
 #include "memory_chart.h"
 #include "share_bar_delegate.h"
 
@@ -66,6 +67,7 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
 
   dropped_ = new QLabel(this);
   dropped_->setWordWrap(true);
+  dropped_->setTextFormat(Qt::RichText);
   dropped_->setStyleSheet(QStringLiteral("QLabel { background: #fff3cd; color: #664d03; border: 1px solid #e0b000; padding: 6px; }"));
   dropped_->hide();
   layout->addWidget(dropped_);
@@ -185,11 +187,13 @@ void OverviewView::updateHeader() {
     const model::Session& s = p.sessions.front();
     html += QStringLiteral("<br><tt>%1</tt><br>").arg(QString::fromStdString(s.command).toHtmlEscaped());
     QStringList facts;
-    facts << tr("%1 pid %2 on %3").arg(QString::fromStdString(s.source)).arg(s.pid).arg(s.host.empty() ? tr("unknown host") : QString::fromStdString(s.host).toHtmlEscaped());
+    facts << tr("pid %1 on %2").arg(s.pid).arg(s.host.empty() ? tr("unknown host") : QString::fromStdString(s.host).toHtmlEscaped());
     facts << (s.gpus.empty() ? tr("no GPU") : QString::fromStdString(s.gpus).toHtmlEscaped());
     facts << format_duration_ns(static_cast<double>(s.duration_ns));
     facts << describe_exit(s);
     facts << tr("%1 steps").arg(format_count(s.steps));
+    // Which edo command wrote it ("record", "synth", "import"): a synthetic profile says so.
+    if (!s.source.empty()) facts << tr("written by edo %1").arg(QString::fromStdString(s.source).toHtmlEscaped());
     html += facts.join(QStringLiteral(" · "));
   } else {
     html += QStringLiteral("<br>") + tr("%1 traced processes (forked workers, ranks)").arg(p.sessions.size());
@@ -201,11 +205,18 @@ void OverviewView::updateHeader() {
   sessions_->setFixedHeight(sessions_->horizontalHeader()->sizeHint().height() +
                             shown_rows * sessions_->verticalHeader()->defaultSectionSize() + 2 * sessions_->frameWidth());
 
+  // Every loss counter, as `edo report` lists them (edo/model/drops.h says what each lost and
+  // which setting avoids it); a process that ended without its final flush counts too.
   const uint64_t dropped = p.dropped_events();
-  dropped_->setVisible(dropped > 0);
-  dropped_->setText(tr("⚠ The tracer dropped %1 events (its buffers were full): counts and memory are lower bounds. "
-                       "Record again with a larger EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS.")
-                        .arg(format_count(dropped)));
+  QString losses;
+  for (const auto& [name, n] : p.drops())
+    if (n) losses += QStringLiteral("<li>%1</li>").arg(QString::fromStdString(model::describe_drop(name, n)).toHtmlEscaped());
+  dropped_->setVisible(!losses.isEmpty() || dropped > 0);
+  dropped_->setText(
+      (dropped ? tr("⚠ The tracer dropped %1 events while recording: counts and memory are lower bounds.").arg(format_count(dropped))
+               : tr("⚠ The tracer lost data while recording: counts and memory are lower bounds.")) +
+      (losses.isEmpty() ? tr(" Record again with a larger EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS.")  // a file without counters by name
+                        : QStringLiteral("<ul style=\"margin: 0\">%1</ul>").arg(losses)));
 
   const int64_t peak = recording_->peak_bytes;
   card_values_[kPeak]->setText(format_bytes(static_cast<uint64_t>(std::max<int64_t>(peak, 0))));

@@ -130,12 +130,17 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   plan_layout->setContentsMargins(0, 0, 0, 0);
   plan_layout->addWidget(new QLabel(tr("<b>The plan</b>"), plan_host));
   plan_view_ = make_table(plan_proxy, plan_host);
+  // The reason is a sentence: it takes the room the numbers leave, elided, whole in its tooltip
+  // (sized to its contents it pushed the table wider than the view and showed "bf1").
+  plan_view_->horizontalHeader()->setSectionResizeMode(PlanModel::kWhy, QHeaderView::Stretch);
+  plan_view_->horizontalHeader()->setMinimumSectionSize(plan_view_->fontMetrics().horizontalAdvance(QStringLiteral("Why…")) + 12);
   plan_layout->addWidget(plan_view_);
   top->addWidget(chart_view_);
   top->addWidget(plan_host);
-  // The plan's columns need more room than the chart: 2:3.
-  top->setStretchFactor(0, 2);
-  top->setStretchFactor(1, 3);
+  // The plan's columns need more room than the chart: 1:2 (at 1280 pixels the chart keeps
+  // about 420 and the plan's reasons get a column that is not cut to a few letters).
+  top->setStretchFactor(0, 1);
+  top->setStretchFactor(1, 2);
 
   auto* bottom = new QWidget(vertical);
   auto* bottom_layout = new QVBoxLayout(bottom);

@@ -92,6 +92,9 @@ class ViewTests : public QObject {
     OverviewView* o = w.overviewView();
     const QString text = visible_text(o);
     QVERIFY2(text.contains(QStringLiteral("dropped 42 events")), qPrintable(text));
+    // Each loss counter on a line of its own, with what it lost and how to avoid it.
+    QVERIFY2(text.contains(QStringLiteral("batches: 42 (host lookup batches dropped")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("EDO_MAX_BUFFER_MB")), qPrintable(text));
     QVERIFY(text.contains(QStringLiteral("2 traced processes")));
     QComboBox* picker = o->findChild<QComboBox*>();
     QVERIFY(picker && picker->isVisibleTo(o));
@@ -116,6 +119,18 @@ class ViewTests : public QObject {
     // Switching process redraws the chart for that process.
     picker->setCurrentIndex(1 - picker->currentIndex());
     QVERIFY(chart_with_title(o, QStringLiteral("process %1").arg(w.recording()->timelines.at(size_t(picker->currentIndex())).session_id)));
+  }
+
+  void overviewWarnsOfALossThatDroppedNoEvents() {
+    // A process that ended without its final flush lost an unknown amount: not an event count,
+    // still a warning (edo report lists it among the drops).
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, fake_recording_without_final_flush()));
+    QCOMPARE(w.recording()->profile.dropped_events(), uint64_t{0});
+    const QString text = visible_text(w.overviewView());
+    QVERIFY2(text.contains(QStringLiteral("lost data")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("ended_without_final_flush: 1 session(s)")), qPrintable(text));
+    QVERIFY(!text.contains(QStringLiteral("dropped 0")));
   }
 
   void hostRecordingShowsTheTablesBytesSaysSo() {

@@ -67,13 +67,29 @@ QString fake_recording(int sessions, uint64_t dropped) {
   const QString path = temp_dir() + QStringLiteral("/fake-%1.edodb").arg(made().size());
   fake::FakeGpuRecordingOptions o;
   o.sessions = sessions;
-  o.dropped_events = dropped;
+  if (dropped) o.drops["batches"] = dropped;
   o.tables = 6;
   o.rows = 50'000;
   o.lookups = 100'000;
   o.memory_events = 6'000;
   o.steps = 60;
   o.seed = static_cast<uint64_t>(sessions) * 13 + dropped;
+  fake::write_fake_gpu_recording(path.toStdString(), o);
+  made()[key] = path;
+  return path;
+}
+
+QString fake_recording_without_final_flush() {
+  const QString key = QStringLiteral("fake without final flush");
+  if (made().contains(key)) return made()[key];
+  const QString path = temp_dir() + QStringLiteral("/fake-%1.edodb").arg(made().size());
+  fake::FakeGpuRecordingOptions o;
+  o.tables = 3;
+  o.rows = 10'000;
+  o.lookups = 20'000;
+  o.memory_events = 1'000;
+  o.steps = 10;
+  o.drops["ended_without_final_flush"] = 1;
   fake::write_fake_gpu_recording(path.toStdString(), o);
   made()[key] = path;
   return path;

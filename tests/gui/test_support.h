@@ -27,6 +27,9 @@ QString temp_dir();  // removed when the test process exits
 QString synth_recording(const QStringList& args);
 // A fake GPU recording (fake_gpu_recording.h): 1 or 2 processes, some dropped events.
 QString fake_recording(int sessions, uint64_t dropped = 0);
+// A fake GPU recording whose process ended without its final flush (the loss counter
+// "ended_without_final_flush", no dropped events).
+QString fake_recording_without_final_flush();
 // examples/dlrm_like.py recorded under `edo record`; empty with *why set when this machine
 // has no python3 with torch (the test then skips).
 QString dlrm_recording(QString* why, const QStringList& script_args = {});
