@@ -98,6 +98,8 @@ const std::vector<VarCase>& var_cases() {
       {"EDO_LRU", kNotBools, [](const Config& c) { return u(c.lru); }, "1"},
       {"EDO_CUDA_CAPTURE", kNotBools, [](const Config& c) { return u(c.cuda); }, "1"},
       {"EDO_VERBOSE", kNotBools, [](const Config& c) { return u(c.verbose); }, "0"},
+      {"EDO_WEIGHTS", kNotBools, [](const Config& c) { return u(c.weights); }, "0"},
+      {"EDO_WEIGHT_ROWS", plus(kNotNumbers, {"0", "15", "16777217"}), [](const Config& c) { return u(c.weight_rows); }, "65536"},
       {"EDO_TORCH", kNotBools, [](const Config& c) { return u(c.torch); }, "1"},
       {"EDO_TORCH_SCAN", kNotBools, [](const Config& c) { return u(c.torch_scan); }, "1"},
       {"EDO_ROOT_PID", kNotPids, [](const Config& c) { return std::to_string(c.root_pid); }, "(unset)"},
