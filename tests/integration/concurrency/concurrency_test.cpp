@@ -73,6 +73,7 @@ struct Totals {
   std::map<std::string, uint64_t> extra_bytes;
   uint64_t steps = 0, dropped = 0;
   size_t ties = 0;
+  std::map<std::string, uint64_t> drops;  // loss counters by name
 };
 
 Totals totals(const std::string& db) {
@@ -88,6 +89,7 @@ Totals totals(const std::string& db) {
     t.dropped += s.dropped_events;
   }
   t.ties = p.ties.size();
+  t.drops = p.drops();
   return t;
 }
 
@@ -164,7 +166,13 @@ TEST_P(Concurrency, TiesRegisteredWhileFlushing) {
     read_once += name.rfind("tie.", 0) == 0 && lookups == 1;
   }
   EXPECT_EQ(names, 2000u);
-  EXPECT_EQ(read_once, 2000u) << "a table's counts sent before its registration are lost";
+  // Counting inline, a table's statistics are placed within EDO_MAX_MEMORY_MB at its first
+  // read, sized for the tables registered so far; tables that keep arriving after that can
+  // find the budget spent (their reads counted as memory_bound_lookups, docs/memory.md).
+  // Nothing may go missing without a counter.
+  const uint64_t refused = t.drops.count("memory_bound_lookups") ? t.drops.at("memory_bound_lookups") : 0;
+  EXPECT_EQ(read_once + refused, 2000u) << "a table's counts sent before its registration are lost";
+  if (std::string(GetParam()) == "1") EXPECT_EQ(refused, 0u) << "counting on the tracer thread sees every table registered";
   EXPECT_EQ(t.ties, 1999u);
 }
 
