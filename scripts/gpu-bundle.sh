@@ -48,7 +48,7 @@ status=0
 for f in "${bins[@]}"; do
   allowed='linux-vdso|ld-linux-x86-64|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so'
   [[ $f == *libedo_trace.so ]] && allowed="$allowed|libstdc\\+\\+|libgcc_s"
-  # the CUDA job links the runtime shared (CUPTI resolves kernel stubs through it) and our
+  # the CUDA job links the runtime shared (as PyTorch does) and our
   # library; the GPU machine has the CUDA 13 toolkit
   [[ $f == */tracer_gpu_job || $f == */bench_device_counting ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # a job that is a CUPTI client itself: the toolkit's libcupti (static runtime)

@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -27,6 +28,15 @@ bool driver_ok(const CUpti_CallbackData* cb) {
 }
 
 uint64_t as_u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Argument words read per launch (a launch passes at most 32 KiB of parameters; PyTorch's
+// largest structs are a few KiB): bounds the callback's work.
+constexpr size_t kMaxArgWords = 1024;
+// Device pointers are user-space virtual addresses (unified addressing): never in the first
+// page, never at or above 2^57 (the top of 5-level paging). Small integers, sizes, and pairs
+// of floats fall outside.
+constexpr uint64_t kLowestPointer = 4096;
+constexpr uint64_t kPastUserSpace = uint64_t{1} << 57;
 
 bool is_runtime_launch(CUpti_CallbackId id) {
   switch (id) {
@@ -151,18 +161,32 @@ void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void**
   const std::shared_ptr<const ParamLayout> layout = layout_(handle, kind);
   if (!layout) return;
   out.pointers.clear();
-  for (size_t i = 0; i < layout->size(); ++i) {
+  // Every 8-byte word of every parameter, not only 8-byte parameters: PyTorch passes its
+  // tensors inside structs (TensorInfo, at::detail::Array<char*, N>, a functor's captures).
+  // A struct holding a pointer is 8-aligned, so its pointers sit at multiples of 8 from the
+  // parameter's start. Words that cannot be a user-space address are skipped here; the rest
+  // are looked up in the address index (O(log n), with an O(1) rejection outside all tables).
+  size_t words = 0;
+  for (size_t i = 0; i < layout->size() && words < kMaxArgWords; ++i) {
     const auto [off, size] = (*layout)[i];
-    if (size != sizeof(uint64_t)) continue;
-    uint64_t v = 0;
+    if (size < sizeof(uint64_t)) continue;
+    const char* base = nullptr;
     if (args) {
-      if (!args[i]) continue;
-      std::memcpy(&v, args[i], sizeof v);
+      base = static_cast<const char*>(args[i]);
     } else {
-      if (buffer_size && off + sizeof v > buffer_size) break;
-      std::memcpy(&v, buffer + off, sizeof v);
+      if (buffer_size && off + sizeof(uint64_t) > buffer_size) break;
+      base = buffer + off;
     }
-    if (v) out.pointers.push_back(v);
+    if (!base) continue;
+    size_t n = size / sizeof(uint64_t);
+    if (!args && buffer_size) n = std::min(n, (buffer_size - off) / sizeof(uint64_t));
+    n = std::min(n, kMaxArgWords - words);
+    words += n;
+    for (size_t w = 0; w < n; ++w) {
+      uint64_t v = 0;
+      std::memcpy(&v, base + w * sizeof v, sizeof v);
+      if (v >= kLowestPointer && v < kPastUserSpace) out.pointers.push_back(v);
+    }
   }
   out.args_read = true;
 }

@@ -32,7 +32,7 @@ struct MemOp {
 
 struct LaunchInfo {
   std::string name;                // demangled kernel name
-  std::vector<uint64_t> pointers;  // 8-byte argument values (candidate device pointers)
+  std::vector<uint64_t> pointers;  // 8-byte words of the arguments that may be device pointers
   uint64_t stream = 0;
   uint32_t correlation = 0;        // of the API call the application made (what kernel records carry)
   uint32_t driver_correlation = 0; // of the driver launch a runtime launch went through (0: none)

@@ -39,6 +39,12 @@ void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSeg
   e.pending = true;
 }
 
+bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, uint32_t registered) {
+  if (!entry(t, registered, /*fit=*/false).refused) return true;
+  news_.refused_lookups += n;
+  return false;
+}
+
 void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
   Entry& e = entry(t, registered, /*fit=*/true);
   if (e.refused) {

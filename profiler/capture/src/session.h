@@ -43,6 +43,10 @@ class TableCounts {
   // Caller holds mutex(). `registered`: tables in the registry now.
   void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, uint32_t registered = 0);
   void add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered = 0);
+  // A batch of `n` indices about to be counted on the device: the table is placed now, at
+  // the configured sizes its device counters use, so that a table the budget refuses gets no
+  // device counters either. False when it is refused: its lookups are counted as refused.
+  bool admit_counted_locked(const TableInfo& t, uint64_t n, uint32_t registered = 0);
   void close_windows_locked();
   // Deltas of the tables with ids below `registered` (those whose registration is already on
   // the wire) with something pending, closing the window first when asked. A table registered

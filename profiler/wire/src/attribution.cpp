@@ -48,6 +48,8 @@ AddressIndex AddressIndex::Builder::build() && {
 }
 
 const AddressIndex::Entry* AddressIndex::find(uint64_t address) const {
+  // Most words a kernel launch passes lie outside every table: answered without a search.
+  if (seg_begin_.empty() || address < seg_begin_.front() || address >= seg_begin_.back()) return nullptr;
   auto it = std::upper_bound(seg_begin_.begin(), seg_begin_.end(), address);
   if (it == seg_begin_.begin()) return nullptr;
   const uint32_t owner = seg_owner_[size_t(it - seg_begin_.begin()) - 1];

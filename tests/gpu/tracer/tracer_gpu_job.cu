@@ -3,7 +3,9 @@
 //  * gpu.emb.a: 100000 x 64 f32 (cudaMalloc), gpu.emb.b: 50000 x 32 f16 (cudaMallocAsync);
 //  * kBatches launches of gather_rows on gpu.emb.a with 100000 device indices each, idx[i] = i % 1000,
 //    counted through edo_table_lookup(EDO_CUDA) on the same stream: every row < 1000 is read
-//    kBatches * 100 times; one launch of gather_rows on gpu.emb.b;
+//    kBatches * 100 times; one launch of gather_half on gpu.emb.b;
+//  * 3 launches of gather_info, whose table pointer (rows 100.. of gpu.emb.b) is passed inside
+//    a struct, as PyTorch passes tensors (TensorInfo);
 //  * scratch buffers allocated and freed (cudaMalloc/cudaFree, cudaMallocAsync/cudaFreeAsync).
 // After every launch and lookup it checks cudaGetLastError(), as PyTorch does (issue 9: a
 // tracer that calls the runtime from a CUPTI callback leaves "invalid device function" there).
@@ -32,6 +34,19 @@ __global__ void gather_rows(const float* w, const long* idx, int n, int dim, flo
 __global__ void gather_half(const unsigned short* w, const long* idx, int n, int dim, float* out) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = float(w[idx[i] * dim]);
+}
+
+// Like PyTorch's cuda::detail::TensorInfo: the data pointer inside a struct argument.
+struct RowsInfo {
+  const unsigned short* data;
+  long sizes[2];
+  long strides[2];
+  int dims;
+};
+
+__global__ void gather_info(RowsInfo src, const long* idx, int n, float* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] += float(src.data[(idx[i] % src.sizes[0]) * src.strides[0]]);
 }
 
 #define CK(x)                                                                              \
@@ -93,6 +108,11 @@ int main() {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   gather_half<<<(1000 + 255) / 256, 256, 0, s>>>(b, d_idx, 1000, 32, out);
   check("gather_half");
+  for (int it = 0; it < 3; ++it) {
+    RowsInfo info{b + size_t(100) * 32, {49900, 32}, {32, 1}, 2};
+    gather_info<<<(1000 + 255) / 256, 256, 0, s>>>(info, d_idx, 1000, out);
+    check("gather_info");
+  }
   void* scratch = nullptr;
   CK(cudaMallocAsync(&scratch, 1 << 20, s));
   CK(cudaFreeAsync(scratch, s));

@@ -111,6 +111,16 @@ TEST(TracerGpu, CudaJobUnderRecord) {
     EXPECT_EQ(k.name.find("edo_count"), std::string::npos);
   }
   EXPECT_TRUE(gather) << "kernel gather_rows not recorded";
+  // A table pointer inside a struct argument (how PyTorch passes tensors), pointing past the
+  // table's base.
+  bool info = false;
+  for (auto& k : p.kernels) {
+    if (k.name.find("gather_info") == std::string::npos) continue;
+    info = true;
+    EXPECT_EQ(k.launches, 3u);
+    EXPECT_EQ(k.tables, std::vector<std::string>{"gpu.emb.b"}) << "a pointer inside a struct argument not resolved";
+  }
+  EXPECT_TRUE(info) << "kernel gather_info not recorded";
   for (auto& k : p.kernels) EXPECT_EQ(k.name.find("edo_count"), std::string::npos) << "the tracer's kernel is listed";
   std::filesystem::remove(db);
 #endif

@@ -62,9 +62,9 @@ CUresult fake_cuda_run(fake_kernel* k, unsigned grid_x, unsigned block_x, void**
 uint64_t fake_cuda_live_bytes(void);
 
 // ---- the runtime part a job uses -------------------------------------------------------------
-// Registers a kernel's host-side stub (what cudaLaunchKernel is given) and returns its
+// Registers a kernel's host-side entry function (what cudaLaunchKernel is given) and returns its
 // cudaKernel_t (what CUDA 13's __cudaLaunchKernel is given).
-void* fake_cudart_register_kernel(const void* stub, const char* mangled_name, fake_kernel_body body,
+void* fake_cudart_register_kernel(const void* host_fn, const char* mangled_name, fake_kernel_body body,
                                   const size_t* offsets, const size_t* sizes, int nparams);
 // Runtime entry points called while a tool callback was running (should stay 0).
 uint64_t fake_cudart_calls_in_callbacks(void);

@@ -6,8 +6,11 @@
 //    kIdx device indices (idx[i] = i % 100, so rows 0..99 are read kRuntimeLaunches * 10 times);
 //  * kChevronLaunches launches of gather_half on fake.emb.b through __cudaLaunchKernel (CUDA
 //    13's <<<>>> entry point; the fake runs it without driver callbacks);
-//  * kDriverLaunches launches of triton_gather on fake.emb.b through cuLaunchKernel with the
+//  * kDriverLaunches launches of triton_gather on fake.emb.a through cuLaunchKernel with the
 //    arguments packed in `extra` (how Triton launches);
+//  * kStructLaunches launches of index_select_info on fake.emb.b, whose tensors are passed in
+//    TensorInfo structs (how PyTorch's index_select / embedding kernels take them), the
+//    source pointing at a row inside the table;
 //  * one launch of fill_scratch that reads no table.
 // After every launch it checks cudaGetLastError(), as PyTorch does. Prints the results'
 // checksum (identical with and without edo), the launch errors seen, and the runtime calls the
@@ -31,6 +34,7 @@ constexpr int kIdx = 1000;
 constexpr int kRuntimeLaunches = 20;
 constexpr int kChevronLaunches = 3;
 constexpr int kDriverLaunches = 2;
+constexpr int kStructLaunches = 4;
 
 template <class T>
 T arg(void** args, int i) {
@@ -61,6 +65,24 @@ void gather_half(void** a, unsigned, unsigned) {
   for (int i = 0; i < n; ++i) out[i] += float(w[(idx[i] % 50) * dim]);
 }
 
+// PyTorch's cuda::detail::TensorInfo<T, IndexType>: the data pointer inside an 80-byte struct.
+struct TensorInfo {
+  void* data;
+  long sizes[4];
+  long strides[4];
+  int dims;
+};
+
+// index_select_info(TensorInfo<float> dst, TensorInfo<unsigned short> src, TensorInfo<long> idx, int n)
+void index_select_info(void** a, unsigned, unsigned) {
+  const auto dst = arg<TensorInfo>(a, 0), src = arg<TensorInfo>(a, 1), idx = arg<TensorInfo>(a, 2);
+  const int n = arg<int>(a, 3);
+  auto* out = static_cast<float*>(dst.data);
+  auto* w = static_cast<const unsigned short*>(src.data);
+  auto* ix = static_cast<const long*>(idx.data);
+  for (int i = 0; i < n; ++i) out[i] += 0.5f * float(w[(ix[i] % src.sizes[0]) * src.strides[0]]);
+}
+
 // fill_scratch(float* out, int n)
 void fill_scratch(void** a, unsigned, unsigned) {
   auto* out = arg<float*>(a, 0);
@@ -68,7 +90,7 @@ void fill_scratch(void** a, unsigned, unsigned) {
   for (int i = 0; i < n; ++i) out[i] = float(i) * 0.5f;
 }
 
-char gather_rows_stub, gather_half_stub, fill_scratch_stub;
+char gather_rows_entry, gather_half_entry, fill_scratch_entry, index_select_entry;
 
 int launch_errors = 0;
 void check(const char* what) {
@@ -118,7 +140,7 @@ void CUPTIAPI other_tool_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId,
 
 int release_job() {
   const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
-  fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  fake_cudart_register_kernel(&gather_rows_entry, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
   float* a = nullptr;
   long* idx = nullptr;
   float* out = nullptr;
@@ -137,7 +159,7 @@ int release_job() {
       std::printf("other_subscribed %d\n", int(cuptiSubscribe(&sub, other_tool_callback, nullptr)));
     }
     void* args[] = {&a, &idx, &n, &dim, &out};
-    cudaLaunchKernel(&gather_rows_stub, dim3(4), dim3(256), args, 0, nullptr);
+    cudaLaunchKernel(&gather_rows_entry, dim3(4), dim3(256), args, 0, nullptr);
     check("cudaLaunchKernel(gather_rows)");
     edo_table_lookup(t, idx, kIdx, EDO_I64, EDO_CUDA, nullptr);
   }
@@ -158,17 +180,42 @@ int overrun_job() {
   return 0;
 }
 
+// `fake_gpu_job bound` (run with EDO_MAX_MEMORY_MB=16): a device table whose statistics cannot
+// fit the budget (8M rows: 32 MB of exact counters) and a small one, 5 batches of 1000 device
+// indices each.
+int bound_job() {
+  long* idx = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long));
+  std::vector<long> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = i % 100;
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t big = edo_table_register("bound.big", nullptr, 8000000, 8, EDO_F32, EDO_CUDA);
+  const int64_t small = edo_table_register("bound.small", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 5; ++b) {
+    failed += edo_table_lookup(big, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+    failed += edo_table_lookup(small, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+  }
+  cudaFree(idx);
+  std::printf("failed_lookups %d\n", failed);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
   const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
   const size_t two[] = {0, 8}, two_sizes[] = {8, 4};
-  fake_cudart_register_kernel(&gather_rows_stub, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
-  void* half_kernel = fake_cudart_register_kernel(&gather_half_stub, "_Z11gather_halfPKtPKliiPf", gather_half, five,
+  fake_cudart_register_kernel(&gather_rows_entry, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  void* half_kernel = fake_cudart_register_kernel(&gather_half_entry, "_Z11gather_halfPKtPKliiPf", gather_half, five,
                                                   five_sizes, 5);
-  fake_cudart_register_kernel(&fill_scratch_stub, "_Z12fill_scratchPfi", fill_scratch, two, two_sizes, 2);
+  fake_cudart_register_kernel(&fill_scratch_entry, "_Z12fill_scratchPfi", fill_scratch, two, two_sizes, 2);
   fake_kernel* triton = fake_cuda_kernel("triton_gather", gather_rows, five, five_sizes, 5);
+  const size_t info[] = {0, 80, 160, 240}, info_sizes[] = {80, 80, 80, 4};
+  fake_cudart_register_kernel(&index_select_entry, "_Z17index_select_info10TensorInfoS_S_i", index_select_info, info,
+                              info_sizes, 4);
 
   float* a = nullptr;
   unsigned short* b = nullptr;
@@ -200,7 +247,7 @@ int main(int argc, char** argv) {
   int n = kIdx, dim = 8, dim_b = 4, scratch_n = 64;
   for (int it = 0; it < kRuntimeLaunches; ++it) {
     void* args[] = {&a, &idx, &n, &dim, &out};
-    cudaLaunchKernel(&gather_rows_stub, dim3(4), dim3(256), args, 0, s);
+    cudaLaunchKernel(&gather_rows_entry, dim3(4), dim3(256), args, 0, s);
     check("cudaLaunchKernel(gather_rows)");
     const int rc = edo_table_lookup(0, idx, kIdx, EDO_I64, EDO_CUDA, s);
     if (rc < 0 && it == 0) std::fprintf(stderr, "fake_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
@@ -223,9 +270,18 @@ int main(int argc, char** argv) {
                        nullptr, extra) != CUDA_SUCCESS)
       ++launch_errors;
   }
+  for (int it = 0; it < kStructLaunches; ++it) {
+    // Rows 10.. of fake.emb.b: the pointer lies inside the table, not at its base.
+    TensorInfo dst{out, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
+    TensorInfo src{b + 10 * 4, {40, 4, 1, 1}, {4, 1, 1, 1}, 2};
+    TensorInfo ix{idx, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
+    void* args[] = {&dst, &src, &ix, &n};
+    cudaLaunchKernel(&index_select_entry, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchKernel(index_select_info)");
+  }
   {
     void* args[] = {&scratch, &scratch_n};
-    cudaLaunchKernel(&fill_scratch_stub, dim3(1), dim3(64), args, 0, s);
+    cudaLaunchKernel(&fill_scratch_entry, dim3(1), dim3(64), args, 0, s);
     check("cudaLaunchKernel(fill_scratch)");
   }
   cudaStreamSynchronize(s);

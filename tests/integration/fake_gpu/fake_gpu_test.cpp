@@ -112,6 +112,15 @@ TEST(FakeGpu, KernelsAreTiedToTheTablesTheyRead) {
   ASSERT_NE(per_table(*triton, "fake.emb.a"), nullptr);
   EXPECT_EQ(per_table(*triton, "fake.emb.a")->launches, 2u);
 
+  const auto* sel = kernel(p, "index_select_info(");
+  ASSERT_NE(sel, nullptr);
+  EXPECT_EQ(sel->launches, 4u);
+  EXPECT_EQ(sel->tables, std::vector<std::string>{"fake.emb.b"})
+      << "a table pointer passed inside a struct argument (PyTorch's TensorInfo) was not found";
+  ASSERT_NE(per_table(*sel, "fake.emb.b"), nullptr);
+  EXPECT_EQ(per_table(*sel, "fake.emb.b")->launches, 4u);
+  EXPECT_EQ(per_table(*sel, "fake.emb.b")->total_ns, sel->total_ns);
+
   const auto* fill = kernel(p, "fill_scratch(");
   ASSERT_NE(fill, nullptr);
   EXPECT_TRUE(fill->tables.empty());
@@ -206,6 +215,36 @@ TEST(FakeGpu, WithoutTheCountingModuleIndicesAreCopiedToTheHost) {
   ASSERT_NE(host, nullptr);
   EXPECT_EQ(dev->aggregate.lookups(), 2000000u);
   for (uint64_t row = 0; row < 60000; row += 7) ASSERT_EQ(dev->aggregate.count(row), host->aggregate.count(row)) << row;
+  std::filesystem::remove(db);
+}
+
+// A device-counted table that the statistics budget (EDO_MAX_MEMORY_MB) refuses gets no
+// device counters either, and its lookups are counted as refused; a table that fits is
+// counted on the device as usual.
+TEST(FakeGpu, ADeviceTableBeyondTheMemoryBoundIsRefusedAndCounted) {
+  const std::string db = db_path("bound");
+  Result r = sh(recorded(db, "EDO_MAX_MEMORY_MB=16") + " bound");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_TRUE(p.metadata.count("device_counting")) << r.out;
+  EXPECT_NE(p.metadata.at("device_counting").find("5 batches, 5000 indices"), std::string::npos)
+      << "only the small table's batches reach the device: " << p.metadata.at("device_counting");
+  const edo::model::Table *big = nullptr, *small = nullptr;
+  for (const auto& t : p.tables) {
+    if (t.name == "bound.big") big = &t;
+    if (t.name == "bound.small") small = &t;
+  }
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(big->aggregate.lookups(), 0u);
+  EXPECT_EQ(small->aggregate.lookups(), 5000u);
+  EXPECT_EQ(small->aggregate.count(7), 50u);
+  const auto drops = p.drops();
+  ASSERT_TRUE(drops.count("memory_bound_tables")) << r.out;
+  EXPECT_EQ(drops.at("memory_bound_tables"), 1u);
+  ASSERT_TRUE(drops.count("memory_bound_lookups"));
+  EXPECT_EQ(drops.at("memory_bound_lookups"), 5000u);
   std::filesystem::remove(db);
 }
 

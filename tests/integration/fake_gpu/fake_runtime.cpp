@@ -20,7 +20,7 @@ namespace {
 thread_local cudaError_t last_error = cudaSuccess;
 std::atomic<uint64_t> calls_in_callbacks{0};
 std::mutex mu;
-std::map<const void*, fake_kernel*> stubs;  // host stub -> kernel
+std::map<const void*, fake_kernel*> host_fns;  // host-side entry function -> kernel
 
 // Every entry point starts here.
 void entered() {
@@ -55,10 +55,10 @@ cudaError_t runtime_call(CUpti_CallbackId cbid, const char* name, Params& p, con
   return fail(r);
 }
 
-fake_kernel* kernel_of_stub(const void* stub) {
+fake_kernel* kernel_of_host_fn(const void* host_fn) {
   std::lock_guard<std::mutex> lk(mu);
-  auto it = stubs.find(stub);
-  return it == stubs.end() ? nullptr : it->second;
+  auto it = host_fns.find(host_fn);
+  return it == host_fns.end() ? nullptr : it->second;
 }
 
 // The name a launch callback carries (symbolName).
@@ -70,11 +70,11 @@ const char* name_of(fake_kernel* k) {
 
 }  // namespace
 
-FAKE_API void* fake_cudart_register_kernel(const void* stub, const char* mangled_name, fake_kernel_body body,
+FAKE_API void* fake_cudart_register_kernel(const void* host_fn, const char* mangled_name, fake_kernel_body body,
                                            const size_t* offsets, const size_t* sizes, int nparams) {
   fake_kernel* k = fake_cuda_kernel(mangled_name, body, offsets, sizes, nparams);
   std::lock_guard<std::mutex> lk(mu);
-  stubs[stub] = k;
+  host_fns[host_fn] = k;
   return k;
 }
 
@@ -150,11 +150,11 @@ FAKE_API cudaError_t cudaDeviceSynchronize(void) {
   return cudaSuccess;
 }
 
-FAKE_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* f, const void* stub) {
+FAKE_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* f, const void* host_fn) {
   entered();
   // What the real runtime does when asked from inside a CUPTI callback (issue 9).
   if (fake_cuda_in_callback()) return fail(cudaErrorInvalidDeviceFunction);
-  fake_kernel* k = kernel_of_stub(stub);
+  fake_kernel* k = kernel_of_host_fn(host_fn);
   if (!f || !k) return fail(cudaErrorInvalidDeviceFunction);
   *f = reinterpret_cast<cudaFunction_t>(k);
   return cudaSuccess;
@@ -164,7 +164,7 @@ FAKE_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* f, const void* stub) {
 FAKE_API cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
                                       cudaStream_t stream) {
   entered();
-  fake_kernel* k = kernel_of_stub(func);
+  fake_kernel* k = kernel_of_host_fn(func);
   cudaLaunchKernel_v7000_params p{func, grid, block, args, shmem, stream};
   return runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000", p, name_of(k),
                       [&](uint32_t) {

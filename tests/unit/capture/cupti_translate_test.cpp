@@ -170,7 +170,7 @@ TEST(CuptiTranslate, VirtualMemoryCreateMapUnmap) {
 
 namespace {
 // Fake parameter layouts, by kernel handle. Every handle asked for is remembered: a runtime
-// launch's host-side stub must never be (only the driver can describe kernels, and it only
+// launch's host-side entry function must never be (only the driver can describe kernels, and it only
 // knows CUfunction / CUkernel handles).
 std::map<const void*, ParamLayout> g_layouts;
 std::vector<std::pair<const void*, KernelHandle>> g_asked;
@@ -187,7 +187,7 @@ const char* kMangled = "_Z10emb_lookupPKfPKli";
 }  // namespace
 
 TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThrough) {
-  const void* host_stub = P(0x401000);
+  const void* host_fn = P(0x401000);
   CUfunction f = reinterpret_cast<CUfunction>(P(0x9100));
   g_layouts[f] = {{0, 8}, {8, 8}, {16, 4}};
   g_asked.clear();
@@ -195,7 +195,7 @@ TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThro
   uint64_t weights = 0x7f0000000100, idx = 0x7f0000900000;
   int n = 64;
   void* args[] = {&weights, &idx, &n};
-  cudaLaunchKernel_v7000_params p{host_stub, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
+  cudaLaunchKernel_v7000_params p{host_fn, dim3(4), dim3(128), args, 0, reinterpret_cast<cudaStream_t>(0x5)};
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled, 9);
   EXPECT_FALSE(out.launch) << "reported at EXIT, once it is known to have succeeded";
   cuLaunchKernel_params d{f, 4, 1, 1, 128, 1, 1, 0, reinterpret_cast<CUstream>(0x5), args, nullptr};
@@ -211,7 +211,7 @@ TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThro
   EXPECT_EQ(out.launch->driver_correlation, 10u);
   EXPECT_TRUE(out.launch->args_read);
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{weights, idx}));
-  EXPECT_FALSE(asked_for(host_stub)) << "the runtime's host stub was given to the layout query";
+  EXPECT_FALSE(asked_for(host_fn)) << "the runtime's host-side entry function was given to the layout query";
   edo::wire::AddressIndex::Builder b;
   b.add(0x7f0000000000, 1 << 20, "emb.user");
   b.add(0x7f0000200000, 1 << 20, "emb.item");
@@ -335,6 +335,55 @@ TEST(CuptiTranslate, DriverLaunchWithKernelParamsAndWithPackedExtra) {
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->stream, 0x66u);
   EXPECT_EQ(out.launch->pointers.size(), 2u);
+}
+
+// PyTorch passes tensors inside structs: cuda::detail::TensorInfo (data pointer, sizes,
+// strides, dims) for index_select / embedding, at::detail::Array<char*, N> for elementwise
+// kernels. Every 8-byte word of a parameter is a candidate, and words that cannot be an
+// address (sizes, strides, floats) are left out.
+TEST(CuptiTranslate, PointersInsideStructArgumentsAreFound) {
+  struct TensorInfo {
+    uint64_t data;
+    int64_t sizes[4];
+    int64_t strides[4];
+    int32_t dims;
+  };
+  static_assert(sizeof(TensorInfo) == 80);
+  struct Array3 {
+    uint64_t ptrs[3];
+  };
+  CUfunction f = reinterpret_cast<CUfunction>(P(0x9600));
+  g_layouts[f] = {{0, 80}, {80, 80}, {160, 24}, {184, 4}, {192, 8}};
+  CuptiTranslator t(fake_layout);
+  TensorInfo dst{0x7f0000800000, {64, 16, 1, 1}, {16, 1, 1, 1}, 2};
+  TensorInfo src{0x7f0000000400, {1000, 16, 1, 1}, {16, 1, 1, 1}, 2};  // row 16 of emb.user
+  Array3 arr{{0x7f0000900000, 0, 0x7f0000200040}};                      // into emb.item
+  int32_t dim = 0;
+  float scale[2] = {1.0f, 0.5f};  // an 8-byte parameter that is not a pointer
+  void* kp[] = {&dst, &src, &arr, &dim, scale};
+  cuLaunchKernel_params p{f, 1, 1, 1, 32, 1, 1, 0, nullptr, kp, nullptr};
+  auto out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "indexSelectLargeIndex");
+  ASSERT_TRUE(out.launch.has_value());
+  EXPECT_TRUE(out.launch->args_read);
+  EXPECT_EQ(out.launch->pointers,
+            (std::vector<uint64_t>{0x7f0000800000, 0x7f0000000400, 0x7f0000900000, 0x7f0000200040}));
+  edo::wire::AddressIndex::Builder b;
+  b.add(0x7f0000000000, 1 << 20, "emb.user");
+  b.add(0x7f0000200000, 1 << 20, "emb.item");
+  const edo::wire::AddressIndex tables = std::move(b).build();
+  EXPECT_EQ(tables_of_launch(*out.launch, tables), (std::vector<std::string>{"emb.item", "emb.user"}));
+  // The same through a packed buffer (Triton, `extra`).
+  alignas(8) unsigned char buf[200] = {};
+  std::memcpy(buf, &dst, 80);
+  std::memcpy(buf + 80, &src, 80);
+  std::memcpy(buf + 160, &arr, 24);
+  std::memcpy(buf + 192, scale, 8);
+  size_t size = sizeof buf;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  cuLaunchKernel_params q{f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra};
+  out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "indexSelectLargeIndex");
+  ASSERT_TRUE(out.launch.has_value());
+  EXPECT_EQ(tables_of_launch(*out.launch, tables), (std::vector<std::string>{"emb.item", "emb.user"}));
 }
 
 TEST(CuptiTranslate, LaunchWithoutParamInfoStillGivesTheName) {
