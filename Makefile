@@ -44,11 +44,14 @@ configure: $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The fuzz tests' one-line results (executions, crashes, leaks) are printed after the suite.
+# The fuzz tests' one-line results (executions, crashes, leaks) are printed after the suite;
+# a file the tests left in the source tree fails the run.
 test: deps build
 	@rm -f $(BUILD)/fuzz-results/summary.txt
+	@scripts/source-tree-check.sh before $(BUILD)/source-tree-before.txt
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600; status=$$?; \
-	  if [ -f $(BUILD)/fuzz-results/summary.txt ]; then cat $(BUILD)/fuzz-results/summary.txt; fi; exit $$status
+	  if [ -f $(BUILD)/fuzz-results/summary.txt ]; then cat $(BUILD)/fuzz-results/summary.txt; fi; \
+	  scripts/source-tree-check.sh after $(BUILD)/source-tree-before.txt || status=1; exit $$status
 
 demo: deps build
 	@mkdir -p out

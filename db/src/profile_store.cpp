@@ -37,9 +37,23 @@ using model::Tie;
 
 int current_schema_version() { return schema::kCurrentVersion; }
 
+namespace {
+
+// The name SQLite is given for the file `path`. SQLite gives some names a meaning of its own:
+// ":memory:" is a private database in memory and "file:..." a URI (Debian's SQLite reads URI
+// names) that may also mean memory or carry options. An edo path always names a file (a
+// recording to ":memory:" must not vanish at exit): such a name gets "./" in front, which
+// SQLite takes literally.
+std::string sqlite_file_name(const std::string& path) {
+  if (path == ":memory:" || path.rfind("file:", 0) == 0) return "./" + path;
+  return path;
+}
+
+}  // namespace
+
 bool is_edo_database(const std::string& path) {
   try {
-    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    SQLite::Database db(sqlite_file_name(path), SQLite::OPEN_READONLY);
     if (!db.tableExists("edo_meta")) return false;
     SQLite::Statement q(db, "SELECT value FROM edo_meta WHERE key = 'format'");
     return q.executeStep() && q.getColumn(0).getString() == schema::kFormatTag;
@@ -108,12 +122,21 @@ uint64_t i64_to_u64(int64_t v) { return static_cast<uint64_t>(v); }
 struct ProfileStore::Impl {
   std::string path;
   Mode mode;
+  bool in_memory = false;
   std::unique_ptr<SQLite::Database> db;
   WrittenSnapshots weights_written;  // weight snapshot revisions this store has written
 
   [[noreturn]] void fail(const std::string& what) const {
     throw DbError(path + ": truncated or corrupt edo database (" + what +
                   "); re-record it or restore a copy");
+  }
+
+  // A new database's settings and tables (the file's journal mode is the caller's).
+  void create_schema() {
+    db->exec("PRAGMA foreign_keys=ON");
+    SQLite::Transaction txn(*db);
+    schema::create(*db);
+    txn.commit();
   }
 
   void save(Profile& p, bool with_summaries);
@@ -164,14 +187,11 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
     int flags = mode == Mode::kReadOnly ? SQLite::OPEN_READONLY
                 : mode == Mode::kReadWrite ? SQLite::OPEN_READWRITE
                                            : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    impl_->db = std::make_unique<SQLite::Database>(path, flags, /*busy timeout ms*/ 5000);
+    impl_->db = std::make_unique<SQLite::Database>(sqlite_file_name(path), flags, /*busy timeout ms*/ 5000);
     if (mode == Mode::kCreate) {
       impl_->db->exec("PRAGMA journal_mode=WAL");
       impl_->db->exec("PRAGMA synchronous=NORMAL");
-      impl_->db->exec("PRAGMA foreign_keys=ON");
-      SQLite::Transaction txn(*impl_->db);
-      schema::create(*impl_->db);
-      txn.commit();
+      impl_->create_schema();
       return;
     }
     int version = schema::read_version(*impl_->db, path);
@@ -183,7 +203,7 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
     if (version < schema::kCurrentVersion) {
       // Older files are upgraded in place, also when opened for reading.
       try {
-        SQLite::Database writer(path, SQLite::OPEN_READWRITE, 5000);
+        SQLite::Database writer(sqlite_file_name(path), SQLite::OPEN_READWRITE, 5000);
         SQLite::Transaction txn(writer);
         schema::migrate(writer, version);
         txn.commit();
@@ -212,8 +232,24 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
   }
 }
 
+ProfileStore::ProfileStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ProfileStore ProfileStore::in_memory() {
+  auto impl = std::make_unique<Impl>();
+  impl->path = "(in memory)";
+  impl->mode = Mode::kCreate;
+  impl->in_memory = true;
+  try {
+    impl->db = std::make_unique<SQLite::Database>(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    impl->create_schema();
+  } catch (const SQLite::Exception& e) {
+    throw DbError(std::string("cannot create an edo database in memory (") + e.what() + ")");
+  }
+  return ProfileStore(std::move(impl));
+}
+
 ProfileStore::~ProfileStore() {
-  if (!impl_ || !impl_->db || impl_->mode == Mode::kReadOnly) return;
+  if (!impl_ || !impl_->db || impl_->mode == Mode::kReadOnly || impl_->in_memory) return;
   // Leave a single self-contained file behind: fold the WAL back in.
   try {
     impl_->db->exec("PRAGMA journal_mode=DELETE");

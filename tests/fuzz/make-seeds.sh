@@ -11,7 +11,7 @@
 #           mutations reach every structure), an SQLite file that is not an edo database
 # db_edit:  a few edit programs (see db/fuzz_db_edit.cpp)
 # cli_args: a valid command line of every subcommand ('\0' between arguments)
-# size:     the spellings units.h documents
+# size:     the spellings tuner/include/edo/tuner/size.h documents
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -83,6 +83,9 @@ args diff diff a.edodb b.edodb --json
 args synth synth -o x.edodb --tables 3 --rows 1000 --dim 16 --dtype f16 --zipf 1.2 --lookups 5000 --batch 100 --seed 7 --exact-rows 100 --window-batches 4
 args import import a.trace b.trace -o out.edodb
 args bench bench --backend cpu --rows 1000 --dim 8 --batch 256 --pooling 8 --zipf 1.1 --strategies fp32,int8,pq:m=4 --threads 1 --reps 1 --sets 1 --json -q
+args tune tune run.edodb --budget 24GiB --max-error 0.01 --backend cpu --tables 'emb.*' --strategies fp32,fp16,int8 --time-limit 60 --seed 3 --threads 1 --reps 3 --measure-bytes 64MiB --json
+args export export run.edodb --format torchrec -o plan.py
+args env env -o job.trace
 args help --help
 args version --version
 

@@ -29,6 +29,9 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/edo-fuzz-$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/new" "$work/findings" "$results"
+# The fuzzer runs inside the scratch folder (anything a target writes to its current folder
+# goes there and is removed, never into the source tree), so every path becomes absolute.
+work=$(realpath "$work") fuzzer=$(realpath "$fuzzer") corpus=$(realpath "$corpus") results=$(realpath "$results")
 dict=()
 [[ -f $corpus.dict ]] && dict=(-dict="$corpus.dict")
 
@@ -36,9 +39,9 @@ dict=()
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 started=$SECONDS
-"$fuzzer" -max_total_time="$seconds" -print_final_stats=1 -timeout="${FUZZ_TIMEOUT_S:-10}" \
+(cd "$work" && exec "$fuzzer" -max_total_time="$seconds" -print_final_stats=1 -timeout="${FUZZ_TIMEOUT_S:-10}" \
   -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}" -malloc_limit_mb="${FUZZ_MALLOC_LIMIT_MB:-512}" \
-  -artifact_prefix="$work/findings/" "${dict[@]}" "$work/new" "$corpus" >"$work/log" 2>&1
+  -artifact_prefix="$work/findings/" "${dict[@]}" "$work/new" "$corpus") >"$work/log" 2>&1
 rc=$?
 elapsed=$((SECONDS - started))
 

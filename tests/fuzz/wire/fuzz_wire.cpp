@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // its checksum, goes that far.
   if (builder.frames() > 0 && (h & 0x70000) == 0) {
     try {
-      edo::db::ProfileStore store(":memory:", edo::db::ProfileStore::Mode::kCreate);
+      edo::db::ProfileStore store = edo::db::ProfileStore::in_memory();
       store.save(profile, true);
       (void)store.load();
     } catch (const edo::db::DbError& e) {

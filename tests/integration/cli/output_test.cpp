@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "edo/db/profile_store.h"
 #include "run_command.h"
@@ -176,6 +178,32 @@ TEST(OutputFile, RecordWithoutOutputWritesAFreshDefaultName) {
     if (name.rfind("edo.true.", 0) == 0 && name.size() > 6 && name.substr(name.size() - 6) == ".edodb") ++found;
   }
   EXPECT_EQ(found, 1);
+}
+
+// SQLite reads ":memory:" as a database in memory and "file:..." as a URI (which may also mean
+// memory); as -o they name files like any other: the recording is kept, reads back, and is
+// recognised as an edo database (--force replaces it, nothing else does).
+TEST(OutputFile, NamesSqliteReadsSpeciallyAreFiles) {
+  const std::string dir = dir_for_test();
+  for (const std::string name : {":memory:", "file:run.edodb?mode=memory"}) {
+    SCOPED_TRACE(name);
+    const std::string in_dir = "cd '" + dir + "' && " + kEdo;
+    auto r = run_command(in_dir + " record -o '" + name + "' -- /bin/true");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(fs::is_regular_file(dir + "/" + name)) << r.err;
+    EXPECT_TRUE(edo::db::is_edo_database(dir + "/" + name));
+    r = run_command(in_dir + " report '" + name + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = run_command(in_dir + " record -o '" + name + "' -- /bin/true");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+    r = run_command(in_dir + " record --force -o '" + name + "' -- /bin/true");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{":memory:", "file:run.edodb?mode=memory"}));
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "test_profiles.h"
 
@@ -398,6 +400,66 @@ TEST(ProfileStore, CreateInMissingFolderNamesTheFolder) {
   } catch (const DbError& e) {
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos);
   }
+}
+
+// Runs the test body in a fresh folder of its own and goes back afterwards: relative paths
+// must land there and nowhere else.
+class InFreshFolder {
+ public:
+  explicit InFreshFolder(const std::string& name) : before_(std::filesystem::current_path()), dir_(temp_path(name)) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::filesystem::current_path(dir_);
+  }
+  ~InFreshFolder() {
+    std::filesystem::current_path(before_);
+    std::filesystem::remove_all(dir_);
+  }
+  // Every name in the folder, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::filesystem::path before_, dir_;
+};
+
+TEST(ProfileStore, InMemoryStoreRoundTripsAndTouchesNoFile) {
+  InFreshFolder here("in-memory-folder");
+  Profile p = sample_profile();
+  {
+    ProfileStore store = ProfileStore::in_memory();
+    EXPECT_EQ(store.path(), "(in memory)");
+    store.save(p);
+    Profile q = store.load();
+    ASSERT_EQ(q.tables.size(), p.tables.size());
+    EXPECT_EQ(q.tables[0].name, p.tables[0].name);
+    EXPECT_EQ(q.dropped_events(), p.dropped_events());
+  }
+  EXPECT_TRUE(here.entries().empty()) << "an in-memory store wrote " << here.entries().front();
+}
+
+// SQLite reads ":memory:" as a database in memory and "file:..." as a URI; an edo path always
+// names a file, so a recording to either is kept and reads back.
+TEST(ProfileStore, PathsSqliteWouldReadSpeciallyAreFiles) {
+  InFreshFolder here("special-names-folder");
+  for (const std::string name : {":memory:", "file:x.edodb?mode=memory", "file::memory:"}) {
+    SCOPED_TRACE(name);
+    Profile p = sample_profile();
+    {
+      ProfileStore store(name, ProfileStore::Mode::kCreate);
+      store.save(p);
+    }
+    ASSERT_TRUE(std::filesystem::is_regular_file(name));
+    EXPECT_GT(std::filesystem::file_size(name), 0u);
+    EXPECT_TRUE(is_edo_database(name));
+    ProfileStore again(name, ProfileStore::Mode::kReadOnly);
+    EXPECT_EQ(again.load().tables.size(), p.tables.size());
+  }
+  EXPECT_EQ(here.entries(), (std::vector<std::string>{":memory:", "file::memory:", "file:x.edodb?mode=memory"}));
 }
 
 }  // namespace

@@ -39,7 +39,12 @@ class ProfileStore {
 
   // Opens (and for kCreate creates) the file; validates that it is an edo database of a
   // schema this build understands, migrating older schemas forward in kReadWrite mode.
+  // `path` always names a file, also when SQLite would read it otherwise (":memory:", a
+  // "file:" URI): those are opened as the file of that name in the current folder.
   ProfileStore(const std::string& path, Mode mode);
+  // A new, empty database that lives in memory only and is gone with the store (checks and
+  // tests that need a database but no file). path() is "(in memory)"; mode() is kCreate.
+  static ProfileStore in_memory();
   ~ProfileStore();
   ProfileStore(ProfileStore&&) noexcept;
   ProfileStore& operator=(ProfileStore&&) noexcept;
@@ -77,6 +82,7 @@ class ProfileStore {
 
  private:
   struct Impl;
+  explicit ProfileStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
