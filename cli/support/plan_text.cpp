@@ -12,7 +12,10 @@ namespace edo::cli {
 
 namespace {
 
-std::string us(double v) { return std::isfinite(v) ? fmt::format("{:.3g} us", v) : "-"; }
+std::string us(double v) {
+  if (!std::isfinite(v)) return "-";
+  return std::fabs(v) >= 1000 ? fmt::format("{:.0f} us", v) : fmt::format("{:.3g} us", v);
+}
 
 std::string change(double before, double after) {
   if (!(before > 0)) return "";

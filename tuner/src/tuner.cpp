@@ -145,7 +145,7 @@ std::string why_of(const model::TuneCandidate& c, const model::TuneCandidate* ba
   s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
   if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
   const double dt = c.step_us - base->step_us;
-  s += ", step time " + number(dt, "%+.3g") + " us";
+  s += ", step time " + number(dt, std::fabs(dt) >= 1000 ? "%+.0f" : "%+.3g") + " us";
   if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
   s += ", error " + number(c.error, "%.3g");
   if (c.hit_rate) {
