@@ -92,6 +92,7 @@ class ProgressBar {
 };
 
 int run_tune(const TuneCliOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
   tuner::TuneOptions t;
   try {
     t.budget_bytes = tuner::parse_size(o.budget);
@@ -112,6 +113,12 @@ int run_tune(const TuneCliOptions& o) {
   const model::Profile profile = store.load();
   const auto weights = db::load_weight_snapshots(store);
 
+  if (o.time_limit > 0) {
+    // The limit is the whole command's: what loading took is gone, and saving the results
+    // afterwards needs a moment (a second and 2 %).
+    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.time_limit_s = std::max(0.001, o.time_limit - used - 1.0 - 0.02 * o.time_limit);
+  }
   g_cancel.store(false);
   struct sigaction sa{}, old{};
   sa.sa_handler = on_interrupt;
@@ -180,7 +187,7 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--reps", o->reps, "timed passes per candidate (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   sub.add_option("--measure-bytes", o->measure_bytes,
                  "fp32 bytes of one measured table at most; larger tables are measured at a scaled size (default: 1/8 of "
-                 "available memory, at most 1 GiB on the CPU, 4 GiB on a GPU)");
+                 "available memory, at most 256 MiB on the CPU, 1 GiB on a GPU)");
   sub.add_flag("--json", o->json, "print the edo.plan/1 JSON object on stdout");
   return [o] { return run_tune(*o); };
 }

@@ -122,7 +122,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     b.add("fp16", "fp16", json::object(), 2, false, dense);
   }
   b.add("int8", "int8", json::object(), 1, false, dense);
-  b.add("int4", "int4", json::object(), 2, false, dense);
+  b.add("int4", "int4", json::object(), 1, false, dense);
   if (base != "fp8") b.add("fp8", "fp8", json{{"scale", "row"}}, 2, false, dense);
   // Offload with a hot-row cache sized from the recorded LRU curve (the first size at level 2,
   // the others at 3); the static hot set's hit rate is the coverage of its rows.

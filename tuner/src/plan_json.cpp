@@ -156,7 +156,9 @@ ordered_json plan_to_json(const TuneResult& r) {
   return j;
 }
 
-std::string plan_to_json_text(const TuneResult& r) { return plan_to_json(r).dump(2) + "\n"; }
+std::string plan_to_json_text(const TuneResult& r) {
+  return plan_to_json(r).dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
 
 std::string plan_to_yaml(const TuneResult& r) {
   YAML::Emitter out;

@@ -70,11 +70,12 @@ uint64_t available_memory() {
 }
 
 // The fp32 bytes one measured table may take: an eighth of available host memory (the
-// source weights and an encoded copy live on the host during a measurement), at most 1 GiB
-// on the CPU backend and 4 GiB on a GPU, at least 64 MiB.
+// source weights and an encoded copy live on the host during a measurement), at most 256 MiB
+// on the CPU backend (many times any CPU cache: the tail of the lookups still misses) and
+// 1 GiB on a GPU (many times its L2), at least 64 MiB.
 uint64_t default_cap(const std::string& backend) {
   const uint64_t host = available_memory() / 8;
-  const uint64_t most = backend == "cuda" ? uint64_t{4} << 30 : uint64_t{1} << 30;
+  const uint64_t most = backend == "cuda" ? uint64_t{1} << 30 : uint64_t{256} << 20;
   return std::max<uint64_t>(uint64_t{64} << 20, std::min(host, most));
 }
 
@@ -312,7 +313,19 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   // Measurement, level by level.
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
   BenchCache benches{2 * cap + (uint64_t{64} << 20), {}, 0};
-  std::map<std::string, double> rate;  // seconds per measured element (rows x dim), by strategy
+  // What measuring costs, to skip what would not finish in time: per strategy the seconds it
+  // took on the largest table measured so far (elements = measured rows x dim); per group the
+  // seconds its measurement setup took (paid again if its setup was evicted).
+  std::map<std::string, std::pair<double, double>> cost;  // strategy -> (elements, seconds)
+  std::vector<double> setup_s(w.groups.size(), -1), baseline_s(w.groups.size(), -1);
+  auto predict = [&](const Candidate& c, size_t gi, double elems) {
+    auto it = cost.find(c.strategy);
+    if (it != cost.end()) return it->second.second * std::max(1.0, elems / it->second.first);
+    // Not measured yet: a multiple of this table's baseline (encoders that fit the table
+    // cost more than ones that convert rows).
+    const bool fitted = c.strategy == "pq" || c.strategy == "lowrank" || c.strategy == "multihash" || c.strategy == "qr";
+    return baseline_s[gi] >= 0 ? baseline_s[gi] * (fitted ? 6.0 : 1.5) : 0.0;
+  };
   uint64_t done = 0;
   std::string stop;
   int max_level = 0;
@@ -345,14 +358,10 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
         const double elems = static_cast<double>(rows) * g.dim;
         if (stop.empty() && o.time_limit_s > 0) {
           // Skip what would not finish in time; stop once the time is up.
-          double per = 0;
-          if (auto it = rate.find(c.strategy); it != rate.end()) per = it->second;
-          else if (!rate.empty()) {
-            for (const auto& [k, v] : rate) per = std::max(per, v);
-            per *= 3;  // an unmeasured kind of encoder: assume it is slower than any seen
-          }
-          if (elapsed() >= o.time_limit_s) stop = "time limit";
-          else if (per > 0 && elapsed() + per * elems > o.time_limit_s) {
+          const double need = predict(c, gi, elems) + (benches.get(gi) ? 0.0 : std::max(0.0, setup_s[gi]));
+          if (elapsed() >= o.time_limit_s) {
+            stop = "time limit";
+          } else if (elapsed() + need > o.time_limit_s) {
             m.note = "not measured: would not finish within the time limit";
             ++done;
             continue;
@@ -370,7 +379,9 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
           if (!b) {
             benches.make_room_for(rows * g.dim * 4);
             b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
+            setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
           }
+          const auto tm = clock::now();
           const Measurement x = b->measure(c, *backend, o);
           m.step_us = x.step_us;
           m.error = x.error;
@@ -378,8 +389,10 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
           m.measured_rows = x.measured_rows;
           m.measured = true;
           m.note = x.note;
-          const double per = std::chrono::duration<double>(clock::now() - ts).count() / std::max(1.0, elems);
-          rate[c.strategy] = rate.count(c.strategy) ? 0.5 * (rate[c.strategy] + per) : per;
+          const double took = std::chrono::duration<double>(clock::now() - tm).count();
+          if (c.baseline) baseline_s[gi] = took;
+          auto& k = cost[c.strategy];
+          if (elems >= k.first) k = {elems, std::max(took, elems == k.first ? k.second : 0.0)};
         } catch (const std::bad_alloc&) {
           m.note = "not measured: does not fit in memory at " + std::to_string(rows) + " rows (lower --measure-bytes)";
         } catch (const std::exception& e) {

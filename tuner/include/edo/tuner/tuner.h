@@ -46,8 +46,8 @@ struct TuneOptions {
   // linearly (lookup time is linear in the lookups once a batch fills the machine).
   uint64_t max_batch = uint64_t{1} << 18;
   // Bytes of fp32 weights one measured table may take on the backend (0: decided by the
-  // backend: a quarter of free device memory, or an eighth of available host memory, at most
-  // 4 GiB). A larger table is measured at a scaled size (docs/tuning.md, "Scaled measurement").
+  // backend: an eighth of available host memory, at most 256 MiB on the CPU and 1 GiB on a
+  // GPU). A larger table is measured at a scaled size (docs/tuning.md, "Scaled measurement").
   uint64_t measure_bytes = 0;
 };
 
