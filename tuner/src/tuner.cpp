@@ -136,6 +136,12 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = c.strategy;
   }
   if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
+  if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
+    std::string names;
+    for (const auto& n : p["shared_by"])
+      if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    s += ", one copy shared with " + names + " (same weights)";
+  }
   return s;
 }
 
@@ -273,12 +279,14 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     with_snapshot += g.snapshot != nullptr;
     cands[gi] = enumerate_candidates(g, kernels_size);
     if (!allowed.empty()) {
-      // Keep the baseline and the allowed strategies; variants point at their format by index.
+      // Keep the baseline format (for identical tables also its shared copy) and the allowed
+      // strategies; variants point at their format by index.
       std::vector<Candidate> kept;
       std::map<int, int> moved;
+      const std::string base = cands[gi].empty() ? "" : cands[gi].front().strategy;
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
-        if (!c.baseline && !allowed.count(c.strategy)) continue;
+        if (!c.baseline && c.strategy != base && !allowed.count(c.strategy)) continue;
         moved[static_cast<int>(ci)] = static_cast<int>(kept.size());
         kept.push_back(c);
         if (kept.back().measure_as >= 0) kept.back().measure_as = moved.at(kept.back().measure_as);
@@ -484,6 +492,15 @@ void replan(model::TuneResult& r, uint64_t budget, double max_error) {
   // Lookups per step of each group (owner and members), to split a group's time.
   std::map<std::string, double> group_lookups;
   for (const auto& t : r.tables) group_lookups[t.shares_with.empty() ? t.name : t.shares_with] += t.lookups_per_step;
+  // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
+  std::map<std::string, std::vector<std::string>> apart;
+  for (const auto& [owner, ci] : chosen) {
+    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
+    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
+      for (const auto& n : p["apart_from"])
+        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
+  }
+  auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
   for (const auto& t : r.tables) {
     model::TuneChoice ch;
     ch.table = t.name;
@@ -503,11 +520,22 @@ void replan(model::TuneResult& r, uint64_t budget, double max_error) {
     const double share = group_lookups[owner] > 0 ? t.lookups_per_step / group_lookups[owner]
                                                   : (t.shares_with.empty() ? 1.0 : 0.0);
     ch.step_us = c.step_us * share;
+    const auto& kept_apart = apart[owner];
+    const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
     if (t.shares_with.empty()) {
-      ch.device_bytes = c.device_bytes;
+      uint64_t members = 0;
+      for (const auto& tt : r.tables)
+        if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
+      ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
       auto b = baseline_of.find(owner);
       ch.why = why_of(c, b == baseline_of.end() ? nullptr : b->second, t);
+    } else if (is_apart) {
+      ch.shares_with.clear();
+      ch.device_bytes = own_bytes(t);
+      ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
+    } else if (c.params_json.find("shared_by") != std::string::npos) {
+      ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
     } else {
       ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";
     }
