@@ -19,6 +19,7 @@
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
+#include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "measure.h"
 #include "workload.h"
@@ -145,21 +146,49 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
   return s;
 }
 
-std::string why_of(const model::TuneCandidate& c, const model::TuneCandidate* base, const model::TuneTable& t) {
-  if (!base || &c == base) return "kept as recorded (" + c.strategy + "): fits the budget and nothing measured is faster";
-  std::string s = describe(c, t.rows) + ": ";
-  const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
-  s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
-  if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
-  const double dt = c.step_us - base->step_us;
-  s += ", step time " + number(dt, std::fabs(dt) >= 1000 ? "%+.0f" : "%+.3g") + " us";
-  if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-  s += ", error " + number(c.error, "%.3g");
+// Why the plan took candidate `ci` for table `t`: what it is, what it saves and costs
+// against the baseline, its error against the limit, and what kept the others out (faster
+// ones need more memory than the budget leaves: the plan is the fastest that fits; the rest
+// are over the error limit).
+std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
+                   double max_error) {
+  const model::TuneCandidate& c = r.candidates[ci];
+  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
+  std::string s;
+  if (!base || &c == base) {
+    s = "kept as recorded (" + c.strategy + ")";
+  } else {
+    s = describe(c, t.rows) + ": ";
+    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
+    s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
+    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
+    const double dt = c.step_us - base->step_us;
+    s += ", step time " + format_duration_us(dt, true);
+    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
+    s += ", error " + number(c.error, "%.3g") + limit;
+  }
   if (c.hit_rate) {
     s += ", hit rate " + percent(*c.hit_rate) + " measured";
     if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
   }
   if (c.needs_retraining) s += "; needs retraining";
+  size_t faster = 0, over = 0;
+  const model::TuneCandidate* closest = nullptr;  // over the limit, least error
+  for (const auto& o : r.candidates) {
+    if (o.table != c.table || &o == &c) continue;
+    if (!std::isnan(o.error) && o.error > max_error) {
+      ++over;
+      if (!closest || o.error < closest->error) closest = &o;
+    } else if (o.usable() && o.step_us < c.step_us) {
+      ++faster;
+    }
+  }
+  if (faster) s += "; " + std::to_string(faster) + " faster need more memory than the budget leaves";
+  else if (!base || &c == base) s += ": the fastest measured";
+  else s += "; the fastest measured" + std::string(over ? " within the error limit" : "");
+  if (over)
+    s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +
+         number(closest->error, "%.3g") + ")";
   return s;
 }
 
@@ -174,6 +203,11 @@ struct BenchCache {
         return items.front().second.get();
       }
     return nullptr;
+  }
+  bool has(size_t group) const {
+    for (const auto& [g, b] : items)
+      if (g == group) return true;
+    return false;
   }
   TableBench* put(size_t group, std::unique_ptr<TableBench> b) {
     bytes += b->bytes();
@@ -315,12 +349,21 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     r.notes.push_back("weights: recorded for " + std::to_string(with_snapshot) + " of " + std::to_string(tuned) +
                       " tables, synthetic for the others (see each table's weights)");
   if (r.backend == "cpu")
-    r.notes.push_back("measured on the CPU: times are this CPU's, offload misses are charged a modelled 25 GB/s host link");
+    r.notes.push_back("measured on the CPU: times are this CPU's; an offloaded table costs its baseline's lookups plus its "
+                      "misses' transfer over a modelled 25 GB/s host link");
+  if (o.max_error == kDefaultMaxError)
+    r.notes.push_back("max error " + number(kDefaultMaxError, "%g") +
+                      " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
+                      "do not): --max-error E to change it, --max-error inf for no limit");
   r.candidates_total = r.candidates.size();
 
   // Measurement, level by level.
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
-  BenchCache benches{2 * cap + (uint64_t{64} << 20), {}, 0};
+  // Measurement setups kept for the next level: a quarter of available memory, room for two
+  // of the largest at least; on a GPU at most four (each holds its baseline on the device).
+  uint64_t keep = std::max(4 * cap + (uint64_t{64} << 20), available_memory() / 4);
+  if (r.backend == "cuda") keep = std::min(keep, 8 * cap + (uint64_t{64} << 20));
+  BenchCache benches{keep, {}, 0};
   // What measuring costs, to skip what would not finish in time: per strategy the seconds it
   // took on the largest table measured so far (elements = measured rows x dim); per group the
   // seconds its measurement setup took (paid again if its setup was evicted).
@@ -354,29 +397,35 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     progress(p);
   };
   report("", "");
+  const bool gate = std::isfinite(o.max_error);
   for (int level = 0; level <= max_level; ++level) {
-    for (size_t gi = 0; gi < w.groups.size(); ++gi) {
+    // Within a level, tables by size, those whose setup is still in memory first (a setup is
+    // as costly as a few measurements; more tables than the cache holds would pay it at every
+    // level otherwise).
+    std::vector<size_t> order(w.groups.size());
+    for (size_t gi = 0; gi < order.size(); ++gi) order[gi] = gi;
+    std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return benches.has(gi); });
+    for (size_t gi : order) {
       const TableGroup& g = w.groups[gi];
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
         if (c.level != level || c.measure_as >= 0) continue;
         model::TuneCandidate& m = r.candidates[index[gi][ci]];
         if (stop.empty() && cancel && cancel->load()) stop = "cancelled";
-        const uint64_t rows = measured_rows(g.rows, g.dim, cap);
-        const double elems = static_cast<double>(rows) * g.dim;
-        if (stop.empty() && o.time_limit_s > 0) {
-          // Skip what would not finish in time; stop once the time is up.
-          const double need = predict(c, gi, elems) + (benches.get(gi) ? 0.0 : std::max(0.0, setup_s[gi]));
-          if (elapsed() >= o.time_limit_s) {
-            stop = "time limit";
-          } else if (elapsed() + need > o.time_limit_s) {
-            m.note = "not measured: would not finish within the time limit";
-            ++done;
-            continue;
-          }
-        }
+        if (stop.empty() && o.time_limit_s > 0 && elapsed() >= o.time_limit_s) stop = "time limit";
         if (!stop.empty()) {
           m.note = "not measured: " + stop;
+          ++done;
+          continue;
+        }
+        const uint64_t rows = measured_rows(g.rows, g.dim, cap);
+        const double elems = static_cast<double>(rows) * g.dim;
+        auto too_late = [&](double need) { return o.time_limit_s > 0 && elapsed() + need > o.time_limit_s; };
+        const bool gated = gate && !lossless(c.strategy, c.baseline);
+        // Skip what would not finish in time (a gated candidate may end at its cheap error
+        // check: only its setup must fit).
+        if (too_late((benches.has(gi) ? 0.0 : std::max(0.0, setup_s[gi])) + (gated ? 0.0 : predict(c, gi, elems)))) {
+          m.note = "not measured: would not finish within the time limit";
           ++done;
           continue;
         }
@@ -389,8 +438,29 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
             b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
             setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
           }
+          if (gated) {
+            // The error gate: the error on the reference rows first; what is clearly over the
+            // limit is neither encoded in full nor timed.
+            const double e = b->reference_error(c, o);
+            const bool exact = row_format(c.strategy);
+            if (e > gate_margin(c.strategy) * o.max_error) {
+              m.error = e;
+              m.note = std::string("not timed: error ") + (exact ? "" : "about ") + number(e, "%.3g") +
+                       (exact ? "" : " (on the reference rows)") + ", over --max-error " + number(o.max_error, "%g");
+              ++done;
+              report(g.name, c.spec);
+              continue;
+            }
+            if (too_late(predict(c, gi, elems))) {
+              m.note = "not measured: would not finish within the time limit";
+              ++done;
+              continue;
+            }
+          }
+          const auto& base = r.candidates[index[gi][0]];
+          const double base_us = base.usable() ? base.step_us : std::numeric_limits<double>::quiet_NaN();
           const auto tm = clock::now();
-          const Measurement x = b->measure(c, *backend, o);
+          const Measurement x = b->measure(c, *backend, o, base_us);
           m.step_us = x.step_us;
           m.error = x.error;
           m.hit_rate = x.hit_rate;
@@ -426,10 +496,15 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       m.note = src.note;
       ++done;
     }
+  size_t gated = 0;
+  for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;
+  if (gated)
+    r.notes.push_back(std::to_string(gated) + " candidate(s) over the error limit were not timed (their error is kept); "
+                      "a larger --max-error times them");
   for (const auto& m : r.candidates) r.candidates_measured += m.usable();
   r.complete = stop.empty();
   bool skipped = false;
-  for (const auto& m : r.candidates) skipped = skipped || !m.measured;
+  for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
   r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
   if (!r.stop_reason.empty()) r.complete = false;
   report("", "");
@@ -529,7 +604,7 @@ void replan(model::TuneResult& r, uint64_t budget, double max_error) {
       ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
       auto b = baseline_of.find(owner);
-      ch.why = why_of(c, b == baseline_of.end() ? nullptr : b->second, t);
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error);
     } else if (is_apart) {
       ch.shares_with.clear();
       ch.device_bytes = own_bytes(t);

@@ -36,7 +36,7 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// A 3-table recording: two 50000 x 32 tables (Zipf 1.2 and uniform) and a small one.
+// A 2-table recording: two 50000 x 32 tables (Zipf 1.2).
 const std::string& recording() {
   static const std::string path = [] {
     const std::string a = dir() + "/a.edodb";
@@ -116,15 +116,54 @@ TEST(TuneCli, JsonPlanHasTheDocumentedShapeAndIsSaved) {
   EXPECT_EQ(rep["plan"]["tables"], j["tables"]);
 }
 
+TEST(TuneCli, WithoutMaxErrorOnlyNearLosslessFormatsAreChosenAndTheTextSaysWhy) {
+  // Half the baseline: every lossy format would fit; the default limit (0.02) keeps the plan to
+  // fp16/bf16/int8 (and lossless offload/pruning), and the fitted formats are not even timed.
+  const std::string db = copy_of("default-error.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("over the error limit, not timed"), std::string::npos) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["max_error"], 0.02);
+  for (const auto& t : j["tables"]) {
+    EXPECT_LE(t["error"].get<double>(), 0.02) << t.dump();
+    const std::string s = t["strategy"];
+    EXPECT_TRUE(s == "fp32" || s == "fp16" || s == "bf16" || s == "int8" || s == "offload" || s == "pruned") << s;
+    EXPECT_NE(t["why"].get<std::string>().find("(limit 0.02)"), std::string::npos) << t["why"];
+  }
+  // The text: the default is named, times in us/ms/s, never in exponent notation.
+  r = run_command(kEdo + " report " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("max error 0.02"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is the default"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("e+0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ms"), std::string::npos) << r.out;
+  // inf (or none) lifts the limit: the lossy formats are timed and may be chosen.
+  for (const char* lift : {"inf", "none"}) {
+    r = run_command(kEdo + " tune " + copy_of("no-limit.edodb") + " --budget " + std::to_string(kBaseline / 3) +
+                    " --strategies int4 --max-error " + lift + " --json");
+    ASSERT_EQ(r.exit_code, 0) << lift << ": " << r.err;
+    const json k = json::parse(r.out);
+    EXPECT_TRUE(k["max_error"].is_null());
+    EXPECT_EQ(k["candidates_measured"], 2 * 2) << "fp32 and int4 per table";
+    for (const auto& t : k["tables"]) EXPECT_EQ(t["strategy"], "int4") << "a third of the baseline leaves no room for fp32";
+  }
+  for (const char* bad : {"abc", "0.1x", "nan", "-0.5"}) {
+    r = run_command(kEdo + " tune " + db + " --budget 1GiB --max-error " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--max-error"), std::string::npos) << r.err;
+  }
+}
+
 TEST(TuneCli, InfeasibleBudgetExitsOneNamingTheSmallestFeasibleBudget) {
   const std::string db = copy_of("small-budget.edodb");
-  auto r = run_command(kEdo + " tune " + db + " --budget 1KiB --strategies int4");
+  auto r = run_command(kEdo + " tune " + db + " --budget 1KiB --strategies int4 --max-error inf");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto at = r.err.find("the smallest feasible budget is ");
   ASSERT_NE(at, std::string::npos) << r.err;
   const auto lp = r.err.find('(', at), sp = r.err.find(' ', lp);
   const std::string bytes = r.err.substr(lp + 1, sp - lp - 1);
-  r = run_command(kEdo + " tune " + db + " --budget " + bytes + " --strategies int4 --json");
+  r = run_command(kEdo + " tune " + db + " --budget " + bytes + " --strategies int4 --max-error inf --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["plan"]["device_bytes"], std::stoull(bytes));
 }
@@ -154,8 +193,8 @@ TEST(ExportCli, EveryFormatReadsBack) {
   for (const auto& table : j["tables"]) {
     const std::string name = table["name"];
     const std::string s = table["strategy"];
-    if (s == "int8" || s == "int4") EXPECT_EQ(t["data_types"][name], s == "int8" ? "INT8" : "INT4");
-    if (s == "offload") EXPECT_EQ(t["constraints"][name]["compute_kernels"][0], "quant_uvm_caching");
+    if (s == "int8" || s == "int4") { EXPECT_EQ(t["data_types"][name], s == "int8" ? "INT8" : "INT4"); }
+    if (s == "offload") { EXPECT_EQ(t["constraints"][name]["compute_kernels"][0], "quant_uvm_caching"); }
   }
 }
 

@@ -36,6 +36,7 @@ class TuneSkew : public ::testing::Test {
     o.backend = "cpu";
     o.budget_bytes = uint64_t{1} << 40;
     o.strategies = "fp16,int8,int4,offload,lowrank";
+    o.max_error = INFINITY;  // time every candidate (replan() applies the limits under test)
     result_ = std::make_unique<TuneResult>(tune(p, {}, o));
   }
   static void TearDownTestSuite() { result_.reset(); }
@@ -63,8 +64,15 @@ TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
     if (c.strategy == "offload") {
       ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate);
       // Index batches drawn from the counts have no temporal locality: a static hot set hits
-      // what the coverage says; an LRU cache at least somewhere near the recorded curve.
-      if (c.spec.find("static") != std::string::npos) EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
+      // what the coverage says. An LRU cache's steady state (a fresh stream from the same
+      // counts) is at least the recorded curve, which also counts every row's first miss, and
+      // close to it where few rows take most lookups.
+      if (c.spec.find("static") != std::string::npos) {
+        EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
+      } else {
+        EXPECT_GE(*c.hit_rate, *c.recorded_hit_rate - 0.02) << c.table << " " << c.spec;
+        if (c.table == "skewed") { EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec; }
+      }
     }
   }
   EXPECT_EQ(r.baseline_device_bytes, 2 * 100000u * 64 * 4 + 2000u * 16 * 4);
@@ -136,7 +144,10 @@ TEST_F(TuneSkew, FrontierIsNonDominatedAndHoldsThePlan) {
 
 TEST_F(TuneSkew, ASkewedTableGetsAnOffloadCacheAUniformOneDoesNot) {
   // Lossless only (max error 0), and 60 % of one big table must go: only an offload cache of a
-  // few rows can do that, and only the skewed table's curve allows a small cache.
+  // few rows can do that, and only the skewed table's curve allows a small cache. The verdict
+  // does not depend on timing: on the CPU an offloaded table costs its baseline's time plus
+  // its misses' modelled transfer (hit rates of seeded batches), so whichever table is
+  // offloaded, both baselines are in the total and only the misses decide.
   TuneResult r = *result_;
   const uint64_t table = 100000u * 64 * 4;
   replan(r, r.baseline_device_bytes - table * 6 / 10, 0.0);
@@ -327,7 +338,7 @@ TEST(Tune, IdenticalTablesMayShareOneCopy) {
   EXPECT_NE(owner->params_json.find("shared_by"), std::string::npos) << owner->params_json;
   EXPECT_EQ(owner->device_bytes, a.weight_bytes);
   for (const auto& ch : r.choices) {
-    if (ch.table == owner_name) EXPECT_NE(ch.why.find("one copy shared with " + member_name), std::string::npos) << ch.why;
+    if (ch.table == owner_name) { EXPECT_NE(ch.why.find("one copy shared with " + member_name), std::string::npos) << ch.why; }
     if (ch.table != member_name) continue;
     EXPECT_EQ(ch.shares_with, owner_name);
     EXPECT_EQ(ch.device_bytes, 0u);
@@ -350,7 +361,7 @@ TEST(Tune, IdenticalTablesMayShareOneCopy) {
     if (ch.table == "other") continue;
     EXPECT_TRUE(ch.shares_with.empty()) << ch.table;
     EXPECT_EQ(ch.device_bytes, a.weight_bytes) << ch.table;
-    if (ch.table == member_name) EXPECT_NE(ch.why.find("kept apart"), std::string::npos) << ch.why;
+    if (ch.table == member_name) { EXPECT_NE(ch.why.find("kept apart"), std::string::npos) << ch.why; }
   }
   // In the plan document: the shared member is "shared" with its owner, the apart one names it.
   for (const auto& [result, strategy] : {std::pair<const TuneResult*, std::string>{&r, "shared"}, {&apart, "fp32"}}) {
