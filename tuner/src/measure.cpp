@@ -180,6 +180,7 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
     }
   }
   lookups_per_pass_ = static_cast<double>(batch) * static_cast<double>(batches.size());
+  batch_ = batch;
   work_ = kernels::Workload::fixed_bags(std::move(batches), 1);
 
   // Weights and the error's reference rows.
@@ -295,26 +296,26 @@ double TableBench::reference_error(const Candidate& c, const TuneOptions& o) con
 double TableBench::lru_hit_rate(uint64_t slots, uint64_t seed) const {
   if (model_weights_.empty()) return 0.0;
   if (slots >= rows_) return 1.0;
-  // The LRU's hit rate depends only on which accesses repeat, not on the rows' positions:
-  // rows are labelled 0..H-1 (hot) and H..H+T-1 (tail) here.
+  // The cache's hit rate depends on which accesses repeat, not on where the rows are (a row's
+  // set is a hash of its id): rows are labelled 0..H-1 (hot) and H..H+T-1 (tail) here. The
+  // stream goes through the cache in batches of one step's lookups, as the passes do.
   const Alias alias(model_weights_);
   kernels::Rng rng(seed ^ 0x17a5e3ULL);
-  std::vector<int32_t> slot_of(hot_ + tail_, -1);
-  kernels::LruCache lru(slots, slot_of.data());
+  kernels::LruCache lru(slots);
   std::vector<kernels::LruCache::Fill> fills;
   const auto n = static_cast<uint64_t>(std::max<double>(lookups_per_pass_, 4.0 * static_cast<double>(slots)));
-  std::vector<int64_t> chunk;
+  std::vector<int64_t> batch;
   uint64_t hits = 0, counted = 0;
   for (int phase = 0; phase < 2; ++phase) {  // warm-up, then counted
     for (uint64_t done = 0; done < n;) {
-      const uint64_t len = std::min<uint64_t>(n - done, 1 << 16);
-      chunk.resize(len);
-      for (auto& x : chunk) {
+      const uint64_t len = std::min<uint64_t>(n - done, batch_);
+      batch.resize(len);
+      for (auto& x : batch) {
         const uint32_t k = alias.draw(rng);
         x = k < hot_ ? static_cast<int64_t>(k) : static_cast<int64_t>(hot_ + rng.below(tail_));
       }
       fills.clear();
-      const uint64_t h = lru.access(chunk.data(), static_cast<int64_t>(len), fills);
+      const uint64_t h = lru.batch(batch.data(), static_cast<int64_t>(len), fills);
       if (phase == 1) {
         hits += h;
         counted += len;

@@ -87,9 +87,9 @@ class TableBench {
   // in-sample). 0 for the lossless strategies (baseline, offload, pruning).
   double reference_error(const Candidate& c, const TuneOptions& options) const;
 
-  // Hit rate of an exact LRU cache of `slots` measured rows on a stream of accesses drawn from
-  // the access model (as many warm-up accesses as counted ones, each at least a pass and four
-  // times the slots), deterministic for a seed.
+  // Hit rate of the offload LRU (edo/kernels/lru.h) with `slots` rows on a stream of accesses
+  // drawn from the access model in batches of one step's lookups (as many warm-up accesses as
+  // counted ones, each at least a pass and four times the slots), deterministic for a seed.
   double lru_hit_rate(uint64_t slots, uint64_t seed) const;
 
   // Encodes, checks the error, times the lookups. Throws std::invalid_argument for a spec the
@@ -116,6 +116,7 @@ class TableBench {
   // The access model the batches are drawn from: hot rows' counts, then the tail's lookups.
   std::vector<double> model_weights_;
   uint64_t hot_ = 0, tail_ = 0;
+  uint64_t batch_ = 1;  // lookups per batch (one step's, at most TuneOptions::max_batch)
   // The baseline, encoded and loaded once per setup, for paired timing.
   std::unique_ptr<kernels::EncodedTable> base_table_;
   std::unique_ptr<kernels::LoadedTable> base_loaded_;

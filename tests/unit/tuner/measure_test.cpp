@@ -194,7 +194,8 @@ TEST(ErrorGate, ExactForRowFormatsAndNoHigherThanTheMarginForFittedOnes) {
 // A backend whose passes take fixed times scaled by a machine load that changes at every
 // repetition of the candidate (and stays for the baseline's repetition that follows it).
 struct FakeLoadedTable : kernels::LoadedTable {
-  FakeLoadedTable(double seconds, bool candidate, int* phase) : seconds_(seconds), candidate_(candidate), phase_(phase) {}
+  FakeLoadedTable(double seconds, bool candidate, int* phase, uint64_t indices)
+      : kernels::LoadedTable(indices), seconds_(seconds), candidate_(candidate), phase_(phase) {}
   double pass(bool) override {
     static const double load[] = {1, 7, 1, 3, 9, 1, 5};
     if (candidate_) ++*phase_;
@@ -208,9 +209,9 @@ struct FakeLoadedTable : kernels::LoadedTable {
 struct FakeBackend : kernels::Backend {
   std::string name() const override { return "fake"; }
   std::string description() const override { return "fake"; }
-  std::unique_ptr<kernels::LoadedTable> load(const kernels::EncodedTable& table, const kernels::Workload&) override {
+  std::unique_ptr<kernels::LoadedTable> load(const kernels::EncodedTable& table, const kernels::Workload& work) override {
     const bool fp32 = table.strategy() == "fp32";
-    return std::make_unique<FakeLoadedTable>(fp32 ? 1e-3 : 2e-3, !fp32, &phase);
+    return std::make_unique<FakeLoadedTable>(fp32 ? 1e-3 : 2e-3, !fp32, &phase, work.indices());
   }
   int phase = 0;
 };

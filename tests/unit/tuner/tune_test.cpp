@@ -64,14 +64,21 @@ TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
     if (c.strategy == "offload") {
       ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate);
       // Index batches drawn from the counts have no temporal locality: a static hot set hits
-      // what the coverage says. An LRU cache's steady state (a fresh stream from the same
-      // counts) is at least the recorded curve, which also counts every row's first miss, and
-      // close to it where few rows take most lookups.
+      // what the coverage says. The offload LRU's steady state (a fresh stream from the same
+      // counts, one step's lookups per batch) is at least the recorded per-access LRU curve,
+      // which also counts every row's first miss, and at most the static hot set of its size
+      // (the best a cache can do without temporal locality; a batch-granular LRU nears it).
       if (c.spec.find("static") != std::string::npos) {
         EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
       } else {
         EXPECT_GE(*c.hit_rate, *c.recorded_hit_rate - 0.02) << c.table << " " << c.spec;
-        if (c.table == "skewed") { EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec; }
+        std::string static_spec = c.spec;
+        static_spec.replace(static_spec.find("policy=lru"), 10, "policy=static");
+        for (const auto& s : r.candidates) {
+          if (s.table == c.table && s.spec == static_spec) {
+            EXPECT_LE(*c.hit_rate, *s.hit_rate + 0.02) << c.table << " " << c.spec;
+          }
+        }
       }
     }
   }
