@@ -369,6 +369,14 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   // seconds its measurement setup took (paid again if its setup was evicted).
   std::map<std::string, std::pair<double, double>> cost;  // strategy -> (elements, seconds)
   std::vector<double> setup_s(w.groups.size(), -1), baseline_s(w.groups.size(), -1);
+  // A setup is about linear in the measured elements (weights, permutation, batches): a group
+  // never set up is predicted from the largest setup so far.
+  std::pair<double, double> setup_cost{0, 0};  // (elements, seconds)
+  auto predict_setup = [&](size_t gi, double elems) {
+    if (benches.has(gi)) return 0.0;
+    if (setup_s[gi] >= 0) return setup_s[gi];
+    return setup_cost.first > 0 ? setup_cost.second * elems / setup_cost.first : 0.0;
+  };
   auto predict = [&](const Candidate& c, size_t gi, double elems) {
     auto it = cost.find(c.strategy);
     if (it != cost.end()) return it->second.second * std::max(1.0, elems / it->second.first);
@@ -424,7 +432,7 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
         const bool gated = gate && !lossless(c.strategy, c.baseline);
         // Skip what would not finish in time (a gated candidate may end at its cheap error
         // check: only its setup must fit).
-        if (too_late((benches.has(gi) ? 0.0 : std::max(0.0, setup_s[gi])) + (gated ? 0.0 : predict(c, gi, elems)))) {
+        if (too_late(predict_setup(gi, elems) + (gated ? 0.0 : predict(c, gi, elems)))) {
           m.note = "not measured: would not finish within the time limit";
           ++done;
           continue;
@@ -437,6 +445,7 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
             benches.make_room_for(rows * g.dim * 4);
             b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
             setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
+            if (elems >= setup_cost.first) setup_cost = {elems, setup_s[gi]};
           }
           if (gated) {
             // The error gate: the error on the reference rows first; what is clearly over the

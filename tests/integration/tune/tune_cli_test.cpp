@@ -120,7 +120,8 @@ TEST(TuneCli, WithoutMaxErrorOnlyNearLosslessFormatsAreChosenAndTheTextSaysWhy) 
   // Half the baseline: every lossy format would fit; the default limit (0.02) keeps the plan to
   // fp16/bf16/int8 (and lossless offload/pruning), and the fitted formats are not even timed.
   const std::string db = copy_of("default-error.edodb");
-  auto r = run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --json");
+  auto r = run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) +
+                       " --strategies fp16,bf16,int8,int4,fp8,pq,lowrank,offload --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("over the error limit, not timed"), std::string::npos) << r.err;
   const json j = json::parse(r.out);
