@@ -16,10 +16,12 @@ std::vector<CommandInfo>& command_registry() {
 
 EdoApp::EdoApp()
     : app("edo: measure how much memory each embedding table takes and how often each row is read,\n"
-          "and benchmark memory-saving strategies on this machine.\n\n"
+          "benchmark memory-saving strategies on this machine, and recommend a plan under a memory budget.\n\n"
           "Typical workflow:\n"
           "  edo record -o run.edodb -- python3 train.py   attach to an unmodified job\n"
           "  edo report run.edodb                          terminal summary (--json for machines)\n"
+          "  edo tune run.edodb --budget 24GiB             measure every strategy per table, recommend a plan\n"
+          "  edo export run.edodb --format torchrec        the plan as JSON, YAML or TorchRec constraints\n"
           "  edo synth -o demo.edodb --zipf 1.05           a synthetic profile to try things on\n"
           "  edo diff before.edodb after.edodb             what changed between two runs\n"
           "  edo dashboard run.edodb                       the Qt desktop dashboard\n",

@@ -14,6 +14,9 @@
 #include "edo/model/drops.h"
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
+#include "edo/db/tune_store.h"
+#include "edo/tuner/plan_io.h"
+#include "support/plan_text.h"
 #include "support/report_json.h"
 #include "support/terminal.h"
 
@@ -227,11 +230,16 @@ int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
   model::Profile profile = store.load();
   auto tables = model::table_views(profile);
+  // The latest plan of `edo tune`, when the recording was tuned.
+  const std::optional<model::TuneResult> plan = db::load_latest_tune_result(store);
   if (o.json) {
     // Names are exact; bytes that are not UTF-8 (a damaged file) become U+FFFD: JSON is text.
-    std::puts(report_json(profile, tables, o.top).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+    auto j = report_json(profile, tables, o.top);
+    j["plan"] = plan ? tuner::plan_to_json(*plan) : nlohmann::ordered_json(nullptr);
+    std::puts(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
     print_text(profile, tables, o.top);
+    if (plan) fmt::print("\nplan (edo tune, run {}):\n{}", plan->run_id, plan_text(*plan));
   }
   return 0;
 }
@@ -249,8 +257,10 @@ Runner setup(CLI::App& sub) {
       "  {\"schema\",\"job\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\",\"weight_bytes\",\"optimizer_bytes\",\n"
       "   \"grad_bytes\"},\"tables\":[{\"name\",\"table_name\",\"rows\",\"dim\",\"dtype\",\"device\",\"weight_bytes\",\n"
       "   \"optimizer_bytes\",\"grad_bytes\",\"total_bytes\",\"ranks\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\n"
-      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N}}\n"
-      "  (drops: every loss by name, docs/losses.md; each session carries its own)\n\n"
+      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\"plan\"}\n"
+      "  (drops: every loss by name, docs/losses.md; each session carries its own)\n"
+      "A recording 'edo tune' ran on also shows its latest plan (savings, step time change, each table's choice and\n"
+      "why); \"plan\" is that edo.plan/1 object, or null.\n\n"
       "Example:\n  edo report run.edodb --top 10");
   sub.add_option("file", o->file, "an .edodb file from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_flag("--json", o->json, "print JSON instead of text");

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "command.h"
@@ -25,14 +26,19 @@
 namespace edo::cli {
 namespace {
 
+// Without --time-limit, measuring stops after five minutes: the candidates most plans are made
+// of (every table's baseline, then the cheap formats, then one offload size) come first, so
+// a limit cuts the long tail of fitted formats on large recordings, not the plan.
+constexpr double kDefaultTimeLimitS = 300;
+
 struct TuneCliOptions {
   std::string file;
   std::string budget;
-  double max_error = -1;
+  std::string max_error;
   std::string backend = "auto";
   std::string tables = "*";
   std::string strategies;
-  double time_limit = 0;
+  double time_limit = kDefaultTimeLimitS;
   uint64_t seed = 42;
   int threads = 0;
   int reps = 5;
@@ -91,7 +97,23 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// --max-error: a number >= 0, or "inf"/"none" for no limit.
+double parse_max_error(const std::string& text) {
+  if (text == "inf" || text == "none") return std::numeric_limits<double>::infinity();
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= 0) || !std::isfinite(v))
+    throw UsageError("--max-error '" + text + "' is not a number >= 0 or 'inf' (e.g. --max-error 0.05)");
+  return v;
+}
+
 int run_tune(const TuneCliOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
   tuner::TuneOptions t;
   try {
     t.budget_bytes = tuner::parse_size(o.budget);
@@ -99,7 +121,7 @@ int run_tune(const TuneCliOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  if (o.max_error >= 0) t.max_error = o.max_error;
+  if (!o.max_error.empty()) t.max_error = parse_max_error(o.max_error);
   t.backend = o.backend;
   t.tables = o.tables;
   t.strategies = o.strategies;
@@ -112,6 +134,12 @@ int run_tune(const TuneCliOptions& o) {
   const model::Profile profile = store.load();
   const auto weights = db::load_weight_snapshots(store);
 
+  if (o.time_limit > 0) {
+    // The limit is the whole command's: what loading took is gone, and saving the results
+    // afterwards needs a moment (a second and 2 %).
+    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.time_limit_s = std::max(0.001, o.time_limit - used - 1.0 - 0.02 * o.time_limit);
+  }
   g_cancel.store(false);
   struct sigaction sa{}, old{};
   sa.sa_handler = on_interrupt;
@@ -136,9 +164,12 @@ int run_tune(const TuneCliOptions& o) {
 
   if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
   else std::fputs(plan_text(r).c_str(), stdout);
-  std::fprintf(stderr, "edo tune: measured %llu of %llu candidates in %.1f s on the %s backend; results saved in %s\n",
+  uint64_t gated = 0;
+  for (const auto& c : r.candidates) gated += c.note.rfind("not timed: error", 0) == 0;
+  std::fprintf(stderr, "edo tune: measured %llu of %llu candidates%s in %.1f s on the %s backend; results saved in %s\n",
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
-               r.elapsed_s, r.backend.c_str(), terminal_safe(o.file).c_str());
+               gated ? fmt::format(" ({} over the error limit, not timed)", gated).c_str() : "", r.elapsed_s, r.backend.c_str(),
+               terminal_safe(o.file).c_str());
   if (!r.feasible) {
     if (r.min_feasible_bytes == UINT64_MAX)
       throw Failure("no plan: some table has no measured candidate within the error limit; raise --max-error or --time-limit");
@@ -157,15 +188,21 @@ Runner setup(CLI::App& sub) {
       "training jobs, row-wise Adagrad instead of the recorded optimizer, for every table, on this machine, with\n"
       "index batches drawn from the recorded per-row counts; errors on the recorded weight snapshot (edo record\n"
       "--weights) or on synthetic weights. Then picks one strategy per table: least step time within --budget and\n"
-      "--max-error. Everything measured, the plan and the frontier are saved in FILE (edo report, edo export).\n"
-      "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Ctrl-C stops after the current candidate and plans with what was\n"
-      "measured. Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
+      "--max-error (default 0.02: near-lossless formats only; a candidate clearly over it is not timed). Each\n"
+      "table's WHY says what its choice saves and costs and what kept the others out. Everything measured, the\n"
+      "plan and the frontier are saved in FILE (edo report, edo export).\n"
+      "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Measuring stops after --time-limit (default 300 s), cheap formats\n"
+      "first; Ctrl-C stops after the current candidate; either way the plan uses what was measured.\n"
+      "Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
       "2 bad flags. --json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
       "Example:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600");
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_option("--budget", o->budget, "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB")->required();
-  sub.add_option("--max-error", o->max_error, "largest access-weighted relative L2 error a table may get (default: none)")
-      ->check(CLI::Range(0.0, 1e9));
+  sub.add_option("--max-error", o->max_error,
+                 fmt::format("largest access-weighted relative L2 error a table may get, or inf for no limit (default: {:g}, "
+                             "which admits fp16, bf16 and int8 and keeps out fp8, int4, PQ, low rank and hashing)",
+                             tuner::kDefaultMaxError))
+      ->type_name("E");
   sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   sub.add_option("--tables", o->tables, "only tables whose name matches this glob are tuned (the others keep their memory)")
@@ -173,14 +210,15 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--strategies", o->strategies,
                  "only these strategies besides each table's baseline, comma-separated (fp16,bf16,fp8,int8,int4,offload,"
                  "pruned,lowrank,pq,multihash,qr; default: all)");
-  sub.add_option("--time-limit", o->time_limit, "seconds of measuring at most (0: none); the plan uses what was measured")
-      ->check(CLI::Range(0.0, 1e7));
+  sub.add_option("--time-limit", o->time_limit,
+                 "seconds the command may take at most (0: none); measuring stops in time and the plan uses what was measured")
+      ->check(CLI::Range(0.0, 1e7))->capture_default_str();
   sub.add_option("--seed", o->seed, "seed of index batches, synthetic weights, k-means and hashing")->capture_default_str();
   sub.add_option("--threads", o->threads, "CPU threads (0: all this process may use)")->check(CLI::Range(0, 4096));
   sub.add_option("--reps", o->reps, "timed passes per candidate (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   sub.add_option("--measure-bytes", o->measure_bytes,
                  "fp32 bytes of one measured table at most; larger tables are measured at a scaled size (default: 1/8 of "
-                 "available memory, at most 1 GiB on the CPU, 4 GiB on a GPU)");
+                 "available memory, at most 256 MiB on the CPU, 1 GiB on a GPU)");
   sub.add_flag("--json", o->json, "print the edo.plan/1 JSON object on stdout");
   return [o] { return run_tune(*o); };
 }

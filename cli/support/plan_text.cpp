@@ -6,13 +6,14 @@
 #include <cmath>
 
 #include "edo/model/profile_summary.h"
+#include "edo/tuner/duration.h"
 #include "support/terminal.h"
 
 namespace edo::cli {
 
 namespace {
 
-std::string us(double v) { return std::isfinite(v) ? fmt::format("{:.3g} us", v) : "-"; }
+std::string us(double v) { return tuner::format_duration_us(v); }
 
 std::string change(double before, double after) {
   if (!(before > 0)) return "";

@@ -12,6 +12,9 @@
 # db_edit:  a few edit programs (see db/fuzz_db_edit.cpp)
 # cli_args: a valid command line of every subcommand ('\0' between arguments)
 # size:     the spellings tuner/include/edo/tuner/size.h documents
+# plan:     a plan of a small `edo synth` recording as `edo tune --json` and `edo export --format
+#           yaml` write it (seed-plan.json, seed-plan.yaml; the hand-made seed-infeasible.json
+#           and seed-tied-names.json stay)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -21,7 +24,7 @@ for t in edo tracer_job; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p $c/wire $c/db_file $c/db_edit $c/cli_args $c/size
+mkdir -p $c/wire $c/db_file $c/db_edit $c/cli_args $c/size $c/plan
 rm -f $c/wire/seed-* $c/db_file/seed-* $c/db_edit/seed-* $c/cli_args/seed-* $c/size/seed-*
 
 # --- wire
@@ -88,6 +91,12 @@ args export export run.edodb --format torchrec -o plan.py
 args env env -o job.trace
 args help --help
 args version --version
+
+# --- plan
+"$build/bin/edo" synth -o "$tmp/plan.edodb" --tables 2 --rows 3000 --dim 16 --zipf 1.1 --lookups 20000 --seed 5 >/dev/null 2>&1
+"$build/bin/edo" tune "$tmp/plan.edodb" --budget 150KB --max-error inf --backend cpu --strategies int8,pq,offload --reps 1 --json \
+  >$c/plan/seed-plan.json 2>/dev/null
+"$build/bin/edo" export "$tmp/plan.edodb" --format yaml -o $c/plan/seed-plan.yaml
 
 # --- size
 for s in 24GiB 500MB 1.5TiB 4096 "24 GiB" 0.1GB 18446744073709551615 1kB 7PiB; do

@@ -78,12 +78,23 @@ struct Builder {
     c.baseline = baseline;
     const FormatSize w = size(spec, g.rows, g.dim, kept_rows);
     const bool offload = strategy == "offload";
-    const double base = static_cast<double>(g.rows) * g.dim;
+    // Tables with identical weights (g.identical): the baseline keeps them apart, as
+    // recorded; every other candidate shares one copy (and one optimizer state).
+    const bool apart = baseline && !g.identical.empty();
+    const bool shared = !baseline && !g.identical.empty();
+    const double one = static_cast<double>(g.weight_bytes) / static_cast<double>(g.weight_bytes + g.identical_bytes);
+    const double base = static_cast<double>(g.rows) * g.dim / (shared ? one : 1.0);
     // The recorded optimizer, sized to the format's parameters; offload keeps it on the host.
     const auto state = static_cast<uint64_t>(std::llround(static_cast<double>(g.optimizer_bytes) * tr.elements / base));
     const auto grads = static_cast<uint64_t>(std::llround(static_cast<double>(g.grad_bytes) * tr.elements / base));
-    c.device_bytes = w.device_bytes + (offload ? 0 : state + grads);
+    c.device_bytes = w.device_bytes + (offload ? 0 : state + grads) + (apart ? g.identical_bytes : 0);
     c.host_bytes = w.host_bytes + (offload ? state + grads : 0);
+    if (apart || shared) {
+      json p = json::parse(c.params_json);
+      p[apart ? "apart_from" : "shared_by"] = g.identical;
+      c.params_json = p.dump();
+      c.needs_retraining = c.needs_retraining || (shared && training());
+    }
     const size_t keep = out.size();
     out.push_back(c);
     // The optimizer-state lever: row-wise Adagrad (one float per trained row) with sparse
@@ -96,7 +107,7 @@ struct Builder {
       v.measure_as = static_cast<int>(keep);
       const double touched = std::min(std::ceil(g.lookups_per_step), tr.rows);
       const auto lever = static_cast<uint64_t>(tr.rows * 4 + touched * g.dim * 4);
-      v.device_bytes = w.device_bytes + (offload ? 0 : lever);
+      v.device_bytes = w.device_bytes + (offload ? 0 : lever) + (apart ? g.identical_bytes : 0);
       v.host_bytes = w.host_bytes + (offload ? lever : 0);
       out.push_back(v);
     }
@@ -112,6 +123,13 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   const double R = static_cast<double>(g.rows), D = g.dim;
   const Trainable dense{R * D, R};
   b.add(base, base, json::object(), 0, false, dense, 0, std::nullopt, true);
+  // Identical tables: their baseline format with one shared copy (measured as the baseline:
+  // the same spec on the same lookups).
+  if (!g.identical.empty()) {
+    const size_t at = b.out.size();
+    b.add(base, base, json::object(), 1, false, dense);
+    b.out[at].measure_as = 0;
+  }
   // Row formats no larger than the baseline.
   if (base == "fp32") {
     b.add("fp16", "fp16", json::object(), 1, false, dense);
@@ -122,7 +140,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     b.add("fp16", "fp16", json::object(), 2, false, dense);
   }
   b.add("int8", "int8", json::object(), 1, false, dense);
-  b.add("int4", "int4", json::object(), 2, false, dense);
+  b.add("int4", "int4", json::object(), 1, false, dense);
   if (base != "fp8") b.add("fp8", "fp8", json{{"scale", "row"}}, 2, false, dense);
   // Offload with a hot-row cache sized from the recorded LRU curve (the first size at level 2,
   // the others at 3); the static hot set's hit rate is the coverage of its rows.

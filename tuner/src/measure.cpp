@@ -7,6 +7,7 @@
 
 #include "edo/dtype.h"
 #include "edo/kernels/encode.h"
+#include "edo/kernels/lru.h"
 #include "edo/kernels/formats/bf16.h"
 #include "edo/kernels/formats/fp16.h"
 #include "edo/kernels/workload.h"
@@ -156,6 +157,9 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
   // Index batches drawn from the model.
   std::vector<double> w(m.hot_counts);
   if (T) w.push_back(m.tail_lookups);
+  model_weights_ = w;
+  hot_ = H;
+  tail_ = T;
   const uint64_t batch =
       std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(g.lookups_per_step)), 1, std::max<uint64_t>(1, o.max_batch));
   std::vector<std::vector<int64_t>> batches(static_cast<size_t>(std::max(1, o.batches)));
@@ -176,6 +180,7 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
     }
   }
   lookups_per_pass_ = static_cast<double>(batch) * static_cast<double>(batches.size());
+  batch_ = batch;
   work_ = kernels::Workload::fixed_bags(std::move(batches), 1);
 
   // Weights and the error's reference rows.
@@ -251,7 +256,86 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
   }
 }
 
-Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o) const {
+bool row_format(const std::string& strategy) {
+  return strategy == "fp32" || strategy == "fp16" || strategy == "bf16" || strategy == "fp8" || strategy == "int8" ||
+         strategy == "int4";
+}
+
+bool lossless(const std::string& strategy, bool baseline) {
+  return baseline || strategy == "offload" || strategy == "pruned";
+}
+
+double gate_margin(const std::string& strategy) {
+  if (row_format(strategy)) return 1.0;
+  if (strategy == "multihash" || strategy == "qr") return 3.0;
+  return 1.25;
+}
+
+double TableBench::reference_error(const Candidate& c, const TuneOptions& o) const {
+  if (lossless(c.strategy, c.baseline)) return 0.0;
+  const uint64_t n = ref_.positions.size();
+  if (n == 0) return 0.0;
+  // The reference rows as a table; their weights as counts (the fitted formats weigh rows by
+  // them), positions 0..n-1.
+  std::vector<uint64_t> counts(n);
+  for (uint64_t i = 0; i < n; ++i)
+    counts[i] = ref_.weights[i] > 0 ? std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(ref_.weights[i]))) : 0;
+  kernels::EncodeOptions eo;
+  eo.counts = counts.data();
+  eo.seed = o.seed;
+  const std::string spec = measured_spec(c, g_.rows, n);
+  const auto table = kernels::encode(kernels::StrategySpec::parse(spec), ref_.values.data(), n, g_.dim, eo);
+  ReferenceRows own;
+  own.positions.resize(n);
+  for (uint64_t i = 0; i < n; ++i) own.positions[i] = i;
+  own.values = ref_.values;
+  own.weights = ref_.weights;
+  return weighted_error(*table, own);
+}
+
+double TableBench::lru_hit_rate(uint64_t slots, uint64_t seed) const {
+  if (model_weights_.empty()) return 0.0;
+  if (slots >= rows_) return 1.0;
+  // The cache's hit rate depends on which accesses repeat, not on where the rows are (a row's
+  // set is a hash of its id): rows are labelled 0..H-1 (hot) and H..H+T-1 (tail) here. The
+  // stream goes through the cache in batches of one step's lookups, as the passes do.
+  const Alias alias(model_weights_);
+  kernels::Rng rng(seed ^ 0x17a5e3ULL);
+  kernels::LruCache lru(slots);
+  std::vector<kernels::LruCache::Fill> fills;
+  const auto n = static_cast<uint64_t>(std::max<double>(lookups_per_pass_, 4.0 * static_cast<double>(slots)));
+  std::vector<int64_t> batch;
+  uint64_t hits = 0, counted = 0;
+  for (int phase = 0; phase < 2; ++phase) {  // warm-up, then counted
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t len = std::min<uint64_t>(n - done, batch_);
+      batch.resize(len);
+      for (auto& x : batch) {
+        const uint32_t k = alias.draw(rng);
+        x = k < hot_ ? static_cast<int64_t>(k) : static_cast<int64_t>(hot_ + rng.below(tail_));
+      }
+      fills.clear();
+      const uint64_t h = lru.batch(batch.data(), static_cast<int64_t>(len), fills);
+      if (phase == 1) {
+        hits += h;
+        counted += len;
+      }
+      done += len;
+    }
+  }
+  return counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
+}
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us) {
   Measurement out;
   out.measured_rows = rows_;
   const std::string spec = measured_spec(c, g_.rows, rows_);
@@ -261,29 +345,66 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   const auto table = kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
   out.error = weighted_error(*table, ref_);
   auto loaded = backend.load(*table, work_);
+  const bool cpu = backend.name() == "cpu";
+  const bool have_base = !c.baseline && std::isfinite(baseline_us) && baseline_us > 0;
+  // On the CPU backend an offloaded table's cache and host rows sit in one memory: what a GPU
+  // pays for a miss (the host link) cannot be timed, and timing the CPU's cache bookkeeping
+  // says nothing about a GPU's. Its lookups are the baseline's plus the modelled transfer of
+  // the misses measured here (a static cache: one warm-up pass, one pass counts the hits; an
+  // LRU: lru_hit_rate()): offload then costs what its misses cost, the same on every run.
+  const bool modelled = cpu && c.strategy == "offload" && have_base;
+  const bool paired = have_base && !modelled;
+  if (paired && !base_loaded_) {
+    base_table_ = kernels::encode(kernels::StrategySpec::parse(baseline_spec(g_.dtype)), weights_.data(), rows_, g_.dim, eo);
+    base_loaded_ = backend.load(*base_table_, work_);
+    base_loaded_->pass(false);  // warm
+  }
   // Warm-up, then reps timed repetitions of k passes each, k chosen so that a repetition lasts
   // at least min_rep_s: a burst of other work on the machine then spoils one repetition (which
-  // the median drops), not all of them.
+  // the median drops), not all of them. Paired: each repetition of the candidate is followed
+  // by one of the baseline, and the ratio of the two is what counts.
   double pass_s = 0;
   for (int i = 0; i < std::max(1, o.warmup); ++i) pass_s = loaded->pass(false);
-  const int k = static_cast<int>(std::clamp(std::ceil(o.min_rep_s / std::max(pass_s, 1e-9)), 1.0, 1000.0));
+  const int k = modelled ? 1 : static_cast<int>(std::clamp(std::ceil(o.min_rep_s / std::max(pass_s, 1e-9)), 1.0, 1000.0));
   loaded->reset_stats();
-  std::vector<double> secs;
-  for (int i = 0; i < std::max(1, o.reps); ++i) {
+  std::vector<double> secs, ratios;
+  for (int i = 0; i < (modelled ? 1 : std::max(1, o.reps)); ++i) {
     double t = 0;
     for (int j = 0; j < k; ++j) t += loaded->pass(false);
     secs.push_back(t / k);
+    if (paired) {
+      double b = 0;
+      for (int j = 0; j < k; ++j) b += base_loaded_->pass(false);
+      if (b > 0) ratios.push_back(t / b);
+    }
   }
-  std::nth_element(secs.begin(), secs.begin() + static_cast<long>(secs.size() / 2), secs.end());
-  const double median = secs[secs.size() / 2];
-  out.step_us = median / lookups_per_pass_ * g_.lookups_per_step * 1e6;
-  const double hit = loaded->hit_rate();
+  out.step_us = paired && !ratios.empty() ? baseline_us * median_of(ratios)
+                                          : median_of(secs) / lookups_per_pass_ * g_.lookups_per_step * 1e6;
+  double hit = loaded->hit_rate();
+  if (modelled && hit >= 0) {
+    // The index batches repeat: an LRU cache that holds all the rows they read would hit
+    // every access after the first pass. The LRU's hit rate comes from a fresh stream drawn
+    // from the same access model instead (warm-up, then as many counted accesses).
+    const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
+    const auto policy = s.params.find("policy");
+    if (policy != s.params.end() && policy->second == "lru") {
+      const auto cache = s.params.find("cache");
+      const double f = cache == s.params.end() ? 0.1 : std::stod(cache->second);
+      hit = lru_hit_rate(std::min<uint64_t>(rows_, static_cast<uint64_t>(f * static_cast<double>(rows_))), o.seed);
+    }
+  }
   if (hit >= 0) {
     out.hit_rate = hit;
-    if (backend.name() == "cpu") {
+    if (cpu) {
       // A GPU would fetch every missed row over the host link; the CPU backend cannot show it.
-      out.step_us += (1.0 - hit) * g_.lookups_per_step * 4.0 * g_.dim / kModelledHostLinkBytesPerS * 1e6;
-      out.note = "miss transfers modelled at 25 GB/s (CPU backend)";
+      const double transfer_us = (1.0 - hit) * g_.lookups_per_step * 4.0 * g_.dim / kModelledHostLinkBytesPerS * 1e6;
+      if (modelled) {
+        out.step_us = baseline_us + transfer_us;
+        out.note = "CPU backend: the baseline's lookups plus the misses' transfer modelled at 25 GB/s";
+      } else {
+        out.step_us += transfer_us;
+        out.note = "miss transfers modelled at 25 GB/s (CPU backend)";
+      }
     }
   }
   if (rows_ < g_.rows) {

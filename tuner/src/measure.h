@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,16 +70,39 @@ class TableBench {
  public:
   TableBench(const TableGroup& group, const TuneOptions& options, uint64_t cap_bytes, uint64_t seed);
   uint64_t rows() const { return rows_; }            // measured rows R'
-  uint64_t bytes() const { return weights_.size() * sizeof(float); }
+  // Host memory it may hold: the weights and the baseline's encoded copy (timed next to each
+  // candidate).
+  uint64_t bytes() const { return 2 * weights_.size() * sizeof(float); }
   bool recorded_weights() const { return recorded_; }
   const ReferenceRows& reference() const { return ref_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
   const kernels::Workload& workload() const { return work_; }
   const std::vector<float>& weights() const { return weights_; }
 
+  // The candidate's error on the reference rows alone, encoded as a table of their own (the
+  // error gate: cheap, no lookups timed). Exact for row formats (fp16, bf16, fp8, int8, int4:
+  // each row is encoded on its own, and measure() computes the error on the same rows); an
+  // estimate for the fitted formats (PQ, low rank, multi-hash, QR: fitted on these rows, with
+  // the table's rows per bucket), which tends to be lower than on the whole table (fitted
+  // in-sample). 0 for the lossless strategies (baseline, offload, pruning).
+  double reference_error(const Candidate& c, const TuneOptions& options) const;
+
+  // Hit rate of the offload LRU (edo/kernels/lru.h) with `slots` rows on a stream of accesses
+  // drawn from the access model in batches of one step's lookups (as many warm-up accesses as
+  // counted ones, each at least a pass and four times the slots), deterministic for a seed.
+  double lru_hit_rate(uint64_t slots, uint64_t seed) const;
+
   // Encodes, checks the error, times the lookups. Throws std::invalid_argument for a spec the
   // kernels refuse (reported as the candidate's note) and std::bad_alloc when it does not fit.
-  Measurement measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& options) const;
+  //
+  // `baseline_us`: the group's measured baseline step time (NaN until the baseline is
+  // measured). Given it, a candidate is timed paired with the baseline (their repetitions
+  // alternate; the step time is baseline_us times the median ratio), so a load on the machine
+  // that comes and goes slows both alike instead of deciding which is faster. On the CPU
+  // backend an offloaded table is the baseline's lookups plus the modelled transfer of the
+  // misses measured here (only the passes the hit rate needs are run).
+  Measurement measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& options,
+                      double baseline_us = std::numeric_limits<double>::quiet_NaN());
 
  private:
   const TableGroup& g_;
@@ -89,11 +113,31 @@ class TableBench {
   ReferenceRows ref_;
   kernels::Workload work_;
   double lookups_per_pass_ = 0;
+  // The access model the batches are drawn from: hot rows' counts, then the tail's lookups.
+  std::vector<double> model_weights_;
+  uint64_t hot_ = 0, tail_ = 0;
+  uint64_t batch_ = 1;  // lookups per batch (one step's, at most TuneOptions::max_batch)
+  // The baseline, encoded and loaded once per setup, for paired timing.
+  std::unique_ptr<kernels::EncodedTable> base_table_;
+  std::unique_ptr<kernels::LoadedTable> base_loaded_;
 };
 
 // Host-link bandwidth the CPU backend's offload misses are charged at (bytes/s): a CPU
 // backend reads a "device" cache and the host table from the same memory, so the transfer a
 // GPU would make for each miss cannot be measured there. 25e9 = PCIe 4.0 x16 in practice.
 inline constexpr double kModelledHostLinkBytesPerS = 25e9;
+
+// The error gate skips a candidate when its reference-rows error exceeds the limit by this
+// factor: 1 for row formats (exact), 1.25 for PQ and low rank (fitted on the reference rows
+// in-sample: their estimate is within 3 % of the table's error in the tests), 3 for
+// the hashing formats (multi-hash, QR: on the reference rows alone other rows share a bucket
+// or a quotient row than in the table, and the estimate overstates the table's error by up
+// to about 2x in the tests).
+double gate_margin(const std::string& strategy);
+
+// Strategies whose rows are encoded each on its own (the error gate is exact for them).
+bool row_format(const std::string& strategy);
+// Strategies that lose nothing on the rows the job reads (no error gate).
+bool lossless(const std::string& strategy, bool baseline);
 
 }  // namespace edo::tuner

@@ -276,7 +276,7 @@ TuneResult plan_from_json(const json& doc) {
       c.table = ch.shares_with.empty() ? name : ch.shares_with;
       c.strategy = strategy;
       c.spec = opt_string(t, "spec", where);
-      c.params_json = params.dump();
+      c.params_json = params.dump(-1, ' ', false, json::error_handler_t::replace);
       c.optimizer = opt_string(t, "optimizer", where);
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;

@@ -43,6 +43,10 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     ordered_json p = {{"with", valid_utf8(ch.shares_with)}};
     if (c) p["format"] = valid_utf8(c->spec);
     j["params"] = p;
+  } else if (c && c->table != ch.table) {
+    // A table with the same weights as the owner, kept apart as recorded: its own copy.
+    j["strategy"] = valid_utf8(c->strategy);
+    j["params"] = {{"same_weights_as", valid_utf8(c->table)}};
   } else if (c) {
     j["strategy"] = valid_utf8(c->strategy);
     j["params"] = params_of(*c);
@@ -156,7 +160,9 @@ ordered_json plan_to_json(const TuneResult& r) {
   return j;
 }
 
-std::string plan_to_json_text(const TuneResult& r) { return plan_to_json(r).dump(2) + "\n"; }
+std::string plan_to_json_text(const TuneResult& r) {
+  return plan_to_json(r).dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
 
 std::string plan_to_yaml(const TuneResult& r) {
   YAML::Emitter out;

@@ -19,6 +19,7 @@
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
+#include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "measure.h"
 #include "workload.h"
@@ -70,11 +71,12 @@ uint64_t available_memory() {
 }
 
 // The fp32 bytes one measured table may take: an eighth of available host memory (the
-// source weights and an encoded copy live on the host during a measurement), at most 1 GiB
-// on the CPU backend and 4 GiB on a GPU, at least 64 MiB.
+// source weights and an encoded copy live on the host during a measurement), at most 256 MiB
+// on the CPU backend (many times any CPU cache: the tail of the lookups still misses) and
+// 1 GiB on a GPU (many times its L2), at least 64 MiB.
 uint64_t default_cap(const std::string& backend) {
   const uint64_t host = available_memory() / 8;
-  const uint64_t most = backend == "cuda" ? uint64_t{4} << 30 : uint64_t{1} << 30;
+  const uint64_t most = backend == "cuda" ? uint64_t{1} << 30 : uint64_t{256} << 20;
   return std::max<uint64_t>(uint64_t{64} << 20, std::min(host, most));
 }
 
@@ -135,24 +137,58 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = c.strategy;
   }
   if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
+  if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
+    std::string names;
+    for (const auto& n : p["shared_by"])
+      if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    s += ", one copy shared with " + names + " (same weights)";
+  }
   return s;
 }
 
-std::string why_of(const model::TuneCandidate& c, const model::TuneCandidate* base, const model::TuneTable& t) {
-  if (!base || &c == base) return "kept as recorded (" + c.strategy + "): fits the budget and nothing measured is faster";
-  std::string s = describe(c, t.rows) + ": ";
-  const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
-  s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
-  if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
-  const double dt = c.step_us - base->step_us;
-  s += ", step time " + number(dt, "%+.3g") + " us";
-  if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-  s += ", error " + number(c.error, "%.3g");
+// Why the plan took candidate `ci` for table `t`: what it is, what it saves and costs
+// against the baseline, its error against the limit, and what kept the others out (faster
+// ones need more memory than the budget leaves: the plan is the fastest that fits; the rest
+// are over the error limit).
+std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
+                   double max_error) {
+  const model::TuneCandidate& c = r.candidates[ci];
+  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
+  std::string s;
+  if (!base || &c == base) {
+    s = "kept as recorded (" + c.strategy + ")";
+  } else {
+    s = describe(c, t.rows) + ": ";
+    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
+    s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
+    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
+    const double dt = c.step_us - base->step_us;
+    s += ", step time " + format_duration_us(dt, true);
+    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
+    s += ", error " + number(c.error, "%.3g") + limit;
+  }
   if (c.hit_rate) {
     s += ", hit rate " + percent(*c.hit_rate) + " measured";
     if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
   }
   if (c.needs_retraining) s += "; needs retraining";
+  size_t faster = 0, over = 0;
+  const model::TuneCandidate* closest = nullptr;  // over the limit, least error
+  for (const auto& o : r.candidates) {
+    if (o.table != c.table || &o == &c) continue;
+    if (!std::isnan(o.error) && o.error > max_error) {
+      ++over;
+      if (!closest || o.error < closest->error) closest = &o;
+    } else if (o.usable() && o.step_us < c.step_us) {
+      ++faster;
+    }
+  }
+  if (faster) s += "; " + std::to_string(faster) + " faster need more memory than the budget leaves";
+  else if (!base || &c == base) s += ": the fastest measured";
+  else s += "; the fastest measured" + std::string(over ? " within the error limit" : "");
+  if (over)
+    s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +
+         number(closest->error, "%.3g") + ")";
   return s;
 }
 
@@ -167,6 +203,11 @@ struct BenchCache {
         return items.front().second.get();
       }
     return nullptr;
+  }
+  bool has(size_t group) const {
+    for (const auto& [g, b] : items)
+      if (g == group) return true;
+    return false;
   }
   TableBench* put(size_t group, std::unique_ptr<TableBench> b) {
     bytes += b->bytes();
@@ -272,12 +313,14 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     with_snapshot += g.snapshot != nullptr;
     cands[gi] = enumerate_candidates(g, kernels_size);
     if (!allowed.empty()) {
-      // Keep the baseline and the allowed strategies; variants point at their format by index.
+      // Keep the baseline format (for identical tables also its shared copy) and the allowed
+      // strategies; variants point at their format by index.
       std::vector<Candidate> kept;
       std::map<int, int> moved;
+      const std::string base = cands[gi].empty() ? "" : cands[gi].front().strategy;
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
-        if (!c.baseline && !allowed.count(c.strategy)) continue;
+        if (!c.baseline && c.strategy != base && !allowed.count(c.strategy)) continue;
         moved[static_cast<int>(ci)] = static_cast<int>(kept.size());
         kept.push_back(c);
         if (kept.back().measure_as >= 0) kept.back().measure_as = moved.at(kept.back().measure_as);
@@ -306,13 +349,42 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     r.notes.push_back("weights: recorded for " + std::to_string(with_snapshot) + " of " + std::to_string(tuned) +
                       " tables, synthetic for the others (see each table's weights)");
   if (r.backend == "cpu")
-    r.notes.push_back("measured on the CPU: times are this CPU's, offload misses are charged a modelled 25 GB/s host link");
+    r.notes.push_back("measured on the CPU: times are this CPU's; an offloaded table costs its baseline's lookups plus its "
+                      "misses' transfer over a modelled 25 GB/s host link");
+  if (o.max_error == kDefaultMaxError)
+    r.notes.push_back("max error " + number(kDefaultMaxError, "%g") +
+                      " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
+                      "do not): --max-error E to change it, --max-error inf for no limit");
   r.candidates_total = r.candidates.size();
 
   // Measurement, level by level.
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
-  BenchCache benches{2 * cap + (uint64_t{64} << 20), {}, 0};
-  std::map<std::string, double> rate;  // seconds per measured element (rows x dim), by strategy
+  // Measurement setups kept for the next level: a quarter of available memory, room for two
+  // of the largest at least; on a GPU at most four (each holds its baseline on the device).
+  uint64_t keep = std::max(4 * cap + (uint64_t{64} << 20), available_memory() / 4);
+  if (r.backend == "cuda") keep = std::min(keep, 8 * cap + (uint64_t{64} << 20));
+  BenchCache benches{keep, {}, 0};
+  // What measuring costs, to skip what would not finish in time: per strategy the seconds it
+  // took on the largest table measured so far (elements = measured rows x dim); per group the
+  // seconds its measurement setup took (paid again if its setup was evicted).
+  std::map<std::string, std::pair<double, double>> cost;  // strategy -> (elements, seconds)
+  std::vector<double> setup_s(w.groups.size(), -1), baseline_s(w.groups.size(), -1);
+  // A setup is about linear in the measured elements (weights, permutation, batches): a group
+  // never set up is predicted from the largest setup so far.
+  std::pair<double, double> setup_cost{0, 0};  // (elements, seconds)
+  auto predict_setup = [&](size_t gi, double elems) {
+    if (benches.has(gi)) return 0.0;
+    if (setup_s[gi] >= 0) return setup_s[gi];
+    return setup_cost.first > 0 ? setup_cost.second * elems / setup_cost.first : 0.0;
+  };
+  auto predict = [&](const Candidate& c, size_t gi, double elems) {
+    auto it = cost.find(c.strategy);
+    if (it != cost.end()) return it->second.second * std::max(1.0, elems / it->second.first);
+    // Not measured yet: a multiple of this table's baseline (encoders that fit the table
+    // cost more than ones that convert rows).
+    const bool fitted = c.strategy == "pq" || c.strategy == "lowrank" || c.strategy == "multihash" || c.strategy == "qr";
+    return baseline_s[gi] >= 0 ? baseline_s[gi] * (fitted ? 6.0 : 1.5) : 0.0;
+  };
   uint64_t done = 0;
   std::string stop;
   int max_level = 0;
@@ -333,33 +405,35 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     progress(p);
   };
   report("", "");
+  const bool gate = std::isfinite(o.max_error);
   for (int level = 0; level <= max_level; ++level) {
-    for (size_t gi = 0; gi < w.groups.size(); ++gi) {
+    // Within a level, tables by size, those whose setup is still in memory first (a setup is
+    // as costly as a few measurements; more tables than the cache holds would pay it at every
+    // level otherwise).
+    std::vector<size_t> order(w.groups.size());
+    for (size_t gi = 0; gi < order.size(); ++gi) order[gi] = gi;
+    std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return benches.has(gi); });
+    for (size_t gi : order) {
       const TableGroup& g = w.groups[gi];
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
         if (c.level != level || c.measure_as >= 0) continue;
         model::TuneCandidate& m = r.candidates[index[gi][ci]];
         if (stop.empty() && cancel && cancel->load()) stop = "cancelled";
-        const uint64_t rows = measured_rows(g.rows, g.dim, cap);
-        const double elems = static_cast<double>(rows) * g.dim;
-        if (stop.empty() && o.time_limit_s > 0) {
-          // Skip what would not finish in time; stop once the time is up.
-          double per = 0;
-          if (auto it = rate.find(c.strategy); it != rate.end()) per = it->second;
-          else if (!rate.empty()) {
-            for (const auto& [k, v] : rate) per = std::max(per, v);
-            per *= 3;  // an unmeasured kind of encoder: assume it is slower than any seen
-          }
-          if (elapsed() >= o.time_limit_s) stop = "time limit";
-          else if (per > 0 && elapsed() + per * elems > o.time_limit_s) {
-            m.note = "not measured: would not finish within the time limit";
-            ++done;
-            continue;
-          }
-        }
+        if (stop.empty() && o.time_limit_s > 0 && elapsed() >= o.time_limit_s) stop = "time limit";
         if (!stop.empty()) {
           m.note = "not measured: " + stop;
+          ++done;
+          continue;
+        }
+        const uint64_t rows = measured_rows(g.rows, g.dim, cap);
+        const double elems = static_cast<double>(rows) * g.dim;
+        auto too_late = [&](double need) { return o.time_limit_s > 0 && elapsed() + need > o.time_limit_s; };
+        const bool gated = gate && !lossless(c.strategy, c.baseline);
+        // Skip what would not finish in time (a gated candidate may end at its cheap error
+        // check: only its setup must fit).
+        if (too_late(predict_setup(gi, elems) + (gated ? 0.0 : predict(c, gi, elems)))) {
+          m.note = "not measured: would not finish within the time limit";
           ++done;
           continue;
         }
@@ -370,16 +444,42 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
           if (!b) {
             benches.make_room_for(rows * g.dim * 4);
             b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
+            setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
+            if (elems >= setup_cost.first) setup_cost = {elems, setup_s[gi]};
           }
-          const Measurement x = b->measure(c, *backend, o);
+          if (gated) {
+            // The error gate: the error on the reference rows first; what is clearly over the
+            // limit is neither encoded in full nor timed.
+            const double e = b->reference_error(c, o);
+            const bool exact = row_format(c.strategy);
+            if (e > gate_margin(c.strategy) * o.max_error) {
+              m.error = e;
+              m.note = std::string("not timed: error ") + (exact ? "" : "about ") + number(e, "%.3g") +
+                       (exact ? "" : " (on the reference rows)") + ", over --max-error " + number(o.max_error, "%g");
+              ++done;
+              report(g.name, c.spec);
+              continue;
+            }
+            if (too_late(predict(c, gi, elems))) {
+              m.note = "not measured: would not finish within the time limit";
+              ++done;
+              continue;
+            }
+          }
+          const auto& base = r.candidates[index[gi][0]];
+          const double base_us = base.usable() ? base.step_us : std::numeric_limits<double>::quiet_NaN();
+          const auto tm = clock::now();
+          const Measurement x = b->measure(c, *backend, o, base_us);
           m.step_us = x.step_us;
           m.error = x.error;
           m.hit_rate = x.hit_rate;
           m.measured_rows = x.measured_rows;
           m.measured = true;
           m.note = x.note;
-          const double per = std::chrono::duration<double>(clock::now() - ts).count() / std::max(1.0, elems);
-          rate[c.strategy] = rate.count(c.strategy) ? 0.5 * (rate[c.strategy] + per) : per;
+          const double took = std::chrono::duration<double>(clock::now() - tm).count();
+          if (c.baseline) baseline_s[gi] = took;
+          auto& k = cost[c.strategy];
+          if (elems >= k.first) k = {elems, std::max(took, elems == k.first ? k.second : 0.0)};
         } catch (const std::bad_alloc&) {
           m.note = "not measured: does not fit in memory at " + std::to_string(rows) + " rows (lower --measure-bytes)";
         } catch (const std::exception& e) {
@@ -405,10 +505,15 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       m.note = src.note;
       ++done;
     }
+  size_t gated = 0;
+  for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;
+  if (gated)
+    r.notes.push_back(std::to_string(gated) + " candidate(s) over the error limit were not timed (their error is kept); "
+                      "a larger --max-error times them");
   for (const auto& m : r.candidates) r.candidates_measured += m.usable();
   r.complete = stop.empty();
   bool skipped = false;
-  for (const auto& m : r.candidates) skipped = skipped || !m.measured;
+  for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
   r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
   if (!r.stop_reason.empty()) r.complete = false;
   report("", "");
@@ -471,6 +576,15 @@ void replan(model::TuneResult& r, uint64_t budget, double max_error) {
   // Lookups per step of each group (owner and members), to split a group's time.
   std::map<std::string, double> group_lookups;
   for (const auto& t : r.tables) group_lookups[t.shares_with.empty() ? t.name : t.shares_with] += t.lookups_per_step;
+  // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
+  std::map<std::string, std::vector<std::string>> apart;
+  for (const auto& [owner, ci] : chosen) {
+    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
+    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
+      for (const auto& n : p["apart_from"])
+        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
+  }
+  auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
   for (const auto& t : r.tables) {
     model::TuneChoice ch;
     ch.table = t.name;
@@ -490,11 +604,22 @@ void replan(model::TuneResult& r, uint64_t budget, double max_error) {
     const double share = group_lookups[owner] > 0 ? t.lookups_per_step / group_lookups[owner]
                                                   : (t.shares_with.empty() ? 1.0 : 0.0);
     ch.step_us = c.step_us * share;
+    const auto& kept_apart = apart[owner];
+    const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
     if (t.shares_with.empty()) {
-      ch.device_bytes = c.device_bytes;
+      uint64_t members = 0;
+      for (const auto& tt : r.tables)
+        if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
+      ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
       auto b = baseline_of.find(owner);
-      ch.why = why_of(c, b == baseline_of.end() ? nullptr : b->second, t);
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error);
+    } else if (is_apart) {
+      ch.shares_with.clear();
+      ch.device_bytes = own_bytes(t);
+      ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
+    } else if (c.params_json.find("shared_by") != std::string::npos) {
+      ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
     } else {
       ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";
     }

@@ -43,6 +43,54 @@ const model::WeightSnapshot* snapshot_of(const TableGroup& g, const std::vector<
   return best;
 }
 
+// Two untied tables of one shape and dtype whose snapshots agree on every row both hold (at
+// least 16 rows in common: the hot rows of tables read alike) hold the same weights.
+bool identical_weights(const TableGroup& a, const TableGroup& b) {
+  if (!a.snapshot || !b.snapshot || a.rows != b.rows || a.dim != b.dim || a.dtype != b.dtype) return false;
+  const model::WeightSnapshot &x = *a.snapshot, &y = *b.snapshot;
+  if (x.dtype != y.dtype) return false;
+  const size_t row_bytes = x.values.size() / std::max<size_t>(1, x.rows.size());
+  std::map<uint64_t, size_t> at;
+  for (size_t i = 0; i < x.rows.size(); ++i) at[x.rows[i]] = i;
+  size_t common = 0;
+  for (size_t j = 0; j < y.rows.size(); ++j) {
+    auto it = at.find(y.rows[j]);
+    if (it == at.end()) continue;
+    if (x.values.compare(it->second * row_bytes, row_bytes, y.values, j * row_bytes, row_bytes) != 0) return false;
+    ++common;
+  }
+  return common >= 16;
+}
+
+// Groups with identical weights become one group: the first keeps its name, the others join
+// as members that may share its weights.
+void merge_identical(Workload& w) {
+  std::vector<char> gone(w.groups.size(), 0);
+  for (size_t i = 0; i < w.groups.size(); ++i) {
+    if (gone[i] || !w.groups[i].tuned) continue;
+    for (size_t j = i + 1; j < w.groups.size(); ++j) {
+      if (gone[j] || !w.groups[j].tuned || !w.groups[j].members.empty() || !identical_weights(w.groups[i], w.groups[j])) continue;
+      TableGroup& g = w.groups[i];
+      TableGroup& o = w.groups[j];
+      if (!g.counts.merge(o.counts)) continue;
+      g.summary = stats::summarize(g.counts);
+      g.members.push_back(o.name);
+      g.identical.push_back(o.name);
+      g.identical_bytes += o.weight_bytes;
+      g.optimizer_bytes += o.optimizer_bytes;
+      g.grad_bytes += o.grad_bytes;
+      g.lookups_per_step += o.lookups_per_step;
+      g.lookups_by_name.insert(g.lookups_by_name.end(), o.lookups_by_name.begin(), o.lookups_by_name.end());
+      w.notes.push_back(o.name + " holds the same weights as " + g.name + " (snapshot rows compared): tuned together, sharing one copy is a candidate");
+      gone[j] = 1;
+    }
+  }
+  std::vector<TableGroup> kept;
+  for (size_t i = 0; i < w.groups.size(); ++i)
+    if (!gone[i]) kept.push_back(std::move(w.groups[i]));
+  w.groups = std::move(kept);
+}
+
 }  // namespace
 
 Workload build_workload(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
@@ -103,6 +151,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     for (auto& [name, n] : g.lookups_by_name) n /= w.steps;
     g.snapshot = snapshot_of(g, snapshots, w.notes);
   }
+  merge_identical(w);
   std::stable_sort(w.groups.begin(), w.groups.end(), [](const TableGroup& a, const TableGroup& b) {
     return a.recorded_device_bytes() > b.recorded_device_bytes();
   });

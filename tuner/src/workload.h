@@ -17,6 +17,11 @@ namespace edo::tuner {
 struct TableGroup {
   std::string name;                      // the owner: the name registered first on the weights
   std::vector<std::string> members;      // the other names on the same weights
+  // Members that are not tied but hold identical weights (same shape, dtype and snapshot
+  // values): they may share the owner's weights (every candidate but the baseline does) or
+  // stay apart as recorded (the baseline), holding these bytes of their own.
+  std::vector<std::string> identical;
+  uint64_t identical_bytes = 0;
   uint64_t rows = 0;
   uint32_t dim = 0;
   std::string dtype;                     // as recorded ("f32", "f16", "bf16", ...)
@@ -31,7 +36,7 @@ struct TableGroup {
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
 
-  uint64_t recorded_device_bytes() const { return weight_bytes + optimizer_bytes + grad_bytes; }
+  uint64_t recorded_device_bytes() const { return weight_bytes + identical_bytes + optimizer_bytes + grad_bytes; }
 };
 
 struct Workload {

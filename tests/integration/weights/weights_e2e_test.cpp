@@ -77,6 +77,17 @@ TEST(WeightSnapshotE2E, CJobHotRowsSampleAndExactValues) {
   }
 }
 
+TEST(WeightSnapshotE2E, TheTunerComputesErrorsOnTheRecordedWeights) {
+  const std::string db = tmp("tune.edodb");
+  ASSERT_EQ(run_command(std::string(EDO_BIN) + " record --weights --weight-rows 1000 -o " + db + " -- " + WEIGHTS_JOB).exit_code, 0);
+  auto r = run_command(std::string(EDO_BIN) + " tune " + db + " --budget 1GiB --strategies int8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"weights\": \"recorded\""), std::string::npos) << r.out.substr(0, 400);
+  // model.big's rows r + d/8 (r up to 200000) in int8: the error is the rounding of each row's
+  // 255 levels over a range of 7/8, relative to values near r: tiny but not zero.
+  EXPECT_NE(r.out.find("\"strategy\": \"int8\""), std::string::npos);
+}
+
 TEST(WeightSnapshotE2E, WithoutTheFlagNothingIsKept) {
   const std::string db = tmp("off.edodb");
   auto r = run_command(std::string(EDO_BIN) + " record -o " + db + " -- " + WEIGHTS_JOB);

@@ -1,6 +1,7 @@
 // The measurement setup: the scaled-size rule, the access model, the index batches' hot set,
-// the measured specs, and the error estimate from a weight snapshot against the full-table
-// error (within 10 %, the bound).
+// the measured specs, the error estimate from a weight snapshot against the full-table error
+// (within 10 %, the bound), the error gate, paired timing (with a fake backend whose
+// load comes and goes) and offload's modelled time on the CPU.
 #include "measure.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,112 @@ TEST(ErrorEstimate, WeightedErrorIsZeroForLosslessAndRelativeL2) {
   // The reference row 0 is (-2.5, -2.5), the table's (-3.5, -2.5): error^2 = 1 / (12.5 + 5 * 18.5).
   ref.values[0] += 1.0f;
   EXPECT_NEAR(weighted_error(*t, ref), std::sqrt(1.0 / (12.5 + 5 * 18.5)), 1e-6);
+}
+
+TEST(ErrorGate, ExactForRowFormatsAndNoHigherThanTheMarginForFittedOnes) {
+  // The gate skips a row format whose reference-rows error is over the limit: that error must
+  // be the one measure() gives. A fitted format is skipped only past gate_margin() times the
+  // limit: its estimate must not exceed the full measurement by that factor.
+  const auto t = testing::synthetic_table("t", 30'000, 16, 1.05, 200'000, 4);
+  const auto w = full_weights(t.rows, t.dim);
+  const std::vector<model::WeightSnapshot> snaps{snapshot_of(w, t, 8192)};
+  const std::vector<model::WeightSnapshot> none;
+  auto p = testing::synthetic_profile({t}, 50);
+  for (const bool recorded : {true, false}) {
+    // The workload points into the snapshots: they must outlive it (both lvalues, no copy).
+    Workload work = build_workload(p, recorded ? snaps : none, "*");
+    TuneOptions o;
+    o.reps = 1;
+    o.batches = 1;
+    o.min_rep_s = 0;
+    TableBench bench(work.groups[0], o, uint64_t{1} << 30, 3);
+    ASSERT_EQ(bench.recorded_weights(), recorded);
+    auto backend = kernels::make_backend("cpu");
+    for (const auto& c : enumerate_candidates(work.groups[0], [](const std::string& spec, uint64_t rows, uint32_t dim, uint64_t) {
+           const auto z = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim);
+           return FormatSize{z.device_bytes, z.host_bytes};
+         })) {
+      const double gate = bench.reference_error(c, o);
+      if (lossless(c.strategy, c.baseline)) {
+        EXPECT_EQ(gate, 0.0) << c.spec;
+        continue;
+      }
+      const double full = bench.measure(c, *backend, o).error;
+      if (row_format(c.strategy)) {
+        EXPECT_DOUBLE_EQ(gate, full) << c.spec << (recorded ? " recorded" : " synthetic");
+      } else {
+        EXPECT_LE(gate, gate_margin(c.strategy) * full) << c.spec << (recorded ? " recorded" : " synthetic");
+        EXPECT_GT(gate, 0.0) << c.spec;
+      }
+    }
+  }
+}
+
+// A backend whose passes take fixed times scaled by a machine load that changes at every
+// repetition of the candidate (and stays for the baseline's repetition that follows it).
+struct FakeLoadedTable : kernels::LoadedTable {
+  FakeLoadedTable(double seconds, bool candidate, int* phase, uint64_t indices)
+      : kernels::LoadedTable(indices), seconds_(seconds), candidate_(candidate), phase_(phase) {}
+  double pass(bool) override {
+    static const double load[] = {1, 7, 1, 3, 9, 1, 5};
+    if (candidate_) ++*phase_;
+    return seconds_ * load[*phase_ % 7];
+  }
+  double seconds_;
+  bool candidate_;
+  int* phase_;
+};
+
+struct FakeBackend : kernels::Backend {
+  std::string name() const override { return "fake"; }
+  std::string description() const override { return "fake"; }
+  std::unique_ptr<kernels::LoadedTable> load(const kernels::EncodedTable& table, const kernels::Workload& work) override {
+    const bool fp32 = table.strategy() == "fp32";
+    return std::make_unique<FakeLoadedTable>(fp32 ? 1e-3 : 2e-3, !fp32, &phase, work.indices());
+  }
+  int phase = 0;
+};
+
+TEST(PairedTiming, ALoadThatComesAndGoesSlowsBothAlike) {
+  const auto t = testing::synthetic_table("t", 20'000, 16, 1.1, 100'000, 5);
+  auto p = testing::synthetic_profile({t}, 10);
+  Workload work = build_workload(p, {}, "*");
+  TuneOptions o;
+  o.reps = 5;
+  o.min_rep_s = 0;  // one pass per repetition
+  TableBench bench(work.groups[0], o, uint64_t{1} << 30, 3);
+  FakeBackend backend;
+  Candidate c;
+  c.strategy = "int8";
+  c.spec = "int8";
+  // Paired with a baseline of 850 us: twice as slow, whatever the load did meanwhile.
+  EXPECT_DOUBLE_EQ(bench.measure(c, backend, o, 850.0).step_us, 1700.0);
+  // Alone, the candidate's time is whatever the load made of it.
+  const double alone = bench.measure(c, backend, o).step_us;
+  const double unloaded = 2e-3 / (static_cast<double>(bench.workload().indices())) * work.groups[0].lookups_per_step * 1e6;
+  EXPECT_GT(alone, 1.5 * unloaded) << "the fake's load shows up without pairing";
+}
+
+TEST(OffloadOnTheCpu, TheBaselinePlusTheMissesTransfer) {
+  const auto t = testing::synthetic_table("t", 50'000, 16, 1.1, 200'000, 6);
+  auto p = testing::synthetic_profile({t}, 10);
+  Workload work = build_workload(p, {}, "*");
+  const TableGroup& g = work.groups[0];
+  TuneOptions o;
+  TableBench bench(g, o, uint64_t{1} << 30, 3);
+  auto backend = kernels::make_backend("cpu");
+  Candidate c;
+  c.strategy = "offload";
+  c.spec = "offload:cache=0.02:policy=static";
+  c.cache_rows = 1000;
+  const Measurement m = bench.measure(c, *backend, o, 1234.0);
+  ASSERT_TRUE(m.hit_rate);
+  EXPECT_GT(*m.hit_rate, 0.2);
+  EXPECT_LT(*m.hit_rate, 1.0);
+  const double transfer = (1.0 - *m.hit_rate) * g.lookups_per_step * 4.0 * 16 / kModelledHostLinkBytesPerS * 1e6;
+  EXPECT_DOUBLE_EQ(m.step_us, 1234.0 + transfer);
+  // The same again: the hit rate of seeded batches, so the same time.
+  EXPECT_DOUBLE_EQ(bench.measure(c, *backend, o, 1234.0).step_us, m.step_us);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
-// Sizes as users write them, and table globs.
+// Sizes as users write them, step times as they read them, and table globs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "edo/tuner/duration.h"
 #include "edo/tuner/size.h"
 #include "edo/tuner/tuner.h"
 
@@ -36,6 +39,24 @@ TEST(Size, EverythingElseIsAnErrorNamingTheText) {
 TEST(Size, Formatting) {
   EXPECT_EQ(format_size(512), "512 B");
   EXPECT_EQ(format_size(uint64_t{3} << 29), "1.50 GiB");
+}
+
+TEST(Duration, ThreeSignificantDigitsInTheUnitThatKeepsThemBelowAThousand) {
+  EXPECT_EQ(format_duration_us(1.3e4), "13.0 ms");
+  EXPECT_EQ(format_duration_us(850), "850 us");
+  EXPECT_EQ(format_duration_us(85.31), "85.3 us");
+  EXPECT_EQ(format_duration_us(8.534), "8.53 us");
+  EXPECT_EQ(format_duration_us(0.4123), "0.412 us");
+  EXPECT_EQ(format_duration_us(999.96), "1.00 ms");  // rounding carries into the next unit
+  EXPECT_EQ(format_duration_us(1234567), "1.23 s");
+  EXPECT_EQ(format_duration_us(1.25e9), "1250 s");
+  EXPECT_EQ(format_duration_us(0), "0 us");
+  EXPECT_EQ(format_duration_us(NAN), "-");
+  EXPECT_EQ(format_duration_us(INFINITY), "-");
+  EXPECT_EQ(format_duration_us(-2296, true), "-2.30 ms");
+  EXPECT_EQ(format_duration_us(45.6, true), "+45.6 us");
+  EXPECT_EQ(format_duration_us(0, true), "0 us");
+  EXPECT_EQ(format_duration_us(-850), "-850 us");
 }
 
 TEST(Glob, StarsQuestionMarksAndSets) {

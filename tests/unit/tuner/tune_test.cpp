@@ -2,7 +2,7 @@
 // plans respect the budget and the error limit, a budget above the baseline is no slower, the
 // frontier is non-dominated, a strongly skewed table gets an offload cache while a uniform one
 // does not, a fixed seed gives the same plan, Ctrl-C (the cancel flag) keeps what was measured,
-// ties and untuned tables are accounted, bad options are one-line errors.
+// ties, identical tables and untuned tables are accounted, bad options are one-line errors.
 #include "edo/tuner/tuner.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "edo/kernels/cuda.h"
+#include "edo/tuner/plan_io.h"
 #include "synthetic.h"
 
 namespace edo::tuner {
@@ -35,6 +36,7 @@ class TuneSkew : public ::testing::Test {
     o.backend = "cpu";
     o.budget_bytes = uint64_t{1} << 40;
     o.strategies = "fp16,int8,int4,offload,lowrank";
+    o.max_error = INFINITY;  // time every candidate (replan() applies the limits under test)
     result_ = std::make_unique<TuneResult>(tune(p, {}, o));
   }
   static void TearDownTestSuite() { result_.reset(); }
@@ -62,8 +64,22 @@ TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
     if (c.strategy == "offload") {
       ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate);
       // Index batches drawn from the counts have no temporal locality: a static hot set hits
-      // what the coverage says; an LRU cache at least somewhere near the recorded curve.
-      if (c.spec.find("static") != std::string::npos) EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
+      // what the coverage says. The offload LRU's steady state (a fresh stream from the same
+      // counts, one step's lookups per batch) is at least the recorded per-access LRU curve,
+      // which also counts every row's first miss, and at most the static hot set of its size
+      // (the best a cache can do without temporal locality; a batch-granular LRU nears it).
+      if (c.spec.find("static") != std::string::npos) {
+        EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
+      } else {
+        EXPECT_GE(*c.hit_rate, *c.recorded_hit_rate - 0.02) << c.table << " " << c.spec;
+        std::string static_spec = c.spec;
+        static_spec.replace(static_spec.find("policy=lru"), 10, "policy=static");
+        for (const auto& s : r.candidates) {
+          if (s.table == c.table && s.spec == static_spec) {
+            EXPECT_LE(*c.hit_rate, *s.hit_rate + 0.02) << c.table << " " << c.spec;
+          }
+        }
+      }
     }
   }
   EXPECT_EQ(r.baseline_device_bytes, 2 * 100000u * 64 * 4 + 2000u * 16 * 4);
@@ -135,7 +151,10 @@ TEST_F(TuneSkew, FrontierIsNonDominatedAndHoldsThePlan) {
 
 TEST_F(TuneSkew, ASkewedTableGetsAnOffloadCacheAUniformOneDoesNot) {
   // Lossless only (max error 0), and 60 % of one big table must go: only an offload cache of a
-  // few rows can do that, and only the skewed table's curve allows a small cache.
+  // few rows can do that, and only the skewed table's curve allows a small cache. The verdict
+  // does not depend on timing: on the CPU an offloaded table costs its baseline's time plus
+  // its misses' modelled transfer (hit rates of seeded batches), so whichever table is
+  // offloaded, both baselines are in the total and only the misses decide.
   TuneResult r = *result_;
   const uint64_t table = 100000u * 64 * 4;
   replan(r, r.baseline_device_bytes - table * 6 / 10, 0.0);
@@ -267,6 +286,105 @@ TEST(Tune, TiesTrainingTablesAndUntunedTables) {
   EXPECT_EQ(r.choices[2].candidate, -1);
   EXPECT_EQ(r.choices[2].device_bytes, other.weight_bytes);  // kept, and counted against the budget
   EXPECT_EQ(r.plan_device_bytes, c->device_bytes + other.weight_bytes);
+}
+
+model::WeightSnapshot snapshot(const model::Table& t, uint64_t seed) {
+  model::WeightSnapshot s;
+  s.session_id = 1;
+  s.table = t.name;
+  s.dtype = "fp32";
+  s.dim = t.dim;
+  s.table_rows = t.rows;
+  const auto top = t.aggregate.top_rows(64);
+  for (const auto& [row, count] : top) s.rows.push_back(row);
+  s.hot_count = s.rows.size();
+  for (uint64_t r : s.rows)
+    for (uint32_t d = 0; d < t.dim; ++d) {
+      const float v = static_cast<float>((r * 31 + d * 7 + seed) % 97) / 97.0f - 0.5f;
+      s.values.append(reinterpret_cast<const char*>(&v), 4);
+    }
+  return s;
+}
+
+TEST(Tune, IdenticalTablesMayShareOneCopy) {
+  // Two untied tables with the same weights (a model loaded twice): tuned together; under a
+  // budget that holds one copy only, losslessly, they share it.
+  auto a = testing::synthetic_table("enc.emb", 20000, 16, 1.1, 60000, 13);
+  auto b = testing::synthetic_table("dec.emb", 20000, 16, 1.1, 60000, 13);
+  auto c = testing::synthetic_table("other", 20000, 16, 1.1, 60000, 14);
+  const std::vector<model::WeightSnapshot> snaps{snapshot(a, 1), snapshot(b, 1), snapshot(c, 2)};
+  auto p = testing::synthetic_profile({a, b, c}, 10);
+  TuneOptions o;
+  o.backend = "cpu";
+  o.strategies = "int8";
+  o.reps = 1;
+  o.max_error = 0;
+  o.budget_bytes = 2 * a.weight_bytes;  // one copy of the pair + "other" as recorded
+  const TuneResult r = tune(p, snaps, o);
+  EXPECT_EQ(r.weights, "recorded");
+  ASSERT_TRUE(r.feasible) << r.min_feasible_bytes << [&] {
+    std::string s;
+    for (const auto& n : r.notes) s += "\nnote: " + n;
+    for (const auto& c : r.candidates)
+      s += "\n" + c.table + " " + c.spec + " " + c.params_json + " " + std::to_string(c.device_bytes) + " B, error " +
+           std::to_string(c.error) + " " + c.note;
+    return s;
+  }();
+  ASSERT_EQ(r.choices.size(), 3u);
+  // One of the pair owns the copy (in its recorded format: int8 has error), the other shares it.
+  std::string owner_name, member_name;
+  for (const auto& ch : r.choices) {
+    if (ch.table == "other") continue;
+    (ch.shares_with.empty() ? owner_name : member_name) = ch.table;
+  }
+  ASSERT_FALSE(owner_name.empty());
+  ASSERT_FALSE(member_name.empty());
+  const auto* owner = chosen(r, owner_name);
+  ASSERT_NE(owner, nullptr);
+  EXPECT_EQ(owner->strategy, "fp32");
+  EXPECT_NE(owner->params_json.find("shared_by"), std::string::npos) << owner->params_json;
+  EXPECT_EQ(owner->device_bytes, a.weight_bytes);
+  for (const auto& ch : r.choices) {
+    if (ch.table == owner_name) { EXPECT_NE(ch.why.find("one copy shared with " + member_name), std::string::npos) << ch.why; }
+    if (ch.table != member_name) continue;
+    EXPECT_EQ(ch.shares_with, owner_name);
+    EXPECT_EQ(ch.device_bytes, 0u);
+    EXPECT_NE(ch.why.find("same weights"), std::string::npos) << ch.why;
+  }
+  EXPECT_EQ(r.plan_device_bytes, 2 * a.weight_bytes);
+  // With room for both copies the pair may stay apart; the plan's bytes add up either way.
+  TuneResult wide = r;
+  replan(wide, 10 * a.weight_bytes, 0);
+  uint64_t bytes = 0;
+  for (const auto& ch : wide.choices) bytes += ch.device_bytes;
+  EXPECT_EQ(bytes, wide.plan_device_bytes);
+  // Sharing made slower: the baseline keeps the pair apart, each table with its own copy.
+  TuneResult apart = r;
+  for (auto& c : apart.candidates)
+    if (c.params_json.find("shared_by") != std::string::npos) c.step_us *= 2;  // sharing made slower
+  replan(apart, 10 * a.weight_bytes, 0);
+  ASSERT_TRUE(apart.feasible);
+  for (const auto& ch : apart.choices) {
+    if (ch.table == "other") continue;
+    EXPECT_TRUE(ch.shares_with.empty()) << ch.table;
+    EXPECT_EQ(ch.device_bytes, a.weight_bytes) << ch.table;
+    if (ch.table == member_name) { EXPECT_NE(ch.why.find("kept apart"), std::string::npos) << ch.why; }
+  }
+  // In the plan document: the shared member is "shared" with its owner, the apart one names it.
+  for (const auto& [result, strategy] : {std::pair<const TuneResult*, std::string>{&r, "shared"}, {&apart, "fp32"}}) {
+    const auto doc = plan_to_json(*result);
+    for (const auto& t : doc["tables"]) {
+      if (t["name"] != member_name) continue;
+      EXPECT_EQ(t["strategy"], strategy);
+      EXPECT_EQ(t["params"].value(strategy == "shared" ? "with" : "same_weights_as", ""), owner_name) << t.dump();
+    }
+  }
+  // A table whose weights differ in one compared row is not identical.
+  auto snaps2 = snaps;
+  snaps2[1].values[5] ^= 1;
+  const TuneResult differ = tune(p, snaps2, o);
+  for (const auto& ch : differ.choices) EXPECT_TRUE(ch.shares_with.empty()) << ch.table;
+  EXPECT_FALSE(differ.feasible) << "one copy each does not fit the budget";
 }
 
 TEST(Tune, BadOptionsAreOneLineErrors) {

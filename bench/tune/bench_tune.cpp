@@ -1,0 +1,167 @@
+// `edo tune` on a Criteo-like recording: 26 tables with the Criteo-1TB DLRM row counts (six
+// of 10M+ rows), 128 columns, Zipf-skewed lookups, tuned with a time limit. Prints edo's wall
+// time beside its anchor, the limit it was given, as a ratio (target: <= 1), and how many
+// candidates it measured.
+//
+//   bench_tune [--backend cpu|cuda] [--time-limit S] [--budget SIZE] [--lookups N] [--out DIR] [--smoke]
+//
+// --smoke: 3 small tables and a 5 s limit (the test suite's check that the bench runs).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "edo/db/profile_store.h"
+#include "edo/stats/table_stats.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Criteo-1TB's 26 categorical features as TorchRec's DLRM example sizes them.
+const std::vector<uint64_t> kCriteoRows = {45833188, 36746, 17245, 7413, 20243, 3,     7114,     1441,     62,
+                                           29275261, 1572176, 345138, 10,   2209,  11267, 128,     4,        974,
+                                           14,       48937457, 11316796, 40094537, 452104, 12606, 104, 35};
+
+std::string self_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return fs::path(buf).parent_path().string();
+}
+
+void build_recording(const std::string& path, const std::vector<uint64_t>& rows, uint32_t dim, uint64_t lookups) {
+  edo::model::Profile p;
+  edo::model::Session s;
+  s.id = 1;
+  s.command = "bench_tune: Criteo-like synthetic recording";
+  s.source = "synth";
+  s.steps = (lookups + 65535) / 65536;  // one id per feature per sample, 65536 samples per step
+  p.sessions.push_back(s);
+  std::vector<int64_t> batch(65536);
+  for (size_t t = 0; t < rows.size(); ++t) {
+    // Skew differs by feature: most Zipf 1.05-1.2, every fifth close to uniform.
+    const double alpha = t % 5 == 4 ? 0.3 : 1.05 + 0.05 * static_cast<double>(t % 4);
+    edo::stats::ZipfGenerator gen(rows[t], alpha, 1000 + t);
+    edo::stats::TableIngestor ing(rows[t], edo::stats::StatsConfig{});
+    for (uint64_t done = 0; done < lookups;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(batch.size(), lookups - done));
+      gen.fill(batch.data(), n);
+      ing.add(batch.data(), n);
+      done += n;
+    }
+    edo::model::Table tab;
+    tab.session_id = 1;
+    tab.name = "criteo.cat_" + std::to_string(t);
+    tab.rows = rows[t];
+    tab.dim = dim;
+    tab.dtype = "fp32";
+    tab.device = "cuda";
+    tab.weight_bytes = rows[t] * dim * 4;
+    tab.aggregate = ing.take_delta();
+    p.tables.push_back(std::move(tab));
+  }
+  edo::db::ProfileStore store(path, edo::db::ProfileStore::Mode::kCreate);
+  store.save(p);
+}
+
+int run(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(out_path.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(126);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "cpu", budget = "24GiB", out = fs::temp_directory_path() / ("edo-bench-tune-" + std::to_string(getpid()));
+  double limit = 120;
+  uint64_t lookups = 1'000'000;
+  bool smoke = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_tune: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--backend") backend = next();
+    else if (a == "--time-limit") limit = std::atof(next().c_str());
+    else if (a == "--budget") budget = next();
+    else if (a == "--lookups") lookups = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--out") out = next();
+    else if (a == "--smoke") smoke = true;
+    else {
+      std::fprintf(stderr, "bench_tune: unknown argument %s (see the comment at the top of bench_tune.cpp)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<uint64_t> rows = kCriteoRows;
+  uint32_t dim = 128;
+  if (smoke) {
+    rows = {200000, 30000, 500};
+    dim = 16;
+    lookups = 100000;
+    limit = 5;
+    budget = "8MiB";
+  }
+  fs::create_directories(out);
+  const std::string db = out + "/criteo-like.edodb";
+  auto t0 = std::chrono::steady_clock::now();
+  build_recording(db, rows, dim, lookups);
+  const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  uint64_t big = 0, baseline = 0;
+  for (uint64_t r : rows) {
+    big += r >= 10'000'000;
+    baseline += r * dim * 4;
+  }
+  std::fprintf(stderr, "bench_tune: recording of %zu tables (%llu of 10M+ rows, %.1f GB of fp32 weights) built in %.1f s\n",
+               rows.size(), static_cast<unsigned long long>(big), static_cast<double>(baseline) / 1e9, build_s);
+
+  const std::string edo = self_dir() + "/edo";
+  char lim[32];
+  std::snprintf(lim, sizeof lim, "%g", limit);
+  t0 = std::chrono::steady_clock::now();
+  const int rc = run({edo, "tune", db, "--budget", budget, "--time-limit", lim, "--backend", backend, "--json"},
+                     out + "/plan.json", out + "/tune.err");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ifstream in(out + "/plan.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.contains("candidates_measured")) {
+    std::ifstream e(out + "/tune.err");
+    std::stringstream es;
+    es << e.rdbuf();
+    std::fprintf(stderr, "bench_tune: edo tune exited %d without a plan: %s\n", rc, es.str().c_str());
+    return 1;
+  }
+  const double plan_gb = j["plan"].is_object() ? j["plan"]["device_bytes"].get<double>() / 1e9 : 0.0;
+  std::printf("tune_wall_s %.1f  time_limit_s %.0f  ratio %.3f (target <= 1)  backend %s  device \"%s\"\n", wall, limit,
+              wall / limit, j["backend"].get<std::string>().c_str(), j["device"].get<std::string>().c_str());
+  std::printf("candidates_measured %d of %d  tables %zu (%llu of 10M+ rows)  baseline %.2f GB  plan %.2f GB  budget %s  exit %d\n",
+              j["candidates_measured"].get<int>(), j.value("candidates_total", 0), rows.size(),
+              static_cast<unsigned long long>(big), static_cast<double>(baseline) / 1e9, plan_gb, budget.c_str(), rc);
+  return wall <= limit ? 0 : 1;
+}

@@ -1,0 +1,245 @@
+// `edo tune` / `edo export` / `edo report` end to end on `edo synth` recordings.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "run_command.h"
+
+namespace fs = std::filesystem;
+using edo::testing::run_command;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kEdo = EDO_BIN;
+
+std::string dir() {
+  static const std::string d = [] {
+    fs::path p = fs::path(::testing::TempDir()) / ("edo_tune_cli_" + std::to_string(getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p.string();
+  }();
+  return d;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A 2-table recording: two 50000 x 32 tables (Zipf 1.2).
+const std::string& recording() {
+  static const std::string path = [] {
+    const std::string a = dir() + "/a.edodb";
+    EXPECT_EQ(run_command(kEdo + " synth -o " + a + " --tables 2 --rows 50000 --dim 32 --zipf 1.2 --lookups 200000 --seed 1").exit_code, 0);
+    return a;
+  }();
+  return path;
+}
+
+std::string copy_of(const std::string& name) {
+  const std::string p = dir() + "/" + name;
+  fs::copy_file(recording(), p, fs::copy_options::overwrite_existing);
+  return p;
+}
+
+const uint64_t kBaseline = 2 * 50000 * 32 * 4;
+
+TEST(TuneCli, BadFlagsAreUsageErrors) {
+  const std::string db = recording();
+  for (const std::string& flags : {std::string("--budget 12parsecs"), std::string("--budget -1GiB"), std::string(""),
+                                   std::string("--budget 1GiB --backend tpu"), std::string("--budget 1GiB --max-error -1"),
+                                   std::string("--budget 1GiB --strategies int8,zip")}) {
+    auto r = run_command(kEdo + " tune " + db + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  auto r = run_command(kEdo + " tune " + db + " --budget 12parsecs");
+  EXPECT_NE(r.err.find("'12parsecs' is not a size"), std::string::npos) << r.err;
+  r = run_command(kEdo + " tune " + dir() + "/missing.edodb --budget 1GiB");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+}
+
+TEST(TuneCli, CudaWithoutADeviceSaysSoAndAutoPicksTheCpu) {
+  const std::string db = copy_of("cuda.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget 1GiB --backend cuda --strategies int8");
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a CUDA device";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+  r = run_command(kEdo + " tune " + db + " --budget 1GiB --strategies int8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_FALSE(j["device"].get<std::string>().empty());
+}
+
+TEST(TuneCli, JsonPlanHasTheDocumentedShapeAndIsSaved) {
+  const std::string db = copy_of("json.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) +
+                       " --max-error 0.05 --strategies fp16,int8,offload --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no progress bar when stderr is not a terminal";
+  EXPECT_NE(r.err.find("measured "), std::string::npos);
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.plan/1");
+  EXPECT_EQ(j["budget_bytes"], kBaseline / 2);
+  EXPECT_EQ(j["max_error"], 0.05);
+  EXPECT_EQ(j["weights"], "synthetic");
+  EXPECT_EQ(j["baseline"]["device_bytes"], kBaseline);
+  EXPECT_LE(j["plan"]["device_bytes"].get<uint64_t>(), kBaseline / 2);
+  ASSERT_EQ(j["tables"].size(), 2u);
+  for (const auto& t : j["tables"]) {
+    for (const char* k : {"name", "strategy", "params", "device_bytes", "host_bytes", "step_us", "error", "hit_rate",
+                          "needs_retraining", "why"})
+      EXPECT_TRUE(t.contains(k)) << k;
+    EXPECT_LE(t["error"].get<double>(), 0.05);
+  }
+  EXPECT_GT(j["candidates_measured"].get<int>(), 4);
+  EXPECT_FALSE(j["frontier"].empty());
+  // Saved: the report shows the plan, its JSON holds the same object.
+  r = run_command(kEdo + " report " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("plan (edo tune"), std::string::npos);
+  EXPECT_NE(r.out.find("saves"), std::string::npos);
+  r = run_command(kEdo + " report " + db + " --json");
+  const json rep = json::parse(r.out);
+  EXPECT_EQ(rep["plan"]["tables"], j["tables"]);
+}
+
+TEST(TuneCli, WithoutMaxErrorOnlyNearLosslessFormatsAreChosenAndTheTextSaysWhy) {
+  // Half the baseline: every lossy format would fit; the default limit (0.02) keeps the plan to
+  // fp16/bf16/int8 (and lossless offload/pruning), and the fitted formats are not even timed.
+  const std::string db = copy_of("default-error.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) +
+                       " --strategies fp16,bf16,int8,int4,fp8,pq,lowrank,offload --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("over the error limit, not timed"), std::string::npos) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["max_error"], 0.02);
+  for (const auto& t : j["tables"]) {
+    EXPECT_LE(t["error"].get<double>(), 0.02) << t.dump();
+    const std::string s = t["strategy"];
+    EXPECT_TRUE(s == "fp32" || s == "fp16" || s == "bf16" || s == "int8" || s == "offload" || s == "pruned") << s;
+    EXPECT_NE(t["why"].get<std::string>().find("(limit 0.02)"), std::string::npos) << t["why"];
+  }
+  // The text: the default is named, times in us/ms/s, never in exponent notation.
+  r = run_command(kEdo + " report " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("max error 0.02"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is the default"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("e+0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ms"), std::string::npos) << r.out;
+  // inf (or none) lifts the limit: the lossy formats are timed and may be chosen.
+  for (const char* lift : {"inf", "none"}) {
+    r = run_command(kEdo + " tune " + copy_of("no-limit.edodb") + " --budget " + std::to_string(kBaseline / 3) +
+                    " --strategies int4 --max-error " + lift + " --json");
+    ASSERT_EQ(r.exit_code, 0) << lift << ": " << r.err;
+    const json k = json::parse(r.out);
+    EXPECT_TRUE(k["max_error"].is_null());
+    EXPECT_EQ(k["candidates_measured"], 2 * 2) << "fp32 and int4 per table";
+    for (const auto& t : k["tables"]) EXPECT_EQ(t["strategy"], "int4") << "a third of the baseline leaves no room for fp32";
+  }
+  for (const char* bad : {"abc", "0.1x", "nan", "-0.5"}) {
+    r = run_command(kEdo + " tune " + db + " --budget 1GiB --max-error " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--max-error"), std::string::npos) << r.err;
+  }
+}
+
+TEST(TuneCli, InfeasibleBudgetExitsOneNamingTheSmallestFeasibleBudget) {
+  const std::string db = copy_of("small-budget.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget 1KiB --strategies int4 --max-error inf");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto at = r.err.find("the smallest feasible budget is ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const auto lp = r.err.find('(', at), sp = r.err.find(' ', lp);
+  const std::string bytes = r.err.substr(lp + 1, sp - lp - 1);
+  r = run_command(kEdo + " tune " + db + " --budget " + bytes + " --strategies int4 --max-error inf --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["plan"]["device_bytes"], std::stoull(bytes));
+}
+
+TEST(ExportCli, EveryFormatReadsBack) {
+  const std::string db = copy_of("export.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 3) + " --strategies int8,int4,offload").exit_code, 0);
+  auto r = run_command(kEdo + " export " + db + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.plan/1");
+  // YAML to a file, then back to JSON through plan import: the same document.
+  const std::string yaml = dir() + "/plan.yaml";
+  r = run_command(kEdo + " export " + db + " --format yaml -o " + yaml);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_command(kEdo + " export " + yaml + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["tables"], j["tables"]);
+  EXPECT_EQ(json::parse(r.out)["frontier"], j["frontier"]);
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  const std::string py = dir() + "/plan.py";
+  ASSERT_EQ(run_command(kEdo + " export " + db + " --format torchrec -o " + py).exit_code, 0);
+  r = run_command(std::string(EDO_PYTHON) + " " + TORCHREC_CHECK + " " + py + " " + TORCHREC_FAKES);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json t = json::parse(r.out);
+  EXPECT_TRUE(t["audit"].empty()) << t["audit"];
+  for (const auto& table : j["tables"]) {
+    const std::string name = table["name"];
+    const std::string s = table["strategy"];
+    if (s == "int8" || s == "int4") { EXPECT_EQ(t["data_types"][name], s == "int8" ? "INT8" : "INT4"); }
+    if (s == "offload") { EXPECT_EQ(t["constraints"][name]["compute_kernels"][0], "quant_uvm_caching"); }
+  }
+}
+
+TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {
+  auto r = run_command(kEdo + " export " + recording() + " --format json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("run 'edo tune"), std::string::npos) << r.err;
+  const std::string bad = dir() + "/bad.json";
+  std::ofstream(bad) << "{\"schema\": \"edo.plan/1\", \"budget_bytes\": \"lots\"}";
+  r = run_command(kEdo + " export " + bad + " --format yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("budget_bytes"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_command(kEdo + " export " + recording() + " --format csv");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
+  const std::string db = copy_of("interrupt.edodb");
+  const std::string err = dir() + "/interrupt.err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen(err.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(kEdo.c_str(), kEdo.c_str(), "tune", db.c_str(), "--budget", "1TiB", (char*)nullptr);
+    _exit(127);
+  }
+  // Wait until measuring has started (the first candidates take a while), then interrupt.
+  for (int i = 0; i < 100 && slurp(err).empty(); ++i) usleep(20000);
+  usleep(1500000);
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << "killed by signal " << WTERMSIG(st);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << slurp(err);
+  const std::string e = slurp(err);
+  EXPECT_NE(e.find("stopping after the current candidate"), std::string::npos) << e;
+  auto r = run_command(kEdo + " export " + db + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_EQ(j["stop_reason"], "cancelled");
+  EXPECT_LT(j["candidates_measured"].get<int>(), j["candidates_total"].get<int>());
+  EXPECT_TRUE(j["feasible"]);
+}
+
+}  // namespace
