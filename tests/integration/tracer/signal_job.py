@@ -42,8 +42,10 @@ if mode == "term":
         sys.exit(7)
     signal.signal(signal.SIGTERM, on_term)
 
-print("ready %d" % os.getpid(), flush=True)
 try:
+    # Inside the try: the test signals as soon as it reads this line, which can be before
+    # print() returns.
+    print("ready %d" % os.getpid(), flush=True)
     while True:
         time.sleep(0.05)
 except KeyboardInterrupt:

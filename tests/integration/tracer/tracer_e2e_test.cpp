@@ -275,8 +275,11 @@ TEST(TracerE2E, PythonPoolWorkersKilledByTerminateKeepTheirLookups) {
   EXPECT_EQ(total, 40u);
   // A worker SIGTERMed while idle ended without its final flush: that is counted, the parent
   // (which exited) is not.
-  for (auto& s : p.sessions)
-    if (s.pid == p.sessions.front().pid) EXPECT_EQ(s.drops.count("ended_without_final_flush"), 0u);
+  for (auto& s : p.sessions) {
+    if (s.pid == p.sessions.front().pid) {
+      EXPECT_EQ(s.drops.count("ended_without_final_flush"), 0u);
+    }
+  }
 }
 
 TEST(TracerE2E, ChildrenThatRecordNothingLeaveNoSession) {
@@ -387,7 +390,9 @@ TEST(TracerE2E, BadEnvironmentValuesWarnAndTheJobRuns) {
       const std::string line = "edo: ignoring " + name + "='" + kv.substr(kv.find('=') + 1) + "' (";
       const auto at = r.err.find(line);
       EXPECT_NE(at, std::string::npos) << name << ":\n" << r.err;
-      if (at != std::string::npos) EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << "warned twice: " << name;
+      if (at != std::string::npos) {
+        EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << "warned twice: " << name;
+      }
     }
     EXPECT_NE(r.err.find("EDO_FLUSH_MS='soon' (not a whole number: must be between 10 and 3600000); using the default 1000"),
               std::string::npos)

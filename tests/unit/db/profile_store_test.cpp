@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "edo/db/tune_store.h"
 #include "test_profiles.h"
 
 namespace edo::db {
@@ -32,6 +33,17 @@ void expect_error_mentions(const std::string& path, const std::string& needle) {
     EXPECT_NE(what.find(needle), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
   }
+}
+
+// Builds `path` from a dump of an older version's file (tests/unit/db/fixtures/schema_vN.sql).
+void write_fixture(const std::string& fixture, const std::string& path) {
+  std::filesystem::remove(path);
+  std::ifstream in(std::string(EDO_DB_FIXTURES "/") + fixture);
+  ASSERT_TRUE(in) << EDO_DB_FIXTURES "/" << fixture;
+  std::stringstream sql;
+  sql << in.rdbuf();
+  SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  db.exec(sql.str());
 }
 
 TEST(ProfileStore, RoundTripKeepsEverything) {
@@ -367,20 +379,50 @@ TEST(ProfileStore, SchemaV2FileMigratesToSessionDrops) {
   EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().sessions[0].drops.at("memory_events"), 4u);
 }
 
-// A created file has exactly the columns a migrated one has.
-TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
-  const std::string created = temp_path("created.edodb"), migrated = temp_path("migrated.edodb");
-  std::filesystem::remove(migrated);
-  { ProfileStore(created, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+// A file written by schema version 3 (the tuner's tables, no session_drops), with a tune run in
+// it: it opens, migrates in place, keeps its profile and its tune run, and takes drop counters.
+TEST(ProfileStore, SchemaV3FileMigratesToSessionDrops) {
+  const std::string path = temp_path("v3.edodb");
+  write_fixture("schema_v3.sql", path);
+  int64_t candidates = 0;
   {
-    std::ifstream in(EDO_DB_FIXTURES "/schema_v1.sql");
-    std::stringstream sql;
-    sql << in.rdbuf();
-    SQLite::Database db(migrated, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    db.exec(sql.str());
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    ASSERT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(), "3");
+    ASSERT_FALSE(db.tableExists("session_drops"));
+    candidates = db.execAndGet("SELECT COUNT(*) FROM tune_candidates").getInt64();
+    ASSERT_GT(candidates, 0);
   }
-  { ProfileStore(migrated, ProfileStore::Mode::kReadOnly).load(); }
-  auto columns = [](const std::string& path) {
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadOnly);  // old files are upgraded when opened
+    Profile p = store.load();
+    ASSERT_EQ(p.sessions.size(), 1u);
+    EXPECT_TRUE(p.sessions[0].drops.empty());
+    EXPECT_EQ(p.sessions[0].dropped_events, 0u);
+    ASSERT_EQ(p.tables.size(), 1u);
+    EXPECT_EQ(p.tables[0].name, "synth.table_0");
+    EXPECT_EQ(p.tables[0].aggregate.lookups(), 200u);
+    const auto tuned = load_latest_tune_result(store);
+    ASSERT_TRUE(tuned.has_value());
+    EXPECT_EQ(static_cast<int64_t>(tuned->candidates.size()), candidates);
+  }
+  {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    EXPECT_TRUE(db.tableExists("session_drops"));
+    EXPECT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+              std::to_string(current_schema_version()));
+    EXPECT_EQ(db.execAndGet("SELECT COUNT(*) FROM schema_migrations WHERE version IN (3, " +
+                            std::to_string(current_schema_version()) + ")").getInt(), 2);
+  }
+  Profile p = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  p.sessions[0].drops["unsent_bytes"] = 4096;
+  ProfileStore(path, ProfileStore::Mode::kReadWrite).save(p);
+  EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().sessions[0].drops.at("unsent_bytes"), 4096u);
+}
+
+// A created file has exactly the columns and indexes a file of every older version has once
+// migrated: each step is complete on its own, whichever version a file starts from.
+TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
+  auto schema = [](const std::string& path) {
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     SQLite::Statement q(db, "SELECT m.name, p.name, p.type, p.\"notnull\" FROM sqlite_master m, pragma_table_info(m.name) p"
                             " WHERE m.type = 'table' ORDER BY m.name, p.cid");
@@ -388,9 +430,19 @@ TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
     while (q.executeStep())
       out.push_back(q.getColumn(0).getString() + "." + q.getColumn(1).getString() + " " + q.getColumn(2).getString() +
                     (q.getColumn(3).getInt() ? " NOT NULL" : ""));
+    SQLite::Statement idx(db, "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name");
+    while (idx.executeStep()) out.push_back("index " + idx.getColumn(0).getString() + " ON " + idx.getColumn(1).getString());
     return out;
   };
-  EXPECT_EQ(columns(created), columns(migrated));
+  const std::string created = temp_path("created.edodb");
+  { ProfileStore(created, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  for (const char* fixture : {"schema_v1.sql", "schema_v2.sql", "schema_v3.sql"}) {
+    SCOPED_TRACE(fixture);
+    const std::string migrated = temp_path(std::string("migrated-") + fixture + ".edodb");
+    write_fixture(fixture, migrated);
+    { ProfileStore(migrated, ProfileStore::Mode::kReadOnly).load(); }
+    EXPECT_EQ(schema(created), schema(migrated));
+  }
 }
 
 TEST(ProfileStore, CreateInMissingFolderNamesTheFolder) {

@@ -30,10 +30,14 @@ void* operator new(size_t n) {
   return p;
 }
 void* operator new[](size_t n) { return operator new(n); }
+// GCC warns that free() meets a pointer from operator new; this operator new is malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept {
   if (p) g_live.fetch_sub(int64_t(malloc_usable_size(p)));
   std::free(p);
 }
+#pragma GCC diagnostic pop
 void operator delete[](void* p) noexcept { operator delete(p); }
 void operator delete(void* p, size_t) noexcept { operator delete(p); }
 void operator delete[](void* p, size_t) noexcept { operator delete(p); }
