@@ -172,7 +172,9 @@ TEST_P(Concurrency, TiesRegisteredWhileFlushing) {
   // Nothing may go missing without a counter.
   const uint64_t refused = t.drops.count("memory_bound_lookups") ? t.drops.at("memory_bound_lookups") : 0;
   EXPECT_EQ(read_once + refused, 2000u) << "a table's counts sent before its registration are lost";
-  if (std::string(GetParam()) == "1") EXPECT_EQ(refused, 0u) << "counting on the tracer thread sees every table registered";
+  if (std::string(GetParam()) == "1") {
+    EXPECT_EQ(refused, 0u) << "counting on the tracer thread sees every table registered";
+  }
   EXPECT_EQ(t.ties, 1999u);
 }
 
