@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "command.h"
+#include "support/trace_library.h"
 #include "edo/db/profile_store.h"
 
 namespace edo::cli {
@@ -24,15 +25,7 @@ struct DashboardOptions {
   std::string size;
 };
 
-std::string dashboard_path() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "edo-dashboard";
-  buf[n] = '\0';
-  std::string p(buf);
-  auto slash = p.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : p.substr(0, slash)) + "/edo-dashboard";
-}
+std::string dashboard_path() { return executable_dir() + "/edo-dashboard"; }
 
 int run_dashboard(const DashboardOptions& o) {
   // Say what is wrong with the file here, in the terminal, rather than in a dialog.

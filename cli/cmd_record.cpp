@@ -22,6 +22,7 @@
 #include "edo/model/processes.h"
 #include "support/output_file.h"
 #include "support/terminal.h"
+#include "support/trace_library.h"
 #include "version.h"
 
 extern char** environ;
@@ -47,21 +48,6 @@ void forward_signal(int sig, siginfo_t* info, void*) {
   // Passed on by the collecting loop once the traced processes have flushed (the tracer
   // installs no signal handler, so a job that dies by the signal cannot flush itself).
   g_pending_signal.store(sig);
-}
-
-std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string p(buf);
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : p.substr(0, slash);
-}
-
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 std::string canonical(const std::string& p) {
@@ -128,9 +114,8 @@ std::string variables_help() {
 
 int run_record(const RecordOptions& o) {
   if (o.command.empty()) throw UsageError("missing the command to run (edo record [options] -- CMD ARGS...)");
-  const std::string lib = canonical(self_dir() + "/../lib/libedo_trace.so");
-  if (access(lib.c_str(), R_OK) != 0)
-    throw Failure("cannot find libedo_trace.so at " + lib + " (it belongs next to the edo executable, in ../lib; rebuild or reinstall edo)");
+  const TraceLibrary trace = find_trace_library();
+  const std::string& lib = trace.lib;
   int err = 0;
   const std::string exe = resolve_command(o.command[0], err);
   if (err) {
@@ -155,7 +140,6 @@ int run_record(const RecordOptions& o) {
   // ---- the job's environment ----
   std::vector<std::string> env;
   auto getv = [](const char* n) -> std::string { const char* v = getenv(n); return v ? v : ""; };
-  const std::string libdir = lib.substr(0, lib.rfind('/'));
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     std::string k = kv.substr(0, kv.find('='));
@@ -198,8 +182,8 @@ int run_record(const RecordOptions& o) {
   std::string pythonpath = getv("PYTHONPATH");
   if (getv("EDO_TORCH") != "0") {
     std::string add;
-    if (is_dir(libdir + "/python/edo_boot")) add = libdir + "/python/edo_boot";
-    if (is_dir(libdir + "/python")) add += (add.empty() ? "" : ":") + libdir + "/python";
+    if (!trace.boot.empty()) add = trace.boot;
+    if (!trace.python.empty()) add += (add.empty() ? "" : ":") + trace.python;
     if (!add.empty()) pythonpath = add + (pythonpath.empty() ? "" : ":" + pythonpath);
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);

@@ -9,9 +9,7 @@
 #include "command.h"
 
 namespace edo::cli {
-namespace {
-
-std::string self_dir() {
+std::string executable_dir() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return ".";
@@ -21,6 +19,8 @@ std::string self_dir() {
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
+namespace {
+
 bool is_dir(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -29,7 +29,7 @@ bool is_dir(const std::string& p) {
 }  // namespace
 
 TraceLibrary find_trace_library() {
-  const std::string expected = self_dir() + "/../lib/libedo_trace.so";
+  const std::string expected = executable_dir() + "/../lib/libedo_trace.so";
   char buf[PATH_MAX];
   if (!realpath(expected.c_str(), buf) || access(buf, R_OK) != 0)
     throw Failure("cannot find libedo_trace.so at " + expected +

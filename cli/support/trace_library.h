@@ -12,6 +12,9 @@ struct TraceLibrary {
   std::string boot;       // <libdir>/python/edo_boot: the sitecustomize hook ("" when absent)
 };
 
+// The folder of the running `edo` executable ("." when /proc/self/exe cannot be read).
+std::string executable_dir();
+
 // Throws Failure naming the expected path when the library is not there.
 TraceLibrary find_trace_library();
 

@@ -60,7 +60,9 @@ TEST(Help, TopLevelPromisesOnlyWhatExists) {
     const std::string name = r.out.substr(at, r.out.find(' ', at) - at);
     EXPECT_NE(r.out.find("\n  " + name + " ", subcommands), std::string::npos) << "the workflow names 'edo " << name << "'";
   }
-  if (r.out.find("plan") < subcommands) EXPECT_NE(r.out.find("\n  tune ", subcommands), std::string::npos);
+  if (r.out.find("plan") < subcommands) {
+    EXPECT_NE(r.out.find("\n  tune ", subcommands), std::string::npos) << "the help promises a plan: 'tune' makes one";
+  }
 }
 
 // Defect: `edo frobnicate` said "A subcommand is required".
