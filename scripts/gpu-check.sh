@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The one script a lent GPU machine runs (see README "GPU check"). It builds what needs only
+# The one script a GPU machine runs (see README "GPU"). It builds what needs only
 # the CUDA toolkit for sm_90, runs the GPU tests, traces a real PyTorch GPU job and runs the
 # GPU benchmarks, writing everything under $OUT (or bench/results/<date>-<card>/).
 #
-# The GPU machine has the CUDA toolkit, CMake and PyTorch but none of edo's Debian packages:
-# build the bundle here first (scripts/gpu-bundle.sh, `make gpu-bundle`) and carry
+# A GPU machine without edo's Debian packages (only the driver, the CUDA toolkit and PyTorch)
+# runs a bundle built elsewhere (scripts/gpu-bundle.sh, `make gpu-bundle`): copy the tree with
 # build-gpu/bin, build-gpu/lib/libedo_trace.so and build-gpu/lib/python; the steps use those
 # binaries when $EDO_BUILD has no CMakeCache.txt.
 #
@@ -17,7 +17,7 @@
 #
 # A step may state its own limit in a line "# edo-gpu-step-limit: SECONDS" (default
 # $EDO_GPU_STEP_TIMEOUT, 180); the whole run stays within $EDO_GPU_CHECK_BUDGET seconds (default
-# 540, inside one 10-minute call of the device tool): a step gets at most what is left.
+# 540, so that a run fits a 10-minute session): a step gets at most what is left.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export EDO_ROOT=$PWD
