@@ -46,6 +46,21 @@ inline std::string tmp_path(const std::string& name) {
 }
 
 // Runs argv with extra environment (NAME=VALUE; "NAME=" with empty value unsets NAME).
+// In a forked child: apply `env` ("K=V" sets, "K=" unsets) and exec argv; 126 if exec fails.
+[[noreturn]] inline void exec_with_env(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  for (auto& kv : env) {
+    auto eq = kv.find('=');
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (v.empty()) unsetenv(k.c_str());
+    else setenv(k.c_str(), v.c_str(), 1);
+  }
+  std::vector<char*> a;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  execv(a[0], a.data());
+  _exit(126);
+}
+
 inline Result run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
   const std::string out = tmp_path("stdout.txt"), err = tmp_path("stderr.txt");
   pid_t pid = fork();
@@ -55,17 +70,7 @@ inline Result run(const std::vector<std::string>& argv, const std::vector<std::s
     int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(o, 1);
     dup2(e, 2);
-    for (auto& kv : env) {
-      auto eq = kv.find('=');
-      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(126);
+    exec_with_env(argv, env);
   }
   int st = 0;
   waitpid(pid, &st, 0);
@@ -114,17 +119,7 @@ inline Background start(const std::vector<std::string>& argv, const std::vector<
     int fd = open(b.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    for (auto& kv : env) {
-      auto eq = kv.find('=');
-      std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
-    }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(126);
+    exec_with_env(argv, env);
   }
   return b;
 }
