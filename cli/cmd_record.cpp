@@ -18,6 +18,7 @@
 #include "command.h"
 #include "config.h"
 #include "edo/collector/collector.h"
+#include "edo/collector/job_launcher.h"
 #include "edo/db/profile_store.h"
 #include "edo/model/processes.h"
 #include "support/output_file.h"
@@ -40,15 +41,14 @@ struct RecordOptions {
   std::vector<std::string> command;
 };
 
-std::atomic<int> g_pending_signal{0};
+// Signals received for the job, one bit each, passed on by the collecting loop once the traced
+// processes have flushed (the tracer installs no signal handler, so a job that dies by the
+// signal cannot flush itself). The job runs in a process group of its own (job_launcher.h),
+// so no signal edo gets has reached the job: each is passed on once. The same signal received
+// again before it was passed on is passed on once, as the kernel keeps one pending instance.
+std::atomic<unsigned> g_pending_signals{0};
 
-void forward_signal(int sig, siginfo_t* info, void*) {
-  // Terminal-generated signals (SI_KERNEL) already reach the job: same process group.
-  if (info && info->si_code == SI_KERNEL) return;
-  // Passed on by the collecting loop once the traced processes have flushed (the tracer
-  // installs no signal handler, so a job that dies by the signal cannot flush itself).
-  g_pending_signal.store(sig);
-}
+void forward_signal(int sig) { g_pending_signals.fetch_or(1u << sig); }
 
 std::string canonical(const std::string& p) {
   char buf[PATH_MAX];
@@ -188,48 +188,37 @@ int run_record(const RecordOptions& o) {
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
 
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_s = o.command;
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
   // ---- signals: forward to the job ----
   struct sigaction sa{};
-  sa.sa_sigaction = forward_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sa.sa_handler = forward_signal;
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int{}, old_term{}, old_hup{};
+  struct sigaction old_int{}, old_term{}, old_hup{}, old_pipe{}, old_xfsz{}, old_ttou{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
-  signal(SIGPIPE, SIG_IGN);
+  struct sigaction ign{};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
   // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
   // default action would kill the collector and lose the recording: take the error instead.
-  signal(SIGXFSZ, SIG_IGN);
+  sigaction(SIGXFSZ, &ign, &old_xfsz);
+  // While the job's group has the terminal, edo is a background process: a line it writes
+  // there (a failed save) must not stop it when the terminal has TOSTOP set.
+  sigaction(SIGTTOU, &ign, &old_ttou);
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
 
-  std::fflush(nullptr);
+  collector::JobCommand job{exe, o.command, env, "EDO_ROOT_PID",
+                            {{SIGINT, old_int}, {SIGTERM, old_term}, {SIGHUP, old_hup}, {SIGPIPE, dfl},
+                             {SIGXFSZ, dfl}, {SIGTTOU, old_ttou}}};
+  collector::ProcessLauncher launcher;
   const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch()).count();
   const auto job_start = std::chrono::steady_clock::now();
-  const pid_t child = fork();
-  if (child < 0) throw Failure(std::string("cannot fork: ") + std::strerror(errno));
-  if (child == 0) {
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGPIPE, &dfl, nullptr);
-    sigaction(SIGXFSZ, &dfl, nullptr);
-    std::string root = "EDO_ROOT_PID=" + std::to_string(getpid());
-    envp.insert(envp.end() - 1, root.data());
-    execve(exe.c_str(), argv.data(), envp.data());
-    std::fprintf(stderr, "edo record: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
-    _exit(127);
-  }
+  const pid_t child = pid_t(launcher.start(job));  // throws a one-line message
   // Which process is the job: the report's header shows it, not the first process to connect.
   builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
 
@@ -255,26 +244,36 @@ int run_record(const RecordOptions& o) {
       final_save_failed = final_save;
     }
   };
-  // A signal for the job: ask every traced process for a flush, wait for the replies (1 s at
-  // most), then pass the signal on.
-  auto pass_on = [&](int sig) {
+  // A signal for the job: ask every traced process for a flush, wait for the replies (a
+  // bounded time, said when it runs out), then pass the signals received so far on. A traced
+  // process connects when it registers its first table or reads one (the tracer's sink.h),
+  // so one that has recorded anything is asked, even if its first flush is not out yet.
+  auto pass_on = [&] {
     server.accept_pending(builder);
     const uint64_t before = builder.flush_replies();
     const size_t asked = server.request_flush();
-    const auto give_up = clock::now() + std::chrono::seconds(1);
+    constexpr int kFlushWaitS = 3;
+    const auto give_up = clock::now() + std::chrono::seconds(kFlushWaitS);
     while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
-    kill(child, sig);
+    const unsigned sigs = g_pending_signals.exchange(0);
+    if (const uint64_t got = builder.flush_replies() - before; got < asked)
+      std::fprintf(stderr,
+                   "edo record: %zu of %zu traced process(es) did not answer the flush request within %d s; the signal is "
+                   "passed on (what they recorded since their last flush is lost)\n",
+                   asked - size_t(got), asked, kFlushWaitS);
+    for (int sig = 1; sig < 32; ++sig)
+      if (sigs & (1u << sig)) launcher.signal(sig);
   };
-  int status = 0;
+  int code = 0;
   bool exited = false;
   auto exit_time = clock::now();
   auto last_activity = clock::now();
   while (true) {
     if (server.poll_once(builder, 100)) last_activity = clock::now();
-    if (const int sig = g_pending_signal.exchange(0); sig && !exited) pass_on(sig);
+    if (g_pending_signals.load() && !exited) pass_on();
     if (!exited) {
-      pid_t r = waitpid(child, &status, WNOHANG);
-      if (r == child) {
+      if (const std::optional<int> c = launcher.poll_exit()) {
+        code = *c;
         exited = true;
         exit_time = clock::now();
         // The job's last process often connects only in its exit handler: its connection may
@@ -300,8 +299,8 @@ int run_record(const RecordOptions& o) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
+  sigaction(SIGTTOU, &old_ttou, nullptr);
 
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
   bool have_root = false;
   const bool nothing = builder.profile().sessions.empty();
   for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
