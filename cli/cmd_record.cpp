@@ -1,6 +1,8 @@
 // `edo record`: run a job with libedo_trace.so preloaded, collect the frames of every process
 // that loads it (one session each) over a Unix socket, and keep the .edodb up to date while
 // the job runs (saved every ~2 s and at the end, so a killed job leaves what was flushed).
+// The recording itself is collector::Recorder (collector/include/edo/collector/recorder.h);
+// this file parses the arguments, builds the job's environment, and prints.
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include "config.h"
 #include "edo/collector/collector.h"
 #include "edo/collector/job_launcher.h"
+#include "edo/collector/recorder.h"
 #include "edo/db/profile_store.h"
 #include "edo/model/processes.h"
 #include "support/output_file.h"
@@ -40,15 +43,6 @@ struct RecordOptions {
   uint64_t weight_rows = 0;    // --weight-rows: EDO_WEIGHT_ROWS
   std::vector<std::string> command;
 };
-
-// Signals received for the job, one bit each, passed on by the collecting loop once the traced
-// processes have flushed (the tracer installs no signal handler, so a job that dies by the
-// signal cannot flush itself). The job runs in a process group of its own (job_launcher.h),
-// so no signal edo gets has reached the job: each is passed on once. The same signal received
-// again before it was passed on is passed on once, as the kernel keeps one pending instance.
-std::atomic<unsigned> g_pending_signals{0};
-
-void forward_signal(int sig) { g_pending_signals.fetch_or(1u << sig); }
 
 std::string canonical(const std::string& p) {
   char buf[PATH_MAX];
@@ -127,16 +121,6 @@ int run_record(const RecordOptions& o) {
   const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
   check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
 
-  collector::ChannelServer server;  // throws with a one-line message
-  db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
-  collector::ProfileBuilder builder("record");
-  builder.profile().metadata["edo_version"] = EDO_VERSION;
-  builder.profile().metadata["recorded_command"] = [&] {
-    std::string c;
-    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
-    return c;
-  }();
-
   // ---- the job's environment ----
   std::vector<std::string> env;
   auto getv = [](const char* n) -> std::string { const char* v = getenv(n); return v ? v : ""; };
@@ -173,7 +157,6 @@ int run_record(const RecordOptions& o) {
   } else {
     env.push_back("NVTX_INJECTION64_PATH=" + lib);
   }
-  env.push_back("EDO_CHANNEL=" + server.path());
   env.push_back("EDO_TRACE_LIB=" + lib);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
@@ -188,161 +171,30 @@ int run_record(const RecordOptions& o) {
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
 
-  // ---- signals: forward to the job ----
-  struct sigaction sa{};
-  sa.sa_handler = forward_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int{}, old_term{}, old_hup{}, old_pipe{}, old_xfsz{}, old_ttou{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  struct sigaction ign{};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  sigaction(SIGPIPE, &ign, &old_pipe);
-  // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
-  // default action would kill the collector and lose the recording: take the error instead.
-  sigaction(SIGXFSZ, &ign, &old_xfsz);
-  // While the job's group has the terminal, edo is a background process: a line it writes
-  // there (a failed save) must not stop it when the terminal has TOSTOP set.
-  sigaction(SIGTTOU, &ign, &old_ttou);
-  struct sigaction dfl{};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-
-  collector::JobCommand job{exe, o.command, env, "EDO_ROOT_PID",
-                            {{SIGINT, old_int}, {SIGTERM, old_term}, {SIGHUP, old_hup}, {SIGPIPE, dfl},
-                             {SIGXFSZ, dfl}, {SIGTTOU, old_ttou}}};
+  collector::RecordSettings settings;
+  settings.output = out;
+  settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
+  settings.metadata["edo_version"] = EDO_VERSION;
+  settings.metadata["recorded_command"] = [&] {
+    std::string c;
+    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
+    return c;
+  }();
   collector::ProcessLauncher launcher;
-  const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto job_start = std::chrono::steady_clock::now();
-  const pid_t child = pid_t(launcher.start(job));  // throws a one-line message
-  // Which process is the job: the report's header shows it, not the first process to connect.
-  builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
-
-  // ---- collect ----
-  using clock = std::chrono::steady_clock;
-  auto last_save = clock::now();
-  uint64_t saved_gen = 0;
-  // A save that fails (disk full, file size limit, ...) never stops the job: one line says so
-  // the first time, later saves keep trying, and the closing line says what the file holds.
-  bool save_failed = false, final_save_failed = false;
-  auto last_good_save = clock::now();
-  auto save = [&](bool final_save) {
-    if (!final_save && builder.generation() == saved_gen) return;
-    try {
-      store.save(builder.finish(), final_save);
-      saved_gen = builder.generation();
-      last_good_save = clock::now();
-    } catch (const std::exception& e) {
-      if (!save_failed)
-        std::fprintf(stderr, "edo record: %s; the job runs on, the file keeps what was saved before, and edo retries every 2 s\n",
-                     terminal_safe(e.what()).c_str());
-      save_failed = true;
-      final_save_failed = final_save;
-    }
-  };
-  // A signal for the job: ask every traced process for a flush, wait for the replies (a
-  // bounded time, said when it runs out), then pass the signals received so far on. A traced
-  // process connects when it registers its first table or reads one (the tracer's sink.h),
-  // so one that has recorded anything is asked, even if its first flush is not out yet.
-  auto pass_on = [&] {
-    server.accept_pending(builder);
-    const uint64_t before = builder.flush_replies();
-    const size_t asked = server.request_flush();
-    constexpr int kFlushWaitS = 3;
-    const auto give_up = clock::now() + std::chrono::seconds(kFlushWaitS);
-    while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
-    const unsigned sigs = g_pending_signals.exchange(0);
-    if (const uint64_t got = builder.flush_replies() - before; got < asked)
-      std::fprintf(stderr,
-                   "edo record: %zu of %zu traced process(es) did not answer the flush request within %d s; the signal is "
-                   "passed on (what they recorded since their last flush is lost)\n",
-                   asked - size_t(got), asked, kFlushWaitS);
-    for (int sig = 1; sig < 32; ++sig)
-      if (sigs & (1u << sig)) launcher.signal(sig);
-  };
-  int code = 0;
-  bool exited = false;
-  auto exit_time = clock::now();
-  auto last_activity = clock::now();
-  while (true) {
-    if (server.poll_once(builder, 100)) last_activity = clock::now();
-    if (g_pending_signals.load() && !exited) pass_on();
-    if (!exited) {
-      if (const std::optional<int> c = launcher.poll_exit()) {
-        code = *c;
-        exited = true;
-        exit_time = clock::now();
-        // The job's last process often connects only in its exit handler: its connection may
-        // still wait in the backlog, with all its frames in it. Take it before closing.
-        server.accept_pending(builder);
-        server.stop_listening();
-      }
-    }
-    if (exited) {
-      // Drain: connections close when their processes end; grandchildren that outlive the
-      // job get a short grace period.
-      if (server.connections() == 0) break;
-      if (clock::now() - last_activity > std::chrono::seconds(2) && clock::now() - exit_time > std::chrono::seconds(2)) break;
-    }
-    if (clock::now() - last_save > std::chrono::seconds(2)) {
-      save(false);
-      last_save = clock::now();
-    }
-  }
-  while (server.poll_once(builder, 0)) {
-  }
-  builder.close_all_streams();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigaction(SIGTTOU, &old_ttou, nullptr);
-
-  bool have_root = false;
-  const bool nothing = builder.profile().sessions.empty();
-  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
-  if (!have_root) {
-    // The job's first process reported nothing itself (a launcher or shell script whose
-    // children did the work), or nothing was traced at all: give it a row for its exit code.
-    model::Session s;
-    int64_t max_id = 0;
-    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
-    s.id = max_id + 1;
-    s.command = builder.profile().metadata["recorded_command"];
-    s.pid = child;
-    s.parent_pid = getpid();
-    s.source = "record";
-    s.start_unix_ns = job_start_unix_ns;
-    s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    s.host = host;
-    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    if (nothing)
-      std::fprintf(stderr,
-                   "edo record: no traced process reported anything (no table registered, no NVTX range, no GPU "
-                   "allocation; or the job does not load libedo_trace.so: statically linked, LD_PRELOAD cleared)\n");
-  }
-  builder.set_exit_code(child, code);
-  builder.profile().metadata[model::kJobDurationNs] =
-      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
-  for (auto& is : builder.issues())
-    std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", terminal_safe(is.stream).c_str(),
-                 static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
-  save(true);
-  if (final_save_failed) {
+  collector::Recorder recorder(launcher, [](const std::string& line) {
+    std::fprintf(stderr, "edo record: %s\n", terminal_safe(line).c_str());
+  });
+  const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
+  const int code = r.code;
+  if (r.final_save_failed) {
     // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
     // unless the job itself failed, whose code comes first.
-    const double lost_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
     std::fprintf(stderr, "edo record: %s is incomplete: it holds the recording up to %.1f s before the end (the last save that worked)\n",
-                 terminal_safe(out).c_str(), lost_s);
+                 terminal_safe(out).c_str(), r.unsaved_s);
     return code != 0 ? code : 1;
   }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
-  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
+  for (auto& line : collector::summary_lines(recorder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return code;
 }
 
