@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -31,8 +32,12 @@ struct HoldTtou {
   ~HoldTtou() { sigprocmask(SIG_SETMASK, &old, nullptr); }
 };
 
-// The controlling terminal when this process is in its foreground group, or -1.
+// The controlling terminal when this process leads its terminal's foreground group (a
+// job-control shell started it as a job), or -1. In a group it does not lead (a script, make,
+// a test runner: no job control) the terminal stays with that group, so that Ctrl-C reaches
+// the script as before; edo gets it too and passes it on to the job once.
 int foreground_terminal() {
+  if (getpgrp() != getpid()) return -1;
   const int fd = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return -1;
   if (tcgetpgrp(fd) != getpgrp()) {
@@ -40,6 +45,20 @@ int foreground_terminal() {
     return -1;
   }
   return fd;
+}
+
+// Without the terminal handed over, a SIGTSTP (Ctrl-Z reaching a script's group, or `kill
+// -TSTP`) stops edo: it stops the job's group first, and continues it when edo continues, so
+// that the job never runs on behind a stopped edo. Only async-signal-safe calls.
+volatile sig_atomic_t g_job_group = 0;
+
+void on_tstp(int) {
+  const int saved = errno;
+  const pid_t group = g_job_group;
+  if (group > 0) kill(-group, SIGTSTP);
+  kill(getpid(), SIGSTOP);
+  if (group > 0) kill(-group, SIGCONT);
+  errno = saved;
 }
 
 }  // namespace
@@ -51,6 +70,10 @@ int exit_code_of_status(int status) {
 ProcessLauncher::~ProcessLauncher() {
   take_terminal_back();
   if (tty_ >= 0) ::close(tty_);
+  if (tstp_installed_) {
+    sigaction(SIGTSTP, &old_tstp_, nullptr);
+    g_job_group = 0;
+  }
 }
 
 int64_t ProcessLauncher::start(const JobCommand& cmd) {
@@ -68,6 +91,15 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
   argv.push_back(nullptr);
   tty_ = foreground_terminal();
   const pid_t parent = getpid();
+  if (tty_ < 0) {
+    struct sigaction sa{};
+    sa.sa_handler = on_tstp;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTSTP, nullptr, &old_tstp_);
+    // An ignored SIGTSTP (nohup-like launchers) stays ignored, for edo and the job.
+    if (old_tstp_.sa_handler != SIG_IGN) tstp_installed_ = sigaction(SIGTSTP, &sa, nullptr) == 0;
+  }
 
   std::fflush(nullptr);
   const pid_t child = fork();
@@ -84,6 +116,7 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(128 + SIGKILL);  // edo died before the call
     for (auto& [sig, sa] : cmd.dispositions) sigaction(sig, &sa, nullptr);
+    if (tstp_installed_) sigaction(SIGTSTP, &old_tstp_, nullptr);
     if (pid_slot < env.size()) {
       std::snprintf(pid_value, sizeof pid_value, "%s%d", env[pid_slot].c_str(), int(getpid()));
       envp[pid_slot] = pid_value;
@@ -93,6 +126,7 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
     _exit(127);
   }
   pid_ = child;
+  g_job_group = child;
   setpgid(child, child);  // EACCES once the child has exec'd: it did the call itself
   if (tty_ >= 0) {
     HoldTtou hold;

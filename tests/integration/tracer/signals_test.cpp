@@ -345,6 +345,53 @@ TEST(TracerSignals, CtrlCInATerminalReachesTheCJobOnce) {
   EXPECT_NE(session_with_table(p, "emb.user"), nullptr);
 }
 
+// `edo record` run by a script in a terminal (no job control: the script's group is the
+// foreground one and edo does not lead it): the terminal stays with the script's group, so
+// Ctrl-C reaches the script as it did without edo, and edo, which passes it on to the job once.
+TEST(TracerSignals, CtrlCReachesAScriptThatRunsRecordAndTheJobOnce) {
+  const std::string count = tmp_path("script.count"), db = tmp_path("script.edodb");
+  const std::string script = std::string("trap 'echo script-got-INT' INT; ") + EDO_BIN + " record -o " + db + " -- " +
+                             TRACER_JOB + " count_signals 3 " + count + "; echo edo-exit-$?";
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) exec_with_env({"/bin/sh", "-c", script}, kClean);
+  std::string out;
+  auto read_some = [&] {
+    char buf[4096];
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(master, &fds);
+    timeval tv{0, 50000};
+    if (select(master + 1, &fds, nullptr, nullptr, &tv) > 0) {
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n > 0) out.append(buf, size_t(n));
+      if (n <= 0) usleep(10000);  // EIO: see ctrl_c_in_a_terminal()
+    }
+  };
+  for (int i = 0; i < 400 && out.find("ready ") == std::string::npos; ++i) read_some();
+  if (out.find("ready ") == std::string::npos) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close(master);
+    FAIL() << "the job never got ready: " << out;
+  }
+  ASSERT_EQ(write(master, "\x03", 1), 1);  // Ctrl-C
+  int st = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 600 && (r = waitpid(pid, &st, WNOHANG)) == 0; ++i) read_some();
+  for (int i = 0; i < 100 && out.find("edo-exit-") == std::string::npos; ++i) read_some();
+  close(master);
+  if (r != pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    FAIL() << "the script did not end: " << out;
+  }
+  EXPECT_EQ(slurp(count), "INT\n") << out;
+  EXPECT_NE(out.find("script-got-INT"), std::string::npos) << out;
+  EXPECT_NE(out.find("edo-exit-3"), std::string::npos) << out;
+}
+
 // Ctrl-Z in a terminal stops the job (its group has the terminal); edo then takes the
 // terminal back and stops too, as a shell's job does; continued (what `fg` does), it gives
 // the terminal back to the job and continues it: a Ctrl-C then reaches the job, once.
