@@ -211,7 +211,9 @@ TEST(Recorder, ASignalIsPassedOnOnceAfterTheJobsFlush) {
     j.send(delta(5, 55) + flush_reply());
     j.wait_killed();
   });
-  const Recorded r = record(job, settings("signal"));
+  collector::RecordSettings st = settings("signal");
+  st.flush_wait = std::chrono::minutes(1);  // the reply comes: a bound this test never meets
+  const Recorded r = record(job, st);
   EXPECT_EQ(job.signals(), std::vector<int>{SIGTERM});
   EXPECT_EQ(r.outcome.code, 128 + SIGTERM);
   EXPECT_TRUE(r.said.empty()) << joined(r.said);
@@ -233,7 +235,9 @@ TEST(Recorder, DifferentSignalsAreEachPassedOn) {
     j.send(flush_reply());
     j.wait_killed();
   });
-  const Recorded r = record(job, settings("two"));
+  collector::RecordSettings s = settings("two");
+  s.flush_wait = std::chrono::minutes(1);
+  const Recorded r = record(job, s);
   EXPECT_EQ(job.signals(), (std::vector<int>{SIGHUP, SIGINT}));
 }
 
