@@ -88,7 +88,10 @@ std::string variables_help() {
       "tool's is set) and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
       "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
-      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n\n"
+      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n"
+      "Signals: the job runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to edo record (its pid\n"
+      "or its group: timeout, kill -TERM -PGID) reach the job once, after a flush; at an interactive shell the job\n"
+      "has the terminal (Ctrl-C, Ctrl-Z reach it directly).\n\n"
       "Environment you may set (read by libedo_trace.so in every traced process; a bad value prints\n"
       "one warning naming the variable and the default used, and the job runs on):\n";
   // The variables edo record sets for its own use are listed apart: a user does not set them.
