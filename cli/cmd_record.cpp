@@ -4,13 +4,9 @@
 // The recording itself is collector::Recorder (collector/include/edo/collector/recorder.h);
 // this file parses the arguments, builds the job's environment, and prints.
 #include <limits.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +18,6 @@
 #include "edo/collector/collector.h"
 #include "edo/collector/job_launcher.h"
 #include "edo/collector/recorder.h"
-#include "edo/db/profile_store.h"
-#include "edo/model/processes.h"
 #include "support/output_file.h"
 #include "support/terminal.h"
 #include "support/trace_library.h"
