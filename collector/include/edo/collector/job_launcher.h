@@ -5,7 +5,7 @@
 // edo runs as a job of an interactive shell (it leads the terminal's foreground group), makes
 // the job's group the terminal's foreground group for as long as the job runs. Why: a signal sent to edo's process group (`kill -TERM -PGID`,
 // `timeout`, a batch scheduler killing a process group, a shell's `kill %1`) then reaches
-// edo alone, and edo passes it on once, after a flush; Ctrl-C, Ctrl-\ and Ctrl-Z typed in the
+// edo alone, and edo passes it on once, after a flush; Ctrl-C, Ctrl-backslash and Ctrl-Z typed in the
 // terminal reach the job's group directly and never edo. With the job in edo's group a group
 // signal reached the job twice: directly, and again from edo (issue 18). Started by a script
 // (edo in a group it does not lead), edo leaves the terminal to that group: Ctrl-C reaches the
@@ -20,8 +20,8 @@
 //    (PR_SET_PDEATHSIG), its other processes only if they die with it.
 //  * A process of the job that leaves the job's group (setsid, setpgid) gets only what it
 //    would get without edo from a signal to its own group.
-//  * Started by a script in a terminal, Ctrl-Z and Ctrl-\ reach the script's group (edo) and
-//    not the job: edo stops the job's group when it stops (and continues it after); Ctrl-\
+//  * Started by a script in a terminal, Ctrl-Z and Ctrl-backslash reach the script's group (edo) and
+//    not the job: edo stops the job's group when it stops (and continues it after); Ctrl-backslash
 //    ends edo (and, by PR_SET_PDEATHSIG, the job's first process).
 #pragma once
 
