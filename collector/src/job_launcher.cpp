@@ -90,6 +90,7 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   tty_ = foreground_terminal();
+  leader_ = getpgrp() == getpid();
   const pid_t parent = getpid();
   if (tty_ < 0) {
     struct sigaction sa{};
@@ -138,9 +139,11 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
 std::optional<int> ProcessLauncher::poll_exit() {
   if (pid_ <= 0 || ended_) return std::nullopt;
   int status = 0;
-  // With the terminal, a job stopped by Ctrl-Z (or SIGTTIN/SIGTTOU) is reported too: edo
-  // then stops in turn, so that the shell sees its job stopped and gets the terminal back.
-  const pid_t r = waitpid(pid_, &status, WNOHANG | (tty_ >= 0 ? WUNTRACED : 0));
+  // A job-control shell's job (edo leads its group): a job stopped by Ctrl-Z, or by SIGTTIN /
+  // SIGTTOU in the background, is reported too, and edo stops in turn, so that the shell sees
+  // its job stopped (and gets the terminal back). Elsewhere nobody would continue a stopped
+  // edo: a job stopped by someone is left to them.
+  const pid_t r = waitpid(pid_, &status, WNOHANG | (leader_ ? WUNTRACED : 0));
   if (r != pid_) return std::nullopt;
   if (WIFSTOPPED(status)) {
     on_job_stopped();
@@ -156,9 +159,10 @@ void ProcessLauncher::on_job_stopped() {
   // and a job stopped by SIGTTIN then must not take it from the shell.
   take_terminal_back();
   kill(getpid(), SIGSTOP);  // SIGSTOP: whatever edo inherited for SIGTSTP, it does stop
-  // Continued (`fg` or `bg`): the job gets the terminal back when edo has it (`fg`), and
-  // continues in either case, as the shell's own job would.
-  if (tcgetpgrp(tty_) == getpgrp()) {
+  // Continued (`fg` or `bg`): the job gets the terminal when edo has it (`fg`, also for an
+  // edo started in the background), and continues in either case, as the shell's job would.
+  if (tty_ < 0) tty_ = foreground_terminal();
+  if (tty_ >= 0 && tcgetpgrp(tty_) == getpgrp()) {
     HoldTtou hold;
     tcsetpgrp(tty_, pid_);
   }

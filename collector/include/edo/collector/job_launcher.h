@@ -80,6 +80,7 @@ class ProcessLauncher : public JobLauncher {
   pid_t pid_ = -1;
   int tty_ = -1;  // the controlling terminal, while the job's group is (or may be) its foreground
   bool ended_ = false;
+  bool leader_ = false;  // edo leads its process group (a job-control shell's job)
   bool tstp_installed_ = false;  // without the terminal: SIGTSTP stops the job's group too
   struct sigaction old_tstp_ {};
 };
