@@ -295,7 +295,9 @@ Once signal_edo_record(To to, int sig, const std::string& name) {
   o.output = slurp(b.out);
   Profile p = load(db);
   EXPECT_NE(session_with_table(p, "emb.user"), nullptr) << name;
-  if (const edo::model::Session* s = session_with_table(p, "emb.user")) EXPECT_EQ(s->exit_code.value_or(-1), 3) << name;
+  if (const edo::model::Session* s = session_with_table(p, "emb.user")) {
+    EXPECT_EQ(s->exit_code.value_or(-1), 3) << name;
+  }
   return o;
 }
 
@@ -446,6 +448,65 @@ TEST(TracerSignals, CtrlZStopsTheJobAndEdoAndFgResumesBoth) {
   ASSERT_TRUE(WIFEXITED(st)) << out;
   EXPECT_EQ(WEXITSTATUS(st), 3) << out;
   EXPECT_EQ(slurp(count), "INT\n") << out;
+}
+
+// `edo record ... &` at an interactive shell: the job reads the terminal from the background
+// and is stopped (SIGTTIN); edo stops with it, so that the shell sees its job stopped; `fg`
+// (the terminal to edo's group, SIGCONT) gives the job the terminal, and it reads its line.
+// The pty's session leader plays the shell.
+TEST(TracerSignals, ABackgroundRecordFollowsItsJobStoppedByTheTerminalAndFgResumesIt) {
+  const std::string db = tmp_path("bg.edodb");
+  int master = -1;
+  const pid_t shell = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(shell, 0);
+  if (shell == 0) {
+    const pid_t edo = fork();
+    if (edo == 0) {
+      setpgid(0, 0);  // a job of its own, in the background: the shell's group keeps the terminal
+      exec_with_env({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "read_tty", "4"}, kClean);
+    }
+    setpgid(edo, edo);
+    int st = 0;
+    pid_t r = 0;
+    for (int i = 0; i < 6000 && (r = waitpid(edo, &st, WNOHANG | WUNTRACED)) == 0; ++i) usleep(10000);
+    if (r != edo || !WIFSTOPPED(st)) {
+      if (r == 0) kill(-edo, SIGKILL);
+      _exit(100);  // edo did not stop with its job
+    }
+    signal(SIGTTOU, SIG_IGN);
+    tcsetpgrp(0, edo);  // `fg`
+    kill(-edo, SIGCONT);
+    waitpid(edo, &st, 0);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  }
+  std::string out;
+  auto read_some = [&] {
+    char buf[4096];
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(master, &fds);
+    timeval tv{0, 50000};
+    if (select(master + 1, &fds, nullptr, nullptr, &tv) > 0) {
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n > 0) out.append(buf, size_t(n));
+      if (n <= 0) usleep(10000);  // EIO: see ctrl_c_in_a_terminal()
+    }
+  };
+  for (int i = 0; i < 400 && out.find("ready") == std::string::npos; ++i) read_some();
+  ASSERT_NE(out.find("ready"), std::string::npos) << out;
+  ASSERT_EQ(write(master, "hello\n", 6), 6);  // waits in the terminal until the job may read
+  int st = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 2400 && (r = waitpid(shell, &st, WNOHANG)) == 0; ++i) read_some();  // the shell's own bound is 60 s
+  close(master);
+  if (r != shell) {
+    kill(shell, SIGKILL);
+    waitpid(shell, nullptr, 0);
+    FAIL() << "did not end: " << out;
+  }
+  ASSERT_TRUE(WIFEXITED(st)) << out;
+  EXPECT_EQ(WEXITSTATUS(st), 4) << "100: edo did not stop with its job\n" << out;
+  EXPECT_NE(out.find("got hello"), std::string::npos) << out;
 }
 
 // ---- a signal right after a registration loses nothing (issue 24) ----

@@ -35,6 +35,8 @@
  *               the file argv[3] (write(2), O_APPEND); basic, prints "ready <pid>", waits
  *               for a signal, lingers 500 ms (a second delivery of the signal would be
  *               counted then), and exits with EXIT_CODE
+ *       read_tty  basic, prints "ready", reads a line from stdin (a terminal: stopped by SIGTTIN
+ *               while its group is in the background), prints "got <line>", exits EXIT_CODE
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -232,6 +234,16 @@ int main(int argc, char** argv) {
     fflush(stdout);
     while (!got_term) sleep_ms(5);
     printf("checkpoint written\n");
+  } else if (!strcmp(mode, "read_tty")) {
+    basic();
+    printf("ready\n");
+    fflush(stdout);
+    char line[128] = "";
+    if (!fgets(line, sizeof line, stdin)) return 95;
+    line[strcspn(line, "\r\n")] = 0;
+    printf("got %s\n", line);
+    fflush(stdout);
+    return code;
   } else if (!strcmp(mode, "register_kill_parent")) {
     reg_user();
     kill(getppid(), SIGTERM);
