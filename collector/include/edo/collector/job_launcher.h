@@ -3,15 +3,16 @@
 //
 // The real launcher (ProcessLauncher) starts the job in a process group of its own, and, when
 // edo runs as a job of an interactive shell (it leads the terminal's foreground group), makes
-// the job's group the terminal's foreground group for as long as the job runs. Why: a signal sent to edo's process group (`kill -TERM -PGID`,
-// `timeout`, a batch scheduler killing a process group, a shell's `kill %1`) then reaches
-// edo alone, and edo passes it on once, after a flush; Ctrl-C, Ctrl-backslash and Ctrl-Z typed in the
-// terminal reach the job's group directly and never edo. With the job in edo's group a group
-// signal reached the job twice: directly, and again from edo (issue 18). Started by a script
-// (edo in a group it does not lead), edo leaves the terminal to that group: Ctrl-C reaches the
-// script and edo, and edo passes it on. siginfo cannot tell a
-// signal sent to edo's pid from one sent to its group, so keeping the two apart is the only
-// way for edo to know that a signal it got has not reached the job.
+// the job's group the terminal's foreground group for as long as the job runs. Why: a signal
+// sent to edo's process group (`kill -TERM -PGID`, `timeout`, a batch scheduler killing a
+// process group, a shell's `kill %1`) then reaches edo alone, and edo passes it on once, after
+// a flush; Ctrl-C, Ctrl-backslash and Ctrl-Z typed in the terminal reach the job's group
+// directly and never edo. With the job in edo's group a group signal reached the job twice:
+// directly, and again from edo (issue 18). siginfo cannot tell a signal sent to edo's pid from
+// one sent to its group, so keeping the two apart is the only way for edo to know that a
+// signal it got has not reached the job. Started by a script (edo in a group it does not
+// lead), edo leaves the terminal to that group: Ctrl-C reaches the script and edo, and edo
+// passes it on.
 //
 // Limits (README, `edo record`):
 //  * A signal sent to every process of a cgroup (systemd's KillMode=control-group, some
@@ -20,9 +21,9 @@
 //    (PR_SET_PDEATHSIG), its other processes only if they die with it.
 //  * A process of the job that leaves the job's group (setsid, setpgid) gets only what it
 //    would get without edo from a signal to its own group.
-//  * Started by a script in a terminal, Ctrl-Z and Ctrl-backslash reach the script's group (edo) and
-//    not the job: edo stops the job's group when it stops (and continues it after); Ctrl-backslash
-//    ends edo (and, by PR_SET_PDEATHSIG, the job's first process).
+//  * Started by a script in a terminal, Ctrl-Z and Ctrl-backslash reach the script's group
+//    (edo) and not the job: edo stops the job's group when it stops (and continues it
+//    after); Ctrl-backslash ends edo (and, by PR_SET_PDEATHSIG, the job's first process).
 #pragma once
 
 #include <signal.h>
