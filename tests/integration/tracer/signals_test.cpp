@@ -509,6 +509,43 @@ TEST(TracerSignals, ABackgroundRecordFollowsItsJobStoppedByTheTerminalAndFgResum
   EXPECT_NE(out.find("got hello"), std::string::npos) << out;
 }
 
+// The state letter of /proc/<pid>/stat ('T' stopped), or 0 when it is gone.
+char process_state(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+// Without the terminal (a script's edo), a SIGTSTP to edo stops the job's group before edo
+// stops, and a SIGCONT to edo continues the job too: the job never runs on behind a stopped
+// edo, nor stays stopped behind a running one.
+TEST(TracerSignals, SigtstpToRecordStopsAndContinuesTheJobWithIt) {
+  const std::string count = tmp_path("tstp.count"), db = tmp_path("tstp_script.edodb");
+  Background b = start({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "count_signals", "3", count}, kClean);
+  const std::string out = wait_for_output(b, "ready ");
+  const auto at = out.find("ready ");
+  if (at == std::string::npos) {
+    kill(b.pid, SIGKILL);
+    wait_exit(b);
+    FAIL() << "the job never got ready: " << out;
+  }
+  const pid_t job = pid_t(std::stol(out.substr(at + 6)));
+  kill(b.pid, SIGTSTP);
+  int st = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 3000 && (r = waitpid(b.pid, &st, WNOHANG | WUNTRACED)) == 0; ++i) usleep(10000);
+  ASSERT_EQ(r, b.pid) << slurp(b.out);
+  ASSERT_TRUE(WIFSTOPPED(st));
+  EXPECT_EQ(process_state(job), 'T');  // stopped before edo stopped itself
+  kill(b.pid, SIGCONT);
+  char state = 'T';
+  for (int i = 0; i < 3000 && (state = process_state(job)) == 'T'; ++i) usleep(10000);
+  EXPECT_NE(state, 'T') << "the job stayed stopped";
+  kill(b.pid, SIGTERM);
+  EXPECT_EQ(wait_exit(b), 3) << slurp(b.out);
+  EXPECT_EQ(slurp(count), "TERM\n");
+}
+
 // ---- a signal right after a registration loses nothing (issue 24) ----
 // The job registers a table and at once sends SIGTERM to `edo record` (the earliest moment
 // there is): its process is known to edo already (it connects when it registers), so edo
