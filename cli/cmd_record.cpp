@@ -1,14 +1,12 @@
 // `edo record`: run a job with libedo_trace.so preloaded, collect the frames of every process
 // that loads it (one session each) over a Unix socket, and keep the .edodb up to date while
 // the job runs (saved every ~2 s and at the end, so a killed job leaves what was flushed).
+// The recording itself is collector::Recorder (collector/include/edo/collector/recorder.h);
+// this file parses the arguments, builds the job's environment, and prints.
 #include <limits.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +16,8 @@
 #include "command.h"
 #include "config.h"
 #include "edo/collector/collector.h"
-#include "edo/db/profile_store.h"
-#include "edo/model/processes.h"
+#include "edo/collector/job_launcher.h"
+#include "edo/collector/recorder.h"
 #include "support/output_file.h"
 #include "support/terminal.h"
 #include "support/trace_library.h"
@@ -39,16 +37,6 @@ struct RecordOptions {
   uint64_t weight_rows = 0;    // --weight-rows: EDO_WEIGHT_ROWS
   std::vector<std::string> command;
 };
-
-std::atomic<int> g_pending_signal{0};
-
-void forward_signal(int sig, siginfo_t* info, void*) {
-  // Terminal-generated signals (SI_KERNEL) already reach the job: same process group.
-  if (info && info->si_code == SI_KERNEL) return;
-  // Passed on by the collecting loop once the traced processes have flushed (the tracer
-  // installs no signal handler, so a job that dies by the signal cannot flush itself).
-  g_pending_signal.store(sig);
-}
 
 std::string canonical(const std::string& p) {
   char buf[PATH_MAX];
@@ -94,7 +82,10 @@ std::string variables_help() {
       "tool's is set) and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
       "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
-      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n\n"
+      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n"
+      "Signals: the job runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to edo record (its pid\n"
+      "or its group: timeout, kill -TERM -PGID) reach the job once, after a flush; at an interactive shell the job\n"
+      "has the terminal (Ctrl-C, Ctrl-Z reach it directly).\n\n"
       "Environment you may set (read by libedo_trace.so in every traced process; a bad value prints\n"
       "one warning naming the variable and the default used, and the job runs on):\n";
   // The variables edo record sets for its own use are listed apart: a user does not set them.
@@ -126,16 +117,6 @@ int run_record(const RecordOptions& o) {
   if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
   const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
   check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
-
-  collector::ChannelServer server;  // throws with a one-line message
-  db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
-  collector::ProfileBuilder builder("record");
-  builder.profile().metadata["edo_version"] = EDO_VERSION;
-  builder.profile().metadata["recorded_command"] = [&] {
-    std::string c;
-    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
-    return c;
-  }();
 
   // ---- the job's environment ----
   std::vector<std::string> env;
@@ -173,7 +154,6 @@ int run_record(const RecordOptions& o) {
   } else {
     env.push_back("NVTX_INJECTION64_PATH=" + lib);
   }
-  env.push_back("EDO_CHANNEL=" + server.path());
   env.push_back("EDO_TRACE_LIB=" + lib);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
@@ -188,162 +168,30 @@ int run_record(const RecordOptions& o) {
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
 
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_s = o.command;
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  // ---- signals: forward to the job ----
-  struct sigaction sa{};
-  sa.sa_sigaction = forward_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int{}, old_term{}, old_hup{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  signal(SIGPIPE, SIG_IGN);
-  // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
-  // default action would kill the collector and lose the recording: take the error instead.
-  signal(SIGXFSZ, SIG_IGN);
-
-  std::fflush(nullptr);
-  const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto job_start = std::chrono::steady_clock::now();
-  const pid_t child = fork();
-  if (child < 0) throw Failure(std::string("cannot fork: ") + std::strerror(errno));
-  if (child == 0) {
-    struct sigaction dfl{};
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGPIPE, &dfl, nullptr);
-    sigaction(SIGXFSZ, &dfl, nullptr);
-    std::string root = "EDO_ROOT_PID=" + std::to_string(getpid());
-    envp.insert(envp.end() - 1, root.data());
-    execve(exe.c_str(), argv.data(), envp.data());
-    std::fprintf(stderr, "edo record: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  // Which process is the job: the report's header shows it, not the first process to connect.
-  builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
-
-  // ---- collect ----
-  using clock = std::chrono::steady_clock;
-  auto last_save = clock::now();
-  uint64_t saved_gen = 0;
-  // A save that fails (disk full, file size limit, ...) never stops the job: one line says so
-  // the first time, later saves keep trying, and the closing line says what the file holds.
-  bool save_failed = false, final_save_failed = false;
-  auto last_good_save = clock::now();
-  auto save = [&](bool final_save) {
-    if (!final_save && builder.generation() == saved_gen) return;
-    try {
-      store.save(builder.finish(), final_save);
-      saved_gen = builder.generation();
-      last_good_save = clock::now();
-    } catch (const std::exception& e) {
-      if (!save_failed)
-        std::fprintf(stderr, "edo record: %s; the job runs on, the file keeps what was saved before, and edo retries every 2 s\n",
-                     terminal_safe(e.what()).c_str());
-      save_failed = true;
-      final_save_failed = final_save;
-    }
-  };
-  // A signal for the job: ask every traced process for a flush, wait for the replies (1 s at
-  // most), then pass the signal on.
-  auto pass_on = [&](int sig) {
-    server.accept_pending(builder);
-    const uint64_t before = builder.flush_replies();
-    const size_t asked = server.request_flush();
-    const auto give_up = clock::now() + std::chrono::seconds(1);
-    while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
-    kill(child, sig);
-  };
-  int status = 0;
-  bool exited = false;
-  auto exit_time = clock::now();
-  auto last_activity = clock::now();
-  while (true) {
-    if (server.poll_once(builder, 100)) last_activity = clock::now();
-    if (const int sig = g_pending_signal.exchange(0); sig && !exited) pass_on(sig);
-    if (!exited) {
-      pid_t r = waitpid(child, &status, WNOHANG);
-      if (r == child) {
-        exited = true;
-        exit_time = clock::now();
-        // The job's last process often connects only in its exit handler: its connection may
-        // still wait in the backlog, with all its frames in it. Take it before closing.
-        server.accept_pending(builder);
-        server.stop_listening();
-      }
-    }
-    if (exited) {
-      // Drain: connections close when their processes end; grandchildren that outlive the
-      // job get a short grace period.
-      if (server.connections() == 0) break;
-      if (clock::now() - last_activity > std::chrono::seconds(2) && clock::now() - exit_time > std::chrono::seconds(2)) break;
-    }
-    if (clock::now() - last_save > std::chrono::seconds(2)) {
-      save(false);
-      last_save = clock::now();
-    }
-  }
-  while (server.poll_once(builder, 0)) {
-  }
-  builder.close_all_streams();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-  bool have_root = false;
-  const bool nothing = builder.profile().sessions.empty();
-  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
-  if (!have_root) {
-    // The job's first process reported nothing itself (a launcher or shell script whose
-    // children did the work), or nothing was traced at all: give it a row for its exit code.
-    model::Session s;
-    int64_t max_id = 0;
-    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
-    s.id = max_id + 1;
-    s.command = builder.profile().metadata["recorded_command"];
-    s.pid = child;
-    s.parent_pid = getpid();
-    s.source = "record";
-    s.start_unix_ns = job_start_unix_ns;
-    s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    s.host = host;
-    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    if (nothing)
-      std::fprintf(stderr,
-                   "edo record: no traced process reported anything (no table registered, no NVTX range, no GPU "
-                   "allocation; or the job does not load libedo_trace.so: statically linked, LD_PRELOAD cleared)\n");
-  }
-  builder.set_exit_code(child, code);
-  builder.profile().metadata[model::kJobDurationNs] =
-      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
-  for (auto& is : builder.issues())
-    std::fprintf(stderr, "edo record: %s, byte %llu: %s\n", terminal_safe(is.stream).c_str(),
-                 static_cast<unsigned long long>(is.offset), terminal_safe(is.message).c_str());
-  save(true);
-  if (final_save_failed) {
+  collector::RecordSettings settings;
+  settings.output = out;
+  settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
+  settings.metadata["edo_version"] = EDO_VERSION;
+  settings.metadata["recorded_command"] = [&] {
+    std::string c;
+    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
+    return c;
+  }();
+  collector::ProcessLauncher launcher;
+  collector::Recorder recorder(launcher, [](const std::string& line) {
+    std::fprintf(stderr, "edo record: %s\n", terminal_safe(line).c_str());
+  });
+  const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
+  const int code = r.code;
+  if (r.final_save_failed) {
     // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
     // unless the job itself failed, whose code comes first.
-    const double lost_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
     std::fprintf(stderr, "edo record: %s is incomplete: it holds the recording up to %.1f s before the end (the last save that worked)\n",
-                 terminal_safe(out).c_str(), lost_s);
+                 terminal_safe(out).c_str(), r.unsaved_s);
     return code != 0 ? code : 1;
   }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
-  for (auto& line : collector::summary_lines(builder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
+  for (auto& line : collector::summary_lines(recorder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return code;
 }
 

@@ -14,8 +14,8 @@ results=${2:-bench/results/$(date +%Y-%m-%d)-tsan}
 mkdir -p "$build" "$results"
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-targets=(edo edo_trace edo_python tracer_job tracer_e2e_tests threads_job concurrency_tests fault_job faults_tests)
-tests='^(Ingest/Concurrency|TracerE2E|Faults)\.'
+targets=(edo edo_trace edo_python tracer_job tracer_e2e_tests tracer_signal_tests threads_job concurrency_tests fault_job faults_tests)
+tests='^(Ingest/Concurrency|TracerE2E|Faults)\.|^TracerSignals\.SigtermToRecordRightAfterARegistration'
 # ThreadSanitizer does not support fork in a multi-threaded process (the forked child's new
 # threads collide with the parent's in its registry: "dup thread with used id"; Python's
 # multiprocessing pool forks too); the fork tests

@@ -13,7 +13,10 @@ int64_t api_register(const char* name, const void* base, uint64_t rows, uint32_t
   Process& p = *process();
   const int64_t id = p.registry.add(name, base, rows, dim, dtype, device);
   if (id == EDO_ERR_INVALID_ARGUMENT) return id;
-  if (p.active) ensure_background_thread();
+  if (p.active) {
+    ensure_background_thread();
+    session().sink.connect_early();  // sink.h: edo record can ask for a flush from now on
+  }
   session().quiet.store(false);
   return id;
 }
@@ -30,6 +33,7 @@ int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int
   if (!p->active) return EDO_OK;
   ensure_background_thread();
   Session& s = session();
+  s.sink.connect_early();  // a forked worker's first lookup: known to edo record from now on
   if (s.quiet.load(std::memory_order_relaxed)) s.quiet.store(false);
   if (RangeTotals* r = innermost_range()) {
     r->lookups.fetch_add(count, std::memory_order_relaxed);
@@ -70,6 +74,7 @@ int api_step() {
   if (!p.active) return EDO_OK;
   ensure_background_thread();
   Session& s = session();
+  s.sink.connect_early();
   const uint64_t n = s.steps.fetch_add(1) + 1;
   if (p.cfg.window_steps > 0 && n % p.cfg.window_steps == 0) {
     if (p.async.load() && s.bg_running.load()) {

@@ -86,6 +86,13 @@ bool Sink::open_locked() {
   return true;
 }
 
+void Sink::connect_early() {
+  if (connect_tried_.load(std::memory_order_relaxed) || target_.channel.empty()) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  open_locked();  // a failure is kept (dead_, reason_) and counted at the first write, as before
+  connect_tried_.store(true);
+}
+
 bool Sink::write(const std::string& data) {
   if (data.empty()) return true;
   std::lock_guard<std::mutex> lk(mu_);

@@ -38,6 +38,14 @@ class Sink {
   // call (`edo record` is about to pass a signal on to the job). Reading the collector's
   // end of the connection also notices that it closed it.
   bool flush_requested();
+  // Channel only: connects now unless a connection was already tried (cheap after the first
+  // call). Called when the process registers a table or reads one, so that from the moment
+  // the call returns the collector knows the process (its connection at least waits in the
+  // collector's backlog) and can ask it for a flush before passing a signal on. Without it
+  // the connection waited for the first flush on the background thread, ~20 ms later, and a
+  // SIGTERM to `edo record` in between killed a job that had registered tables with nothing
+  // sent (issue 24). File mode keeps opening at the first write.
+  void connect_early();
 
   uint64_t lost_writes() const { return lost_writes_.load(); }
   uint64_t lost_bytes() const { return lost_bytes_.load(); }
@@ -62,6 +70,7 @@ class Sink {
   std::string path_;     // mu_: the file actually written (file mode)
   std::string reason_;   // mu_: the first loss
   std::atomic<uint64_t> lost_writes_{0}, lost_bytes_{0};
+  std::atomic<bool> connect_tried_{false};  // connect_early() has nothing more to do
 };
 
 // The byte `edo record` sends on a connection to ask for a flush.

@@ -29,6 +29,14 @@
  *       fsize_stay  the same limit, basic, and exit(EXIT_CODE) with it in force, printing
  *               nothing (the final flush and the tracer's stderr line are written by the
  *               exiting thread, which SIGXFSZ would kill)
+ *       register_kill_parent  registers emb.user, then at once sends SIGTERM to its parent
+ *               (`edo record`: the earliest moment after a registration), then sleeps 20 s
+ *       count_signals  SIGTERM and SIGINT handlers that append "TERM"/"INT" and a newline to
+ *               the file argv[3] (write(2), O_APPEND); basic, prints "ready <pid>", waits
+ *               for a signal, lingers 500 ms (a second delivery of the signal would be
+ *               counted then), and exits with EXIT_CODE
+ *       read_tty  basic, prints "ready", reads a line from stdin (a terminal: stopped by SIGTTIN
+ *               while its group is in the background), prints "got <line>", exits EXIT_CODE
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -41,6 +49,7 @@
 #include <nvtx3/nvToolsExt.h>
 #endif
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -162,6 +171,17 @@ static void on_term(int sig) {
   got_term = 1;
 }
 
+static const char* count_file;
+static void count_signal(int sig) {
+  const int fd = open(count_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    const char* line = sig == SIGTERM ? "TERM\n" : "INT\n";
+    if (write(fd, line, strlen(line)) < 0) _exit(96);
+    close(fd);
+  }
+  got_term = 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "basic";
   int code = argc > 2 ? atoi(argv[2]) : 0;
@@ -214,6 +234,36 @@ int main(int argc, char** argv) {
     fflush(stdout);
     while (!got_term) sleep_ms(5);
     printf("checkpoint written\n");
+  } else if (!strcmp(mode, "read_tty")) {
+    basic();
+    printf("ready\n");
+    fflush(stdout);
+    char line[128] = "";
+    if (!fgets(line, sizeof line, stdin)) return 95;
+    line[strcspn(line, "\r\n")] = 0;
+    printf("got %s\n", line);
+    fflush(stdout);
+    return code;
+  } else if (!strcmp(mode, "register_kill_parent")) {
+    reg_user();
+    kill(getppid(), SIGTERM);
+    sleep_ms(20000);
+  } else if (!strcmp(mode, "count_signals")) {
+    if (argc < 4) return 2;
+    count_file = argv[3];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    basic();
+    printf("ready %d\n", (int)getpid());
+    fflush(stdout);
+    while (!got_term) sleep_ms(5);
+    /* Not a wait for an event: a window in which a duplicate delivery (the bug this mode
+       finds) would run the handler a second time. A correct run never depends on it. */
+    sleep_ms(500);
   } else if (!strcmp(mode, "fsize")) {
     struct rlimit rl;
     getrlimit(RLIMIT_FSIZE, &rl);

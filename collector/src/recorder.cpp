@@ -1,0 +1,230 @@
+// Recorder::run: moved from cli/cmd_record.cpp's run_record (issue 18 §8); what it does is
+// unchanged but for the signals (job_launcher.h, issue 18 §1) and the flush wait (issue 24).
+#include "edo/collector/recorder.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <optional>
+
+#include "edo/db/profile_store.h"
+#include "edo/model/processes.h"
+
+namespace edo::collector {
+namespace {
+
+// Signals received for the job, one bit each, passed on by the collecting loop once the
+// traced processes have flushed (the tracer installs no signal handler, so a job that dies by
+// the signal cannot flush itself). The job runs in a process group of its own (ProcessLauncher),
+// so no signal edo gets has reached the job: each is passed on once.
+std::atomic<unsigned> g_pending_signals{0};
+
+void on_signal(int sig) { note_signal_for_job(sig); }
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+// Signal dispositions for the time of a recording, restored when it ends.
+class RecordingSignals {
+ public:
+  explicit RecordingSignals(bool forward) {
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction ign{};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    if (forward)
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) set(sig, sa);
+    set(SIGPIPE, ign);
+    // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
+    // default action would kill the collector and lose the recording: take the error instead.
+    set(SIGXFSZ, ign);
+    // While the job's group has the terminal, edo is a background process: a line it writes
+    // there (a failed save) must not stop it when the terminal has TOSTOP set.
+    set(SIGTTOU, ign);
+  }
+  // SIGPIPE and SIGXFSZ stay ignored: the database is closed, and edo's closing lines are
+  // written, after the recording (a stderr past the file size limit must not kill edo then).
+  ~RecordingSignals() {
+    for (auto& [sig, sa] : saved_)
+      if (sig != SIGPIPE && sig != SIGXFSZ) sigaction(sig, &sa, nullptr);
+  }
+  // What the job starts with: what edo had before, SIGPIPE and SIGXFSZ at their defaults.
+  std::vector<std::pair<int, struct sigaction>> for_the_job() const {
+    std::vector<std::pair<int, struct sigaction>> v = saved_;
+    for (auto& [sig, sa] : v)
+      if (sig == SIGPIPE || sig == SIGXFSZ) {
+        sa = {};
+        sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+      }
+    return v;
+  }
+
+ private:
+  void set(int sig, const struct sigaction& sa) {
+    struct sigaction old{};
+    sigaction(sig, &sa, &old);
+    saved_.emplace_back(sig, old);
+  }
+  std::vector<std::pair<int, struct sigaction>> saved_;
+};
+
+}  // namespace
+
+void note_signal_for_job(int sig) {
+  if (sig > 0 && sig < 32) g_pending_signals.fetch_or(1u << sig);
+}
+
+Recorder::Recorder(JobLauncher& launcher, Say say) : launcher_(launcher), say_(std::move(say)) {}
+Recorder::~Recorder() = default;
+
+const model::Profile& Recorder::profile() const {
+  static const model::Profile empty;
+  return builder_ ? builder_->profile() : empty;
+}
+
+RecordOutcome Recorder::run(const RecordSettings& st) {
+  // First: restored last, after the database is closed (its last write may meet the file
+  // size limit, whose SIGXFSZ must not kill edo).
+  RecordingSignals signals(st.install_signal_handlers);
+  g_pending_signals.store(0);
+  ChannelServer server;  // throws with a one-line message
+  db::ProfileStore store(st.output, db::ProfileStore::Mode::kCreate);
+  builder_ = std::make_unique<ProfileBuilder>("record");
+  ProfileBuilder& builder = *builder_;
+  for (auto& [k, v] : st.metadata) builder.profile().metadata[k] = v;
+
+  JobCommand job = st.job;
+  job.env.push_back("EDO_CHANNEL=" + server.path());
+  job.dispositions = signals.for_the_job();
+  const int64_t job_start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto job_start = std::chrono::steady_clock::now();
+  const int64_t child = launcher_.start(job);  // throws a one-line message
+  // Which process is the job: the report's header shows it, not the first process to connect.
+  builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
+
+  // ---- collect ----
+  using clock = std::chrono::steady_clock;
+  auto last_save = clock::now();
+  uint64_t saved_gen = 0;
+  // A save that fails (disk full, file size limit, ...) never stops the job: one line says so
+  // the first time, later saves keep trying, and the closing line says what the file holds.
+  bool save_failed = false, final_save_failed = false;
+  auto last_good_save = clock::now();
+  const auto every_s = std::chrono::duration<double>(st.save_every).count();
+  auto save = [&](bool final_save) {
+    if (!final_save && builder.generation() == saved_gen) return;
+    try {
+      store.save(builder.finish(), final_save);
+      saved_gen = builder.generation();
+      last_good_save = clock::now();
+    } catch (const std::exception& e) {
+      if (!save_failed) {
+        char every[32];
+        std::snprintf(every, sizeof every, "%g", every_s);
+        say_(std::string(e.what()) + "; the job runs on, the file keeps what was saved before, and edo retries every " +
+             every + " s");
+      }
+      save_failed = true;
+      final_save_failed = final_save;
+    }
+  };
+  // A signal for the job: ask every traced process for a flush, wait for the replies (a
+  // bounded time, said when it runs out), then pass the signals received so far on. A traced
+  // process connects when it registers its first table, reads one or counts a step (the
+  // tracer's sink.h), so one that has recorded anything is asked, even if its first flush is
+  // not out yet (issue 24: it was not, and a SIGTERM right after a registration lost it all).
+  auto pass_on = [&] {
+    server.accept_pending(builder);
+    const uint64_t before = builder.flush_replies();
+    const size_t asked = server.request_flush();
+    const auto give_up = clock::now() + st.flush_wait;
+    while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
+    // Taken after the wait: the same signal noted again meanwhile (`timeout` sends it to the
+    // pid and then to the group) is passed on once.
+    const unsigned sigs = g_pending_signals.exchange(0);
+    if (const uint64_t got = builder.flush_replies() - before; got < asked) {
+      char wait_s[32];
+      std::snprintf(wait_s, sizeof wait_s, "%g", std::chrono::duration<double>(st.flush_wait).count());
+      say_(num(asked - got) + " of " + num(asked) + " traced process(es) did not answer the flush request within " + wait_s +
+           " s; the signal is passed on (what they recorded since their last flush is lost)");
+    }
+    for (int sig = 1; sig < 32; ++sig)
+      if (sigs & (1u << sig)) launcher_.signal(sig);
+  };
+  int code = 0;
+  bool exited = false;
+  auto exit_time = clock::now();
+  auto last_activity = clock::now();
+  while (true) {
+    if (server.poll_once(builder, 100)) last_activity = clock::now();
+    if (g_pending_signals.load() && !exited) pass_on();
+    if (!exited) {
+      if (const std::optional<int> c = launcher_.poll_exit()) {
+        code = *c;
+        exited = true;
+        exit_time = clock::now();
+        // The job's last process often connects only in its exit handler: its connection may
+        // still wait in the backlog, with all its frames in it. Take it before closing.
+        server.accept_pending(builder);
+        server.stop_listening();
+      }
+    }
+    if (exited) {
+      // Drain: connections close when their processes end; grandchildren that outlive the
+      // job get a short grace period.
+      if (server.connections() == 0) break;
+      if (clock::now() - last_activity > st.drain_grace && clock::now() - exit_time > st.drain_grace) break;
+    }
+    if (clock::now() - last_save > st.save_every) {
+      save(false);
+      last_save = clock::now();
+    }
+  }
+  while (server.poll_once(builder, 0)) {
+  }
+  builder.close_all_streams();
+
+  bool have_root = false;
+  const bool nothing = builder.profile().sessions.empty();
+  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
+  if (!have_root) {
+    // The job's first process reported nothing itself (a launcher or shell script whose
+    // children did the work), or nothing was traced at all: give it a row for its exit code.
+    model::Session s;
+    int64_t max_id = 0;
+    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
+    s.id = max_id + 1;
+    s.command = builder.profile().metadata["recorded_command"];
+    s.pid = child;
+    s.parent_pid = getpid();
+    s.source = "record";
+    s.start_unix_ns = job_start_unix_ns;
+    s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    s.host = host;
+    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
+    if (nothing)
+      say_("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "
+           "not load libedo_trace.so: statically linked, LD_PRELOAD cleared)");
+  }
+  builder.set_exit_code(child, code);
+  builder.profile().metadata[model::kJobDurationNs] =
+      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
+  for (auto& is : builder.issues()) say_(is.stream + ", byte " + num(is.offset) + ": " + is.message);
+  save(true);
+  RecordOutcome out;
+  out.code = code;
+  out.final_save_failed = final_save_failed;
+  out.unsaved_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
+  return out;
+}
+
+}  // namespace edo::collector
