@@ -15,6 +15,7 @@
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "edo/db/tune_store.h"
+#include "edo/tuner/duration.h"
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
 #include "support/report_json.h"
@@ -230,15 +231,33 @@ int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
   model::Profile profile = store.load();
   auto tables = model::table_views(profile);
-  // The latest plan of `edo tune`, when the recording was tuned.
-  const std::optional<model::TuneResult> plan = db::load_latest_tune_result(store);
+  // The latest plan of `edo tune` that fits (a failed run never hides it), and every run.
+  const std::optional<model::TuneResult> plan = db::load_latest_good_tune_result(store);
+  const auto runs = db::list_tune_runs(store);
   if (o.json) {
     // Names are exact; bytes that are not UTF-8 (a damaged file) become U+FFFD: JSON is text.
     auto j = report_json(profile, tables, o.top);
     j["plan"] = plan ? tuner::plan_to_json(*plan) : nlohmann::ordered_json(nullptr);
+    j["plan_run"] = plan ? nlohmann::ordered_json(plan->run_id) : nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const auto& t : runs)
+      list.push_back({{"run", t.run_id}, {"created_unix", t.created_unix}, {"backend", t.backend}, {"objective", t.objective},
+                      {"budget_bytes", t.budget_bytes}, {"feasible", t.feasible}, {"complete", t.complete},
+                      {"stop_reason", t.stop_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.stop_reason)},
+                      {"plan_device_bytes", t.feasible ? nlohmann::ordered_json(t.plan_device_bytes) : nlohmann::ordered_json(nullptr)}});
+    j["tune_runs"] = list;
     std::puts(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
     print_text(profile, tables, o.top);
+    if (!runs.empty()) {
+      fmt::print("\ntune runs ('edo export --run N' exports one; without it the latest with a plan):\n");
+      for (const auto& t : runs)
+        fmt::print("  run {}: budget {}, {}: {}{}\n", t.run_id, model::format_bytes(t.budget_bytes), t.objective,
+                   t.feasible ? fmt::format("plan {} device, {} per step", model::format_bytes(t.plan_device_bytes),
+                                            tuner::format_duration_us(t.plan_step_us))
+                              : std::string("no plan fits"),
+                   t.complete ? "" : fmt::format(" (stopped: {})", terminal_safe(t.stop_reason)));
+    }
     if (plan) fmt::print("\nplan (edo tune, run {}):\n{}", plan->run_id, plan_text(*plan));
   }
   return 0;

@@ -76,14 +76,21 @@ int run_synth(const SynthOptions& o) {
     // Each table gets its own seed so that hot rows differ between tables.
     stats::ZipfGenerator gen(o.rows, o.zipf, o.seed + 1000003ull * static_cast<uint64_t>(t));
     stats::TableIngestor ingestor(o.rows, config);
+    // When rows are first read, one segment per drift window (held-out validation).
+    model::FirstSeenTracker first_seen;
+    first_seen.begin_segment();
     uint64_t done = 0;
     uint64_t batches = 0;
     while (done < o.lookups) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(o.batch, o.lookups - done));
       gen.fill(batch.data(), n);
       ingestor.add(batch.data(), n);
+      first_seen.add_indices(batch.data(), n, o.rows);
       done += n;
-      if (++batches % o.window_batches == 0) ingestor.close_window();
+      if (++batches % o.window_batches == 0) {
+        ingestor.close_window();
+        if (done < o.lookups) first_seen.begin_segment();
+      }
       progress.update(static_cast<double>(t) * o.lookups + done, total_work,
                       "table " + std::to_string(t + 1) + "/" + std::to_string(o.tables));
     }
@@ -98,6 +105,7 @@ int run_synth(const SynthOptions& o) {
     table.base_address = 0;
     table.weight_bytes = o.rows * o.dim * elem;
     table.aggregate = ingestor.take_delta();
+    table.first_seen = first_seen.finish(table.aggregate);
     profile.tables.push_back(std::move(table));
   }
   progress.finish();

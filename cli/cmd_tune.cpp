@@ -19,6 +19,7 @@
 #include "edo/db/weight_store.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/size.h"
+#include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
 #include "support/plan_text.h"
 #include "support/terminal.h"
@@ -38,6 +39,7 @@ struct TuneCliOptions {
   std::string backend = "auto";
   std::string tables = "*";
   std::string strategies;
+  std::string objective = "least-change";
   double time_limit = kDefaultTimeLimitS;
   uint64_t seed = 42;
   int threads = 0;
@@ -125,6 +127,7 @@ int run_tune(const TuneCliOptions& o) {
   t.backend = o.backend;
   t.tables = o.tables;
   t.strategies = o.strategies;
+  t.objective = o.objective;
   t.time_limit_s = o.time_limit;
   t.seed = o.seed;
   t.threads = o.threads;
@@ -148,7 +151,8 @@ int run_tune(const TuneCliOptions& o) {
   ProgressBar bar;
   model::TuneResult r;
   try {
-    r = tuner::tune(profile, weights, t, [&](const tuner::TuneProgress& p) { bar.draw(p); }, &g_cancel);
+    const auto backend = tuner::make_tune_backend(t.backend);
+    r = tuner::tune(profile, weights, t, *backend, [&](const tuner::TuneProgress& p) { bar.draw(p); }, &g_cancel);
   } catch (const tuner::TuneError& e) {
     bar.finish();
     sigaction(SIGINT, &old, nullptr);
@@ -160,6 +164,8 @@ int run_tune(const TuneCliOptions& o) {
   }
   bar.finish();
   sigaction(SIGINT, &old, nullptr);
+  // The options in force are the user's: the tuner ran with the limit less loading and saving.
+  r.time_limit_s = o.time_limit;
   db::save_tune_result(store, r);
 
   if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
@@ -170,12 +176,15 @@ int run_tune(const TuneCliOptions& o) {
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
                gated ? fmt::format(" ({} over the error limit, not timed)", gated).c_str() : "", r.elapsed_s, r.backend.c_str(),
                terminal_safe(o.file).c_str());
+  // Ctrl-C: what was measured is saved and planned, and the exit status says the command was
+  // interrupted (128 + SIGINT), as a shell expects of a job stopped by Ctrl-C.
+  if (r.stop_reason == "cancelled") return 130;
   if (!r.feasible) {
-    if (r.min_feasible_bytes == UINT64_MAX)
-      throw Failure("no plan: some table has no measured candidate within the error limit; raise --max-error or --time-limit");
-    throw Failure(fmt::format("no plan fits {}{}; the smallest feasible budget is {} ({} bytes): run again with --budget {}",
-                              tuner::format_size(r.budget_bytes), std::isfinite(r.max_error) ? fmt::format(" with --max-error {:g}", r.max_error) : "",
-                              tuner::format_size(r.min_feasible_bytes), r.min_feasible_bytes, r.min_feasible_bytes));
+    // The verdict line (tuner/summary.h) says why and names the fix; a run stopped early says
+    // its smallest budget is that of the candidates it measured.
+    std::string why = tuner::verdict_text(r);
+    why = "no plan" + why.substr(why.find("none") + 4);  // "plan: none fits ..." -> "no plan fits ..."
+    throw Failure(terminal_safe(why) + (r.min_feasible_bytes == UINT64_MAX ? "" : fmt::format("; run again with --budget {}", r.min_feasible_bytes)));
   }
   return 0;
 }
@@ -187,14 +196,17 @@ Runner setup(CLI::App& sub) {
       "pruning of rows never read, offload with a hot-row cache (sizes from the recorded LRU curve) and, for\n"
       "training jobs, row-wise Adagrad instead of the recorded optimizer, for every table, on this machine, with\n"
       "index batches drawn from the recorded per-row counts; errors on the recorded weight snapshot (edo record\n"
-      "--weights) or on synthetic weights. Then picks one strategy per table: least step time within --budget and\n"
-      "--max-error (default 0.02: near-lossless formats only; a candidate clearly over it is not timed). Each\n"
-      "table's WHY says what its choice saves and costs and what kept the others out. Everything measured, the\n"
-      "plan and the frontier are saved in FILE (edo report, edo export).\n"
+      "--weights) or on synthetic weights. Then picks one strategy per table within --budget and --max-error\n"
+      "(default 0.02: near-lossless formats only; a candidate clearly over it is not timed): by default the plan\n"
+      "that changes least (no lossy format and no retraining unless the budget needs them; then the fastest),\n"
+      "with --objective speed the fastest. Each table's WHY says what its choice saves and costs and what kept\n"
+      "the others out. Everything measured, the plan and the frontier are saved in FILE, one run per tune\n"
+      "(edo report lists them; edo export takes the latest that found a plan, or --run N).\n"
       "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Measuring stops after --time-limit (default 300 s), cheap formats\n"
       "first; Ctrl-C stops after the current candidate; either way the plan uses what was measured.\n"
       "Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
-      "2 bad flags. --json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
+      "2 bad flags, 130 stopped by Ctrl-C (what was measured is saved and planned first).\n"
+      "--json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
       "Example:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600");
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_option("--budget", o->budget, "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB")->required();
@@ -203,6 +215,10 @@ Runner setup(CLI::App& sub) {
                              "which admits fp16, bf16 and int8 and keeps out fp8, int4, PQ, low rank and hashing)",
                              tuner::kDefaultMaxError))
       ->type_name("E");
+  sub.add_option("--objective", o->objective,
+                 "least-change: the plan that fits with the least loss (error, retraining), then the fastest; speed: the "
+                 "fastest within --max-error")
+      ->check(CLI::IsMember({"least-change", "speed"}))->capture_default_str();
   sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   sub.add_option("--tables", o->tables, "only tables whose name matches this glob are tuned (the others keep their memory)")

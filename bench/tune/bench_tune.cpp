@@ -4,11 +4,17 @@
 // candidates it measured.
 //
 //   bench_tune [--backend cpu|cuda] [--time-limit S] [--budget SIZE] [--lookups N] [--out DIR] [--smoke]
+//   bench_tune --stability [--repeat N] [--backend cpu|cuda] [--out DIR]
 //
 // --smoke: 3 small tables and a 5 s limit (the test suite's check that the bench runs).
+// --stability (issue 19 point 3): four identical tables (200000 x 64, one Zipf stream), tuned
+// N times (default 5) with --objective speed, fp16/bf16/int8 and no error limit, on the real
+// backend: prints how many runs gave the most common plan (anchor: all N) and in how many runs
+// the four tables got one choice (anchor: all N).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +46,8 @@ std::string self_dir() {
   return fs::path(buf).parent_path().string();
 }
 
-void build_recording(const std::string& path, const std::vector<uint64_t>& rows, uint32_t dim, uint64_t lookups) {
+void build_recording(const std::string& path, const std::vector<uint64_t>& rows, uint32_t dim, uint64_t lookups,
+                     bool identical = false) {
   edo::model::Profile p;
   edo::model::Session s;
   s.id = 1;
@@ -51,8 +58,8 @@ void build_recording(const std::string& path, const std::vector<uint64_t>& rows,
   std::vector<int64_t> batch(65536);
   for (size_t t = 0; t < rows.size(); ++t) {
     // Skew differs by feature: most Zipf 1.05-1.2, every fifth close to uniform.
-    const double alpha = t % 5 == 4 ? 0.3 : 1.05 + 0.05 * static_cast<double>(t % 4);
-    edo::stats::ZipfGenerator gen(rows[t], alpha, 1000 + t);
+    const double alpha = identical ? 1.1 : t % 5 == 4 ? 0.3 : 1.05 + 0.05 * static_cast<double>(t % 4);
+    edo::stats::ZipfGenerator gen(rows[t], alpha, identical ? 1000 : 1000 + t);
     edo::stats::TableIngestor ing(rows[t], edo::stats::StatsConfig{});
     for (uint64_t done = 0; done < lookups;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(batch.size(), lookups - done));
@@ -90,13 +97,57 @@ int run(const std::vector<std::string>& argv, const std::string& out_path, const
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The same recording tuned `repeat` times: how often the plan (table -> spec) is the first's.
+int stability(const std::string& backend, const std::string& out, int repeat) {
+  const std::string db = out + "/identical.edodb";
+  build_recording(db, {200000, 200000, 200000, 200000}, 64, 1'000'000, true);
+  const std::string edo = self_dir() + "/edo";
+  std::vector<std::string> plans;
+  int uniform = 0;
+  for (int k = 0; k < repeat; ++k) {
+    const int rc = run({edo, "tune", db, "--budget", "1GiB", "--objective", "speed", "--max-error", "inf", "--strategies",
+                        "fp16,bf16,int8", "--backend", backend, "--json"},
+                       out + "/stable.json", out + "/stable.err");
+    const auto j = nlohmann::json::parse(slurp(out + "/stable.json"), nullptr, false);
+    if (rc != 0 || j.is_discarded() || !j.contains("tables")) {
+      std::fprintf(stderr, "bench_tune: run %d: edo tune exited %d: %s\n", k + 1, rc, slurp(out + "/stable.err").c_str());
+      return 1;
+    }
+    std::string plan, first_spec;
+    bool same = true;
+    for (const auto& t : j["tables"]) {
+      const std::string spec = t["spec"].get<std::string>();
+      plan += t["name"].get<std::string>() + "=" + spec + " ";
+      if (first_spec.empty()) first_spec = spec;
+      same = same && spec == first_spec;
+    }
+    uniform += same;
+    plans.push_back(plan);
+    std::fprintf(stderr, "bench_tune: run %d: %s\n", k + 1, plan.c_str());
+  }
+  // How many runs gave the most common plan.
+  int agree = 0;
+  for (const auto& p : plans) agree = std::max(agree, static_cast<int>(std::count(plans.begin(), plans.end(), p)));
+  std::printf("same_plan %d of %d (anchor %d, ratio %.2f)  runs_with_one_choice_for_the_four_identical_tables %d of %d  backend %s\n",
+              agree, repeat, repeat, static_cast<double>(agree) / repeat, uniform, repeat, backend.c_str());
+  return agree == repeat ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = "cpu", budget = "24GiB", out = fs::temp_directory_path() / ("edo-bench-tune-" + std::to_string(getpid()));
   double limit = 120;
   uint64_t lookups = 1'000'000;
-  bool smoke = false;
+  bool smoke = false, stable = false;
+  int repeat = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -112,10 +163,16 @@ int main(int argc, char** argv) {
     else if (a == "--lookups") lookups = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--out") out = next();
     else if (a == "--smoke") smoke = true;
+    else if (a == "--stability") stable = true;
+    else if (a == "--repeat") repeat = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr, "bench_tune: unknown argument %s (see the comment at the top of bench_tune.cpp)\n", a.c_str());
       return 2;
     }
+  }
+  if (stable) {
+    fs::create_directories(out);
+    return stability(backend, out, repeat);
   }
   std::vector<uint64_t> rows = kCriteoRows;
   uint32_t dim = 128;

@@ -7,6 +7,7 @@
 #include "edo/collector/collector.h"
 #include "edo/dtype.h"
 #include "edo/model/drops.h"
+#include "edo/model/profile_summary.h"
 #include "edo/wire/attribution.h"
 
 namespace edo::collector {
@@ -167,6 +168,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
             return;
           }
           model::Table& t = profile_.tables[it->second];
+          first_seen_[it->second].add(s.has_agg.count(it->second) ? t.aggregate : stats::TableAggregate(), agg);
           if (!s.has_agg.count(it->second)) {
             t.aggregate = std::move(agg);
             s.has_agg.insert(it->second);
@@ -316,27 +318,20 @@ void ProfileBuilder::attribute() {
 
 model::Profile& ProfileBuilder::finish() {
   attribute();
+  for (const auto& [ti, tracker] : first_seen_) profile_.tables[ti].first_seen = tracker.finish(profile_.tables[ti].aggregate);
   return profile_;
 }
 
 std::vector<std::string> summary_lines(const model::Profile& p) {
   uint64_t lookups = 0;
   for (auto& t : p.tables) lookups += t.aggregate.lookups();
-  auto human = [](double b) {
-    const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (b >= 1024 && i < 4) { b /= 1024; ++i; }
-    char buf[64];
-    std::snprintf(buf, sizeof buf, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-    return std::string(buf);
-  };
   std::vector<std::string> out;
   out.push_back(std::to_string(p.sessions.size()) + " session(s), " + std::to_string(p.tables.size()) +
                 " table(s), " + std::to_string(lookups) + " lookups, " + std::to_string(p.ties.size()) + " tie(s)");
   uint64_t alloc_events = 0;
   for (auto& e : p.memory_events) alloc_events += e.bytes > 0;
-  out.push_back("peak memory " + human(double(p.peak_bytes())) + " (" + std::to_string(alloc_events) +
-                " device allocation(s) traced, table memory " + human(double(p.table_bytes())) + ")");
+  out.push_back("peak memory " + model::format_bytes(static_cast<uint64_t>(std::max<int64_t>(p.peak_bytes(), 0))) + " (" + std::to_string(alloc_events) +
+                " device allocation(s) traced, table memory " + model::format_bytes(p.table_bytes()) + ")");
   out.push_back("dropped events: " + std::to_string(p.dropped_events()) +
                 (p.dropped_events() ? " (raise EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS)" : ""));
   for (const auto& [name, n] : p.drops())

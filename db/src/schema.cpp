@@ -160,6 +160,27 @@ void migrate_to_v5(SQLite::Database& db) {
           " kernel TEXT NOT NULL, table_name TEXT NOT NULL, launches INTEGER NOT NULL, total_ns INTEGER NOT NULL)");
 }
 
+// Version 6 (issue 19): what each tune plan optimises ("least-change" or "speed",
+// edo/tuner/tuner.h; plans made before were all the fastest within the error limit: 'speed'),
+// the interval of each candidate's step time (NULL: unknown, as in older runs), and when each
+// table's rows were first read (edo/model/first_seen.h; no rows: unknown, as in older files).
+// A file whose version was set back by hand (the tests of earlier steps do that) may have the
+// columns already: the step adds each only when missing.
+void add_column_if_missing(SQLite::Database& db, const char* table, const char* column, const char* type) {
+  SQLite::Statement q(db, std::string("SELECT COUNT(*) FROM pragma_table_info('") + table + "') WHERE name = ?");
+  q.bind(1, column);
+  if (q.executeStep() && q.getColumn(0).getInt64() == 0)
+    db.exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + type);
+}
+
+void migrate_to_v6(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_plans", "objective", "TEXT NOT NULL DEFAULT 'speed'");
+  add_column_if_missing(db, "tune_candidates", "step_us_lo", "REAL");
+  add_column_if_missing(db, "tune_candidates", "step_us_hi", "REAL");
+  db.exec("CREATE TABLE IF NOT EXISTS table_first_seen (table_id INTEGER NOT NULL REFERENCES tables(id) ON DELETE CASCADE,"
+          " position INTEGER NOT NULL, new_rows INTEGER NOT NULL, lookups INTEGER NOT NULL, PRIMARY KEY (table_id, position))");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -167,6 +188,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 3) migrate_to_v3(db);
   if (from < 4) migrate_to_v4(db);
   if (from < 5) migrate_to_v5(db);
+  if (from < 6) migrate_to_v6(db);
 }
 
 }  // namespace

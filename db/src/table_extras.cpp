@@ -2,6 +2,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -48,6 +49,36 @@ void save_table_extras(SQLite::Database& d, const model::Profile& p) {
       put.bind(3, static_cast<int64_t>(bytes));
       put.exec();
     }
+  }
+}
+
+void save_first_seen(SQLite::Database& d, const model::Profile& p) {
+  SQLite::Statement del(d, "DELETE FROM table_first_seen WHERE table_id = ?");
+  SQLite::Statement put(d, "INSERT OR REPLACE INTO table_first_seen(table_id, position, new_rows, lookups) VALUES (?,?,?,?)");
+  for (const auto& t : p.tables) {
+    del.reset();
+    del.bind(1, t.id);
+    del.exec();
+    for (const auto& s : t.first_seen) {
+      put.reset();
+      put.bind(1, t.id);
+      put.bind(2, static_cast<int64_t>(s.position));
+      put.bind(3, static_cast<int64_t>(s.new_rows));
+      put.bind(4, static_cast<int64_t>(s.lookups));
+      put.exec();
+    }
+  }
+}
+
+void load_first_seen(SQLite::Database& d, model::Profile& p) {
+  std::map<int64_t, model::Table*> by_id;
+  for (auto& t : p.tables) by_id[t.id] = &t;
+  SQLite::Statement q(d, "SELECT table_id, position, new_rows, lookups FROM table_first_seen ORDER BY table_id, position");
+  while (q.executeStep()) {
+    auto it = by_id.find(q.getColumn(0).getInt64());
+    if (it == by_id.end()) continue;
+    const auto u = [&](int i) { return static_cast<uint64_t>(std::max<int64_t>(0, q.getColumn(i).getInt64())); };
+    it->second->first_seen.push_back({u(1), u(2), u(3)});
   }
 }
 

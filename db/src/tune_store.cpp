@@ -40,8 +40,9 @@ uint64_t u64(const SQLite::Column& c) {
 void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t, int64_t>& candidate_ids) {
   SQLite::Statement plan(d,
       "INSERT INTO tune_plans(run_id, created_unix, budget_bytes, max_error, feasible, min_feasible_bytes,"
-      " baseline_device_bytes, baseline_host_bytes, baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+      " baseline_device_bytes, baseline_host_bytes, baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us,"
+      " objective) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  plan.bind(13, r.objective);
   plan.bind(1, r.run_id);
   plan.bind(2, r.created_unix);
   plan.bind(3, i64(r.budget_bytes));
@@ -143,8 +144,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     }
     SQLite::Statement cand(d,
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
-        " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
+        " step_us_hi) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -163,6 +164,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       cand.bind(14, c.measured ? 1 : 0);
       cand.bind(15, i64(c.measured_rows));
       cand.bind(16, c.note);
+      bind_real(cand, 17, c.step_us_lo);
+      bind_real(cand, 18, c.step_us_hi);
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -258,7 +261,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     std::map<int64_t, int64_t> index_of;  // candidate id -> index
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
-        " recorded_hit_rate, needs_retraining, measured, measured_rows, note FROM tune_candidates WHERE run_id = ? ORDER BY id");
+        " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi FROM tune_candidates"
+        " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
       TuneCandidate c;
@@ -278,13 +282,15 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.measured = cand.getColumn(13).getInt() != 0;
       c.measured_rows = u64(cand.getColumn(14));
       c.note = cand.getColumn(15).getString();
+      c.step_us_lo = real_or(cand.getColumn(16), NAN);
+      c.step_us_hi = real_or(cand.getColumn(17), NAN);
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }
 
     SQLite::Statement plan(d,
         "SELECT id, budget_bytes, max_error, feasible, min_feasible_bytes, baseline_device_bytes, baseline_host_bytes,"
-        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix FROM tune_plans"
+        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix, objective FROM tune_plans"
         " WHERE run_id = ? ORDER BY id DESC LIMIT 1");
     plan.bind(1, run_id);
     if (!plan.executeStep()) return r;  // a run without a plan (should not happen): candidates only
@@ -300,6 +306,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.plan_host_bytes = u64(plan.getColumn(9));
     r.plan_step_us = plan.getColumn(10).getDouble();
     r.created_unix = plan.getColumn(11).getInt64();
+    r.objective = plan.getColumn(12).getString();
 
     SQLite::Statement choices(d,
         "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why FROM tune_choices"
@@ -335,6 +342,42 @@ std::optional<TuneResult> load_latest_tune_result(const ProfileStore& store) {
   const auto ids = tune_run_ids(store);
   if (ids.empty()) return std::nullopt;
   return load_tune_result(store, ids.back());
+}
+
+std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
+  std::vector<TuneRunSummary> out;
+  try {
+    SQLite::Statement q(store.database(),
+        "SELECT r.id, r.created_unix, r.backend, r.device, r.complete, r.stop_reason, p.budget_bytes, p.feasible,"
+        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes FROM tune_runs r"
+        " JOIN tune_plans p ON p.id = (SELECT MAX(id) FROM tune_plans WHERE run_id = r.id) ORDER BY r.id");
+    while (q.executeStep()) {
+      TuneRunSummary s;
+      s.run_id = q.getColumn(0).getInt64();
+      s.created_unix = q.getColumn(1).getInt64();
+      s.backend = q.getColumn(2).getString();
+      s.device = q.getColumn(3).getString();
+      s.complete = q.getColumn(4).getInt() != 0;
+      s.stop_reason = q.getColumn(5).getString();
+      s.budget_bytes = u64(q.getColumn(6));
+      s.feasible = q.getColumn(7).getInt() != 0;
+      s.plan_device_bytes = u64(q.getColumn(8));
+      s.plan_step_us = q.getColumn(9).getDouble();
+      s.objective = q.getColumn(10).getString();
+      s.min_feasible_bytes = u64(q.getColumn(11));
+      out.push_back(std::move(s));
+    }
+  } catch (const SQLite::Exception& e) {
+    corrupt(store, e.what());
+  }
+  return out;
+}
+
+std::optional<TuneResult> load_latest_good_tune_result(const ProfileStore& store) {
+  const auto runs = list_tune_runs(store);
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+    if (it->feasible) return load_tune_result(store, it->run_id);
+  return std::nullopt;
 }
 
 }  // namespace edo::db

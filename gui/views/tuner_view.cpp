@@ -28,7 +28,9 @@
 #include "edo/gui/model_roles.h"
 #include "edo/gui/tune_runner.h"
 #include "edo/tuner/plan_io.h"
+#include "edo/model/profile_summary.h"
 #include "edo/tuner/size.h"
+#include "edo/tuner/summary.h"
 #include "tuner_chart.h"
 
 namespace edo::gui {
@@ -52,7 +54,7 @@ QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
   return view;
 }
 
-QString budget_text(uint64_t bytes) { return QString::fromStdString(tuner::format_size(bytes)).remove(QLatin1Char(' ')); }
+QString budget_text(uint64_t bytes) { return QString::fromStdString(model::format_bytes(bytes)).remove(QLatin1Char(' ')); }
 
 }  // namespace
 
@@ -333,30 +335,10 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
   max_error_->setText(std::isfinite(r.max_error)                     ? QString::number(r.max_error)
                       : std::isfinite(tuner::TuneOptions{}.max_error) ? QStringLiteral("none")
                                                                       : QString());
-  QString html = tr("Measured on <b>%1</b> (%2) · weights %3 · %4 of %5 candidates in %6%7")
-                     .arg(QString::fromStdString(r.backend), QString::fromStdString(r.device).toHtmlEscaped(), QString::fromStdString(r.weights))
-                     .arg(r.candidates_measured)
-                     .arg(r.candidates_total)
-                     .arg(format_duration_ns(r.elapsed_s * 1e9))
-                     .arg(r.complete ? QString() : tr(" · <b>stopped</b> (%1)").arg(QString::fromStdString(r.stop_reason)));
-  html += QStringLiteral("<br>");
-  if (r.feasible) {
-    const double saved = static_cast<double>(r.baseline_device_bytes) - static_cast<double>(r.plan_device_bytes);
-    html += tr("Budget %1: <b>%2 → %3</b> device memory (%4), step time %5 → %6")
-                .arg(format_bytes(r.budget_bytes), format_bytes(r.baseline_device_bytes), format_bytes(r.plan_device_bytes))
-                .arg(r.baseline_device_bytes ? format_change(static_cast<double>(r.baseline_device_bytes), static_cast<double>(r.plan_device_bytes))
-                                             : QString())
-                .arg(format_duration_ns(r.baseline_step_us * 1e3), format_duration_ns(r.plan_step_us * 1e3));
-    if (saved > 0) html += tr(" · saves %1").arg(format_bytes(static_cast<uint64_t>(saved)));
-    if (r.plan_host_bytes) html += tr(" · %1 on the host").arg(format_bytes(r.plan_host_bytes));
-  } else if (r.min_feasible_bytes == std::numeric_limits<uint64_t>::max()) {
-    html += tr("<span style='color:#b03000'><b>No plan</b>: some table has no measured candidate within the error limit; raise the "
-               "error limit or the time limit.</span>");
-  } else {
-    html += tr("<span style='color:#b03000'><b>No plan fits %1</b>; the smallest budget that fits is %2.</span>")
-                .arg(format_bytes(r.budget_bytes), format_bytes(r.min_feasible_bytes));
-  }
-  for (const auto& n : r.notes) html += QStringLiteral("<br><span style='color:#555'>") + QString::fromStdString(n).toHtmlEscaped() + QStringLiteral("</span>");
+  // The one summary text (edo/tuner/summary.h), as `edo tune` and `edo report` print it.
+  QString html;
+  for (const auto& line : tuner::summary_lines(r))
+    html += (html.isEmpty() ? QString() : QStringLiteral("<br>")) + QString::fromStdString(line).toHtmlEscaped();
   summary_->setText(html);
   say(note, !note.isEmpty() && note.startsWith(QLatin1String("the result was not saved")));
   setBusy(runner_->busy());

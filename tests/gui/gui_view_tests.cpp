@@ -263,7 +263,7 @@ class ViewTests : public QObject {
     QVERIFY(t->result());
     QCOMPARE(t->plan()->rowCount(), int(plan_json[QStringLiteral("tables")].toArray().size()));
     QVERIFY(chart_with_title(t, QStringLiteral("device memory vs step time")));
-    QVERIFY(visible_text(t).contains(QStringLiteral("Measured on <b>cpu</b>")));
+    QVERIFY(visible_text(t).contains(QStringLiteral("measured on: CPU")));
     // Exports: the same documents `edo export` writes.
     for (const QString& format : {QStringLiteral("json"), QStringLiteral("yaml"), QStringLiteral("torchrec")}) {
       const QString out = temp_dir() + QStringLiteral("/plan.") + format;
@@ -283,7 +283,7 @@ class ViewTests : public QObject {
     t->setBudget(QStringLiteral("1KiB"));
     QVERIFY(t->replan());
     QVERIFY(!t->result()->feasible);
-    QVERIFY(visible_text(t).contains(QStringLiteral("No plan fits 1.00 KiB")));
+    QVERIFY(visible_text(t).contains(QStringLiteral("plan: none fits 1.00 KiB")));
     QVERIFY(!t->exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/x.json")).isEmpty());
     // The error limit: a number, "none", or empty for the tuner library's own default.
     t->setBudget(QStringLiteral("1GiB"));

@@ -23,17 +23,16 @@ std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uin
   std::vector<uint64_t> out;
   auto curve = summary.lru_curve;
   std::sort(curve.begin(), curve.end(), [](const stats::CurvePoint& a, const stats::CurvePoint& b) { return a.x < b.x; });
+  // At the curve's own points: the first size whose recorded hit rate reaches the target.
+  // Between two points the curve is not known (a scan's is a step: 0 below the scan's rows,
+  // nearly 1 from them on), and a size interpolated there may hit nothing.
   for (double target : {0.5, 0.8, 0.9, 0.95, 0.99}) {
-    double x0 = 0, y0 = 0;
     for (const auto& p : curve) {
       if (p.y >= target) {
-        const double x = p.y > y0 ? x0 + (target - y0) / (p.y - y0) * (p.x - x0) : p.x;
-        const uint64_t k = static_cast<uint64_t>(std::max(1.0, std::ceil(x)));
+        const uint64_t k = static_cast<uint64_t>(std::max(1.0, std::ceil(p.x)));
         if (k < rows) out.push_back(k);
         break;
       }
-      x0 = p.x;
-      y0 = p.y;
     }
   }
   std::sort(out.begin(), out.end());
@@ -99,8 +98,10 @@ struct Builder {
     out.push_back(c);
     // The optimizer-state lever: row-wise Adagrad (one float per trained row) with sparse
     // gradients (the rows one step reads, at most) instead of the recorded optimizer, when
-    // that holds more than 1.5 floats per row.
-    if (training() && g.optimizer_bytes > 6 * g.rows) {
+    // that holds more than 1.5 floats per row. Never for weights tied to another layer (a
+    // tied LM head): the output layer's gradient reaches every row at every step, so it is
+    // dense and a sparse-gradient optimizer cannot train it.
+    if (training() && g.optimizer_bytes > 6 * g.rows && g.members.size() == g.identical.size()) {
       Candidate v = c;
       v.optimizer = "rowwise_adagrad";
       v.needs_retraining = true;
@@ -159,7 +160,20 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
   if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
     b.kept_rows = g.counts.unique_rows();
-    b.add("pruned", "pruned", json{{"kept_rows", b.kept_rows}}, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
+    // Held out: the rows read in the first half of the recording are the pruned set fitted
+    // there; the second half's lookups on rows first read after it are what such a table
+    // loses on lookups it was not fitted to. Each returns a zero row: the access-weighted
+    // relative L2 error is sqrt(lost fraction) (rows of about equal norm).
+    json params{{"kept_rows", b.kept_rows}};
+    const model::HeldOut h = model::held_out_split(g.first_seen, g.counts.lookups());
+    if (h.valid) {
+      params["held_out_lost_fraction"] = h.lost_fraction();
+      params["held_out_lookups"] = h.held_out_lookups;
+    }
+    const size_t at = b.out.size();
+    b.add("pruned", "pruned", params, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
+    for (size_t i = at; i < b.out.size(); ++i)
+      if (h.valid) b.out[i].held_out_error = std::sqrt(h.lost_fraction());
   }
   // Low rank and product quantisation.
   if (g.dim >= 8) {

@@ -36,10 +36,14 @@ struct Candidate {
   uint64_t device_bytes = 0;   // weights + optimizer state + gradients + metadata
   uint64_t host_bytes = 0;
   std::string why_not;         // set when the candidate cannot be measured (kept, with the reason)
+  // Pruning: the error on held-out lookups (model::held_out_split), replacing the measured
+  // one (0 on the rows the whole recording read); unset when the recording cannot say.
+  std::optional<double> held_out_error;
 };
 
-// Cache sizes (rows) for offload: where the recorded LRU curve reaches 50, 80, 90, 95 and 99 %
-// hits, below the table's rows, sizes within 5 % of each other merged. Exposed for tests.
+// Cache sizes (rows) for offload: the recorded LRU curve's first points at or above 50, 80, 90,
+// 95 and 99 % hits (the curve's own points, never interpolated), below the table's rows, sizes
+// within 5 % of each other merged. Exposed for tests.
 std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uint64_t rows);
 
 // The baseline spec of a recorded dtype ("fp32" -> "fp32", "fp8_e4m3" -> "fp8"; old spellings

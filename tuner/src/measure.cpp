@@ -328,12 +328,35 @@ double TableBench::lru_hit_rate(uint64_t slots, uint64_t seed) const {
 
 namespace {
 
+// What a pass times: the forward of an embedding bag, one step's lookups pooled (sum) into
+// their bags with the batch's offsets, as a recommender's forward does (issue 19 point 4: not
+// the bare gather of the rows). A training step's backward and optimizer update are not timed
+// (docs/tuning.md "Measurement").
+constexpr bool kBag = true;
+
 double median_of(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
 
+// The interval of the repetitions: their whole range. A wide interval only makes more ties,
+// which the plan breaks by loss and bytes: a candidate counts as faster only when every
+// repetition says so.
+std::pair<double, double> spread_of(const std::vector<double>& v) {
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {*lo, *hi};
+}
+
 }  // namespace
+
+double TableBench::full_error(const Candidate& c, const TuneOptions& o) const {
+  kernels::EncodeOptions eo;
+  eo.counts = counts_.data();
+  eo.seed = o.seed;
+  const auto table = kernels::encode(kernels::StrategySpec::parse(measured_spec(c, g_.rows, rows_)), weights_.data(), rows_,
+                                     g_.dim, eo);
+  return weighted_error(*table, ref_);
+}
 
 Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us) {
   Measurement out;
@@ -357,29 +380,39 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   if (paired && !base_loaded_) {
     base_table_ = kernels::encode(kernels::StrategySpec::parse(baseline_spec(g_.dtype)), weights_.data(), rows_, g_.dim, eo);
     base_loaded_ = backend.load(*base_table_, work_);
-    base_loaded_->pass(false);  // warm
+    base_loaded_->pass(kBag);  // warm
   }
   // Warm-up, then reps timed repetitions of k passes each, k chosen so that a repetition lasts
   // at least min_rep_s: a burst of other work on the machine then spoils one repetition (which
   // the median drops), not all of them. Paired: each repetition of the candidate is followed
   // by one of the baseline, and the ratio of the two is what counts.
   double pass_s = 0;
-  for (int i = 0; i < std::max(1, o.warmup); ++i) pass_s = loaded->pass(false);
+  for (int i = 0; i < std::max(1, o.warmup); ++i) pass_s = loaded->pass(kBag);
   const int k = modelled ? 1 : static_cast<int>(std::clamp(std::ceil(o.min_rep_s / std::max(pass_s, 1e-9)), 1.0, 1000.0));
   loaded->reset_stats();
   std::vector<double> secs, ratios;
   for (int i = 0; i < (modelled ? 1 : std::max(1, o.reps)); ++i) {
     double t = 0;
-    for (int j = 0; j < k; ++j) t += loaded->pass(false);
+    for (int j = 0; j < k; ++j) t += loaded->pass(kBag);
     secs.push_back(t / k);
     if (paired) {
       double b = 0;
-      for (int j = 0; j < k; ++j) b += base_loaded_->pass(false);
+      for (int j = 0; j < k; ++j) b += base_loaded_->pass(kBag);
       if (b > 0) ratios.push_back(t / b);
     }
   }
-  out.step_us = paired && !ratios.empty() ? baseline_us * median_of(ratios)
-                                          : median_of(secs) / lookups_per_pass_ * g_.lookups_per_step * 1e6;
+  const double per_s = 1.0 / lookups_per_pass_ * g_.lookups_per_step * 1e6;  // seconds per pass -> us per step
+  if (paired && !ratios.empty()) {
+    out.step_us = baseline_us * median_of(ratios);
+    const auto [lo, hi] = spread_of(ratios);
+    out.step_us_lo = baseline_us * lo;
+    out.step_us_hi = baseline_us * hi;
+  } else {
+    out.step_us = median_of(secs) * per_s;
+    const auto [lo, hi] = spread_of(secs);
+    out.step_us_lo = lo * per_s;
+    out.step_us_hi = hi * per_s;
+  }
   double hit = loaded->hit_rate();
   if (modelled && hit >= 0) {
     // The index batches repeat: an LRU cache that holds all the rows they read would hit
@@ -400,9 +433,12 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
       const double transfer_us = (1.0 - hit) * g_.lookups_per_step * 4.0 * g_.dim / kModelledHostLinkBytesPerS * 1e6;
       if (modelled) {
         out.step_us = baseline_us + transfer_us;
+        out.step_us_lo = out.step_us_hi = std::numeric_limits<double>::quiet_NaN();
         out.note = "CPU backend: the baseline's lookups plus the misses' transfer modelled at 25 GB/s";
       } else {
         out.step_us += transfer_us;
+        out.step_us_lo += transfer_us;
+        out.step_us_hi += transfer_us;
         out.note = "miss transfers modelled at 25 GB/s (CPU backend)";
       }
     }

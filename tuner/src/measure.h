@@ -50,6 +50,11 @@ std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured);
 
 struct Measurement {
   double step_us = 0;
+  // The spread of the repetitions (their range), as step times; NaN when
+  // the time is modelled from the baseline's (offload on the CPU: the caller shifts the
+  // baseline's interval).
+  double step_us_lo = std::numeric_limits<double>::quiet_NaN();
+  double step_us_hi = std::numeric_limits<double>::quiet_NaN();
   double error = 0;
   std::optional<double> hit_rate;  // offload
   uint64_t measured_rows = 0;
@@ -86,6 +91,10 @@ class TableBench {
   // the table's rows per bucket), which tends to be lower than on the whole table (fitted
   // in-sample). 0 for the lossless strategies (baseline, offload, pruning).
   double reference_error(const Candidate& c, const TuneOptions& options) const;
+
+  // The candidate's error as measure() computes it (the whole measured table encoded, the
+  // error over the reference rows), without timing anything.
+  double full_error(const Candidate& c, const TuneOptions& options) const;
 
   // Hit rate of the offload LRU (edo/kernels/lru.h) with `slots` rows on a stream of accesses
   // drawn from the access model in batches of one step's lookups (as many warm-up accesses as

@@ -1,8 +1,10 @@
 #include "edo/tuner/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 
 namespace edo::tuner {
 namespace {
@@ -15,29 +17,34 @@ struct Point {
   uint64_t host;
   uint32_t prev;  // index in the previous level
   uint32_t opt;   // index in the item's pruned options
+  int64_t loss;
+};
+
+// The objective's key: what a plan minimises first, then second.
+struct Key {
+  Objective objective;
+  bool less(double ta, int64_t la, double tb, int64_t lb) const {
+    return objective == Objective::kSpeed ? std::tie(ta, la) < std::tie(tb, lb) : std::tie(la, ta) < std::tie(lb, tb);
+  }
+  bool less(const Point& a, const Point& b) const { return less(a.time, a.loss, b.time, b.loss); }
+  bool less(const PlanOption& a, const PlanOption& b) const { return less(a.step_us, a.loss, b.step_us, b.loss); }
 };
 
 uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-bool before(const Point& a, const Point& b) {
-  if (a.bytes != b.bytes) return a.bytes < b.bytes;
-  if (a.time != b.time) return a.time < b.time;
-  if (a.prev != b.prev) return a.prev < b.prev;
-  return a.opt < b.opt;
-}
-
-// Keeps the points no other point beats in both bytes and time (sorted: bytes ascending, so
-// a point survives when it is strictly faster than everything cheaper).
-std::vector<Point> non_dominated(std::vector<Point>& pts) {
-  std::sort(pts.begin(), pts.end(), before);
+// Keeps the points no other point beats in both bytes and key (sorted: bytes ascending, so
+// a point survives when its key is strictly better than everything cheaper's).
+std::vector<Point> non_dominated(std::vector<Point>& pts, const Key& key) {
+  std::sort(pts.begin(), pts.end(), [&](const Point& a, const Point& b) {
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    if (key.less(a, b)) return true;
+    if (key.less(b, a)) return false;
+    if (a.prev != b.prev) return a.prev < b.prev;
+    return a.opt < b.opt;
+  });
   std::vector<Point> out;
-  double best = std::numeric_limits<double>::infinity();
-  for (const Point& p : pts) {
-    if (p.time < best) {
-      out.push_back(p);
-      best = p.time;
-    }
-  }
+  for (const Point& p : pts)
+    if (out.empty() || key.less(p, out.back())) out.push_back(p);
   return out;
 }
 
@@ -53,29 +60,31 @@ std::vector<Point> thin(const std::vector<Point>& pts, size_t cap) {
 
 }  // namespace
 
-Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t max_frontier) {
+int64_t loss_units(double loss) {
+  if (!(loss > 0)) return 0;
+  // At most 2^62 / 1e9 per option: sums over millions of tables stay exact.
+  return loss >= 4.6e9 ? int64_t{1} << 52 : static_cast<int64_t>(std::llround(loss * 1e9));
+}
+
+Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t max_frontier, Objective objective) {
+  const Key key{objective};
   Solution sol;
   std::vector<std::vector<PlanOption>> opts(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     // Options of one item that another option of the same item beats are never needed.
     std::vector<PlanOption> o = items[i].options;
-    std::stable_sort(o.begin(), o.end(), [](const PlanOption& a, const PlanOption& b) {
-      return a.device_bytes != b.device_bytes ? a.device_bytes < b.device_bytes : a.step_us < b.step_us;
+    std::stable_sort(o.begin(), o.end(), [&](const PlanOption& a, const PlanOption& b) {
+      return a.device_bytes != b.device_bytes ? a.device_bytes < b.device_bytes : key.less(a, b);
     });
-    double best = std::numeric_limits<double>::infinity();
-    for (const PlanOption& x : o) {
-      if (x.step_us < best) {
-        opts[i].push_back(x);
-        best = x.step_us;
-      }
-    }
+    for (const PlanOption& x : o)
+      if (opts[i].empty() || key.less(x, opts[i].back())) opts[i].push_back(x);
     if (opts[i].empty()) {
       sol.min_feasible_bytes = UINT64_MAX;
       return sol;
     }
   }
   std::vector<std::vector<Point>> levels;
-  levels.push_back({Point{0, 0.0, 0, kNone, kNone}});
+  levels.push_back({Point{0, 0.0, 0, kNone, kNone, 0}});
   for (size_t i = 0; i < items.size(); ++i) {
     const std::vector<Point>& prev = levels.back();
     std::vector<Point> next;
@@ -84,14 +93,14 @@ Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t 
       for (uint32_t k = 0; k < opts[i].size(); ++k) {
         const PlanOption& o = opts[i][k];
         next.push_back(Point{add_sat(prev[j].bytes, o.device_bytes), prev[j].time + o.step_us,
-                             add_sat(prev[j].host, o.host_bytes), j, k});
+                             add_sat(prev[j].host, o.host_bytes), j, k, prev[j].loss + o.loss});
       }
-    levels.push_back(thin(non_dominated(next), max_frontier));
+    levels.push_back(thin(non_dominated(next, key), max_frontier));
   }
   const std::vector<Point>& last = levels.back();
   for (const Point& p : last) sol.frontier.emplace_back(p.bytes, p.time);
   sol.min_feasible_bytes = last.front().bytes;
-  // Times fall as bytes grow: the last point within the budget is the fastest plan.
+  // Keys fall as bytes grow: the last point within the budget is the best plan.
   size_t pick = last.size();
   for (size_t k = 0; k < last.size() && last[k].bytes <= budget; ++k) pick = k;
   if (pick == last.size()) return sol;
@@ -99,6 +108,7 @@ Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t 
   sol.device_bytes = last[pick].bytes;
   sol.host_bytes = last[pick].host;
   sol.step_us = last[pick].time;
+  sol.loss = last[pick].loss;
   sol.chosen.assign(items.size(), 0);
   uint32_t at = static_cast<uint32_t>(pick);
   for (size_t i = items.size(); i-- > 0;) {

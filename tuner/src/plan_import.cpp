@@ -218,6 +218,12 @@ TuneResult plan_from_json(const json& doc) {
   if (doc.contains("elapsed_s")) r.elapsed_s = get_number(doc, "elapsed_s", top, true, 0.0);
   if (doc.contains("time_limit_s")) r.time_limit_s = get_number(doc, "time_limit_s", top, true, 0.0);
   if (doc.contains("tables_glob")) r.tables_glob = get_string(doc, "tables_glob", top);
+  // Plans written before objectives were recorded were the fastest within the error limit.
+  if (doc.contains("objective")) {
+    r.objective = get_string(doc, "objective", top);
+    if (r.objective != "least-change" && r.objective != "speed")
+      fail("objective \"" + describe(r.objective) + "\" is neither least-change nor speed");
+  }
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
     for (const auto& n : *it) {
@@ -287,6 +293,13 @@ TuneResult plan_from_json(const json& doc) {
       c.needs_retraining = retrain;
       c.measured = true;
       if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);
+      if (auto iv = t.find("step_us_interval"); iv != t.end() && !iv->is_null()) {
+        if (!iv->is_array() || iv->size() != 2 || !(*iv)[0].is_number() || !(*iv)[1].is_number() ||
+            !((*iv)[0].get<double>() <= (*iv)[1].get<double>()))
+          fail(where + ": \"step_us_interval\" is not a [low, high] pair of step times");
+        c.step_us_lo = (*iv)[0].get<double>();
+        c.step_us_hi = (*iv)[1].get<double>();
+      }
       ch.candidate = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     } else {

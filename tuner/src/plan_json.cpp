@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "edo/tuner/plan_io.h"
+#include "edo/tuner/summary.h"
 #include "text.h"
 
 namespace edo::tuner {
@@ -67,6 +68,11 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["recorded_hit_rate"] = c ? opt_or_null(c->recorded_hit_rate) : ordered_json(nullptr);
   j["shares_with"] = ch.shares_with.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(ch.shares_with));
   j["measured_rows"] = c ? c->measured_rows : 0;
+  // The candidate's step-time interval (the whole group's, like its step_us before the split
+  // by lookups; null when unknown).
+  j["step_us_interval"] = c && std::isfinite(c->step_us_lo) && std::isfinite(c->step_us_hi)
+                              ? ordered_json::array({c->step_us_lo, c->step_us_hi})
+                              : ordered_json(nullptr);
   if (t) {
     j["rows"] = t->rows;
     j["dim"] = t->dim;
@@ -154,6 +160,10 @@ ordered_json plan_to_json(const TuneResult& r) {
   j["seed"] = r.seed;
   j["tables_glob"] = valid_utf8(r.tables_glob);
   j["created_unix"] = r.created_unix;
+  // What the plan optimises ("least-change" or "speed"), and the weights in the words of the
+  // plan's header ("recorded for 4 of 5 tables ...").
+  j["objective"] = valid_utf8(r.objective);
+  j["weights_text"] = valid_utf8(weights_text(r));
   ordered_json notes = ordered_json::array();
   for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
   j["notes"] = notes;

@@ -47,26 +47,15 @@ uint64_t parse_size(const std::string& text) {
   else if (u == "gib") mult = 1024.0L * 1024 * 1024;
   else if (u == "tib") mult = 1024.0L * 1024 * 1024 * 1024;
   else if (u == "pib") mult = 1024.0L * 1024 * 1024 * 1024 * 1024;
+  // What model::format_bytes writes above 1024 PiB.
+  else if (u == "eb") mult = 1e18L;
+  else if (u == "eib") mult = 1024.0L * 1024 * 1024 * 1024 * 1024 * 1024;
   else bad(text, "unknown unit '" + unit + "'");
   if (dot && u.empty()) bad(text, "a fraction of a byte");
   if (number.size() > 30) bad(text, "too large");
   const long double value = std::strtold(number.c_str(), nullptr) * mult;
   if (!(value < 18446744073709551615.0L)) bad(text, "too large");
   return static_cast<uint64_t>(std::floor(value));
-}
-
-std::string format_size(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 6) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[48];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
 }
 
 }  // namespace edo::tuner

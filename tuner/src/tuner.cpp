@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <list>
 #include <map>
@@ -21,6 +22,7 @@
 #include "edo/kernels/encode.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
+#include "explain.h"
 #include "measure.h"
 #include "workload.h"
 
@@ -90,108 +92,6 @@ FormatSize kernels_size(const std::string& spec, uint64_t rows, uint32_t dim, ui
   return f;
 }
 
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * x);
-  return buf;
-}
-
-std::string number(double x, const char* fmt) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, fmt, x);
-  return buf;
-}
-
-std::string bytes_text(uint64_t b) {
-  const char* u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int i = 0;
-  while (v >= 1024 && i < 5) {
-    v /= 1024;
-    ++i;
-  }
-  return i ? number(v, "%.1f") + " " + u[i] : std::to_string(b) + " B";
-}
-
-// What the candidate is, in words.
-std::string describe(const model::TuneCandidate& c, uint64_t rows) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  auto get = [&](const char* k) -> double { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
-  std::string s;
-  if (c.strategy == "offload") {
-    const double k = get("cache_rows");
-    s = "offload to host with a device cache of " + number(k, "%.0f") + " rows (" +
-        number(100.0 * k / std::max<double>(1, static_cast<double>(rows)), "%.2g") + "% of rows, " +
-        (p.is_object() && p.value("policy", "") == "static" ? "static hot set" : "LRU") + ")";
-  } else if (c.strategy == "pq") {
-    s = "product quantisation, " + number(get("m"), "%.0f") + " sub-spaces";
-  } else if (c.strategy == "lowrank") {
-    s = "low rank " + number(get("rank"), "%.0f");
-  } else if (c.strategy == "multihash") {
-    s = "multi-hash into " + number(get("buckets"), "%.0f") + " buckets";
-  } else if (c.strategy == "qr") {
-    s = "quotient-remainder, " + number(get("m"), "%.0f") + " rows per quotient";
-  } else if (c.strategy == "pruned") {
-    s = "pruned to the " + number(get("kept_rows"), "%.0f") + " rows read";
-  } else {
-    s = c.strategy;
-  }
-  if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
-  if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
-    std::string names;
-    for (const auto& n : p["shared_by"])
-      if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
-    s += ", one copy shared with " + names + " (same weights)";
-  }
-  return s;
-}
-
-// Why the plan took candidate `ci` for table `t`: what it is, what it saves and costs
-// against the baseline, its error against the limit, and what kept the others out (faster
-// ones need more memory than the budget leaves: the plan is the fastest that fits; the rest
-// are over the error limit).
-std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
-                   double max_error) {
-  const model::TuneCandidate& c = r.candidates[ci];
-  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
-  std::string s;
-  if (!base || &c == base) {
-    s = "kept as recorded (" + c.strategy + ")";
-  } else {
-    s = describe(c, t.rows) + ": ";
-    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
-    s += saved >= 0 ? "saves " + bytes_text(static_cast<uint64_t>(saved)) : "adds " + bytes_text(static_cast<uint64_t>(-saved));
-    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
-    const double dt = c.step_us - base->step_us;
-    s += ", step time " + format_duration_us(dt, true);
-    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-    s += ", error " + number(c.error, "%.3g") + limit;
-  }
-  if (c.hit_rate) {
-    s += ", hit rate " + percent(*c.hit_rate) + " measured";
-    if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
-  }
-  if (c.needs_retraining) s += "; needs retraining";
-  size_t faster = 0, over = 0;
-  const model::TuneCandidate* closest = nullptr;  // over the limit, least error
-  for (const auto& o : r.candidates) {
-    if (o.table != c.table || &o == &c) continue;
-    if (!std::isnan(o.error) && o.error > max_error) {
-      ++over;
-      if (!closest || o.error < closest->error) closest = &o;
-    } else if (o.usable() && o.step_us < c.step_us) {
-      ++faster;
-    }
-  }
-  if (faster) s += "; " + std::to_string(faster) + " faster need more memory than the budget leaves";
-  else if (!base || &c == base) s += ": the fastest measured";
-  else s += "; the fastest measured" + std::string(over ? " within the error limit" : "");
-  if (over)
-    s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +
-         number(closest->error, "%.3g") + ")";
-  return s;
-}
-
 struct BenchCache {
   uint64_t budget;
   std::list<std::pair<size_t, std::unique_ptr<TableBench>>> items;  // most recent first
@@ -226,38 +126,58 @@ struct BenchCache {
   }
 };
 
-}  // namespace
+// What a table's measured times depend on: shape, dtype, training state, lookups per step and
+// the multiset of its per-row counts (which rows they fall on does not change a time: the
+// index batches are drawn from the counts). Equal keys: equal times up to noise.
+std::string timing_key(const TableGroup& g) {
+  std::vector<uint64_t> counts;
+  counts.reserve(g.counts.unique_rows());
+  g.counts.for_each_nonzero([&](uint64_t, uint64_t c) { counts.push_back(c); });
+  std::sort(counts.begin(), counts.end());
+  uint64_t h = 1469598103934665603ULL;
+  for (uint64_t c : counts) h = (h ^ c) * 1099511628211ULL;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%llu|%u|%s|%llu|%llu|%zu|%zu|%.17g|%d|%zu|%llx", static_cast<unsigned long long>(g.rows),
+                g.dim, g.optimizer.c_str(), static_cast<unsigned long long>(g.optimizer_bytes),
+                static_cast<unsigned long long>(g.grad_bytes), g.members.size(), g.identical.size(), g.lookups_per_step,
+                static_cast<int>(g.counts.mode()), counts.size(), static_cast<unsigned long long>(h));
+  return g.dtype + "|" + buf;
+}
 
-model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
-                       const TuneOptions& o, const ProgressFn& progress, const std::atomic<bool>* cancel) {
-  const auto t0 = clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  if (!(o.max_error >= 0)) throw std::invalid_argument("max error must be a number >= 0");
-  if (o.reps < 1 || o.batches < 1 || o.warmup < 0) throw std::invalid_argument("reps and batches must be >= 1");
-  if (o.threads > 0) kernels::set_num_threads(o.threads);
-  model::TuneResult r;
-  r.created_unix = static_cast<int64_t>(std::time(nullptr));
-  r.backend = resolve_backend(o.backend);
-  std::unique_ptr<kernels::Backend> backend;
-  try {
-    backend = kernels::make_backend(r.backend);
-  } catch (const std::runtime_error& e) {
-    throw TuneError(std::string(e.what()) + "; use --backend cpu (or auto) on this machine");
+// A twin's times, hit rate and measured rows (its error is the caller's).
+void copy_timing(model::TuneCandidate& m, const model::TuneCandidate& src) {
+  m.step_us = src.step_us;
+  m.step_us_lo = src.step_us_lo;
+  m.step_us_hi = src.step_us_hi;
+  m.hit_rate = src.hit_rate;
+  m.measured_rows = src.measured_rows;
+  m.measured = true;
+  m.note = "timed as " + src.table + " (same shape, dtype and access counts)" + (src.note.empty() ? "" : "; " + src.note);
+}
+
+// Pruning's error is what its held-out lookups lose (candidates.cpp), not the 0 it has on the
+// rows the whole recording read; without the record of when rows were first read it says so.
+void apply_held_out(model::TuneCandidate& m, const Candidate& c) {
+  if (c.strategy != "pruned") return;
+  const std::string sep = m.note.empty() ? "" : "; ";
+  if (c.held_out_error) {
+    m.error = *c.held_out_error;
+    m.note += sep + "error on held-out lookups: fitted on the first half of the recording, scored on the second";
+  } else {
+    m.note += sep + "not validated on held-out lookups (the recording does not say when rows were first read): error 0 on the rows it read";
   }
-  r.device = describe_backend(r.backend);
-  r.budget_bytes = o.budget_bytes;
-  r.max_error = o.max_error;
-  r.tables_glob = o.tables;
-  r.seed = o.seed;
-  r.time_limit_s = o.time_limit_s;
+}
 
+// The strategies --strategies allows (empty: all); throws std::invalid_argument naming an
+// unknown one.
+std::set<std::string> allowed_strategies(const std::string& list) {
   std::set<std::string> allowed;
   {
     size_t start = 0;
-    while (start < o.strategies.size()) {
-      size_t end = o.strategies.find(',', start);
-      if (end == std::string::npos) end = o.strategies.size();
-      std::string name = o.strategies.substr(start, end - start);
+    while (start < list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      std::string name = list.substr(start, end - start);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
       const auto& known = kernels::strategy_names();
@@ -270,7 +190,23 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       start = end + 1;
     }
   }
-  Workload w = build_workload(profile, snapshots, o.tables);
+  return allowed;
+}
+
+// Enumerate: the workload's groups, every tuned group's candidates (within --strategies), the
+// result's tables and candidates (nothing measured yet) and the notes that go with them.
+struct Enumerated {
+  Workload w;
+  std::vector<std::vector<Candidate>> cands;  // per group
+  std::vector<std::vector<size_t>> index;     // group, candidate -> result index
+};
+
+Enumerated enumerate(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                     const TuneOptions& o, model::TuneResult& r) {
+  const std::set<std::string> allowed = allowed_strategies(o.strategies);
+  Enumerated e;
+  Workload& w = e.w;
+  w = build_workload(profile, snapshots, o.tables);
   r.notes = w.notes;
   bool any_tuned = false;
   for (const auto& g : w.groups) any_tuned = any_tuned || g.tuned;
@@ -282,8 +218,10 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   }
 
   // Candidates of every tuned group.
-  std::vector<std::vector<Candidate>> cands(w.groups.size());
-  std::vector<std::vector<size_t>> index(w.groups.size());  // group, candidate -> result index
+  auto& cands = e.cands;
+  auto& index = e.index;
+  cands.resize(w.groups.size());
+  index.resize(w.groups.size());
   size_t with_snapshot = 0, tuned = 0;
   for (size_t gi = 0; gi < w.groups.size(); ++gi) {
     TableGroup& g = w.groups[gi];
@@ -342,12 +280,13 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       r.candidates.push_back(std::move(m));
     }
   }
+  // "weights" is the word for the whole plan (recorded only when every tuned table had a
+  // snapshot); summary.h weights_text() says "recorded for N of M tables" when some had.
   r.weights = with_snapshot == tuned ? "recorded" : "synthetic";
-  if (with_snapshot == 0)
-    r.notes.push_back("weights: synthetic (no weight snapshot recorded; record with 'edo record --weights' for errors on the job's weights)");
-  else if (with_snapshot < tuned)
-    r.notes.push_back("weights: recorded for " + std::to_string(with_snapshot) + " of " + std::to_string(tuned) +
-                      " tables, synthetic for the others (see each table's weights)");
+  if (with_snapshot < tuned)
+    r.notes.push_back("weights: no weight snapshot for " + std::to_string(tuned - with_snapshot) + " of " +
+                      std::to_string(tuned) + " tables: their errors are on synthetic weights (record with 'edo record "
+                      "--weights' for errors on the job's weights)");
   if (r.backend == "cpu")
     r.notes.push_back("measured on the CPU: times are this CPU's; an offloaded table costs its baseline's lookups plus its "
                       "misses' transfer over a modelled 25 GB/s host link");
@@ -356,8 +295,30 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
                       " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
                       "do not): --max-error E to change it, --max-error inf for no limit");
   r.candidates_total = r.candidates.size();
+  return e;
+}
 
-  // Measurement, level by level.
+// Schedule and measure: level by level (every table's baseline first, then the cheap formats,
+// then the rest), within a level the tables whose setup is still in memory first; what would
+// not finish within the time limit is skipped with a note. Fills each candidate's
+// measurement; returns the reason measuring stopped early ("" when it did not).
+std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& backend, const TuneOptions& o,
+                        const ProgressFn& progress, const std::atomic<bool>* cancel, clock::time_point t0) {
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+  const Workload& w = e.w;
+  const auto& cands = e.cands;
+  const auto& index = e.index;
+  // Tables of equal shape, dtype, training state and access counts (up to the rows' names) are
+  // timed once: a twin takes the first one's times (its errors are its own).
+  std::vector<int> twin(w.groups.size(), -1);
+  {
+    std::map<std::string, size_t> first;
+    for (size_t gi = 0; gi < w.groups.size(); ++gi) {
+      if (!w.groups[gi].tuned) continue;
+      auto [it, fresh] = first.emplace(timing_key(w.groups[gi]), gi);
+      if (!fresh) twin[gi] = static_cast<int>(it->second);
+    }
+  }
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
   // Measurement setups kept for the next level: a quarter of available memory, room for two
   // of the largest at least; on a GPU at most four (each holds its baseline on the device).
@@ -413,6 +374,8 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     std::vector<size_t> order(w.groups.size());
     for (size_t gi = 0; gi < order.size(); ++gi) order[gi] = gi;
     std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return benches.has(gi); });
+    // Twins after the table they are timed as.
+    std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return twin[gi] < 0; });
     for (size_t gi : order) {
       const TableGroup& g = w.groups[gi];
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
@@ -439,13 +402,42 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
         }
         report(g.name, c.spec);
         const auto ts = clock::now();
+        // A twin's candidate of the same spec, timed already: its time is this one's.
+        const model::TuneCandidate* same = nullptr;
+        if (twin[gi] >= 0)
+          for (size_t tj = 0; tj < cands[static_cast<size_t>(twin[gi])].size() && !same; ++tj) {
+            const auto& tc = r.candidates[index[static_cast<size_t>(twin[gi])][tj]];
+            if (tc.spec == c.spec && tc.optimizer == c.optimizer && tc.usable()) same = &tc;
+          }
         try {
-          TableBench* b = benches.get(gi);
-          if (!b) {
-            benches.make_room_for(rows * g.dim * 4);
-            b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
-            setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
-            if (elems >= setup_cost.first) setup_cost = {elems, setup_s[gi]};
+          auto bench = [&] {
+            TableBench* b = benches.get(gi);
+            if (!b) {
+              benches.make_room_for(rows * g.dim * 4);
+              b = benches.put(gi, std::make_unique<TableBench>(g, o, cap, o.seed ^ fnv1a(g.name)));
+              setup_s[gi] = std::chrono::duration<double>(clock::now() - ts).count();
+              if (elems >= setup_cost.first) setup_cost = {elems, setup_s[gi]};
+            }
+            return b;
+          };
+          if (same && lossless(c.strategy, c.baseline)) {
+            // Lossless and timed on the twin: nothing to set up or time.
+            copy_timing(m, *same);
+            m.error = 0;
+            apply_held_out(m, c);
+            ++done;
+            report(g.name, c.spec);
+            continue;
+          }
+          TableBench* b = bench();
+          if (same) {
+            // Timed on the twin; the error is this table's own (its weights differ): exact on
+            // the reference rows for a row format, the full table's for a fitted one.
+            copy_timing(m, *same);
+            m.error = row_format(c.strategy) ? b->reference_error(c, o) : b->full_error(c, o);
+            ++done;
+            report(g.name, c.spec);
+            continue;
           }
           if (gated) {
             // The error gate: the error on the reference rows first; what is clearly over the
@@ -469,13 +461,21 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
           const auto& base = r.candidates[index[gi][0]];
           const double base_us = base.usable() ? base.step_us : std::numeric_limits<double>::quiet_NaN();
           const auto tm = clock::now();
-          const Measurement x = b->measure(c, *backend, o, base_us);
+          const Measurement x = b->measure(c, backend, o, base_us);
           m.step_us = x.step_us;
+          m.step_us_lo = x.step_us_lo;
+          m.step_us_hi = x.step_us_hi;
+          if (!std::isfinite(m.step_us_lo) && base.usable() && std::isfinite(base.step_us_lo)) {
+            // Modelled from the baseline's time: the baseline's interval, shifted.
+            m.step_us_lo = m.step_us - (base.step_us - base.step_us_lo);
+            m.step_us_hi = m.step_us + (base.step_us_hi - base.step_us);
+          }
           m.error = x.error;
           m.hit_rate = x.hit_rate;
           m.measured_rows = x.measured_rows;
           m.measured = true;
           m.note = x.note;
+          apply_held_out(m, c);
           const double took = std::chrono::duration<double>(clock::now() - tm).count();
           if (c.baseline) baseline_s[gi] = took;
           auto& k = cost[c.strategy];
@@ -491,6 +491,7 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
     }
   }
   // Variants (the optimizer lever) share their format's measurement.
+
   for (size_t gi = 0; gi < w.groups.size(); ++gi)
     for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
       const int from = cands[gi][ci].measure_as;
@@ -498,6 +499,8 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       model::TuneCandidate& m = r.candidates[index[gi][ci]];
       const model::TuneCandidate& src = r.candidates[index[gi][static_cast<size_t>(from)]];
       m.step_us = src.step_us;
+      m.step_us_lo = src.step_us_lo;
+      m.step_us_hi = src.step_us_hi;
       m.error = src.error;
       m.hit_rate = src.hit_rate;
       m.measured = src.measured;
@@ -505,6 +508,52 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
       m.note = src.note;
       ++done;
     }
+  report("", "");
+  return stop;
+}
+
+}  // namespace
+
+std::shared_ptr<kernels::Backend> make_tune_backend(const std::string& requested) {
+  const std::string name = resolve_backend(requested);
+  try {
+    return kernels::make_backend(name);
+  } catch (const std::runtime_error& e) {
+    throw TuneError(std::string(e.what()) + "; use --backend cpu (or auto) on this machine");
+  }
+}
+
+model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                       const TuneOptions& o, const ProgressFn& progress, const std::atomic<bool>* cancel) {
+  // Options are checked before a backend is made (a CUDA context takes a while).
+  if (!(o.max_error >= 0)) throw std::invalid_argument("max error must be a number >= 0");
+  if (o.reps < 1 || o.batches < 1 || o.warmup < 0) throw std::invalid_argument("reps and batches must be >= 1");
+  auto backend = make_tune_backend(o.backend);
+  return tune(profile, snapshots, o, *backend, progress, cancel);
+}
+
+model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                       const TuneOptions& o, kernels::Backend& backend, const ProgressFn& progress,
+                       const std::atomic<bool>* cancel) {
+  const auto t0 = clock::now();
+  if (!(o.max_error >= 0)) throw std::invalid_argument("max error must be a number >= 0");
+  if (o.reps < 1 || o.batches < 1 || o.warmup < 0) throw std::invalid_argument("reps and batches must be >= 1");
+  if (o.objective != "least-change" && o.objective != "speed")
+    throw std::invalid_argument("objective '" + o.objective + "' is not least-change or speed");
+  if (o.threads > 0) kernels::set_num_threads(o.threads);
+  model::TuneResult r;
+  r.created_unix = static_cast<int64_t>(std::time(nullptr));
+  r.backend = backend.name();
+  r.device = describe_backend(r.backend);
+  r.budget_bytes = o.budget_bytes;
+  r.max_error = o.max_error;
+  r.tables_glob = o.tables;
+  r.seed = o.seed;
+  r.time_limit_s = o.time_limit_s;
+  r.objective = o.objective;
+  Enumerated e = enumerate(profile, snapshots, o, r);
+  const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0);
+  // Plan.
   size_t gated = 0;
   for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;
   if (gated)
@@ -516,115 +565,9 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
   r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
   if (!r.stop_reason.empty()) r.complete = false;
-  report("", "");
   replan(r, o.budget_bytes, o.max_error);
-  r.elapsed_s = elapsed();
+  r.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
   return r;
-}
-
-void replan(model::TuneResult& r, uint64_t budget, double max_error) {
-  r.budget_bytes = budget;
-  r.max_error = max_error;
-  r.choices.clear();
-  r.frontier.clear();
-  r.feasible = false;
-  // One item per tuned owner with a measured baseline; the rest is fixed memory.
-  std::vector<PlanItem> items;
-  std::vector<size_t> item_table;
-  uint64_t fixed = 0;
-  r.baseline_device_bytes = 0;
-  r.baseline_host_bytes = 0;
-  r.baseline_step_us = 0;
-  std::map<std::string, const model::TuneCandidate*> baseline_of;
-  for (const auto& c : r.candidates) baseline_of.emplace(c.table, &c);  // a table's first candidate is its baseline
-  for (size_t ti = 0; ti < r.tables.size(); ++ti) {
-    const model::TuneTable& t = r.tables[ti];
-    if (!t.shares_with.empty()) continue;
-    r.baseline_device_bytes += t.device_bytes;
-    PlanItem item;
-    if (t.tuned)
-      for (size_t ci = 0; ci < r.candidates.size(); ++ci) {
-        const auto& c = r.candidates[ci];
-        if (c.table == t.name && c.usable() && c.error <= max_error) item.options.push_back({c.device_bytes, c.host_bytes, c.step_us, ci});
-      }
-    auto base = baseline_of.find(t.name);
-    const bool measured_baseline = t.tuned && base != baseline_of.end() && base->second->usable();
-    if (!t.tuned || !measured_baseline) {
-      fixed += t.device_bytes;
-      continue;
-    }
-    r.baseline_step_us += base->second->step_us;
-    r.baseline_host_bytes += base->second->host_bytes;
-    items.push_back(std::move(item));
-    item_table.push_back(ti);
-  }
-  const uint64_t room = budget > fixed ? budget - fixed : 0;
-  Solution sol = solve_plan(items, room);
-  for (const auto& [b, us] : sol.frontier) r.frontier.emplace_back(b + fixed, us);
-  r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;
-  if (!sol.feasible || fixed > budget) {
-    r.plan_device_bytes = r.plan_host_bytes = 0;
-    r.plan_step_us = 0;
-    return;
-  }
-  r.feasible = true;
-  r.plan_device_bytes = sol.device_bytes + fixed;
-  r.plan_host_bytes = sol.host_bytes;
-  r.plan_step_us = sol.step_us;
-  std::map<std::string, size_t> chosen;  // owner -> candidate index
-  for (size_t k = 0; k < items.size(); ++k) chosen[r.tables[item_table[k]].name] = sol.chosen[k];
-  // Lookups per step of each group (owner and members), to split a group's time.
-  std::map<std::string, double> group_lookups;
-  for (const auto& t : r.tables) group_lookups[t.shares_with.empty() ? t.name : t.shares_with] += t.lookups_per_step;
-  // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
-  std::map<std::string, std::vector<std::string>> apart;
-  for (const auto& [owner, ci] : chosen) {
-    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
-    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
-      for (const auto& n : p["apart_from"])
-        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
-  }
-  auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
-  for (const auto& t : r.tables) {
-    model::TuneChoice ch;
-    ch.table = t.name;
-    ch.shares_with = t.shares_with;
-    const std::string owner = t.shares_with.empty() ? t.name : t.shares_with;
-    auto it = chosen.find(owner);
-    if (it == chosen.end()) {
-      ch.device_bytes = t.device_bytes;
-      ch.why = !t.tuned ? "not tuned (outside --tables or not encodable): kept as recorded"
-                        : "kept as recorded: its baseline was not measured (stopped early)";
-      if (!t.shares_with.empty()) ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
-      r.choices.push_back(std::move(ch));
-      continue;
-    }
-    const model::TuneCandidate& c = r.candidates[it->second];
-    ch.candidate = static_cast<int64_t>(it->second);
-    const double share = group_lookups[owner] > 0 ? t.lookups_per_step / group_lookups[owner]
-                                                  : (t.shares_with.empty() ? 1.0 : 0.0);
-    ch.step_us = c.step_us * share;
-    const auto& kept_apart = apart[owner];
-    const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
-    if (t.shares_with.empty()) {
-      uint64_t members = 0;
-      for (const auto& tt : r.tables)
-        if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
-      ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
-      ch.host_bytes = c.host_bytes;
-      auto b = baseline_of.find(owner);
-      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error);
-    } else if (is_apart) {
-      ch.shares_with.clear();
-      ch.device_bytes = own_bytes(t);
-      ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
-    } else if (c.params_json.find("shared_by") != std::string::npos) {
-      ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
-    } else {
-      ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";
-    }
-    r.choices.push_back(std::move(ch));
-  }
 }
 
 }  // namespace edo::tuner

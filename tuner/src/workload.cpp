@@ -75,6 +75,7 @@ void merge_identical(Workload& w) {
       if (!g.counts.merge(o.counts)) continue;
       g.summary = stats::summarize(g.counts);
       g.members.push_back(o.name);
+      g.first_seen.clear();
       g.identical.push_back(o.name);
       g.identical_bytes += o.weight_bytes;
       g.optimizer_bytes += o.optimizer_bytes;
@@ -117,6 +118,16 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     g.summary = v.summary;
     g.lookups_by_name.emplace_back(v.name, static_cast<double>(v.aggregate.lookups()));
     g.tuned = glob_match(glob, v.name);
+    // When its rows were first read: known for a table of one session (the segments of two
+    // processes' streams do not line up).
+    const model::Table* only = nullptr;
+    size_t sessions = 0;
+    for (const auto& t : profile.tables)
+      if (t.name == v.name) {
+        only = &t;
+        ++sessions;
+      }
+    if (sessions == 1 && only->aggregate.lookups() == v.aggregate.lookups()) g.first_seen = only->first_seen;
     group_of[v.name] = w.groups.size();
     w.groups.push_back(std::move(g));
   }
@@ -126,6 +137,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     if (it == group_of.end()) continue;
     TableGroup& g = w.groups[it->second];
     g.members.push_back(v.name);
+    g.first_seen.clear();  // the members' streams are not one stream
     g.optimizer_bytes += v.optimizer_bytes;
     g.grad_bytes += v.grad_bytes;
     if (g.optimizer.empty()) g.optimizer = optimizer_of(kinds[v.name]);

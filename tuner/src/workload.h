@@ -33,6 +33,7 @@ struct TableGroup {
   std::vector<std::pair<std::string, double>> lookups_by_name;  // owner first, then members
   stats::TableAggregate counts;          // merged over sessions and members
   stats::TableSummary summary;           // of `counts`
+  model::FirstSeenCurve first_seen;      // when its rows were first read (empty: unknown)
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
 

@@ -171,6 +171,53 @@ TEST(TuneCli, InfeasibleBudgetExitsOneNamingTheSmallestFeasibleBudget) {
   EXPECT_EQ(json::parse(r.out)["plan"]["device_bytes"], std::stoull(bytes));
 }
 
+// Plans are kept per run: a run that finds no plan is listed by `edo report` but never
+// replaces the last good plan, which `edo export` takes; `--run N` takes another run. The
+// plan records its objective (least-change by default, --objective speed).
+TEST(TuneCli, AFailedRunNeverReplacesTheLastGoodPlan) {
+  const std::string db = copy_of("runs.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget 1GiB --strategies int8 --reps 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json good = json::parse(r.out);
+  EXPECT_EQ(good["objective"], "least-change");
+  for (const auto& t : good["tables"]) EXPECT_EQ(t["strategy"], "fp32") << "everything fits: nothing changes";
+  r = run_command(kEdo + " tune " + db + " --budget 1KiB --strategies int8 --reps 1 --objective speed");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no plan fits"), std::string::npos) << r.err;
+  r = run_command(kEdo + " export " + db + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json kept = json::parse(r.out);
+  EXPECT_EQ(kept["budget_bytes"], uint64_t{1} << 30);
+  EXPECT_EQ(kept["feasible"], true);
+  EXPECT_EQ(kept["tables"], good["tables"]);
+  r = run_command(kEdo + " export " + db + " --format json --run 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json failed = json::parse(r.out);
+  EXPECT_EQ(failed["feasible"], false);
+  EXPECT_EQ(failed["objective"], "speed");
+  r = run_command(kEdo + " export " + db + " --format json --run 7");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no tune run 7"), std::string::npos) << r.err;
+  r = run_command(kEdo + " report " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("run 1: budget 1.00 GiB, least-change: plan"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run 2: budget 1.00 KiB, speed: no plan fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan (edo tune, run 1)"), std::string::npos) << r.out;
+  r = run_command(kEdo + " report " + db + " --json");
+  const json rep = json::parse(r.out);
+  EXPECT_EQ(rep["plan_run"], 1);
+  ASSERT_EQ(rep["tune_runs"].size(), 2u);
+  EXPECT_EQ(rep["tune_runs"][1]["feasible"], false);
+}
+
+// A run stopped by the time limit says so and names --time-limit.
+TEST(TuneCli, ATimeLimitStopSaysSo) {
+  const std::string db = copy_of("limit.edodb");
+  auto r = run_command(kEdo + " tune " + db + " --budget 1GiB --max-error inf --reps 50 --time-limit 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("stopped by --time-limit 2 s"), std::string::npos) << r.out;
+}
+
 TEST(ExportCli, EveryFormatReadsBack) {
   const std::string db = copy_of("export.edodb");
   ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 3) + " --strategies int8,int4,offload").exit_code, 0);
@@ -235,7 +282,7 @@ TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
   int st = 0;
   waitpid(pid, &st, 0);
   ASSERT_TRUE(WIFEXITED(st)) << "killed by signal " << WTERMSIG(st);
-  EXPECT_EQ(WEXITSTATUS(st), 0) << slurp(err);
+  EXPECT_EQ(WEXITSTATUS(st), 130) << "interrupted, after saving: " << slurp(err);
   const std::string e = slurp(err);
   EXPECT_NE(e.find("stopping after the current candidate"), std::string::npos) << e;
   auto r = run_command(kEdo + " export " + db + " --format json");

@@ -102,6 +102,44 @@ TEST(Collector, DeltasAddUpAndExtraBytesReplace) {
   EXPECT_EQ(*b.profile().sessions[0].exit_code, 7);
 }
 
+// Held-out validation (issue 19): the collector records when each row was first read, one
+// segment per frame's delta: rows 7 and 8 in the first flush, row 9 first in the second.
+// The record survives the store (schema 6, table_first_seen).
+TEST(Collector, RecordsWhenRowsWereFirstRead) {
+  std::string s;
+  Hello h;
+  h.pid = 1;
+  encode(h, s);
+  encode(TableReg{5, "t", 0x1000, 100, 4, 0, 0, -1}, s);
+  stats::TableIngestor ing(100, stats::StatsConfig{});
+  std::vector<int32_t> first{7, 7, 8, 7}, second{7, 9, 9, 8, 9, 9};
+  ing.add(first.data(), first.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  ing.add(second.data(), second.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  const auto& curve = b.profile().tables.at(0).first_seen;
+  ASSERT_EQ(curve.size(), 2u);
+  EXPECT_EQ(curve[0].position, 0u);
+  EXPECT_EQ(curve[0].new_rows, 2u);
+  EXPECT_EQ(curve[0].lookups, 6u);  // rows 7 and 8: 4 + 2 lookups in all
+  EXPECT_EQ(curve[1].position, 4u);
+  EXPECT_EQ(curve[1].new_rows, 1u);
+  EXPECT_EQ(curve[1].lookups, 4u);  // row 9
+  const model::HeldOut held = model::held_out_split(curve, 10);
+  ASSERT_TRUE(held.valid);
+  EXPECT_EQ(held.held_out_lookups, 6u);
+  EXPECT_EQ(held.lost, 4u);
+  const std::string path = (std::filesystem::temp_directory_path() / ("edo_first_seen_" + std::to_string(getpid()) + ".edodb")).string();
+  { db::ProfileStore(path, db::ProfileStore::Mode::kCreate).save(b.profile()); }
+  const model::Profile back = db::ProfileStore(path, db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(back.tables.at(0).first_seen.size(), 2u);
+  EXPECT_EQ(back.tables.at(0).first_seen[1].position, 4u);
+  EXPECT_EQ(back.tables.at(0).first_seen[1].lookups, 4u);
+  std::filesystem::remove(path);
+}
+
 TEST(Collector, TruncatedStreamIsReportedWithItsOffset) {
   std::vector<size_t> ends;
   const std::string s = sample::sample_stream(&ends);

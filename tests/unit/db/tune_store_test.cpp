@@ -297,6 +297,76 @@ TEST(TuneStore, NoLimitAndANewPlanForTheSameRun) {
   EXPECT_THROW(load_tune_result(store, 999), DbError);
 }
 
+// Schema step 6: each plan records its objective (plans of older files were 'speed') and each
+// candidate its step-time interval (unknown in older files).
+TEST(TuneStore, ThePlanRecordsItsObjectiveAndOlderPlansWereSpeed) {
+  const std::string path = temp_path("tune-objective.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.objective = "least-change";
+  r.candidates[0].step_us_lo = 9.5;
+  r.candidates[0].step_us_hi = 10.75;
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    EXPECT_EQ(q.objective, "least-change");
+    EXPECT_EQ(q.candidates[0].step_us_lo, 9.5);
+    EXPECT_EQ(q.candidates[0].step_us_hi, 10.75);
+    EXPECT_TRUE(std::isnan(q.candidates[1].step_us_lo)) << "unknown stays unknown";
+    r.objective = "speed";
+    save_tune_plan(store, r);
+    EXPECT_EQ(load_tune_result(store, r.run_id).objective, "speed") << "a run's latest plan";
+  }
+  {
+    // A schema-5 file: the column did not exist; migrating adds it as 'speed'.
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE tune_plans DROP COLUMN objective");
+    db.exec("ALTER TABLE tune_candidates DROP COLUMN step_us_lo");
+    db.exec("ALTER TABLE tune_candidates DROP COLUMN step_us_hi");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 6");
+    db.exec("UPDATE edo_meta SET value = '5' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  EXPECT_EQ(load_tune_result(store, r.run_id).objective, "speed");
+  EXPECT_TRUE(std::isnan(load_tune_result(store, r.run_id).candidates[0].step_us_lo));
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+}
+
+// A run that found no plan is listed but never replaces the last good plan.
+TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
+  const std::string path = temp_path("tune-runs.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+  EXPECT_FALSE(load_latest_good_tune_result(store).has_value());
+  TuneResult good = sample_result();
+  save_tune_result(store, good);
+  TuneResult bad = sample_result();
+  bad.budget_bytes = 1000;
+  bad.feasible = false;
+  bad.choices.clear();
+  bad.complete = true;
+  bad.stop_reason.clear();
+  save_tune_result(store, bad);
+  EXPECT_EQ(load_latest_tune_result(store)->run_id, bad.run_id);
+  const auto kept = load_latest_good_tune_result(store);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->run_id, good.run_id);
+  EXPECT_TRUE(kept->feasible);
+  const auto runs = list_tune_runs(store);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].run_id, good.run_id);
+  EXPECT_TRUE(runs[0].feasible);
+  EXPECT_FALSE(runs[0].complete);
+  EXPECT_EQ(runs[0].stop_reason, "time limit");
+  EXPECT_EQ(runs[0].plan_device_bytes, 10400u);
+  EXPECT_EQ(runs[1].run_id, bad.run_id);
+  EXPECT_FALSE(runs[1].feasible);
+  EXPECT_EQ(runs[1].budget_bytes, 1000u);
+}
+
 TEST(TuneStore, ReadOnlyStoreRefusesToWrite) {
   const std::string path = temp_path("tune3.edodb");
   { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "edo/kernels/encode.h"
@@ -81,6 +82,36 @@ TEST(Candidates, OffloadCachesComeFromTheRecordedCurve) {
     // lru a C x (int64 tag + uint32 time) set-associative directory.
     const uint64_t directory = lru ? c.cache_rows * 12 : gs.rows * 4;
     EXPECT_EQ(c.device_bytes, directory + c.cache_rows * gs.dim * 4) << c.spec;
+  }
+}
+
+// A scan (the C job of issue 19): 1000 rows read in order, again and again. Its LRU curve is a
+// step. Every cache size offered is one of the recorded curve's own points, where the recorded
+// rate reaches its target; the old sizes were interpolated between two points (895 and 998
+// rows on that job), where nothing says what a cache would hit.
+TEST(Candidates, CacheSizesSitAtTheCurvesOwnPoints) {
+  stats::StatsConfig cfg;
+  stats::TableIngestor ing(100000, cfg);
+  std::vector<int64_t> scan(1000);
+  for (int64_t r = 0; r < 1000; ++r) scan[static_cast<size_t>(r)] = r;
+  for (int pass = 0; pass < 20; ++pass) ing.add(scan.data(), scan.size());
+  model::Table t;
+  t.session_id = 1;
+  t.name = "scan";
+  t.rows = 100000;
+  t.dim = 16;
+  t.dtype = "fp32";
+  t.weight_bytes = t.rows * 16 * 4;
+  t.aggregate = ing.take_delta();
+  const TableGroup g = group_of(testing::synthetic_profile({t}, 20));
+  const auto sizes = offload_cache_rows(g.summary, g.rows);
+  ASSERT_FALSE(sizes.empty());
+  for (uint64_t k : sizes) {
+    bool on_curve = false;
+    for (const auto& pt : g.summary.lru_curve)
+      on_curve = on_curve || (static_cast<uint64_t>(std::ceil(pt.x)) == k && pt.y >= 0.5);
+    EXPECT_TRUE(on_curve) << k << " rows is not a point of the recorded curve";
+    EXPECT_GE(stats::lru_hit_rate(g.counts, static_cast<double>(k)), 0.5) << k;
   }
 }
 

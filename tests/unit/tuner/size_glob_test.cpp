@@ -1,6 +1,8 @@
 // Sizes as users write them, step times as they read them, and table globs.
 #include <gtest/gtest.h>
 
+#include "edo/model/profile_summary.h"
+
 #include <cmath>
 
 #include "edo/tuner/duration.h"
@@ -36,9 +38,16 @@ TEST(Size, EverythingElseIsAnErrorNamingTheText) {
   }
 }
 
-TEST(Size, Formatting) {
-  EXPECT_EQ(format_size(512), "512 B");
-  EXPECT_EQ(format_size(uint64_t{3} << 29), "1.50 GiB");
+// One byte formatter for edo (model::format_bytes): what it writes, parse_size reads back (the
+// dashboard's budget field shows it), to within its two decimals, up to the largest size.
+TEST(Size, TheOneByteFormatterReadsBack) {
+  EXPECT_EQ(model::format_bytes(512), "512 B");
+  EXPECT_EQ(model::format_bytes(uint64_t{3} << 29), "1.50 GiB");
+  EXPECT_EQ(model::format_bytes(UINT64_MAX), "16.00 EiB");
+  for (uint64_t b : {uint64_t{0}, uint64_t{1000}, uint64_t{3} << 29, uint64_t{123456789012}, uint64_t{1} << 62}) {
+    const uint64_t back = parse_size(model::format_bytes(b));
+    EXPECT_NEAR(static_cast<double>(back), static_cast<double>(b), 0.005 * static_cast<double>(b) + 1) << b;
+  }
 }
 
 TEST(Duration, ThreeSignificantDigitsInTheUnitThatKeepsThemBelowAThousand) {

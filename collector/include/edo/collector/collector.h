@@ -66,6 +66,8 @@ class ProfileBuilder {
   int64_t next_session_id_ = 1;
   uint64_t flush_replies_ = 0;
   std::set<int64_t> said_goodbye_;  // sessions (ids) whose Goodbye arrived
+  // Per table (index in profile_.tables): when its rows were first read, delta by delta.
+  std::map<size_t, model::FirstSeenTracker> first_seen_;
 };
 
 // Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "edo/db/profile_store.h"
@@ -27,5 +28,24 @@ model::TuneResult load_tune_result(const ProfileStore& store, int64_t run_id);
 
 // The latest run, or nothing when the file has never been tuned.
 std::optional<model::TuneResult> load_latest_tune_result(const ProfileStore& store);
+
+// The latest run whose latest plan is feasible (a run that found no plan, stopped early or
+// not, never replaces the last good one), or nothing when no run found a plan.
+std::optional<model::TuneResult> load_latest_good_tune_result(const ProfileStore& store);
+
+// One line of `edo report`'s list of tune runs: each run with its latest plan.
+struct TuneRunSummary {
+  int64_t run_id = 0;
+  int64_t created_unix = 0;
+  std::string backend, device, objective, stop_reason;
+  bool complete = true;
+  bool feasible = false;
+  uint64_t budget_bytes = 0;
+  uint64_t plan_device_bytes = 0;
+  uint64_t min_feasible_bytes = 0;
+  double plan_step_us = 0;
+};
+// Every run, oldest first.
+std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store);
 
 }  // namespace edo::db

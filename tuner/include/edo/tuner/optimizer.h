@@ -21,7 +21,18 @@ struct PlanOption {
   uint64_t host_bytes = 0;
   double step_us = 0;     // finite, >= 0
   size_t id = 0;          // the caller's handle (a candidate index), returned in Solution::chosen
+  // What the option loses, in integer units (loss_units()): sums are exact, so plans of equal
+  // loss compare equal and their times decide.
+  int64_t loss = 0;
 };
+
+// A loss (error, retraining) in the integer units of PlanOption::loss: 1e-9 each.
+int64_t loss_units(double loss);
+
+// kSpeed: the least step time within the budget, then the least loss (an option that is as
+// fast and loses less is kept beside one with fewer bytes). kLeastLoss: the least loss within
+// the budget, then the least step time.
+enum class Objective { kSpeed, kLeastLoss };
 
 struct PlanItem {
   std::vector<PlanOption> options;  // the options allowed (under the error limit); none: infeasible
@@ -34,11 +45,14 @@ struct Solution {
   std::vector<size_t> chosen;         // one option id per item (empty when infeasible)
   uint64_t device_bytes = 0, host_bytes = 0;
   double step_us = 0;
-  // Non-dominated whole plans, bytes ascending (times descending).
+  int64_t loss = 0;
+  // Whole plans no other beats in bytes and the objective's key, bytes ascending. Under kSpeed
+  // the (bytes, step time) Pareto frontier (times descending).
   std::vector<std::pair<uint64_t, double>> frontier;
 };
 
-// Ties (equal time) go to fewer bytes, then to the option listed first.
-Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget_bytes, size_t max_frontier = size_t{1} << 14);
+// Ties (equal key) go to fewer bytes, then to the option listed first.
+Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget_bytes, size_t max_frontier = size_t{1} << 14,
+                    Objective objective = Objective::kSpeed);
 
 }  // namespace edo::tuner

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@
 #include "edo/model/profile.h"
 #include "edo/model/tune.h"
 #include "edo/model/weights.h"
+
+namespace edo::kernels {
+class Backend;
+}
 
 namespace edo::tuner {
 
@@ -39,6 +44,12 @@ struct TuneOptions {
   // limit, those whose error (computed first, on the reference rows) is clearly over it are
   // not timed at all (docs/tuning.md "Error gate").
   double max_error = kDefaultMaxError;
+  // What the plan optimises (docs/tuning.md "Objective"):
+  //  "least-change": the plan that fits the budget with the least loss (the sum over tables of
+  //    the error, plus kRetrainingLoss for each table that needs retraining), then the fastest:
+  //    no lossy format and no retraining unless the budget needs them;
+  //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
+  std::string objective = "least-change";
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
   std::string tables = "*";            // glob over table names: only matching tables are tuned
   // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
@@ -83,12 +94,28 @@ class TuneError : public std::runtime_error {
 // (result.feasible false when no choice fits the budget: result.min_feasible_bytes names the
 // smallest budget that does), the frontier and the machine. Throws TuneError or
 // std::invalid_argument for unusable options; never for an infeasible budget.
+//
+// The measurement runs on `backend` (make_tune_backend(), or a fake in the tests); the result
+// names it. The overload without one makes the backend options.backend names.
+model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& weights,
+                       const TuneOptions& options, kernels::Backend& backend, const ProgressFn& progress = {},
+                       const std::atomic<bool>* cancel = nullptr);
 model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& weights,
                        const TuneOptions& options, const ProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
 
-// Recomputes the plan of `result` for another budget and error limit from its candidates,
-// measuring nothing (the dashboard's what-if; `edo tune` uses it too): choices, totals,
+// The backend `requested` ("auto", "cuda", "cpu") names on this machine (shared: callers need
+// not see the kernels' headers). Throws TuneError naming the fix when CUDA is asked for and
+// cannot run.
+std::shared_ptr<kernels::Backend> make_tune_backend(const std::string& requested);
+
+// The loss a table's retraining counts as in the least-change objective: more than any error
+// a format may have (errors are relative L2 errors, below 1 for every format but a broken
+// one), so a lossy format is always preferred to retraining when either would fit.
+inline constexpr double kRetrainingLoss = 1.0;
+
+// Recomputes the plan of `result` for another budget and error limit, under its objective
+// (result.objective), from its candidates, measuring nothing (the dashboard's what-if; `edo tune` uses it too): choices, totals,
 // frontier, feasibility and every choice's `why`.
 void replan(model::TuneResult& result, uint64_t budget_bytes, double max_error);
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "edo/model/first_seen.h"
 #include "edo/model/weights.h"
 #include "edo/stats/table_stats.h"
 
@@ -55,6 +56,9 @@ struct Table {
   uint64_t total_bytes() const { return saturating_add(saturating_add(weight_bytes, optimizer_bytes), grad_bytes); }
   std::map<std::string, uint64_t> extra_by_kind;  // the extra bytes as reported, by kind ("adam.exp_avg", "grad", ...)
   stats::TableAggregate aggregate;    // counts, sketches, stack distances, drift windows
+  // When rows were first read (first_seen.h): the held-out validation of what the tuner fits
+  // to the access stream. Empty when unknown.
+  FirstSeenCurve first_seen;
 };
 
 // The kinds of extra memory a tracer reports per table: "grad" (or "grad.<anything>") is a

@@ -28,6 +28,11 @@ struct TuneCandidate {
   uint64_t device_bytes = 0;   // weights + optimizer state + metadata on the device (exact)
   uint64_t host_bytes = 0;     // host memory the format needs (offload)
   double step_us = std::numeric_limits<double>::quiet_NaN();  // lookup time per step (NaN: not measured)
+  // The interval the step time's repetitions spread over (interleaved with the baseline's: the
+  // range of their ratios times the baseline's time); NaN when unknown. Candidates of one
+  // table within each other's interval are ties to the plan (broken by loss, then bytes).
+  double step_us_lo = std::numeric_limits<double>::quiet_NaN();
+  double step_us_hi = std::numeric_limits<double>::quiet_NaN();
   double error = std::numeric_limits<double>::quiet_NaN();    // frequency-weighted relative L2 error
   std::optional<double> hit_rate;           // offload: hit rate measured on the backend
   std::optional<double> recorded_hit_rate;  // offload: the recording's curve at that cache size
@@ -80,6 +85,10 @@ struct TuneResult {
   std::string tables_glob = "*";
   uint64_t seed = 0;
   double time_limit_s = 0;     // 0: none
+  // What the plan optimises (edo/tuner/tuner.h Objective): "least-change" (the least loss that
+  // fits the budget, then the fastest) or "speed" (the fastest within the error limit; every
+  // plan before objectives were recorded).
+  std::string objective = "speed";
   // How it went.
   double elapsed_s = 0;
   bool complete = true;        // false: stopped (time limit, Ctrl-C) before every candidate was measured

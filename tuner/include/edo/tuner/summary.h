@@ -1,0 +1,29 @@
+// The plan's summary in words, one text for every reader: `edo tune` and `edo report` print
+// it, the dashboard shows it, `edo tune` ends with its verdict line. Plain text (the caller
+// escapes it for HTML or a terminal); sizes by model::format_bytes, times by format_duration_us.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "edo/model/tune.h"
+
+namespace edo::tuner {
+
+// Which weights the errors were computed on, as the header, the JSON (`weights_text`) and the
+// dashboard say it: "recorded", "synthetic" or "recorded for 4 of 5 tables".
+std::string weights_text(const model::TuneResult& result);
+
+// How the run went: "26 of 540 candidates measured in 71 s" and, when it stopped early, why
+// and what to do ("stopped by --time-limit 120 s: the plan uses what was measured").
+std::string run_text(const model::TuneResult& result);
+
+// The verdict: "plan: ... saves ..." or why there is none. When the run stopped early the
+// smallest budget named is that of the candidates measured, and the text says so.
+std::string verdict_text(const model::TuneResult& result);
+
+// Every line of the summary: machine, weights and run, budget and objective, notes ("note:
+// ..."), baseline, verdict.
+std::vector<std::string> summary_lines(const model::TuneResult& result);
+
+}  // namespace edo::tuner

@@ -1,0 +1,127 @@
+// The words of a plan: what each candidate is and why the plan took it (each choice's `why`).
+#include "explain.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "edo/model/profile_summary.h"
+#include "edo/tuner/duration.h"
+#include "edo/tuner/optimizer.h"
+#include "edo/tuner/tuner.h"
+
+namespace edo::tuner {
+
+static std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * x);
+  return buf;
+}
+
+std::string number(double x, const char* fmt) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+// What the candidate is, in words.
+std::string describe(const model::TuneCandidate& c, uint64_t rows) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  auto get = [&](const char* k) -> double { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
+  std::string s;
+  if (c.strategy == "offload") {
+    const double k = get("cache_rows");
+    s = "offload to host with a device cache of " + number(k, "%.0f") + " rows (" +
+        number(100.0 * k / std::max<double>(1, static_cast<double>(rows)), "%.2g") + "% of rows, " +
+        (p.is_object() && p.value("policy", "") == "static" ? "static hot set" : "LRU") + ")";
+  } else if (c.strategy == "pq") {
+    s = "product quantisation, " + number(get("m"), "%.0f") + " sub-spaces";
+  } else if (c.strategy == "lowrank") {
+    s = "low rank " + number(get("rank"), "%.0f");
+  } else if (c.strategy == "multihash") {
+    s = "multi-hash into " + number(get("buckets"), "%.0f") + " buckets";
+  } else if (c.strategy == "qr") {
+    s = "quotient-remainder, " + number(get("m"), "%.0f") + " rows per quotient";
+  } else if (c.strategy == "pruned") {
+    s = "pruned to the " + number(get("kept_rows"), "%.0f") + " rows read";
+    if (p.is_object() && p.contains("held_out_lost_fraction"))
+      s += " (" + number(100.0 * get("held_out_lost_fraction"), "%.3g") +
+           "% of the second half's lookups read rows the first half did not)";
+  } else {
+    s = c.strategy;
+  }
+  if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
+  if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
+    std::string names;
+    for (const auto& n : p["shared_by"])
+      if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    s += ", one copy shared with " + names + " (same weights)";
+  }
+  return s;
+}
+
+// Why the plan took candidate `ci` for table `t`: what it is, what it saves and costs
+// against the baseline, its error against the limit, and what kept the others out (faster
+// ones need more memory than the budget leaves: the plan is the fastest that fits; the rest
+// are over the error limit).
+int64_t candidate_loss(const model::TuneCandidate& c, bool baseline) {
+  return loss_units(std::isfinite(c.error) ? c.error : 0.0) + (c.needs_retraining ? loss_units(kRetrainingLoss) : 0) +
+         (baseline ? 0 : 1);
+}
+
+std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
+                   double max_error) {
+  const model::TuneCandidate& c = r.candidates[ci];
+  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
+  std::string s;
+  if (!base || &c == base) {
+    s = "kept as recorded (" + c.strategy + ")";
+    if (!limit.empty()) s += ", error " + number(c.error, "%.3g") + limit;
+  } else {
+    s = describe(c, t.rows) + ": ";
+    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
+    s += saved >= 0 ? "saves " + model::format_bytes(static_cast<uint64_t>(saved)) : "adds " + model::format_bytes(static_cast<uint64_t>(-saved));
+    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
+    const double dt = c.step_us - base->step_us;
+    s += ", step time " + format_duration_us(dt, true);
+    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
+    s += ", error " + number(c.error, "%.3g") + limit;
+  }
+  if (c.hit_rate) {
+    s += ", hit rate " + percent(*c.hit_rate) + " measured";
+    if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
+  }
+  if (c.needs_retraining) s += "; needs retraining";
+  const bool least_change = r.objective == "least-change";
+  const bool is_base = !base || &c == base;
+  const int64_t loss = candidate_loss(c, is_base);
+  size_t better = 0, over = 0;  // better: faster (speed), or losing less (least change)
+  const model::TuneCandidate* closest = nullptr;  // over the limit, least error
+  for (const auto& o : r.candidates) {
+    if (o.table != c.table || &o == &c) continue;
+    if (!std::isnan(o.error) && o.error > max_error) {
+      ++over;
+      if (!closest || o.error < closest->error) closest = &o;
+    } else if (o.usable() && (least_change ? candidate_loss(o, &o == base) < loss : o.step_us < c.step_us)) {
+      ++better;
+    }
+  }
+  if (least_change) {
+    if (better) s += "; " + std::to_string(better) + " that change less need more memory than the budget leaves";
+    else if (is_base) s += ": fits the budget, nothing needs to change";
+    else s += "; the least change that fits";
+  } else if (better) {
+    s += "; " + std::to_string(better) + " faster need more memory than the budget leaves";
+  } else if (is_base) {
+    s += ": the fastest measured";
+  } else {
+    s += "; the fastest measured" + std::string(over ? " within the error limit" : "");
+  }
+  if (over)
+    s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +
+         number(closest->error, "%.3g") + ")";
+  return s;
+}
+
+}  // namespace edo::tuner

@@ -1,0 +1,30 @@
+// The words of a plan (private to tuner/): what a candidate is, and why the plan took it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "edo/model/tune.h"
+
+namespace edo::tuner {
+
+// printf of one number ("%.3g" ...).
+std::string number(double x, const char* fmt);
+
+// What the candidate is, in words ("offload to host with a device cache of 895 rows ...").
+std::string describe(const model::TuneCandidate& c, uint64_t rows);
+
+// A candidate's loss in the plan's integer units (optimizer.h loss_units): its error,
+// kRetrainingLoss when it needs retraining, and one unit for any change from the baseline, so
+// that of two options that lose nothing and take the same time the table as recorded is kept.
+int64_t candidate_loss(const model::TuneCandidate& c, bool baseline);
+
+// Why the plan took candidate `ci` for table `t` (`base`: the table's baseline candidate):
+// what it saves and costs against the baseline, its error against the limit, and what kept
+// the others out (under the speed objective: faster ones need more memory; under the
+// least-change objective: ones with less loss need more memory).
+std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
+                   double max_error);
+
+}  // namespace edo::tuner

@@ -1,0 +1,88 @@
+#include "edo/tuner/summary.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+#include "edo/model/profile_summary.h"
+#include "edo/tuner/duration.h"
+
+namespace edo::tuner {
+namespace {
+
+std::string printf_text(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string change(double before, double after) {
+  if (!(before > 0)) return "";
+  return " (" + printf_text("%+.1f", 100.0 * (after - before) / before) + "%)";
+}
+
+}  // namespace
+
+std::string weights_text(const model::TuneResult& r) {
+  size_t tuned = 0, recorded = 0;
+  for (const auto& t : r.tables) {
+    if (!t.tuned || !t.shares_with.empty()) continue;
+    ++tuned;
+    recorded += t.weights == "recorded";
+  }
+  // A result without its tables (a plan read back from a document) has only the word.
+  if (tuned == 0) return r.weights;
+  if (recorded == tuned) return "recorded";
+  if (recorded == 0) return "synthetic";
+  return "recorded for " + std::to_string(recorded) + " of " + std::to_string(tuned) + " tables (synthetic for the others)";
+}
+
+std::string run_text(const model::TuneResult& r) {
+  std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) +
+                  " candidates measured in " + printf_text("%.0f", r.elapsed_s) + " s";
+  if (r.complete) return s;
+  if (r.stop_reason == "time limit")
+    return s + "; stopped by --time-limit" + (r.time_limit_s > 0 ? " " + printf_text("%g", r.time_limit_s) + " s" : "") +
+           ": the plan uses what was measured (a larger --time-limit measures more)";
+  if (r.stop_reason == "cancelled") return s + "; stopped by Ctrl-C: the plan uses what was measured";
+  return s + "; stopped early" + (r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")");
+}
+
+std::string verdict_text(const model::TuneResult& r) {
+  // An early stop leaves candidates unmeasured: a verdict about budgets is about the measured
+  // ones only, and says so.
+  const std::string measured = r.complete ? "" : " among the candidates measured before the run stopped";
+  if (!r.feasible) {
+    if (r.min_feasible_bytes == UINT64_MAX)
+      return "plan: none: some table has no measured candidate within the error limit" + measured +
+             (r.complete ? "; raise --max-error" : "; raise --time-limit or --max-error");
+    return "plan: none fits " + model::format_bytes(r.budget_bytes) + measured + "; the smallest feasible budget is " +
+           model::format_bytes(r.min_feasible_bytes) + " (" + std::to_string(r.min_feasible_bytes) + " bytes)" +
+           (r.complete ? "" : ", of the measured candidates: a larger --time-limit may find a smaller one");
+  }
+  const double saved = static_cast<double>(r.baseline_device_bytes) - static_cast<double>(r.plan_device_bytes);
+  return "plan: " + model::format_bytes(r.plan_device_bytes) + " device" +
+         change(static_cast<double>(r.baseline_device_bytes), static_cast<double>(r.plan_device_bytes)) + ", " +
+         model::format_bytes(r.plan_host_bytes) + " host, " + format_duration_us(r.plan_step_us) + " per step" +
+         change(r.baseline_step_us, r.plan_step_us) + "; " + (saved >= 0 ? "saves " : "adds ") +
+         model::format_bytes(static_cast<uint64_t>(std::fabs(saved)));
+}
+
+std::vector<std::string> summary_lines(const model::TuneResult& r) {
+  std::vector<std::string> out;
+  out.push_back(std::string("measured on: ") + (r.backend == "cuda" ? "GPU" : "CPU") + " (" + r.device + ")");
+  out.push_back("weights: " + weights_text(r) + "; " + run_text(r));
+  std::string budget = "budget: " + model::format_bytes(r.budget_bytes);
+  if (std::isfinite(r.max_error)) budget += ", max error " + printf_text("%.3g", r.max_error) + " per table";
+  budget += "; objective: " + r.objective +
+            (r.objective == "speed" ? " (the fastest plan within the error limit)"
+                                    : " (the least loss that fits, then the fastest)");
+  out.push_back(budget);
+  for (const auto& n : r.notes) out.push_back("note: " + n);
+  out.push_back("baseline: " + model::format_bytes(r.baseline_device_bytes) + " device, " +
+                format_duration_us(r.baseline_step_us) + " per step");
+  out.push_back(verdict_text(r));
+  return out;
+}
+
+}  // namespace edo::tuner
