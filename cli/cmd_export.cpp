@@ -11,9 +11,9 @@
 #include <string>
 
 #include "command.h"
-#include "edo/db/profile_store.h"
-#include "edo/db/tune_store.h"
 #include "edo/tuner/plan_io.h"
+#include "support/output_file.h"
+#include "support/plan_source.h"
 #include "support/terminal.h"
 
 namespace edo::cli {
@@ -23,32 +23,36 @@ struct ExportOptions {
   std::string file;
   std::string format = "json";
   std::string output;
+  bool force = false;
 };
 
-bool is_sqlite(const std::string& path) {
+// The first line of every `--format torchrec` file (plan_torchrec.cpp): how -o recognises one.
+constexpr const char* kTorchRecHead = "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`";
+
+std::string head_of(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
 }
 
-model::TuneResult load_plan(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Failure(terminal_safe(path) + ": no such file; give an .edodb that 'edo tune' wrote to, or a plan file");
-  if (std::filesystem::is_directory(path, ec)) throw Failure(terminal_safe(path) + ": is a directory, not an .edodb or a plan file");
-  if (is_sqlite(path)) {
-    db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
-    auto r = db::load_latest_tune_result(store);
-    if (!r) throw Failure(terminal_safe(path) + ": no plan in this recording; run 'edo tune " + terminal_safe(path) + " --budget SIZE' first");
-    return std::move(*r);
-  }
+// Whether `path` holds a plan `edo export --format format` could have written: JSON and YAML
+// plans must read back through plan import (and be JSON or YAML as asked), a TorchRec file must
+// start with export's own first line. Only such a file is replaced by -o (with --force).
+bool is_plan_of_format(const std::string& path, const std::string& format) {
+  if (format == "torchrec") return head_of(path, 200).rfind(kTorchRecHead, 0) == 0;
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (text[first] == '{') != (format == "json")) return false;
   try {
-    return tuner::plan_from_text(ss.str());
-  } catch (const tuner::PlanError& e) {
-    throw Failure(terminal_safe(path) + ": " + e.what());
+    tuner::plan_from_text(text);
+    return true;
+  } catch (const std::exception&) {
+    return false;
   }
 }
 
@@ -74,7 +78,17 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 int run_export(const ExportOptions& o) {
-  const model::TuneResult r = load_plan(o.file);
+  if (!o.output.empty() && o.output != "-") {
+    // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
+    const OutputKind kind{std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
+                          [&](const std::string& p) { return is_plan_of_format(p, o.format); }, "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
+    try {
+      check_output_path(o.output, o.force, kind);
+    } catch (const Failure& e) {
+      throw UsageError(terminal_safe(e.what()));
+    }
+  }
+  const model::TuneResult r = load_plan_source(o.file);
   std::string text;
   if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
@@ -99,7 +113,8 @@ Runner setup(CLI::App& sub) {
       "Example:\n  edo export run.edodb --format torchrec -o plan.py");
   sub.add_option("file", o->file, "an .edodb that 'edo tune' wrote to, or a JSON/YAML plan")->required();
   sub.add_option("--format", o->format, "json, yaml or torchrec")->check(CLI::IsMember({"json", "yaml", "torchrec"}))->capture_default_str();
-  sub.add_option("-o,--output", o->output, "file to write (default: stdout)");
+  sub.add_option("-o,--output", o->output, "file to write (default: stdout); an existing file is replaced only with --force, and only if it is a plan of the same format");
+  sub.add_flag("--force", o->force, "replace the -o file if it is an edo plan of the same format (other files are never replaced)");
   return [o] { return run_export(*o); };
 }
 

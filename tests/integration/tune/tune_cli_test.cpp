@@ -208,11 +208,93 @@ TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {
   const std::string bad = dir() + "/bad.json";
   std::ofstream(bad) << "{\"schema\": \"edo.plan/1\", \"budget_bytes\": \"lots\"}";
   r = run_command(kEdo + " export " + bad + " --format yaml");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a plan file from outside is input: a bad one is a usage error
   EXPECT_NE(r.err.find("budget_bytes"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_command(kEdo + " export " + recording() + " --format csv");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// Issue 20 section 4: `edo export PLAN` refuses a plan whose strategy is not edo's (today it
+// went to the TorchRec file's edo_only) or whose cache_rows is not a count: one line, exit 2.
+TEST(ExportCli, AStrategyOrCacheRowsOutsideTheSchemaIsRefused) {
+  const std::string db = copy_of("strict.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 3) + " --strategies int8,offload").exit_code, 0);
+  auto r = run_command(kEdo + " export " + db + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json good = json::parse(r.out);
+  auto refused = [&](json plan, const std::string& needle) {
+    const std::string path = dir() + "/strict.json";
+    std::ofstream(path, std::ios::trunc) << plan.dump();
+    const auto out = run_command(kEdo + " export " + path + " --format torchrec");
+    EXPECT_EQ(out.exit_code, 2) << out.out;
+    EXPECT_EQ(std::count(out.err.begin(), out.err.end(), '\n'), 1) << out.err;
+    EXPECT_NE(out.err.find(needle), std::string::npos) << out.err;
+    EXPECT_EQ(out.out, "");
+  };
+  json bad = good;
+  bad["tables"][0]["strategy"] = "int8\"); import os #";
+  refused(bad, "not one of edo's");
+  for (const json& v : {json("lots"), json(1e308), json(-4), json(0.5)}) {
+    bad = good;
+    bool found = false;
+    for (auto& t : bad["tables"])
+      if (t["strategy"] == "offload") {
+        t["params"]["cache_rows"] = v;
+        found = true;
+      } else {
+        t["strategy"] = "offload";
+        t["params"] = {{"cache_rows", v}, {"policy", "lru"}};
+        t["spec"] = "offload:cache=0.1:policy=lru";
+        found = true;
+      }
+    ASSERT_TRUE(found);
+    refused(bad, "cache_rows");
+  }
+  bad = good;
+  bad["tables"][0]["device_bytes"] = -1;
+  refused(bad, "device_bytes");
+}
+
+// Issue 20 section 5: `edo export -o` never replaces a file that is not a plan of the same
+// format (it replaced a training script silently); a plan of that format only with --force,
+// the rule of `edo record -o`.
+TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
+  const std::string db = copy_of("out.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --strategies int8").exit_code, 0);
+  const std::string script = dir() + "/train.py";
+  const std::string code = "import torch\nprint('training')\n";
+  std::ofstream(script) << code;
+  for (const std::string format : {"json", "yaml", "torchrec"}) {
+    for (const std::string force : {"", " --force"}) {
+      auto r = run_command(kEdo + " export " + db + " --format " + format + " -o " + script + force);
+      EXPECT_EQ(r.exit_code, 2) << format << force;
+      EXPECT_NE(r.err.find("never replaces"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(slurp(script), code);
+    }
+  }
+  // The recording itself is not a plan file either.
+  auto r = run_command(kEdo + " export " + db + " --format json -o " + db + " --force");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(run_command(kEdo + " report " + db).exit_code, 0);
+  for (const std::string format : {"json", "yaml", "torchrec"}) {
+    const std::string plan = dir() + "/out." + format;
+    fs::remove(plan);
+    ASSERT_EQ(run_command(kEdo + " export " + db + " --format " + format + " -o " + plan).exit_code, 0);
+    const std::string first = slurp(plan);
+    r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan);
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+    r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan + " --force");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(slurp(plan), first);
+    // A plan of another format is another kind of file.
+    const std::string other = format == "json" ? "yaml" : "json";
+    r = run_command(kEdo + " export " + db + " --format " + other + " -o " + plan + " --force");
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(slurp(plan), first);
+  }
 }
 
 TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {

@@ -301,5 +301,41 @@ TEST(PlanImport, MalformedPlansAreOneLineErrors) {
   expect_rejected("schema: [unclosed\n", "YAML");
 }
 
+// Issue 20 section 4: a plan from outside holds only the documented choices. Before, any
+// strategy string was accepted (and the table moved to the TorchRec file's edo_only with the
+// string), and params were never looked at: a cache_rows of "lots" or 1e308 went through.
+TEST(PlanImport, OnlyTheDocumentedStrategiesAndParamsAreAccepted) {
+  const auto good = plan_to_json(sample_plan());
+  EXPECT_NO_THROW(plan_from_json(good));
+  auto with = [&](auto edit) {
+    auto j = good;
+    edit(j);
+    return j.dump();
+  };
+  using oj = nlohmann::ordered_json;
+  expect_rejected(with([](auto& j) { j["tables"][1]["strategy"] = "int8\"); import os #"; }), "not one of edo's");
+  expect_rejected(with([](auto& j) { j["tables"][1]["strategy"] = "turbo"; }), "not one of edo's");
+  expect_rejected(with([](auto& j) { j["tables"][1]["spec"] = "int4"; }), "spec");
+  expect_rejected(with([](auto& j) { j["tables"][1]["spec"] = "nonsense:x"; }), "spec");
+  expect_rejected(with([](auto& j) { j["tables"][1]["optimizer"] = "sgd; rm -rf"; }), "optimizer");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = "lots"; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 1e308; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = -1; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 12.5; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 200000; }), "larger than the table");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"].erase("cache_rows"); }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["policy"] = "lfu"; }), "policy");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["exec"] = "code"; }), "exec");
+  expect_rejected(with([](auto& j) { j["tables"][3]["params"]["m"] = oj::array({1}); }), "\"m\"");
+  expect_rejected(with([](auto& j) { j["tables"][1]["device_bytes"] = -3; }), "device_bytes");
+  expect_rejected(with([](auto& j) { j["tables"][1]["host_bytes"] = 1e300; }), "host_bytes");
+  // YAML spells non-finite numbers: refused as sizes too.
+  std::string yaml = plan_to_yaml(sample_plan());
+  const auto at = yaml.find("\"cache_rows\": 5000");
+  ASSERT_NE(at, std::string::npos) << yaml;
+  expect_rejected(yaml.substr(0, at) + "\"cache_rows\": .inf" + yaml.substr(at + 18), "cache_rows");
+  expect_rejected(yaml.substr(0, at) + "\"cache_rows\": .nan" + yaml.substr(at + 18), "cache_rows");
+}
+
 }  // namespace
 }  // namespace edo::tuner

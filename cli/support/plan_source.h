@@ -1,0 +1,15 @@
+// Where a plan comes from on the command line (`edo export FILE`, `edo diff --plan FILE`): an
+// .edodb (its latest plan, from `edo tune`) or a JSON/YAML plan file, validated by plan import.
+#pragma once
+
+#include <string>
+
+#include "edo/model/tune.h"
+
+namespace edo::cli {
+
+// Throws Failure (exit 1) for a missing file or a recording without a plan, UsageError (exit
+// 2) for a plan file that is not the documented edo.plan/1 schema: one line either way.
+model::TuneResult load_plan_source(const std::string& path);
+
+}  // namespace edo::cli
