@@ -297,6 +297,39 @@ TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
   }
 }
 
+// Issue 20 section 3: `edo diff --plan PLAN AFTER` puts each planned table's bytes and error
+// beside the recording's. Here AFTER is the recording the plan was made from (nothing applied):
+// every table is measured at its recorded bytes, and a planned int8 table shows the change.
+TEST(DiffCli, PlanBesideARecording) {
+  const std::string db = copy_of("diffplan.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --strategies int8").exit_code, 0);
+  const std::string plan = dir() + "/diffplan.json";
+  fs::remove(plan);
+  ASSERT_EQ(run_command(kEdo + " export " + db + " --format json -o " + plan).exit_code, 0);
+  auto r = run_command(kEdo + " diff --plan " + plan + " " + recording() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.plan-diff/1");
+  ASSERT_EQ(j["tables"].size(), 2u);
+  for (const auto& t : j["tables"]) {
+    EXPECT_EQ(t["measured_bytes"], kBaseline / 2) << t;  // the recording: fp32 rows
+    if (t["strategy"] == "int8") {
+      EXPECT_LT(t["planned_device_bytes"].get<uint64_t>(), kBaseline / 2);
+      EXPECT_GT(t["bytes_change"].get<double>(), 0.5);
+      EXPECT_GT(t["planned_error"].get<double>(), 0.0);
+    }
+  }
+  r = run_command(kEdo + " diff --plan " + plan + " " + recording());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("planned error"), std::string::npos) << r.out;
+  // One recording with --plan, two without.
+  EXPECT_EQ(run_command(kEdo + " diff --plan " + plan + " " + recording() + " " + recording()).exit_code, 2);
+  EXPECT_EQ(run_command(kEdo + " diff " + recording()).exit_code, 2);
+  r = run_command(kEdo + " diff --plan " + dir() + "/missing.json " + recording());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
   const std::string db = copy_of("interrupt.edodb");
   const std::string err = dir() + "/interrupt.err";
