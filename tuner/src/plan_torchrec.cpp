@@ -3,6 +3,7 @@
 // rest of the file is fixed text, so no recorded name can become code.
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "edo/tuner/plan_io.h"
@@ -20,15 +21,40 @@ std::string number(double v) {
   return buf;
 }
 
-// TorchRec's DataType member for an edo row format, or "" when it has none.
-std::string data_type_of(const std::string& strategy) {
-  if (strategy == "fp32") return "FP32";
+// TorchRec's DataType member for an edo row format, or "" when FBGEMM has no kernel for it.
+// FBGEMM trains FP32 and FP16 weights (SplitTableBatchedEmbeddingBagsCodegen: weights_precision
+// FP32/FP16); its inference kernels (IntNBitTableBatchedEmbeddingBagsCodegen) read FP32, FP16,
+// FP8, INT8, INT4 and INT2 rows. BF16 is neither; int8/int4 are not trainable.
+std::string data_type_of(const std::string& strategy, bool training, std::string& why_not) {
+  if (strategy == "fp32" || strategy == "offload") return "FP32";  // edo's offload keeps fp32 rows on the host
   if (strategy == "fp16") return "FP16";
-  if (strategy == "bf16") return "BF16";
-  if (strategy == "int8") return "INT8";
-  if (strategy == "int4") return "INT4";
-  if (strategy == "offload") return "FP32";  // edo's offload keeps fp32 rows on the host
+  if (strategy == "int8" || strategy == "int4") {
+    if (!training) return strategy == "int8" ? "INT8" : "INT4";
+    why_not = strategy + " rows are inference-only in FBGEMM (it trains FP32/FP16 weights)";
+    return "";
+  }
+  if (strategy == "bf16") {
+    why_not = "FBGEMM has no BF16 weights (training: FP32/FP16; inference: FP32/FP16/FP8/INT8/INT4/INT2)";
+    return "";
+  }
+  why_not = "TorchRec has no kernel for it";
   return "";
+}
+
+// TorchRec keys constraints by the table's config name (EmbeddingBagConfig.name): an
+// EmbeddingBagCollection / EmbeddingCollection holds one module per config in its
+// `embedding_bags` / `embeddings` ModuleDict, keyed by that name, so the recorded module path
+// ends in ".embedding_bags.NAME" / ".embeddings.NAME". Other paths are kept whole.
+std::string config_name_of(const std::string& path) {
+  for (const char* dict : {"embedding_bags.", "embeddings."}) {
+    const std::string d = dict;
+    size_t at = path.rfind("." + d);
+    size_t start = at == std::string::npos ? (path.rfind(d, 0) == 0 ? 0 : std::string::npos) : at + 1;
+    if (start == std::string::npos) continue;
+    const std::string rest = path.substr(start + d.size());
+    if (!rest.empty() && rest.find('.') == std::string::npos) return rest;
+  }
+  return path;
 }
 
 double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
@@ -47,13 +73,25 @@ bool lru_policy(const TuneCandidate& c) {
 }  // namespace
 
 std::string plan_to_torchrec(const TuneResult& r) {
-  std::string constraints, data_types, edo_only, shared;
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only;
+  bool rowwise_adagrad = false;
+  // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
+  // either; such tables keep their module paths as keys rather than overwrite each other.
+  std::map<std::string, int> uses;
+  for (const auto& ch : r.choices) ++uses[config_name_of(ch.table)];
+  auto key_of = [&](const std::string& path) {
+    const std::string n = config_name_of(path);
+    return uses[n] > 1 ? path : n;
+  };
   for (const auto& ch : r.choices) {
     if (ch.candidate < 0 || static_cast<size_t>(ch.candidate) >= r.candidates.size()) continue;  // not tuned
     const TuneCandidate& c = r.candidates[static_cast<size_t>(ch.candidate)];
-    const std::string name = python_string(ch.table);
+    const std::string name = python_string(key_of(ch.table));
+    // The module path, escaped like every recorded text (no newline can end the comment).
+    const std::string comment = "    # module path: " + python_string(ch.table) + "\n";
+    paths += "    " + name + ": " + python_string(ch.table) + ",\n";
     if (!ch.shares_with.empty()) {
-      shared += "    " + name + ": " + python_string(ch.shares_with) + ",\n";
+      shared += comment + "    " + name + ": " + python_string(key_of(ch.shares_with)) + ",\n";
       continue;
     }
     uint64_t rows = 0;
@@ -63,23 +101,32 @@ std::string plan_to_torchrec(const TuneResult& r) {
         rows = t.rows;
         training = !t.optimizer.empty();
       }
-    const std::string dt = data_type_of(c.strategy);
+    std::string why_not;
+    std::string dt = data_type_of(c.strategy, training, why_not);
+    if (c.strategy == "offload" && !lru_policy(c)) {
+      dt.clear();
+      why_not = "edo's static hot set is neither of FBGEMM's cache policies (LRU, LFU)";
+    }
     if (dt.empty()) {
-      // PQ, hashing, QR, low rank, pruning, fp8: no TorchRec kernel. The table keeps TorchRec's
-      // default placement; the edo strategy is listed for whoever implements it.
-      edo_only += "    " + name + ": " + python_string(c.spec) + ",\n";
+      // PQ, hashing, QR, low rank, pruning, fp8, and formats FBGEMM has no kernel for in this
+      // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
+      // for whoever implements it.
+      edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
+      why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
       continue;
     }
-    data_types += "    " + name + ": DataType." + dt + ",\n";
+    if (training && c.optimizer == "rowwise_adagrad") rowwise_adagrad = true;
+    data_types += comment + "    " + name + ": DataType." + dt + ",\n";
     std::string kernel = training ? "FUSED" : "QUANT";
-    std::string cache;
+    std::string extra;
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
-      cache = "        cache_params=CacheParams(algorithm=CacheAlgorithm." + std::string(lru_policy(c) ? "LRU" : "LFU") +
-              ", load_factor=" + number(cache_load_factor(c, rows)) + "),\n";
+      extra = "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + number(cache_load_factor(c, rows)) + "),\n";
     }
-    constraints += "    " + name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
-                   ".value],\n" + cache + "    ),\n";
+    // FP16 training weights lose small updates to round-to-nearest: FBGEMM's stochastic rounding.
+    if (training && dt == "FP16") extra += "        stochastic_rounding=True,\n";
+    constraints += comment + "    " + name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
+                   ".value],\n" + extra + "    ),\n";
   }
   std::string out;
   out += "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`\n";
@@ -90,6 +137,11 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "#   EmbeddingShardingPlanner(topology=..., constraints=constraints)\n";
   out += "# edo_only: tables whose chosen strategy TorchRec has no kernel for (edo strategy spec).\n";
   out += "# shared_with: tables tied to another table's weights (one EmbeddingBagConfig, two features).\n";
+  out += "# Tables are keyed by their TorchRec config name (EmbeddingBagConfig.name: the last part of the\n";
+  out += "# module path after .embedding_bags. / .embeddings.); module_paths maps it back to the recording.\n";
+  out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
+  out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
+  out += "from fbgemm_gpu.split_embedding_configs import EmbOptimType\n";
   out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
   out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
   out += "from torchrec.distributed.planner.types import ParameterConstraints\n";
@@ -107,7 +159,10 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "constraints = {\n" + constraints + "}\n\n";
   out += "data_types = {\n" + data_types + "}\n\n";
   out += "edo_only = {\n" + edo_only + "}\n\n";
-  out += "shared_with = {\n" + shared + "}\n";
+  out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
+  out += "shared_with = {\n" + shared + "}\n\n";
+  out += "module_paths = {\n" + paths + "}\n\n";
+  out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
   return out;
 }
 

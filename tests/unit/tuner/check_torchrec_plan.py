@@ -10,9 +10,10 @@ import sys
 # Every identifier and call the generated file may contain: anything else means recorded text
 # became code.
 ALLOWED_NAMES = {"CacheAlgorithm", "EmbeddingComputeKernel", "ParameterConstraints", "CacheParams", "DataType",
-                 "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None"}
+                 "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
+                 "EmbOptimType", "edo_only_why", "module_paths", "fused_params"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
-                 "BF16", "INT8", "INT4"}
+                 "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams"}
 
 
@@ -45,13 +46,16 @@ plan = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(plan)
 
 out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_PLAN, "constraints": {}, "data_types": {},
-       "edo_only": plan.edo_only, "shared_with": plan.shared_with}
+       "edo_only": plan.edo_only, "shared_with": plan.shared_with, "edo_only_why": plan.edo_only_why,
+       "module_paths": plan.module_paths,
+       "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()}}
 for name, c in plan.constraints.items():
     cp = getattr(c, "cache_params", None)
     out["constraints"][name] = {
         "compute_kernels": list(c.compute_kernels),
         "algorithm": cp.algorithm.name if cp is not None else None,
         "load_factor": cp.load_factor if cp is not None else None,
+        "stochastic_rounding": getattr(c, "stochastic_rounding", None),
     }
 for name, dt in plan.data_types.items():
     out["data_types"][name] = dt.name

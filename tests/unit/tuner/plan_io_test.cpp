@@ -242,6 +242,63 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_FALSE(j["constraints"].contains(n[5]));  // not tuned
 }
 
+// Issue 20 section 1: the TorchRec file keys by config name (what TorchRec's planner looks up),
+// writes only kernel/data-type pairs FBGEMM has, names the optimizer change in fused_params,
+// and turns on stochastic rounding for fp16 training.
+TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  auto add = [&](const std::string& name, const std::string& opt, const std::string& strategy, const std::string& params,
+                 const std::string& optimizer) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.optimizer = opt;
+    t.tuned = true;
+    r.tables.push_back(t);
+    TuneCandidate c = cand(name, strategy, strategy == "offload" ? "offload:cache=0.1:policy=lru" : strategy, params, 1, 0, 1, 0);
+    c.optimizer = optimizer;
+    r.candidates.push_back(c);
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+  };
+  add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_user", "adam", "fp16", "{}", "rowwise_adagrad");
+  add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_item", "adam", "int8", "{}", "");
+  add("model.ec.embeddings.t_query", "", "bf16", "{}", "");
+  add("model.ec.embeddings.t_ad", "", "int4", "{}", "");
+  add("model.ec.embeddings.t_hot", "", "offload", R"({"cache_rows":100,"policy":"static"})", "");
+  add("a.embedding_bags.t_dup", "", "int8", "{}", "");
+  add("b.embedding_bags.t_dup", "", "int8", "{}", "");
+  const std::string path = temp_file("config_names.py", plan_to_torchrec(r));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  EXPECT_EQ(j["constraints"]["t_user"]["compute_kernels"], nlohmann::json::array({"fused"}));
+  EXPECT_EQ(j["data_types"]["t_user"], "FP16");
+  EXPECT_EQ(j["constraints"]["t_user"]["stochastic_rounding"], true);
+  EXPECT_EQ(j["fused_params"]["optimizer"], "EXACT_ROWWISE_ADAGRAD");
+  EXPECT_EQ(j["module_paths"]["t_user"], "model.sparse_arch.embedding_bag_collection.embedding_bags.t_user");
+  // Training int8, bf16 anywhere, a static hot set: no FBGEMM kernel, listed with the reason.
+  EXPECT_FALSE(j["constraints"].contains("t_item"));
+  EXPECT_NE(j["edo_only_why"]["t_item"].get<std::string>().find("inference-only"), std::string::npos);
+  EXPECT_FALSE(j["data_types"].contains("t_query"));
+  EXPECT_NE(j["edo_only_why"]["t_query"].get<std::string>().find("BF16"), std::string::npos);
+  EXPECT_EQ(j["constraints"]["t_ad"]["compute_kernels"], nlohmann::json::array({"quant"}));
+  EXPECT_EQ(j["data_types"]["t_ad"], "INT4");
+  EXPECT_TRUE(j["edo_only"].contains("t_hot"));
+  // One config name in two collections: both keep their paths.
+  EXPECT_TRUE(j["data_types"].contains("a.embedding_bags.t_dup"));
+  EXPECT_TRUE(j["data_types"].contains("b.embedding_bags.t_dup"));
+  EXPECT_FALSE(j["data_types"].contains("t_dup"));
+}
+
 TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   std::string lits = "[";
