@@ -2,6 +2,7 @@
 // device, strategy specs) appears only inside string literals built by python_string(); the
 // rest of the file is fixed text, so no recorded name can become code.
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -70,10 +71,25 @@ bool lru_policy(const TuneCandidate& c) {
   return !(p.is_object() && p.contains("policy") && p["policy"] == "static");
 }
 
+// Device bytes of an LRU offload under FBGEMM's UVM caching TBE
+// (split_table_batched_embeddings_ops_training.py, _apply_cache_state, FBGEMM 71d6f8b22):
+// cache_sets = ceil(int(rows * load_factor) / 32) (at least 1) sets of DEFAULT_ASSOC = 32 slots;
+// lxu_cache_weights slots x dim x element size, lxu_cache_state and (LRU) lxu_state 8 bytes a
+// slot, cache_index_table_map 4 bytes for every table row (+1), cache_hash_size_cumsum 2 x 8.
+// edo's own offload keeps a row map of the cached rows only, so its bytes are lower.
+uint64_t fbgemm_lru_device_bytes(uint64_t rows, uint32_t dim, uint64_t element_bytes, double load_factor) {
+  constexpr uint64_t kAssoc = 32;
+  const auto wanted = static_cast<uint64_t>(static_cast<double>(rows) * load_factor);
+  const uint64_t sets = std::max<uint64_t>(1, (wanted + kAssoc - 1) / kAssoc);
+  const uint64_t slots = sets * kAssoc;
+  return slots * (uint64_t{dim} * element_bytes + 8 + 8) + 4 * (rows + 1) + 16;
+}
+
 }  // namespace
 
 std::string plan_to_torchrec(const TuneResult& r) {
-  std::string constraints, data_types, edo_only, shared, paths, why_edo_only;
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes;
+  uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
   // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
   // either; such tables keep their module paths as keys rather than overwrite each other.
@@ -95,10 +111,14 @@ std::string plan_to_torchrec(const TuneResult& r) {
       continue;
     }
     uint64_t rows = 0;
+    uint32_t dim = 0;
+    uint64_t element_bytes = 4;
     bool training = false;
     for (const auto& t : r.tables)
       if (t.name == ch.table) {
         rows = t.rows;
+        dim = t.dim;
+        element_bytes = t.dtype == "fp16" || t.dtype == "bf16" ? 2 : 4;
         training = !t.optimizer.empty();
       }
     std::string why_not;
@@ -121,7 +141,11 @@ std::string plan_to_torchrec(const TuneResult& r) {
     std::string extra;
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
-      extra = "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + number(cache_load_factor(c, rows)) + "),\n";
+      const double lf = cache_load_factor(c, rows);
+      extra = "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + number(lf) + "),\n";
+      const uint64_t fb = fbgemm_lru_device_bytes(rows, dim, element_bytes, lf);
+      fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
+      fbgemm_total += fb - std::min(fb, ch.device_bytes);
     }
     // FP16 training weights lose small updates to round-to-nearest: FBGEMM's stochastic rounding.
     if (training && dt == "FP16") extra += "        stochastic_rounding=True,\n";
@@ -155,6 +179,7 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "    \"budget_bytes\": " + std::to_string(r.budget_bytes) + ",\n";
   out += "    \"plan_device_bytes\": " + std::to_string(r.plan_device_bytes) + ",\n";
   out += "    \"feasible\": " + std::string(r.feasible ? "True" : "False") + ",\n";
+  out += "    \"fbgemm_plan_device_bytes\": " + std::to_string(r.plan_device_bytes + fbgemm_total) + ",\n";
   out += "}\n\n";
   out += "constraints = {\n" + constraints + "}\n\n";
   out += "data_types = {\n" + data_types + "}\n\n";
@@ -162,6 +187,9 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
   out += "shared_with = {\n" + shared + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
+  out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
+  out += "# state; edo's offload counts less): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
+  out += "fbgemm_offload_device_bytes = {\n" + fbgemm_bytes + "}\n\n";
   out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
   return out;
 }

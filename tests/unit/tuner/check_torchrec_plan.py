@@ -11,7 +11,7 @@ import sys
 # became code.
 ALLOWED_NAMES = {"CacheAlgorithm", "EmbeddingComputeKernel", "ParameterConstraints", "CacheParams", "DataType",
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
-                 "EmbOptimType", "edo_only_why", "module_paths", "fused_params"}
+                 "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
                  "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams"}
@@ -47,7 +47,7 @@ spec.loader.exec_module(plan)
 
 out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_PLAN, "constraints": {}, "data_types": {},
        "edo_only": plan.edo_only, "shared_with": plan.shared_with, "edo_only_why": plan.edo_only_why,
-       "module_paths": plan.module_paths,
+       "module_paths": plan.module_paths, "fbgemm_offload_device_bytes": plan.fbgemm_offload_device_bytes,
        "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()}}
 for name, c in plan.constraints.items():
     cp = getattr(c, "cache_params", None)

@@ -236,6 +236,10 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_EQ(j["constraints"][n[2]]["compute_kernels"], nlohmann::json::array({"quant_uvm_caching"}));
   EXPECT_EQ(j["constraints"][n[2]]["algorithm"], "LRU");
   EXPECT_NEAR(j["constraints"][n[2]]["load_factor"].get<double>(), 0.05, 1e-9);
+  // FBGEMM's layout for that offload (100000 x 16 fp32 rows, 5000 cached): 157 sets of 32 slots,
+  // 16 x 4 bytes + 16 bytes of state a slot, 4 bytes a table row (+1) and 16 bytes of cumsum.
+  EXPECT_EQ(j["fbgemm_offload_device_bytes"][n[2]], 157u * 32 * (16 * 4 + 16) + 4 * 100001 + 16);
+  EXPECT_EQ(j["edo_plan"]["fbgemm_plan_device_bytes"], r.plan_device_bytes + (157u * 32 * 80 + 400020) - 720000);
   EXPECT_EQ(j["edo_only"][n[3]], "pq:m=2");
   EXPECT_FALSE(j["constraints"].contains(n[3]));
   EXPECT_EQ(j["shared_with"][n[4]], n[0]);
