@@ -428,6 +428,9 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
             if is_training:
                 entry["why"] = ("left as it was: %s rows are for inference (PyTorch and FBGEMM train fp32/fp16/bf16 "
                                 "weights); apply this plan to the serving model with training=False" % strategy)
+            elif w.device.type != "cpu":
+                entry["why"] = ("left as it was: PyTorch's quantized embedding_bag operators run on the CPU; "
+                                "the table is on %s (fp16/bf16 run there, or TorchRec's QUANT kernels)" % w.device.type)
             elif mode == "max":
                 entry["why"] = "left as it was: PyTorch's quantized EmbeddingBag has no max mode (sum and mean only)"
             elif getattr(m, "scale_grad_by_freq", False) and is_training:

@@ -6,7 +6,6 @@ package runs with EDO_TORCH=0. Exits 77 (ctest: skipped) without torch.
     apply_plan_test.py [--source SOURCE_DIR] [unittest args]
 """
 
-import io
 import json
 import math
 import os
@@ -161,6 +160,15 @@ class Conversions(unittest.TestCase):
         for n, mod in m.named_modules():
             self.assertIs(mod, before[n])
         self.assertTrue(torch.equal(m.sparse["user"].weight, w))
+
+    def test_int8_of_a_table_off_the_cpu_is_refused(self):
+        # The quantized operators are CPU operators; a "meta" table stands for a CUDA one here.
+        m = nn.Module()
+        m.t = nn.EmbeddingBag(10, 4, device="meta")
+        r = edo.apply_plan(m, plan(entry("t", "int8")))
+        self.assertFalse(r["t"]["applied"])
+        self.assertIn("run on the CPU", r["t"]["why"])
+        self.assertIsInstance(m.t, nn.EmbeddingBag)
 
     def test_bf16_without_a_kernel_is_refused_after_a_test_lookup(self):
         m = model()
