@@ -80,6 +80,11 @@ class FakeBackend(object):
         self.released = getattr(self, "released", []) + [tool]
         return 0
 
+    def note(self, key, value):
+        self.notes = getattr(self, "notes", {})
+        self.notes[key] = value
+        return 0
+
     def strerror(self, code):
         return "fake error %d" % code
 
@@ -436,6 +441,45 @@ class HookTest(unittest.TestCase):
         e = nn.Embedding(10, 3)
         out = e(torch.tensor([1, 2]))
         self.assertEqual(out.shape, (2, 3))
+
+
+class TorchRecTest(unittest.TestCase):
+    """TorchRec collections (the stand-in package of tests/unit/tuner/fake_torchrec, written from
+    pytorch/torchrec a48cef79): config names and features noted, keyword calls counted, bags
+    counted from the EmbeddingBag's output."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+        stand_in = os.path.join(HERE, "..", "..", "unit", "tuner", "fake_torchrec")
+        if stand_in not in sys.path:
+            sys.path.insert(0, stand_in)
+
+    def test_collection_tables_noted_and_counted(self):
+        import json
+        from torchrec.modules.embedding_configs import EmbeddingBagConfig
+        from torchrec.modules.embedding_modules import EmbeddingBagCollection
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+        ebc = EmbeddingBagCollection(tables=[
+            EmbeddingBagConfig(name="t_a", num_embeddings=30, embedding_dim=4, feature_names=["fa", "fb"]),
+            EmbeddingBagConfig(name="t_b", num_embeddings=20, embedding_dim=4)])
+        root = nn.Module()
+        root.ebc = ebc
+        edo.instrument(root)
+        # B = 2 samples; lengths fa: 2 1, fb: 0 3, t_b: 1 3. The collection calls each bag with
+        # keywords (input=, offsets=), which torch 1.13's pre-hooks do not see.
+        kjt = KeyedJaggedTensor(keys=["fa", "fb", "t_b"], values=torch.arange(1, 11),
+                                lengths=torch.tensor([2, 1, 0, 3, 1, 3]))
+        ebc(kjt)
+        self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_a")], 6)
+        self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_b")], 4)
+        H._torchrec.flush()
+        a = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_a"])
+        b = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_b"])
+        self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
+        self.assertEqual((b["config"], b["features"], b["bags"]), ("t_b", ["t_b"], 2))
 
 
 def _run(code, env_extra, pythonpath):

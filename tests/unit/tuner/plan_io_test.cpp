@@ -398,5 +398,79 @@ TEST(PlanImport, OnlyTheDocumentedStrategiesAndParamsAreAccepted) {
   expect_rejected(yaml.substr(0, at) + "\"cache_rows\": .nan" + yaml.substr(at + 18), "cache_rows");
 }
 
+
+// Issue 20 section 1: what the recording knows. The recorded config name wins over the
+// module-path rule; feature_names, pooling_factors / num_poolings / batch_sizes per feature, and
+// CacheParams.stats (TorchRec's CacheStatistics) from the facts.
+TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  for (const std::string name : {"sparse.collection.embedding_bags.t0", "sparse.plain_table"}) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.optimizer = "adagrad";
+    r.tables.push_back(t);
+    r.candidates.push_back(cand(name, "offload", "offload:cache=0.1:policy=lru", R"({"cache_rows":100,"policy":"lru"})", 1, 0, 1, 0));
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+  }
+  TorchRecFacts f;
+  f.config = "user_table";  // the config name differs from the path's last part
+  f.features = {"user_id", "user_history"};
+  f.lookups = 6000;
+  f.bags = 1200;
+  f.steps = 10;
+  f.expected_lookups = 321.5;
+  f.miss_curve = {{0.01, 0.8}, {0.1, 0.4}, {0.5, 0.1}, {1.0, 0.0}};
+  f.cacheability = 0.25;
+  const std::map<std::string, TorchRecFacts> facts{{"sparse.collection.embedding_bags.t0", f}};
+  const std::string path = temp_file("facts.py", plan_to_torchrec(r, facts));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  ASSERT_TRUE(j["constraints"].contains("user_table")) << out;
+  EXPECT_FALSE(j["constraints"].contains("t0"));
+  EXPECT_EQ(j["module_paths"]["user_table"], "sparse.collection.embedding_bags.t0");
+  const auto& c = j["constraints"]["user_table"];
+  EXPECT_EQ(c["feature_names"], nlohmann::json::array({"user_id", "user_history"}));
+  EXPECT_EQ(c["pooling_factors"], nlohmann::json::array({5.0, 5.0}));
+  EXPECT_EQ(c["num_poolings"], nlohmann::json::array({1.0, 1.0}));
+  EXPECT_EQ(c["batch_sizes"], nlohmann::json::array({60, 60}));  // 1200 bags / 10 steps / 2 features
+  EXPECT_EQ(c["compute_kernels"], nlohmann::json::array({"fused_uvm_caching"}));
+  EXPECT_DOUBLE_EQ(c["stats"]["expected_lookups"].get<double>(), 321.5);
+  EXPECT_DOUBLE_EQ(c["stats"]["cacheability"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(c["stats"]["miss_rate"]["0.0"].get<double>(), 1.0);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.01"].get<double>(), 0.8, 1e-12);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.1"].get<double>(), 0.4, 1e-12);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.5"].get<double>(), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(c["stats"]["miss_rate"]["1.0"].get<double>(), 0.0);
+  // No facts: the module path whole, TorchRec's defaults (one pooling factor of 1.0), no stats.
+  const auto& p = j["constraints"]["sparse.plain_table"];
+  EXPECT_EQ(p["feature_names"], nullptr);
+  EXPECT_EQ(p["pooling_factors"], nlohmann::json::array({1.0}));
+  EXPECT_EQ(p["batch_sizes"], nullptr);
+  EXPECT_FALSE(p.contains("stats"));
+}
+
+// Che's approximation on a stream it is exact for: uniform reads of N rows have LRU hit rate
+// x / N at x cache rows, and L draws hold N (1 - e^(-L/N)) distinct rows on average.
+TEST(PlanTorchRec, DistinctInWindowIsCheOnAUniformStream) {
+  const double n = 1000;
+  std::vector<std::pair<double, double>> hit;
+  for (double x : {1.0, 10.0, 50.0, 100.0, 200.0, 500.0, 800.0, 1000.0}) hit.push_back({x, x / n});
+  for (double l : {10.0, 100.0, 500.0, 2000.0}) EXPECT_NEAR(distinct_in_window(hit, l, n), n * (1 - std::exp(-l / n)), 0.01 * l) << l;
+  EXPECT_LE(distinct_in_window(hit, 1e9, n), n);
+  EXPECT_EQ(distinct_in_window(hit, 0, n), 0);
+  EXPECT_EQ(distinct_in_window({}, 5, n), 5);  // no curve: every lookup a miss
+}
+
 }  // namespace
 }  // namespace edo::tuner
