@@ -481,6 +481,22 @@ class TorchRecTest(unittest.TestCase):
         self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
         self.assertEqual((b["config"], b["features"], b["bags"]), ("t_b", ["t_b"], 2))
 
+    def test_embedding_collection_tables_noted(self):
+        import json
+        from torchrec.modules.embedding_configs import EmbeddingConfig
+        from torchrec.modules.embedding_modules import EmbeddingCollection
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+        ec = EmbeddingCollection(tables=[EmbeddingConfig(name="t_q", num_embeddings=40, embedding_dim=4,
+                                                         feature_names=["query", "title"])])
+        kjt = KeyedJaggedTensor(keys=["query", "title"], values=torch.arange(0, 7), lengths=torch.tensor([2, 1, 3, 1]))
+        ec(kjt)   # not instrumented: found by the scan on its first lookup
+        self.assertEqual(self.fake.lookups[self.fake.handle("embeddings.t_q")], 7)
+        H._torchrec.flush()
+        n = json.loads(self.fake.notes["torchrec.table.embeddings.t_q"])
+        # No pooling: no bags counted (the export writes feature_names only).
+        self.assertEqual((n["config"], n["features"], n["collection"], n["bags"]),
+                         ("t_q", ["query", "title"], "EmbeddingCollection", 0))
+
 
 def _run(code, env_extra, pythonpath):
     env = dict(os.environ)

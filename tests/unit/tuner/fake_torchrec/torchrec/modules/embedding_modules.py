@@ -45,3 +45,32 @@ class EmbeddingBagCollection(nn.Module):
 
     def embedding_bag_configs(self):
         return self._embedding_bag_configs
+
+
+class EmbeddingCollection(nn.Module):
+    """EmbeddingCollection's __init__ as there (one nn.Embedding per config in the `embeddings`
+    ModuleDict keyed by the config name, configs in `_embedding_configs`) and a forward that
+    looks each feature up with keywords, returning {feature: rows}."""
+
+    def __init__(self, tables, device=None, need_indices=False):
+        super().__init__()
+        self.embeddings = nn.ModuleDict()
+        self._embedding_configs = tables
+        names = set()
+        for cfg in tables:
+            if cfg.name in names:
+                raise ValueError("Duplicate table name %s" % cfg.name)
+            names.add(cfg.name)
+            dtype = torch.float32 if cfg.data_type == DataType.FP32 else torch.float16
+            self.embeddings[cfg.name] = nn.Embedding(num_embeddings=cfg.num_embeddings,
+                                                     embedding_dim=cfg.embedding_dim, device=device, dtype=dtype)
+            if not cfg.feature_names:
+                cfg.feature_names = [cfg.name]
+
+    def forward(self, features):
+        feature_dict = features.to_dict()
+        out = {}
+        for cfg, emb in zip(self._embedding_configs, self.embeddings.values()):
+            for f in cfg.feature_names:
+                out[f] = emb(input=feature_dict[f].values())
+        return out
