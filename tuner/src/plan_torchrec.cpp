@@ -258,6 +258,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       // for whoever implements it.
       edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
       why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
+      // Its workload still helps the planner place it (no kernel or data type constrained).
+      if (const std::string w = workload_of(facts_of(ch.table)); !w.empty())
+        constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
       continue;
     }
     if (training && c.optimizer == "rowwise_adagrad") rowwise_adagrad = true;

@@ -11,7 +11,9 @@ looks its constraints up by that name, so the recording keeps it: one note per t
 
 ``bags`` is how many bags the table's EmbeddingBag pooled (the rows of its output, counted by
 a forward hook: one int per call, no copy, no sync); the export divides the recorded lookups
-by it for TorchRec's ``pooling_factors``. It is sent again at exit.
+by it for TorchRec's ``pooling_factors``. It is sent again at exit. The hook is a global one
+(``register_module_forward_hook``), put in place only once a collection is found: nothing is
+added to the job's modules, so a pickled model never refers to edo.
 
 Recognition is by shape (the attributes above), not by class: torchrec is never imported.
 """
@@ -27,6 +29,7 @@ _sent = {}         # edo table name -> the JSON last sent
 _by_module = weakref.WeakKeyDictionary()   # EmbeddingBag module -> edo table name
 _backend = None
 _exit_registered = False
+_global_hook = None   # the handle of the global forward hook, once a collection is found
 
 
 def _name_of(path, module, tables, name_owner):
@@ -89,8 +92,18 @@ def _recognise(paths, tables, name_owner):
                     _facts[name] = fact
                 if dict_attr == "embedding_bags" and child not in _by_module:
                     _by_module[child] = name
-                    child.register_forward_hook(_count_bags)
+                    _hook_forwards(child)
                 _send(name)
+
+
+def _hook_forwards(module):
+    global _global_hook
+    if _global_hook is not None:
+        return
+    from torch.nn.modules import module as M
+    reg = getattr(M, "register_module_forward_hook", None)
+    if reg is not None:
+        _global_hook = reg(_count_bags)
 
 
 def _count_bags(module, args, output):
@@ -136,6 +149,10 @@ def _at_exit():
 
 
 def reset():
+    global _global_hook
+    if _global_hook is not None:
+        _global_hook.remove()
+        _global_hook = None
     _facts.clear()
     _sent.clear()
     _by_module.clear()

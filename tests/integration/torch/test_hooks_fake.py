@@ -480,6 +480,10 @@ class TorchRecTest(unittest.TestCase):
         b = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_b"])
         self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
         self.assertEqual((b["config"], b["features"], b["bags"]), ("t_b", ["t_b"], 2))
+        # The bag counter is global: a pickled model does not refer to edo.
+        data = pickle.dumps(root)
+        self.assertNotIn(b"_count_bags", data)
+        self.assertNotIn(b"edo.", data)
 
     def test_embedding_collection_tables_noted(self):
         import json

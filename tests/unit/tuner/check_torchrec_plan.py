@@ -75,7 +75,7 @@ out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_
 for name, c in plan.constraints.items():
     cp = getattr(c, "cache_params", None)
     out["constraints"][name] = {
-        "compute_kernels": list(c.compute_kernels),
+        "compute_kernels": list(c.compute_kernels or []),
         "algorithm": cp.algorithm.name if cp is not None else None,
         "load_factor": cp.load_factor if cp is not None else None,
         "stochastic_rounding": getattr(c, "stochastic_rounding", None),
