@@ -12,9 +12,9 @@
 
 #include "command.h"
 #include "edo/tuner/plan_io.h"
+#include "edo/tuner/torchrec_facts.h"
 #include "support/output_file.h"
 #include "support/plan_source.h"
-#include "support/torchrec_facts.h"
 #include "support/terminal.h"
 
 namespace edo::cli {
@@ -93,7 +93,7 @@ int run_export(const ExportOptions& o) {
   std::string text;
   if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
-  else text = tuner::plan_to_torchrec(r, torchrec_facts_of_file(o.file));  // what the recording knows
+  else text = tuner::plan_to_torchrec(r, tuner::torchrec_facts_of_file(o.file));  // what the recording knows
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {

@@ -11,10 +11,11 @@
 #include "edo/model/profile.h"
 #include "edo/tuner/plan_io.h"
 
-namespace edo::cli {
+namespace edo::tuner {
 
-// Facts of every table of an .edodb; empty for a plan file (nothing recorded to read).
-std::map<std::string, tuner::TorchRecFacts> torchrec_facts_of_file(const std::string& path);
-std::map<std::string, tuner::TorchRecFacts> torchrec_facts(const model::Profile& profile);
+// Facts of every table of an .edodb; empty for a plan file (nothing recorded to read). Used by
+// `edo export` and the dashboard's export, which must write the same file.
+std::map<std::string, TorchRecFacts> torchrec_facts_of_file(const std::string& path);
+std::map<std::string, TorchRecFacts> torchrec_facts(const model::Profile& profile);
 
-}  // namespace edo::cli
+}  // namespace edo::tuner

@@ -1,4 +1,4 @@
-#include "support/torchrec_facts.h"
+#include "edo/tuner/torchrec_facts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/model/profile_summary.h"
 
-namespace edo::cli {
+namespace edo::tuner {
 namespace {
 
 constexpr const char* kNotePrefix = "torchrec.table.";
@@ -23,7 +23,7 @@ bool is_sqlite(const std::string& path) {
 
 // The hook's note: {"config", "features", "bags", ...}. A malformed one is ignored (the table
 // then falls back to the module-path rule), never fatal: metadata is free-form.
-void read_note(const std::string& text, tuner::TorchRecFacts& f) {
+void read_note(const std::string& text, TorchRecFacts& f) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return;
   if (j.contains("config") && j["config"].is_string()) f.config = j["config"].get<std::string>();
@@ -35,12 +35,12 @@ void read_note(const std::string& text, tuner::TorchRecFacts& f) {
 
 }  // namespace
 
-std::map<std::string, tuner::TorchRecFacts> torchrec_facts(const model::Profile& profile) {
-  std::map<std::string, tuner::TorchRecFacts> out;
+std::map<std::string, TorchRecFacts> torchrec_facts(const model::Profile& profile) {
+  std::map<std::string, TorchRecFacts> out;
   uint64_t steps = 0;
   for (const auto& s : profile.sessions) steps += s.steps;  // as the tuner counts them (workload.cpp)
   for (const auto& v : model::table_views(profile)) {
-    tuner::TorchRecFacts f;
+    TorchRecFacts f;
     auto note = profile.metadata.find(kNotePrefix + v.table_name);
     if (note != profile.metadata.end()) read_note(note->second, f);
     f.lookups = v.summary.lookups;
@@ -65,17 +65,17 @@ std::map<std::string, tuner::TorchRecFacts> torchrec_facts(const model::Profile&
       if (px < 1) area += (1 - px) * py / 2;
       f.cacheability = area;
       const double per_step = static_cast<double>(f.lookups) / static_cast<double>(std::max<uint64_t>(1, steps));
-      f.expected_lookups = tuner::distinct_in_window(hit, per_step, static_cast<double>(v.rows));
+      f.expected_lookups = distinct_in_window(hit, per_step, static_cast<double>(v.rows));
     }
     out[v.table_name] = std::move(f);
   }
   return out;
 }
 
-std::map<std::string, tuner::TorchRecFacts> torchrec_facts_of_file(const std::string& path) {
+std::map<std::string, TorchRecFacts> torchrec_facts_of_file(const std::string& path) {
   if (!is_sqlite(path)) return {};
   db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
   return torchrec_facts(store.load());
 }
 
-}  // namespace edo::cli
+}  // namespace edo::tuner
