@@ -12,9 +12,10 @@
 #include <string>
 
 #include "command.h"
-#include "edo/db/profile_store.h"
-#include "edo/db/tune_store.h"
 #include "edo/tuner/plan_io.h"
+#include "edo/tuner/torchrec_facts.h"
+#include "support/output_file.h"
+#include "support/plan_source.h"
 #include "support/terminal.h"
 
 namespace edo::cli {
@@ -25,48 +26,36 @@ struct ExportOptions {
   std::string format = "json";
   std::string output;
   int64_t run = 0;  // 0: the latest run that found a plan
+  bool force = false;
 };
 
-bool is_sqlite(const std::string& path) {
+// The first line of every `--format torchrec` file (plan_torchrec.cpp): how -o recognises one.
+constexpr const char* kTorchRecHead = "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`";
+
+std::string head_of(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
 }
 
-// `run`: 0 for the latest run that found a plan, else that run (`--run N`, as `edo report`
-// lists them).
-model::TuneResult load_plan(const std::string& path, int64_t run) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Failure(terminal_safe(path) + ": no such file; give an .edodb that 'edo tune' wrote to, or a plan file");
-  if (std::filesystem::is_directory(path, ec)) throw Failure(terminal_safe(path) + ": is a directory, not an .edodb or a plan file");
-  if (is_sqlite(path)) {
-    db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
-    if (run > 0) {
-      const auto ids = db::tune_run_ids(store);
-      if (std::find(ids.begin(), ids.end(), run) == ids.end())
-        throw Failure(terminal_safe(path) + ": no tune run " + std::to_string(run) + "; 'edo report " + terminal_safe(path) +
-                      "' lists the runs");
-      return db::load_tune_result(store, run);
-    }
-    // A failed run (no plan fit) never hides the last good plan.
-    auto r = db::load_latest_good_tune_result(store);
-    if (!r) {
-      if (db::tune_run_ids(store).empty())
-        throw Failure(terminal_safe(path) + ": no plan in this recording; run 'edo tune " + terminal_safe(path) + " --budget SIZE' first");
-      throw Failure(terminal_safe(path) + ": no tune run found a plan; run 'edo tune' with a larger --budget, or export a failed run "
-                    "with --run N ('edo report' lists them)");
-    }
-    return std::move(*r);
-  }
-  if (run > 0) throw Failure(terminal_safe(path) + ": --run picks a tune run of an .edodb; a plan file holds one plan");
+// Whether `path` holds a plan `edo export --format format` could have written: JSON and YAML
+// plans must read back through plan import (and be JSON or YAML as asked), a TorchRec file must
+// start with export's own first line. Only such a file is replaced by -o (with --force).
+bool is_plan_of_format(const std::string& path, const std::string& format) {
+  if (format == "torchrec") return head_of(path, 200).rfind(kTorchRecHead, 0) == 0;
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (text[first] == '{') != (format == "json")) return false;
   try {
-    return tuner::plan_from_text(ss.str());
-  } catch (const tuner::PlanError& e) {
-    throw Failure(terminal_safe(path) + ": " + e.what());
+    tuner::plan_from_text(text);
+    return true;
+  } catch (const std::exception&) {
+    return false;
   }
 }
 
@@ -92,11 +81,21 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 int run_export(const ExportOptions& o) {
-  const model::TuneResult r = load_plan(o.file, o.run);
+  if (!o.output.empty() && o.output != "-") {
+    // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
+    const OutputKind kind{std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
+                          [&](const std::string& p) { return is_plan_of_format(p, o.format); }, "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
+    try {
+      check_output_path(o.output, o.force, kind);
+    } catch (const Failure& e) {
+      throw UsageError(terminal_safe(e.what()));
+    }
+  }
+  const model::TuneResult r = load_plan_source(o.file, o.run);
   std::string text;
   if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
-  else text = tuner::plan_to_torchrec(r);
+  else text = tuner::plan_to_torchrec(r, tuner::torchrec_facts_of_file(o.file));  // what the recording knows
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
@@ -117,7 +116,8 @@ Runner setup(CLI::App& sub) {
       "Example:\n  edo export run.edodb --format torchrec -o plan.py");
   sub.add_option("file", o->file, "an .edodb that 'edo tune' wrote to, or a JSON/YAML plan")->required();
   sub.add_option("--format", o->format, "json, yaml or torchrec")->check(CLI::IsMember({"json", "yaml", "torchrec"}))->capture_default_str();
-  sub.add_option("-o,--output", o->output, "file to write (default: stdout)");
+  sub.add_option("-o,--output", o->output, "file to write (default: stdout); an existing file is replaced only with --force, and only if it is a plan of the same format");
+  sub.add_flag("--force", o->force, "replace the -o file if it is an edo plan of the same format (other files are never replaced)");
   sub.add_option("--run", o->run, "the tune run to export ('edo report' lists them; default: the latest that found a plan)")
       ->check(CLI::PositiveNumber);
   return [o] { return run_export(*o); };

@@ -12,7 +12,9 @@ It knows nothing about edo. Run it under the profiler with
     edo record -o run.edodb -- python3 examples/dlrm_like.py
 --ground-truth FILE writes what it fed each table (lookups, unique rows, per-row counts),
 --outputs FILE its losses and a checksum of the trained weights (to compare runs bit for
-bit), --bench times the steps instead (ms_per_step on stdout).
+bit), --bench times the steps instead (ms_per_step on stdout). --infer serves instead of
+training (forward passes only, no optimizer); --apply-plan PLAN converts the tables first
+with edo.apply_plan (the package must be importable) and prints what it did as JSON.
 """
 
 import argparse
@@ -163,6 +165,8 @@ def main():
     ap.add_argument("--outputs", metavar="FILE", help="losses and weight checksum (JSON)")
     ap.add_argument("--bench", action="store_true", help="print ms_per_step of the timed steps")
     ap.add_argument("--exit-code", type=int, default=0, help="exit with this code at the end")
+    ap.add_argument("--infer", action="store_true", help="forward passes only (serving), no optimizer")
+    ap.add_argument("--apply-plan", metavar="PLAN", help="edo.apply_plan(model, PLAN) before the first step")
     ap.add_argument("--ab", action="store_true",
                     help="benchmark only: under edo, timed steps run edo's hooks off, on, on, off, "
                          "off, on, on, off... (prints ab_off_ms_per_step / ab_on_ms_per_step and "
@@ -183,9 +187,14 @@ def main():
     model = DLRMLike(dim, args.ad_rows)
     side = side.to(args.device)
     model = model.to(args.device)
-    sgd = torch.optim.SGD([model.ad.weight], lr=0.05)
-    dense_params = [p for n, p in model.named_parameters() if n != "ad.weight"]
-    adam = torch.optim.Adam(dense_params + list(side.parameters()), lr=1e-3)
+    if args.apply_plan:
+        import edo
+        applied = edo.apply_plan(model, args.apply_plan, training=not args.infer)
+        print("dlrm_like: applied %s" % json.dumps(applied, sort_keys=True))
+    if not args.infer:
+        sgd = torch.optim.SGD([model.ad.weight], lr=0.05)
+        dense_params = [p for n, p in model.named_parameters() if n != "ad.weight"]
+        adam = torch.optim.Adam(dense_params + list(side.parameters()), lr=1e-3)
     batches = make_batches(args, gen, dim)
 
     losses = []
@@ -208,14 +217,19 @@ def main():
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         c0 = time.process_time()
-        side_vec = side(b["side"]).sum(1)
-        out = model(b["dense"], b["feats"], b["ad"], side_vec)
-        loss = F.binary_cross_entropy_with_logits(out, b["label"])
-        sgd.zero_grad()
-        adam.zero_grad()
-        loss.backward()
-        sgd.step()
-        adam.step()
+        if args.infer:
+            with torch.no_grad():
+                out = model(b["dense"], b["feats"], b["ad"], side(b["side"]).sum(1))
+                loss = F.binary_cross_entropy_with_logits(out, b["label"])
+        else:
+            side_vec = side(b["side"]).sum(1)
+            out = model(b["dense"], b["feats"], b["ad"], side_vec)
+            loss = F.binary_cross_entropy_with_logits(out, b["label"])
+            sgd.zero_grad()
+            adam.zero_grad()
+            loss.backward()
+            sgd.step()
+            adam.step()
         if args.bench and args.device == "cuda":
             torch.cuda.synchronize()
         t1 = time.perf_counter()
@@ -234,7 +248,7 @@ def main():
         h.update(torch.tensor(x, dtype=torch.float64).numpy().tobytes())
     for n, p in list(model.named_parameters()) + [("side.weight", side.weight)]:
         h.update(n.encode())
-        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+        h.update(p.detach().cpu().float().contiguous().numpy().tobytes())
     checksum = h.hexdigest()
     print("dlrm_like: %d steps, final loss %.6f, checksum %s" % (len(losses), losses[-1], checksum))
     if args.bench:

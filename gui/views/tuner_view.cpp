@@ -21,7 +21,9 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <map>
 
 #include "chart_util.h"
 #include "edo/gui/format.h"
@@ -31,6 +33,7 @@
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/size.h"
 #include "edo/tuner/summary.h"
+#include "edo/tuner/torchrec_facts.h"
 #include "tuner_chart.h"
 
 namespace edo::gui {
@@ -350,7 +353,16 @@ QString TunerView::exportPlan(const QString& format, const QString& path) const 
   std::string text;
   if (format == QLatin1String("json")) text = tuner::plan_to_json_text(*result_);
   else if (format == QLatin1String("yaml")) text = tuner::plan_to_yaml(*result_);
-  else if (format == QLatin1String("torchrec")) text = tuner::plan_to_torchrec(*result_);
+  else if (format == QLatin1String("torchrec")) {
+    // With what the recording knows (config names, features, pooling), as `edo export` writes it.
+    std::map<std::string, tuner::TorchRecFacts> facts;
+    try {
+      if (recording_) facts = tuner::torchrec_facts_of_file(recording_->path.toStdString());
+    } catch (const std::exception& e) {
+      return tr("%1: cannot read the recording (%2)").arg(recording_->path, QString::fromStdString(e.what()));
+    }
+    text = tuner::plan_to_torchrec(*result_, facts);
+  }
   else return tr("unknown export format '%1'").arg(format);
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||

@@ -4,10 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
+#include "edo/kernels/strategy.h"
 #include "edo/tuner/plan_io.h"
 
 namespace edo::tuner {
@@ -175,6 +178,77 @@ std::string describe(const std::string& name) {
   return out;
 }
 
+// ---- the documented choice shape ----------------------------------------------------------
+// A plan from outside is data: the strategy must be one of edo's (kernels::strategy_names(),
+// plus "shared" and "unchanged"), its spec must parse as that strategy, and each params key is
+// one the tuner writes for it (candidates.cpp), with the type it writes. Anything else (a
+// strategy string carrying code, a cache_rows of 1e308 or "lots") is refused with one line.
+bool is_count(const json& v) {
+  if (v.is_number_unsigned()) return true;
+  if (v.is_number_integer()) return v.get<int64_t>() >= 0;
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return std::isfinite(d) && d >= 0 && d <= 9007199254740992.0 && d == std::floor(d);  // exact in a double
+  }
+  return false;
+}
+
+void check_names(const json& v, const std::string& key, const std::string& where) {
+  if (!v.is_array()) fail(where + ": params \"" + key + "\" is not a list of table names");
+  for (const auto& x : v)
+    if (!x.is_string()) fail(where + ": params \"" + key + "\" holds something that is not a table name");
+}
+
+void check_choice(const std::string& strategy, const std::string& spec, const json& params, const std::string& optimizer,
+                  uint64_t rows, const std::string& where) {
+  const auto& names = kernels::strategy_names();
+  const bool row_format = strategy == "fp32" || strategy == "fp16" || strategy == "bf16" || strategy == "fp8" ||
+                          strategy == "int8" || strategy == "int4";
+  if (strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
+    std::string all;
+    for (const auto& n : names) all += n + ", ";
+    fail(where + ": strategy \"" + describe(strategy) + "\" is not one of edo's (" + all + "shared, unchanged)");
+  }
+  if (!spec.empty() && strategy != "shared" && strategy != "unchanged") {
+    try {
+      if (kernels::StrategySpec::parse(spec).name != strategy) fail(where + ": spec \"" + describe(spec) + "\" is not a " + strategy + " spec");
+    } catch (const std::invalid_argument&) {
+      fail(where + ": spec \"" + describe(spec) + "\" is not an edo strategy spec");
+    }
+  }
+  if (!optimizer.empty() && optimizer != "rowwise_adagrad")
+    fail(where + ": optimizer \"" + describe(optimizer) + "\" is not \"rowwise_adagrad\" or empty");
+  // key -> 'c' a count, 's' text, 'n' a list of table names.
+  std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
+  if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
+  else if (strategy == "unchanged") allowed.clear();
+  else if (strategy == "fp8") allowed["scale"] = 's';
+  else if (strategy == "offload") allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}});
+  else if (strategy == "pruned") allowed["kept_rows"] = 'c';
+  else if (strategy == "lowrank") allowed["rank"] = 'c';
+  else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
+  else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
+  else if (strategy == "qr") allowed["m"] = 'c';
+  else if (!row_format) fail(where + ": strategy \"" + describe(strategy) + "\" has no documented params");
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    auto a = allowed.find(it.key());
+    if (a == allowed.end()) fail(where + ": params key \"" + describe(it.key()) + "\" is not one a " + strategy + " choice has");
+    const json& v = it.value();
+    if (a->second == 'c' && !is_count(v))
+      fail(where + ": params \"" + it.key() + "\" is not a finite whole number >= 0 (at most 2^53)");
+    if (a->second == 's' && !v.is_string()) fail(where + ": params \"" + it.key() + "\" is not text");
+    if (a->second == 'n') check_names(v, it.key(), where);
+  }
+  if (strategy == "offload") {
+    if (!params.contains("cache_rows")) fail(where + ": an offload choice's params have no \"cache_rows\"");
+    const std::string policy = params.contains("policy") ? params["policy"].get<std::string>() : "lru";
+    if (policy != "lru" && policy != "static") fail(where + ": params \"policy\" is \"" + describe(policy) + "\", not lru or static");
+    if (rows > 0 && params["cache_rows"].get<double>() > static_cast<double>(rows))
+      fail(where + ": params \"cache_rows\" is larger than the table's " + std::to_string(rows) + " rows");
+  }
+  if (strategy == "fp8" && params.contains("scale") && params["scale"] != "row") fail(where + ": params \"scale\" is not \"row\"");
+}
+
 }  // namespace
 
 TuneResult plan_from_json(const json& doc) {
@@ -261,6 +335,7 @@ TuneResult plan_from_json(const json& doc) {
     const std::string strategy = get_string(t, "strategy", where);
     const json& params = field(t, "params", where);
     if (!params.is_object()) fail(where + ": \"params\" is not an object");
+    check_choice(strategy, opt_string(t, "spec", where), params, opt_string(t, "optimizer", where), tt.rows, where);
     TuneChoice ch;
     ch.table = name;
     ch.device_bytes = get_u64(t, "device_bytes", where);

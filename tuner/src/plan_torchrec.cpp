@@ -2,8 +2,11 @@
 // device, strategy specs) appears only inside string literals built by python_string(); the
 // rest of the file is fixed text, so no recorded name can become code.
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "edo/tuner/plan_io.h"
 
@@ -20,15 +23,40 @@ std::string number(double v) {
   return buf;
 }
 
-// TorchRec's DataType member for an edo row format, or "" when it has none.
-std::string data_type_of(const std::string& strategy) {
-  if (strategy == "fp32") return "FP32";
+// TorchRec's DataType member for an edo row format, or "" when FBGEMM has no kernel for it.
+// FBGEMM trains FP32 and FP16 weights (SplitTableBatchedEmbeddingBagsCodegen: weights_precision
+// FP32/FP16); its inference kernels (IntNBitTableBatchedEmbeddingBagsCodegen) read FP32, FP16,
+// FP8, INT8, INT4 and INT2 rows. BF16 is neither; int8/int4 are not trainable.
+std::string data_type_of(const std::string& strategy, bool training, std::string& why_not) {
+  if (strategy == "fp32" || strategy == "offload") return "FP32";  // edo's offload keeps fp32 rows on the host
   if (strategy == "fp16") return "FP16";
-  if (strategy == "bf16") return "BF16";
-  if (strategy == "int8") return "INT8";
-  if (strategy == "int4") return "INT4";
-  if (strategy == "offload") return "FP32";  // edo's offload keeps fp32 rows on the host
+  if (strategy == "int8" || strategy == "int4") {
+    if (!training) return strategy == "int8" ? "INT8" : "INT4";
+    why_not = strategy + " rows are inference-only in FBGEMM (it trains FP32/FP16 weights)";
+    return "";
+  }
+  if (strategy == "bf16") {
+    why_not = "FBGEMM has no BF16 weights (training: FP32/FP16; inference: FP32/FP16/FP8/INT8/INT4/INT2)";
+    return "";
+  }
+  why_not = "TorchRec has no kernel for it";
   return "";
+}
+
+// TorchRec keys constraints by the table's config name (EmbeddingBagConfig.name): an
+// EmbeddingBagCollection / EmbeddingCollection holds one module per config in its
+// `embedding_bags` / `embeddings` ModuleDict, keyed by that name, so the recorded module path
+// ends in ".embedding_bags.NAME" / ".embeddings.NAME". Other paths are kept whole.
+std::string config_name_of(const std::string& path) {
+  for (const char* dict : {"embedding_bags.", "embeddings."}) {
+    const std::string d = dict;
+    size_t at = path.rfind("." + d);
+    size_t start = at == std::string::npos ? (path.rfind(d, 0) == 0 ? 0 : std::string::npos) : at + 1;
+    if (start == std::string::npos) continue;
+    const std::string rest = path.substr(start + d.size());
+    if (!rest.empty() && rest.find('.') == std::string::npos) return rest;
+  }
+  return path;
 }
 
 double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
@@ -44,42 +72,214 @@ bool lru_policy(const TuneCandidate& c) {
   return !(p.is_object() && p.contains("policy") && p["policy"] == "static");
 }
 
+// Device bytes of an LRU offload under FBGEMM's UVM caching TBE
+// (split_table_batched_embeddings_ops_training.py, _apply_cache_state, FBGEMM 71d6f8b22):
+// cache_sets = ceil(int(rows * load_factor) / 32) (at least 1) sets of DEFAULT_ASSOC = 32 slots;
+// lxu_cache_weights slots x dim x element size, lxu_cache_state and (LRU) lxu_state 8 bytes a
+// slot, cache_index_table_map 4 bytes for every table row (+1), cache_hash_size_cumsum 2 x 8.
+// edo's own offload keeps a row map of the cached rows only, so its bytes are lower.
+uint64_t fbgemm_lru_device_bytes(uint64_t rows, uint32_t dim, uint64_t element_bytes, double load_factor) {
+  constexpr uint64_t kAssoc = 32;
+  const auto wanted = static_cast<uint64_t>(static_cast<double>(rows) * load_factor);
+  const uint64_t sets = std::max<uint64_t>(1, (wanted + kAssoc - 1) / kAssoc);
+  const uint64_t slots = sets * kAssoc;
+  return slots * (uint64_t{dim} * element_bytes + 8 + 8) + 4 * (rows + 1) + 16;
+}
+
+// Python list of numbers / strings.
+std::string number_list(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string x = number(v[i]);
+    if (x.find_first_of(".eni") == std::string::npos) x += ".0";  // a float literal, as TorchRec types them
+    out += (i ? ", " : "") + x;
+  }
+  return out + "]";
+}
+
+std::string string_list(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + python_string(v[i]);
+  return out + "]";
+}
+
+// The workload part of a table's ParameterConstraints: its features, and per feature the
+// recorded pooling factor (rows read per bag), one pooling per sample (an EmbeddingBag pools each
+// feature of a sample once) and the batch size (bags per step per feature). The hook counts a
+// table's lookups and bags over all its features, so every feature gets the table's average.
+std::string workload_of(const TorchRecFacts* f) {
+  if (!f || f->features.empty()) return "";
+  std::string out = "        feature_names=" + string_list(f->features) + ",\n";
+  const size_t n = f->features.size();
+  if (f->bags > 0) {
+    out += "        pooling_factors=" + number_list(std::vector<double>(n, static_cast<double>(f->lookups) / static_cast<double>(f->bags))) + ",\n";
+    out += "        num_poolings=" + number_list(std::vector<double>(n, 1.0)) + ",\n";
+    if (f->steps > 0) {
+      const auto per_feature = static_cast<uint64_t>(std::llround(static_cast<double>(f->bags) / static_cast<double>(f->steps) / static_cast<double>(n)));
+      std::string sizes = "[";
+      for (size_t i = 0; i < n; ++i) sizes += (i ? ", " : "") + std::to_string(per_feature);
+      out += "        batch_sizes=" + sizes + "],\n";
+    }
+  }
+  return out;
+}
+
+// CacheParams' stats: an EdoCacheStatistics (fixed text in the file) from the recorded curve.
+std::string statistics_of(const TorchRecFacts* f) {
+  if (!f || f->expected_lookups < 0 || f->miss_curve.empty()) return "";
+  std::string curve = "[";
+  for (size_t i = 0; i < f->miss_curve.size(); ++i)
+    curve += (i ? ", " : "") + std::string("(") + number(f->miss_curve[i].first) + ", " + number(f->miss_curve[i].second) + ")";
+  curve += "]";
+  return "EdoCacheStatistics(" + number(f->expected_lookups) + ", " + curve + ", " + number(f->cacheability) + ")";
+}
+
+std::string stats_of(const TorchRecFacts* f) {
+  const std::string s = statistics_of(f);
+  return s.empty() ? s : ", stats=" + s;
+}
+
+// TorchRec's CacheStatistics (torchrec/distributed/types.py, pytorch/torchrec a48cef79): three
+// members, read by the planner's offload proposer and shard estimators. Fixed text.
+constexpr const char* kCacheStatisticsClass = R"(
+class EdoCacheStatistics(CacheStatistics):
+    """TorchRec's CacheStatistics from edo's recorded LRU curve: (load factor, miss rate)
+    points, rescaled as TorchRec's EmbeddingOffloadStats does (miss rate 0 at load factor 1)."""
+
+    def __init__(self, expected_lookups, miss_curve, cacheability):
+        self._expected_lookups = expected_lookups
+        self._miss_curve = miss_curve
+        self._cacheability = cacheability
+
+    @property
+    def expected_lookups(self):
+        return self._expected_lookups
+
+    def expected_miss_rate(self, clf):
+        if clf <= 0:
+            return 1.0
+        if clf >= 1:
+            return 0.0
+        x0, y0 = 0.0, 1.0
+        for x1, y1 in self._miss_curve:
+            if clf <= x1:
+                return y0 + (y1 - y0) * (clf - x0) / (x1 - x0) if x1 > x0 else y1
+            x0, y0 = x1, y1
+        return y0 + (0.0 - y0) * (clf - x0) / (1.0 - x0) if x0 < 1 else 0.0
+
+    @property
+    def cacheability(self):
+        return self._cacheability
+
+)";
+
 }  // namespace
 
-std::string plan_to_torchrec(const TuneResult& r) {
-  std::string constraints, data_types, edo_only, shared;
+double distinct_in_window(const std::vector<std::pair<double, double>>& hit, double window, double rows) {
+  if (!(window > 0) || !(rows > 0)) return 0;
+  std::vector<std::pair<double, double>> pts{{0.0, 0.0}};
+  for (const auto& p : hit)
+    if (p.first > pts.back().first && std::isfinite(p.second)) pts.push_back({p.first, std::clamp(p.second, 0.0, 1.0)});
+  double t = 0, x = 0;
+  constexpr int kPieces = 64;  // the miss rate is integrated piecewise within each segment
+  for (size_t i = 1; i < pts.size(); ++i) {
+    const auto [x0, h0] = pts[i - 1];
+    const auto [x1, h1] = pts[i];
+    for (int k = 0; k < kPieces; ++k) {
+      const double a = x0 + (x1 - x0) * k / kPieces, b = x0 + (x1 - x0) * (k + 1) / kPieces;
+      const double mid = (a + b) / 2;
+      const double miss = std::max(1e-9, 1.0 - (h0 + (h1 - h0) * (mid - x0) / (x1 - x0)));
+      const double dt = (b - a) / miss;
+      if (t + dt >= window) return std::min(rows, a + (window - t) * miss);
+      t += dt;
+      x = b;
+    }
+  }
+  // Past the curve: the last miss rate goes on.
+  const double last_miss = std::max(1e-9, 1.0 - pts.back().second);
+  return std::min({rows, window, x + (window - t) * last_miss});
+}
+
+std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {}); }
+
+std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics;
+  uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
+  bool rowwise_adagrad = false;
+  // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
+  // either; such tables keep their module paths as keys rather than overwrite each other.
+  // The config name the hook recorded, else the module-path rule.
+  auto facts_of = [&](const std::string& table) -> const TorchRecFacts* {
+    auto it = facts.find(table);
+    return it == facts.end() ? nullptr : &it->second;
+  };
+  auto config_of = [&](const std::string& table) {
+    const TorchRecFacts* f = facts_of(table);
+    return f && !f->config.empty() ? f->config : config_name_of(table);
+  };
+  std::map<std::string, int> uses;
+  for (const auto& ch : r.choices) ++uses[config_of(ch.table)];
+  auto key_of = [&](const std::string& path) {
+    const std::string n = config_of(path);
+    return uses[n] > 1 ? path : n;
+  };
   for (const auto& ch : r.choices) {
     if (ch.candidate < 0 || static_cast<size_t>(ch.candidate) >= r.candidates.size()) continue;  // not tuned
     const TuneCandidate& c = r.candidates[static_cast<size_t>(ch.candidate)];
-    const std::string name = python_string(ch.table);
+    const std::string name = python_string(key_of(ch.table));
+    // The module path, escaped like every recorded text (no newline can end the comment).
+    const std::string comment = "    # module path: " + python_string(ch.table) + "\n";
+    paths += "    " + name + ": " + python_string(ch.table) + ",\n";
+    if (const std::string st = statistics_of(facts_of(ch.table)); !st.empty()) cache_statistics += "    " + name + ": " + st + ",\n";
     if (!ch.shares_with.empty()) {
-      shared += "    " + name + ": " + python_string(ch.shares_with) + ",\n";
+      shared += comment + "    " + name + ": " + python_string(key_of(ch.shares_with)) + ",\n";
       continue;
     }
     uint64_t rows = 0;
+    uint32_t dim = 0;
+    uint64_t element_bytes = 4;
     bool training = false;
     for (const auto& t : r.tables)
       if (t.name == ch.table) {
         rows = t.rows;
+        dim = t.dim;
+        element_bytes = t.dtype == "fp16" || t.dtype == "bf16" ? 2 : 4;
         training = !t.optimizer.empty();
       }
-    const std::string dt = data_type_of(c.strategy);
+    std::string why_not;
+    std::string dt = data_type_of(c.strategy, training, why_not);
+    if (c.strategy == "offload" && !lru_policy(c)) {
+      dt.clear();
+      why_not = "edo's static hot set is neither of FBGEMM's cache policies (LRU, LFU)";
+    }
     if (dt.empty()) {
-      // PQ, hashing, QR, low rank, pruning, fp8: no TorchRec kernel. The table keeps TorchRec's
-      // default placement; the edo strategy is listed for whoever implements it.
-      edo_only += "    " + name + ": " + python_string(c.spec) + ",\n";
+      // PQ, hashing, QR, low rank, pruning, fp8, and formats FBGEMM has no kernel for in this
+      // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
+      // for whoever implements it.
+      edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
+      why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
+      // Its workload still helps the planner place it (no kernel or data type constrained).
+      if (const std::string w = workload_of(facts_of(ch.table)); !w.empty())
+        constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
       continue;
     }
-    data_types += "    " + name + ": DataType." + dt + ",\n";
+    if (training && c.optimizer == "rowwise_adagrad") rowwise_adagrad = true;
+    data_types += comment + "    " + name + ": DataType." + dt + ",\n";
     std::string kernel = training ? "FUSED" : "QUANT";
-    std::string cache;
+    const TorchRecFacts* f = facts_of(ch.table);
+    std::string extra = workload_of(f);
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
-      cache = "        cache_params=CacheParams(algorithm=CacheAlgorithm." + std::string(lru_policy(c) ? "LRU" : "LFU") +
-              ", load_factor=" + number(cache_load_factor(c, rows)) + "),\n";
+      const double lf = cache_load_factor(c, rows);
+      extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + number(lf) + stats_of(f) + "),\n";
+      const uint64_t fb = fbgemm_lru_device_bytes(rows, dim, element_bytes, lf);
+      fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
+      fbgemm_total += fb - std::min(fb, ch.device_bytes);
     }
-    constraints += "    " + name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
-                   ".value],\n" + cache + "    ),\n";
+    // FP16 training weights lose small updates to round-to-nearest: FBGEMM's stochastic rounding.
+    if (training && dt == "FP16") extra += "        stochastic_rounding=True,\n";
+    constraints += comment + "    " + name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
+                   ".value],\n" + extra + "    ),\n";
   }
   std::string out;
   out += "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`\n";
@@ -90,11 +290,19 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "#   EmbeddingShardingPlanner(topology=..., constraints=constraints)\n";
   out += "# edo_only: tables whose chosen strategy TorchRec has no kernel for (edo strategy spec).\n";
   out += "# shared_with: tables tied to another table's weights (one EmbeddingBagConfig, two features).\n";
+  out += "# Tables are keyed by their TorchRec config name (EmbeddingBagConfig.name: the last part of the\n";
+  out += "# module path after .embedding_bags. / .embeddings., or the name edo's PyTorch hook recorded from the\n";
+  out += "# collection's configs); module_paths maps it back to the recording. feature_names, pooling_factors,\n";
+  out += "# num_poolings, batch_sizes and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
+  out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
+  out += "from fbgemm_gpu.split_embedding_configs import EmbOptimType\n";
   out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
   out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
   out += "from torchrec.distributed.planner.types import ParameterConstraints\n";
-  out += "from torchrec.distributed.types import CacheParams\n";
-  out += "from torchrec.modules.embedding_configs import DataType\n\n";
+  out += "from torchrec.distributed.types import CacheParams, CacheStatistics\n";
+  out += "from torchrec.modules.embedding_configs import DataType\n";
+  out += kCacheStatisticsClass;
   out += "EDO_PLAN = {\n";
   out += "    \"schema\": " + python_string(kPlanSchema) + ",\n";
   out += "    \"backend\": " + python_string(r.backend) + ",\n";
@@ -103,11 +311,20 @@ std::string plan_to_torchrec(const TuneResult& r) {
   out += "    \"budget_bytes\": " + std::to_string(r.budget_bytes) + ",\n";
   out += "    \"plan_device_bytes\": " + std::to_string(r.plan_device_bytes) + ",\n";
   out += "    \"feasible\": " + std::string(r.feasible ? "True" : "False") + ",\n";
+  out += "    \"fbgemm_plan_device_bytes\": " + std::to_string(r.plan_device_bytes + fbgemm_total) + ",\n";
   out += "}\n\n";
   out += "constraints = {\n" + constraints + "}\n\n";
   out += "data_types = {\n" + data_types + "}\n\n";
   out += "edo_only = {\n" + edo_only + "}\n\n";
-  out += "shared_with = {\n" + shared + "}\n";
+  out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
+  out += "shared_with = {\n" + shared + "}\n\n";
+  out += "module_paths = {\n" + paths + "}\n\n";
+  out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
+  out += "# state; edo's offload counts less): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
+  out += "fbgemm_offload_device_bytes = {\n" + fbgemm_bytes + "}\n\n";
+  out += "# Every recorded table's CacheStatistics (for a table you cache yourself: CacheParams(stats=...)).\n";
+  out += "cache_statistics = {\n" + cache_statistics + "}\n\n";
+  out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The exported C API (profiler/include/edo/edo.h). Nothing here throws across the C boundary.
 #include "edo/edo.h"
 
+#include <string>
+
 #include "tracer.h"
 
 using namespace edo::capture;
@@ -54,6 +56,20 @@ EDO_API int edo_release_gpu_capture(const char* tool) {
   try {
     cupti_release(tool && *tool ? tool : "another tool");
   } catch (...) {
+  }
+  return EDO_OK;
+}
+
+EDO_API int edo_note(const char* key, const char* value) {
+  // Bounded: a note is a fact about the job (a TorchRec table's config name and features), not
+  // a log; "edo." keys are the tracer's own (the collector's flush replies).
+  if (!key || !value) return EDO_ERR_INVALID_ARGUMENT;
+  const std::string k(key), v(value);
+  if (k.empty() || k.size() > 256 || v.size() > 65536 || k.rfind("edo.", 0) == 0) return EDO_ERR_INVALID_ARGUMENT;
+  try {
+    record_note(k, v);
+  } catch (...) {
+    return EDO_ERR_NO_MEMORY;
   }
   return EDO_OK;
 }

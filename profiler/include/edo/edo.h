@@ -70,6 +70,11 @@ EDO_API int edo_step(void);
    lookups and NVTX ranges still are. `tool` is named in the one warning line and in the
    recording. Returns 0. */
 EDO_API int edo_release_gpu_capture(const char* tool);
+/* Records a fact about the job as a key/value pair in the recording's metadata (a later call
+   with the same key replaces the value), e.g. the PyTorch hook's "torchrec.table.NAME" notes.
+   key: 1-256 bytes, not starting with "edo." (the tracer's own); value: at most 64 KiB.
+   Returns 0 or EDO_ERR_INVALID_ARGUMENT. */
+EDO_API int edo_note(const char* key, const char* value);
 /* A static, human-readable description of an edo error code. */
 EDO_API const char* edo_strerror(int code);
 

@@ -17,9 +17,11 @@ import os as _os
 import sys as _sys
 
 from . import _native  # noqa: F401  (edo._native: the ctypes binding)
+from ._plan_file import PlanError  # noqa: F401
 
 __all__ = ["instrument", "step", "register_table", "lookup", "tables", "available",
-           "enabled", "disable", "enable", "snapshot_weights"]
+           "enabled", "disable", "enable", "snapshot_weights", "apply_plan", "load_plan",
+           "RowwiseAdagrad", "PlanError"]
 __version__ = "0.1.0"
 
 
@@ -98,6 +100,28 @@ def snapshot_weights():
     if _hooks()._env_disabled():
         return 0
     return _hooks().snapshot_weights()
+
+
+def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
+    """Converts each table of ``model`` that ``plan`` (a JSON/YAML plan file, an .edodb with a
+    plan, or an edo.plan/1 dict) names to the plan's choice, in place. Returns {table:
+    {"strategy", "before_bytes", "after_bytes", "applied", "why", "optimizer"}}. See
+    edo/_apply.py and docs/tuning.md ("Applying a plan")."""
+    from ._apply import apply_plan as _apply_plan
+    return _apply_plan(model, plan, training=training, rows_read=rows_read, prefix=prefix)
+
+
+def load_plan(plan):
+    """The tables of a plan (a list of dicts with the plan JSON's table keys)."""
+    from ._plan_file import load_plan as _load
+    return _load(plan)
+
+
+def RowwiseAdagrad(params, lr=0.01, eps=1e-8, weight_decay=0.0):
+    """Row-wise Adagrad for embedding tables (FBGEMM's EXACT_ROWWISE_ADAGRAD): one fp32
+    accumulator per row. What a plan's "optimizer": "rowwise_adagrad" assumes."""
+    from ._apply import RowwiseAdagrad as _R
+    return _R(params, lr=lr, eps=eps, weight_decay=weight_decay)
 
 
 def tables():

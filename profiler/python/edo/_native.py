@@ -75,6 +75,9 @@ class NullBackend(object):
     def release_gpu_capture(self, tool):
         return 0
 
+    def note(self, key, value):
+        return 0
+
     def strerror(self, code):
         return ERRORS.get(code, "unknown error %d" % code)
 
@@ -114,6 +117,12 @@ class NativeBackend(object):
             rel.restype = ctypes.c_int
             rel.argtypes = [ctypes.c_char_p]
         self._release = rel
+        # edo_note: absent from an older library (then the facts are not recorded).
+        note = getattr(lib, "edo_note", None)
+        if note is not None:
+            note.restype = ctypes.c_int
+            note.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        self._note = note
         self._lib = lib
         self._register = reg
         self._lookup = look
@@ -141,6 +150,11 @@ class NativeBackend(object):
 
     def release_gpu_capture(self, tool):
         return self._release(tool.encode("utf-8", "replace")) if self._release else 0
+
+    def note(self, key, value):
+        if self._note is None:
+            return 0
+        return self._note(key.encode("utf-8", "replace"), value.encode("utf-8", "replace"))
 
     def strerror(self, code):
         try:

@@ -38,7 +38,7 @@ import sys
 import threading
 import weakref
 
-from . import _native
+from . import _native, _torchrec
 
 _torch = None          # the torch module, once patched
 _backend = None        # _native.NativeBackend / NullBackend / a test fake
@@ -318,6 +318,7 @@ def _register_tree(root, prefix):
             continue
         if _table_for_weight(w) is not None:
             _register_weight(n, w, m)
+    _torchrec.recognise(paths, _tables, _name_owner, backend())   # TorchRec config names, features
     return found
 
 
@@ -548,7 +549,7 @@ def _pre_hook_body(module, args):
                 return None
         if args:
             _count(st.table, args[0])
-        _tls.pending = st.table
+            _tls.pending = st.table   # called with keywords (TorchRec): the functional wrapper counts
     except Exception as e:
         _internal_error("forward pre-hook", e)
     return None

@@ -80,6 +80,11 @@ class FakeBackend(object):
         self.released = getattr(self, "released", []) + [tool]
         return 0
 
+    def note(self, key, value):
+        self.notes = getattr(self, "notes", {})
+        self.notes[key] = value
+        return 0
+
     def strerror(self, code):
         return "fake error %d" % code
 
@@ -436,6 +441,65 @@ class HookTest(unittest.TestCase):
         e = nn.Embedding(10, 3)
         out = e(torch.tensor([1, 2]))
         self.assertEqual(out.shape, (2, 3))
+
+
+class TorchRecTest(unittest.TestCase):
+    """TorchRec collections (the stand-in package of tests/unit/tuner/fake_torchrec, written from
+    pytorch/torchrec a48cef79): config names and features noted, keyword calls counted, bags
+    counted from the EmbeddingBag's output."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+        stand_in = os.path.join(HERE, "..", "..", "unit", "tuner", "fake_torchrec")
+        if stand_in not in sys.path:
+            sys.path.insert(0, stand_in)
+
+    def test_collection_tables_noted_and_counted(self):
+        import json
+        from torchrec.modules.embedding_configs import EmbeddingBagConfig
+        from torchrec.modules.embedding_modules import EmbeddingBagCollection
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+        ebc = EmbeddingBagCollection(tables=[
+            EmbeddingBagConfig(name="t_a", num_embeddings=30, embedding_dim=4, feature_names=["fa", "fb"]),
+            EmbeddingBagConfig(name="t_b", num_embeddings=20, embedding_dim=4)])
+        root = nn.Module()
+        root.ebc = ebc
+        edo.instrument(root)
+        # B = 2 samples; lengths fa: 2 1, fb: 0 3, t_b: 1 3. The collection calls each bag with
+        # keywords (input=, offsets=), which torch 1.13's pre-hooks do not see.
+        kjt = KeyedJaggedTensor(keys=["fa", "fb", "t_b"], values=torch.arange(1, 11),
+                                lengths=torch.tensor([2, 1, 0, 3, 1, 3]))
+        ebc(kjt)
+        self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_a")], 6)
+        self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_b")], 4)
+        H._torchrec.flush()
+        a = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_a"])
+        b = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_b"])
+        self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
+        self.assertEqual((b["config"], b["features"], b["bags"]), ("t_b", ["t_b"], 2))
+        # The bag counter is global: a pickled model does not refer to edo.
+        data = pickle.dumps(root)
+        self.assertNotIn(b"_count_bags", data)
+        self.assertNotIn(b"edo.", data)
+
+    def test_embedding_collection_tables_noted(self):
+        import json
+        from torchrec.modules.embedding_configs import EmbeddingConfig
+        from torchrec.modules.embedding_modules import EmbeddingCollection
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+        ec = EmbeddingCollection(tables=[EmbeddingConfig(name="t_q", num_embeddings=40, embedding_dim=4,
+                                                         feature_names=["query", "title"])])
+        kjt = KeyedJaggedTensor(keys=["query", "title"], values=torch.arange(0, 7), lengths=torch.tensor([2, 1, 3, 1]))
+        ec(kjt)   # not instrumented: found by the scan on its first lookup
+        self.assertEqual(self.fake.lookups[self.fake.handle("embeddings.t_q")], 7)
+        H._torchrec.flush()
+        n = json.loads(self.fake.notes["torchrec.table.embeddings.t_q"])
+        # No pooling: no bags counted (the export writes feature_names only).
+        self.assertEqual((n["config"], n["features"], n["collection"], n["bags"]),
+                         ("t_q", ["query", "title"], "EmbeddingCollection", 0))
 
 
 def _run(code, env_extra, pythonpath):

@@ -91,6 +91,8 @@ TEST(TracerE2E, RecordMatchesGroundTruthAndKeepsExitCode) {
   EXPECT_EQ(s.source, "record");
   EXPECT_NE(s.command.find("tracer_job basic 3"), std::string::npos) << s.command;
   expect_basic(p, s.id);
+  // edo_note: the job's fact in the metadata, the later value under its key.
+  EXPECT_EQ(p.metadata.count("job.model") ? p.metadata.at("job.model") : "", "two \"towers\"");
 }
 
 #ifdef FAKE_NVTX_TOOL

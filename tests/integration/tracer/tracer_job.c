@@ -127,6 +127,14 @@ static void basic(void) {
   for (int i = 0; i < 500; ++i) three[i] = 3;
   check(edo_table_lookup(dec, three, 500, EDO_I64, EDO_HOST, NULL), "lookup decoder");
   for (int s = 0; s < 5; ++s) check(edo_step(), "step");
+  /* A fact about the job, replaced by a later call with its key; "edo." keys are the tracer's. */
+  check(edo_note("job.model", "first"), "note");
+  check(edo_note("job.model", "two \"towers\""), "note again");
+  if (edo_note("edo.flush_reply", "x") != EDO_ERR_INVALID_ARGUMENT || edo_note(NULL, "x") != EDO_ERR_INVALID_ARGUMENT ||
+      edo_note("", "x") != EDO_ERR_INVALID_ARGUMENT) {
+    fprintf(stderr, "tracer_job: edo_note accepted a reserved, null or empty key\n");
+    exit(98);
+  }
 #ifdef EDO_JOB_NVTX
   nvtxRangeEnd(epoch);
 #endif

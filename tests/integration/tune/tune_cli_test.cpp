@@ -243,8 +243,16 @@ TEST(ExportCli, EveryFormatReadsBack) {
   for (const auto& table : j["tables"]) {
     const std::string name = table["name"];
     const std::string s = table["strategy"];
-    if (s == "int8" || s == "int4") { EXPECT_EQ(t["data_types"][name], s == "int8" ? "INT8" : "INT4"); }
-    if (s == "offload") { EXPECT_EQ(t["constraints"][name]["compute_kernels"][0], "quant_uvm_caching"); }
+    if (s == "int8" || s == "int4") {
+      ASSERT_TRUE(t["data_types"].contains(name)) << t.dump();
+      EXPECT_EQ(t["data_types"][name], s == "int8" ? "INT8" : "INT4");
+    }
+    if (s == "offload" && table["params"]["policy"] == "lru") {
+      ASSERT_TRUE(t["constraints"].contains(name)) << t.dump();
+      EXPECT_EQ(t["constraints"][name]["compute_kernels"][0], "quant_uvm_caching");
+    }
+    // FBGEMM's caches are LRU or LFU: edo's static hot set is listed as edo's own, with the reason.
+    if (s == "offload" && table["params"]["policy"] == "static") { EXPECT_TRUE(t["edo_only_why"].contains(name)) << t.dump(); }
   }
 }
 
@@ -255,11 +263,126 @@ TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {
   const std::string bad = dir() + "/bad.json";
   std::ofstream(bad) << "{\"schema\": \"edo.plan/1\", \"budget_bytes\": \"lots\"}";
   r = run_command(kEdo + " export " + bad + " --format yaml");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // a plan file from outside is input: a bad one is a usage error
   EXPECT_NE(r.err.find("budget_bytes"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_command(kEdo + " export " + recording() + " --format csv");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// Issue 20 section 4: `edo export PLAN` refuses a plan whose strategy is not edo's (today it
+// went to the TorchRec file's edo_only) or whose cache_rows is not a count: one line, exit 2.
+TEST(ExportCli, AStrategyOrCacheRowsOutsideTheSchemaIsRefused) {
+  const std::string db = copy_of("strict.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 3) + " --strategies int8,offload").exit_code, 0);
+  auto r = run_command(kEdo + " export " + db + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json good = json::parse(r.out);
+  auto refused = [&](json plan, const std::string& needle) {
+    const std::string path = dir() + "/strict.json";
+    std::ofstream(path, std::ios::trunc) << plan.dump();
+    const auto out = run_command(kEdo + " export " + path + " --format torchrec");
+    EXPECT_EQ(out.exit_code, 2) << out.out;
+    EXPECT_EQ(std::count(out.err.begin(), out.err.end(), '\n'), 1) << out.err;
+    EXPECT_NE(out.err.find(needle), std::string::npos) << out.err;
+    EXPECT_EQ(out.out, "");
+  };
+  json bad = good;
+  bad["tables"][0]["strategy"] = "int8\"); import os #";
+  refused(bad, "not one of edo's");
+  for (const json& v : {json("lots"), json(1e308), json(-4), json(0.5)}) {
+    bad = good;
+    bool found = false;
+    for (auto& t : bad["tables"])
+      if (t["strategy"] == "offload") {
+        t["params"]["cache_rows"] = v;
+        found = true;
+      } else {
+        t["strategy"] = "offload";
+        t["params"] = {{"cache_rows", v}, {"policy", "lru"}};
+        t["spec"] = "offload:cache=0.1:policy=lru";
+        found = true;
+      }
+    ASSERT_TRUE(found);
+    refused(bad, "cache_rows");
+  }
+  bad = good;
+  bad["tables"][0]["device_bytes"] = -1;
+  refused(bad, "device_bytes");
+}
+
+// Issue 20 section 5: `edo export -o` never replaces a file that is not a plan of the same
+// format (it replaced a training script silently); a plan of that format only with --force,
+// the rule of `edo record -o`.
+TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
+  const std::string db = copy_of("out.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --strategies int8").exit_code, 0);
+  const std::string script = dir() + "/train.py";
+  const std::string code = "import torch\nprint('training')\n";
+  std::ofstream(script) << code;
+  for (const std::string format : {"json", "yaml", "torchrec"}) {
+    for (const std::string force : {"", " --force"}) {
+      auto r = run_command(kEdo + " export " + db + " --format " + format + " -o " + script + force);
+      EXPECT_EQ(r.exit_code, 2) << format << force;
+      EXPECT_NE(r.err.find("never replaces"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(slurp(script), code);
+    }
+  }
+  // The recording itself is not a plan file either.
+  auto r = run_command(kEdo + " export " + db + " --format json -o " + db + " --force");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(run_command(kEdo + " report " + db).exit_code, 0);
+  for (const std::string format : {"json", "yaml", "torchrec"}) {
+    const std::string plan = dir() + "/out." + format;
+    fs::remove(plan);
+    ASSERT_EQ(run_command(kEdo + " export " + db + " --format " + format + " -o " + plan).exit_code, 0);
+    const std::string first = slurp(plan);
+    r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan);
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+    r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan + " --force");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(slurp(plan), first);
+    // A plan of another format is another kind of file.
+    const std::string other = format == "json" ? "yaml" : "json";
+    r = run_command(kEdo + " export " + db + " --format " + other + " -o " + plan + " --force");
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(slurp(plan), first);
+  }
+}
+
+// Issue 20 section 3: `edo diff --plan PLAN AFTER` puts each planned table's bytes and error
+// beside the recording's. Here AFTER is the recording the plan was made from (nothing applied):
+// every table is measured at its recorded bytes, and a planned int8 table shows the change.
+TEST(DiffCli, PlanBesideARecording) {
+  const std::string db = copy_of("diffplan.edodb");
+  ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 2) + " --strategies int8").exit_code, 0);
+  const std::string plan = dir() + "/diffplan.json";
+  fs::remove(plan);
+  ASSERT_EQ(run_command(kEdo + " export " + db + " --format json -o " + plan).exit_code, 0);
+  auto r = run_command(kEdo + " diff --plan " + plan + " " + recording() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.plan-diff/1");
+  ASSERT_EQ(j["tables"].size(), 2u);
+  for (const auto& t : j["tables"]) {
+    EXPECT_EQ(t["measured_bytes"], kBaseline / 2) << t;  // the recording: fp32 rows
+    if (t["strategy"] == "int8") {
+      EXPECT_LT(t["planned_device_bytes"].get<uint64_t>(), kBaseline / 2);
+      EXPECT_GT(t["bytes_change"].get<double>(), 0.5);
+      EXPECT_GT(t["planned_error"].get<double>(), 0.0);
+    }
+  }
+  r = run_command(kEdo + " diff --plan " + plan + " " + recording());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("planned error"), std::string::npos) << r.out;
+  // One recording with --plan, two without.
+  EXPECT_EQ(run_command(kEdo + " diff --plan " + plan + " " + recording() + " " + recording()).exit_code, 2);
+  EXPECT_EQ(run_command(kEdo + " diff " + recording()).exit_code, 2);
+  r = run_command(kEdo + " diff --plan " + dir() + "/missing.json " + recording());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {

@@ -236,10 +236,71 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_EQ(j["constraints"][n[2]]["compute_kernels"], nlohmann::json::array({"quant_uvm_caching"}));
   EXPECT_EQ(j["constraints"][n[2]]["algorithm"], "LRU");
   EXPECT_NEAR(j["constraints"][n[2]]["load_factor"].get<double>(), 0.05, 1e-9);
+  // FBGEMM's layout for that offload (100000 x 16 fp32 rows, 5000 cached): 157 sets of 32 slots,
+  // 16 x 4 bytes + 16 bytes of state a slot, 4 bytes a table row (+1) and 16 bytes of cumsum.
+  EXPECT_EQ(j["fbgemm_offload_device_bytes"][n[2]], 157u * 32 * (16 * 4 + 16) + 4 * 100001 + 16);
+  EXPECT_EQ(j["edo_plan"]["fbgemm_plan_device_bytes"], r.plan_device_bytes + (157u * 32 * 80 + 400020) - 720000);
   EXPECT_EQ(j["edo_only"][n[3]], "pq:m=2");
   EXPECT_FALSE(j["constraints"].contains(n[3]));
   EXPECT_EQ(j["shared_with"][n[4]], n[0]);
   EXPECT_FALSE(j["constraints"].contains(n[5]));  // not tuned
+}
+
+// Issue 20 section 1: the TorchRec file keys by config name (what TorchRec's planner looks up),
+// writes only kernel/data-type pairs FBGEMM has, names the optimizer change in fused_params,
+// and turns on stochastic rounding for fp16 training.
+TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  auto add = [&](const std::string& name, const std::string& opt, const std::string& strategy, const std::string& params,
+                 const std::string& optimizer) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.optimizer = opt;
+    t.tuned = true;
+    r.tables.push_back(t);
+    TuneCandidate c = cand(name, strategy, strategy == "offload" ? "offload:cache=0.1:policy=lru" : strategy, params, 1, 0, 1, 0);
+    c.optimizer = optimizer;
+    r.candidates.push_back(c);
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+  };
+  add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_user", "adam", "fp16", "{}", "rowwise_adagrad");
+  add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_item", "adam", "int8", "{}", "");
+  add("model.ec.embeddings.t_query", "", "bf16", "{}", "");
+  add("model.ec.embeddings.t_ad", "", "int4", "{}", "");
+  add("model.ec.embeddings.t_hot", "", "offload", R"({"cache_rows":100,"policy":"static"})", "");
+  add("a.embedding_bags.t_dup", "", "int8", "{}", "");
+  add("b.embedding_bags.t_dup", "", "int8", "{}", "");
+  const std::string path = temp_file("config_names.py", plan_to_torchrec(r));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  EXPECT_EQ(j["constraints"]["t_user"]["compute_kernels"], nlohmann::json::array({"fused"}));
+  EXPECT_EQ(j["data_types"]["t_user"], "FP16");
+  EXPECT_EQ(j["constraints"]["t_user"]["stochastic_rounding"], true);
+  EXPECT_EQ(j["fused_params"]["optimizer"], "EXACT_ROWWISE_ADAGRAD");
+  EXPECT_EQ(j["module_paths"]["t_user"], "model.sparse_arch.embedding_bag_collection.embedding_bags.t_user");
+  // Training int8, bf16 anywhere, a static hot set: no FBGEMM kernel, listed with the reason.
+  EXPECT_FALSE(j["constraints"].contains("t_item"));
+  EXPECT_NE(j["edo_only_why"]["t_item"].get<std::string>().find("inference-only"), std::string::npos);
+  EXPECT_FALSE(j["data_types"].contains("t_query"));
+  EXPECT_NE(j["edo_only_why"]["t_query"].get<std::string>().find("BF16"), std::string::npos);
+  EXPECT_EQ(j["constraints"]["t_ad"]["compute_kernels"], nlohmann::json::array({"quant"}));
+  EXPECT_EQ(j["data_types"]["t_ad"], "INT4");
+  EXPECT_TRUE(j["edo_only"].contains("t_hot"));
+  // One config name in two collections: both keep their paths.
+  EXPECT_TRUE(j["data_types"].contains("a.embedding_bags.t_dup"));
+  EXPECT_TRUE(j["data_types"].contains("b.embedding_bags.t_dup"));
+  EXPECT_FALSE(j["data_types"].contains("t_dup"));
 }
 
 TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {
@@ -299,6 +360,116 @@ TEST(PlanImport, MalformedPlansAreOneLineErrors) {
             ", *a" + std::to_string(i - 1) + "]\n";
   expect_rejected(bomb, "values");
   expect_rejected("schema: [unclosed\n", "YAML");
+}
+
+// Issue 20 section 4: a plan from outside holds only the documented choices. Before, any
+// strategy string was accepted (and the table moved to the TorchRec file's edo_only with the
+// string), and params were never looked at: a cache_rows of "lots" or 1e308 went through.
+TEST(PlanImport, OnlyTheDocumentedStrategiesAndParamsAreAccepted) {
+  const auto good = plan_to_json(sample_plan());
+  EXPECT_NO_THROW(plan_from_json(good));
+  auto with = [&](auto edit) {
+    auto j = good;
+    edit(j);
+    return j.dump();
+  };
+  using oj = nlohmann::ordered_json;
+  expect_rejected(with([](auto& j) { j["tables"][1]["strategy"] = "int8\"); import os #"; }), "not one of edo's");
+  expect_rejected(with([](auto& j) { j["tables"][1]["strategy"] = "turbo"; }), "not one of edo's");
+  expect_rejected(with([](auto& j) { j["tables"][1]["spec"] = "int4"; }), "spec");
+  expect_rejected(with([](auto& j) { j["tables"][1]["spec"] = "nonsense:x"; }), "spec");
+  expect_rejected(with([](auto& j) { j["tables"][1]["optimizer"] = "sgd; rm -rf"; }), "optimizer");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = "lots"; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 1e308; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = -1; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 12.5; }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["cache_rows"] = 200000; }), "larger than the table");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"].erase("cache_rows"); }), "cache_rows");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["policy"] = "lfu"; }), "policy");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["exec"] = "code"; }), "exec");
+  expect_rejected(with([](auto& j) { j["tables"][3]["params"]["m"] = oj::array({1}); }), "\"m\"");
+  expect_rejected(with([](auto& j) { j["tables"][1]["device_bytes"] = -3; }), "device_bytes");
+  expect_rejected(with([](auto& j) { j["tables"][1]["host_bytes"] = 1e300; }), "host_bytes");
+  // YAML spells non-finite numbers: refused as sizes too.
+  std::string yaml = plan_to_yaml(sample_plan());
+  const auto at = yaml.find("\"cache_rows\": 5000");
+  ASSERT_NE(at, std::string::npos) << yaml;
+  expect_rejected(yaml.substr(0, at) + "\"cache_rows\": .inf" + yaml.substr(at + 18), "cache_rows");
+  expect_rejected(yaml.substr(0, at) + "\"cache_rows\": .nan" + yaml.substr(at + 18), "cache_rows");
+}
+
+
+// Issue 20 section 1: what the recording knows. The recorded config name wins over the
+// module-path rule; feature_names, pooling_factors / num_poolings / batch_sizes per feature, and
+// CacheParams.stats (TorchRec's CacheStatistics) from the facts.
+TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  for (const std::string name : {"sparse.collection.embedding_bags.t0", "sparse.plain_table"}) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.optimizer = "adagrad";
+    r.tables.push_back(t);
+    r.candidates.push_back(cand(name, "offload", "offload:cache=0.1:policy=lru", R"({"cache_rows":100,"policy":"lru"})", 1, 0, 1, 0));
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+  }
+  TorchRecFacts f;
+  f.config = "user_table";  // the config name differs from the path's last part
+  f.features = {"user_id", "user_history"};
+  f.lookups = 6000;
+  f.bags = 1200;
+  f.steps = 10;
+  f.expected_lookups = 321.5;
+  f.miss_curve = {{0.01, 0.8}, {0.1, 0.4}, {0.5, 0.1}, {1.0, 0.0}};
+  f.cacheability = 0.25;
+  const std::map<std::string, TorchRecFacts> facts{{"sparse.collection.embedding_bags.t0", f}};
+  const std::string path = temp_file("facts.py", plan_to_torchrec(r, facts));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  ASSERT_TRUE(j["constraints"].contains("user_table")) << out;
+  EXPECT_FALSE(j["constraints"].contains("t0"));
+  EXPECT_EQ(j["module_paths"]["user_table"], "sparse.collection.embedding_bags.t0");
+  const auto& c = j["constraints"]["user_table"];
+  EXPECT_EQ(c["feature_names"], nlohmann::json::array({"user_id", "user_history"}));
+  EXPECT_EQ(c["pooling_factors"], nlohmann::json::array({5.0, 5.0}));
+  EXPECT_EQ(c["num_poolings"], nlohmann::json::array({1.0, 1.0}));
+  EXPECT_EQ(c["batch_sizes"], nlohmann::json::array({60, 60}));  // 1200 bags / 10 steps / 2 features
+  EXPECT_EQ(c["compute_kernels"], nlohmann::json::array({"fused_uvm_caching"}));
+  EXPECT_DOUBLE_EQ(c["stats"]["expected_lookups"].get<double>(), 321.5);
+  EXPECT_DOUBLE_EQ(c["stats"]["cacheability"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(c["stats"]["miss_rate"]["0.0"].get<double>(), 1.0);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.01"].get<double>(), 0.8, 1e-12);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.1"].get<double>(), 0.4, 1e-12);
+  EXPECT_NEAR(c["stats"]["miss_rate"]["0.5"].get<double>(), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(c["stats"]["miss_rate"]["1.0"].get<double>(), 0.0);
+  // No facts: the module path whole, TorchRec's defaults (one pooling factor of 1.0), no stats.
+  const auto& p = j["constraints"]["sparse.plain_table"];
+  EXPECT_EQ(p["feature_names"], nullptr);
+  EXPECT_EQ(p["pooling_factors"], nlohmann::json::array({1.0}));
+  EXPECT_EQ(p["batch_sizes"], nullptr);
+  EXPECT_FALSE(p.contains("stats"));
+}
+
+// Che's approximation on a stream it is exact for: uniform reads of N rows have LRU hit rate
+// x / N at x cache rows, and L draws hold N (1 - e^(-L/N)) distinct rows on average.
+TEST(PlanTorchRec, DistinctInWindowIsCheOnAUniformStream) {
+  const double n = 1000;
+  std::vector<std::pair<double, double>> hit;
+  for (double x : {1.0, 10.0, 50.0, 100.0, 200.0, 500.0, 800.0, 1000.0}) hit.push_back({x, x / n});
+  for (double l : {10.0, 100.0, 500.0, 2000.0}) EXPECT_NEAR(distinct_in_window(hit, l, n), n * (1 - std::exp(-l / n)), 0.01 * l) << l;
+  EXPECT_LE(distinct_in_window(hit, 1e9, n), n);
+  EXPECT_EQ(distinct_in_window(hit, 0, n), 0);
+  EXPECT_EQ(distinct_in_window({}, 5, n), 5);  // no curve: every lookup a miss
 }
 
 }  // namespace

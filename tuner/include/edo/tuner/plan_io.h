@@ -7,8 +7,12 @@
 // a comment.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +42,29 @@ std::string plan_to_yaml(const model::TuneResult& result);       // the same con
 // kernel and cache parameters), `data_types` (name -> DataType for EmbeddingBagConfig), and
 // `edo_only` (name -> the edo strategy, for choices TorchRec has no kernel for).
 std::string plan_to_torchrec(const model::TuneResult& result);
+
+// What a recording knows about one table for TorchRec's planner (cli/support/torchrec_facts.h
+// reads it from an .edodb; a plan file has none). Missing facts leave their keys out.
+struct TorchRecFacts {
+  std::string config;                 // EmbeddingBagConfig.name as recorded ("": the module-path rule)
+  std::vector<std::string> features;  // its feature_names
+  uint64_t lookups = 0;               // rows read (all features)
+  uint64_t bags = 0;                  // bags pooled (0: not recorded, e.g. an EmbeddingCollection)
+  uint64_t steps = 0;                 // recorded steps (0: none)
+  // TorchRec's CacheStatistics from the recorded LRU curve: distinct rows per step (Che's
+  // approximation), miss rate by load factor (TorchRec's rescaling: 0 at load factor 1), and
+  // cacheability (the area under that curve). expected_lookups < 0: no curve.
+  double expected_lookups = -1;
+  std::vector<std::pair<double, double>> miss_curve;
+  double cacheability = 0;
+};
+// Che's approximation: the distinct rows among `window` consecutive lookups of a stream whose
+// LRU hit rate at x cache rows is `hit` ((rows, hit rate) points, x ascending): the D with
+// integral_0^D dx / (1 - hit(x)) = window, at most `rows` (TorchRec's expected_lookups).
+double distinct_in_window(const std::vector<std::pair<double, double>>& hit, double window, double rows);
+// The same, with what the recording knows (table name -> facts): keys by the recorded config
+// name, feature_names, pooling_factors / num_poolings / batch_sizes, CacheParams.stats.
+std::string plan_to_torchrec(const model::TuneResult& result, const std::map<std::string, TorchRecFacts>& facts);
 
 // Plan import: a JSON or YAML edo.plan/1 document back into a result (tables, choices, one
 // candidate per chosen table, frontier). Throws PlanError. Inputs may be hostile: bounded

@@ -1,8 +1,32 @@
-"""Test fake of torchrec's CacheParams: keeps its keyword arguments."""
+"""Stand-in for torchrec/distributed/types.py (pytorch/torchrec a48cef79ebc3, October 2025):
+CacheStatistics and CacheParams with the real fields; a wrong keyword fails as it would there."""
+import abc
+from dataclasses import dataclass
+from typing import Any, Optional
 
 
-class CacheParams(object):
-    def __init__(self, algorithm=None, load_factor=None, **kwargs):
-        self.algorithm = algorithm
-        self.load_factor = load_factor
-        self.kwargs = kwargs
+class CacheStatistics(abc.ABC):
+    @property
+    @abc.abstractmethod
+    def expected_lookups(self) -> float:
+        """Number of expected cache lookups per training step (distinct values in a global batch)."""
+
+    @abc.abstractmethod
+    def expected_miss_rate(self, clf: float) -> float:
+        """Expected cache lookup miss rate for a given cache load factor (1.0 at 0, 0 at 1.0)."""
+
+    @property
+    @abc.abstractmethod
+    def cacheability(self) -> float:
+        """0: very cacheable, 1: very difficult to cache."""
+
+
+@dataclass
+class CacheParams:
+    algorithm: Optional[Any] = None          # fbgemm_gpu CacheAlgorithm
+    load_factor: Optional[float] = None
+    reserved_memory: Optional[float] = None
+    precision: Optional[Any] = None          # DataType
+    prefetch_pipeline: Optional[bool] = None
+    stats: Optional[CacheStatistics] = None
+    multipass_prefetch_config: Optional[Any] = None
