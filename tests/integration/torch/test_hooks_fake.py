@@ -448,6 +448,13 @@ class HookTest(unittest.TestCase):
         fake.disable = lambda fn: (disabled.append(fn), fn)[1]
         fake.is_compiling = lambda: compiling[0]
         saved = (R.hook_impl, R.functional_impl)
+        # torch 2.x: the real torch._dynamo is loaded, and torch.compiler.is_compiling is what
+        # edo asks first; both are stood in for, and put back after.
+        real_dynamo = sys.modules.get("torch._dynamo")
+        comp = getattr(torch, "compiler", None)
+        real_is_compiling = getattr(comp, "is_compiling", None)
+        if real_is_compiling is not None:
+            comp.is_compiling = fake.is_compiling
         sys.modules["torch._dynamo"] = fake
         try:
             _patches._dynamo_compat(False)
@@ -462,7 +469,12 @@ class HookTest(unittest.TestCase):
             e(torch.tensor([1]))
             self.assertEqual(sum(self.fake.lookups.values()), 1)
         finally:
-            del sys.modules["torch._dynamo"]
+            if real_dynamo is not None:
+                sys.modules["torch._dynamo"] = real_dynamo
+            else:
+                del sys.modules["torch._dynamo"]
+            if real_is_compiling is not None:
+                comp.is_compiling = real_is_compiling
             R.hook_impl, R.functional_impl = saved
 
     def test_weights_snapshot_when_the_module_is_released_and_nothing_is_kept(self):
