@@ -12,9 +12,10 @@ CASE:
               table that differs per rank and a DataLoader worker each. The header is the
               launcher with its exit code, the ranks are listed, per-rank tables are named by
               rank, each rank's memory is its own.
-  weights     ordinary_job.py under `edo record --weights` (EDO_VERBOSE=1): the model lives in
-              main(), a table only the DataLoader workers read; every table has a weight
-              snapshot, the summary says so, the verbose output says when each was taken.
+  weights     ordinary_job.py under `edo record --weights` (EDO_VERBOSE=1), with fork and with
+              spawn workers: the model lives in main(), a table only the DataLoader workers
+              read; every table has a weight snapshot, the summary says so, the verbose output
+              says when each was taken.
   spawn       ordinary_job.py with spawn-context workers, the parent reading the Dataset's
               table too: one row for it (the workers' unpickled copies keep its name).
   diff-names  two versions of ordinary_job.py (the table in no model created on another line):
@@ -165,24 +166,27 @@ def snapshots(db):
 
 def case_weights(ctx):
     ctx.need_record()
-    db, fed, r = record_ordinary(ctx, "weights", ["--context", "fork"], ["--weights", "--weight-rows", "64"],
-                                 {"EDO_VERBOSE": "1"})
-    rep, _text = report(ctx, db)
     problems = []
-    check_lookups(problems, rep, fed)
-    snaps = snapshots(db)
-    print("  snapshots (table, hot rows, rows, table rows): %s" % snaps)
-    names = sorted(set(n for n, _h, _r, _t in snaps))
-    expect(problems, names == sorted(fed), "weight snapshots of %s, expected one of each of %s" % (names, sorted(fed)))
-    for name, _hot, rows, table_rows in snaps:
-        expect(problems, rows == min(64, table_rows), "%s: a snapshot of %d rows, expected %d" % (name, rows, min(64, table_rows)))
-    line = "weight snapshots: %d of %d table(s)" % (len(fed), len(fed))
-    expect(problems, line in r.stderr, "the summary lacks %r:\n%s" % (line, r.stderr[-3000:]))
-    for name in ("user", "item", "Embedding[50x4]"):
-        said = "edo: weight snapshot of %s taken (module released)" % name
-        expect(problems, said in r.stderr, "EDO_VERBOSE=1 did not say %r:\n%s" % (said, r.stderr[-3000:]))
-    said = "edo: weight snapshot of Embedding[1000x16] taken (at exit)"
-    expect(problems, said in r.stderr, "EDO_VERBOSE=1 did not say %r (a worker's table)" % said)
+    for context in ("fork", "spawn"):
+        db, fed, r = record_ordinary(ctx, "weights-" + context, ["--context", context],
+                                     ["--weights", "--weight-rows", "64"], {"EDO_VERBOSE": "1"})
+        rep, _text = report(ctx, db)
+        check_lookups(problems, rep, fed)
+        snaps = snapshots(db)
+        print("  %s workers: snapshots (table, hot rows, rows, table rows): %s" % (context, snaps))
+        names = sorted(set(n for n, _h, _r, _t in snaps))
+        expect(problems, names == sorted(fed), "%s: weight snapshots of %s, expected one of each of %s"
+               % (context, names, sorted(fed)))
+        for name, _hot, rows, table_rows in snaps:
+            expect(problems, rows == min(64, table_rows), "%s: a snapshot of %d rows, expected %d"
+                   % (name, rows, min(64, table_rows)))
+        line = "weight snapshots: %d of %d table(s)" % (len(fed), len(fed))
+        expect(problems, line in r.stderr, "%s: the summary lacks %r:\n%s" % (context, line, r.stderr[-3000:]))
+        for name in ("user", "item", "Embedding[50x4]"):
+            said = "edo: weight snapshot of %s taken (module released)" % name
+            expect(problems, said in r.stderr, "%s: EDO_VERBOSE=1 did not say %r:\n%s" % (context, said, r.stderr[-3000:]))
+        said = "edo: weight snapshot of Embedding[1000x16] taken (at exit)"
+        expect(problems, said in r.stderr, "%s: EDO_VERBOSE=1 did not say %r (a worker's table)" % (context, said))
     # Without the flag: no snapshot, and the summary says nothing of them.
     db2, _fed, r2 = record_ordinary(ctx, "noweights", ["--context", "fork"])
     expect(problems, snapshots(db2) == [], "snapshots without --weights: %s" % snapshots(db2))
