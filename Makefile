@@ -13,6 +13,8 @@
 #   make screenshots           build, then regenerate docs/screenshots/ (edo-dashboard --screenshot)
 #   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
+#   make torch-pypi            build, a venv with PyPI's current torch (scripts/torch-venv.sh, in
+#                              $(BUILD)/torch-venv), then the PyTorch tests against it
 #   make clean                 remove the build folder
 
 SANITIZE ?=
@@ -29,7 +31,7 @@ DEMO_DB ?= out/demo.edodb
 FUZZ_SECONDS ?= 300
 FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test demo bench fuzz faults tsan screenshots gpu-bundle clean
+.PHONY: all deps configure build test demo bench fuzz faults tsan screenshots gpu-bundle torch-pypi clean
 
 all: build
 
@@ -74,6 +76,10 @@ screenshots: build
 
 gpu-bundle: deps
 	scripts/gpu-bundle.sh
+
+torch-pypi: build
+	scripts/torch-venv.sh $(BUILD)/torch-venv
+	EDO_TEST_PYTHON=$(abspath $(BUILD))/torch-venv/bin/python ctest --test-dir $(BUILD) -L torch -LE gpu --output-on-failure --timeout 600
 
 clean:
 	rm -rf $(BUILD)

@@ -191,7 +191,9 @@ int run_record(const RecordOptions& o) {
     return code != 0 ? code : 1;
   }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
-  for (auto& line : collector::summary_lines(recorder.profile())) std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
+  for (auto& line : collector::summary_lines(recorder.profile(), o.weights))
+    std::fprintf(stderr, "  %s
+", terminal_safe(line).c_str());
   return code;
 }
 
@@ -248,7 +250,8 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::Range(uint64_t{10}, uint64_t{3600000}));
   sub.add_flag("--weights", o->weights,
                "keep a weight snapshot per table (hottest rows + a uniform sample) so that 'edo tune' computes errors on "
-               "the job's own weights (EDO_WEIGHTS=1; PyTorch: taken at exit; C/C++: edo_table_weights())");
+               "the job's own weights (EDO_WEIGHTS=1; PyTorch: taken when a table's module is released and at exit; "
+               "C/C++: edo_table_weights())");
   sub.add_option("--weight-rows", o->weight_rows, "rows a weight snapshot keeps per table (EDO_WEIGHT_ROWS, default 65536)")
       ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 24));
   sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();

@@ -30,7 +30,7 @@ if ((want_gui)); then
   packages+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libgl-dev qt6-qpa-plugins)
 fi
 if ((want_torch)); then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy python3-venv)   # python3-venv: scripts/torch-venv.sh
 fi
 
 missing=()

@@ -322,7 +322,33 @@ model::Profile& ProfileBuilder::finish() {
   return profile_;
 }
 
-std::vector<std::string> summary_lines(const model::Profile& p) {
+namespace {
+
+// "weight snapshots: 2 of 3 table(s) (none for: a.b)": tables by name over every session; a
+// tied name shares its owner's weights and has no snapshot of its own, so it is not counted.
+std::string weights_line(const model::Profile& p) {
+  std::set<std::string> tied, names, with;
+  for (const auto& t : p.ties) tied.insert(t.tied_with);
+  for (const auto& t : p.tables)
+    if (!tied.count(t.name)) names.insert(t.name);
+  for (const auto& w : p.weights)
+    if (!w.rows.empty()) with.insert(w.table);
+  std::string out = "weight snapshots: " + std::to_string(with.size()) + " of " + std::to_string(names.size()) +
+                    " table(s)";
+  std::string missing;
+  size_t shown = 0, left = 0;
+  for (const auto& n : names) {
+    if (with.count(n)) continue;
+    if (shown < 3) missing += (shown++ ? ", " : "") + n;
+    else ++left;
+  }
+  if (!missing.empty()) out += " (none for " + missing + (left ? " and " + std::to_string(left) + " more" : "") + ")";
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> summary_lines(const model::Profile& p, bool weights_asked) {
   uint64_t lookups = 0;
   for (auto& t : p.tables) lookups += t.aggregate.lookups();
   std::vector<std::string> out;
@@ -336,6 +362,7 @@ std::vector<std::string> summary_lines(const model::Profile& p) {
                 (p.dropped_events() ? " (raise EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS)" : ""));
   for (const auto& [name, n] : p.drops())
     if (n) out.push_back("  " + model::describe_drop(name, n));
+  if (weights_asked || !p.weights.empty()) out.push_back(weights_line(p));
   return out;
 }
 

@@ -3,7 +3,8 @@
 // fork.
 //
 // Lock order (never take an earlier lock while holding a later one):
-//   bg_work_mu -> flush_mu -> registry -> counts -> queue -> events -> kernels -> ranges -> sink
+//   bg_work_mu -> flush_mu -> drain_mu -> registry -> counts -> queue -> events -> kernels -> ranges -> sink
+// (weights.cpp's ws->mu comes after counts and before events)
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>

@@ -209,6 +209,7 @@ Session::Session(const SessionIdentity& ident, const SinkTarget& sink_target, co
       quiet(quiet_child) {}
 
 void Session::drain(const Registry& registry, const std::function<bool()>& give_up, bool drop_rest) {
+  std::lock_guard<std::mutex> dlk(drain_mu);
   std::vector<Batch*> work = queue.take();
   if (work.empty()) return;
   size_t done = 0;

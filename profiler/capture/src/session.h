@@ -199,6 +199,11 @@ class Session {
   std::atomic<int64_t> sig_req_ns{0};  // when the latest request came (monotonic)
   std::atomic<bool> exited{false};
 
+  // Held by drain() from taking the queued batches until they are counted (or put back): a
+  // second drainer (a weight snapshot ranking rows while the background thread drains) must
+  // not find the queue empty while batches taken from it are not counted yet.
+  std::mutex drain_mu;
+
   // Counts the queued host batches (and applies window markers), oldest first. `give_up`
   // (checked between batches) ends it early: the rest goes back to the queue, or with
   // `drop_rest` is dropped and counted ("batches", "indices").

@@ -80,8 +80,7 @@ void resume_after_failed_exec();
 int64_t session_pid();
 
 // Weight snapshots (weights.cpp): the flush tells it every delta it ships (EDO_WEIGHTS only)
-// and takes its frames; weights.cpp asks for a table's counts not shipped yet (session.cpp).
-stats::TableAggregate table_pending_counts(int64_t handle);  // counts queued batches first
+// and takes its frames; weights.cpp reads a table's counts not shipped yet from the session.
 int api_table_weights(int64_t table, const void* weights, uint64_t row_stride, int device, void* stream);
 void weights_note_delta(const wire::TableDelta& delta);
 std::string weights_take_frames();

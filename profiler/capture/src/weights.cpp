@@ -49,17 +49,28 @@ uint32_t elem_bytes(int dtype) {
   }
 }
 
-// The hottest rows known now: the running tracker merged with what is still pending.
-std::vector<std::pair<uint64_t, uint64_t>> ranked_rows(const TableInfo& t, uint64_t want, int64_t handle) {
+// The hottest rows known now: the running tracker merged with what is still pending. Both are
+// read under flush_mu after draining the queue: a flush moves counts from pending into the
+// tracker (under flush_mu), and a row read from neither side, or from both, would shift the
+// ranking (rows of a batch the background thread had taken but not yet counted were missed).
+std::vector<std::pair<uint64_t, uint64_t>> ranked_rows(const TableInfo& t, uint64_t want) {
   std::unordered_map<uint64_t, uint64_t> counts;
+  Process* p = process();
+  Session& s = session();
+  std::lock_guard<std::mutex> flk(s.flush_mu);
+  if (p->active) {
+    s.drain(p->registry);  // waits (drain_mu) for a drain under way to finish counting
+    cuda_collect(false);   // device-counted tables: their counts since the last flush
+    std::lock_guard<std::mutex> lk(s.counts.mutex());
+    const stats::TableAggregate pending = s.counts.pending_locked(t.id);
+    for (const auto& [row, c] : pending.top_rows(static_cast<size_t>(want * 2))) counts[row] += c;
+  }
   {
     std::lock_guard<std::mutex> lk(ws->mu);
     auto it = ws->hot.find(t.id);
     if (it != ws->hot.end())
       for (const auto& [row, c] : it->second->top(static_cast<size_t>(want * 2))) counts[row] += c;
   }
-  const stats::TableAggregate pending = table_pending_counts(handle);
-  for (const auto& [row, c] : pending.top_rows(static_cast<size_t>(want * 2))) counts[row] += c;
   std::vector<std::pair<uint64_t, uint64_t>> ranked(counts.begin(), counts.end());
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
@@ -68,18 +79,6 @@ std::vector<std::pair<uint64_t, uint64_t>> ranked_rows(const TableInfo& t, uint6
 }
 
 }  // namespace
-
-stats::TableAggregate table_pending_counts(int64_t handle) {
-  Process* p = process();
-  const TableInfo* t = p ? p->registry.get(handle) : nullptr;
-  if (!t || !p->active) return {};
-  Session& s = session();
-  std::lock_guard<std::mutex> flk(s.flush_mu);  // one drainer at a time keeps the batches' order
-  s.drain(p->registry);
-  cuda_collect(false);  // device-counted tables: their counts since the last flush
-  std::lock_guard<std::mutex> lk(s.counts.mutex());
-  return s.counts.pending_locked(t->id);
-}
 
 void weights_note_delta(const wire::TableDelta& delta) {
   Process* p = process();
@@ -122,7 +121,7 @@ int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, 
     std::lock_guard<std::mutex> lk(ws->mu);
     seq = ++ws->seq[sh.id];
   }
-  const auto ranked = sh.rows > limit ? ranked_rows(sh, limit / 2, handle) : std::vector<std::pair<uint64_t, uint64_t>>{};
+  const auto ranked = sh.rows > limit ? ranked_rows(sh, limit / 2) : std::vector<std::pair<uint64_t, uint64_t>>{};
   const stats::SnapshotRows pick = stats::choose_snapshot_rows(ranked, sh.rows, limit, (uint64_t{sh.id} << 32) ^ seq);
   std::vector<uint64_t> rows = pick.hot;
   rows.insert(rows.end(), pick.sample.begin(), pick.sample.end());

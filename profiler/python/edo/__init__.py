@@ -32,8 +32,7 @@ def _hooks():
 
 def enabled():
     """False when EDO_TORCH=0 or after edo.disable()."""
-    h = _hooks()
-    return h._enabled and not h._env_disabled()
+    return _hooks().enabled()
 
 
 def available():
@@ -44,7 +43,7 @@ def available():
 def instrument(model, prefix=""):
     """Registers every embedding table of ``model`` (qualified names relative to it,
     ``prefix.`` in front when given) and counts their lookups. Returns ``model``."""
-    if _hooks()._env_disabled():
+    if _hooks().env_disabled():
         return model
     return _hooks().instrument(model, prefix)
 
@@ -52,7 +51,7 @@ def instrument(model, prefix=""):
 def step():
     """Marks one training / serving step. Once called, steps are no longer marked
     automatically from optimizer.step()."""
-    if _hooks()._env_disabled():
+    if _hooks().env_disabled():
         return 0
     return _hooks().user_step()
 
@@ -60,44 +59,24 @@ def step():
 def register_table(name, weight):
     """Registers a 2-D tensor (any storage the job reads rows of) as table ``name``.
     Returns a handle for ``lookup`` or None when it cannot be registered."""
-    h = _hooks()
-    if h._env_disabled():
+    if _hooks().env_disabled():
         return None
-    if h._torch is None:
-        import torch  # noqa: F401
-        del torch
-        h.patch()
-    if not h._patched:
-        return None
-    try:
-        with h._lock:
-            return h._register_weight(name, weight)
-    except Exception as e:
-        h._internal_error("register_table", e)
-        return None
+    return _hooks().register_table(name, weight)
 
 
 def lookup(table, indices):
     """Counts one batch of row ids (an int32/int64 tensor, CPU or CUDA) read from a table
     returned by ``register_table`` (or its name)."""
-    h = _hooks()
-    if h._env_disabled() or not h._enabled or table is None:
+    if _hooks().env_disabled():
         return
-    try:
-        if isinstance(table, str):
-            table = h._tables.get(table)
-            if table is None:
-                return
-        h._count(table, indices)
-    except Exception as e:
-        h._internal_error("lookup", e)
+    _hooks().lookup(table, indices)
 
 
 def snapshot_weights():
     """Hands every registered table's weights to the tracer for a weight snapshot (kept only
-    under ``edo record --weights`` / EDO_WEIGHTS=1, which also takes one at exit). Returns the
-    number of tables handed over."""
-    if _hooks()._env_disabled():
+    under ``edo record --weights`` / EDO_WEIGHTS=1, which also takes one when a table's module
+    is released and at exit). Returns the number of tables handed over."""
+    if _hooks().env_disabled():
         return 0
     return _hooks().snapshot_weights()
 

@@ -12,6 +12,14 @@ CASE:
               table that differs per rank and a DataLoader worker each. The header is the
               launcher with its exit code, the ranks are listed, per-rank tables are named by
               rank, each rank's memory is its own.
+  weights     ordinary_job.py under `edo record --weights` (EDO_VERBOSE=1), with fork and with
+              spawn workers: the model lives in main(), a table only the DataLoader workers
+              read; every table has a weight snapshot, the summary says so, the verbose output
+              says when each was taken.
+  spawn       ordinary_job.py with spawn-context workers, the parent reading the Dataset's
+              table too: one row for it (the workers' unpickled copies keep its name).
+  diff-names  two versions of ordinary_job.py (the table in no model created on another line):
+              `edo diff` matches every table (nothing "only in before / after").
 
 Exits 77 (skipped) without a torch-capable python or a built edo.
 """
@@ -55,7 +63,7 @@ def case_dataloader(ctx):
     problems = []
     tables = {t["name"]: t for t in rep["tables"]}
     long_name = "encoder.relative_position_bucket_embeddings_of_the_first_layer"
-    dataset = [n for n in tables if n.startswith("Embedding#")]
+    dataset = [n for n in tables if n == "Embedding[1000x16]"]
     expect(problems, set(tables) == {"user", long_name} | set(dataset) and len(dataset) == 1,
            "tables %s, expected user, %s and the Dataset's" % (sorted(tables), long_name))
     no_process_suffixes(problems, tables)
@@ -127,9 +135,104 @@ def case_ranks(ctx):
         raise Fail("\n".join(problems))
 
 
+def record_ordinary(ctx, label, job_args, flags=(), env=None, script=None):
+    py, _ = ctx.python
+    db, gt = ctx.path(label + ".edodb"), ctx.path(label + ".json")
+    r = run([ctx.edo, "record"] + list(flags) + ["-o", db, "--", py, script or os.path.join(HERE, "ordinary_job.py"),
+             "--ground-truth", gt] + list(job_args), clean_env(env), what="edo record")
+    if "edo: internal error" in r.stderr or "Traceback" in r.stderr:
+        raise Fail("the traced job reported an error:\n" + r.stderr[-4000:])
+    return db, json.load(open(gt))["lookups"], r
+
+
+def check_lookups(problems, rep, fed):
+    tables = {t["name"]: t for t in rep["tables"]}
+    expect(problems, set(tables) == set(fed), "tables %s, expected %s" % (sorted(tables), sorted(fed)))
+    for name, want in fed.items():
+        got = tables.get(name, {}).get("lookups")
+        expect(problems, got == want, "%s: %r lookups, fed %d" % (name, got, want))
+    return tables
+
+
+def snapshots(db):
+    import sqlite3
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return sorted(con.execute("SELECT t.name, w.hot_count, length(w.rows) / 8, w.table_rows FROM weight_snapshots w"
+                                  " JOIN tables t ON t.id = w.table_id").fetchall())
+    finally:
+        con.close()
+
+
+def case_weights(ctx):
+    ctx.need_record()
+    problems = []
+    for context in ("fork", "spawn"):
+        db, fed, r = record_ordinary(ctx, "weights-" + context, ["--context", context],
+                                     ["--weights", "--weight-rows", "64"], {"EDO_VERBOSE": "1"})
+        rep, _text = report(ctx, db)
+        check_lookups(problems, rep, fed)
+        snaps = snapshots(db)
+        print("  %s workers: snapshots (table, hot rows, rows, table rows): %s" % (context, snaps))
+        names = sorted(set(n for n, _h, _r, _t in snaps))
+        expect(problems, names == sorted(fed), "%s: weight snapshots of %s, expected one of each of %s"
+               % (context, names, sorted(fed)))
+        for name, _hot, rows, table_rows in snaps:
+            expect(problems, rows == min(64, table_rows), "%s: a snapshot of %d rows, expected %d"
+                   % (name, rows, min(64, table_rows)))
+        line = "weight snapshots: %d of %d table(s)" % (len(fed), len(fed))
+        expect(problems, line in r.stderr, "%s: the summary lacks %r:\n%s" % (context, line, r.stderr[-3000:]))
+        for name in ("user", "item", "Embedding[50x4]"):
+            said = "edo: weight snapshot of %s taken (module released)" % name
+            expect(problems, said in r.stderr, "%s: EDO_VERBOSE=1 did not say %r:\n%s" % (context, said, r.stderr[-3000:]))
+        said = "edo: weight snapshot of Embedding[1000x16] taken (at exit)"
+        expect(problems, said in r.stderr, "%s: EDO_VERBOSE=1 did not say %r (a worker's table)" % (context, said))
+    # Without the flag: no snapshot, and the summary says nothing of them.
+    db2, _fed, r2 = record_ordinary(ctx, "noweights", ["--context", "fork"])
+    expect(problems, snapshots(db2) == [], "snapshots without --weights: %s" % snapshots(db2))
+    expect(problems, "weight snapshots" not in r2.stderr, "summary speaks of snapshots without --weights")
+    if problems:
+        raise Fail("\n".join(problems))
+
+
+def case_spawn(ctx):
+    ctx.need_record()
+    db, fed, _r = record_ordinary(ctx, "spawn", ["--context", "spawn", "--parent-reads"])
+    rep, text = report(ctx, db)
+    problems = []
+    check_lookups(problems, rep, fed)
+    no_process_suffixes(problems, {t["name"] for t in rep["tables"]})
+    expect(problems, "<unpickled>" not in text, "a table named by unpickling:\n" + text)
+    print(text)
+    if problems:
+        raise Fail("\n".join(problems))
+
+
+def case_diff_names(ctx):
+    ctx.need_record()
+    src = open(os.path.join(HERE, "ordinary_job.py")).read()
+    marker = "    # @EDO-PADDING@"
+    if marker not in src:
+        raise Fail("ordinary_job.py lost its padding marker")
+    v2 = ctx.path("ordinary_job_v2.py")
+    with open(v2, "w") as f:
+        f.write(src.replace(marker, "    # version 2: a few lines more\n    torch.manual_seed(0)\n\n" + marker))
+    a, fed, _ = record_ordinary(ctx, "v1", [])
+    b, _, _ = record_ordinary(ctx, "v2", [], script=v2)
+    r = run([ctx.edo, "diff", a, b], os.environ.copy(), expect=None, what="edo diff")
+    print(r.stdout)
+    problems = []
+    expect(problems, r.returncode in (0, 1), "edo diff exited %d:\n%s" % (r.returncode, r.stderr))
+    expect(problems, "only in" not in r.stdout, "edo diff does not match the tables of two versions:\n" + r.stdout)
+    for name in fed:
+        expect(problems, name in r.stdout, "edo diff does not show %s" % name)
+    if problems:
+        raise Fail("\n".join(problems))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["dataloader", "ranks"])
+    ap.add_argument("case", choices=["dataloader", "ranks", "weights", "spawn", "diff-names"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--source")
     args = ap.parse_args()
@@ -138,7 +241,8 @@ def main():
         ctx = Ctx(args)
         py, ver, _cuda = find_torch_python()
         ctx.python = (py, ver)
-        {"dataloader": case_dataloader, "ranks": case_ranks}[args.case](ctx)
+        {"dataloader": case_dataloader, "ranks": case_ranks, "weights": case_weights, "spawn": case_spawn,
+         "diff-names": case_diff_names}[args.case](ctx)
     except Skip as e:
         print("SKIP: %s" % e)
         return SKIP

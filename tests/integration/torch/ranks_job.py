@@ -54,7 +54,10 @@ def rank_main(gt_prefix):
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Embedding(200, 8)))
-    side = nn.Embedding(100 if rank == 0 else 300, 4)        # a different table per rank
+    # A different table per rank under one name ("table", its path in the module that holds
+    # it; a table in no model is named by its shape, which differs here, and so would its name).
+    side = nn.Module()
+    side.table = nn.Embedding(100 if rank == 0 else 300, 4)
     opt = torch.optim.Adam(model.parameters())
     loader = DataLoader(Items(), batch_size=4, num_workers=1)
     fed = {"model": 0, "side": 0, "dataset": 0}
@@ -64,7 +67,7 @@ def rank_main(gt_prefix):
         opt.zero_grad()
         model(torch.randint(0, 200, (8,))).sum().backward()
         opt.step()
-        side(torch.randint(0, 100, (3,)))
+        side.table(torch.randint(0, 100, (3,)))
         fed["model"] += 8
         fed["side"] += 3
         fed["dataset"] += batch.shape[0]

@@ -22,7 +22,9 @@ import torch.nn.functional as F
 
 import edo
 from edo import _native
+from edo import _counting, _patches, _state, _torchrec
 from edo import _torch_hooks as H
+from edo._state import R
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -126,7 +128,7 @@ class HookTest(unittest.TestCase):
         H.set_backend(self.fake)
         H.reset_state()
         H.set_enabled(True)
-        self.assertTrue(H._patched)
+        self.assertTrue(H.patched())
 
     def test_profiler_tracing_cuda_gets_cupti_handed_over_once(self):
         # torch.profiler with CUDA activities needs CUPTI: edo hands it over first, once;
@@ -187,14 +189,49 @@ class HookTest(unittest.TestCase):
         self.assertEqual(self.fake.count_of("bags.user"), bincount(c, c[:2]))
         self.assertEqual(len(self.fake.names()), 5)
 
-    def test_standalone_named_by_creation_site(self):
-        line = sys._getframe().f_lineno + 1
+    def test_standalone_named_by_class_and_shape(self):
+        # Not by file and line: the same table in two versions of a script keeps its name.
         e = nn.Embedding(10, 3)
+        f = nn.Embedding(10, 3)      # the second of that class and shape
+        g = nn.EmbeddingBag(10, 3)
+        f(torch.tensor([4]))
         e(torch.tensor([1, 2, 2]))
-        names = [n for n in self.fake.names() if n.startswith("Embedding#")]
-        self.assertEqual(len(names), 1)
-        self.assertTrue(names[0].endswith("@test_hooks_fake.py:%d" % line), names[0])
-        self.assertEqual(self.fake.count_of(names[0]), collections.Counter({1: 1, 2: 2}))
+        g(torch.tensor([[5]]))
+        self.assertEqual(self.fake.names(), {"Embedding[10x3]", "Embedding[10x3]#2",
+                                             "EmbeddingBag[10x3]"})
+        self.assertEqual(self.fake.count_of("Embedding[10x3]"), collections.Counter({1: 1, 2: 2}))
+        self.assertEqual(self.fake.count_of("Embedding[10x3]#2"), collections.Counter({4: 1}))
+
+    def test_reset_forgets_every_name(self):
+        # reset_state() replaces the whole state: creation numbers start again.
+        nn.Embedding(7, 2)
+        H.reset_state()
+        H.set_backend(self.fake)
+        e = nn.Embedding(7, 2)
+        e(torch.tensor([1]))
+        self.assertEqual(self.fake.names(), {"Embedding[7x2]"})
+
+    def test_a_module_pickled_for_another_process_keeps_its_name(self):
+        # multiprocessing's ForkingPickler (spawn-context DataLoader workers) carries the
+        # table's name; an ordinary pickle (a checkpoint) carries nothing of edo.
+        from multiprocessing.reduction import ForkingPickler
+        m = Model()
+        m.bags["user"](torch.tensor([1]), torch.tensor([0]))
+        data = bytes(ForkingPickler.dumps(m.bags["user"]))
+        self.assertIn(b"bags.user", data)
+        self.assertNotIn(b"_edo_table_name", pickle.dumps(m.bags["user"]))
+        lone = nn.Embedding(33, 2)     # never read here: named by the rule all the same
+        data_lone = bytes(ForkingPickler.dumps(lone))
+        H.reset_state()                # what a fresh process knows
+        H.set_backend(self.fake)
+        nn.Embedding(33, 2)            # another table of that shape, created first there
+        copy_ = pickle.loads(data)
+        copy_(torch.tensor([2, 3]), torch.tensor([0]))
+        pickle.loads(data_lone)(torch.tensor([4]))
+        self.assertIn("bags.user", self.fake.names())
+        self.assertIn("Embedding[33x2]", self.fake.names())
+        self.assertEqual(self.fake.count_of("Embedding[33x2]"), collections.Counter({4: 1}))
+        self.assertFalse(hasattr(copy_, "_edo_table_name"))
 
     def test_instrument_explicit_root_and_prefix(self):
         m = Model()
@@ -303,7 +340,7 @@ class HookTest(unittest.TestCase):
         self.assertNotIn(b"_EdoPreHook", data)
         m2 = pickle.loads(data)
         # the unpickled copy is instrumented again (its own hooks)
-        self.assertTrue(any(isinstance(h, H._EdoPreHook)
+        self.assertTrue(any(isinstance(h, H.EdoPreHook)
                             for h in m2.embeddings.word_embeddings._forward_pre_hooks.values()))
         m3 = copy.deepcopy(m)
         m3.bags["user"](torch.tensor([4]), torch.tensor([0]))
@@ -319,7 +356,7 @@ class HookTest(unittest.TestCase):
         s = torch.jit.script(m)
         x = torch.tensor([1, 2])
         self.assertTrue(torch.equal(s(x), m(x)))
-        self.assertTrue(any(isinstance(h, H._EdoPreHook) for h in m[0]._forward_pre_hooks.values()))
+        self.assertTrue(any(isinstance(h, H.EdoPreHook) for h in m[0]._forward_pre_hooks.values()))
 
     def test_threads(self):
         e = nn.EmbeddingBag(1000, 4)
@@ -333,7 +370,7 @@ class HookTest(unittest.TestCase):
             t.start()
         for t in ts:
             t.join()
-        name = [n for n in self.fake.names() if n.startswith("EmbeddingBag#")][0]
+        name = "EmbeddingBag[1000x4]"
         self.assertEqual(self.fake.count_of(name), bincount(*xs))
 
     def test_weight_moves_reregister(self):
@@ -396,15 +433,15 @@ class HookTest(unittest.TestCase):
                     return Stream()
 
         H.set_backend(Backend())
-        real = H._torch
-        H._torch = Shim
+        real = R.torch
+        R.torch = Shim
         try:
-            tab = H.Table("t", 7, 1, 10, 2, "fp32", "cuda", None, torch.zeros(1))
-            H._count(tab, FakeCuda(torch.int64, 12))
-            H._count(tab, FakeCuda(torch.int32, 5, contiguous=False))
-            H._count(tab, FakeCuda(torch.int64, 0))
+            tab = _state.Table("t", 7, 1, 10, 2, "fp32", "cuda", None, torch.zeros(1))
+            _counting.count(tab, FakeCuda(torch.int64, 12))
+            _counting.count(tab, FakeCuda(torch.int32, 5, contiguous=False))
+            _counting.count(tab, FakeCuda(torch.int64, 0))
         finally:
-            H._torch = real
+            R.torch = real
         self.assertEqual(calls, [(7, 0xC0DE00, 12, _native.I64, _native.CUDA, 0x5157),
                                  (7, 0xC0DE00, 5, _native.I32, _native.CUDA, 0x5157)])
 
@@ -415,13 +452,20 @@ class HookTest(unittest.TestCase):
         fake = types.ModuleType("torch._dynamo")
         fake.disable = lambda fn: (disabled.append(fn), fn)[1]
         fake.is_compiling = lambda: compiling[0]
-        saved = (H._hook_impl, H._functional_impl)
+        saved = (R.hook_impl, R.functional_impl)
+        # torch 2.x: the real torch._dynamo is loaded, and torch.compiler.is_compiling is what
+        # edo asks first; both are stood in for, and put back after.
+        real_dynamo = sys.modules.get("torch._dynamo")
+        comp = getattr(torch, "compiler", None)
+        real_is_compiling = getattr(comp, "is_compiling", None)
+        if real_is_compiling is not None:
+            comp.is_compiling = fake.is_compiling
         sys.modules["torch._dynamo"] = fake
         try:
-            H._dynamo_compat(False)
-            self.assertEqual(disabled, [H._pre_hook_body, H._functional_body])
-            H._hook_impl, H._functional_impl = saved
-            H._dynamo_compat(True)
+            _patches._dynamo_compat(False)
+            self.assertEqual(disabled, [_counting.pre_hook_body, _counting.functional_body])
+            R.hook_impl, R.functional_impl = saved
+            _patches._dynamo_compat(True)
             e = nn.Embedding(10, 2)
             compiling[0] = True
             e(torch.tensor([1]))
@@ -430,8 +474,47 @@ class HookTest(unittest.TestCase):
             e(torch.tensor([1]))
             self.assertEqual(sum(self.fake.lookups.values()), 1)
         finally:
-            del sys.modules["torch._dynamo"]
-            H._hook_impl, H._functional_impl = saved
+            if real_dynamo is not None:
+                sys.modules["torch._dynamo"] = real_dynamo
+            else:
+                del sys.modules["torch._dynamo"]
+            if real_is_compiling is not None:
+                comp.is_compiling = real_is_compiling
+            R.hook_impl, R.functional_impl = saved
+
+    def test_weights_snapshot_when_the_module_is_released_and_nothing_is_kept(self):
+        # edo record --weights, the model in main(): the snapshot is taken as the model goes,
+        # and edo holds nothing that keeps its memory alive.
+        import weakref
+        calls = []
+
+        class Backend(FakeBackend):
+            def table_weights(self, table, ptr, row_stride, device, stream):
+                calls.append((self.tables[table]["name"], ptr, row_stride, device))
+                return 0
+        H.set_backend(Backend())
+        os.environ["EDO_WEIGHTS"] = "1"
+        try:
+            def main():
+                m = Model()
+                m.bags["user"](torch.tensor([1, 2]), torch.tensor([0]))
+                w = m.bags["user"].weight
+                m.bags["user"].weight = nn.Parameter(torch.ones(50, 4))  # replaced: not kept
+                return weakref.ref(w), weakref.ref(m.bags["user"].weight), m.bags["user"].weight.data_ptr()
+            old, new, ptr = main()
+            self.assertIsNone(old())
+            self.assertIsNone(new())     # freed with the model, not held for a snapshot
+            # every table of the model (the tie lm_head shares word_embeddings' weights); of
+            # bags.user the weight it holds when it goes
+            self.assertEqual(sorted(c[0] for c in calls), ["bags.item", "bags.user",
+                             "embeddings.position_embeddings", "embeddings.word_embeddings"])
+            self.assertIn(("bags.user", ptr, 16, _native.HOST), calls)
+            e = nn.Embedding(5, 2)
+            e(torch.tensor([1]))
+            self.assertEqual(edo.snapshot_weights(), 1)   # what is alive, on demand
+            self.assertEqual(calls[-1][0], "Embedding[5x2]")
+        finally:
+            del os.environ["EDO_WEIGHTS"]
 
     def test_hook_errors_never_reach_the_job(self):
         class Boom(FakeBackend):
@@ -475,7 +558,7 @@ class TorchRecTest(unittest.TestCase):
         ebc(kjt)
         self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_a")], 6)
         self.assertEqual(self.fake.lookups[self.fake.handle("ebc.embedding_bags.t_b")], 4)
-        H._torchrec.flush()
+        _torchrec.flush()
         a = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_a"])
         b = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_b"])
         self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
@@ -495,7 +578,7 @@ class TorchRecTest(unittest.TestCase):
         kjt = KeyedJaggedTensor(keys=["query", "title"], values=torch.arange(0, 7), lengths=torch.tensor([2, 1, 3, 1]))
         ec(kjt)   # not instrumented: found by the scan on its first lookup
         self.assertEqual(self.fake.lookups[self.fake.handle("embeddings.t_q")], 7)
-        H._torchrec.flush()
+        _torchrec.flush()
         n = json.loads(self.fake.notes["torchrec.table.embeddings.t_q"])
         # No pooling: no bags counted (the export writes feature_names only).
         self.assertEqual((n["config"], n["features"], n["collection"], n["bags"]),
@@ -534,9 +617,9 @@ class BootTest(unittest.TestCase):
                 assert 'edo' not in sys.modules, 'edo imported early'
                 import torch
                 from edo import _torch_hooks as H
-                assert H._patched, 'not patched'
+                assert H.patched(), 'not patched'
                 e = torch.nn.Embedding(5, 2)
-                assert any(isinstance(h, H._EdoPreHook) for h in e._forward_pre_hooks.values())
+                assert any(isinstance(h, H.EdoPreHook) for h in e._forward_pre_hooks.values())
                 e(torch.tensor([1]))
                 print('OK')
                 """, {}, pp)
@@ -558,7 +641,7 @@ class BootTest(unittest.TestCase):
             import torch, edo
             from edo import _torch_hooks as H
             e = torch.nn.Embedding(5, 2)
-            assert not H._patched
+            assert not H.patched()
             assert not e._forward_pre_hooks
             assert edo.instrument(e) is e and not edo.tables()
             edo.step()

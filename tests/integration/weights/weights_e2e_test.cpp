@@ -24,6 +24,7 @@ std::string tmp(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir = fs::path(::testing::TempDir()) / ("edo_weights_" + std::to_string(getpid()) + "_" + info->name());
   fs::create_directories(dir);
+  fs::remove(dir / name);  // a repeated run (--gtest_repeat) records afresh
   return (dir / name).string();
 }
 

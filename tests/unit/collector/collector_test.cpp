@@ -230,6 +230,33 @@ TEST(Collector, SummarySaysWhatWasRecordedAndEveryLoss) {
   EXPECT_EQ(lines[4].rfind("  indices: 100 (", 0), 0u) << lines[4];
 }
 
+// `edo record --weights`: the summary says how many tables have a snapshot, naming those
+// without one; a tied name has its owner's weights and is not counted. Without --weights and
+// without snapshots nothing is said.
+TEST(Collector, SummaryCountsTablesWithAWeightSnapshot) {
+  model::Profile p;
+  for (const char* n : {"a", "b", "c", "head"}) {
+    model::Table t;
+    t.name = n;
+    p.tables.push_back(t);
+  }
+  p.ties.push_back({0, "a", "head"});
+  model::WeightSnapshot w;
+  w.table = "b";
+  w.rows = {1, 2};
+  p.weights.push_back(w);
+  auto lines = collector::summary_lines(p, true);
+  EXPECT_EQ(lines.back(), "weight snapshots: 1 of 3 table(s) (none for a, c)");
+  const size_t plain = collector::summary_lines(model::Profile{}, false).size();
+  EXPECT_EQ(collector::summary_lines(model::Profile{}, true).back(), "weight snapshots: 0 of 0 table(s)");
+  EXPECT_EQ(collector::summary_lines(model::Profile{}, true).size(), plain + 1);
+  w.table = "a";
+  p.weights.push_back(w);
+  w.table = "c";
+  p.weights.push_back(w);
+  EXPECT_EQ(collector::summary_lines(p, false).back(), "weight snapshots: 3 of 3 table(s)");
+}
+
 // Loss counters by name: the tracer's (absolute, the latest replaces the earlier), and the
 // collector's own: a session whose stream ends, or is followed by another Hello, without its
 // Goodbye lost what it recorded after its last flush.

@@ -71,8 +71,9 @@ class ProfileBuilder {
 };
 
 // Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,
-// dropped events).
-std::vector<std::string> summary_lines(const model::Profile& p);
+// dropped events, and weight snapshots when there are any or `weights_asked`: how many tables
+// have one, naming a few that do not).
+std::vector<std::string> summary_lines(const model::Profile& p, bool weights_asked = false);
 
 // Unix-domain stream socket in a private temporary directory; every traced process connects
 // once (one stream, one or more sessions).

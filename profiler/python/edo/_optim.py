@@ -1,0 +1,96 @@
+"""Optimizer state and steps: the bytes an optimizer keeps per table (Adam moments, Adagrad sums,
+momentum buffers) and the gradients, recorded with ``edo_table_set_extra_bytes``; one step
+mark per training step (unless the job calls ``edo.step()`` itself)."""
+
+from . import _state
+from . import _tables
+from ._state import R
+
+
+class _OptCache(object):
+    __slots__ = ("generation", "ngroups", "params", "sizes")
+
+
+def tensor_bytes(v):
+    try:
+        if v.is_sparse:
+            return (v._values().numel() * v._values().element_size()
+                    + v._indices().numel() * v._indices().element_size())
+        return v.numel() * v.element_size()
+    except Exception:
+        return 0
+
+
+def _update_extra(opt):
+    s = _state.S
+    c = s.opt_cache.get(opt)
+    groups = opt.param_groups
+    if c is None or c.generation != s.generation or c.ngroups != len(groups):
+        old = c
+        c = _OptCache()
+        c.generation = s.generation
+        c.ngroups = len(groups)
+        c.params = []
+        c.sizes = old.sizes if old is not None else {}
+        for g in groups:
+            for p in g.get("params", ()):
+                tab = _tables.table_for_weight(p)
+                if tab is not None:
+                    c.params.append((p, tab))
+        s.opt_cache[opt] = c
+    if not c.params:
+        return
+    t = R.torch
+    prefix = type(opt).__name__.lower()
+    state = opt.state
+    b = R.backend
+    for p, tab in c.params:
+        st = state.get(p) if hasattr(state, "get") else None
+        if st:
+            for k, v in st.items():
+                if isinstance(v, t.Tensor) and v.numel() > 1:
+                    kind = "%s.%s" % (prefix, k)
+                    nb = tensor_bytes(v)
+                    key = (tab.handle, kind)
+                    if c.sizes.get(key) != nb:
+                        c.sizes[key] = nb
+                        b.table_set_extra_bytes(tab.handle, kind, nb)
+        g = p.grad
+        if g is not None:
+            nb = tensor_bytes(g)
+            key = (tab.handle, "grad")
+            if c.sizes.get(key) != nb:
+                c.sizes[key] = nb
+                b.table_set_extra_bytes(tab.handle, "grad", nb)
+
+
+def after_optimizer_step(opt):
+    if not R.enabled:
+        return
+    try:
+        s = _state.S
+        if R.backend is None:
+            _state.backend()
+        if s.by_base:
+            _update_extra(opt)
+        # One mark per training step: a second optimizer (or a wrapper stepping an inner
+        # optimizer) with no lookup in between does not mark another step.
+        if not s.user_steps and s.dirty:
+            s.dirty = False
+            R.backend.step()
+    except Exception as e:
+        _state.internal_error("optimizer step hook", e)
+
+
+def user_step():
+    """edo.step(): the job marks its own steps; automatic marks stop."""
+    s = _state.S
+    s.user_steps = True
+    s.dirty = False
+    if not R.enabled:
+        return 0
+    try:
+        return _state.backend().step()
+    except Exception as e:
+        _state.internal_error("step", e)
+        return 0
