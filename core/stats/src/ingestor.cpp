@@ -17,9 +17,14 @@ struct TableIngestor::Impl {
   TableAggregate staged;  // cut segments since the last take_delta()
   bool has_staged = false;
   bool exact_lru = true;
+  // Exact stack of a table above exact_lru_rows_limit: ids from a row map, while the stream's
+  // distinct rows stay within exact_lru_distinct_limit (then SHARDS takes over, see switch_to_shards()).
+  bool mapped_lru = false;
+  detail::RowIds row_ids;
   detail::MattsonStack stack;
   std::optional<detail::ShardsSampler> shards;
-  uint64_t seg_refs = 0;
+  uint64_t seg_refs = 0;    // references the SHARDS sampler saw in this segment
+  uint64_t total_refs = 0;  // in-range references since the start (the sampler's clock)
   // SHARDS hot-row candidates: rows whose segment count reached kHotThreshold.
   static constexpr uint32_t kHotThreshold = 64;
   std::vector<uint64_t> crossed;
@@ -37,7 +42,8 @@ struct TableIngestor::Impl {
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
     exact_lru = r <= c.exact_lru_rows_limit;
-    if (!exact_lru) shards.emplace(c.shards_rate);
+    mapped_lru = !exact_lru && c.exact_lru_distinct_limit > 0;
+    if (!exact_lru && !mapped_lru) shards.emplace(c.shards_rate);
     buf.resize(4096);
   }
 
@@ -97,7 +103,6 @@ struct TableIngestor::Impl {
         m += r < rows;
       }
     }
-    seg_refs += m;
     if (exact_lru) {
       for (size_t i = 0; i < m; ++i) {
         const uint64_t d = stack.reference(in[i]);
@@ -106,9 +111,45 @@ struct TableIngestor::Impl {
         else
           a.hist.add(d, 1.0);
       }
-    } else {
-      shards->process(in, m, a.exact.dense_data());
+      total_refs += m;
+      return;
     }
+    size_t i = 0;
+    if (mapped_lru) {
+      for (; i < m; ++i) {
+        if (row_ids.size() >= cfg.exact_lru_distinct_limit && !row_ids.contains(in[i])) break;
+        const uint64_t d = stack.reference(row_ids.id_of(in[i]));
+        if (d == detail::MattsonStack::kCold)
+          a.hist.add_cold(1.0);
+        else
+          a.hist.add(d, 1.0);
+      }
+      total_refs += i;
+      if (i == m) return;
+      switch_to_shards();
+    }
+    shards->process(in + i, m - i, a.exact.dense_data());
+    seg_refs += m - i;
+    total_refs += m - i;
+  }
+
+  // The stream read more distinct rows than exact_lru_distinct_limit: the sampler starts
+  // from the exact stack's LRU order (so its rows are not cold again) and the exact state is
+  // freed. Distances recorded so far stay exact.
+  void switch_to_shards() {
+    std::vector<uint64_t> order;
+    order.reserve(row_ids.size());
+    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(row_ids.row_of(id)); });
+    shards.emplace(cfg.shards_rate);
+    shards->seed(order, total_refs);
+    // Rows that crossed the hot threshold in this segment before the sampler existed would
+    // not cross it again before the next cut: promote them now (a hotter row wins a slot).
+    if (const uint32_t* counts = seg.impl().exact.dense_data())
+      for (uint64_t r : order)
+        if (counts[r] >= kHotThreshold) shards->promote(r, counts);
+    mapped_lru = false;
+    stack = detail::MattsonStack{};
+    row_ids = detail::RowIds{};
   }
 
   // SHARDS: exact references per frequency class (running count in the segment) from the

@@ -250,6 +250,13 @@ class MattsonStack {
   // Returns the stack distance (distinct other ids since the previous reference) or kCold.
   uint64_t reference(uint64_t id);
   uint64_t distinct() const { return live_; }
+  // Calls f(id) for every id referenced so far, least recently referenced first (the LRU
+  // order that seeds a SHARDS sampler when an exact stack hands over).
+  template <class F>
+  void for_each_oldest_first(F&& f) const {
+    for (uint64_t ts = 0; ts < now_; ++ts)
+      if (owner_[ts]) f(uint64_t{owner_[ts]} - 1);
+  }
 
  private:
   static constexpr uint32_t kBlockShift = 9;   // timestamps per block count: 512 (8 words)
@@ -263,6 +270,55 @@ class MattsonStack {
   std::vector<uint32_t> block_;  // live markers per 512 timestamps
   std::vector<uint32_t> super_;  // live markers per 32768 timestamps
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
+};
+
+// Dense ids for the rows of a table too large to index by row (the exact stack of a large
+// table while its distinct rows stay within StatsConfig::exact_lru_distinct_limit): an
+// open-addressing row -> id map that doubles at half load, and the id -> row list.
+class RowIds {
+ public:
+  uint64_t id_of(uint64_t row) {
+    if ((rows_.size() + 1) * 2 > keys_.size()) grow();
+    const uint64_t mask = keys_.size() - 1;
+    uint64_t s = mix64(row ^ 0x3c6ef372fe94f82bULL) & mask;
+    while (keys_[s]) {
+      if (keys_[s] == row + 1) return ids_[s];
+      s = (s + 1) & mask;
+    }
+    keys_[s] = row + 1;
+    ids_[s] = static_cast<uint32_t>(rows_.size());
+    rows_.push_back(row);
+    return rows_.size() - 1;
+  }
+  // Whether the row has an id (no insertion).
+  bool contains(uint64_t row) const {
+    if (keys_.empty()) return false;
+    const uint64_t mask = keys_.size() - 1;
+    for (uint64_t s = mix64(row ^ 0x3c6ef372fe94f82bULL) & mask; keys_[s]; s = (s + 1) & mask)
+      if (keys_[s] == row + 1) return true;
+    return false;
+  }
+  uint64_t size() const { return rows_.size(); }
+  uint64_t row_of(uint64_t id) const { return rows_[id]; }
+
+ private:
+  void grow() {
+    std::vector<uint64_t> ok(std::max<size_t>(1024, keys_.size() * 2), 0);
+    std::vector<uint32_t> oi(ok.size(), 0);
+    const uint64_t mask = ok.size() - 1;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (!keys_[i]) continue;
+      uint64_t s = mix64((keys_[i] - 1) ^ 0x3c6ef372fe94f82bULL) & mask;
+      while (ok[s]) s = (s + 1) & mask;
+      ok[s] = keys_[i];
+      oi[s] = ids_[i];
+    }
+    keys_ = std::move(ok);
+    ids_ = std::move(oi);
+  }
+  std::vector<uint64_t> keys_;  // row + 1, 0 = empty
+  std::vector<uint32_t> ids_;
+  std::vector<uint64_t> rows_;  // id -> row
 };
 
 // Footprint (Xiang et al.): fp(w), the mean number of distinct rows in a window of w
@@ -357,6 +413,11 @@ class ShardsSampler {
   void process(const uint64_t* rows, size_t n, const uint32_t* counts);
   // A row whose count just reached the hot threshold (counts: current counts).
   void promote(uint64_t row, const uint32_t* counts);
+  // Takes over from an exact stack after `refs` in-range references: `rows_oldest_first` is
+  // its LRU order. The sampled ones enter the sampled stack in that order, so that their next
+  // references get distances, not cold misses (their reuse times are unknown: the cap is the
+  // whole prefix); the reference clock continues at `refs`.
+  void seed(const std::vector<uint64_t>& rows_oldest_first, uint64_t refs);
   // Filter only: writes an entry per selected (hot or sampled) row into sel (capacity n,
   // n <= 2^16), returns how many. Entry: batch position | hot slot << 16 | flags below.
   static constexpr uint32_t kSelHot = 1u << 28, kSelSampled = 1u << 29, kSelRecorded = 1u << 30;

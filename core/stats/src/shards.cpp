@@ -129,6 +129,17 @@ void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
   hot_stack_t_[slot] = 0;
 }
 
+void ShardsSampler::seed(const std::vector<uint64_t>& rows_oldest_first, uint64_t refs) {
+  for (uint64_t row : rows_oldest_first) {
+    if (!hash::sampled(row, threshold_)) continue;
+    const uint64_t id = id_of(row);
+    if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
+    last_time_[id] = 1;  // "read at time 0": not cold, reuse-time cap from the start
+    stack_.reference(id);
+  }
+  now_ = std::max(now_, refs);
+}
+
 uint64_t ShardsSampler::id_of(uint64_t row) {
   if ((used_ + 1) * 2 > keys_.size()) {
     std::vector<uint64_t> ok(keys_.size() * 2, 0);
