@@ -116,7 +116,9 @@ struct TableIngestor::Impl {
     }
     size_t i = 0;
     if (mapped_lru) {
-      for (; i < m; ++i) {
+      const uint64_t room = detail::exact_lru_max_lookups > total_refs ? detail::exact_lru_max_lookups - total_refs : 0;
+      const size_t upto = static_cast<size_t>(std::min<uint64_t>(m, room));
+      for (; i < upto; ++i) {
         if (row_ids.size() >= cfg.exact_lru_distinct_limit && !row_ids.contains(in[i])) break;
         const uint64_t d = stack.reference(row_ids.id_of(in[i]));
         if (d == detail::MattsonStack::kCold)
@@ -147,6 +149,9 @@ struct TableIngestor::Impl {
     if (const uint32_t* counts = seg.impl().exact.dense_data())
       for (uint64_t r : order)
         if (counts[r] >= kHotThreshold) shards->promote(r, counts);
+    // The sampler's first segment starts here: its frequency classes are scaled to the counts
+    // of the references it saw, not to those of the exact prefix (cut into the staged delta).
+    flush();
     mapped_lru = false;
     stack = detail::MattsonStack{};
     row_ids = detail::RowIds{};

@@ -272,6 +272,12 @@ class MattsonStack {
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
 };
 
+// The exact stack of a large table (StatsConfig::exact_lru_distinct_limit) also hands over to
+// SHARDS after this many in-range references: it bounds the extra work a long stream costs the
+// tracer's background thread (~2^26 stack updates and map lookups, a few seconds per table).
+// Tests lower it to reach the hand-over quickly.
+inline uint64_t exact_lru_max_lookups = uint64_t{1} << 26;
+
 // Dense ids for the rows of a table too large to index by row (the exact stack of a large
 // table while its distinct rows stay within StatsConfig::exact_lru_distinct_limit): an
 // open-addressing row -> id map that doubles at half load, and the id -> row list.
