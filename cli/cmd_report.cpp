@@ -303,19 +303,9 @@ int run_report(const ReportOptions& o) {
   } else {
     g_columns = output_columns(o.wide);
     print_text(profile, tables, o.top);
-    if (plan) {
-      fmt::print("\nplan (edo tune, run {}):\n", plan->run_id);
-      // The plan's lines wrapped to the width, continuation lines indented under their start.
-      const std::string text = plan_text(*plan);
-      for (size_t at = 0; at < text.size();) {
-        size_t nl = text.find('\n', at);
-        if (nl == std::string::npos) nl = text.size();
-        const std::string line = text.substr(at, nl - at);
-        const size_t lead = line.find_first_not_of(' ');
-        print_note(line, std::string(lead == std::string::npos ? 0 : lead + 2, ' ').c_str());
-        at = nl + 1;
-      }
-    }
+    // The plan keeps its own layout (its table is aligned by plan_text, and its notes are
+    // quoted by tests and users as they are).
+    if (plan) fmt::print("\nplan (edo tune, run {}):\n{}", plan->run_id, plan_text(*plan));
   }
   return 0;
 }
