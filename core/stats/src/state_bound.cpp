@@ -58,6 +58,10 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
       p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +
                                                           StackDistanceHistogram::bin_of(UINT64_MAX) + 1) +
                  S::kWindow * (8 + 8) + 4 * S::kWindow * (8 + 4) + S::kClasses * (hist_bytes(rows) + 16) + 1024 * 12;
+      // The sampler's own counts (classes and hot rows; exact mode) and the estimate it
+      // handed out last (see ShardsSampler::flush_segment()).
+      if (rows <= c.exact_rows_limit) p.fixed += 4 * std::min(rows, S::kCountSlots);
+      p.fixed += hist_bytes(rows);
       // Per sampled row: the row -> id map (2..4 slots of 12 bytes, and the old table while it
       // grows), its last time (doubling vector), and its Mattson stack entries (as above).
       // Rows are sampled by a hash below rate: expected rate x rows of them, 1/8 margin.

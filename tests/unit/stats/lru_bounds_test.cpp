@@ -151,5 +151,52 @@ TEST(LruBoundsTest, LongStreamHandsOverAfterTheLookupBound) {
   EXPECT_TRUE(differs);  // the hand-over happened (a sampled estimate, not the exact curve again)
 }
 
+// The sampled estimate is a function of the stream alone (issue 18 §4: `edo diff` of two
+// recordings of the same stream must report no LRU change): one stream past the exact bounds
+// (an exact prefix of 2^15 distinct rows, then SHARDS; more rows than the sampler's 2^20
+// count slots), fed in different batch sizes with flushes at different places, each delta
+// through the codec and merged as the collector does, gives the same curve bit for bit.
+TableSummary record_with_schedule(const std::vector<int64_t>& t, uint64_t rows, const std::vector<size_t>& batches,
+                                  size_t flush_every) {
+  StatsConfig cfg;
+  cfg.exact_lru_distinct_limit = 1u << 15;
+  TableIngestor ing(rows, cfg);
+  TableAggregate merged(rows, cfg);
+  auto take = [&] {
+    TableAggregate d;
+    EXPECT_TRUE(TableAggregate::deserialize(ing.take_delta().serialize(), d));
+    EXPECT_TRUE(merged.merge(d));
+  };
+  size_t off = 0, k = 0;
+  while (off < t.size()) {
+    const size_t n = std::min(batches[k % batches.size()], t.size() - off);
+    ing.add(t.data() + off, n);
+    off += n;
+    if (++k % flush_every == 0) take();
+  }
+  take();
+  return summarize(merged);
+}
+
+TEST(LruBoundsTest, SampledEstimateIndependentOfFlushesAndBatches) {
+  const uint64_t rows = 3'000'000;
+  const auto t = zipf_trace(rows, 1.05, 1'500'000, 79);
+  const TableSummary a = record_with_schedule(t, rows, {65536}, 1);
+  const TableSummary b = record_with_schedule(t, rows, {1000, 7777, 100'003, 1, 40'000}, 3);
+  const TableSummary c = record_with_schedule(t, rows, {t.size()}, 1);  // one batch, one flush
+  ASSERT_GT(a.unique_rows, uint64_t{1} << 15);  // the sampler took over
+  for (const TableSummary* s : {&b, &c}) {
+    ASSERT_EQ(a.lru_curve.size(), s->lru_curve.size());
+    for (size_t i = 0; i < a.lru_curve.size(); ++i)
+      EXPECT_EQ(a.lru_curve[i].y, s->lru_curve[i].y) << "cache " << a.lru_curve[i].x;
+    EXPECT_EQ(a.lru_hit_rate_1pct, s->lru_hit_rate_1pct);
+    EXPECT_EQ(a.lru_hit_rate_10pct, s->lru_hit_rate_10pct);
+    EXPECT_EQ(a.lru_hit_rate_50pct, s->lru_hit_rate_50pct);
+    EXPECT_EQ(a.lru_hit_rate_100pct, s->lru_hit_rate_100pct);
+  }
+  const double ceiling = 1.0 - static_cast<double>(a.unique_rows) / static_cast<double>(a.lookups);
+  for (const CurvePoint& p : a.lru_curve) EXPECT_LE(p.y, ceiling);
+}
+
 }  // namespace
 }  // namespace edo::stats
