@@ -94,6 +94,27 @@ TEST(TracerE2E, RecordMatchesGroundTruthAndKeepsExitCode) {
   expect_basic(p, s.id);
 }
 
+// Issue 18 §4: the LRU estimate of a stream past the exact bounds (SHARDS) is a function of
+// the stream alone, so two recordings of the same deterministic job, one flushing every 10 ms
+// (deltas cut at wall-clock-dependent places) and one only at exit, differ in nothing
+// `edo diff` shows for the table: no LRU line, no other line.
+TEST(TracerE2E, SameStreamWithDifferentFlushCadenceHasNoLruChange) {
+  const std::string a = tmp_path("often.edodb"), b = tmp_path("once.edodb");
+  Result ra = run({EDO_BIN, "record", "-o", a, "--", TRACER_JOB, "lru_stream", "0"}, with({"EDO_FLUSH_MS=10"}));
+  ASSERT_EQ(ra.status, 0) << ra.err;
+  Result rb = run({EDO_BIN, "record", "-o", b, "--", TRACER_JOB, "lru_stream", "0"}, with({"EDO_FLUSH_MS=3600000"}));
+  ASSERT_EQ(rb.status, 0) << rb.err;
+  Result d = run({EDO_BIN, "diff", a, b}, kClean);
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("emb.big\n"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("lru_hit_rate"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("only in"), std::string::npos) << d.out;
+  // And both recordings hold the whole stream: 733 batches of 4096 lookups.
+  Result j = run({EDO_BIN, "diff", "--json", a, b}, kClean);
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_NE(j.out.find("\"lookups\": {\n        \"before\": 3002368"), std::string::npos) << j.out;
+}
+
 #ifdef FAKE_NVTX_TOOL
 // Issue 13: another tool's NVTX injection is already set. It keeps NVTX (the job and the tool
 // see no difference), `edo record` says so in one line naming it, and records everything else.
