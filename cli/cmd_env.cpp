@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 #include <string>
 
 #include "command.h"
@@ -39,6 +40,10 @@ int run_env(const EnvOptions& o) {
   std::printf("export NVTX_INJECTION64_PATH=%s\n", shell_quoted(t.lib).c_str());
   if (!t.boot.empty())
     std::printf("export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}\n", shell_quoted(t.boot + ":" + t.python).c_str());
+  // One run id for every process the launcher starts (ranks it starts side by side would
+  // otherwise each make their own, and `edo import` would refuse to merge them).
+  std::random_device rd;
+  std::printf("export EDO_RUN_ID=%08x%08x\n", rd(), rd());
   return 0;
 }
 
@@ -53,7 +58,9 @@ Runner setup(CLI::App& sub) {
       "  (eval \"$(edo env -o run.edotrace)\"; python3 train.py)\n"
       "  edo import run.edotrace run.edotrace.* -o run.edodb\n\n"
       "LD_PRELOAD and EDO_OUTPUT alone are enough: the library sets the other three itself when\n"
-      "they are unset (PYTHONPATH for the PyTorch hook, EDO_TRACE_LIB, NVTX_INJECTION64_PATH).\n");
+      "they are unset (PYTHONPATH for the PyTorch hook, EDO_TRACE_LIB, NVTX_INJECTION64_PATH).\n"
+      "EDO_RUN_ID names the run: every process started under these lines writes it into its file\n"
+      "(eval them again for the next run, or `edo import` refuses to merge stale files with it).\n");
   return [o] { return run_env(*o); };
 }
 

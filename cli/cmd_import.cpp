@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "edo/collector/collector.h"
+#include "edo/collector/trace_runs.h"
 #include "edo/db/profile_store.h"
 #include "support/output_file.h"
 #include "support/terminal.h"
@@ -22,15 +23,34 @@ namespace {
 struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
+  std::string run;  // --run: import only this run's sessions
   bool force = false;
 };
 
 int run_import(const ImportOptions& o) {
   const std::string out = o.output.empty() ? o.inputs.front() + ".edodb" : o.output;
   check_output_path(out, o.force);
+  // Files of different runs (stale worker files of an earlier run in the same folder) are not
+  // merged: refused, naming the runs, unless --run picks one.
+  std::vector<collector::TraceFileRuns> scanned;
+  for (const auto& path : o.inputs) {
+    if (!std::ifstream(path, std::ios::binary)) throw Failure("cannot read " + path);
+    scanned.push_back(collector::scan_trace_runs(path));
+  }
+  const collector::RunChoice choice =
+      collector::choose_run(scanned, o.run.empty() ? std::nullopt : std::optional<std::string>(o.run));
+  if (!choice.error.empty()) throw Failure(choice.error);
+  if (!choice.skipped.empty()) {
+    std::string names;
+    for (size_t i = 0; i < choice.skipped.size() && i < 3; ++i) names += (i ? ", " : "") + choice.skipped[i];
+    if (choice.skipped.size() > 3) names += " and " + std::to_string(choice.skipped.size() - 3) + " more";
+    std::fprintf(stderr, "edo import: %zu file(s) hold no session of run %s, not imported: %s\n", choice.skipped.size(),
+                 terminal_safe(*choice.run).c_str(), terminal_safe(names).c_str());
+  }
   collector::ProfileBuilder builder("import");
   builder.profile().metadata["edo_version"] = EDO_VERSION;
-  for (const auto& path : o.inputs) {
+  if (choice.run) builder.keep_only_run(*choice.run);
+  for (const auto& path : choice.files) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Failure("cannot read " + path);
     const int s = builder.open_stream(path);
@@ -66,11 +86,17 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<ImportOptions>();
   sub.add_option("trace", o->inputs, "EDO_OUTPUT file(s): the job's <path> and its children's <path>.<pid>")->required()->check(CLI::ExistingFile);
   sub.add_option("-o,--output", o->output, "the .edodb to write (default <first trace>.edodb)");
+  sub.add_option("--run", o->run,
+                 "import only the sessions of this run (a run id from the refusal of files of several runs)");
   sub.add_flag("--force", o->force, "replace the output if it is an edo database (other files are never replaced)");
   sub.footer(
       "\nDamaged input (a truncated tail, garbage): each damaged region is reported with its file\n"
       "and byte offset and skipped; everything that decodes is kept. Exit code 0 when at least one\n"
-      "frame decoded, 1 when nothing could be decoded.\n");
+      "frame decoded, 1 when nothing could be decoded.\n"
+      "\nEach traced run has an id (EDO_RUN_ID, made by its first process, inherited by its children,\n"
+      "carried by every file). Files of several runs (stale files of an earlier run in the same\n"
+      "folder) are refused, naming the runs; --run ID imports the sessions of that run only. Files\n"
+      "written before run ids existed import as before, but not mixed with files that have one.\n");
   return [o] { return run_import(*o); };
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -20,6 +21,7 @@
 #include "support/plan_text.h"
 #include "support/report_json.h"
 #include "support/terminal.h"
+#include "support/text_width.h"
 
 namespace edo::cli {
 namespace {
@@ -27,8 +29,18 @@ namespace {
 struct ReportOptions {
   std::string file;
   bool json = false;
+  bool wide = false;  // --wide: every line whole, whatever the terminal's width
   size_t top = 0;
 };
+
+// Columns of the text report (output_columns(): the terminal's, COLUMNS, or 100; unlimited
+// with --wide), set once by run_report.
+size_t g_columns = SIZE_MAX;
+
+// A note printed wrapped to the report's width.
+void print_note(const std::string& text, const char* indent = "") {
+  fmt::print("{}\n", wrap_words(text, g_columns, indent));
+}
 
 std::string pct(double share) { return std::isfinite(share) ? fmt::format("{:.1f}%", 100.0 * share) : "-"; }
 
@@ -43,13 +55,13 @@ void print_job(const model::Profile& profile, const model::JobView& job) {
     return;
   }
   const std::string exit = job.exit_code ? fmt::format("exit {}", *job.exit_code) : "exit unknown";
-  fmt::print("job: {}\n", terminal_safe(job.command));
+  print_note("job: " + terminal_safe(job.command), "     ");
   std::string where = job.pid ? fmt::format("pid {}", *job.pid) : "root process not recorded";
   if (!job.host.empty()) where += " on " + terminal_safe(job.host);
   fmt::print("  {}, {}, {}, {}\n", where, exit, seconds(job.duration_ns), plural(job.steps, "step", "steps"));
   if (job.root >= 0) {
     const model::Session& r = profile.sessions[size_t(job.root)];
-    if (r.command != job.command && !r.command.empty()) fmt::print("  exec'ed into: {}\n", terminal_safe(r.command));
+    if (r.command != job.command && !r.command.empty()) print_note("  exec'ed into: " + terminal_safe(r.command), "    ");
   }
   if (profile.sessions.size() > 1) {
     std::string parts;
@@ -84,38 +96,57 @@ void print_memory(const model::Profile& profile) {
   const int64_t peak = profile.peak_bytes();
   const model::TableMemory mem = profile.table_memory();
   const uint64_t table_bytes = mem.total_bytes();
-  fmt::print("memory: peak {}{}, tables {}{}{}\n", model::format_bytes(static_cast<uint64_t>(peak)),
-             profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "",
-             model::format_bytes(table_bytes),
-             mem.optimizer_bytes + mem.grad_bytes > 0
-                 ? fmt::format(" = weights {} + optimizer state {} + gradients {}", model::format_bytes(mem.weight_bytes),
-                               model::format_bytes(mem.optimizer_bytes), model::format_bytes(mem.grad_bytes))
-                 : "",
-             peak > 0 ? fmt::format(" ({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "");
+  const std::string head = fmt::format("memory: peak {}{}, tables {}", model::format_bytes(static_cast<uint64_t>(peak)),
+                                       profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "",
+                                       model::format_bytes(table_bytes));
+  const std::string parts =
+      mem.optimizer_bytes + mem.grad_bytes > 0
+          ? fmt::format("= weights {} + optimizer state {} + gradients {}", model::format_bytes(mem.weight_bytes),
+                        model::format_bytes(mem.optimizer_bytes), model::format_bytes(mem.grad_bytes))
+          : "";
+  const std::string share =
+      peak > 0 ? fmt::format("({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "";
+  std::string line = head;
+  for (const std::string* piece : {&parts, &share}) {  // a piece that does not fit starts a line
+    if (piece->empty()) continue;
+    if (display_width(line) + 1 + display_width(*piece) > g_columns) {
+      print_note(line, "  ");
+      line = "  " + *piece;
+    } else {
+      line += " " + *piece;
+    }
+  }
+  print_note(line, "  ");
   fmt::print("dropped events: {}{}\n", profile.dropped_events(),
              profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
   for (const auto& [name, n] : profile.drops())
-    if (n) fmt::print("  {}\n", model::describe_drop(name, n));
+    if (n) print_note("  " + model::describe_drop(name, n), "    ");
 }
 
 // A table whose weights are another's and that read nothing itself: its reads (a tied module
 // called itself) were counted with the owner, which is listed right above it.
 bool counted_with_owner(const model::TableView& t) { return !t.shares_weights_of.empty() && t.summary.lookups == 0; }
 
+// One line per table when it fits the width (always with --wide); else two: the name, shape
+// and memory, then the access statistics indented under it (and the ties on a line of their
+// own when they do not fit). A name longer than its column gets a line of its own above its
+// numbers, abbreviated in the middle when even the width is too short for it.
 void print_tables(const std::vector<model::TableView>& tables) {
   // The memory columns: BYTES alone when the tables hold only weights, else its three parts too.
   bool split = false, any_sketch = false, any_counted_with_owner = false;
-  size_t name_width = 5;
-  std::vector<std::string> names;
+  size_t longest = 5, tied_width = 0;
+  std::vector<std::string> names, tieds;
   for (const auto& t : tables) {
     split |= t.optimizer_bytes + t.grad_bytes > 0;
     any_sketch |= t.summary.mode == stats::CountMode::kSketch;
     any_counted_with_owner |= counted_with_owner(t);
     names.push_back(terminal_safe(t.name));
-    name_width = std::max(name_width, display_width(names.back()));
+    longest = std::max(longest, display_width(names.back()));
+    std::string tied;
+    for (const auto& n : t.tied_with) tied += (tied.empty() ? "" : ", ") + terminal_safe(n);
+    tied_width = std::max(tied_width, display_width(tied));
+    tieds.push_back(std::move(tied));
   }
-  // Names are never cut: one longer than the column gets a line of its own above its numbers.
-  name_width = std::min<size_t>(name_width, 40);
   auto memory_cells = [&](const model::TableView& t) {
     const std::string weights = t.shares_weights_of.empty() ? model::format_bytes(t.weight_bytes) : "shared";
     if (!split) return fmt::format("{:>11}", weights);
@@ -124,49 +155,81 @@ void print_tables(const std::vector<model::TableView>& tables) {
   };
   const std::string memory_heads =
       split ? fmt::format("{:>11} {:>11} {:>11} {:>11}", "WEIGHTS", "OPTIMIZER", "GRADS", "BYTES") : fmt::format("{:>11}", "BYTES");
-  fmt::print("{} {:>18} {:<6} {} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n", pad_right("TABLE", name_width),
-             "ROWS x DIM", "DTYPE", memory_heads, "LOOKUPS", "UNIQUE", "TOP.1%", "TOP1%", "TOP10%", "ZIPF", "LRU1%",
-             "LRU10%", "LRU50%", "TIED WITH");
+  const std::string left_heads = fmt::format(" {:>18} {:<6} {}", "ROWS x DIM", "DTYPE", memory_heads);
+  auto stats_cells = [](const std::string& lookups, const std::string& unique, const std::string& t01, const std::string& t1,
+                        const std::string& t10, const std::string& zipf, const std::string& l1, const std::string& l10,
+                        const std::string& l50) {
+    return fmt::format("{:>11} {:>10} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}", lookups, unique, t01, t1, t10, zipf, l1, l10, l50);
+  };
+  const std::string stats_heads = stats_cells("LOOKUPS", "UNIQUE", "TOP.1%", "TOP1%", "TOP10%", "ZIPF", "LRU1%", "LRU10%", "LRU50%");
+  // One line: the name column (at most 40), the rest, the ties.
+  size_t name_width = std::min<size_t>(longest, 40);
+  const size_t one_line = name_width + display_width(left_heads) + 1 + display_width(stats_heads) + 2 +
+                          std::max<size_t>(tied_width, 9);
+  const bool stacked = one_line > g_columns;
+  if (stacked) name_width = std::clamp<size_t>(g_columns > display_width(left_heads) ? g_columns - display_width(left_heads) : 5,
+                                               5, std::min<size_t>(longest, 40));
+  if (!stacked)
+    fmt::print("{}{} {}  {}\n", pad_right("TABLE", name_width), left_heads, stats_heads, "TIED WITH");
+  else
+    fmt::print("{}{}\n  {}{}\n", pad_right("TABLE", name_width), left_heads, stats_heads,
+               4 + display_width(stats_heads) + 9 <= g_columns ? "  TIED WITH" : "");
   for (size_t i = 0; i < tables.size(); ++i) {
     const auto& t = tables[i];
     const auto& s = t.summary;
-    std::string tied;
-    for (const auto& n : t.tied_with) tied += (tied.empty() ? "" : ", ") + terminal_safe(n);
+    const std::string& tied = tieds[i];
     std::string name = names[i];
     if (display_width(name) > name_width) {
-      fmt::print("{}\n", name);
+      fmt::print("{}\n", abbreviate_middle(name, g_columns));
       name.clear();
     }
     const std::string shape = fmt::format("{} x {}", t.rows, t.dim);
+    const std::string left = fmt::format("{} {:>18} {:<6} {}", pad_right(name, name_width), shape, terminal_safe(t.dtype), memory_cells(t));
+    std::string right;
     if (counted_with_owner(t)) {
-      fmt::print("{} {:>18} {:<6} {} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n", pad_right(name, name_width),
-                 shape, terminal_safe(t.dtype), memory_cells(t), "(tied)", "-", "-", "-", "-", "-", "-", "-", "-", tied);
+      right = stats_cells("(tied)", "-", "-", "-", "-", "-", "-", "-", "-");
+    } else {
+      const std::string unique = fmt::format("{}{}", s.unique_rows, s.mode == stats::CountMode::kSketch ? "~" : "");
+      const std::string zipf = s.zipf.valid && std::isfinite(s.zipf.alpha) ? fmt::format("{:.2f}", s.zipf.alpha) : "-";
+      right = stats_cells(std::to_string(s.lookups), unique, pct(s.coverage_top_0_1pct), pct(s.coverage_top_1pct),
+                          pct(s.coverage_top_10pct), zipf, pct(s.lru_hit_rate_1pct), pct(s.lru_hit_rate_10pct),
+                          pct(s.lru_hit_rate_50pct));
+    }
+    if (!stacked) {
+      fmt::print("{} {}  {}\n", left, right, tied);
       continue;
     }
-    const std::string unique = fmt::format("{}{}", s.unique_rows, s.mode == stats::CountMode::kSketch ? "~" : "");
-    const std::string zipf = s.zipf.valid && std::isfinite(s.zipf.alpha) ? fmt::format("{:.2f}", s.zipf.alpha) : "-";
-    fmt::print("{} {:>18} {:<6} {} {:>12} {:>11} {:>7} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7}  {}\n", pad_right(name, name_width),
-               shape, terminal_safe(t.dtype), memory_cells(t), s.lookups, unique, pct(s.coverage_top_0_1pct),
-               pct(s.coverage_top_1pct), pct(s.coverage_top_10pct), zipf, pct(s.lru_hit_rate_1pct),
-               pct(s.lru_hit_rate_10pct), pct(s.lru_hit_rate_50pct), tied);
+    fmt::print("{}\n", left);
+    const std::string second = "  " + right;
+    if (tied.empty()) {
+      fmt::print("{}\n", second);
+    } else if (display_width(second) + 2 + display_width(tied) <= g_columns) {
+      fmt::print("{}  {}\n", second, tied);
+    } else {
+      fmt::print("{}\n", second);
+      print_note("  tied with " + tied, "    ");
+    }
   }
+  fmt::print("\n");
   if (split) {
-    fmt::print("\nBYTES = WEIGHTS + OPTIMIZER + GRADS: the table's weights (rows x dim x element size), its optimizer state\n"
-               "(Adam moments, Adagrad sums, ...) and its gradients. 'shared': the weights belong to the tied table named\n"
-               "first and are counted there.\n");
+    print_note("BYTES = WEIGHTS + OPTIMIZER + GRADS: the table's weights (rows x dim x element size), its optimizer state "
+               "(Adam moments, Adagrad sums, ...) and its gradients. 'shared': the weights belong to the tied table named "
+               "first and are counted there.");
   } else {
-    fmt::print("\nBYTES: the table's weights (rows x dim x element size); no optimizer state or gradients were recorded.\n"
-               "'shared': the weights belong to the tied table named first and are counted there.\n");
+    print_note("BYTES: the table's weights (rows x dim x element size); no optimizer state or gradients were recorded. "
+               "'shared': the weights belong to the tied table named first and are counted there.");
   }
   if (any_counted_with_owner)
-    fmt::print("(tied): the table shares the weights of the table above it; its lookups, if any, are counted there.\n");
-  fmt::print("TOPx%: share of lookups that go to the top x% of the table's rows (at least one row). LRUx%: hit rate of an LRU cache holding x% of rows (at least one).\n");
-  if (any_sketch) fmt::print("~: estimated (table above the exact-count limit: count-min sketch + top-K + HyperLogLog).\n");
+    print_note("(tied): the table shares the weights of the table above it; its lookups, if any, are counted there.");
+  if (stacked) print_note("Each table's access statistics are on the line under it (--wide: one line per table).");
+  print_note("TOPx%: share of lookups that go to the top x% of the table's rows (at least one row). LRUx%: hit rate of an "
+             "LRU cache holding x% of rows (at least one).");
+  if (any_sketch) print_note("~: estimated (table above the exact-count limit: count-min sketch + top-K + HyperLogLog).");
 }
 
 void print_top(const std::vector<model::TableView>& tables, size_t top) {
   for (const auto& t : tables) {
-    const std::string name = terminal_safe(t.name);
+    const std::string name = abbreviate_middle(terminal_safe(t.name), g_columns > 30 ? g_columns - 30 : 10);
     if (counted_with_owner(t)) {
       fmt::print("\n{}: reads counted in {} (shared weights)\n", name, terminal_safe(t.shares_weights_of));
       continue;
@@ -203,16 +266,16 @@ void print_kernel_tables(const model::Profile& profile) {
     }
     order.emplace_back(ns, kernel);
   }
-  width = std::min<size_t>(width, 42);
+  width = std::min<size_t>(width, std::min<size_t>(42, g_columns > 24 ? g_columns - 24 : 18));
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   fmt::print("\n{} {:>10} {:>12}\n", pad_right("KERNEL / TABLE IT READS", width), "LAUNCHES", "GPU TIME");
   for (const auto& [ns, kernel] : order) {
-    fmt::print("{}\n", terminal_safe(kernel));
+    fmt::print("{}\n", abbreviate_middle(terminal_safe(kernel), g_columns));
     for (const auto& [table, r] : by_kernel[kernel])
-      fmt::print("{} {:>10} {:>9.3f} ms\n", pad_right("  " + terminal_safe(table), width), r.first,
+      fmt::print("{} {:>10} {:>9.3f} ms\n", pad_right("  " + abbreviate_middle(terminal_safe(table), width - 2), width), r.first,
                  static_cast<double>(r.second) / 1e6);
   }
-  fmt::print("GPU TIME: kernel time of those launches (a launch that reads two tables counts for both).\n");
+  print_note("GPU TIME: kernel time of those launches (a launch that reads two tables counts for both).");
 }
 
 void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top) {
@@ -248,6 +311,7 @@ int run_report(const ReportOptions& o) {
     j["tune_runs"] = list;
     std::puts(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
+    g_columns = output_columns(o.wide);
     print_text(profile, tables, o.top);
     if (!runs.empty()) {
       fmt::print("\ntune runs ('edo export --run N' exports one; without it the latest with a plan):\n");
@@ -258,6 +322,8 @@ int run_report(const ReportOptions& o) {
                               : std::string("no plan fits"),
                    t.complete ? "" : fmt::format(" (stopped: {})", terminal_safe(t.stop_reason)));
     }
+    // The plan keeps its own layout (its table is aligned by plan_text, and its notes are
+    // quoted by tests and users as they are).
     if (plan) fmt::print("\nplan (edo tune, run {}):\n{}", plan->run_id, plan_text(*plan));
   }
   return 0;
@@ -283,6 +349,9 @@ Runner setup(CLI::App& sub) {
       "Example:\n  edo report run.edodb --top 10");
   sub.add_option("file", o->file, "an .edodb file from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_flag("--json", o->json, "print JSON instead of text");
+  sub.add_flag("--wide", o->wide,
+               "one line per table and nothing wrapped, whatever the terminal's width (the text report otherwise fits "
+               "COLUMNS, the terminal, or 100 columns when stdout is not one)");
   sub.add_option("--top", o->top, "also list the N most-read rows of each table (exact counts, or top-K estimates)")
       ->type_name("N")
       ->check(CLI::Range(size_t{0}, size_t{1} << 32).description(""));

@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "edo/collector/collector.h"
+
+#include "edo/model/profile_summary.h"
 #include "edo/dtype.h"
 #include "edo/model/drops.h"
 #include "edo/model/profile_summary.h"
@@ -30,6 +32,7 @@ struct ProfileBuilder::Stream {
   std::map<std::pair<size_t, std::string>, uint64_t> extra;  // (table, kind) -> bytes
   // table -> (snapshot sequence number, index into profile_.weights) of its weight snapshot
   std::map<size_t, std::pair<uint32_t, size_t>> weights;
+  bool skipping = false;  // a session of another run than keep_only_run()'s: its frames are ignored
 };
 
 ProfileBuilder::ProfileBuilder(std::string source) : source_(std::move(source)) {}
@@ -113,6 +116,19 @@ model::Session* ProfileBuilder::session(Stream& s) {
 }
 
 void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
+  if (const auto* h = std::get_if<wire::Hello>(&msg); h && only_run_) {
+    s.skipping = h->run_id != *only_run_;
+    if (s.skipping) {
+      end_session(s);
+      s.session = -1;
+      s.tables.clear();
+      s.has_agg.clear();
+      s.weights.clear();
+      ++skipped_sessions_;
+      return;
+    }
+  }
+  if (s.skipping) return;
   std::visit(
       [&](auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -134,6 +150,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           s.has_agg.clear();
           s.weights.clear();
           for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
+          if (!v.run_id.empty()) profile_.metadata["run_id"] = v.run_id;
           if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
         } else if constexpr (std::is_same_v<T, wire::TableReg>) {
           model::Session* ses = session(s);
@@ -352,8 +369,16 @@ std::vector<std::string> summary_lines(const model::Profile& p, bool weights_ask
   uint64_t lookups = 0;
   for (auto& t : p.tables) lookups += t.aggregate.lookups();
   std::vector<std::string> out;
-  out.push_back(std::to_string(p.sessions.size()) + " session(s), " + std::to_string(p.tables.size()) +
-                " table(s), " + std::to_string(lookups) + " lookups, " + std::to_string(p.ties.size()) + " tie(s)");
+  // Tables as `edo report` lists them (one table registered by several processes, forked
+  // workers or ranks, is one), and ties by their names (each process reports its own).
+  const size_t tables = model::table_views(p).size();
+  std::set<std::pair<std::string, std::string>> ties;
+  for (const auto& t : p.ties) ties.emplace(t.table, t.tied_with);
+  out.push_back(std::to_string(p.sessions.size()) + " session(s), " + std::to_string(tables) + " table(s)" +
+                (p.tables.size() != tables ? " (" + std::to_string(p.tables.size()) +
+                                                 " registrations: a table several processes registered counts once)"
+                                           : "") +
+                ", " + std::to_string(lookups) + " lookups, " + std::to_string(ties.size()) + " tie(s)");
   uint64_t alloc_events = 0;
   for (auto& e : p.memory_events) alloc_events += e.bytes > 0;
   out.push_back("peak memory " + model::format_bytes(static_cast<uint64_t>(std::max<int64_t>(p.peak_bytes(), 0))) + " (" + std::to_string(alloc_events) +

@@ -17,12 +17,14 @@ struct TableIngestor::Impl {
   TableAggregate staged;  // cut segments since the last take_delta()
   bool has_staged = false;
   bool exact_lru = true;
+  // Exact stack of a table above exact_lru_rows_limit: ids from a row map, while the stream's
+  // distinct rows stay within exact_lru_distinct_limit (then SHARDS takes over, see switch_to_shards()).
+  bool mapped_lru = false;
+  detail::RowIds row_ids;
   detail::MattsonStack stack;
   std::optional<detail::ShardsSampler> shards;
-  uint64_t seg_refs = 0;
-  // SHARDS hot-row candidates: rows whose segment count reached kHotThreshold.
-  static constexpr uint32_t kHotThreshold = 64;
-  std::vector<uint64_t> crossed;
+  uint64_t seg_refs = 0;    // references the SHARDS sampler saw in this segment
+  uint64_t total_refs = 0;  // in-range references since the start (the sampler's clock)
   // Drift: candidate hot rows of the open window (bounded, see feed_window()).
   std::vector<std::pair<uint64_t, uint64_t>> window_acc;  // (row, count), unsorted
   uint64_t window_lookups = 0;
@@ -37,9 +39,14 @@ struct TableIngestor::Impl {
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
     exact_lru = r <= c.exact_lru_rows_limit;
-    if (!exact_lru) shards.emplace(c.shards_rate);
+    mapped_lru = !exact_lru && c.exact_lru_distinct_limit > 0;
+    if (!exact_lru && !mapped_lru) make_sampler();
     buf.resize(4096);
   }
+
+  // The sampler keeps its own counts for its classes and hot rows (exact mode only, as the
+  // classes need exact class totals), so that its estimate does not depend on the segment cuts.
+  void make_sampler() { shards.emplace(cfg.shards_rate, rows, seg.mode() == CountMode::kExact); }
 
   // Counting and the LRU stack run chunk by chunk, so that the counts the SHARDS classes
   // read are current to within one chunk; also without the stack, so that the sketch's
@@ -55,13 +62,7 @@ struct TableIngestor::Impl {
     TableAggregate::Impl& a = seg.impl();
     uint64_t oor = 0;
     if (a.mode == CountMode::kExact) {
-      if (shards && cfg.track_lru) {
-        crossed.clear();
-        oor = a.exact.add_batch_watch(idx, n, kHotThreshold, crossed);
-        for (uint64_t r : crossed) shards->promote(r, a.exact.dense_data());
-      } else {
-        oor = a.exact.add_batch(idx, n);
-      }
+      oor = a.exact.add_batch(idx, n);
     } else {
       // In-range rows first (compacted into buf), then the count-min sketch for the whole
       // chunk (prefetched), then the top-K and the distinct-row estimate, in the same order.
@@ -97,7 +98,6 @@ struct TableIngestor::Impl {
         m += r < rows;
       }
     }
-    seg_refs += m;
     if (exact_lru) {
       for (size_t i = 0; i < m; ++i) {
         const uint64_t d = stack.reference(in[i]);
@@ -106,29 +106,45 @@ struct TableIngestor::Impl {
         else
           a.hist.add(d, 1.0);
       }
-    } else {
-      shards->process(in, m, a.exact.dense_data());
-    }
-  }
-
-  // SHARDS: exact references per frequency class (running count in the segment) from the
-  // segment's counts, then the sampler scales its estimate to them.
-  void shards_into(StackDistanceHistogram& out, const TableAggregate::Impl& counts) {
-    const size_t kc = detail::ShardsSampler::kClasses;
-    if (counts.mode != CountMode::kExact) {
-      shards->flush_segment(out, nullptr, seg_refs);
+      total_refs += m;
       return;
     }
-    std::vector<double> total(kc, 0.0);
-    counts.exact.for_each_nonzero([&](uint64_t, uint64_t n) {
-      for (uint32_t k = 0; k < kc; ++k) {
-        const uint64_t lo = uint64_t{1} << k;
-        if (lo > n) break;
-        const uint64_t hi = std::min<uint64_t>(n, (lo << 1) - 1);
-        total[std::min<size_t>(k, kc - 1)] += static_cast<double>(hi - lo + 1);
+    size_t i = 0;
+    if (mapped_lru) {
+      const uint64_t room = detail::exact_lru_max_lookups > total_refs ? detail::exact_lru_max_lookups - total_refs : 0;
+      const size_t upto = static_cast<size_t>(std::min<uint64_t>(m, room));
+      for (; i < upto; ++i) {
+        if (row_ids.size() >= cfg.exact_lru_distinct_limit && !row_ids.contains(in[i])) break;
+        const uint64_t d = stack.reference(row_ids.id_of(in[i]));
+        if (d == detail::MattsonStack::kCold)
+          a.hist.add_cold(1.0);
+        else
+          a.hist.add(d, 1.0);
       }
-    });
-    shards->flush_segment(out, &total, seg_refs);
+      total_refs += i;
+      if (i == m) return;
+      switch_to_shards();
+    }
+    shards->process(in + i, m - i);
+    seg_refs += m - i;
+    total_refs += m - i;
+  }
+
+  // The stream read more distinct rows than exact_lru_distinct_limit: the sampler starts
+  // from the exact stack's LRU order (so its rows are not cold again) and the exact state is
+  // freed. Distances recorded so far stay exact.
+  void switch_to_shards() {
+    std::vector<uint64_t> order;
+    order.reserve(row_ids.size());
+    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(row_ids.row_of(id)); });
+    make_sampler();
+    // Its classes and hot rows count the references it sees (from here on), not those of the
+    // exact prefix, whose distances are already recorded; the switch happens at the same
+    // reference of the stream whatever the flushes, so the estimate stays a function of it.
+    shards->seed(order, total_refs);
+    mapped_lru = false;
+    stack = detail::MattsonStack{};
+    row_ids = detail::RowIds{};
   }
 
   // Ends the current segment: moves its contents into a new aggregate.
@@ -146,7 +162,7 @@ struct TableIngestor::Impl {
       std::swap(o.topk, a.topk);
       std::swap(o.hll, a.hll);
     }
-    if (shards && seg_refs > 0) shards_into(a.hist, o);
+    if (shards && seg_refs > 0) shards->flush_segment(a.hist);
     seg_refs = 0;
     std::swap(o.hist, a.hist);
     o.windows = std::move(a.windows);

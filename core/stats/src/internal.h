@@ -250,6 +250,13 @@ class MattsonStack {
   // Returns the stack distance (distinct other ids since the previous reference) or kCold.
   uint64_t reference(uint64_t id);
   uint64_t distinct() const { return live_; }
+  // Calls f(id) for every id referenced so far, least recently referenced first (the LRU
+  // order that seeds a SHARDS sampler when an exact stack hands over).
+  template <class F>
+  void for_each_oldest_first(F&& f) const {
+    for (uint64_t ts = 0; ts < now_; ++ts)
+      if (owner_[ts]) f(uint64_t{owner_[ts]} - 1);
+  }
 
  private:
   static constexpr uint32_t kBlockShift = 9;   // timestamps per block count: 512 (8 words)
@@ -263,6 +270,63 @@ class MattsonStack {
   std::vector<uint32_t> block_;  // live markers per 512 timestamps
   std::vector<uint32_t> super_;  // live markers per 32768 timestamps
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
+};
+
+// The exact stack of a large table (StatsConfig::exact_lru_distinct_limit) also hands over to
+// SHARDS after this many in-range references: it bounds the extra work a long stream costs the
+// tracer's background thread. The row map and the stack ran at 6.7 M references/s against
+// SHARDS's 101 M/s (bench_stats, 1 M-row Zipf trace, loaded machine): 2^22 references are
+// ~0.6 s once per table, within what EDO_MAX_BUFFER_MB's default queue absorbs.
+// Tests lower it to reach the hand-over quickly.
+inline uint64_t exact_lru_max_lookups = uint64_t{1} << 22;
+
+// Dense ids for the rows of a table too large to index by row (the exact stack of a large
+// table while its distinct rows stay within StatsConfig::exact_lru_distinct_limit): an
+// open-addressing row -> id map that doubles at half load, and the id -> row list.
+class RowIds {
+ public:
+  uint64_t id_of(uint64_t row) {
+    if ((rows_.size() + 1) * 2 > keys_.size()) grow();
+    const uint64_t mask = keys_.size() - 1;
+    uint64_t s = mix64(row ^ 0x3c6ef372fe94f82bULL) & mask;
+    while (keys_[s]) {
+      if (keys_[s] == row + 1) return ids_[s];
+      s = (s + 1) & mask;
+    }
+    keys_[s] = row + 1;
+    ids_[s] = static_cast<uint32_t>(rows_.size());
+    rows_.push_back(row);
+    return rows_.size() - 1;
+  }
+  // Whether the row has an id (no insertion).
+  bool contains(uint64_t row) const {
+    if (keys_.empty()) return false;
+    const uint64_t mask = keys_.size() - 1;
+    for (uint64_t s = mix64(row ^ 0x3c6ef372fe94f82bULL) & mask; keys_[s]; s = (s + 1) & mask)
+      if (keys_[s] == row + 1) return true;
+    return false;
+  }
+  uint64_t size() const { return rows_.size(); }
+  uint64_t row_of(uint64_t id) const { return rows_[id]; }
+
+ private:
+  void grow() {
+    std::vector<uint64_t> ok(std::max<size_t>(1024, keys_.size() * 2), 0);
+    std::vector<uint32_t> oi(ok.size(), 0);
+    const uint64_t mask = ok.size() - 1;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (!keys_[i]) continue;
+      uint64_t s = mix64((keys_[i] - 1) ^ 0x3c6ef372fe94f82bULL) & mask;
+      while (ok[s]) s = (s + 1) & mask;
+      ok[s] = keys_[i];
+      oi[s] = ids_[i];
+    }
+    keys_ = std::move(ok);
+    ids_ = std::move(oi);
+  }
+  std::vector<uint64_t> keys_;  // row + 1, 0 = empty
+  std::vector<uint32_t> ids_;
+  std::vector<uint64_t> rows_;  // id -> row
 };
 
 // Footprint (Xiang et al.): fp(w), the mean number of distinct rows in a window of w
@@ -331,9 +395,9 @@ void add_stratified(std::vector<double>& bins, double& cold, uint64_t& max_dista
 // handful of hot rows carry most references and are either all in or all out of a 1 %
 // sample (see docs/stats.md):
 //  * post-stratification: sampled references are recorded per frequency class
-//    (floor(log2 of the row's count in the segment)), and each class is scaled to the
-//    exact number of references of its class (from the exact counts);
-//  * hot rows: up to kHotSlots rows whose count crossed hot_threshold are tracked in a
+//    (floor(log2 of the row's count since the sampler started, the sampler's own counts),
+//    and each class is scaled to the exact number of references of its class;
+//  * hot rows: up to kHotSlots rows whose count reached kHotThreshold are tracked in a
 //    direct-mapped table with their last reference time, so every one of their references
 //    gets an exact reuse time t; its stack distance is estimated as the footprint fp(t), the
 //    mean number of distinct rows in a window of t references, measured on sampled windows
@@ -350,24 +414,49 @@ class ShardsSampler {
   // mark up to this many references stale changes nothing but windows shorter than it).
   static constexpr uint64_t kHotRefresh = 256;
   static constexpr uint32_t kReuseCopies = 4;
-  explicit ShardsSampler(double rate = 0.01);
+  // Rows that reach this many references (the sampler's own counts) enter the hot table.
+  static constexpr uint32_t kHotThreshold = 64;
+  // The sampler's own reference counts, for the frequency classes and hot-row promotion:
+  // one uint32 per row up to this many rows, above it per hash bucket (rows sharing a bucket
+  // share a class; classes are still consistent between the sample and the totals).
+  static constexpr uint64_t kCountSlots = uint64_t{1} << 20;
+  // Sub-chunks of process() end at multiples of this many references of the stream (not of
+  // the batch): classes and promotions then do not depend on how the stream was split.
+  static constexpr uint32_t kStep = 512;
+  // The estimate is quantized to multiples of 2^-kQuantBits references, so that adding and
+  // subtracting its successive values is exact (see flush_segment()).
+  static constexpr int kQuantBits = 12;
+  // rate: sampling rate; rows: the table's rows; stratify: frequency classes and hot rows
+  // (exact mode; in sketch mode one class and no hot table, as before).
+  ShardsSampler(double rate, uint64_t rows, bool stratify);
   double rate() const { return rate_; }
-  // Processes a batch of in-range rows. counts (nullable): the rows' current counts, for the
-  // class of each reference.
-  void process(const uint64_t* rows, size_t n, const uint32_t* counts);
-  // A row whose count just reached the hot threshold (counts: current counts).
-  void promote(uint64_t row, const uint32_t* counts);
+  // Processes the next in-range references of the stream. The result depends only on the
+  // sequence of rows, not on how it is split into calls.
+  void process(const uint64_t* rows, size_t n);
+  // Takes over from an exact stack after `refs` in-range references: `rows_oldest_first` is
+  // its LRU order. The sampled ones enter the sampled stack in that order, so that their next
+  // references get distances, not cold misses (their reuse times are unknown: the cap is the
+  // whole prefix); the reference clock continues at `refs`.
+  void seed(const std::vector<uint64_t>& rows_oldest_first, uint64_t refs);
   // Filter only: writes an entry per selected (hot or sampled) row into sel (capacity n,
   // n <= 2^16), returns how many. Entry: batch position | hot slot << 16 | flags below.
   static constexpr uint32_t kSelHot = 1u << 28, kSelSampled = 1u << 29, kSelRecorded = 1u << 30;
   size_t filter(const uint64_t* rows, size_t n, uint32_t* sel) const;
-  // Moves the segment's estimate into `out`, scaled to `refs` references; class_refs[k]:
-  // exact references of frequency class k in the segment (nullptr: one class, all refs).
-  void flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs);
+  // Adds to `out` what the estimate of the whole stream so far gained since the last call:
+  // the estimate is a function of the stream seen so far (cumulative classes, hot reuse times
+  // and footprint), quantized, so the sum of all calls' additions is exactly the estimate of
+  // the whole stream, wherever the calls (flushes) fell. Bins of one addition may be negative.
+  void flush_segment(StackDistanceHistogram& out);
 
  private:
   uint64_t id_of(uint64_t row);
   void sample_window();
+  void step(const uint64_t* rows, size_t n);  // one sub-chunk within a kStep-aligned slot
+  void promote(uint64_t row);
+  uint64_t count_slot(uint64_t row) const {
+    return rows_ <= kCountSlots ? row : (hash::sample_hash(row) >> 24) & (kCountSlots - 1);
+  }
+  void piece(const uint64_t* rows, size_t n, const uint8_t* cls);  // n <= kStep; cls: class per reference
   uint64_t threshold_;
   double rate_;
   // Open-addressing row -> dense id map (key stored +1, 0 = empty).
@@ -376,8 +465,15 @@ class ShardsSampler {
   std::vector<uint64_t> last_time_;  // id -> global time of the previous reference + 1
   uint64_t used_ = 0;
   uint64_t now_ = 0;  // global reference clock (all in-range references)
+  uint64_t refs_ = 0;  // references processed (after the seed)
+  uint64_t rows_ = 0;
+  bool stratify_ = false;
+  std::vector<uint32_t> counts_;  // per row (or hash bucket), saturating; empty unless stratify_
   MattsonStack stack_;
-  // Segment state.
+  // The estimate handed out so far (quantized), and the largest distance it can hold.
+  std::vector<double> given_bins_;
+  double given_cold_ = 0.0;
+  // Cumulative state since the sampler started (never reset: see flush_segment()).
   std::vector<StackDistanceHistogram> cls_;  // sampled (non-hot) references per class
   std::vector<double> samples_;              // their number per class
   std::vector<uint64_t> hot_refs_;           // hot references recorded per class
@@ -385,8 +481,6 @@ class ShardsSampler {
   // [0, 256) (summed in flush_segment), then the bins >= 256; see reuse_slot() in shards.cpp.
   std::vector<uint64_t> hot_reuse_;
   std::vector<uint64_t> hot_stack_t_;        // per hot slot: time of its last SHARDS-stack update
-  std::vector<uint32_t> hot_n_;              // per hot slot: hot references in this process() call
-  std::vector<uint16_t> touched_;            // slots with hot_n_ > 0 (scratch of process())
   // Hot table.
   // Tag and last time side by side: the filter's tag probe brings in the line that the hot
   // pass then updates (one cache miss per hot reference instead of two).

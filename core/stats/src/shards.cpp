@@ -13,14 +13,10 @@ constexpr uint64_t kMapSalt = 0x2545f4914f6cdd1dULL;
 // of mix64's two; bits 40..51 (the hot slot) spread any 2^28 consecutive rows evenly.
 using hash::sample_hash;
 static_assert(hash::kSampleModBits == ShardsSampler::kModBits);
-inline uint32_t class_of(const uint32_t* counts, uint64_t row) {
-  if (!counts) return 0;
-  const uint32_t c = counts[row];
-  return c ? std::min<uint32_t>(ShardsSampler::kClasses - 1, 31u - static_cast<uint32_t>(__builtin_clz(c))) : 0;
-}
 }  // namespace
 
-ShardsSampler::ShardsSampler(double rate) {
+ShardsSampler::ShardsSampler(double rate, uint64_t rows, bool stratify) : rows_(rows), stratify_(stratify) {
+  if (stratify_) counts_.assign(std::min(rows, kCountSlots), 0);
   rate = std::clamp(rate, 1.0 / (1u << kModBits), 1.0);
   threshold_ = static_cast<uint64_t>(std::llround(rate * (1u << kModBits)));
   if (threshold_ == 0) threshold_ = 1;
@@ -32,8 +28,6 @@ ShardsSampler::ShardsSampler(double rate) {
   hot_refs_.assign(kClasses, 0);
   hot_.assign(kHotSlots, HotSlot{});
   hot_stack_t_.assign(kHotSlots, 0);
-  hot_n_.assign(kHotSlots, 0);
-  touched_.assign(kHotSlots, 0);
   hot_reuse_.assign((kReuseCopies - 1) * StackDistanceHistogram::kExactBelow + StackDistanceHistogram::bin_of(UINT64_MAX) + 1, 0);
   ring_.assign(kWindow, 0);
 }
@@ -120,13 +114,24 @@ size_t ShardsSampler::filter(const uint64_t* rows, size_t n, uint32_t* sel) cons
   return m;
 }
 
-void ShardsSampler::promote(uint64_t row, const uint32_t* counts) {
+void ShardsSampler::promote(uint64_t row) {
   const uint64_t slot = (sample_hash(row) >> 40) & (kHotSlots - 1);
   const uint64_t tag = hot_[slot].tag;
   if (tag == row + 1) return;
-  if (tag != 0 && !(counts && counts[tag - 1] < counts[row])) return;
+  if (tag != 0 && !(counts_[count_slot(tag - 1)] < counts_[count_slot(row)])) return;
   hot_[slot] = HotSlot{row + 1, 0};
   hot_stack_t_[slot] = 0;
+}
+
+void ShardsSampler::seed(const std::vector<uint64_t>& rows_oldest_first, uint64_t refs) {
+  for (uint64_t row : rows_oldest_first) {
+    if (!hash::sampled(row, threshold_)) continue;
+    const uint64_t id = id_of(row);
+    if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
+    last_time_[id] = 1;  // "read at time 0": not cold, reuse-time cap from the start
+    stack_.reference(id);
+  }
+  now_ = std::max(now_, refs);
 }
 
 uint64_t ShardsSampler::id_of(uint64_t row) {
@@ -176,15 +181,52 @@ inline uint32_t reuse_slot(uint64_t d, size_t i) {
   return (small & m) | (big & ~m);
 }
 
-void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* counts) {
-  uint32_t sel[512];
+void ShardsSampler::process(const uint64_t* rows, size_t n) {
+  // Sub-chunks of at most kStep references (the scratch arrays' size), at stream-aligned
+  // places; step() makes the result independent of where they fall anyway.
+  for (size_t off = 0; off < n;) {
+    const size_t c = std::min<uint64_t>(n - off, kStep - now_ % kStep);
+    step(rows + off, c);
+    off += c;
+  }
+}
+
+void ShardsSampler::step(const uint64_t* rows, size_t n) {
+  // Every reference is classed by its row's running count including itself (the same
+  // definition as the class totals in flush_segment()), and a row is promoted right after its
+  // kHotThreshold-th reference: the piece is cut there, so that no reference sees a promotion
+  // early. Nothing then depends on where calls or sub-chunks begin and end.
+  uint8_t cls[kStep];
+  for (size_t done = 0; done < n;) {
+    size_t end = n;
+    bool cross = false;
+    if (stratify_) {
+      uint32_t* __restrict cnt = counts_.data();
+      for (size_t i = done; i < n; ++i) {
+        uint32_t& c = cnt[count_slot(rows[i])];
+        c += c != UINT32_MAX;
+        cls[i] = static_cast<uint8_t>(std::min<uint32_t>(kClasses - 1, 31u - static_cast<uint32_t>(__builtin_clz(c))));
+        if (c == kHotThreshold) {
+          end = i + 1;
+          cross = true;
+          break;
+        }
+      }
+    } else {
+      std::fill(cls + done, cls + n, uint8_t{0});
+    }
+    piece(rows + done, end - done, cls + done);
+    if (cross) promote(rows[end - 1]);
+    done = end;
+  }
+}
+
+void ShardsSampler::piece(const uint64_t* rows, size_t n, const uint8_t* cls) {
+  refs_ += n;
+  uint32_t sel[kStep];
+  static_assert(kStep <= 512);
   const double inv = 1.0 / rate_;
-  // Hot references are counted per slot and credited to their row's class once per call (the
-  // class reads the counts as they are during this call, so the result is the same as per
-  // reference, minus a load + clz per reference and a store-forwarding chain on hot_refs_).
-  uint32_t* __restrict hot_n = hot_n_.data();
-  uint16_t* __restrict touched = touched_.data();
-  size_t nt = 0;
+  uint64_t* __restrict hot_refs = hot_refs_.data();
   HotSlot* hot = hot_.data();  // not __restrict: filter() reads the tags through hot_
   uint64_t* __restrict reuse = hot_reuse_.data();
   for (size_t off = 0; off < n; off += 512) {
@@ -203,8 +245,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
         hot[slot].last = t + 1;
         if (prev) {
           ++reuse[reuse_slot(t - prev, i)];  // refs strictly between
-          touched[nt] = static_cast<uint16_t>(slot);
-          nt += hot_n[slot]++ == 0;
+          ++hot_refs[cls[e & 0xffff]];
           e |= kSelRecorded;
         }
       }
@@ -222,7 +263,7 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
         if (t - hot_stack_t_[slot] < kHotRefresh) continue;
         hot_stack_t_[slot] = t;
       }
-      const uint32_t k = class_of(counts, row);
+      const uint32_t k = cls[e & 0xffff];
       const uint64_t id = id_of(row);
       if (id >= last_time_.size()) last_time_.resize(std::max<uint64_t>(id + 1, last_time_.size() * 2), 0);
       const uint64_t prev = last_time_[id];
@@ -256,20 +297,17 @@ void ShardsSampler::process(const uint64_t* rows, size_t n, const uint32_t* coun
       if (now_ == next_b && now_ >= kWindow) sample_window();
     }
   }
-  for (size_t j = 0; j < nt; ++j) {
-    const uint16_t slot = touched[j];
-    hot_refs_[class_of(counts, hot_[slot].tag - 1)] += hot_n[slot];
-    hot_n[slot] = 0;
-  }
 }
 
-void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector<double>* class_refs, uint64_t refs) {
-  std::vector<double> bins = out.bins();
-  double cold = out.cold();
-  uint64_t maxd = out.max_distance();
+void ShardsSampler::flush_segment(StackDistanceHistogram& out) {
+  // The estimate of the whole stream so far, from the cumulative state alone.
+  std::vector<double> bins;
+  double cold = 0.0;
+  uint64_t maxd = 0;
   auto put = [&](double dist, double w) { put_distance(bins, maxd, dist, w); };
   // Hot rows: every reference, distance = footprint of its reuse time.
   double hot_total = 0.0;
+  uint64_t hot_bound = 0;  // the largest reuse time recorded: fp(t) <= t bounds the distances
   const uint32_t kE = StackDistanceHistogram::kExactBelow;
   std::vector<uint64_t> hb(hot_reuse_.begin() + (kReuseCopies - 1) * kE, hot_reuse_.end());
   for (uint32_t c = 0; c + 1 < kReuseCopies; ++c)
@@ -281,30 +319,62 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out, const std::vector
     const double t = (static_cast<double>(lo) + static_cast<double>(up - 1)) / 2.0;
     put(fp_.at(t), static_cast<double>(hb[b]));
     hot_total += static_cast<double>(hb[b]);
+    hot_bound = up;
   }
   // Everything else: sampled references, each class scaled to its exact reference count.
   std::vector<double> total(kClasses, 0.0);
-  if (class_refs) {
-    // Classes are by running count for the totals but by count at the end of a chunk for the
-    // hot references, so a difference can go negative: clamp, then rescale so that the
-    // classes add up to exactly the references not covered by the hot path.
+  if (stratify_) {
+    // References per class by running count, from the sampler's counts. Classes are by
+    // running count for the totals but by count at the end of a sub-chunk for the hot
+    // references, so a difference can go negative: clamp, then rescale so that the classes
+    // add up to exactly the references not covered by the hot path.
+    std::vector<double> by_count(kClasses, 0.0);
+    for (const uint32_t n : counts_) {
+      if (!n) continue;
+      for (uint32_t k = 0; k < kClasses; ++k) {
+        const uint64_t lo = uint64_t{1} << k;
+        if (lo > n) break;
+        const uint64_t hi = k + 1 == kClasses ? n : std::min<uint64_t>(n, (lo << 1) - 1);
+        by_count[k] += static_cast<double>(hi - lo + 1);
+        if (hi == n) break;
+      }
+    }
     double sum = 0.0;
-    for (size_t k = 0; k < kClasses && k < class_refs->size(); ++k) {
-      total[k] = std::max(0.0, (*class_refs)[k] - static_cast<double>(hot_refs_[k]));
+    for (size_t k = 0; k < kClasses; ++k) {
+      total[k] = std::max(0.0, by_count[k] - static_cast<double>(hot_refs_[k]));
       sum += total[k];
     }
-    const double want = std::max(0.0, static_cast<double>(refs) - hot_total);
+    const double want = std::max(0.0, static_cast<double>(refs_) - hot_total);
     if (sum > 0.0)
       for (double& x : total) x *= want / sum;
   } else {
-    total[0] = std::max(0.0, static_cast<double>(refs) - hot_total);
+    total[0] = std::max(0.0, static_cast<double>(refs_) - hot_total);
   }
   add_stratified(bins, cold, maxd, cls_, samples_, total);
-  out.set(std::move(bins), cold, maxd);
-  for (auto& h : cls_) h.clear();
-  std::fill(samples_.begin(), samples_.end(), 0.0);
-  std::fill(hot_refs_.begin(), hot_refs_.end(), 0);
-  std::fill(hot_reuse_.begin(), hot_reuse_.end(), 0);
+  // Hand out the difference to what was handed out before. Both are on the grid of
+  // 2^-kQuantBits and far below 2^(52 - kQuantBits), so every sum and difference of them is
+  // exact: whatever the flushes, the merged additions are this estimate, bit for bit.
+  const double q = std::ldexp(1.0, kQuantBits);
+  auto quant = [&](double x) { return std::nearbyint(x * q) / q; };
+  std::vector<double> ob = out.bins();
+  const size_t nb = std::max({ob.size(), bins.size(), given_bins_.size()});
+  ob.resize(nb, 0.0);
+  given_bins_.resize(nb, 0.0);
+  for (size_t i = 0; i < nb; ++i) {
+    const double v = i < bins.size() ? quant(bins[i]) : 0.0;
+    ob[i] += v - given_bins_[i];
+    given_bins_[i] = v;
+  }
+  const double vc = quant(cold);
+  const double oc = out.cold() + (vc - given_cold_);
+  given_cold_ = vc;
+  // The largest distance: a bound that only grows with the stream (the sampled stack's
+  // largest estimate, the largest hot reuse time), so that the maximum over all additions is
+  // the same wherever the flushes fell.
+  uint64_t bound = hot_bound;
+  for (const auto& h : cls_)
+    if (!h.bins().empty()) bound = std::max(bound, h.max_distance());
+  out.set(std::move(ob), oc, std::max(out.max_distance(), bound));
 }
 
 }  // namespace edo::stats::detail

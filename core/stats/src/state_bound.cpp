@@ -58,11 +58,19 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
       p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +
                                                           StackDistanceHistogram::bin_of(UINT64_MAX) + 1) +
                  S::kWindow * (8 + 8) + 4 * S::kWindow * (8 + 4) + S::kClasses * (hist_bytes(rows) + 16) + 1024 * 12;
+      // The sampler's own counts (classes and hot rows; exact mode) and the estimate it
+      // handed out last (see ShardsSampler::flush_segment()).
+      if (rows <= c.exact_rows_limit) p.fixed += 4 * std::min(rows, S::kCountSlots);
+      p.fixed += hist_bytes(rows);
       // Per sampled row: the row -> id map (2..4 slots of 12 bytes, and the old table while it
       // grows), its last time (doubling vector), and its Mattson stack entries (as above).
       // Rows are sampled by a hash below rate: expected rate x rows of them, 1/8 margin.
       const double sampled = std::min<double>(double(rows), c.shards_rate * double(rows) * 1.125 + 64);
       p.lru = uint64_t(sampled * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1));
+      // The exact stack in front of it (exact_lru_distinct_limit): per distinct row the row ->
+      // id map (as above), the id -> row list (doubling), the Mattson stack entries, and the
+      // LRU order handed to the sampler at the switch, when both exist.
+      p.lru += std::min(rows, c.exact_lru_distinct_limit) * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1 + 8);
     }
   }
   return p;
@@ -94,6 +102,8 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
         {p.topk, sketch && c.top_k > kMinTopK, 1},
         {p.hll, sketch && c.hll_precision > kMinHll, 2},
         {p.windows, c.max_windows > kMinWindows || c.drift_top_k > kMinDriftTopK, 3},
+        // the exact stack's bound before the sampling rate (equal bytes: the first wins)
+        {shards ? p.lru : 0, shards && c.exact_lru_distinct_limit > 0, 5},
         {shards ? p.lru : 0, shards && c.shards_rate > kMinShardsRate, 4},
     };
     const Cand* best = nullptr;
@@ -112,7 +122,10 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
         if (c.max_windows > kMinWindows) c.max_windows = std::max(kMinWindows, c.max_windows / 2);
         else c.drift_top_k = std::max(kMinDriftTopK, c.drift_top_k / 2);
         break;
-      default: c.shards_rate = std::max(kMinShardsRate, c.shards_rate / 2); break;
+      case 4: c.shards_rate = std::max(kMinShardsRate, c.shards_rate / 2); break;
+      default:  // the exact prefix of the stream goes first: the sampled curve stays
+        c.exact_lru_distinct_limit = c.exact_lru_distinct_limit < 2048 ? 0 : c.exact_lru_distinct_limit / 2;
+        break;
     }
   }
   return c;

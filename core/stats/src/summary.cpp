@@ -38,11 +38,23 @@ double coverage_of_top(const TableAggregate& agg, uint64_t k) {
   return std::min(1.0, static_cast<double>(s) / static_cast<double>(agg.lookups()));
 }
 
-double lru_hit_rate(const TableAggregate& agg, double cache_rows) {
-  const StackDistanceHistogram& h = agg.stack_distances();
+namespace {
+// No cache hits a row's first reference: 1 - unique/lookups bounds every cache size (also for
+// merged processes, whose caches are separate: their first references are at least the
+// union's). A sampled estimate can overshoot it; it is never reported above it.
+double compulsory_ceiling(uint64_t lookups, uint64_t unique) {
+  if (lookups == 0) return 1.0;
+  return std::max(0.0, 1.0 - static_cast<double>(unique) / static_cast<double>(lookups));
+}
+double capped_hit_rate(const StackDistanceHistogram& h, double cache_rows, double ceiling) {
   const double t = h.total();
   if (t <= 0.0) return 0.0;
-  return std::clamp(h.hits_below(cache_rows) / t, 0.0, 1.0);
+  return std::clamp(h.hits_below(cache_rows) / t, 0.0, ceiling);
+}
+}  // namespace
+
+double lru_hit_rate(const TableAggregate& agg, double cache_rows) {
+  return capped_hit_rate(agg.stack_distances(), cache_rows, compulsory_ceiling(agg.lookups(), agg.unique_rows()));
 }
 
 TableSummary summarize(const TableAggregate& agg) {
@@ -76,11 +88,14 @@ TableSummary summarize(const TableAggregate& agg) {
     for (uint64_t c : {share(1, 100), share(10, 100), share(50, 100), s.rows}) cpts.push_back(c);
     std::sort(cpts.begin(), cpts.end());
     cpts.erase(std::unique(cpts.begin(), cpts.end()), cpts.end());
-    for (uint64_t c : cpts) s.lru_curve.push_back({static_cast<double>(c), lru_hit_rate(agg, static_cast<double>(c))});
-    s.lru_hit_rate_1pct = lru_hit_rate(agg, static_cast<double>(share(1, 100)));
-    s.lru_hit_rate_10pct = lru_hit_rate(agg, static_cast<double>(share(10, 100)));
-    s.lru_hit_rate_50pct = lru_hit_rate(agg, static_cast<double>(share(50, 100)));
-    s.lru_hit_rate_100pct = lru_hit_rate(agg, static_cast<double>(s.rows));
+    const StackDistanceHistogram& h = agg.stack_distances();
+    const double ceiling = compulsory_ceiling(s.lookups, s.unique_rows);
+    auto hit = [&](uint64_t c) { return capped_hit_rate(h, static_cast<double>(c), ceiling); };
+    for (uint64_t c : cpts) s.lru_curve.push_back({static_cast<double>(c), hit(c)});
+    s.lru_hit_rate_1pct = hit(share(1, 100));
+    s.lru_hit_rate_10pct = hit(share(10, 100));
+    s.lru_hit_rate_50pct = hit(share(50, 100));
+    s.lru_hit_rate_100pct = hit(s.rows);
   }
 
   const auto& w = agg.windows();

@@ -1,5 +1,9 @@
 #include "config.h"
 
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -30,8 +34,32 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_ROOT_PID", "(set by edo record)", "pid of the job's first process"},
       {"EDO_TRACE_LIB", "(set by edo record)", "full path of libedo_trace.so, for the Python hook"},
       {"EDO_OUTPUT_OWNER", "(set by the library)", "pid of the process that writes EDO_OUTPUT itself (the others write <path>.<pid>)"},
+      {"EDO_RUN_ID", "(set by the library)", "id of the traced run: the first traced process makes one, its children inherit it, every trace file's Hello carries it (edo import keeps the files of one run)"},
   };
   return docs;
+}
+
+std::string new_run_id() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v)) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = (static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec)) ^
+        (static_cast<uint64_t>(getpid()) << 40) ^ reinterpret_cast<uintptr_t>(&v);
+    v ^= v >> 33; v *= 0xff51afd7ed558ccdULL; v ^= v >> 33;  // spread the bits (fmix64)
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string id(16, '0');
+  for (int i = 0; i < 16; ++i) id[size_t(i)] = kHex[(v >> (60 - 4 * i)) & 15];
+  return id;
+}
+
+bool valid_run_id(const char* id) {
+  const size_t n = id ? std::strlen(id) : 0;
+  if (n == 0 || n > 32) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z'))) return false;
+  return true;
 }
 
 namespace {
@@ -154,6 +182,12 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   get_bool(get, "EDO_TORCH_SCAN", c.torch_scan, warnings);
   get_pid(get, "EDO_ROOT_PID", c.root_pid, warnings);
   get_pid(get, "EDO_OUTPUT_OWNER", c.output_owner, warnings);
+  if (const char* id = get("EDO_RUN_ID"); id && *id) {
+    if (valid_run_id(id))
+      c.run_id = id;
+    else if (warnings)
+      warnings->push_back("edo: ignoring EDO_RUN_ID='" + shown(id) + "' (1-32 characters 0-9 a-z); using the default (a new run id)");
+  }
   return c;
 }
 

@@ -32,6 +32,7 @@ struct Config {
   bool torch_scan = true;          // EDO_TORCH_SCAN (read by the Python hook; checked here too)
   int64_t root_pid = 0;            // EDO_ROOT_PID (set by `edo record`, or by the first traced process)
   int64_t output_owner = 0;        // EDO_OUTPUT_OWNER (set by the process that owns EDO_OUTPUT)
+  std::string run_id;              // EDO_RUN_ID (made by the run's first traced process, inherited)
 
   bool active() const { return !channel.empty() || !output.empty(); }
 };
@@ -43,6 +44,12 @@ struct VarDoc {
 };
 // Every variable the library (and `edo record`) reads, for `edo record --help`.
 const std::vector<VarDoc>& documented_variables();
+
+// A fresh run id: 16 lower-case hex digits (getrandom, or time, pid and an address mixed
+// when it is unavailable).
+std::string new_run_id();
+// Whether `id` can be a run id: 1..32 characters of [0-9a-z].
+bool valid_run_id(const char* id);
 
 // getenv-like lookup (nullptr when unset). Warnings are appended, one line each.
 Config parse_config(const std::function<const char*(const char*)>& get,

@@ -225,10 +225,15 @@ std::string own_path() {
 __attribute__((constructor(101))) void edo_trace_init() {
   if (process()) return;
   std::vector<std::string> warnings;
-  const Config cfg = parse_config([](const char* n) { return getenv(n); }, &warnings);
+  Config cfg = parse_config([](const char* n) { return getenv(n); }, &warnings);
+  // The run's first traced process makes the run id; its children (forked or exec'ed) inherit
+  // it through the environment, so that every trace file of one run says which run it is.
+  const bool new_run = cfg.run_id.empty();
+  if (new_run) cfg.run_id = new_run_id();
   auto* p = new Process(cfg);
   install_process(p, p->new_session(/*quiet=*/false));
   if (p->active) set_up_job_environment(own_path(), &warnings);
+  if (p->active && new_run) setenv("EDO_RUN_ID", cfg.run_id.c_str(), 1);
   const bool root = cfg.root_pid == 0 || cfg.root_pid == getpid();
   if (p->active && root)
     for (auto& w : warnings) tracer_log(w);

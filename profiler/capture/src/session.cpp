@@ -25,7 +25,8 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, uint32_t registered, 
       e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
       if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
           c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows ||
-          c.drift_top_k != cfg_.drift_top_k || c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru)
+          c.drift_top_k != cfg_.drift_top_k || c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru ||
+          c.exact_lru_distinct_limit != cfg_.exact_lru_distinct_limit)
         ++news_.downsized_tables;
     }
   }

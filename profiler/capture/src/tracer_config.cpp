@@ -71,6 +71,7 @@ wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
   h.host = host;
   h.command = read_cmdline();
   h.tool_version = EDO_TOOL_VERSION;
+  h.run_id = c.run_id;
   h.settings = {{"EDO_FLUSH_MS", std::to_string(c.flush_ms)},
                 {"EDO_EXACT_ROWS", std::to_string(c.exact_rows)},
                 {"EDO_TOPK", std::to_string(c.top_k)},

@@ -104,6 +104,7 @@ void write_payload(const Message& m, Writer& w) {
           w.i(v.start_unix_ns); w.str(v.host); w.str(v.command); w.str(v.tool_version);
           w.u(v.settings.size());
           for (auto& [k, val] : v.settings) { w.str(k); w.str(val); }
+          if (v.protocol >= kHelloRunId) w.str(v.run_id);
         } else if constexpr (std::is_same_v<T, TableReg>) {
           w.u(v.id); w.str(v.name); w.u(v.base); w.u(v.rows); w.u(v.dim); w.u(v.dtype);
           w.u(v.device); w.i(v.device_index);
@@ -238,6 +239,7 @@ bool decode_payload(MsgType type, std::string_view payload, Message& out) {
         std::string key = r.str();
         v.settings.emplace_back(std::move(key), r.str());
       }
+      if (v.protocol >= kHelloRunId) v.run_id = r.str();
       out = std::move(v);
       break;
     }

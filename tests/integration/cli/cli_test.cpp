@@ -230,3 +230,19 @@ TEST(Help, ListsEveryCommandAndEachHasHelp) {
 }
 
 }  // namespace
+
+// Issue 18 §3: `edo env` names the run, so that processes a launcher starts side by side share
+// one run id and `edo import` keeps their files together; each eval starts a new run.
+TEST(Env, PrintsAFreshRunIdEachTime) {
+  std::string ids[2];
+  for (auto& id : ids) {
+    auto r = run_command(kEdo + " env -o /tmp/edo-env-test.edotrace");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("export EDO_RUN_ID=");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    id = r.out.substr(at + 18, r.out.find('\n', at) - at - 18);
+    EXPECT_EQ(id.size(), 16u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  }
+  EXPECT_NE(ids[0], ids[1]);
+}

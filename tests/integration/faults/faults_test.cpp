@@ -89,7 +89,7 @@ Recording start_record(const std::vector<std::string>& args, const std::string& 
     dup2(p[1], 2);
     close(p[0]);
     for (const char* v : {"EDO_OUTPUT", "EDO_CHANNEL", "LD_PRELOAD", "NVTX_INJECTION64_PATH", "EDO_ROOT_PID",
-                          "EDO_FLUSH_MS", "EDO_ASYNC", "EDO_OUTPUT_OWNER"})
+                          "EDO_FLUSH_MS", "EDO_ASYNC", "EDO_OUTPUT_OWNER", "EDO_RUN_ID"})
       unsetenv(v);
 #ifdef EDO_SANITIZER_PRELOAD
     // Sanitizer builds: a memory fault must stay a signal (AddressSanitizer would turn it into

@@ -91,7 +91,7 @@ inline std::string preload_of(const std::string& lib) {
 }
 
 inline const std::vector<std::string> kClean = {"EDO_OUTPUT=", "EDO_CHANNEL=", "LD_PRELOAD=", "NVTX_INJECTION64_PATH=",
-                                         "EDO_OUTPUT_OWNER=", "EDO_ROOT_PID=", "EDO_FLUSH_MS=", "EDO_ASYNC="};
+                                         "EDO_OUTPUT_OWNER=", "EDO_ROOT_PID=", "EDO_FLUSH_MS=", "EDO_ASYNC=", "EDO_RUN_ID="};
 
 inline std::vector<std::string> with(std::vector<std::string> extra) {
   std::vector<std::string> e = kClean;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,27 @@ TEST(TracerE2E, RecordMatchesGroundTruthAndKeepsExitCode) {
   expect_basic(p, s.id);
   // edo_note: the job's fact in the metadata, the later value under its key.
   EXPECT_EQ(p.metadata.count("job.model") ? p.metadata.at("job.model") : "", "two \"towers\"");
+}
+
+// Issue 18 §4: the LRU estimate of a stream past the exact bounds (SHARDS) is a function of
+// the stream alone, so two recordings of the same deterministic job, one flushing every 10 ms
+// (deltas cut at wall-clock-dependent places) and one only at exit, differ in nothing
+// `edo diff` shows for the table: no LRU line, no other line.
+TEST(TracerE2E, SameStreamWithDifferentFlushCadenceHasNoLruChange) {
+  const std::string a = tmp_path("often.edodb"), b = tmp_path("once.edodb");
+  Result ra = run({EDO_BIN, "record", "-o", a, "--", TRACER_JOB, "lru_stream", "0"}, with({"EDO_FLUSH_MS=10"}));
+  ASSERT_EQ(ra.status, 0) << ra.err;
+  Result rb = run({EDO_BIN, "record", "-o", b, "--", TRACER_JOB, "lru_stream", "0"}, with({"EDO_FLUSH_MS=3600000"}));
+  ASSERT_EQ(rb.status, 0) << rb.err;
+  Result d = run({EDO_BIN, "diff", a, b}, kClean);
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("emb.big\n"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("lru_hit_rate"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("only in"), std::string::npos) << d.out;
+  // And both recordings hold the whole stream: 733 batches of 4096 lookups.
+  Result j = run({EDO_BIN, "diff", "--json", a, b}, kClean);
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_NE(j.out.find("\"lookups\": {\n        \"before\": 3002368"), std::string::npos) << j.out;
 }
 
 #ifdef FAKE_NVTX_TOOL
@@ -308,6 +330,54 @@ TEST(TracerE2E, ForkedWorkersWriteTheirOwnFiles) {
   uint64_t total = 0;
   for (auto& t : p.tables) total += t.aggregate.lookups();
   EXPECT_EQ(total, 650u);
+}
+
+// The recipe without the collector, run twice in one folder (issue 18 §3): the first run's
+// worker files stay beside the second run's. Importing them all is refused with one line that
+// names both runs; --run with the second run's id imports exactly its 4 processes and 650
+// lookups (the old import merged 8 sessions, 1300 lookups).
+TEST(TracerE2E, StaleFilesOfAnEarlierRunAreNotMerged) {
+  const std::string trace = tmp_path("stale.bin"), db = tmp_path("stale.edodb");
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(run({TRACER_JOB, "fork", "0"}, with({"EDO_OUTPUT=" + trace})).status, 0);
+  std::vector<std::string> files = {trace};  // the root's file first: it holds the second run only
+  for (auto& e : fs::directory_iterator(fs::path(trace).parent_path()))
+    if (e.path().filename().string().rfind("stale.bin.", 0) == 0) files.push_back(e.path().string());
+  ASSERT_EQ(files.size(), 7u);  // the root's file (truncated by the second run), 2 x 3 workers
+  std::vector<std::string> argv = {EDO_BIN, "import"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  argv.insert(argv.end(), {"-o", db});
+  Result r = run(argv);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_FALSE(fs::exists(db));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("the trace files come from 2 runs"), std::string::npos) << r.err;
+  const std::string lead = "run ";
+  const size_t at = r.err.find(": " + lead);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const size_t id_at = at + 2 + lead.size(), colon = r.err.find(':', id_at);
+  const std::string second = r.err.substr(id_at, colon - id_at);
+  EXPECT_EQ(r.err.substr(colon, 2 + trace.size()), ": " + trace) << r.err;
+  ASSERT_EQ(second.size(), 16u) << r.err;
+  EXPECT_NE(r.err.find("--run ID (ids found: " + second + ", "), std::string::npos) << r.err;
+
+  argv.insert(argv.end(), {"--run", second});
+  r = run(argv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("3 file(s) hold no session of run " + second), std::string::npos) << r.err;
+  Profile p = load(db);
+  EXPECT_EQ(p.sessions.size(), 4u);
+  uint64_t total = 0;
+  for (auto& t : p.tables) total += t.aggregate.lookups();
+  EXPECT_EQ(total, 650u);
+  EXPECT_EQ(p.metadata.at("run_id"), second);
+
+  // An id that is not there: refused, naming the ids found.
+  argv.back() = "0000000000000000";
+  fs::remove(db);
+  r = run(argv);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no trace file belongs to run 0000000000000000 (runs found: " + second + ", "), std::string::npos)
+      << r.err;
 }
 
 TEST(TracerE2E, ExecStartsASecondSessionOfTheSamePid) {

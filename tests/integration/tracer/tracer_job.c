@@ -37,6 +37,12 @@
  *               counted then), and exits with EXIT_CODE
  *       read_tty  basic, prints "ready", reads a line from stdin (a terminal: stopped by SIGTTIN
  *               while its group is in the background), prints "got <line>", exits EXIT_CODE
+ *       lru_stream  one table of 3,000,000 rows read 3,000,000 times (batches of 4096) by a fixed
+ *               pseudo-random stream: 3/4 uniform (over 2^20 distinct rows after ~1.7 M lookups:
+ *               past the exact LRU bounds), 1/4 from a skewed hot set; sleeps after every batch, 4 ms once past
+ *               the exact bounds (the tracer counts a batch in far less), so that flushes
+ *               (EDO_FLUSH_MS) fall between batches of the sampled part, at different places
+ *               in every run
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -173,6 +179,25 @@ static void* reader(void* arg) {
   return NULL;
 }
 
+static void lru_stream(void) {
+  /* The tracer never reads a table's memory (edo.h): a small buffer stands for 3e6 rows. */
+  int64_t big = edo_table_register("emb.big", user_w, 3000000, 16, EDO_F32, EDO_HOST);
+  check((int)big, "register emb.big");
+  static int64_t idx[4096];
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  for (int b = 0; b * 4096 < 3000000; ++b) {
+    for (int i = 0; i < 4096; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      const uint64_t h = (x >> 8) % 1024;
+      idx[i] = (x & 3) ? (int64_t)((x >> 2) % 3000000) : (int64_t)(h * h / 1024);
+    }
+    check(edo_table_lookup(big, idx, 4096, EDO_I64, EDO_HOST, NULL), "lookup emb.big");
+    sleep_ms(b < 420 ? 1 : 4);
+  }
+}
+
 static volatile sig_atomic_t got_term = 0;
 static void on_term(int sig) {
   (void)sig;
@@ -195,6 +220,8 @@ int main(int argc, char** argv) {
   int code = argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "basic")) {
     basic();
+  } else if (!strcmp(mode, "lru_stream")) {
+    lru_stream();
   } else if (!strcmp(mode, "noisy")) {
     basic();
     for (int i = 0; i < 1000; ++i) printf("line %d of the job's own output\n", i);

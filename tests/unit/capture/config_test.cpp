@@ -104,6 +104,8 @@ const std::vector<VarCase>& var_cases() {
       {"EDO_TORCH_SCAN", kNotBools, [](const Config& c) { return u(c.torch_scan); }, "1"},
       {"EDO_ROOT_PID", kNotPids, [](const Config& c) { return std::to_string(c.root_pid); }, "(unset)"},
       {"EDO_OUTPUT_OWNER", kNotPids, [](const Config& c) { return std::to_string(c.output_owner); }, "(unset)"},
+      {"EDO_RUN_ID", {"bad id", "UPPER", std::string(33, 'a'), "x\x1b[31m", "-1"}, [](const Config& c) { return c.run_id; },
+       "(a new run id)"},
       {"EDO_CHANNEL", {std::string(108, 'x'), "/tmp/" + std::string(200, 'a') + ".sock"},
        [](const Config& c) { return c.channel; }, "(unset: no collector)"},
       // Any text is a file name: an unwritable EDO_OUTPUT is reported, naming it, when first
@@ -155,4 +157,21 @@ TEST(Config, BadNumbersSayWhatIsWrong) {
                   "using the default 65536");
   EXPECT_EQ(w[2], "edo: ignoring EDO_MAX_EVENTS='7' (must be between 16 and 1073741824); using the default 1048576");
   EXPECT_EQ(w[3], "edo: ignoring EDO_LRU='x' (expected 0 or 1); using the default 1");
+}
+
+// EDO_RUN_ID (issue 18 §3): inherited from the run's first process; a bad value is named and a
+// new run starts; fresh ids are 16 hex digits and differ.
+TEST(Config, RunIdIsInheritedOrMadeAfresh) {
+  std::vector<std::string> w;
+  EXPECT_EQ(parse({{"EDO_RUN_ID", "0123456789abcdef"}}, &w).run_id, "0123456789abcdef");
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(parse({{"EDO_RUN_ID", "bad id\n"}}, &w).run_id, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "edo: ignoring EDO_RUN_ID='bad id?' (1-32 characters 0-9 a-z); using the default (a new run id)");
+  const std::string a = edo::capture::new_run_id(), b = edo::capture::new_run_id();
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_TRUE(edo::capture::valid_run_id(a.c_str()));
+  EXPECT_NE(a, b);
+  EXPECT_FALSE(edo::capture::valid_run_id(""));
+  EXPECT_FALSE(edo::capture::valid_run_id(std::string(33, 'a').c_str()));
 }

@@ -434,3 +434,105 @@ TEST(Collector, WeightSnapshotSavesAndLoads) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].values, f32_values({5, 6}));
 }
+
+// Run ids (issue 18 §3): files of several runs are refused, naming them; --run picks one and
+// only its sessions are applied; files without a run id import as before, but not mixed.
+#include "edo/collector/trace_runs.h"
+
+namespace {
+std::string session_of_run(const std::string& run, int64_t pid, uint64_t lookups) {
+  Hello h;
+  h.pid = pid;
+  h.command = "job";
+  h.run_id = run;
+  if (run.empty()) h.protocol = 1;
+  std::string out = encode(h);
+  encode(TableReg{0, "emb", 0x1000, 100, 4, 0, 0, -1}, out);
+  edo::stats::TableIngestor ing(100, edo::stats::StatsConfig{});
+  std::vector<int64_t> idx(lookups, 3);
+  ing.add(idx.data(), idx.size());
+  encode(TableDelta{0, ing.take_delta().serialize()}, out);
+  encode(Goodbye{}, out);
+  return out;
+}
+}  // namespace
+
+TEST(Collector, RunChoiceRefusesMixedRunsAndPicksOne) {
+  using collector::choose_run;
+  using collector::TraceFileRuns;
+  const std::vector<TraceFileRuns> files = {
+      {"run.edotrace", {"bbbb"}}, {"run.edotrace.11", {"aaaa"}}, {"run.edotrace.12", {"bbbb"}}};
+  auto c = choose_run(files, std::nullopt);
+  EXPECT_NE(c.error.find("come from 2 runs"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("run bbbb: run.edotrace, run.edotrace.12"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("run aaaa: run.edotrace.11"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("--run ID (ids found: bbbb, aaaa)"), std::string::npos) << c.error;
+  EXPECT_EQ(c.error.find('\n'), std::string::npos);
+  c = choose_run(files, std::string("bbbb"));
+  EXPECT_TRUE(c.error.empty());
+  EXPECT_EQ(c.files, (std::vector<std::string>{"run.edotrace", "run.edotrace.12"}));
+  EXPECT_EQ(c.skipped, (std::vector<std::string>{"run.edotrace.11"}));
+  c = choose_run(files, std::string("cccc"));
+  EXPECT_EQ(c.error, "no trace file belongs to run cccc (runs found: bbbb, aaaa)");
+  // Without run ids (older tracers): imported together, as before.
+  c = choose_run({{"a", {""}}, {"a.1", {""}}}, std::nullopt);
+  EXPECT_TRUE(c.error.empty());
+  EXPECT_EQ(c.files.size(), 2u);
+  // Mixed with files that have one: refused.
+  c = choose_run({{"a", {"bbbb"}}, {"a.1", {""}}}, std::nullopt);
+  EXPECT_NE(c.error.find("run (no run id): a.1"), std::string::npos) << c.error;
+}
+
+TEST(Collector, KeepOnlyRunSkipsOtherRunsSessionsInsideAFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("edo_runs_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "w.edotrace").string();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    // A worker file appended to by two runs (a pid reused), then a file of the old format.
+    const std::string bytes = session_of_run("aaaa", 11, 5) + session_of_run("bbbb", 11, 7);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(collector::scan_trace_runs(path).runs, (std::set<std::string>{"aaaa", "bbbb"}));
+  collector::ProfileBuilder b("import");
+  b.keep_only_run("bbbb");
+  const std::string bytes = session_of_run("aaaa", 11, 5) + session_of_run("bbbb", 11, 7) + session_of_run("", 12, 9);
+  build(b, bytes);
+  const model::Profile& p = b.profile();
+  ASSERT_EQ(p.sessions.size(), 1u);
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 7u);
+  EXPECT_EQ(b.skipped_sessions(), 2u);
+  EXPECT_EQ(p.metadata.at("run_id"), "bbbb");
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 18 §7: the summary counted registrations ("6 table(s)" where `edo report` lists 5). A
+// root and two forked workers registering the same two tables, tied, are 2 tables, 1 tie.
+TEST(Collector, SummaryCountsTablesAsTheReportListsThem) {
+  std::string bytes;
+  for (int64_t pid : {100, 101, 102}) {
+    Hello h;
+    h.pid = pid;
+    h.ppid = pid == 100 ? 1 : 100;
+    h.command = "python3 train.py";
+    h.run_id = "abcd";
+    encode(h, bytes);
+    encode(TableReg{0, "emb", 0x1000, 100, 4, 0, 0, -1}, bytes);
+    encode(TableReg{1, "lm_head", 0x1000, 100, 4, 0, 0, -1}, bytes);
+    encode(Tie{0, 1}, bytes);
+    edo::stats::TableIngestor ing(100, edo::stats::StatsConfig{});
+    std::vector<int64_t> idx(10, 3);
+    ing.add(idx.data(), idx.size());
+    encode(TableDelta{0, ing.take_delta().serialize()}, bytes);
+    encode(Goodbye{}, bytes);
+  }
+  collector::ProfileBuilder b("import");
+  build(b, bytes);
+  const auto lines = collector::summary_lines(b.profile());
+  EXPECT_EQ(lines[0],
+            "3 session(s), 2 table(s) (6 registrations: a table several processes registered counts once), 30 lookups, "
+            "1 tie(s)");
+}

@@ -153,6 +153,7 @@ class ShardsTest : public ::testing::TestWithParam<double> {};
 
 TEST_P(ShardsTest, MeanAbsoluteErrorVersusExactAtMost001) {
   StatsConfig cfg;  // defaults: SHARDS above exact_lru_rows_limit
+  cfg.exact_lru_distinct_limit = 0;  // from the first reference (no exact prefix)
   if (const char* r = std::getenv("EDO_SHARDS_RATE")) cfg.shards_rate = std::atof(r);
   ASSERT_LT(cfg.exact_lru_rows_limit, 1u << 20);
   const double floor_rows = 10.0 / cfg.shards_rate;

@@ -241,3 +241,25 @@ TEST(Wire, WeightRowsRoundTripAndRejectBadCounts) {
     EXPECT_FALSE(decode_payload(MsgType::kWeightRows, std::string_view(f).substr(kHeaderSize), out));
   }
 }
+
+// Hello protocol 2 carries the run id; a protocol-1 Hello (written before run ids) still
+// decodes, with no run id.
+TEST(Wire, HelloCarriesTheRunIdAndOlderHellosDecodeWithout) {
+  Hello h;
+  h.pid = 7;
+  h.command = "job";
+  h.settings = {{"EDO_FLUSH_MS", "1000"}};
+  h.run_id = "0123456789abcdef";
+  Message m;
+  std::string frame = encode(h);
+  ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
+  EXPECT_EQ(std::get<Hello>(m).protocol, kHelloRunId);
+  EXPECT_EQ(std::get<Hello>(m).run_id, "0123456789abcdef");
+  Hello old = h;
+  old.protocol = 1;  // the encoder writes what protocol 1 had: no run id
+  frame = encode(old);
+  ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
+  EXPECT_EQ(std::get<Hello>(m).run_id, "");
+  EXPECT_EQ(std::get<Hello>(m).settings.size(), 1u);
+  EXPECT_EQ(encode(std::get<Hello>(m)).size(), frame.size());
+}

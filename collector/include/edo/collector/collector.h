@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ class ProfileBuilder {
   void close_stream(int stream);
   // Closes every stream still open (the recording ends while some process still runs).
   void close_all_streams();
+
+  // Applies only the sessions whose Hello names this run (wire::Hello::run_id); the frames of
+  // other sessions are decoded and ignored (`edo import --run`).
+  void keep_only_run(std::string run_id) { only_run_ = std::move(run_id); }
+  uint64_t skipped_sessions() const { return skipped_sessions_; }
 
   // Sets the exit code on the sessions of `pid` that have none (the last one gets it).
   void set_exit_code(int64_t pid, int code);
@@ -68,6 +74,8 @@ class ProfileBuilder {
   std::set<int64_t> said_goodbye_;  // sessions (ids) whose Goodbye arrived
   // Per table (index in profile_.tables): when its rows were first read, delta by delta.
   std::map<size_t, model::FirstSeenTracker> first_seen_;
+  std::optional<std::string> only_run_;
+  uint64_t skipped_sessions_ = 0;
 };
 
 // Summary lines printed by `edo record` / `edo import` (sessions/tables/lookups, peak memory,

@@ -45,6 +45,12 @@ struct StatsConfig {
   // to all rows (tests/unit/stats ShardsTest). 1 % keeps the sampled stack at ~1 % of the
   // distinct rows (670 K entries for 2^26 rows).
   uint64_t exact_lru_rows_limit = uint64_t{1} << 16;
+  // Larger tables still get exact stack distances while the stream has read at most this many
+  // distinct rows (a row -> id map in front of the same Mattson stack, ~120 bytes per distinct
+  // row at worst: 127 MiB for 2^20). When the stream reads one more, the stack's LRU order
+  // seeds the SHARDS sampler and the rest of the stream is sampled; references counted before
+  // the switch keep their exact distances. 0: SHARDS from the first reference.
+  uint64_t exact_lru_distinct_limit = uint64_t{1} << 20;
   double shards_rate = 0.01;
   // Whether the ingestor computes stack distances at all (false: counts only; used by the
   // benchmark to time the counting path alone, and by callers that do not want the curve).

@@ -55,8 +55,12 @@ enum class MsgType : uint8_t {
   kWeightRows = 13,
 };
 
+// Hello payload versions (the frame version kVersion is unchanged, so every older stream still
+// decodes): 1 = the fields below up to settings; 2 = run_id appended.
+inline constexpr uint32_t kHelloRunId = 2;
+
 struct Hello {
-  uint32_t protocol = kVersion;
+  uint32_t protocol = kHelloRunId;
   int64_t pid = 0;
   int64_t ppid = 0;
   std::optional<int64_t> rank;
@@ -66,6 +70,9 @@ struct Hello {
   std::string command;       // argv joined by spaces
   std::string tool_version;
   std::vector<std::pair<std::string, std::string>> settings;  // EDO_* in force
+  // The run this process belongs to (EDO_RUN_ID: made by the run's first traced process,
+  // inherited by its children). Empty: a stream written before run ids (protocol 1).
+  std::string run_id;
 };
 
 // dtype/device use the numeric values of edo_dtype / edo_device (edo.h).
