@@ -33,7 +33,10 @@ QChart* make_timeline_chart(const StackedTimeline& tl, const QString& session_la
   std::vector<double> below(n, 0.0);
   QLineSeries* previous = nullptr;
   for (size_t s = 0; s < tl.series.size(); ++s) {
-    auto* upper = new QLineSeries();
+    // Owned by the chart: "The QAreaSeries does not own the upper or lower series, but the
+    // ownership stays with the caller" (QAreaSeries::QAreaSeries, Qt Charts docs); as children
+    // of the chart they go after its series (~QChart deletes those first), never before.
+    auto* upper = new QLineSeries(chart);
     QList<QPointF> points;
     points.reserve(static_cast<qsizetype>(2 * n));
     std::vector<double> top(n);

@@ -218,6 +218,28 @@ TEST(Errors, BenchOnCudaWithoutADeviceSaysSoInWords) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+// Issue 24: what the library needs loaded before it comes first in `edo env`'s LD_PRELOAD, as
+// under `edo record`: in a sanitizer build the sanitizer runtime (which refuses to start after
+// libedo_trace.so), else libedo_trace.so itself; a preload the caller had stays, last. A
+// sanitizer build also turns the job's leak report off unless the caller asked for one.
+TEST(Env, PreloadStartsWithWhatTheLibraryNeedsFirst) {
+  std::string runtime;
+#ifdef EDO_SANITIZER_PRELOAD
+  runtime = EDO_SANITIZER_PRELOAD;
+#endif
+  const std::string lib = std::filesystem::canonical(std::filesystem::path(kEdo).parent_path() / ".." / "lib" /
+                                                     "libedo_trace.so").string();
+  const std::string expect = (runtime.empty() ? "" : runtime + ":") + lib + ":/opt/other.so";
+  // printf is a builtin: nothing is started with the preload.
+  auto r = run_command("unset ASAN_OPTIONS; LD_PRELOAD=/opt/other.so; eval \"$(" + kEdo +
+                       " env -o run.edotrace)\" && printf '%s|%s\\n' \"$LD_PRELOAD\" \"${ASAN_OPTIONS-unset}\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expect + "|" + (runtime.empty() ? "unset" : "detect_leaks=0") + "\n");
+  r = run_command("ASAN_OPTIONS=detect_leaks=1; eval \"$(" + kEdo + " env -o run.edotrace)\" && echo \"$ASAN_OPTIONS\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "detect_leaks=1\n");
+}
+
 TEST(Help, ListsEveryCommandAndEachHasHelp) {
   auto r = run_command(kEdo + " --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -27,6 +27,7 @@ extern "C" {
 // A kernel body: runs the whole grid on the host. args: one pointer per parameter.
 typedef void (*fake_kernel_body)(void** args, unsigned grid_x, unsigned block_x);
 struct fake_kernel;  // what CUfunction and CUkernel handles of the fake point at
+// The driver owns every kernel it makes until the process exits (the caller never frees one).
 fake_kernel* fake_cuda_kernel(const char* mangled_name, fake_kernel_body body, const size_t* offsets,
                               const size_t* sizes, int nparams);
 // Device functions a module image can name (cuModuleLoadData + cuModuleGetFunction): the

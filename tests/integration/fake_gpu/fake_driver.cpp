@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ std::mutex mu;
 const fake_cuda_tool* tool = nullptr;
 std::map<uint64_t, uint64_t> live;                       // mu: address -> bytes
 std::map<std::string, fake_kernel*> module_functions;    // mu
+// Every kernel object made (by module loads and runtime registrations): the driver owns them
+// until the process exits, as the real one owns its CUfunction/CUkernel handles (an
+// application never frees one: cuda.h has no call for it; cuModuleUnload invalidates them).
+std::vector<std::unique_ptr<fake_kernel>> kernels;       // mu
 uint32_t next_correlation = 1;                           // mu
 thread_local int in_callback = 0;
 thread_local uint32_t outer_correlation = 0;  // the API call the application made (runtime or driver)
@@ -110,6 +115,8 @@ FAKE_API fake_kernel* fake_cuda_kernel(const char* name, fake_kernel_body body, 
   k->body = body;
   k->offsets.assign(offsets, offsets + n);
   k->sizes.assign(sizes, sizes + n);
+  std::lock_guard<std::mutex> lk(mu);
+  kernels.emplace_back(k);
   return k;
 }
 

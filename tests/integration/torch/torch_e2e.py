@@ -80,6 +80,18 @@ def clean_env(extra=None):
     return env
 
 
+def preload_env(lib):
+    """LD_PRELOAD of the README's recipe. In a sanitizer build (ctest sets
+    EDO_SANITIZER_PRELOAD there: cmake/EdoSanitizerTestEnv.cmake) the sanitizer runtime comes
+    first, as `edo record` and `edo env` put it (it refuses to start after libedo_trace.so),
+    and the interpreter's own leaks are not reported, as under `edo record`."""
+    runtime = os.environ.get("EDO_SANITIZER_PRELOAD", "")
+    if not runtime:
+        return {"LD_PRELOAD": lib}
+    return {"LD_PRELOAD": runtime + ":" + lib,
+            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS") or "detect_leaks=0"}
+
+
 def run(cmd, env, timeout=300, expect=0, what=None):
     t0 = time.time()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -223,7 +235,7 @@ def case_record(ctx, workload, expect_exit, how="record"):
     else:
         trace = ctx.path("run.edotrace")
         if how == "output-file":
-            r = run(job, clean_env({"LD_PRELOAD": ctx.lib, "EDO_OUTPUT": trace}),
+            r = run(job, clean_env(dict(preload_env(ctx.lib), EDO_OUTPUT=trace)),
                     expect=expect_exit, what="LD_PRELOAD + EDO_OUTPUT run")
         else:
             line = 'eval "$(%s env -o %s)" && exec %s' % (
