@@ -192,8 +192,7 @@ int run_record(const RecordOptions& o) {
   }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
   for (auto& line : collector::summary_lines(recorder.profile(), o.weights))
-    std::fprintf(stderr, "  %s
-", terminal_safe(line).c_str());
+    std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   return code;
 }
 
