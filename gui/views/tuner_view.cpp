@@ -286,7 +286,8 @@ void TunerView::setBusy(bool busy) {
   for (QPushButton* b : exports_) b->setEnabled(!busy && result_ && result_->feasible);
 }
 
-void TunerView::say(const QString& text, bool error) {
+void TunerView::say(const QString& message, bool error) {
+  const QString text = dashboard_wording(message);  // the tuner's errors name flags too
   status_->setText(text);
   status_->setStyleSheet(error ? QStringLiteral("color: #b03000;") : QString());
   if (error && interactive_) QMessageBox::warning(this, tr("edo tune"), text);
@@ -313,7 +314,7 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
     chart_view_->setChart(make_pareto_chart(*result_));
   } else {
     QChart* chart = charts::make_chart(tr("Plans: device memory vs step time"));
-    charts::show_empty(chart, tr("this recording has not been tuned: enter a budget and Run (or 'edo tune FILE --budget 24GiB')"));
+    charts::show_empty(chart, tr("this recording has not been tuned: enter a budget and Run"));
     chart_view_->setChart(chart);
   }
   delete old;
@@ -356,7 +357,8 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
     html += tr("<span style='color:#b03000'><b>No plan fits %1</b>; the smallest budget that fits is %2.</span>")
                 .arg(format_bytes(r.budget_bytes), format_bytes(r.min_feasible_bytes));
   }
-  for (const auto& n : r.notes) html += QStringLiteral("<br><span style='color:#555'>") + QString::fromStdString(n).toHtmlEscaped() + QStringLiteral("</span>");
+  for (const auto& n : r.notes)
+    html += QStringLiteral("<br><span style='color:#555'>") + dashboard_wording(QString::fromStdString(n)).toHtmlEscaped() + QStringLiteral("</span>");
   summary_->setText(html);
   say(note, !note.isEmpty() && note.startsWith(QLatin1String("the result was not saved")));
   setBusy(runner_->busy());
