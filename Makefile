@@ -9,6 +9,9 @@
 #   make tsan                  the tracer's concurrency tests under ThreadSanitizer (build-tsan/;
 #                              results to bench/results/<date>-tsan/)
 #   make faults                the fault tests with FAULT_RUNS (default 50) kill runs per signal
+#   make stress                build, then the suite STRESS_RUNS times (default 3) with more parallel
+#                              tests than cores (STRESS_JOBS), STRESS_HOG busy loops beside it
+#                              (default 0); lists which tests failed in which run (scripts/stress.sh)
 #   make fuzz                  every libFuzzer target for FUZZ_SECONDS (default 300) each (tests/fuzz)
 #   make screenshots           build, then regenerate docs/screenshots/ (edo-dashboard --screenshot)
 #   make gpu-bundle            deps, then the statically linked sm_90 build a lent GPU machine
@@ -31,7 +34,7 @@ DEMO_DB ?= out/demo.edodb
 FUZZ_SECONDS ?= 300
 FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test demo bench fuzz faults tsan screenshots gpu-bundle torch-pypi clean
+.PHONY: all deps configure build test stress demo bench fuzz faults tsan screenshots gpu-bundle torch-pypi clean
 
 all: build
 
@@ -54,6 +57,9 @@ test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600; status=$$?; \
 	  if [ -f $(BUILD)/fuzz-results/summary.txt ]; then cat $(BUILD)/fuzz-results/summary.txt; fi; \
 	  scripts/source-tree-check.sh after $(BUILD)/source-tree-before.txt || status=1; exit $$status
+
+stress: deps build
+	scripts/stress.sh $(BUILD)
 
 demo: deps build
 	@mkdir -p out

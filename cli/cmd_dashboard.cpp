@@ -61,7 +61,7 @@ Runner setup(CLI::App& sub) {
       "Examples:\n  edo dashboard run.edodb\n  edo dashboard after.edodb --compare before.edodb\n"
       "  edo dashboard run.edodb --screenshot tables.png --view tables");
   sub.add_option("file", o->file, "an .edodb file from 'edo record', 'edo import' or 'edo synth'")->required();
-  sub.add_option("--compare", o->compare, "a second recording to show in the Diff view");
+  sub.add_option("--compare", o->compare, "a second recording to show in the Diff view, as the recording before (FILE is after)");
   sub.add_option("--screenshot", o->screenshot, "render one view to this PNG without a display, then exit");
   sub.add_option("--view", o->view, "with --screenshot: overview, tables, table:NAME, kernels, tuner or diff:OTHER");
   sub.add_option("--size", o->size, "with --screenshot: window size WxH (default 1280x800)");

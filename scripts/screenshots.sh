@@ -54,4 +54,5 @@ shot "$work/dlrm-like.edodb" tables tables
 shot "$work/dlrm-like.edodb" table:sparse.item table-detail
 shot "$work/fake-gpu.edodb" kernels kernels
 shot "$work/dlrm-like-tuned.edodb" tuner tuner
-shot "$work/dlrm-like.edodb" "diff:$work/dlrm-like-dim32.edodb" diff
+# The wider run open ("after"), compared with the first ("before").
+shot "$work/dlrm-like-dim32.edodb" "diff:$work/dlrm-like.edodb" diff

@@ -53,17 +53,20 @@ int main(int argc, char** argv) {
   QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("show this help and exit"));
   QCommandLineOption version({QStringLiteral("v"), QStringLiteral("version")}, QStringLiteral("show the version and exit"));
   parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("the recording to open (.edodb)"), QStringLiteral("[FILE]"));
-  QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("also open OTHER in the Diff view"), QStringLiteral("OTHER"));
+  QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("also open OTHER in the Diff view, as the recording before (FILE is after)"), QStringLiteral("OTHER"));
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("render one view to a PNG without a display, then exit"), QStringLiteral("OUT.png"));
   QCommandLineOption view(QStringLiteral("view"),
-                          QStringLiteral("the view to render: overview, tables, table:NAME, kernels, tuner or diff:OTHER (default overview)"),
+                          QStringLiteral("the view to render: overview, tables, table:NAME, kernels, tuner or diff:OTHER (OTHER before, FILE after; default overview)"),
                           QStringLiteral("VIEW"), QStringLiteral("overview"));
   QCommandLineOption size(QStringLiteral("size"), QStringLiteral("window size for --screenshot (default 1280x800)"), QStringLiteral("WxH"),
                           QStringLiteral("1280x800"));
   parser.addOptions({help, version, compare, screenshot, view, size});
   if (!parser.parse(arguments)) return usage_error(parser.errorText());
   if (parser.isSet(help)) {
-    std::fputs(qPrintable(parser.helpText()), stdout);
+    // Without an application object Qt names the program "<executable_name>"; say its name.
+    QString text = parser.helpText();
+    text.replace(QStringLiteral("<executable_name>"), QCoreApplication::applicationName());
+    std::fputs(qPrintable(text), stdout);
     return 0;
   }
   if (parser.isSet(version)) {

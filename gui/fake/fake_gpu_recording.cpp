@@ -88,9 +88,9 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
       head.grad_bytes = 0;
       stats::ZipfGenerator gen(head.rows, 0.8, o.seed + 17 + static_cast<uint64_t>(s));
       stats::TableIngestor ingestor(head.rows, config);
-      std::vector<int64_t> idx(std::min<uint64_t>(o.lookups / 4 + 1, 1 << 16));
+      std::vector<int64_t> idx(o.tied_name_reads ? std::min<uint64_t>(o.lookups / 4 + 1, 1 << 16) : 0);
       gen.fill(idx.data(), idx.size());
-      ingestor.add(idx.data(), idx.size());
+      if (!idx.empty()) ingestor.add(idx.data(), idx.size());
       ingestor.close_window();
       head.aggregate = ingestor.take_delta();
       p.ties.push_back({session.id, tables.back().name, tied_name});

@@ -28,6 +28,7 @@ struct FakeGpuRecordingOptions {
   // them; its dropped_events is their event counters' sum.
   std::map<std::string, uint64_t> drops;
   bool tie_last_table = true;      // register the last table's weights under a second name too
+  bool tied_name_reads = true;     // false: the second name reads nothing (counted with the owner)
   uint64_t seed = 1;
 };
 

@@ -110,47 +110,51 @@ DiffView::DiffView(QWidget* parent) : QWidget(parent) {
 
   loader_ = new RecordingLoader(this);
   connect(loader_, &RecordingLoader::loaded, this, [this](RecordingPtr rec) {
-    after_ = std::move(rec);
+    other_ = std::move(rec);
     recompute();
   });
   connect(loader_, &RecordingLoader::failed, this, &DiffView::failed);
   recompute();
 }
 
-QString DiffView::otherPath() const { return after_ ? after_->path : loader_->path(); }
+QString DiffView::otherPath() const { return other_ ? other_->path : loader_->path(); }
 
 void DiffView::setRecording(RecordingPtr recording) {
-  before_ = std::move(recording);
+  open_ = std::move(recording);
   recompute();
 }
 
 void DiffView::openOther(const QString& path) {
-  after_.reset();
+  other_.reset();
   header_->setText(tr("Loading %1…").arg(path.toHtmlEscaped()));
   loader_->open(path);
 }
 
 void DiffView::recompute() {
   QChart* old = chart_view_->chart();
-  if (!before_ || !after_ || !before_->has_statistics) {
+  if (!open_ || !other_ || !open_->has_statistics) {
     model_->setDiff(nullptr);
+    diff_before_.clear();
+    diff_after_.clear();
     QChart* chart = charts::make_chart(tr("Bytes per table, before and after"));
     charts::show_empty(chart, tr("open a second recording to compare (File ▸ Compare with…)"));
     chart_view_->setChart(chart);
     delete old;
     if (!loader_->busy())
-      header_->setText(before_ ? tr("Compare <b>%1</b> with another recording of the same job, e.g. before and after a change.")
-                                     .arg(before_->path.toHtmlEscaped())
-                               : tr("Open a recording first."));
+      header_->setText(open_ ? tr("Compare <b>%1</b> (after) with an earlier recording of the same job (before), e.g. before a change.")
+                                   .arg(open_->path.toHtmlEscaped())
+                             : tr("Open a recording first."));
     return;
   }
-  auto diff = std::make_shared<RecordingDiff>(diff_recordings(*before_, *after_));
+  auto diff = std::make_shared<RecordingDiff>(diff_recordings(*other_, *open_));
+  diff_before_ = other_->path;
+  diff_after_ = open_->path;
   model_->setDiff(diff);
   tree_->expandAll();
   chart_view_->setChart(make_bytes_chart(*diff));
   delete old;
   header_->setText(tr("<b>before</b> %1<br><b>after</b> %2<br>peak memory %3 → %4 · table memory %5 → %6")
-                       .arg(before_->path.toHtmlEscaped(), after_->path.toHtmlEscaped())
+                       .arg(other_->path.toHtmlEscaped(), open_->path.toHtmlEscaped())
                        .arg(format_bytes(static_cast<uint64_t>(std::max<int64_t>(diff->peak_before, 0))))
                        .arg(format_bytes(static_cast<uint64_t>(std::max<int64_t>(diff->peak_after, 0))))
                        .arg(format_bytes(diff->memory_before.total_bytes()), format_bytes(diff->memory_after.total_bytes())));

@@ -1,5 +1,7 @@
 // Diff: a second recording beside the open one; per-table changes side by side (the
 // comparison `edo diff` prints) and the tables' bytes before and after as bars.
+// The second recording is "before" and the open one "after", as the docs say:
+// `edo dashboard after.edodb --compare before.edodb` shows `edo diff before.edodb after.edodb`.
 #pragma once
 
 #include <QWidget>
@@ -23,10 +25,14 @@ class DiffView : public QWidget {
   Q_OBJECT
  public:
   explicit DiffView(QWidget* parent = nullptr);
-  void setRecording(RecordingPtr recording);  // the open recording ("before")
-  void openOther(const QString& path);         // the recording to compare with ("after")
+  void setRecording(RecordingPtr recording);  // the open recording ("after")
+  void openOther(const QString& path);         // the recording to compare with ("before")
   DiffModel* model() const { return model_; }
-  QString otherPath() const;
+  QString otherPath() const;  // the "before" recording (loaded or loading)
+  // The pair the model's diff was computed from (empty while there is none): "before" is
+  // the other recording, "after" the open one.
+  QString diffBeforePath() const { return diff_before_; }
+  QString diffAfterPath() const { return diff_after_; }
 
  Q_SIGNALS:
   void chooseOther();  // the "Open a recording to compare…" button
@@ -36,8 +42,9 @@ class DiffView : public QWidget {
  private:
   void recompute();
 
-  RecordingPtr before_;
-  RecordingPtr after_;
+  RecordingPtr open_;   // "after"
+  RecordingPtr other_;  // "before"
+  QString diff_before_, diff_after_;
   RecordingLoader* loader_;
   DiffModel* model_;
   QLabel* header_;

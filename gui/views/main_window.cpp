@@ -148,7 +148,8 @@ bool MainWindow::showTable(const QString& name) {
 
 void MainWindow::openFile(const QString& path) {
   const QString absolute = QFileInfo(path).absoluteFilePath();
-  setWindowTitle(tr("%1 — edo dashboard").arg(QFileInfo(path).fileName()));
+  // The title names the recording on show: it changes when the new file's outline arrives,
+  // so a file that fails to open never takes the title from the one still shown.
   status_->setText(tr("Opening %1…").arg(absolute));
   // Lay the views out now, while the loader reads the file, not when the outline arrives.
   pages_->setCurrentWidget(tabs_);
@@ -171,6 +172,7 @@ void MainWindow::showOutline(RecordingPtr recording) {
   }
   progress_->setRange(0, 1000);
   status_->setText(tr("Loading statistics of %1…").arg(recording->path));
+  setWindowTitle(tr("%1 — edo dashboard").arg(QFileInfo(recording->path).fileName()));
   setRecording(std::move(recording));
   Q_EMIT outlineShown();  // the view in sight has it (the others follow, one per event)
 }

@@ -58,6 +58,8 @@ OverviewView::OverviewView(QWidget* parent) : QWidget(parent) {
   sessions_ = new QTableView(this);
   sessions_->setModel(sessions_model_);
   sessions_->verticalHeader()->hide();
+  // Every column as wide as its text (roles and exits are words), the command takes the rest.
+  sessions_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   sessions_->horizontalHeader()->setSectionResizeMode(SessionsModel::kCommand, QHeaderView::Stretch);
   sessions_->setWordWrap(false);
   sessions_->verticalHeader()->setDefaultSectionSize(sessions_->fontMetrics().height() + 6);
@@ -196,7 +198,8 @@ void OverviewView::updateHeader() {
     if (!s.source.empty()) facts << tr("written by edo %1").arg(QString::fromStdString(s.source).toHtmlEscaped());
     html += facts.join(QStringLiteral(" · "));
   } else {
-    html += QStringLiteral("<br>") + tr("%1 traced processes (forked workers, ranks)").arg(p.sessions.size());
+    // What the processes are, counted as `edo report` counts them (no "ranks" without ranks).
+    html += QStringLiteral("<br>") + tr("%1 traced processes (%2)").arg(p.sessions.size()).arg(describe_roles(model::job_view(p)).toHtmlEscaped());
   }
   header_->setText(html);
   sessions_->setVisible(p.sessions.size() > 1);

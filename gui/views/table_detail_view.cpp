@@ -6,6 +6,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QScrollBar>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QSplitter>
@@ -74,7 +75,7 @@ TableDetailView::TableDetailView(QWidget* parent) : QWidget(parent) {
   grid->setRowStretch(0, 1);
   grid->setRowStretch(1, 1);
 
-  auto* rows_host = new QWidget(splitter);
+  auto* rows_host = rows_host_ = new QWidget(splitter);
   auto* rows_layout = new QVBoxLayout(rows_host);
   rows_layout->setContentsMargins(0, 0, 0, 0);
   rows_layout->addWidget(new QLabel(tr("<b>Most-read rows</b>"), rows_host));
@@ -86,7 +87,7 @@ TableDetailView::TableDetailView(QWidget* parent) : QWidget(parent) {
   top_rows_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   top_rows_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   top_rows_->horizontalHeader()->setSectionResizeMode(TopRowsModel::kCumulative, QHeaderView::Stretch);
-  // Wide enough for 8-digit row ids and 10-digit read counts at the default font.
+  // At least 36 digits wide; fitTopRows() widens it to what the rows shown need.
   const int digit = top_rows_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
   rows_host->setMinimumWidth(36 * digit);
   rows_host->setMaximumWidth(56 * digit);
@@ -175,8 +176,22 @@ void TableDetailView::setDetail(std::shared_ptr<const TableDetail> detail) {
   replace_chart(lru_view_, make_lru_chart(*detail_));
   replace_chart(drift_view_, make_drift_chart(*detail_));
   top_rows_model_->setDetail(detail_);
+  fitTopRows();
   readout_->setText(coverageReadout(0.01) + tr("  (point at the curve to read any share)"));
   Q_EMIT detailReady();
+}
+
+void TableDetailView::fitTopRows() {
+  QHeaderView* header = top_rows_->horizontalHeader();
+  int needed = 2 * top_rows_->frameWidth() + top_rows_->verticalScrollBar()->sizeHint().width();
+  for (int c = 0; c < TopRowsModel::kColumnCount; ++c) {
+    // (QTableView makes the override protected; QAbstractItemView's is public.)
+    const int content = c == TopRowsModel::kCumulative ? 0 : static_cast<QAbstractItemView*>(top_rows_)->sizeHintForColumn(c);
+    needed += std::max(header->sectionSizeHint(c), content);
+  }
+  const int digit = top_rows_->fontMetrics().horizontalAdvance(QLatin1Char('0'));
+  rows_host_->setMinimumWidth(std::max(36 * digit, needed));
+  rows_host_->setMaximumWidth(std::max(56 * digit, needed));
 }
 
 void TableDetailView::clearCharts(const QString& why) {

@@ -30,6 +30,7 @@ class TableDetailView : public QWidget {
   std::shared_ptr<const TableDetail> detail() const { return detail_; }
   // What the coverage readout says for a share of rows (the text the cursor shows).
   QString coverageReadout(double row_share) const;
+  QTableView* topRows() const { return top_rows_; }
 
  Q_SIGNALS:
   void detailReady();
@@ -40,6 +41,9 @@ class TableDetailView : public QWidget {
  private:
   void setDetail(std::shared_ptr<const TableDetail> detail);
   void clearCharts(const QString& why);
+  // Widens the most-read rows' panel to what its columns need (long row ids and counts), so
+  // that the last column keeps at least its header's width.
+  void fitTopRows();
 
   RecordingPtr recording_;
   QString current_;
@@ -52,6 +56,7 @@ class TableDetailView : public QWidget {
   QChartView* lru_view_;
   QChartView* drift_view_;
   QLabel* readout_;
+  QWidget* rows_host_;
   QTableView* top_rows_;
   TopRowsModel* top_rows_model_;
 };

@@ -4,6 +4,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -61,7 +62,16 @@ TablesView::TablesView(QWidget* parent) : QWidget(parent) {
 }
 
 void TablesView::setRecording(RecordingPtr recording) {
+  // Another file starts at the left edge (the name column in sight) and the top; the second
+  // stage of the same file (statistics) keeps where the user scrolled to.
+  const QString path = recording ? recording->path : QString();
+  const bool another_file = path != shown_path_;
+  shown_path_ = path;
   model_->setRecording(std::move(recording));
+  if (another_file) {
+    table_->horizontalScrollBar()->setValue(0);
+    table_->scrollToTop();
+  }
   table_->resizeColumnToContents(TablesModel::kName);
   table_->setColumnWidth(TablesModel::kName, std::clamp(table_->columnWidth(TablesModel::kName), 160, 320));
   const bool parts = model_->hasMemoryParts();

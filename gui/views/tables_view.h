@@ -35,6 +35,7 @@ class TablesView : public QWidget {
   QLineEdit* filter_;
   QLabel* count_;
   QTableView* table_;
+  QString shown_path_;  // the file whose tables are shown
 };
 
 }  // namespace edo::gui

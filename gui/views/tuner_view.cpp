@@ -291,7 +291,8 @@ void TunerView::setBusy(bool busy) {
   for (QPushButton* b : exports_) b->setEnabled(!busy && result_ && result_->feasible);
 }
 
-void TunerView::say(const QString& text, bool error) {
+void TunerView::say(const QString& message, bool error) {
+  const QString text = dashboard_wording(message);  // the tuner's errors name flags too
   status_->setText(text);
   status_->setStyleSheet(error ? QStringLiteral("color: #b03000;") : QString());
   if (error && interactive_) QMessageBox::warning(this, tr("edo tune"), text);
@@ -318,7 +319,7 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
     chart_view_->setChart(make_pareto_chart(*result_));
   } else {
     QChart* chart = charts::make_chart(tr("Plans: device memory vs step time"));
-    charts::show_empty(chart, tr("this recording has not been tuned: enter a budget and Run (or 'edo tune FILE --budget 24GiB')"));
+    charts::show_empty(chart, tr("this recording has not been tuned: enter a budget and Run"));
     chart_view_->setChart(chart);
   }
   delete old;
@@ -338,10 +339,11 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
   max_error_->setText(std::isfinite(r.max_error)                     ? QString::number(r.max_error)
                       : std::isfinite(tuner::TuneOptions{}.max_error) ? QStringLiteral("none")
                                                                       : QString());
-  // The one summary text (edo/tuner/summary.h), as `edo tune` and `edo report` print it.
+  // The one summary text (edo/tuner/summary.h), as `edo tune` and `edo report` print it, in the
+  // view's words (its fields, not the command's flags).
   QString html;
   for (const auto& line : tuner::summary_lines(r))
-    html += (html.isEmpty() ? QString() : QStringLiteral("<br>")) + QString::fromStdString(line).toHtmlEscaped();
+    html += (html.isEmpty() ? QString() : QStringLiteral("<br>")) + dashboard_wording(QString::fromStdString(line)).toHtmlEscaped();
   summary_->setText(html);
   say(note, !note.isEmpty() && note.startsWith(QLatin1String("the result was not saved")));
   setBusy(runner_->busy());

@@ -165,6 +165,10 @@ class CliTests : public QObject {
     Run help = dashboard({QStringLiteral("--help")});
     QCOMPARE(help.exit_code, 0);
     QVERIFY(help.out.contains("--screenshot"));
+    // The program's name, not Qt's placeholder for a parser without an application object.
+    QVERIFY2(help.out.startsWith("Usage: edo-dashboard ") && !help.out.contains("<executable_name>"), help.out.constData());
+    // Which file of a comparison is which (Qt wraps the line).
+    QVERIFY(help.out.simplified().contains("as the recording before (FILE is after)"));
     Run version = dashboard({QStringLiteral("--version")});
     QCOMPARE(version.exit_code, 0);
     QVERIFY(version.out.startsWith("edo-dashboard "));

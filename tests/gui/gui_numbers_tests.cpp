@@ -37,7 +37,7 @@ RecordingPtr open_like_the_app(const QString& path) {
   QSignalSpy loaded(&loader, &RecordingLoader::loaded);
   QSignalSpy failed(&loader, &RecordingLoader::failed);
   loader.open(path);
-  if (!loaded.wait(120'000)) qFatal("%s did not load: %s", qPrintable(path), failed.isEmpty() ? "timeout" : qPrintable(failed.at(0).at(1).toString()));
+  if (!loaded.wait(240'000)) qFatal("%s did not load: %s", qPrintable(path), failed.isEmpty() ? "timeout" : qPrintable(failed.at(0).at(1).toString()));
   return loaded.at(0).at(0).value<RecordingPtr>();
 }
 
@@ -103,12 +103,15 @@ void compare_with_report(const QString& path) {
     QCOMPARE(cell(TablesModel::kLookups).toLongLong(), t[QStringLiteral("lookups")].toInteger());
     QCOMPARE(cell(TablesModel::kUnique).toLongLong(), t[QStringLiteral("unique_rows")].toInteger());
     const QJsonObject cov = t[QStringLiteral("coverage")].toObject();
+    EXPECT_SAME(cell(TablesModel::kTop01).toDouble(), cov[QStringLiteral("top_0.1pct")].toDouble(), name + " top 0.1%");
     EXPECT_SAME(cell(TablesModel::kTop1).toDouble(), cov[QStringLiteral("top_1pct")].toDouble(), name + " top 1%");
     EXPECT_SAME(cell(TablesModel::kTop10).toDouble(), cov[QStringLiteral("top_10pct")].toDouble(), name + " top 10%");
     if (t[QStringLiteral("zipf_alpha")].isNull()) QCOMPARE(cell(TablesModel::kZipf).toDouble(), -1.0);
     else EXPECT_SAME(cell(TablesModel::kZipf).toDouble(), t[QStringLiteral("zipf_alpha")].toDouble(), name + " zipf");
     const QJsonObject lru = t[QStringLiteral("lru_hit_rate_at")].toObject();
+    EXPECT_SAME(cell(TablesModel::kLru1).toDouble(), lru[QStringLiteral("1pct")].toDouble(), name + " LRU 1%");
     EXPECT_SAME(cell(TablesModel::kLru10).toDouble(), lru[QStringLiteral("10pct")].toDouble(), name + " LRU 10%");
+    EXPECT_SAME(cell(TablesModel::kLru50).toDouble(), lru[QStringLiteral("50pct")].toDouble(), name + " LRU 50%");
     QStringList tied;
     for (const auto& n : t[QStringLiteral("tied_with")].toArray()) tied << n.toString();
     QCOMPARE(cell(TablesModel::kTies).toString(), tied.join(QStringLiteral(", ")));

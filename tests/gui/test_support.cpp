@@ -19,7 +19,7 @@ Run run(const QString& program, const QStringList& args, const QProcessEnvironme
   p.setProcessEnvironment(env);
   p.start(program, args);
   Run r;
-  if (!p.waitForStarted(30'000)) {
+  if (!p.waitForStarted(240'000)) {
     r.err = ("cannot start " + program).toUtf8();
     return r;
   }

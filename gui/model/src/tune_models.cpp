@@ -4,11 +4,34 @@
 #include <QFont>
 
 #include <cmath>
+#include <utility>
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
 
 namespace edo::gui {
+
+QString dashboard_wording(const QString& tuner_text) {
+  // Whole phrases first (they read badly word by word), then single flags by the field that
+  // sets the same option in the Tuner view.
+  static const std::pair<const char*, const char*> kPhrases[] = {
+      {"--max-error E to change it, --max-error inf for no limit", "change it in the Max error field ('none' for no limit)"},
+      {"record with 'edo record --weights' for errors on the job's weights",
+       "record the job again with its weights (the weights option of edo record) for errors on the job's own weights"},
+      {"a larger --max-error times them", "a larger Max error times them"},
+      {"over --max-error", "over the Max error"},
+      {"use --backend cpu (or auto)", "choose Backend cpu (or auto)"},
+      {"outside --tables", "outside the tables tuned"},
+      {" (lower --measure-bytes)", ""},
+      {"--max-error inf", "Max error 'none'"},
+  };
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"--max-error", "Max error"}, {"--budget", "Budget"}, {"--backend", "Backend"}, {"--time-limit", "Time limit"}};
+  QString text = tuner_text;
+  for (const auto& [from, to] : kPhrases) text.replace(QLatin1String(from), QLatin1String(to));
+  for (const auto& [from, to] : kFlags) text.replace(QLatin1String(from), QLatin1String(to));
+  return text;
+}
 
 namespace {
 
@@ -62,7 +85,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
   const double saved = static_cast<double>(recorded) - static_cast<double>(ch.device_bytes);
   if (role == TableNameRole) return QString::fromStdString(ch.table);
   if (role == Qt::ToolTipRole) {
-    if (column == kWhy || column == kTable) return QString::fromStdString(column == kWhy ? ch.why : ch.table);
+    if (column == kWhy || column == kTable) return column == kWhy ? dashboard_wording(QString::fromStdString(ch.why)) : QString::fromStdString(ch.table);
     if (column == kStrategy && c) return QString::fromStdString(c->spec);
   }
   switch (column) {
@@ -81,7 +104,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
                     saved);
     case kStepTime: return answer(role, c ? step_time(ch.step_us) : QStringLiteral("–"), c ? sortable(ch.step_us) : -1.0);
     case kError: return answer(role, c ? error_text(c->error) : QStringLiteral("0"), c ? sortable(c->error) : 0.0);
-    case kWhy: return answer(role, QString::fromStdString(ch.why), QString::fromStdString(ch.why));
+    case kWhy: return answer(role, dashboard_wording(QString::fromStdString(ch.why)), QString::fromStdString(ch.why));
   }
   return {};
 }
@@ -123,7 +146,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
   if (role == Qt::ForegroundRole && !c.usable()) return QColor(Qt::gray);
   if (role == Qt::ToolTipRole) {
     if (column == kStrategy) return QString::fromStdString(c.spec);
-    if (column == kNote || column == kTable) return QString::fromStdString(column == kNote ? c.note : c.table);
+    if (column == kNote || column == kTable) return column == kNote ? dashboard_wording(QString::fromStdString(c.note)) : QString::fromStdString(c.table);
   }
   QString hit = QStringLiteral("–");
   if (c.hit_rate) {
@@ -142,7 +165,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
     case kHitRate: return answer(role, hit, c.hit_rate ? *c.hit_rate : -1.0);
     case kRetraining: return answer(role, c.needs_retraining ? tr("yes") : tr("no"), c.needs_retraining ? 1 : 0);
     case kInPlan: return answer(role, in_plan ? QStringLiteral("✓") : QString(), in_plan ? 1 : 0);
-    case kNote: return answer(role, QString::fromStdString(c.note), QString::fromStdString(c.note));
+    case kNote: return answer(role, dashboard_wording(QString::fromStdString(c.note)), QString::fromStdString(c.note));
   }
   return {};
 }

@@ -7,6 +7,8 @@
  *       call, calls edo_step(), prints "round k T" (T: CLOCK_MONOTONIC in ns, after the
  *       lookup returned) and sleeps SLEEP_MS. With FAULT_AT, round FAULT_AT ends in a real
  *       memory fault (a write to a read-only page: SIGSEGV). Prints "done" and exits 0.
+ *       With FAULT_JOB_GO=PATH in the environment the fault waits until PATH exists: the test
+ *       creates it once the recording holds what it checks is kept (an event, not a time).
  *   fault_job grow TABLES ROWS SLEEP_MS
  *       every round registers table "grow.K" (ROWS x 4 f32) and reads each of its rows once,
  *       prints "round K T", sleeps SLEEP_MS; the database grows by ROWS counts per round.
@@ -69,6 +71,13 @@ static void memory_fault(void) {
   page[0] = 1;
 }
 
+/* Until the file FAULT_JOB_GO names exists (when set); the test removes the job if it never does. */
+static void wait_for_go(void) {
+  const char* go = getenv("FAULT_JOB_GO");
+  if (!go || !*go) return;
+  while (access(go, F_OK) != 0) sleep_ms(10);
+}
+
 static int rounds(int r, int per, int sleep, int fault_at) {
   int64_t t = edo_table_register("fault.rows", weights, 1000, 16, EDO_F32, EDO_HOST);
   check(t, "register");
@@ -78,7 +87,10 @@ static int rounds(int r, int per, int sleep, int fault_at) {
     check(edo_table_lookup(t, idx, (uint64_t)per, EDO_I64, EDO_HOST, NULL), "lookup");
     check(edo_step(), "step");
     say("round %lld %lld\n", k, now_ns());
-    if (k == fault_at) memory_fault();
+    if (k == fault_at) {
+      wait_for_go();
+      memory_fault();
+    }
     sleep_ms(sleep);
   }
   free(idx);

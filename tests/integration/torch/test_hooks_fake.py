@@ -592,7 +592,7 @@ def _run(code, env_extra, pythonpath):
     env.update(env_extra)
     env["PYTHONPATH"] = pythonpath
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
 
 
 class BootTest(unittest.TestCase):

@@ -58,7 +58,7 @@ def find_torch_python():
         try:
             r = subprocess.run([c, "-c", "import torch; print(torch.__version__, "
                                 "int(torch.cuda.is_available()))"],
-                               capture_output=True, text=True, timeout=120,
+                               capture_output=True, text=True, timeout=600,
                                env=clean_env())
             if r.returncode == 0:
                 ver, cuda = r.stdout.split()
@@ -92,7 +92,7 @@ def preload_env(lib):
             "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS") or "detect_leaks=0"}
 
 
-def run(cmd, env, timeout=300, expect=0, what=None):
+def run(cmd, env, timeout=600, expect=0, what=None):
     t0 = time.time()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     dt = time.time() - t0

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -124,21 +126,31 @@ inline Background start(const std::vector<std::string>& argv, const std::vector<
   return b;
 }
 
-// Waits (10 s at most) until the output holds `text`; returns the output.
+// Waits until the output holds `text` (a generous 300 s at most: a job's start on a loaded
+// machine takes what it takes); returns the output.
 inline std::string wait_for_output(const Background& b, const std::string& text) {
   std::string got;
-  for (int i = 0; i < 400; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (true) {
     got = slurp(b.out);
-    if (got.find(text) != std::string::npos) break;
+    if (got.find(text) != std::string::npos || std::chrono::steady_clock::now() > deadline) break;
+    siginfo_t info{};
+    // It ended without the text: no point waiting (WNOWAIT: wait_exit() still reaps it).
+    if (waitid(P_PID, id_t(b.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == b.pid) {
+      got = slurp(b.out);
+      break;
+    }
     usleep(25000);
   }
   return got;
 }
 
 // The exit status (code, or 128+signal); -1 when it was still running after `watchdog_s`
-// seconds (it is SIGKILLed then: a hang, never a slow run, since nothing it does takes long).
-inline int wait_exit(const Background& b, int watchdog_s = 30) {
-  for (int i = 0; i < watchdog_s * 100; ++i) {
+// seconds (it is SIGKILLed then: a hang, never a slow run, since nothing it does takes long
+// -- the watchdog is at least 300 s, so a loaded machine is never taken for a hang).
+inline int wait_exit(const Background& b, int watchdog_s = 300) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::max(watchdog_s, 300));
+  while (std::chrono::steady_clock::now() < deadline) {
     int st = 0;
     if (waitpid(b.pid, &st, WNOHANG) == b.pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     usleep(10000);

@@ -226,7 +226,8 @@ TEST(TracerE2E, SignalsToEdoRecordAreForwardedToTheJob) {
     _exit(126);
   }
   bool ready = false;
-  for (int i = 0; i < 200 && !ready; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!ready && std::chrono::steady_clock::now() < deadline) {
     usleep(50000);
     ready = slurp(out).find("ready") != std::string::npos;
   }

@@ -1,9 +1,12 @@
 // `edo tune` / `edo export` / `edo report` end to end on `edo synth` recordings.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -387,10 +390,20 @@ TEST(DiffCli, PlanBesideARecording) {
 
 TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
   const std::string db = copy_of("interrupt.edodb");
-  const std::string err = dir() + "/interrupt.err";
+  // stderr on a pseudo-terminal: `edo tune` draws its progress there ("N/M candidates"), and
+  // the interrupt is sent once the first candidate is measured -- the event this test needs,
+  // however slow a loaded machine makes loading and the first measurement.
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  const std::string slave = ptsname(master);
   const pid_t pid = fork();
   if (pid == 0) {
-    freopen(err.c_str(), "w", stderr);
+    setsid();  // the terminal is not ours to control: ^C from it cannot reach this test
+    const int fd = open(slave.c_str(), O_RDWR | O_NOCTTY);
+    if (fd < 0) _exit(126);
+    dup2(fd, STDERR_FILENO);
     freopen("/dev/null", "w", stdout);
     // Every candidate timed, 50 passes each: ~20 s on an idle 2-core machine, so the
     // interrupt below lands while measuring on any machine (the default run takes ~2 s).
@@ -398,15 +411,36 @@ TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
           (char*)nullptr);
     _exit(127);
   }
-  // Wait until measuring has started (the first candidates take a while), then interrupt.
-  for (int i = 0; i < 100 && slurp(err).empty(); ++i) usleep(20000);
-  usleep(1500000);
-  kill(pid, SIGINT);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  std::string e;
+  bool interrupted = false;
+  const std::regex progress(R"(\b([0-9]+)/([0-9]+) candidates)");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
   int st = 0;
-  waitpid(pid, &st, 0);
+  while (true) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(master, buf, sizeof buf)) > 0) e.append(buf, size_t(n));
+    if (!interrupted) {
+      for (auto it = std::sregex_iterator(e.begin(), e.end(), progress); it != std::sregex_iterator(); ++it)
+        if (std::stoull((*it)[1]) >= 1 && std::stoull((*it)[1]) < std::stoull((*it)[2])) interrupted = true;
+      if (interrupted) kill(pid, SIGINT);
+    }
+    if (waitpid(pid, &st, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      FAIL() << "edo tune neither measured a candidate nor ended in 600 s:\n" << e;
+    }
+    usleep(20000);
+  }
+  ssize_t n;
+  char buf[4096];
+  while ((n = read(master, buf, sizeof buf)) > 0) e.append(buf, size_t(n));
+  close(master);
+  ASSERT_TRUE(interrupted) << "edo tune ended before its first measured candidate was seen:\n" << e;
   ASSERT_TRUE(WIFEXITED(st)) << "killed by signal " << WTERMSIG(st);
-  EXPECT_EQ(WEXITSTATUS(st), 130) << "interrupted, after saving: " << slurp(err);
-  const std::string e = slurp(err);
+  EXPECT_EQ(WEXITSTATUS(st), 130) << "interrupted, after saving: " << e;
   EXPECT_NE(e.find("stopping after the current candidate"), std::string::npos) << e;
   auto r = run_command(kEdo + " export " + db + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

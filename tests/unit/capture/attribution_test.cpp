@@ -112,11 +112,17 @@ TEST(Attribution, ReadersShareAnIndexWhileTheRegistrySwapsInNewOnes) {
   static float weights[64][1024];
   std::atomic<bool> done{false};
   std::atomic<uint64_t> wrong{0}, lookups{0};
+  std::atomic<int> saw_all{0};  // readers that have read the final index (all 64 tables)
   std::vector<std::thread> readers;
   for (int r = 0; r < 4; ++r)
     readers.emplace_back([&] {
+      bool seen = false;
       while (!done.load()) {
         auto idx = reg.address_index();
+        if (!seen && idx->entries().size() == 64) {
+          seen = true;
+          saw_all.fetch_add(1);
+        }
         for (const auto& e : idx->entries()) {
           const auto* hit = idx->find(e.begin + (e.end - e.begin) / 2);
           if (!hit || hit->name != e.name) wrong.fetch_add(1);
@@ -128,11 +134,14 @@ TEST(Attribution, ReadersShareAnIndexWhileTheRegistrySwapsInNewOnes) {
     ASSERT_EQ(reg.add(("t" + std::to_string(t)).c_str(), weights[t], 1024, 1, EDO_F32, EDO_CUDA), t);
     std::this_thread::yield();
   }
-  // Let the readers see the final index too (bounded: a loaded machine may be slow).
-  for (int i = 0; i < 2000 && lookups.load() < 64 * 4 * 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Let every reader read the final index too: wait for that, however long a loaded machine
+  // takes to schedule them (the deadline only stops a broken build from hanging).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (saw_all.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   done.store(true);
   for (auto& th : readers) th.join();
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_EQ(reg.address_index()->entries().size(), 64u);
   EXPECT_GT(lookups.load(), 0u);
+  EXPECT_EQ(saw_all.load(), 4);
 }

@@ -1,6 +1,8 @@
 // Every table of a recording, one row each, with the columns of `edo report` (shape, dtype,
-// bytes with optimizer state, lookups, unique rows, coverage, Zipf alpha, LRU hit rate, ties).
-// While only the outline is loaded, the statistics columns read "…".
+// bytes with optimizer state, lookups, unique rows, coverage of the top 0.1/1/10 %, Zipf
+// alpha, LRU hit rate at 1/10/50 %, ties). While only the outline is loaded, the statistics
+// columns read "…". A tied table whose reads are counted with its owner reads "(tied)" and
+// "–", as in `edo report`.
 #pragma once
 
 #include "edo/gui/recording.h"
@@ -13,7 +15,7 @@ class TablesModel : public TableModelBase {
  public:
   enum Columns {
     kName, kShape, kDtype, kDevice, kBytes, kWeights, kOptimizer, kGrads, kLookups, kUnique,
-    kTop1, kTop10, kZipf, kLru10, kTies, kColumnCount
+    kTop01, kTop1, kTop10, kZipf, kLru1, kLru10, kLru50, kTies, kColumnCount
   };
   explicit TablesModel(QObject* parent = nullptr);
   void setRecording(RecordingPtr recording);
@@ -21,6 +23,9 @@ class TablesModel : public TableModelBase {
   // Whether any table has optimizer state or gradients: otherwise Bytes is all weights and
   // the parts' columns say nothing (`edo report` drops them the same way).
   bool hasMemoryParts() const;
+  // A table that shares another's weights and read nothing itself: its reads were counted
+  // with the owner (`edo report` prints "(tied)" and dashes for it).
+  static bool countedWithOwner(const model::TableView& t);
 
  protected:
   int rows() const override;
