@@ -21,9 +21,34 @@ thread_local int internal_depth = 0;
 
 }  // namespace
 
-InternalCall::InternalCall() { ++internal_depth; }
-InternalCall::~InternalCall() { --internal_depth; }
+InternalCall::InternalCall() {
+  if (internal_depth++ > 0) return;  // the outermost scope switches the mode
+  const Driver* d = drv_ready.load(std::memory_order_acquire);
+  if (d && d->cuThreadExchangeStreamCaptureMode) {
+    saved_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    relaxed_ = d->cuThreadExchangeStreamCaptureMode(&saved_) == CUDA_SUCCESS;
+  }
+}
+InternalCall::~InternalCall() {
+  --internal_depth;
+  if (relaxed_) drv_ready.load(std::memory_order_acquire)->cuThreadExchangeStreamCaptureMode(&saved_);
+}
 bool in_internal_call() { return internal_depth > 0; }
+
+Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t cid = 0;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (!drv.cuStreamGetCaptureInfo && !drv.cuStreamIsCapturing) return Capture::kNone;  // a driver before graphs
+  if (drv.cuStreamGetCaptureInfo) r = drv.cuStreamGetCaptureInfo(stream, &st, &cid, nullptr, nullptr, nullptr, nullptr);
+  else if (drv.cuStreamIsCapturing) r = drv.cuStreamIsCapturing(stream, &st);
+  if (id) *id = cid;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return Capture::kImplicit;
+  if (r != CUDA_SUCCESS) return Capture::kUnknown;
+  return st == CU_STREAM_CAPTURE_STATUS_ACTIVE        ? Capture::kActive
+         : st == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? Capture::kInvalidated
+                                                      : Capture::kNone;
+}
 
 const Driver* load_driver() {
   std::call_once(drv_once, [] {
@@ -40,6 +65,8 @@ const Driver* load_driver() {
     sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
     sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
     sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
+    sym(h, drv.cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
+    sym(h, drv.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
 #if CUDA_VERSION >= 12040
     sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
     sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");

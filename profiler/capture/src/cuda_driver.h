@@ -19,6 +19,10 @@ struct Driver {
   CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  // cuStreamGetCaptureInfo_v3 (cuda.h:15610, exported as _v3 since CUDA 12.3): the capture's id.
+  CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
+                                     const CUgraphEdgeData**, size_t*) = nullptr;
+  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode*) = nullptr;
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*) = nullptr;
   CUresult (*cuKernelGetParamInfo)(CUkernel, size_t, size_t*, size_t*) = nullptr;
   CUresult (*cuFuncGetName)(const char**, CUfunction) = nullptr;
@@ -45,16 +49,31 @@ struct Driver {
   }
 };
 
-// The tracer's own driver calls (device counting: allocations, launches, copies) are wrapped
-// in an InternalCall: the CUPTI callbacks they trigger are not the job's and are ignored.
+// The tracer's own driver calls (device counting: allocations, launches, copies, event
+// queries) are wrapped in an InternalCall: the CUPTI callbacks they trigger are not the job's
+// and are ignored, and the calling thread (the job's or edo's own) is in
+// CU_STREAM_CAPTURE_MODE_RELAXED for the scope (cuThreadExchangeStreamCaptureMode,
+// cuda.h:15454-15465): in the default GLOBAL mode an event query, a synchronisation or an
+// allocation while any thread captures a CUDA graph in GLOBAL mode (torch.cuda.graph's default)
+// invalidates that capture (PyTorch's NCCL watchdog had this bug: pytorch#104555, #105182).
 class InternalCall {
  public:
   InternalCall();
   ~InternalCall();
   InternalCall(const InternalCall&) = delete;
   InternalCall& operator=(const InternalCall&) = delete;
+
+ private:
+  bool relaxed_ = false;
+  CUstreamCaptureMode saved_ = CU_STREAM_CAPTURE_MODE_GLOBAL;
 };
 bool in_internal_call();
+
+// Whether work on `stream` would go into a CUDA graph capture: CU_STREAM_CAPTURE_STATUS_ACTIVE
+// or _INVALIDATED, or CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (the legacy stream while a blocking
+// stream captures, cuda.h:15526-15528). `id`: the capture's id when the driver tells it.
+enum class Capture : uint8_t { kNone, kActive, kInvalidated, kImplicit, kUnknown };
+Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id = nullptr);
 
 // Loads libcuda.so.1 once; nullptr when it is missing or lacks what the tracer needs.
 const Driver* load_driver();

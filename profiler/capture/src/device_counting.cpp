@@ -64,6 +64,7 @@ struct DeviceCounting::Table {
   std::vector<uint64_t> partial;               // a window being gathered from small batches
   stats::CountedSegment pending;               // sample, windows, candidates since the last collect
   bool dirty = false;
+  bool in_graph = false;  // counted inside a CUDA graph capture: every replay adds to the counters
 };
 
 struct DeviceCounting::Batch {
@@ -96,9 +97,11 @@ bool DeviceCounting::owns(uint64_t address) const {
   return address >= it->first && address < it->second;
 }
 
-DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx) {
+DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set_up) {
+  auto it = contexts_.find(ctx);
+  if (it != contexts_.end()) return it->second->usable ? it->second.get() : nullptr;
+  if (!may_set_up) return nullptr;
   auto& slot = contexts_[ctx];
-  if (slot) return slot->usable ? slot.get() : nullptr;
   slot = std::make_unique<Context>();
   Context& c = *slot;
   c.ctx = ctx;
@@ -127,9 +130,11 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx) {
   return &c;
 }
 
-DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context* c, CUstream) {
+DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context* c, bool may_set_up) {
+  auto it = tables_.find(info.id);
+  if (it != tables_.end()) return it->second->ctx == c ? it->second.get() : nullptr;  // one context per table
+  if (!may_set_up) return nullptr;
   auto& slot = tables_[info.id];
-  if (slot) return slot->ctx == c ? slot.get() : nullptr;  // one context per table
   auto t = std::make_unique<Table>();
   t->id = info.id;
   t->rows = info.rows;
@@ -181,6 +186,22 @@ bool DeviceCounting::reserve(Context* c, uint64_t bytes, uint64_t& off) {
 }
 
 int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t n, int type, CUstream stream) {
+  // Everything below runs in RELAXED capture mode (InternalCall): the job's thread may be in
+  // the middle of its own capture.
+  InternalCall internal;
+  // Before any work on the caller's stream: is it being captured into a CUDA graph? Then only
+  // the counting kernel goes in (it is replayed with the graph and adds to the counters each
+  // time); an event record, a copy or a wait on edo's own stream would join edo's stream to
+  // the capture (CUDA_ERROR_STREAM_CAPTURE_UNJOINED at its end), and set-up (module load,
+  // allocation, synchronisation) is not allowed in a capture.
+  const Capture cap = capture_status(drv_, stream);
+  if (cap == Capture::kImplicit || cap == Capture::kInvalidated || cap == Capture::kUnknown) {
+    // The legacy stream while a blocking stream captures (any use would break that capture),
+    // a capture already broken, or a status the driver would not tell: no work at all.
+    count_drop("device_batches_not_counted_in_capture", 1);
+    return EDO_OK;
+  }
+  const bool capturing = cap == Capture::kActive;
   CUcontext ctx = nullptr;
   if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
   // The kernel must not read past the caller's buffer: a fault would break the job's context.
@@ -197,10 +218,17 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
     }
   }
   std::lock_guard<std::mutex> lk(mu_);
-  Context* c = context_for(ctx);
-  if (!c) return kUnavailable;
-  Table* t = table_for(info, c, stream);
-  if (!t) return kUnavailable;
+  Context* c = context_for(ctx, !capturing);
+  Table* t = c ? table_for(info, c, !capturing) : nullptr;
+  if (capturing && !t) {
+    // The table's first batch is inside a capture: its set-up cannot happen there, and the
+    // host-copy path would put a copy and an event into the capture. Not counted (replays
+    // neither); said in the report.
+    count_drop("device_batches_captured_before_setup", 1);
+    return EDO_OK;
+  }
+  if (!c || !t) return kUnavailable;
+  if (capturing) return launch_captured(*c, *t, indices, n, type, stream);
 
   Batch b;
   uint64_t head_before = c->head;
@@ -253,7 +281,6 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
       t->window_need = 0;
     }
   }
-  InternalCall internal;
   const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c->grid_limit));
   void* args[] = {&p};
   auto event = [&]() {
@@ -292,6 +319,34 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
   if (b.copied) free_events_.push_back(b.copied);
   count_drop("device_batches", 1);
   return EDO_ERR_CUDA;
+}
+
+int DeviceCounting::launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream) {
+  // The counting kernel alone, without a sample region (no copy back, no event): the counters
+  // are read at each flush like any table's. The batch's positions (LRU sample, footprint
+  // windows) are not known per replay, so a captured batch adds counts only.
+  device::CountParams p{};
+  p.indices = reinterpret_cast<uint64_t>(indices);
+  p.n = n;
+  p.rows = t.rows;
+  p.counts = t.counts;
+  p.cms = t.cms;
+  p.hll = t.hll;
+  p.threshold = t.threshold;
+  p.index_bytes = type == EDO_I64 ? 8 : 4;
+  p.cms_width_log2 = t.cms_width_log2;
+  p.cms_depth = t.cms_depth;
+  p.hll_p = t.hll_p;
+  const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c.grid_limit));
+  void* args[] = {&p};
+  if (drv_.cuLaunchKernel(c.fn, grid, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr) != CUDA_SUCCESS) {
+    count_drop("device_batches_captured", 1);
+    return EDO_ERR_CUDA;
+  }
+  t.in_graph = true;
+  t.dirty = true;
+  ++totals_.captured_batches;
+  return EDO_OK;
 }
 
 void DeviceCounting::take(Batch& b) {
@@ -337,6 +392,7 @@ void DeviceCounting::poll(bool wait_all) {
       Batch& b = in_flight_.front();
       CUresult q;
       {
+        InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
         Current cur(drv_, b.ctx->ctx);
         q = drv_.cuEventQuery(b.copied);
       }
@@ -367,7 +423,8 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& [id, t] : tables_) {
-      if (!t->ctx || !t->dirty) continue;
+      // A table counted inside a CUDA graph changes with every replay, without a lookup.
+      if (!t->ctx || !(t->dirty || t->in_graph)) continue;
       work.push_back({t.get(), std::move(t->pending)});
       t->pending = stats::CountedSegment{};
       t->dirty = false;

@@ -62,6 +62,7 @@ class DeviceCounting {
 
   struct Totals {
     uint64_t batches = 0, indices = 0, samples = 0, samples_dropped = 0, batches_without_sample = 0;
+    uint64_t captured_batches = 0;  // counting kernels put into CUDA graph captures
   };
   Totals totals() const;
 
@@ -69,8 +70,11 @@ class DeviceCounting {
   struct Context;
   struct Table;
   struct Batch;
-  Context* context_for(CUcontext ctx);            // mu_
-  Table* table_for(const TableInfo& t, Context* c, CUstream stream);  // mu_
+  // The context's / table's device state; created only when `may_set_up` (never inside a
+  // CUDA graph capture).
+  Context* context_for(CUcontext ctx, bool may_set_up);            // mu_
+  Table* table_for(const TableInfo& t, Context* c, bool may_set_up);  // mu_
+  int launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream);  // mu_
   bool reserve(Context* c, uint64_t bytes, uint64_t& off);          // mu_
   void take(Batch& b);                                             // mu_ (a finished batch)
   CUdeviceptr allocate(uint64_t bytes);                            // mu_ (counted as own)

@@ -92,7 +92,10 @@ void cuda_collect(bool final) {
                                          " indices counted on the device; " + std::to_string(t.samples) +
                                          " sampled references reached the host; " +
                                          std::to_string(t.batches_without_sample) + " batches without an LRU sample (arena full), " +
-                                         std::to_string(t.samples_dropped) + " samples over a batch's room");
+                                         std::to_string(t.samples_dropped) + " samples over a batch's room" +
+                                         (t.captured_batches ? "; " + std::to_string(t.captured_batches) +
+                                                                   " batches inside CUDA graph captures (counted at every replay)"
+                                                             : std::string()));
   }
 }
 

@@ -12,12 +12,12 @@ namespace edo::capture {
 
 int DeviceStaging::lookup(int64_t table, const void* indices, uint64_t count, int type, CUstream s) {
   const size_t bytes = size_t(count) * (type == EDO_I64 ? 8 : 4);
-  if (drv_.cuStreamIsCapturing) {
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (drv_.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) {
-      count_drop("device_batches_in_graph_capture", 1);
-      return EDO_ERR_CUDA;
-    }
+  InternalCall internal;  // RELAXED: the caller may be capturing a CUDA graph
+  // A copy and an event record in a capture would be replayed, not run now: not counted. The
+  // legacy stream while a blocking stream captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) too.
+  if (capture_status(drv_, s) != Capture::kNone) {
+    count_drop("device_batches_in_graph_capture", 1);
+    return EDO_ERR_CUDA;
   }
   CUcontext ctx = nullptr;
   if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
@@ -76,10 +76,14 @@ void DeviceStaging::poll(bool wait_all, const Ingest& ingest) {
       if (pending_.empty()) return;
       p = pending_.front();
     }
-    drv_.cuCtxPushCurrent(p.ctx);
-    CUresult q = drv_.cuEventQuery(p.event);
-    CUcontext dummy;
-    drv_.cuCtxPopCurrent(&dummy);
+    CUresult q;
+    {
+      InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
+      drv_.cuCtxPushCurrent(p.ctx);
+      q = drv_.cuEventQuery(p.event);
+      CUcontext dummy;
+      drv_.cuCtxPopCurrent(&dummy);
+    }
     if (q == CUDA_ERROR_NOT_READY) {
       if (!wait_all || std::chrono::steady_clock::now() > deadline) return;
       std::this_thread::sleep_for(std::chrono::microseconds(200));

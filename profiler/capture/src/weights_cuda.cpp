@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cuda_driver.h"
 #include "edo/edo.h"
 #include "tracer.h"
 #include "weight_runs.h"
@@ -88,9 +89,14 @@ int cuda_read_rows(const void* base, uint64_t stride, uint64_t row_bytes, const 
   CUcontext ctx = nullptr;
   if (api.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
   CUstream js = static_cast<CUstream>(job_stream);
+  // edo's own calls, on the job's thread: RELAXED capture mode (another thread may capture in
+  // GLOBAL mode), and nothing at all on a stream that is being captured (an event record
+  // there would be captured; the legacy stream while a blocking stream captures: IMPLICIT).
+  InternalCall internal;
+  if (const Driver* drv = load_driver(); drv && capture_status(*drv, js) != Capture::kNone) return EDO_ERR_CUDA;
   if (api.cuStreamIsCapturing) {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (api.cuStreamIsCapturing(js, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) return EDO_ERR_CUDA;
+    if (api.cuStreamIsCapturing(js, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) return EDO_ERR_CUDA;
   }
   Resources res;
   if (api.cuStreamCreate(&res.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {

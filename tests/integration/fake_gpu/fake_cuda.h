@@ -5,9 +5,10 @@
 //   libcupti.so.13  (fake_cupti.cpp)    the CUPTI entry points the tracer loads (subscription,
 //                                       callbacks, activity buffers with CUpti_ActivityKernel10
 //                                       and CUpti_ActivityMemory4 records)
-//   libcudart.so.13 (fake_runtime.cpp)  the runtime entry points a job calls; its launches go
-//                                       through the driver like the real one's, and it keeps
-//                                       a per-thread last error like the real one
+//   libcudart.so.13 (fake_runtime.cpp)  the runtime entry points a job calls; like the real one
+//                                       its launches and graph calls issue no driver callbacks,
+//                                       and it keeps a per-thread last error
+// Stream capture and graphs: fake_capture.h.
 // Like the real stack, the driver and the runtime report their calls to the CUPTI subscriber
 // (ENTER and EXIT callbacks with the real *_params structs), and a runtime call made from
 // inside a callback is what breaks a job (issue 9): the fake counts them.
@@ -32,6 +33,13 @@ fake_kernel* fake_cuda_kernel(const char* mangled_name, fake_kernel_body body, c
 // Device functions a module image can name (cuModuleLoadData + cuModuleGetFunction): the
 // fake "loads" any image and finds functions registered here by name.
 void fake_cuda_register_module_function(const char* name, fake_kernel* k);
+// A kernel's CUkernel handle (distinct from its CUfunction, the fake_kernel* itself), and the
+// kernel behind either handle.
+CUkernel fake_cuda_cukernel(fake_kernel* k);
+fake_kernel* fake_cuda_kernel_of(const void* handle);
+// Module unload and handle reuse: the kernel object `k` becomes another kernel (same handle).
+void fake_cuda_reuse_kernel(fake_kernel* k, const char* mangled_name, fake_kernel_body body, const size_t* offsets,
+                            const size_t* sizes, int nparams);
 
 // ---- the tool hook (the fake libcupti installs it) ------------------------------------------
 struct fake_cuda_tool {
@@ -57,13 +65,23 @@ int fake_cuda_in_callback(void);
 uint32_t fake_cuda_set_outer_correlation(uint32_t correlation);
 // Runs a launch without driver callbacks (a runtime that launches another way); the kernel
 // record carries `correlation`.
-CUresult fake_cuda_run(fake_kernel* k, unsigned grid_x, unsigned block_x, void** args, uint32_t correlation);
+CUresult fake_cuda_run(fake_kernel* k, unsigned grid_x, unsigned block_x, void** args, uint32_t correlation,
+                       CUstream stream);
+// Stream capture and graphs without driver callbacks (what the runtime's calls do inside;
+// fake_capture.h).
+CUresult fake_cuda_begin_capture(CUstream s, CUstreamCaptureMode mode);
+CUresult fake_cuda_end_capture(CUstream s, CUgraph* graph);
+CUresult fake_cuda_instantiate(CUgraphExec* exec, CUgraph graph);
+CUresult fake_cuda_graph_launch(CUgraphExec exec, CUstream s, uint32_t correlation);
+CUresult fake_cuda_is_capturing(CUstream s, CUstreamCaptureStatus* status);
+// Driver calls a tool made from another thread while a capture was in progress.
+uint64_t fake_cuda_foreign_calls(void);
 // Device memory the fake handed out and has not freed, in bytes.
 uint64_t fake_cuda_live_bytes(void);
 
 // ---- the runtime part a job uses -------------------------------------------------------------
 // Registers a kernel's host-side entry function (what cudaLaunchKernel is given) and returns its
-// cudaKernel_t (what CUDA 13's __cudaLaunchKernel is given).
+// cudaKernel_t (what CUDA 13's __cudaLaunchKernel is given: a CUkernel, fake_cuda_cukernel).
 void* fake_cudart_register_kernel(const void* host_fn, const char* mangled_name, fake_kernel_body body,
                                   const size_t* offsets, const size_t* sizes, int nparams);
 // Runtime entry points called while a tool callback was running (should stay 0).

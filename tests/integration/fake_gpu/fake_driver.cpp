@@ -10,15 +10,22 @@
 #include <vector>
 
 #include "device/count_kernel.h"
+#include "fake_capture.h"
 #include "fake_cuda.h"
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 
 struct fake_kernel {
-  uint32_t magic = 0xFA4EC0DE;
+  uint32_t magic = 0xFA4EC0DE;  // a CUfunction points here
   std::string name;
   fake_kernel_body body = nullptr;
   std::vector<size_t> offsets, sizes;
+  // The kernel's CUkernel: another handle (library-based loading, cuda.h's CUkernel), which the
+  // driver launches when it is cast to a CUfunction but describes only through cuKernel* calls.
+  struct Handle {
+    uint32_t magic = 0xC0CE4E1;
+    fake_kernel* k = nullptr;
+  } as_kernel;
 };
 
 namespace {
@@ -38,10 +45,15 @@ uint64_t now_ns() {
                       std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+// The kernel behind a CUfunction or a CUkernel handle (launches accept both).
 fake_kernel* kernel_of(const void* h) {
-  auto* k = static_cast<fake_kernel*>(const_cast<void*>(h));
-  return k && k->magic == 0xFA4EC0DE ? k : nullptr;
+  if (!h) return nullptr;
+  const uint32_t magic = *static_cast<const uint32_t*>(h);
+  if (magic == 0xFA4EC0DE) return static_cast<fake_kernel*>(const_cast<void*>(h));
+  if (magic == 0xC0CE4E1) return static_cast<const fake_kernel::Handle*>(h)->k;
+  return nullptr;
 }
+bool is_cukernel(const void* h) { return h && *static_cast<const uint32_t*>(h) == 0xC0CE4E1; }
 
 // One driver API call: ENTER callback, the work, EXIT callback (with the result).
 template <class Params, class Work>
@@ -57,7 +69,12 @@ CUresult driver_call(CUpti_CallbackId cbid, const char* name, Params& p, const c
   return r;
 }
 
-CUresult run_kernel(fake_kernel* k, unsigned gx, unsigned bx, void** params, void** extra, uint32_t corr) {
+void execute(fake_kernel* k, unsigned gx, unsigned bx, void** args, uint32_t corr);
+
+// A launch on stream `s`: run now, or recorded into the stream's capture with a copy of its
+// argument values (a graph replays the values it was captured with).
+CUresult run_kernel(fake_kernel* k, unsigned gx, unsigned bx, void** params, void** extra, uint32_t corr,
+                    CUstream s) {
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
   std::vector<void*> args(k->offsets.size());
   if (params) {
@@ -71,8 +88,25 @@ CUresult run_kernel(fake_kernel* k, unsigned gx, unsigned bx, void** params, voi
   } else if (!args.empty()) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  std::vector<std::vector<char>> values(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const char* a = static_cast<const char*>(args[i]);
+    values[i].assign(a, a + k->sizes[i]);
+  }
+  CUresult r = CUDA_SUCCESS;
+  if (fake_capture::capture_work(s, [k, gx, bx, values](uint32_t c) mutable {
+        std::vector<void*> v(values.size());
+        for (size_t i = 0; i < v.size(); ++i) v[i] = values[i].data();
+        execute(k, gx, bx, v.data(), c);
+      }, &r))
+    return r;
+  execute(k, gx, bx, args.data(), corr);
+  return CUDA_SUCCESS;
+}
+
+void execute(fake_kernel* k, unsigned gx, unsigned bx, void** args, uint32_t corr) {
   const uint64_t start = now_ns();
-  k->body(args.data(), gx, bx);
+  k->body(args, gx, bx);
   const uint64_t end = std::max(now_ns(), start + 1);
   const fake_cuda_tool* t;
   {
@@ -80,7 +114,6 @@ CUresult run_kernel(fake_kernel* k, unsigned gx, unsigned bx, void** params, voi
     t = tool;
   }
   if (t && t->kernel_record) t->kernel_record(k->name.c_str(), start, end, corr);
-  return CUDA_SUCCESS;
 }
 
 void memory_record(bool alloc, uint64_t address, uint64_t bytes) {
@@ -106,6 +139,7 @@ void edo_count_body(void** args, unsigned, unsigned) {
 FAKE_API fake_kernel* fake_cuda_kernel(const char* name, fake_kernel_body body, const size_t* offsets,
                                        const size_t* sizes, int n) {
   auto* k = new fake_kernel();
+  k->as_kernel.k = k;
   k->name = name;
   k->body = body;
   k->offsets.assign(offsets, offsets + n);
@@ -150,9 +184,33 @@ FAKE_API uint32_t fake_cuda_set_outer_correlation(uint32_t c) {
   return old;
 }
 
-FAKE_API CUresult fake_cuda_run(fake_kernel* k, unsigned gx, unsigned bx, void** args, uint32_t corr) {
-  return run_kernel(k, gx, bx, args, nullptr, corr);
+FAKE_API CUresult fake_cuda_run(fake_kernel* k, unsigned gx, unsigned bx, void** args, uint32_t corr, CUstream s) {
+  return run_kernel(k, gx, bx, args, nullptr, corr, s);
 }
+
+// Stream capture and graphs for the fake runtime: the same work as the driver entry points,
+// without driver callbacks (the real runtime's internal driver calls issue none).
+FAKE_API CUresult fake_cuda_begin_capture(CUstream s, CUstreamCaptureMode mode) { return fake_capture::begin(s, mode); }
+FAKE_API CUresult fake_cuda_end_capture(CUstream s, CUgraph* g) { return fake_capture::end(s, g); }
+FAKE_API CUresult fake_cuda_instantiate(CUgraphExec* e, CUgraph g) { return fake_capture::instantiate(e, g); }
+FAKE_API CUresult fake_cuda_graph_launch(CUgraphExec e, CUstream s, uint32_t corr) {
+  return fake_capture::launch(e, s, corr);
+}
+FAKE_API CUresult fake_cuda_is_capturing(CUstream s, CUstreamCaptureStatus* st) {
+  return fake_capture::is_capturing(s, st, nullptr);
+}
+FAKE_API uint64_t fake_cuda_foreign_calls(void) { return fake_capture::foreign_calls(); }
+
+FAKE_API fake_kernel* fake_cuda_kernel_of(const void* handle) { return kernel_of(handle); }
+// After a module unload the driver may hand the same address to another kernel: `k` becomes it.
+FAKE_API void fake_cuda_reuse_kernel(fake_kernel* k, const char* name, fake_kernel_body body, const size_t* offsets,
+                                     const size_t* sizes, int n) {
+  k->name = name;
+  k->body = body;
+  k->offsets.assign(offsets, offsets + n);
+  k->sizes.assign(sizes, sizes + n);
+}
+FAKE_API CUkernel fake_cuda_cukernel(fake_kernel* k) { return reinterpret_cast<CUkernel>(&k->as_kernel); }
 
 FAKE_API uint64_t fake_cuda_live_bytes(void) {
   std::lock_guard<std::mutex> lk(mu);
@@ -173,7 +231,10 @@ FAKE_API CUresult cuCtxGetCurrent(CUcontext* c) {
   *c = fake_context;
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext) {
+  fake_capture::note_call();
+  return CUDA_SUCCESS;
+}
 FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext* c) {
   if (c) *c = fake_context;
   return CUDA_SUCCESS;
@@ -188,6 +249,7 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   cuMemAlloc_v2_params p{dptr, bytes};
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", p, nullptr, [&] {
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
     void* m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     std::memset(m, 0xA5, bytes);  // uninitialised device memory is not zero
@@ -204,6 +266,7 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   cuMemFree_v2_params p{dptr};
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", p, nullptr, [&] {
+    if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
     uint64_t bytes = 0;
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -220,6 +283,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
 
 FAKE_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
   *p = std::malloc(bytes ? bytes : 1);
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -228,31 +292,38 @@ FAKE_API CUresult cuMemFreeHost(void* p) {
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
-  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+// Stream-ordered copies and fills: run now, or recorded into the stream's capture.
+template <class F>
+CUresult stream_work(CUstream s, F f) {
+  CUresult r = CUDA_SUCCESS;
+  if (fake_capture::capture_work(s, [f](uint32_t) { f(); }, &r)) return r;
+  f();
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream) {
+
+FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  fake_capture::note_call();
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(reinterpret_cast<void*>(dst), src, n);
-  return CUDA_SUCCESS;
+  return stream_work(s, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); });
 }
-FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
-  return CUDA_SUCCESS;
+  return stream_work(s, [=] { std::memcpy(reinterpret_cast<void*>(dst), src, n); });
 }
-FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, CUstream) {
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  return stream_work(s, [=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n); });
+}
+FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, CUstream s) {
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
-  auto* p = reinterpret_cast<unsigned*>(dst);
-  for (size_t i = 0; i < n; ++i) p[i] = v;
-  return CUDA_SUCCESS;
+  return stream_work(s, [=] {
+    auto* p = reinterpret_cast<unsigned*>(dst);
+    for (size_t i = 0; i < n; ++i) p[i] = v;
+  });
 }
-FAKE_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream) {
+FAKE_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
-  std::memset(reinterpret_cast<void*>(dst), v, n);
-  return CUDA_SUCCESS;
+  return stream_work(s, [=] { std::memset(reinterpret_cast<void*>(dst), v, n); });
 }
 
 // Events and streams: everything has finished by the time a call returns.
@@ -261,20 +332,28 @@ FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
   *e = reinterpret_cast<CUevent>(new int(0));
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuEventRecord(CUevent e, CUstream) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
-FAKE_API CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
-FAKE_API CUresult cuEventSynchronize(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return fake_capture::event_record(e, s); }
+FAKE_API CUresult cuEventQuery(CUevent e) {
+  fake_capture::note_call();
+  return fake_capture::event_query(e);
+}
+FAKE_API CUresult cuEventSynchronize(CUevent e) { return fake_capture::event_query(e); }
 FAKE_API CUresult cuEventDestroy_v2(CUevent e) {
+  fake_capture::event_destroyed(e);
   delete reinterpret_cast<int*>(e);
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned) {
+FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   if (!s) return CUDA_ERROR_INVALID_VALUE;
   *s = reinterpret_cast<CUstream>(new int(0));
+  fake_capture::stream_created(*s, flags);
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
-FAKE_API CUresult cuStreamWaitEvent(CUstream, CUevent e, unsigned) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+FAKE_API CUresult cuStreamSynchronize(CUstream s) {
+  fake_capture::note_call();
+  return fake_capture::stream_synchronize(s);
+}
+FAKE_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned) { return fake_capture::stream_wait_event(s, e); }
 FAKE_API CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 0;
@@ -290,14 +369,48 @@ FAKE_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdev
   if (size) *size = it->second;
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* st) {
-  if (!st) return CUDA_ERROR_INVALID_VALUE;
-  *st = CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
+FAKE_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  return fake_capture::is_capturing(s, st, nullptr);
 }
+FAKE_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* graph,
+                                            const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* ndeps) {
+  if (graph) *graph = nullptr;
+  if (deps) *deps = nullptr;
+  if (edges) *edges = nullptr;
+  if (ndeps) *ndeps = 0;
+  return fake_capture::is_capturing(s, st, id);
+}
+FAKE_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  return fake_capture::exchange_mode(mode);
+}
+FAKE_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  cuStreamBeginCapture_v2_params p{s, mode};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2", p, nullptr,
+                     [&] { return fake_capture::begin(s, mode); });
+}
+FAKE_API CUresult cuStreamEndCapture(CUstream s, CUgraph* g) {
+  cuStreamEndCapture_params p{s, g};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, "cuStreamEndCapture", p, nullptr,
+                     [&] { return fake_capture::end(s, g); });
+}
+FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long flags) {
+  cuGraphInstantiateWithFlags_params p{e, g, flags};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", p, nullptr,
+                     [&] { return fake_capture::instantiate(e, g); });
+}
+FAKE_API CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  cuGraphLaunch_params p{e, s};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", p, nullptr,
+                     [&] { return fake_capture::launch(e, s, outer_correlation); });
+}
+FAKE_API CUresult cuGraphDestroy(CUgraph g) { return fake_capture::graph_destroy(g); }
+FAKE_API CUresult cuGraphExecDestroy(CUgraphExec e) { return fake_capture::exec_destroy(e); }
 
 // Kernels.
 FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
+  // A CUkernel passed as a CUfunction: CUDA_ERROR_INVALID_VALUE at index 0, the answer a kernel
+  // without parameters gives (issue 21.2, from a review against the real driver).
+  if (is_cukernel(f)) return CUDA_ERROR_INVALID_VALUE;
   fake_kernel* k = kernel_of(f);
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
   if (i >= k->offsets.size() || !off || !size) return CUDA_ERROR_INVALID_VALUE;
@@ -306,10 +419,20 @@ FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t* off, size_t* size) {
-  return cuFuncGetParamInfo(reinterpret_cast<CUfunction>(kernel), i, off, size);
+  if (!is_cukernel(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  fake_kernel* k = kernel_of(kernel);
+  if (i >= k->offsets.size() || !off || !size) return CUDA_ERROR_INVALID_VALUE;
+  *off = k->offsets[i];
+  *size = k->sizes[i];
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  if (!is_cukernel(kernel) || !name) return CUDA_ERROR_INVALID_HANDLE;
+  *name = kernel_of(kernel)->name.c_str();
+  return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuFuncGetName(const char** name, CUfunction f) {
-  fake_kernel* k = kernel_of(f);
+  fake_kernel* k = is_cukernel(f) ? nullptr : kernel_of(f);
   if (!k || !name) return CUDA_ERROR_INVALID_HANDLE;
   *name = k->name.c_str();
   return CUDA_SUCCESS;
@@ -317,6 +440,7 @@ FAKE_API CUresult cuFuncGetName(const char** name, CUfunction f) {
 
 FAKE_API CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
   // FAKE_CUDA_NO_MODULES=1: like a driver too old for the image.
   if (const char* no = std::getenv("FAKE_CUDA_NO_MODULES"); no && *no == '1') return CUDA_ERROR_NO_BINARY_FOR_GPU;
   *m = reinterpret_cast<CUmodule>(new int(0));
@@ -336,8 +460,11 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* nam
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleUnload(CUmodule m) {
-  delete reinterpret_cast<int*>(m);
-  return CUDA_SUCCESS;
+  cuModuleUnload_params p{m};
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, "cuModuleUnload", p, nullptr, [&] {
+    delete reinterpret_cast<int*>(m);
+    return CUDA_SUCCESS;
+  });
 }
 
 FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -345,7 +472,7 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
   cuLaunchKernel_params p{f, gx, gy, gz, bx, by, bz, shmem, s, params, extra};
   fake_kernel* k = kernel_of(f);
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", p, k ? k->name.c_str() : nullptr,
-                     [&] { return run_kernel(k, gx, bx, params, extra, outer_correlation); });
+                     [&] { return run_kernel(k, gx, bx, params, extra, outer_correlation, s); });
 }
 
 FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) {
@@ -353,6 +480,6 @@ FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig* cfg, CUfunction f, void
   fake_kernel* k = kernel_of(f);
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", p, k ? k->name.c_str() : nullptr, [&] {
     if (!cfg) return CUDA_ERROR_INVALID_VALUE;
-    return run_kernel(k, cfg->gridDimX, cfg->blockDimX, params, extra, outer_correlation);
+    return run_kernel(k, cfg->gridDimX, cfg->blockDimX, params, extra, outer_correlation, cfg->hStream);
   });
 }

@@ -1,26 +1,34 @@
 // A "GPU" job on the fake CUDA stack (fake_cuda.h), run by fake_gpu_test under `edo record`
 // and without it. Known ground truth:
 //  * fake.emb.a: 100 x 8 f32, fake.emb.b: 50 x 4 f16, both cudaMalloc'ed and registered;
-//  * kRuntimeLaunches launches of gather_rows on fake.emb.a through cudaLaunchKernel (which
-//    goes through the driver's cuLaunchKernel), each followed by edo_table_lookup of its
+//  * kRuntimeLaunches launches of gather_rows on fake.emb.a through cudaLaunchKernel (no
+//    driver callback inside, as on the real stack), each followed by edo_table_lookup of its
 //    kIdx device indices (idx[i] = i % 100, so rows 0..99 are read kRuntimeLaunches * 10 times);
 //  * kChevronLaunches launches of gather_half on fake.emb.b through __cudaLaunchKernel (CUDA
 //    13's <<<>>> entry point; the fake runs it without driver callbacks);
 //  * kDriverLaunches launches of triton_gather on fake.emb.a through cuLaunchKernel with the
 //    arguments packed in `extra` (how Triton launches);
-//  * kStructLaunches launches of index_select_info on fake.emb.b, whose tensors are passed in
-//    TensorInfo structs (how PyTorch's index_select / embedding kernels take them), the
-//    source pointing at a row inside the table;
+//  * kCuKernelLaunches launches of gather_kern on fake.emb.a through cuLaunchKernel given its
+//    CUkernel cast to a CUfunction (cuFuncGetParamInfo cannot describe it);
+//  * one launch each of gather_ex (cudaLaunchKernelExC) and gather_coop
+//    (cudaLaunchCooperativeKernel) on fake.emb.a: runtime launches without driver callbacks;
+//  * kStructLaunches launches of index_select_info on fake.emb.b through __cudaLaunchKernel,
+//    whose tensors are passed in TensorInfo structs (how PyTorch's index_select / embedding
+//    kernels take them), the source pointing at a row inside the table, and kStructRuntime
+//    more through cudaLaunchKernel (a struct parameter's layout cannot be had there: reported
+//    as launches whose arguments could not be read);
 //  * one launch of fill_scratch that reads no table.
 // After every launch it checks cudaGetLastError(), as PyTorch does. Prints the results'
 // checksum (identical with and without edo), the launch errors seen, and the runtime calls the
 // fake saw from inside tool callbacks.
 #include <cuda_runtime_api.h>
 #include <edo/edo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -35,6 +43,8 @@ constexpr int kRuntimeLaunches = 20;
 constexpr int kChevronLaunches = 3;
 constexpr int kDriverLaunches = 2;
 constexpr int kStructLaunches = 4;
+constexpr int kStructRuntime = 2;
+constexpr int kCuKernelLaunches = 2;
 
 template <class T>
 T arg(void** args, int i) {
@@ -90,7 +100,7 @@ void fill_scratch(void** a, unsigned, unsigned) {
   for (int i = 0; i < n; ++i) out[i] = float(i) * 0.5f;
 }
 
-char gather_rows_entry, gather_half_entry, fill_scratch_entry, index_select_entry;
+char gather_rows_entry, gather_half_entry, fill_scratch_entry, index_select_entry, gather_ex_entry, gather_coop_entry;
 
 int launch_errors = 0;
 void check(const char* what) {
@@ -201,7 +211,99 @@ int bound_job() {
   return 0;
 }
 
+// `fake_gpu_job graph`: what torch.cuda.graph does. One eager step on stream s (gather_rows on
+// fake.emb.a + edo_table_lookup of its 1000 device indices), then the same step captured into a
+// CUDA graph in GLOBAL mode (the default of torch.cuda.graph), then kGraphReplays launches of
+// the graph. With FAKE_WAIT_FOREIGN_CALLS=1 the capture stays open until another thread (edo's
+// flush, EDO_FLUSH_MS=10) has called the driver during it, at most 60 s. Prints the capture's
+// result (0: a graph), the replays, and the driver calls other threads made during the capture.
+constexpr int kGraphReplays = 5;
+
+// `fake_gpu_job reload`: first(const float* a, int n) on fake.emb.a through cuLaunchKernel,
+// then its module is unloaded and the same handle becomes second(int n, const unsigned short*
+// b), launched on fake.emb.b (what Triton / Inductor autotuning / NVRTC reloads look like).
+void first_body(void**, unsigned, unsigned) {}
+int reload_job() {
+  float* a = nullptr;
+  unsigned short* b = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&b), 50 * 4 * 2);
+  edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  edo_table_register("fake.emb.b", b, 50, 4, EDO_F16, EDO_CUDA);
+  const size_t first_off[] = {0, 8}, first_size[] = {8, 4};
+  const size_t second_off[] = {0, 8}, second_size[] = {4, 8};
+  CUmodule m = nullptr;
+  static const char image[] = "fake module";
+  cuModuleLoadData(&m, image);
+  fake_kernel* k = fake_cuda_kernel("_Z5firstPKfi", first_body, first_off, first_size, 2);
+  int n = 100;
+  void* first_args[] = {&a, &n};
+  int errors = cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, first_args, nullptr) != CUDA_SUCCESS;
+  cuModuleUnload(m);
+  fake_cuda_reuse_kernel(k, "_Z6secondiPKt", first_body, second_off, second_size, 2);
+  void* second_args[] = {&n, &b};
+  errors += cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, second_args, nullptr) != CUDA_SUCCESS;
+  std::printf("launch_errors %d\n", errors);
+  return 0;
+}
+int graph_job() {
+  const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
+  fake_cudart_register_kernel(&gather_rows_entry, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  float* a = nullptr;
+  long* idx = nullptr;
+  float* out = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&idx), kIdx * sizeof(long));
+  cudaMalloc(reinterpret_cast<void**>(&out), kIdx * sizeof(float));
+  std::vector<long> hidx(kIdx);
+  for (int i = 0; i < kIdx; ++i) hidx[i] = i % 100;
+  std::vector<float> wa(100 * 8);
+  for (size_t i = 0; i < wa.size(); ++i) wa[i] = float(i % 97) * 0.25f;
+  cudaMemcpy(a, wa.data(), wa.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(idx, hidx.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  int n = kIdx, dim = 8;
+  void* args[] = {&a, &idx, &n, &dim, &out};
+  auto step = [&] {
+    cudaLaunchKernel(&gather_rows_entry, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchKernel(gather_rows)");
+    edo_table_lookup(t, idx, kIdx, EDO_I64, EDO_CUDA, s);
+  };
+  step();  // warm-up outside the capture, as torch.cuda.graph's callers do
+  cudaStreamSynchronize(s);
+  const uint64_t foreign_before = fake_cuda_foreign_calls();
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) return 4;
+  step();
+  if (const char* w = std::getenv("FAKE_WAIT_FOREIGN_CALLS"); w && *w == '1')
+    for (int i = 0; i < 60000 && fake_cuda_foreign_calls() == foreign_before; ++i) usleep(1000);
+  const uint64_t foreign = fake_cuda_foreign_calls() - foreign_before;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t captured = cudaStreamEndCapture(s, &graph);
+  std::printf("capture_rc %d\n", int(captured));
+  std::printf("foreign_calls_during_capture %llu\n", static_cast<unsigned long long>(foreign));
+  int replays = 0;
+  cudaGraphExec_t exec = nullptr;
+  if (captured == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    for (int i = 0; i < kGraphReplays; ++i) replays += cudaGraphLaunch(exec, s) == cudaSuccess;
+    cudaStreamSynchronize(s);
+    cudaGraphExecDestroy(exec);
+  }
+  if (graph) cudaGraphDestroy(graph);
+  std::vector<float> hout(kIdx);
+  cudaMemcpy(hout.data(), out, kIdx * sizeof(float), cudaMemcpyDeviceToHost);
+  double checksum = 0;
+  for (int i = 0; i < kIdx; ++i) checksum += double(hout[i]) * double(i % 7 + 1);
+  std::printf("graph_replays %d\n", replays);
+  std::printf("checksum %.17g\n", checksum);
+  std::printf("launch_errors %d\n", launch_errors);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return graph_job();
+  if (argc > 1 && std::strcmp(argv[1], "reload") == 0) return reload_job();
   if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
@@ -213,9 +315,12 @@ int main(int argc, char** argv) {
                                                   five_sizes, 5);
   fake_cudart_register_kernel(&fill_scratch_entry, "_Z12fill_scratchPfi", fill_scratch, two, two_sizes, 2);
   fake_kernel* triton = fake_cuda_kernel("triton_gather", gather_rows, five, five_sizes, 5);
+  fake_kernel* kern = fake_cuda_kernel("_Z11gather_kernPKfPKliiPf", gather_rows, five, five_sizes, 5);
   const size_t info[] = {0, 80, 160, 240}, info_sizes[] = {80, 80, 80, 4};
-  fake_cudart_register_kernel(&index_select_entry, "_Z17index_select_info10TensorInfoS_S_i", index_select_info, info,
-                              info_sizes, 4);
+  void* select_kernel = fake_cudart_register_kernel(&index_select_entry, "_Z17index_select_info10TensorInfoS_S_i",
+                                                    index_select_info, info, info_sizes, 4);
+  fake_cudart_register_kernel(&gather_ex_entry, "_Z9gather_exPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  fake_cudart_register_kernel(&gather_coop_entry, "_Z11gather_coopPKfPKliiPf", gather_rows, five, five_sizes, 5);
 
   float* a = nullptr;
   unsigned short* b = nullptr;
@@ -252,6 +357,17 @@ int main(int argc, char** argv) {
     const int rc = edo_table_lookup(0, idx, kIdx, EDO_I64, EDO_CUDA, s);
     if (rc < 0 && it == 0) std::fprintf(stderr, "fake_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
   }
+  {
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(4);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cudaLaunchKernelExC(&cfg, &gather_ex_entry, args);
+    check("cudaLaunchKernelExC(gather_ex)");
+    cudaLaunchCooperativeKernel(&gather_coop_entry, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchCooperativeKernel(gather_coop)");
+  }
   for (int it = 0; it < kChevronLaunches; ++it) {
     void* args[] = {&b, &idx, &n, &dim_b, &out};
     __cudaLaunchKernel(static_cast<cudaKernel_t>(half_kernel), dim3(4), dim3(256), args, 0, s);
@@ -270,14 +386,25 @@ int main(int argc, char** argv) {
                        nullptr, extra) != CUDA_SUCCESS)
       ++launch_errors;
   }
-  for (int it = 0; it < kStructLaunches; ++it) {
+  for (int it = 0; it < kCuKernelLaunches; ++it) {
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    if (cuLaunchKernel(reinterpret_cast<CUfunction>(fake_cuda_cukernel(kern)), 4, 1, 1, 256, 1, 1, 0,
+                       reinterpret_cast<CUstream>(s), args, nullptr) != CUDA_SUCCESS)
+      ++launch_errors;
+  }
+  for (int it = 0; it < kStructLaunches + kStructRuntime; ++it) {
     // Rows 10.. of fake.emb.b: the pointer lies inside the table, not at its base.
     TensorInfo dst{out, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
     TensorInfo src{b + 10 * 4, {40, 4, 1, 1}, {4, 1, 1, 1}, 2};
     TensorInfo ix{idx, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
     void* args[] = {&dst, &src, &ix, &n};
-    cudaLaunchKernel(&index_select_entry, dim3(4), dim3(256), args, 0, s);
-    check("cudaLaunchKernel(index_select_info)");
+    if (it < kStructLaunches) {
+      __cudaLaunchKernel(static_cast<cudaKernel_t>(select_kernel), dim3(4), dim3(256), args, 0, s);
+      check("__cudaLaunchKernel(index_select_info)");
+    } else {
+      cudaLaunchKernel(&index_select_entry, dim3(4), dim3(256), args, 0, s);
+      check("cudaLaunchKernel(index_select_info)");
+    }
   }
   {
     void* args[] = {&scratch, &scratch_n};
