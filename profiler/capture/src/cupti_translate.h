@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -73,6 +74,8 @@ using ParamLayoutFn = std::function<std::shared_ptr<const ParamLayout>(const voi
 using KernelNameFn = std::function<std::string(const void* handle, KernelHandle kind)>;
 
 std::string demangle(const char* name);
+// demangle() through a process-wide cache (thread-safe, bounded).
+std::string demangle_cached(const char* mangled);
 
 // The sizes of a kernel's parameters read from its mangled name (Itanium ABI: the parameter
 // types are part of a C++ function's name), for a runtime launch that passes through no driver
@@ -121,6 +124,12 @@ class CuptiTranslator {
   KernelNameFn name_;
   std::mutex mu_;
   std::unordered_map<uint64_t, uint64_t> vmm_handles_;  // cuMemCreate handle -> size
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // param_sizes_from_name() by mangled name (nullopt: not a C++ name)
+  std::unordered_map<std::string, std::optional<std::vector<size_t>>, NameHash, std::equal_to<>> name_sizes_;
 };
 
 // Live device allocations, signed byte deltas, current and peak usage.

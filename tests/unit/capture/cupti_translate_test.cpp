@@ -583,3 +583,12 @@ TEST(CuptiTranslate, RuntimeLaunchWithoutADriverCallbackIsReadByName) {
   ASSERT_TRUE(s.launch);
   EXPECT_FALSE(s.launch->args_read) << "a struct parameter's layout is unknown: the launch must say so";
 }
+
+// Issue 21.4: names are demangled once per mangled name (launch callbacks and kernel records).
+TEST(CuptiTranslate, DemangledNamesAreCachedByMangledName) {
+  EXPECT_EQ(demangle_cached(kMangled), "emb_lookup(float const*, long const*, int)");
+  EXPECT_EQ(demangle_cached(kMangled), demangle(kMangled));
+  EXPECT_EQ(demangle_cached("_Z6secondiPKt"), "second(int, unsigned short const*)");
+  EXPECT_EQ(demangle_cached("triton_gather"), "triton_gather");
+  EXPECT_EQ(demangle_cached(nullptr), demangle(nullptr));
+}
