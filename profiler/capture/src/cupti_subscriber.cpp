@@ -175,6 +175,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       record_op(op);
     }
     if (out.graph) on_graph_event(*out.graph);
+    if (!out.warning.empty()) {
+      tracer_log(out.warning);
+      record_note("cupti.chevron_args", "off: " + out.warning);
+    }
     if (out.unloaded) {
       // Triton, Inductor autotuning, NVRTC unload modules; a reused handle must not find the
       // layout of the kernel that had it before (the scan would read past its arguments).

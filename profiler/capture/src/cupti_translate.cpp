@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -40,6 +41,30 @@ constexpr size_t kMaxArgWords = 1024;
 // of floats fall outside.
 constexpr uint64_t kLowestPointer = 4096;
 constexpr uint64_t kPastUserSpace = uint64_t{1} << 57;
+
+// CUDA 13 publishes no *_params struct for __cudaLaunchKernel (cupti_runtime_cbid.h:518 has its
+// id, generated_cuda_runtime_api_meta.h no struct); CUPTI's structs list a call's parameters in
+// order, so it is read as cudaLaunchKernel_v7000_params, whose parameter list matches the one
+// crt/device_functions.h:2932-2939 declares (cudaKernel_t, dim3, dim3, void**, size_t,
+// cudaStream_t). Checked here at build time; at the first launch (chevron_ok) the values
+// found must also look like a CUkernel the driver knows and an argument array.
+struct ChevronParams {
+  cudaKernel_t kernel;
+  dim3 gridDim;
+  dim3 blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+static_assert(sizeof(ChevronParams) == sizeof(cudaLaunchKernel_v7000_params) &&
+                  offsetof(ChevronParams, args) == offsetof(cudaLaunchKernel_v7000_params, args) &&
+                  offsetof(ChevronParams, stream) == offsetof(cudaLaunchKernel_v7000_params, stream),
+              "__cudaLaunchKernel's parameters no longer match cudaLaunchKernel_v7000_params: review the read");
+
+bool looks_like_pointer(const void* p) {
+  const uint64_t v = reinterpret_cast<uint64_t>(p);
+  return v >= kLowestPointer && v < kPastUserSpace && v % alignof(void*) == 0;
+}
 
 bool is_runtime_launch(CUpti_CallbackId id) {
   switch (id) {
@@ -376,6 +401,26 @@ void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void**
   out.args_read = true;
 }
 
+void CuptiTranslator::chevron_args(const void* kernel, void** args, LaunchInfo& info, Output& out) {
+  const int state = chevron_state_.load(std::memory_order_acquire);
+  if (state == 2) return;
+  bool ok = looks_like_pointer(kernel) && looks_like_pointer(args);
+  if (ok) {
+    pointer_args(kernel, KernelHandle::kKernel, args, nullptr, info);
+    ok = info.args_read;  // the driver described the handle as a CUkernel
+  }
+  if (state == 1) return;
+  // First use decides: a CUkernel handle and an argument array where the layout says, and a
+  // CUkernel the driver can describe. Anything else turns the read off for the process.
+  int expected = 0;
+  if (chevron_state_.compare_exchange_strong(expected, ok ? 1 : 2) && !ok) {
+    info.pointers.clear();
+    info.args_read = false;
+    out.warning = "the parameters of CUDA 13's __cudaLaunchKernel (kernel<<<...>>>) are not laid out as edo reads "
+                  "them: the arguments of <<<>>> launches are not read (their kernels are listed without tables)";
+  }
+}
+
 void CuptiTranslator::name_args(const char* symbol, void** args, LaunchInfo& out) {
   if (!symbol) return;
   // Parsed once per kernel name (a demangle and a parse per launch cost microseconds).
@@ -447,7 +492,7 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       if (!f || !runtime_ok(cb)) return out;
       // No driver launch seen (a runtime that launches another way): a CUkernel can still be
       // described by the driver.
-      if (!f->info.args_read && f->kernel) pointer_args(f->kernel, KernelHandle::kKernel, f->args, nullptr, f->info);
+      if (!f->info.args_read && f->kernel) chevron_args(f->kernel, f->args, f->info, out);
       // No handle the driver can describe (cudaLaunchKernel and friends take the host stub): the
       // parameter types in the kernel's mangled name give their number and the pointers' places.
       if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);

@@ -5,6 +5,8 @@
 
 #include <cupti.h>
 
+#include <atomic>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -97,6 +99,8 @@ class CuptiTranslator {
     // A module or library was unloaded (cuModuleUnload, cuLibraryUnload): kernel handles may be
     // reused for other kernels from now on, so what is cached per handle is stale.
     bool unloaded = false;
+    // Said once per process (tracer_log): something edo reads turned out not as it expects.
+    std::string warning;
   };
   // RUNTIME_API and DRIVER_API callbacks. Allocation results are read at API exit (and only
   // when the call succeeded); driver allocations made inside a traced runtime call on the
@@ -120,6 +124,8 @@ class CuptiTranslator {
   void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
   std::string name_of(const char* symbol, const void* handle, KernelHandle kind) const;
   void name_args(const char* symbol, void** args, LaunchInfo& out);
+  void chevron_args(const void* kernel, void** args, LaunchInfo& info, Output& out);
+  std::atomic<int> chevron_state_{0};  // __cudaLaunchKernel's layout: 0 unchecked, 1 read, 2 off
   ParamLayoutFn layout_;
   KernelNameFn name_;
   std::mutex mu_;

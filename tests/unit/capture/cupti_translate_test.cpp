@@ -592,3 +592,36 @@ TEST(CuptiTranslate, DemangledNamesAreCachedByMangledName) {
   EXPECT_EQ(demangle_cached("triton_gather"), "triton_gather");
   EXPECT_EQ(demangle_cached(nullptr), demangle(nullptr));
 }
+
+// Issue 21.2: __cudaLaunchKernel's parameters are read through a layout CUDA 13 does not
+// publish. If the first launch does not show a CUkernel the driver knows where the layout says,
+// the read is turned off for good with one warning, and nothing is read (no crash, no guess).
+TEST(CuptiTranslate, AnUnexpectedChevronLayoutTurnsTheReadOffWithOneWarning) {
+  CuptiTranslator t(fake_layout);
+  uint64_t w = 0x5550000;
+  void* args[] = {&w};
+  // Not a handle (a small integer where the CUkernel should be): off at once.
+  cudaLaunchKernel_v7000_params p{P(0x10), dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_ENTER, 0, kMangled);
+  auto first = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(first.launch);
+  EXPECT_FALSE(first.launch->args_read);
+  EXPECT_TRUE(first.launch->pointers.empty());
+  EXPECT_NE(first.warning.find("__cudaLaunchKernel"), std::string::npos);
+  // A valid CUkernel afterwards is not read either, and the warning is not repeated.
+  const void* kernel = P(0x9700);
+  g_layouts[kernel] = {{0, 8}};
+  cudaLaunchKernel_v7000_params q{kernel, dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_ENTER, 0, kMangled);
+  auto next = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(next.launch);
+  EXPECT_TRUE(next.launch->pointers.empty());
+  EXPECT_TRUE(next.warning.empty());
+  // A fresh translator whose first launch is right keeps reading.
+  CuptiTranslator good(fake_layout);
+  call(good, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_ENTER, 0, kMangled);
+  auto read = call(good, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(read.launch);
+  EXPECT_EQ(read.launch->pointers, std::vector<uint64_t>{w});
+  EXPECT_TRUE(read.warning.empty());
+}
