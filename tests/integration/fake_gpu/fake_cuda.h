@@ -76,6 +76,10 @@ CUresult fake_cuda_graph_launch(CUgraphExec exec, CUstream s, uint32_t correlati
 CUresult fake_cuda_is_capturing(CUstream s, CUstreamCaptureStatus* status);
 // Driver calls a tool made from another thread while a capture was in progress.
 uint64_t fake_cuda_foreign_calls(void);
+// Driver calls made before cuInit (the job's runtime calls it at its first CUDA call), and
+// whether a tool (the fake libcupti's subscriber) is attached.
+uint64_t fake_cuda_calls_before_init(void);
+int fake_cuda_tool_attached(void);
 // Device memory the fake handed out and has not freed, in bytes.
 uint64_t fake_cuda_live_bytes(void);
 

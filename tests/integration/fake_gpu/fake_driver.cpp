@@ -1,6 +1,7 @@
 // Fake libcuda.so.1 (see fake_cuda.h): the driver entry points the tracer and the fake runtime
 // use. Device memory is host memory, every stream runs synchronously, kernels are host
 // functions. Each call is reported to the tool (fake libcupti) like the real driver does.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,15 @@ std::map<uint64_t, uint64_t> live;                       // mu: address -> bytes
 std::map<std::string, fake_kernel*> module_functions;    // mu
 uint32_t next_correlation = 1;                           // mu
 thread_local int in_callback = 0;
+// cuInit: the driver reads CUDA_VISIBLE_DEVICES then. A job may set it after loading CUDA's
+// libraries and before its first CUDA call; a tool that calls the driver before the job does
+// would fix the devices first (cuda.h: every call but cuInit / cuDriverGetVersion needs
+// cuInit first). Calls made before cuInit are counted.
+std::atomic<bool> initialized{false};
+std::atomic<uint64_t> calls_before_init{0};
+void touched() {
+  if (!initialized.load(std::memory_order_relaxed)) calls_before_init.fetch_add(1);
+}
 thread_local uint32_t outer_correlation = 0;  // the API call the application made (runtime or driver)
 int fake_context_storage;
 CUcontext fake_context = reinterpret_cast<CUcontext>(&fake_context_storage);
@@ -220,18 +230,28 @@ FAKE_API uint64_t fake_cuda_live_bytes(void) {
 }
 
 // ---- driver API ------------------------------------------------------------------------------------
-FAKE_API CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
+FAKE_API CUresult cuInit(unsigned) {
+  initialized.store(true);
+  return CUDA_SUCCESS;
+}
+FAKE_API uint64_t fake_cuda_calls_before_init(void) { return calls_before_init.load(); }
+FAKE_API int fake_cuda_tool_attached(void) {
+  std::lock_guard<std::mutex> lk(mu);
+  return tool != nullptr;
+}
 FAKE_API CUresult cuDriverGetVersion(int* v) {
   if (!v) return CUDA_ERROR_INVALID_VALUE;
   *v = 13000;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxGetCurrent(CUcontext* c) {
+  touched();
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   *c = fake_context;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext) {
+  touched();
   fake_capture::note_call();
   return CUDA_SUCCESS;
 }
@@ -246,6 +266,7 @@ FAKE_API CUresult cuCtxGetDevice(CUdevice* d) {
 }
 
 FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  touched();
   cuMemAlloc_v2_params p{dptr, bytes};
   return driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", p, nullptr, [&] {
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -282,6 +303,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 FAKE_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned) {
+  touched();
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
   *p = std::malloc(bytes ? bytes : 1);
@@ -334,6 +356,7 @@ FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
 }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return fake_capture::event_record(e, s); }
 FAKE_API CUresult cuEventQuery(CUevent e) {
+  touched();
   fake_capture::note_call();
   return fake_capture::event_query(e);
 }
@@ -350,6 +373,7 @@ FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamSynchronize(CUstream s) {
+  touched();
   fake_capture::note_call();
   return fake_capture::stream_synchronize(s);
 }
@@ -370,10 +394,12 @@ FAKE_API CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdev
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  touched();
   return fake_capture::is_capturing(s, st, nullptr);
 }
 FAKE_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* graph,
                                             const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* ndeps) {
+  touched();
   if (graph) *graph = nullptr;
   if (deps) *deps = nullptr;
   if (edges) *edges = nullptr;
@@ -381,6 +407,7 @@ FAKE_API CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* s
   return fake_capture::is_capturing(s, st, id);
 }
 FAKE_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  touched();
   return fake_capture::exchange_mode(mode);
 }
 FAKE_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
@@ -408,6 +435,7 @@ FAKE_API CUresult cuGraphExecDestroy(CUgraphExec e) { return fake_capture::exec_
 
 // Kernels.
 FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
+  touched();
   // A CUkernel passed as a CUfunction: CUDA_ERROR_INVALID_VALUE at index 0, the answer a kernel
   // without parameters gives (issue 21.2, from a review against the real driver).
   if (is_cukernel(f)) return CUDA_ERROR_INVALID_VALUE;
@@ -419,6 +447,7 @@ FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t* off, size_t* size) {
+  touched();
   if (!is_cukernel(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   fake_kernel* k = kernel_of(kernel);
   if (i >= k->offsets.size() || !off || !size) return CUDA_ERROR_INVALID_VALUE;
@@ -439,6 +468,7 @@ FAKE_API CUresult cuFuncGetName(const char** name, CUfunction f) {
 }
 
 FAKE_API CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  touched();
   if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
   // FAKE_CUDA_NO_MODULES=1: like a driver too old for the image.

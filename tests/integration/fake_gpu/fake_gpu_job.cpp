@@ -333,7 +333,22 @@ int launches_job(int n) {
   return 0;
 }
 
+// `fake_gpu_job late_init`: the job's first CUDA call comes late (as when a job sets
+// CUDA_VISIBLE_DEVICES after `import torch`). Under edo it first waits (at most 30 s) until edo
+// has attached to CUDA (subscribed to the fake CUPTI), then prints the driver calls made before
+// its own first CUDA call: edo must have made none.
+int late_init_job() {
+  for (int i = 0; i < 30000 && !fake_cuda_tool_attached(); ++i) usleep(1000);
+  std::printf("tool_attached %d\n", fake_cuda_tool_attached());
+  std::printf("driver_calls_before_the_job %llu\n", static_cast<unsigned long long>(fake_cuda_calls_before_init()));
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  std::printf("devices %d\n", n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "late_init") == 0) return late_init_job();
   if (argc > 2 && std::strcmp(argv[1], "launches") == 0) return launches_job(std::atoi(argv[2]));
   if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return graph_job();
   if (argc > 1 && std::strcmp(argv[1], "reload") == 0) return reload_job();

@@ -415,3 +415,14 @@ TEST(FakeGpu, AReusedKernelHandleIsNotReadWithTheOldLayout) {
       << "the reused handle was read with the unloaded kernel's layout";
   std::filesystem::remove(db);
 }
+
+// Issue 21.3: edo attaches to CUDA (CUPTI) as soon as the runtime is mapped but makes no driver
+// call before the job's first CUDA call (cuInit reads CUDA_VISIBLE_DEVICES).
+TEST(FakeGpu, EdoDoesNotInitialiseCudaBeforeTheJob) {
+  const std::string db = db_path("late_init");
+  Result r = sh(recorded(db) + " late_init");
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.values["tool_attached"], "1") << "edo never attached: the check below would prove nothing\n" << r.out;
+  EXPECT_EQ(r.values["driver_calls_before_the_job"], "0") << r.out;
+  std::filesystem::remove(db);
+}

@@ -22,9 +22,12 @@ std::atomic<uint64_t> calls_in_callbacks{0};
 std::mutex mu;
 std::map<const void*, fake_kernel*> host_fns;  // host-side entry function -> kernel
 
-// Every entry point starts here.
+// Every entry point starts here. The runtime initialises the driver lazily, at the job's first
+// CUDA call (that is when CUDA_VISIBLE_DEVICES is read).
 void entered() {
   if (fake_cuda_in_callback()) calls_in_callbacks.fetch_add(1);
+  static std::once_flag init;
+  std::call_once(init, [] { cuInit(0); });
 }
 
 cudaError_t fail(cudaError_t e) {
