@@ -71,7 +71,7 @@ bool in_internal_call();
 
 // Whether work on `stream` would go into a CUDA graph capture: CU_STREAM_CAPTURE_STATUS_ACTIVE
 // or _INVALIDATED, or CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (the legacy stream while a blocking
-// stream captures, cuda.h:15526-15528). `id`: the capture's id when the driver tells it.
+// stream captures, cuda.h:15525-15528). `id`: the capture's id when the driver tells it.
 enum class Capture : uint8_t { kNone, kActive, kInvalidated, kImplicit, kUnknown };
 Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id = nullptr);
 

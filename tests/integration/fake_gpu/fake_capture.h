@@ -3,7 +3,7 @@
 // fake_cuda_* functions of fake_cuda.h). What it models, from the CUDA 13.0 cuda.h:
 //  * capture status NONE / ACTIVE / INVALIDATED (cuda.h:2381-2383); cuStreamIsCapturing on the
 //    legacy stream while a blocking stream captures: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
-//    (cuda.h:15526-15528, error 906 at cuda.h:3110);
+//    (cuda.h:15525-15528, error 906 at cuda.h:3110);
 //  * the three interaction modes of cuThreadExchangeStreamCaptureMode (cuda.h:15454-15465):
 //    a "potentially unsafe" call (an allocation, a synchronisation, an event query, a module
 //    load) from a thread that the rules prohibit fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
@@ -31,7 +31,7 @@ namespace fake_capture {
 using Work = std::function<void(uint32_t correlation)>;
 
 void stream_created(CUstream s, unsigned flags);
-// A potentially unsafe call (cuda.h:15441-15465) on the calling thread: CUDA_SUCCESS when the
+// A potentially unsafe call (cuda.h:15442-15465) on the calling thread: CUDA_SUCCESS when the
 // rules allow it, else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the conflicting captures are
 // invalidated).
 CUresult unsafe_call();
