@@ -35,6 +35,20 @@ InternalCall::~InternalCall() {
 }
 bool in_internal_call() { return internal_depth > 0; }
 
+ScopedContext::ScopedContext(const Driver& drv, CUcontext ctx) : d_(drv) {
+  CUcontext cur = nullptr;
+  if (d_.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx && ctx) {
+    ok_ = true;
+    return;
+  }
+  pushed_ = ok_ = ctx && d_.cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
+}
+ScopedContext::~ScopedContext() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  d_.cuCtxPopCurrent(&popped);
+}
+
 Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id) {
   CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t cid = 0;
@@ -64,6 +78,10 @@ const Driver* load_driver() {
     sym(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
     sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
     sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    sym(h, drv.cuStreamGetCtx, "cuStreamGetCtx");
+    sym(h, drv.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(h, drv.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    sym(h, drv.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
     sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
     sym(h, drv.cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
     sym(h, drv.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");

@@ -18,6 +18,14 @@ struct Driver {
   CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
   CUresult (*cuCtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxPopCurrent)(CUcontext*) = nullptr;
+  // The context a stream belongs to (cuda.h:15134-15147: a created stream's is the one current
+  // when it was created; the special streams' is the calling thread's current one).
+  CUresult (*cuStreamGetCtx)(CUstream, CUcontext*) = nullptr;
+  // Kept retained while edo holds handles in a primary context (cuda.h:5851-5856: it stays
+  // active until the last retainer releases it).
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxGetState)(CUdevice, unsigned*, int*) = nullptr;
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   // cuStreamGetCaptureInfo_v3 (cuda.h:15610, exported as _v3 since CUDA 12.3): the capture's id.
   CUresult (*cuStreamGetCaptureInfo)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
@@ -72,6 +80,21 @@ bool in_internal_call();
 // Whether work on `stream` would go into a CUDA graph capture: CU_STREAM_CAPTURE_STATUS_ACTIVE
 // or _INVALIDATED, or CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (the legacy stream while a blocking
 // stream captures, cuda.h:15525-15528). `id`: the capture's id when the driver tells it.
+// Makes `ctx` current on the calling thread for the scope, when it is not already. A push that
+// failed is never popped: the pop would take the caller's own context off its stack.
+class ScopedContext {
+ public:
+  ScopedContext(const Driver& drv, CUcontext ctx);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  bool ok() const { return ok_; }  // `ctx` is current
+
+ private:
+  const Driver& d_;
+  bool pushed_ = false, ok_ = false;
+};
+
 enum class Capture : uint8_t { kNone, kActive, kInvalidated, kImplicit, kUnknown };
 Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id = nullptr);
 

@@ -24,15 +24,6 @@ uint64_t window_every(uint64_t windows_taken) { return windows_taken < 256 ? 819
 
 uint64_t align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
 
-// Makes `ctx` current on the calling thread for the scope (the background thread has none).
-struct Current {
-  const Driver& d;
-  Current(const Driver& drv, CUcontext ctx) : d(drv) { d.cuCtxPushCurrent(ctx); }
-  ~Current() {
-    CUcontext dummy;
-    d.cuCtxPopCurrent(&dummy);
-  }
-};
 }  // namespace
 
 struct DeviceCounting::Context {
@@ -45,6 +36,7 @@ struct DeviceCounting::Context {
   char* host_arena = nullptr;     // pinned mirror of the arena
   uint64_t head = 0, tail = 0;    // ring allocation (monotonic byte counters)
   unsigned grid_limit = 1024;
+  bool retained_primary = false;  // edo holds a retain on this (primary) context while its handles live
 };
 
 struct DeviceCounting::Table {
@@ -78,14 +70,18 @@ struct DeviceCounting::Batch {
   CUevent kernel_done = nullptr, copied = nullptr;
 };
 
-DeviceCounting::DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg)
-    : drv_(drv), image_(image), arena_bytes_(arena_bytes & ~uint64_t{15}), cfg_(cfg) {}
+DeviceCounting::DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg,
+                               uint64_t device_budget)
+    : drv_(drv), image_(image), arena_bytes_(arena_bytes & ~uint64_t{15}), cfg_(cfg), device_budget_(device_budget) {}
 
 CUdeviceptr DeviceCounting::allocate(uint64_t bytes) {
+  // Never past EDO_MAX_DEVICE_MB: the driver is not even asked.
+  if (bytes > device_budget_ - std::min(device_budget_, totals_.device_bytes)) return 0;
   CUdeviceptr p = 0;
   InternalCall internal;
   if (drv_.cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
   own_.insert({uint64_t(p), uint64_t(p) + bytes});
+  totals_.device_bytes += bytes;
   return p;
 }
 
@@ -112,11 +108,17 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set
     return nullptr;
   }
   if (drv_.cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return nullptr;
+  if (arena_bytes_ > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+    count_drop("device_memory_bound_contexts", 1);
+    tracer_verbose("the device counting arena does not fit EDO_MAX_DEVICE_MB: device indices are copied to the host");
+    return nullptr;
+  }
   c.arena = allocate(arena_bytes_);
   if (!c.arena || drv_.cuMemHostAlloc(reinterpret_cast<void**>(&c.host_arena), arena_bytes_, 0) != CUDA_SUCCESS) {
     tracer_verbose("no memory for the device counting arena: device indices are copied to the host");
     return nullptr;
   }
+  totals_.pinned_bytes += arena_bytes_;
   // Set-up only: the arena starts zeroed (region headers are counters).
   if (drv_.cuMemsetD32Async(c.arena, 0, arena_bytes_ / 4, c.stream) != CUDA_SUCCESS ||
       drv_.cuStreamSynchronize(c.stream) != CUDA_SUCCESS)
@@ -126,6 +128,19 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set
   if (drv_.cuCtxGetDevice && drv_.cuDeviceGetAttribute && drv_.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
       drv_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS && sms > 0)
     c.grid_limit = unsigned(sms) * 16;
+  // A primary context lives while someone retains it (cuda.h:5851-5856): if the job's runtime
+  // released its last retain, edo's module, stream and memory in it would dangle. edo keeps one
+  // retain for as long as it holds them (until exit: they are never freed before). Only an
+  // already active primary context is retained: retaining an inactive one would create it.
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext primary = nullptr;
+  if (drv_.cuDevicePrimaryCtxRetain && drv_.cuDevicePrimaryCtxGetState && drv_.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+      drv_.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active &&
+      drv_.cuDevicePrimaryCtxRetain(&primary, dev) == CUDA_SUCCESS) {
+    if (primary == ctx) c.retained_primary = true;
+    else if (drv_.cuDevicePrimaryCtxRelease) drv_.cuDevicePrimaryCtxRelease(dev);  // not ours to hold
+  }
   c.usable = true;
   return &c;
 }
@@ -142,10 +157,10 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
   t->ctx = c;
   t->threshold = stats::counted_sample_threshold(info.rows, cfg_);
   t->rate = double(t->threshold) / double(uint64_t{1} << stats::hash::kSampleModBits);
-  uint64_t words = 0;
+  uint64_t words = 0, need = 0;
   if (t->exact) {
-    t->counts = allocate(info.rows * 4);
     words = info.rows;
+    need = words * 4;
   } else {
     uint32_t w = 1, lg = 0;
     while (w < cfg_.cms_width && lg < 30) w <<= 1, ++lg;
@@ -153,6 +168,23 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
     t->cms_depth = std::max<uint32_t>(1, std::min<uint32_t>(cfg_.cms_depth, 16));
     t->hll_p = std::clamp<uint32_t>(cfg_.hll_precision, 4, 18);
     words = uint64_t{t->cms_depth} << lg;
+    need = words * 4 + (uint64_t{1} << t->hll_p) * 4;
+  }
+  if (need > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+    // Beyond EDO_MAX_DEVICE_MB: refused on the device, never half-allocated. The table's host
+    // statistics were already laid out for these counters (exact or sketch, session.cpp), so
+    // its batches are copied to the host and counted there with the same statistics rather
+    // than sketched here into a shape the host side does not expect.
+    count_drop("device_memory_bound_tables", 1);
+    ++totals_.bound_tables;
+    tracer_verbose("a table's device counters do not fit EDO_MAX_DEVICE_MB: its device indices are copied to the host");
+    slot = std::move(t);
+    slot->ctx = nullptr;
+    return nullptr;
+  }
+  if (t->exact) {
+    t->counts = allocate(need);
+  } else {
     t->cms = allocate(words * 4);
     t->hll = allocate((uint64_t{1} << t->hll_p) * 4);
     t->hll_host.assign(size_t{1} << t->hll_p, 0);
@@ -202,8 +234,16 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
     return EDO_OK;
   }
   const bool capturing = cap == Capture::kActive;
+  // The stream's own context (not whichever the thread has current: a job may create a stream
+  // in one context and switch), made current for the set-up and the launch.
   CUcontext ctx = nullptr;
-  if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  const CUresult got = drv_.cuStreamGetCtx ? drv_.cuStreamGetCtx(stream, &ctx) : drv_.cuCtxGetCurrent(&ctx);
+  if (got != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  ScopedContext in_ctx(drv_, ctx);
+  if (!in_ctx.ok()) {
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
+  }
   // The kernel must not read past the caller's buffer: a fault would break the job's context.
   // Its first and last bytes must both be in device memory the driver knows (a pointer it
   // cannot place at all, e.g. pinned host memory, is trusted: the caller's own kernel reads it).
@@ -393,8 +433,8 @@ void DeviceCounting::poll(bool wait_all) {
       CUresult q;
       {
         InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
-        Current cur(drv_, b.ctx->ctx);
-        q = drv_.cuEventQuery(b.copied);
+        ScopedContext cur(drv_, b.ctx->ctx);
+        q = cur.ok() ? drv_.cuEventQuery(b.copied) : CUDA_ERROR_INVALID_CONTEXT;
       }
       if (q != CUDA_ERROR_NOT_READY) {
         if (q == CUDA_SUCCESS) {
@@ -436,10 +476,10 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
     bool ok;
     {
       InternalCall internal;
-      Current cur(drv_, t.ctx->ctx);
+      ScopedContext cur(drv_, t.ctx->ctx);
       // The counters as they are now, on the tracer's stream: kernels still running on the
       // job's streams are counted at the next collect (the final one waited for all).
-      ok = drv_.cuMemcpyDtoHAsync(t.after.data(), t.exact ? t.counts : t.cms, t.after.size() * 4, t.ctx->stream) == CUDA_SUCCESS &&
+      ok = cur.ok() && drv_.cuMemcpyDtoHAsync(t.after.data(), t.exact ? t.counts : t.cms, t.after.size() * 4, t.ctx->stream) == CUDA_SUCCESS &&
            (t.exact || drv_.cuMemcpyDtoHAsync(t.hll_host.data(), t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
            drv_.cuStreamSynchronize(t.ctx->stream) == CUDA_SUCCESS;
     }

@@ -20,7 +20,14 @@ int DeviceStaging::lookup(int64_t table, const void* indices, uint64_t count, in
     return EDO_ERR_CUDA;
   }
   CUcontext ctx = nullptr;
-  if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  // The stream's context (cuda.h:15134-15147), current for the copy and the event.
+  const CUresult got = drv_.cuStreamGetCtx ? drv_.cuStreamGetCtx(s, &ctx) : drv_.cuCtxGetCurrent(&ctx);
+  if (got != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  ScopedContext in_ctx(drv_, ctx);
+  if (!in_ctx.ok()) {
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
+  }
   Pending p{};
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -79,10 +86,8 @@ void DeviceStaging::poll(bool wait_all, const Ingest& ingest) {
     CUresult q;
     {
       InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
-      drv_.cuCtxPushCurrent(p.ctx);
-      q = drv_.cuEventQuery(p.event);
-      CUcontext dummy;
-      drv_.cuCtxPopCurrent(&dummy);
+      ScopedContext cur(drv_, p.ctx);  // a failed push is never popped
+      q = cur.ok() ? drv_.cuEventQuery(p.event) : CUDA_ERROR_INVALID_CONTEXT;
     }
     if (q == CUDA_ERROR_NOT_READY) {
       if (!wait_all || std::chrono::steady_clock::now() > deadline) return;

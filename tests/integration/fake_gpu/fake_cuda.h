@@ -82,6 +82,19 @@ uint64_t fake_cuda_calls_before_init(void);
 int fake_cuda_tool_attached(void);
 // Device memory the fake handed out and has not freed, in bytes.
 uint64_t fake_cuda_live_bytes(void);
+// The most device memory (cuMemAlloc_v2) live at once, in bytes.
+uint64_t fake_cuda_peak_bytes(void);
+// Contexts: a second context besides device 0's primary one (cuCtxSetCurrent switches the
+// calling thread to it); pops that had no push before them on their thread (each takes the
+// caller's own context away); cuLaunchKernel calls refused because the stream belongs to
+// another context than the current one; retains of the primary context (the job's runtime
+// holds one).
+CUcontext fake_cuda_other_context(void);
+uint64_t fake_cuda_unbalanced_pops(void);
+uint64_t fake_cuda_wrong_context_launches(void);
+int fake_cuda_primary_retains(void);
+// cuEventQuery calls so far (from any thread).
+uint64_t fake_cuda_event_queries(void);
 
 // ---- the runtime part a job uses -------------------------------------------------------------
 // Registers a kernel's host-side entry function (what cudaLaunchKernel is given) and returns its

@@ -1,6 +1,7 @@
 // Fake libcuda.so.1 (see fake_cuda.h): the driver entry points the tracer and the fake runtime
 // use. Device memory is host memory, every stream runs synchronously, kernels are host
 // functions. Each call is reported to the tool (fake libcupti) like the real driver does.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -34,6 +35,7 @@ namespace {
 std::mutex mu;
 const fake_cuda_tool* tool = nullptr;
 std::map<uint64_t, uint64_t> live;                       // mu: address -> bytes
+uint64_t live_total = 0, live_peak = 0;                  // mu: bytes in `live`, and their peak
 std::map<std::string, fake_kernel*> module_functions;    // mu
 uint32_t next_correlation = 1;                           // mu
 thread_local int in_callback = 0;
@@ -47,8 +49,37 @@ void touched() {
   if (!initialized.load(std::memory_order_relaxed)) calls_before_init.fetch_add(1);
 }
 thread_local uint32_t outer_correlation = 0;  // the API call the application made (runtime or driver)
-int fake_context_storage;
-CUcontext fake_context = reinterpret_cast<CUcontext>(&fake_context_storage);
+int fake_context_storage, fake_other_context_storage;
+CUcontext fake_context = reinterpret_cast<CUcontext>(&fake_context_storage);  // device 0's primary context
+CUcontext fake_other_context = reinterpret_cast<CUcontext>(&fake_other_context_storage);  // a cuCtxCreate'd one
+// The calling thread's context stack (cuda.h cuCtxPushCurrent/cuCtxPopCurrent/cuCtxSetCurrent:
+// SetCurrent replaces the top). Every thread starts with the primary context current, as if
+// the job's runtime had made it so; `pushed` counts the pushes not yet popped.
+// Trivially destructible (no thread_local destructor): edo's exit handlers still use it.
+struct CtxStack {
+  CUcontext at[64];
+  int n = -1;  // -1: not set up yet on this thread (the primary context is current)
+  void init() {
+    if (n < 0) at[0] = fake_context, n = 1;
+  }
+};
+thread_local CtxStack ctx_stack;
+thread_local int pushed = 0;
+CUcontext current_ctx() {
+  ctx_stack.init();
+  return ctx_stack.n ? ctx_stack.at[ctx_stack.n - 1] : nullptr;
+}
+std::map<CUstream, CUcontext> stream_ctx;   // mu: the context current when each stream was created
+std::atomic<uint64_t> unbalanced_pops{0};   // pops without a push (they take the caller's context away)
+std::atomic<uint64_t> wrong_context{0};     // launches on a stream of another context than the current one
+std::atomic<int> primary_retains{1};        // the job's runtime holds one
+// The context a stream belongs to (cuda.h:15134-15147); the special streams: the current one.
+CUcontext context_of(CUstream s) {
+  if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return current_ctx();
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = stream_ctx.find(s);
+  return it == stream_ctx.end() ? current_ctx() : it->second;
+}
 
 uint64_t now_ns() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -229,6 +260,11 @@ FAKE_API uint64_t fake_cuda_live_bytes(void) {
   return n;
 }
 
+FAKE_API uint64_t fake_cuda_peak_bytes(void) {
+  std::lock_guard<std::mutex> lk(mu);
+  return live_peak;
+}
+
 // ---- driver API ------------------------------------------------------------------------------------
 FAKE_API CUresult cuInit(unsigned) {
   initialized.store(true);
@@ -247,18 +283,59 @@ FAKE_API CUresult cuDriverGetVersion(int* v) {
 FAKE_API CUresult cuCtxGetCurrent(CUcontext* c) {
   touched();
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  *c = fake_context;
+  *c = current_ctx();
   return CUDA_SUCCESS;
 }
-FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext) {
+FAKE_API CUresult cuCtxSetCurrent(CUcontext c) {
+  ctx_stack.init();
+  if (ctx_stack.n == 0) ctx_stack.n = 1;
+  ctx_stack.at[ctx_stack.n - 1] = c;
+  return CUDA_SUCCESS;
+}
+// FAKE_CUDA_PUSH_FAILS=1: every push fails (a context destroyed under the caller, a
+// CUDA_ERROR_INVALID_CONTEXT from the real driver).
+FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext c) {
   touched();
   fake_capture::note_call();
+  if (const char* f = std::getenv("FAKE_CUDA_PUSH_FAILS"); f && *f == '1') return CUDA_ERROR_INVALID_CONTEXT;
+  ctx_stack.init();
+  if (!c || ctx_stack.n == 64) return CUDA_ERROR_INVALID_CONTEXT;
+  ctx_stack.at[ctx_stack.n++] = c;
+  ++pushed;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext* c) {
-  if (c) *c = fake_context;
+  ctx_stack.init();
+  if (ctx_stack.n == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pushed == 0) unbalanced_pops.fetch_add(1);
+  else --pushed;
+  if (c) *c = ctx_stack.at[--ctx_stack.n];
+  else --ctx_stack.n;
   return CUDA_SUCCESS;
 }
+FAKE_API CUresult cuStreamGetCtx(CUstream s, CUcontext* c) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  *c = context_of(s);
+  return *c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+FAKE_API CUresult cuDevicePrimaryCtxGetState(CUdevice, unsigned* flags, int* active) {
+  if (flags) *flags = 0;
+  if (active) *active = primary_retains.load() > 0;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  primary_retains.fetch_add(1);
+  *c = fake_context;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) {
+  return primary_retains.fetch_sub(1) > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+FAKE_API CUcontext fake_cuda_other_context(void) { return fake_other_context; }
+FAKE_API uint64_t fake_cuda_unbalanced_pops(void) { return unbalanced_pops.load(); }
+FAKE_API uint64_t fake_cuda_wrong_context_launches(void) { return wrong_context.load(); }
+FAKE_API int fake_cuda_primary_retains(void) { return primary_retains.load(); }
 FAKE_API CUresult cuCtxGetDevice(CUdevice* d) {
   if (!d) return CUDA_ERROR_INVALID_VALUE;
   *d = 0;
@@ -278,6 +355,8 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
     {
       std::lock_guard<std::mutex> lk(mu);
       live[*dptr] = bytes;
+      live_total += bytes;
+      live_peak = std::max(live_peak, live_total);
     }
     memory_record(true, *dptr, bytes);
     return CUDA_SUCCESS;
@@ -294,6 +373,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
       auto it = live.find(dptr);
       if (it == live.end()) return CUDA_ERROR_INVALID_VALUE;
       bytes = it->second;
+      live_total -= bytes;
       live.erase(it);
     }
     std::free(reinterpret_cast<void*>(dptr));
@@ -355,8 +435,11 @@ FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return fake_capture::event_record(e, s); }
+std::atomic<uint64_t> event_queries{0};
+FAKE_API uint64_t fake_cuda_event_queries(void) { return event_queries.load(); }
 FAKE_API CUresult cuEventQuery(CUevent e) {
   touched();
+  event_queries.fetch_add(1);
   fake_capture::note_call();
   return fake_capture::event_query(e);
 }
@@ -369,6 +452,10 @@ FAKE_API CUresult cuEventDestroy_v2(CUevent e) {
 FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   if (!s) return CUDA_ERROR_INVALID_VALUE;
   *s = reinterpret_cast<CUstream>(new int(0));
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    stream_ctx[*s] = current_ctx();
+  }
   fake_capture::stream_created(*s, flags);
   return CUDA_SUCCESS;
 }
@@ -501,8 +588,14 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
                                  unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
   cuLaunchKernel_params p{f, gx, gy, gz, bx, by, bz, shmem, s, params, extra};
   fake_kernel* k = kernel_of(f);
-  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", p, k ? k->name.c_str() : nullptr,
-                     [&] { return run_kernel(k, gx, bx, params, extra, outer_correlation, s); });
+  return driver_call(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", p, k ? k->name.c_str() : nullptr, [&] {
+    // A stream of another context than the current one: the real driver refuses the launch.
+    if (context_of(s) != current_ctx()) {
+      wrong_context.fetch_add(1);
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return run_kernel(k, gx, bx, params, extra, outer_correlation, s);
+  });
 }
 
 FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig* cfg, CUfunction f, void** params, void** extra) {

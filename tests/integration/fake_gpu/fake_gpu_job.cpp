@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda.h"
@@ -212,6 +213,61 @@ int bound_job() {
   return 0;
 }
 
+// `fake_gpu_job device_bound` (run with EDO_MAX_DEVICE_MB=40): two device tables, one whose
+// exact counters (8M rows: 32 MB) do not fit the bound beside the sample arena, one small; 5
+// batches of 1000 device indices each. Prints the job's own device bytes and the fake driver's
+// peak of live device memory (the job's and edo's cuMemAlloc together).
+int device_bound_job() {
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long)) != cudaSuccess) return 1;
+  std::vector<long> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = i % 100;
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t big = edo_table_register("dbound.big", nullptr, 8000000, 8, EDO_F32, EDO_CUDA);
+  const int64_t small = edo_table_register("dbound.small", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 5; ++b) {
+    failed += edo_table_lookup(big, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+    failed += edo_table_lookup(small, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+  }
+  std::printf("failed_lookups %d\n", failed);
+  std::printf("job_device_bytes %zu\n", 1000 * sizeof(long));
+  std::printf("peak_device_bytes %llu\n", static_cast<unsigned long long>(fake_cuda_peak_bytes()));
+  cudaFree(idx);
+  return 0;
+}
+
+// `fake_gpu_job contexts`: a stream created in the primary context, 5 batches counted on it,
+// then 5 more while the thread has another context current (a job that switches contexts;
+// edo must use the stream's). Waits (bounded) until edo's background thread has queried the
+// first batches' events, then prints what the fake driver saw.
+int contexts_job() {
+  CUcontext primary = nullptr;
+  cuCtxGetCurrent(&primary);
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreate(&s) != cudaSuccess) return 1;
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long)) != cudaSuccess) return 1;
+  std::vector<long> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = i % 100;
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("ctx.a", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 5; ++b) failed += edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, s) != EDO_OK;
+  cuCtxSetCurrent(fake_cuda_other_context());
+  for (int b = 0; b < 5; ++b) failed += edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, s) != EDO_OK;
+  cuCtxSetCurrent(primary);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (fake_cuda_event_queries() < 5 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::printf("failed_lookups %d\n", failed);
+  std::printf("wrong_context_launches %llu\n", static_cast<unsigned long long>(fake_cuda_wrong_context_launches()));
+  std::printf("unbalanced_pops %llu\n", static_cast<unsigned long long>(fake_cuda_unbalanced_pops()));
+  std::printf("primary_retains %d\n", fake_cuda_primary_retains());
+  std::printf("event_queries_seen %d\n", fake_cuda_event_queries() >= 5 ? 1 : 0);
+  return 0;
+}
+
 // `fake_gpu_job graph`: what torch.cuda.graph does. One eager step on stream s (gather_rows on
 // fake.emb.a + edo_table_lookup of its 1000 device indices), then the same step captured into a
 // CUDA graph in GLOBAL mode (the default of torch.cuda.graph), then kGraphReplays launches of
@@ -353,6 +409,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return graph_job();
   if (argc > 1 && std::strcmp(argv[1], "reload") == 0) return reload_job();
   if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
+  if (argc > 1 && std::strcmp(argv[1], "device_bound") == 0) return device_bound_job();
+  if (argc > 1 && std::strcmp(argv[1], "contexts") == 0) return contexts_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();

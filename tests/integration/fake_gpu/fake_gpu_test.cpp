@@ -273,6 +273,93 @@ TEST(FakeGpu, ADeviceTableBeyondTheMemoryBoundIsRefusedAndCounted) {
   std::filesystem::remove(db);
 }
 
+// Issue 21.4: edo's own device memory (cuMemAlloc, outside the job's allocator) is bounded by
+// EDO_MAX_DEVICE_MB and reported. The 8M-row table's exact counters (32 MB) do not fit a
+// 40 MiB bound beside the sample arena (a quarter of it): that table is refused on the device,
+// counted (device_memory_bound_tables) and its indices counted on the host instead, exactly.
+// What `edo report` says edo held is what the fake driver saw allocated beside the job's own.
+TEST(FakeGpu, EdosDeviceMemoryIsBoundedAndReported) {
+  const std::string db = db_path("devbound");
+  Result r = sh(recorded(db, "EDO_MAX_DEVICE_MB=40") + " device_bound");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const uint64_t bound = uint64_t{40} << 20, arena = bound / 4;
+  const uint64_t peak = std::stoull(r.values["peak_device_bytes"]), job = std::stoull(r.values["job_device_bytes"]);
+  EXPECT_LE(peak - job, bound) << "edo allocated past EDO_MAX_DEVICE_MB";
+  EXPECT_EQ(p.edo_device_bytes(), arena + 100 * 4) << "the arena and the small table's counters";
+  EXPECT_EQ(p.edo_device_bytes(), peak - job) << "the report must say what the driver handed edo";
+  EXPECT_EQ(p.edo_pinned_bytes(), arena);
+  const auto drops = p.drops();
+  ASSERT_TRUE(drops.count("device_memory_bound_tables")) << r.out;
+  EXPECT_EQ(drops.at("device_memory_bound_tables"), 1u);
+  EXPECT_EQ(p.dropped_events(), 0u) << "a table moved to the host loses nothing";
+  const edo::model::Table *big = nullptr, *small = nullptr;
+  for (const auto& t : p.tables) {
+    if (t.name == "dbound.big") big = &t;
+    if (t.name == "dbound.small") small = &t;
+  }
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(big->aggregate.lookups(), 5000u) << "the refused table is counted on the host";
+  EXPECT_EQ(big->aggregate.count(7), 50u);
+  EXPECT_EQ(small->aggregate.lookups(), 5000u);
+  EXPECT_EQ(small->aggregate.count(7), 50u);
+  ASSERT_TRUE(p.metadata.count("device_counting"));
+  EXPECT_NE(p.metadata.at("device_counting").find("5 batches, 5000 indices"), std::string::npos)
+      << p.metadata.at("device_counting");
+
+  Result text = sh(std::string(EDO_BIN) + " report " + db);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("edo's own device memory: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("device_memory_bound_tables: 1"), std::string::npos) << text.out;
+  Result json = sh(std::string(EDO_BIN) + " report --json " + db);
+  ASSERT_EQ(json.status, 0) << json.out;
+  EXPECT_NE(json.out.find("\"edo_device_bytes\": " + std::to_string(arena + 400)), std::string::npos) << json.out;
+  std::filesystem::remove(db);
+}
+
+// Issue 21.4: device counting runs in the stream's context (cuStreamGetCtx), not whichever the
+// thread has current: a job that switches contexts after creating its stream keeps every batch
+// counted (the old code set up a second context's module and arena and launched on a stream of
+// another context, which the driver refuses). The primary context stays retained while edo
+// holds handles in it.
+TEST(FakeGpu, DeviceCountingUsesTheStreamsContext) {
+  const std::string db = db_path("contexts");
+  Result r = sh(recorded(db, "EDO_FLUSH_MS=10") + " contexts");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  EXPECT_EQ(r.values["wrong_context_launches"], "0") << r.out;
+  EXPECT_EQ(r.values["unbalanced_pops"], "0") << r.out;
+  EXPECT_EQ(r.values["primary_retains"], "2") << "the job's runtime's retain and edo's:\n" << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::Table* a = nullptr;
+  for (const auto& t : p.tables)
+    if (t.name == "ctx.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.lookups(), 10000u);
+  EXPECT_EQ(a->aggregate.count(7), 100u);
+  std::filesystem::remove(db);
+}
+
+// Issue 21.4: a context push that fails is never popped (the pop would take the calling thread's
+// own context off its stack). FAKE_CUDA_PUSH_FAILS: every cuCtxPushCurrent fails; the batches
+// that needed one are dropped and counted, the job is unharmed.
+TEST(FakeGpu, AFailedContextPushIsNeverPopped) {
+  const std::string db = db_path("pushfails");
+  Result r = sh(recorded(db, "EDO_FLUSH_MS=10 FAKE_CUDA_PUSH_FAILS=1") + " contexts");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["event_queries_seen"], "1") << "edo's background thread never polled:\n" << r.out;
+  EXPECT_EQ(r.values["unbalanced_pops"], "0") << r.out;
+  EXPECT_EQ(r.values["wrong_context_launches"], "0") << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "5") << "the 5 batches that needed a push: refused, said\n" << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const auto drops = p.drops();
+  ASSERT_TRUE(drops.count("device_batches")) << r.out;
+  EXPECT_EQ(drops.at("device_batches"), 5u);
+  std::filesystem::remove(db);
+}
+
 // Issue 13: another tool already holds CUPTI (FAKE_CUPTI_HELD_BY: what cuptiSubscribe_v2
 // reports of it). One warning line names it; the job is unharmed; tables, device lookups
 // (counted without CUPTI) and the rest are recorded; GPU allocations and kernels are not.
