@@ -80,13 +80,18 @@ CUdeviceptr DeviceCounting::allocate(uint64_t bytes) {
   CUdeviceptr p = 0;
   InternalCall internal;
   if (drv_.cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
-  own_.insert({uint64_t(p), uint64_t(p) + bytes});
+  {
+    std::lock_guard<std::mutex> lk(own_mu_);
+    own_.insert({uint64_t(p), uint64_t(p) + bytes});
+  }
   totals_.device_bytes += bytes;
   return p;
 }
 
 bool DeviceCounting::owns(uint64_t address) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  // CUPTI's buffer callback asks this: own_mu_ is never held across a driver call, so the
+  // callback never waits for a lookup or a poll that is inside one.
+  std::lock_guard<std::mutex> lk(own_mu_);
   auto it = own_.upper_bound({address, UINT64_MAX});
   if (it == own_.begin()) return false;
   --it;
@@ -424,18 +429,28 @@ void DeviceCounting::take(Batch& b) {
 }
 
 void DeviceCounting::poll(bool wait_all) {
+  // One poller at a time (poll_mu_ is taken by nothing else): the front batch stays the front
+  // while its event is queried without mu_, which lookups and take() need.
+  std::lock_guard<std::mutex> plk(poll_mu_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (true) {
     {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (in_flight_.empty()) return;
-      Batch& b = in_flight_.front();
+      CUevent copied;
+      CUcontext ctx;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (in_flight_.empty()) return;
+        copied = in_flight_.front().copied;
+        ctx = in_flight_.front().ctx->ctx;
+      }
       CUresult q;
       {
         InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
-        ScopedContext cur(drv_, b.ctx->ctx);
-        q = cur.ok() ? drv_.cuEventQuery(b.copied) : CUDA_ERROR_INVALID_CONTEXT;
+        ScopedContext cur(drv_, ctx);
+        q = cur.ok() ? drv_.cuEventQuery(copied) : CUDA_ERROR_INVALID_CONTEXT;
       }
+      std::lock_guard<std::mutex> lk(mu_);
+      Batch& b = in_flight_.front();  // still the one queried: only pollers pop
       if (q != CUDA_ERROR_NOT_READY) {
         if (q == CUDA_SUCCESS) {
           take(b);

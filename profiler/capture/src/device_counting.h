@@ -93,13 +93,17 @@ class DeviceCounting {
   const uint64_t arena_bytes_;
   const stats::StatsConfig cfg_;
   const uint64_t device_budget_;
+  // Lock order: collect_mu_, poll_mu_, mu_; own_mu_ alone. Neither mu_ nor own_mu_ is held
+  // across a driver call by poll() or owns(); a lookup's set-up and launch still run under mu_.
   mutable std::mutex mu_;
+  mutable std::mutex own_mu_;  // own_ only: taken by CUPTI's buffer callback (owns())
+  std::mutex poll_mu_;         // one poll at a time
   std::mutex collect_mu_;  // one collect at a time
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;  // mu_
   std::map<uint32_t, std::unique_ptr<Table>> tables_;       // mu_
   std::deque<Batch> in_flight_;                             // mu_, submission order
   std::vector<CUevent> free_events_;                        // mu_
-  std::set<std::pair<uint64_t, uint64_t>> own_;             // mu_: [begin, end) of own allocations
+  std::set<std::pair<uint64_t, uint64_t>> own_;             // own_mu_: [begin, end) of own allocations
   Totals totals_;                                           // mu_
 };
 

@@ -50,6 +50,9 @@ struct fake_cuda_tool {
   // Activity records (kept until the subscriber flushes).
   void (*kernel_record)(const char* name, uint64_t start, uint64_t end, uint32_t correlation);
   void (*memory_record)(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlation);
+  // Hands every waiting record to the subscriber now (what CUPTI's worker thread does at its
+  // flush period, cupti_activity.h:7727 and 8058-8067).
+  void (*deliver)(void);
 };
 void fake_cuda_set_tool(const fake_cuda_tool* tool);
 
@@ -93,8 +96,13 @@ CUcontext fake_cuda_other_context(void);
 uint64_t fake_cuda_unbalanced_pops(void);
 uint64_t fake_cuda_wrong_context_launches(void);
 int fake_cuda_primary_retains(void);
-// cuEventQuery calls so far (from any thread).
+// cuEventQuery calls finished so far (from any thread).
 uint64_t fake_cuda_event_queries(void);
+// FAKE_CUPTI_DELIVER_IN_QUERY=1: the first cuEventQuery waits (20 s at most) for a delivery of
+// activity buffers on another thread (CUPTI's worker), the worst case of a driver call that
+// cannot finish before the worker does. A tool that holds, across its query, a mutex its buffer
+// callback takes deadlocks there: such waits that ran out are counted.
+uint64_t fake_cuda_blocked_deliveries(void);
 
 // ---- the runtime part a job uses -------------------------------------------------------------
 // Registers a kernel's host-side entry function (what cudaLaunchKernel is given) and returns its

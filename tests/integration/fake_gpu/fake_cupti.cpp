@@ -84,7 +84,9 @@ void on_memory(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlatio
   memories.push_back(m);
 }
 
-const fake_cuda_tool the_tool{on_callback, on_kernel, on_memory};
+void deliver_now() { cuptiActivityFlushAll(0); }
+
+const fake_cuda_tool the_tool{on_callback, on_kernel, on_memory, deliver_now};
 
 size_t record_size(const CUpti_Activity* r) {
   return r->kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? sizeof(CUpti_ActivityMemory4) : sizeof(CUpti_ActivityKernel10);

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device/count_kernel.h"
@@ -435,13 +437,44 @@ FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return fake_capture::event_record(e, s); }
-std::atomic<uint64_t> event_queries{0};
+std::atomic<uint64_t> event_queries{0}, blocked_deliveries{0};
+std::atomic<bool> delivered_in_query{false};
 FAKE_API uint64_t fake_cuda_event_queries(void) { return event_queries.load(); }
+FAKE_API uint64_t fake_cuda_blocked_deliveries(void) { return blocked_deliveries.load(); }
+
+// FAKE_CUPTI_DELIVER_IN_QUERY (fake_cuda.h): the first query waits for a delivery on another thread.
+void deliver_during_query() {
+  const char* on = std::getenv("FAKE_CUPTI_DELIVER_IN_QUERY");
+  if (!on || *on != '1' || delivered_in_query.exchange(true)) return;
+  const fake_cuda_tool* t;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    t = tool;
+  }
+  if (!t || !t->deliver) return;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread worker([t, done] {
+    t->deliver();
+    done->store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done->load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (done->load()) {
+    worker.join();
+  } else {
+    blocked_deliveries.fetch_add(1);  // the tool's buffer callback waited for this query
+    worker.detach();
+  }
+}
+
 FAKE_API CUresult cuEventQuery(CUevent e) {
   touched();
-  event_queries.fetch_add(1);
   fake_capture::note_call();
-  return fake_capture::event_query(e);
+  deliver_during_query();
+  const CUresult r = fake_capture::event_query(e);
+  event_queries.fetch_add(1);
+  return r;
 }
 FAKE_API CUresult cuEventSynchronize(CUevent e) { return fake_capture::event_query(e); }
 FAKE_API CUresult cuEventDestroy_v2(CUevent e) {

@@ -265,6 +265,7 @@ int contexts_job() {
   std::printf("unbalanced_pops %llu\n", static_cast<unsigned long long>(fake_cuda_unbalanced_pops()));
   std::printf("primary_retains %d\n", fake_cuda_primary_retains());
   std::printf("event_queries_seen %d\n", fake_cuda_event_queries() >= 5 ? 1 : 0);
+  std::printf("blocked_deliveries %llu\n", static_cast<unsigned long long>(fake_cuda_blocked_deliveries()));
   return 0;
 }
 

@@ -360,6 +360,27 @@ TEST(FakeGpu, AFailedContextPushIsNeverPopped) {
   std::filesystem::remove(db);
 }
 
+// Issue 21.4: no mutex that CUPTI's buffer callback takes is held across a driver call. The
+// fake delivers the activity buffers on another thread while edo's first event query is in
+// progress and the query waits for it (FAKE_CUPTI_DELIVER_IN_QUERY); the old tracer held its
+// counting mutex across the query and its buffer callback asked that same mutex whether an
+// address was edo's own: the delivery could not finish. Every allocation is still attributed
+// (edo's own are not the job's).
+TEST(FakeGpu, TheBufferCallbackNeverWaitsForADriverCall) {
+  const std::string db = db_path("deliver");
+  Result r = sh(recorded(db, "EDO_FLUSH_MS=10 FAKE_CUPTI_DELIVER_IN_QUERY=1") + " contexts");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["event_queries_seen"], "1") << r.out;
+  EXPECT_EQ(r.values["blocked_deliveries"], "0") << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  int64_t allocated = 0;
+  for (const auto& e : p.memory_events)
+    if (e.bytes > 0) allocated += e.bytes;
+  EXPECT_EQ(allocated, int64_t(1000 * sizeof(long))) << "only the job's own allocation is the job's";
+  std::filesystem::remove(db);
+}
+
 // Issue 13: another tool already holds CUPTI (FAKE_CUPTI_HELD_BY: what cuptiSubscribe_v2
 // reports of it). One warning line names it; the job is unharmed; tables, device lookups
 // (counted without CUPTI) and the rest are recorded; GPU allocations and kernels are not.
