@@ -95,6 +95,7 @@ const Driver* load_driver() {
     sym(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
     sym(h, drv.cuLaunchKernel, "cuLaunchKernel");
     sym(h, drv.cuStreamCreate, "cuStreamCreate");
+    sym(h, drv.cuStreamDestroy, "cuStreamDestroy_v2");
     sym(h, drv.cuStreamWaitEvent, "cuStreamWaitEvent");
     sym(h, drv.cuStreamSynchronize, "cuStreamSynchronize");
     sym(h, drv.cuMemAlloc, "cuMemAlloc_v2");

@@ -1,5 +1,7 @@
 // The CUDA driver entry points the tracer uses, resolved with dlopen("libcuda.so.1") + dlsym:
-// libedo_trace.so never links CUDA, and never calls the job's CUDA runtime.
+// libedo_trace.so never links CUDA, and never calls the job's CUDA runtime. This is the only
+// driver table of the library (device counting, staging, weight snapshots, CUPTI glue all use
+// it): one dlopen, one set of symbol versions.
 #pragma once
 
 #include <cuda.h>
@@ -41,6 +43,7 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
   CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
@@ -50,6 +53,11 @@ struct Driver {
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
   CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
 
+  // Weight snapshots read from device memory (weights_cuda.cpp).
+  bool can_read_weights() const {
+    return cuStreamCreate && cuStreamDestroy && cuStreamSynchronize && cuStreamWaitEvent && cuEventCreate &&
+           cuEventRecord && cuEventDestroy && cuMemHostAlloc && cuMemFreeHost && cuMemcpyDtoHAsync;
+  }
   bool can_count_on_device() const {
     return cuModuleLoadData && cuModuleGetFunction && cuLaunchKernel && cuStreamCreate && cuStreamWaitEvent &&
            cuStreamSynchronize && cuMemAlloc && cuMemFree && cuMemsetD32Async && cuMemcpyDtoHAsync && cuEventCreate &&

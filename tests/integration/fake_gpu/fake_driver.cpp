@@ -492,6 +492,14 @@ FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   fake_capture::stream_created(*s, flags);
   return CUDA_SUCCESS;
 }
+FAKE_API CUresult cuStreamDestroy_v2(CUstream s) {
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    stream_ctx.erase(s);
+  }
+  return CUDA_SUCCESS;  // the handle's memory stays: fake_capture may still know it
+}
 FAKE_API CUresult cuStreamSynchronize(CUstream s) {
   touched();
   fake_capture::note_call();
