@@ -50,6 +50,10 @@ struct DeviceCounting::Table {
   double rate = 1.0;
   std::vector<uint32_t> mirror, after;         // collect_mu_: counters (or cells) at the last collect, and now
   std::vector<uint32_t> hll_host;              // collect_mu_
+  // collect_mu_: pinned host memory the counters (then the HyperLogLog registers) are copied
+  // into at each collect (a copy into pageable memory is staged by the driver and blocks);
+  // nullptr when pinned memory was refused: `after` and `hll_host` are used instead.
+  uint32_t* pinned = nullptr;
   uint64_t pos = 0;                            // references submitted so far
   uint64_t next_window = 0, window_need = 0;   // footprint window planning
   uint64_t windows_taken = 0;
@@ -207,6 +211,12 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
     return nullptr;
   }
   t->mirror.assign(words, 0);
+  const uint64_t pinned_words = words + t->hll_host.size();
+  void* pinned = nullptr;
+  if (drv_.cuMemHostAlloc(&pinned, pinned_words * 4, 0) == CUDA_SUCCESS && pinned) {
+    t->pinned = static_cast<uint32_t*>(pinned);
+    totals_.pinned_bytes += pinned_words * 4;
+  }
   slot = std::move(t);
   return slot.get();
 }
@@ -487,15 +497,18 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
   }
   for (Work& w : work) {
     Table& t = *w.t;
-    t.after.resize(t.mirror.size());
+    const size_t words = t.mirror.size();
+    if (!t.pinned) t.after.resize(words);
+    uint32_t* after = t.pinned ? t.pinned : t.after.data();
+    uint32_t* hll = t.pinned ? t.pinned + words : t.hll_host.data();
     bool ok;
     {
       InternalCall internal;
       ScopedContext cur(drv_, t.ctx->ctx);
       // The counters as they are now, on the tracer's stream: kernels still running on the
       // job's streams are counted at the next collect (the final one waited for all).
-      ok = cur.ok() && drv_.cuMemcpyDtoHAsync(t.after.data(), t.exact ? t.counts : t.cms, t.after.size() * 4, t.ctx->stream) == CUDA_SUCCESS &&
-           (t.exact || drv_.cuMemcpyDtoHAsync(t.hll_host.data(), t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
+      ok = cur.ok() && drv_.cuMemcpyDtoHAsync(after, t.exact ? t.counts : t.cms, words * 4, t.ctx->stream) == CUDA_SUCCESS &&
+           (t.exact || drv_.cuMemcpyDtoHAsync(hll, t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
            drv_.cuStreamSynchronize(t.ctx->stream) == CUDA_SUCCESS;
     }
     if (!ok) {
@@ -504,14 +517,15 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
     }
     if (t.exact) {
       w.seg.before = t.mirror.data();
-      w.seg.after = t.after.data();
+      w.seg.after = after;
     } else {
       w.seg.cms_before = t.mirror.data();
-      w.seg.cms_after = t.after.data();
-      w.seg.hll = t.hll_host.data();
+      w.seg.cms_after = after;
+      w.seg.hll = hll;
     }
     ingest(t.id, w.seg);
-    t.mirror.swap(t.after);
+    if (t.pinned) std::memcpy(t.mirror.data(), after, words * 4);  // the pinned buffer is reused
+    else t.mirror.swap(t.after);
   }
 }
 

@@ -4,7 +4,9 @@
 # cudaLaunchKernel / cudaLaunchKernelExC; an embedding in torch.cuda.graph with and without
 # edo; 30 GLOBAL-mode captures while edo flushes every 10 ms; CUDA_VISIBLE_DEVICES set after
 # `import torch`; microseconds per launch with and without edo; torch.compile
-# (mode="reduce-overhead", expandable segments) with its embedding kernels tied to the table.
+# (mode="reduce-overhead", expandable segments) with its embedding kernels tied to the table;
+# EDO_MAX_DEVICE_MB=16 with a table too big for it (edo's own device memory as reported, the
+# table counted on the host).
 # edo-gpu-step-limit: 240
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)

@@ -15,6 +15,11 @@ tracer assume (issue 21), each settled on a GPU in seconds and printed as one li
                       the job sees the devices it chose, with and without edo
   launch_us           microseconds per launch (a tiny kernel, 20000 launches), without and with
                       edo, side by side (target: under 1 us added)
+  device_memory       EDO_MAX_DEVICE_MB=16: two embeddings read with device indices, one whose
+                      exact counters (4M rows, 16 MB) do not fit: it is counted on the host
+                      (device_memory_bound_tables 1, every lookup counted), and `edo report
+                      --json` says what edo's own device memory was (at most 16 MiB) next to
+                      what cudaMemGetInfo saw go missing beside torch's reserved memory
   compiled_graphs     torch.compile(mode="reduce-overhead") with
                       PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True under edo: its report ties
                       embedding kernels to the table
@@ -76,6 +81,19 @@ t = time.perf_counter()
 for _ in range(20000): x.add_(1)
 torch.cuda.synchronize()
 print("us_per_launch %.3f" % ((time.perf_counter() - t) / 20000 * 1e6))
+''',
+    "devmem": r'''
+import torch
+torch.cuda.init()
+free0, _ = torch.cuda.mem_get_info()
+big = torch.nn.Embedding(4_000_000, 4).cuda()
+small = torch.nn.Embedding(1000, 4).cuda()
+ids = torch.randint(0, 1000, (4096,), device="cuda")
+for _ in range(50):
+    big(ids); small(ids)
+torch.cuda.synchronize()
+free1, _ = torch.cuda.mem_get_info()
+print("outside_torch_bytes %d" % (free0 - free1 - torch.cuda.memory_reserved()))
 ''',
     "compiled": r'''
 import torch
@@ -146,6 +164,16 @@ def main():
         fact("launch_us", t - p < 1.0, "plain %.3f us, edo %.3f us, added %.3f us (ratio %.3f)" % (p, t, t - p, t / p))
     except (KeyError, ValueError):
         fact("launch_us", False, "no figures: plain %s, edo %s" % (v0, v1))
+    r, v, db = job("devmem", True, {"EDO_MAX_DEVICE_MB": "16"})
+    rep = json.loads(subprocess.run([edo, "report", "--json", db], capture_output=True, text=True).stdout or "{}") \
+        if r.returncode == 0 else {}
+    own = rep.get("memory", {}).get("edo_device_bytes", -1)
+    bound = rep.get("drops", {}).get("device_memory_bound_tables", 0)
+    lookups = sorted(t.get("lookups", 0) for t in rep.get("tables", []))
+    fact("device_memory", r.returncode == 0 and 0 < own <= (16 << 20) and bound == 1 and lookups[-2:] == [204800, 204800],
+         "exit %d, edo's device memory %s bytes (bound 16 MiB), device_memory_bound_tables %s, lookups %s, "
+         "outside torch's reserved memory per cudaMemGetInfo %s bytes" % (r.returncode, own, bound, lookups,
+                                                                         v.get("outside_torch_bytes")))
     r, v, db = job("compiled", True, {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
     rep = json.loads(subprocess.run([edo, "report", "--json", db], capture_output=True, text=True).stdout or "{}") \
         if r.returncode == 0 else {}

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -384,14 +385,41 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   });
 }
 
+// Pinned host memory (cuMemHostAlloc), by address: a device-to-host copy into anything else is
+// a copy into pageable memory, which the real driver stages through its own pinned buffer and
+// runs synchronously (CUDA Programming Guide, "Asynchronous Concurrent Execution": host memory
+// must be page-locked for cudaMemcpyAsync to overlap). FAKE_CUDA_REPORT_COPIES=1: the bytes so
+// copied are printed at exit ("fake_cuda_pageable_dtoh_bytes N"), after the tool's last flush.
+std::map<uint64_t, uint64_t> pinned_host;  // mu: address -> bytes
+std::atomic<uint64_t> pageable_dtoh{0};
+bool is_pinned(const void* p, size_t n) {
+  std::lock_guard<std::mutex> lk(mu);
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  auto it = pinned_host.upper_bound(a);
+  if (it == pinned_host.begin()) return false;
+  --it;
+  return a + n <= it->first + it->second;
+}
+__attribute__((constructor)) void report_copies_at_exit() {
+  if (const char* on = std::getenv("FAKE_CUDA_REPORT_COPIES"); on && *on == '1')
+    std::atexit([] { std::fprintf(stderr, "fake_cuda_pageable_dtoh_bytes %llu\n", (unsigned long long)pageable_dtoh.load()); });
+}
+
 FAKE_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned) {
   touched();
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult u = fake_capture::unsafe_call(); u != CUDA_SUCCESS) return u;
   *p = std::malloc(bytes ? bytes : 1);
-  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lk(mu);
+  pinned_host[reinterpret_cast<uint64_t>(*p)] = bytes ? bytes : 1;
+  return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemFreeHost(void* p) {
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    pinned_host.erase(reinterpret_cast<uint64_t>(p));
+  }
   std::free(p);
   return CUDA_SUCCESS;
 }
@@ -408,6 +436,7 @@ CUresult stream_work(CUstream s, F f) {
 FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   fake_capture::note_call();
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  if (!is_pinned(dst, n)) pageable_dtoh.fetch_add(n);
   return stream_work(s, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); });
 }
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {

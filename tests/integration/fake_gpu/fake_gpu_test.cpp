@@ -280,7 +280,7 @@ TEST(FakeGpu, ADeviceTableBeyondTheMemoryBoundIsRefusedAndCounted) {
 // What `edo report` says edo held is what the fake driver saw allocated beside the job's own.
 TEST(FakeGpu, EdosDeviceMemoryIsBoundedAndReported) {
   const std::string db = db_path("devbound");
-  Result r = sh(recorded(db, "EDO_MAX_DEVICE_MB=40") + " device_bound");
+  Result r = sh(recorded(db, "EDO_MAX_DEVICE_MB=40 FAKE_CUDA_REPORT_COPIES=1") + " device_bound");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
   edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
@@ -289,7 +289,9 @@ TEST(FakeGpu, EdosDeviceMemoryIsBoundedAndReported) {
   EXPECT_LE(peak - job, bound) << "edo allocated past EDO_MAX_DEVICE_MB";
   EXPECT_EQ(p.edo_device_bytes(), arena + 100 * 4) << "the arena and the small table's counters";
   EXPECT_EQ(p.edo_device_bytes(), peak - job) << "the report must say what the driver handed edo";
-  EXPECT_EQ(p.edo_pinned_bytes(), arena);
+  EXPECT_EQ(p.edo_pinned_bytes(), arena + 100 * 4) << "the arena's mirror and the small table's counter copy";
+  // Each flush copies the counters into pinned memory, never into pageable memory.
+  EXPECT_EQ(r.values["fake_cuda_pageable_dtoh_bytes"], "0") << r.out;
   const auto drops = p.drops();
   ASSERT_TRUE(drops.count("device_memory_bound_tables")) << r.out;
   EXPECT_EQ(drops.at("device_memory_bound_tables"), 1u);
