@@ -117,6 +117,13 @@ void print_memory(const model::Profile& profile) {
     }
   }
   print_note(line, "  ");
+  // edo's own device memory is outside the job's allocator (not in the timeline above) but the
+  // job's device has that much less: said next to the job's figures.
+  if (const uint64_t own = profile.edo_device_bytes())
+    print_note(fmt::format("  edo's own device memory: {} (device counters and sample arenas, outside the job's allocator; "
+                           "bounded by EDO_MAX_DEVICE_MB), pinned host memory {}",
+                           model::format_bytes(own), model::format_bytes(profile.edo_pinned_bytes())),
+               "    ");
   fmt::print("dropped events: {}{}\n", profile.dropped_events(),
              profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
   for (const auto& [name, n] : profile.drops())

@@ -10,6 +10,11 @@ find_package(OpenMP REQUIRED)
 # fmt as the project uses it (EDO_STATIC_DEPS swaps in the header-only library).
 add_library(edo_fmt INTERFACE)
 target_link_libraries(edo_fmt INTERFACE $<IF:$<BOOL:${EDO_STATIC_DEPS}>,fmt::fmt-header-only,fmt::fmt>)
+# yaml-cpp as the project uses it: Debian's yaml-cpp target is the shared library, which brings
+# libstdc++.so back into a static bundle; EDO_STATIC_DEPS points edo_yaml_cpp at libyaml-cpp.a
+# (cmake/EdoStaticDeps.cmake).
+add_library(edo_yaml_cpp INTERFACE)
+target_link_libraries(edo_yaml_cpp INTERFACE yaml-cpp)
 if(EDO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -16,6 +16,13 @@ if(NOT TARGET fmt::fmt-header-only)
   message(FATAL_ERROR "EDO_STATIC_DEPS: fmt::fmt-header-only not found (libfmt-dev)")
 endif()
 
+# yaml-cpp (the YAML export): the static archive from libyaml-cpp-dev, with the shared target's
+# include folder. The shared library needs libstdc++.so.6 and libgcc_s.so.1 at run time.
+find_library(EDO_YAML_CPP_STATIC NAMES libyaml-cpp.a REQUIRED)
+get_target_property(_edo_yaml_includes yaml-cpp INTERFACE_INCLUDE_DIRECTORIES)
+set_target_properties(edo_yaml_cpp PROPERTIES INTERFACE_LINK_LIBRARIES "${EDO_YAML_CPP_STATIC}"
+                                              INTERFACE_INCLUDE_DIRECTORIES "${_edo_yaml_includes}")
+
 # SQLite (under SQLiteCpp, itself a static archive in Debian).
 find_library(EDO_SQLITE3_STATIC NAMES libsqlite3.a REQUIRED)
 if(TARGET SQLiteCpp)
@@ -33,4 +40,4 @@ if(NOT EXISTS "${EDO_GOMP_STATIC}")
 endif()
 set_target_properties(OpenMP::OpenMP_CXX PROPERTIES INTERFACE_LINK_LIBRARIES "${EDO_GOMP_STATIC};Threads::Threads")
 set_property(TARGET OpenMP::OpenMP_CXX PROPERTY INTERFACE_LINK_OPTIONS "")
-message(STATUS "edo: EDO_STATIC_DEPS: static libstdc++/libgcc, fmt header-only, ${EDO_SQLITE3_STATIC}, ${EDO_GOMP_STATIC}")
+message(STATUS "edo: EDO_STATIC_DEPS: static libstdc++/libgcc, fmt header-only, ${EDO_YAML_CPP_STATIC}, ${EDO_SQLITE3_STATIC}, ${EDO_GOMP_STATIC}")

@@ -31,13 +31,14 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA
   -DEDO_CUDA=ON -DEDO_GUI=OFF -DEDO_STATIC_DEPS=ON >"$build/gpu-bundle.configure.log" 2>&1 ||
   { echo "gpu-bundle: configure failed, see $build/gpu-bundle.configure.log" >&2; exit 1; }
 
-targets=(edo edo_trace edo_python tracer_gpu_job tracer_gpu_tests cupti_holder_job bench_device_counting
+targets=(edo edo_trace edo_python tracer_gpu_job tracer_gpu_tests cupti_holder_job launch_paths_probe bench_device_counting
          edo_kernels_gpu_tests bench_kernels bench_trace_overhead bench_tune)
 echo "gpu-bundle: build ${targets[*]} (the CUDA kernels take a few minutes)"
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build/gpu-bundle.build.log" 2>&1 ||
   { echo "gpu-bundle: build failed, see $build/gpu-bundle.build.log" >&2; exit 1; }
 
 bins=("$build"/bin/edo "$build"/bin/tracer_gpu_job "$build"/bin/tracer_gpu_tests "$build"/bin/cupti_holder_job
+      "$build"/bin/launch_paths_probe
       "$build"/bin/bench_device_counting "$build"/bin/edo_kernels_gpu_tests
       "$build"/bin/bench_kernels "$build"/bin/bench_trace_overhead "$build"/bin/bench_tune "$build"/lib/libedo_trace.so)
 strip --strip-unneeded "${bins[@]}"
@@ -52,6 +53,8 @@ for f in "${bins[@]}"; do
   # library; the GPU machine has the CUDA 13 toolkit
   [[ $f == */tracer_gpu_job || $f == */bench_device_counting ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # a job that is a CUPTI client itself: the toolkit's libcupti (static runtime)
+  # the probe of runtime launch paths: a CUPTI client with the shared runtime
+  [[ $f == */launch_paths_probe ]] && allowed="$allowed|libcupti\\.so|libcudart\\.so|libstdc\\+\\+|libgcc_s"
   [[ $f == */cupti_holder_job ]] && allowed="$allowed|libcupti\\.so|libutil\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # the overhead benchmark calls the C API of our library (which brings libstdc++)
   [[ $f == */bench_trace_overhead ]] && allowed="$allowed|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"

@@ -109,7 +109,10 @@ json report_json(const model::Profile& profile, const std::vector<model::TableVi
                  {"weight_bytes", mem.weight_bytes},
                  {"optimizer_bytes", mem.optimizer_bytes},
                  {"grad_bytes", mem.grad_bytes},
-                 {"timeline_events", profile.memory_events.size()}};
+                 {"timeline_events", profile.memory_events.size()},
+                 // edo's own (the tracer's cuMemAlloc / cuMemHostAlloc), not in the figures above
+                 {"edo_device_bytes", profile.edo_device_bytes()},
+                 {"edo_pinned_bytes", profile.edo_pinned_bytes()}};
   json tj = json::array();
   for (const auto& t : tables) tj.push_back(table_json(t, top_rows));
   j["tables"] = tj;

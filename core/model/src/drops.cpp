@@ -21,6 +21,14 @@ const std::vector<DropCounter>& drop_counters() {
       {"memory_bound_tables", DropUnit::kEvent,
        "tables that got no statistics: not even the smallest fitted in what EDO_MAX_MEMORY_MB had left (raise it)"},
       {"memory_bound_lookups", DropUnit::kQuantity, "lookups of those tables, not counted"},
+      // Not losses: what EDO_MAX_DEVICE_MB moved from the GPU to the host (kQuantity: not summed
+      // into dropped_events).
+      {"device_memory_bound_tables", DropUnit::kQuantity,
+       "tables whose device counters did not fit EDO_MAX_DEVICE_MB: their device indices were copied to the host and "
+       "counted there, nothing lost (raise EDO_MAX_DEVICE_MB to count them on the GPU)"},
+      {"device_memory_bound_contexts", DropUnit::kQuantity,
+       "CUDA contexts where not even the device counting arena fitted EDO_MAX_DEVICE_MB: all device indices there were "
+       "copied to the host and counted there, nothing lost"},
       {"unsent_flushes", DropUnit::kEvent,
        "flushes the tracer could not deliver (the collector was gone, or the EDO_OUTPUT file could not be written: disk full, file size limit)"},
       {"unsent_bytes", DropUnit::kQuantity, "bytes of those undelivered flushes"},

@@ -44,6 +44,27 @@ TableMemory Profile::table_memory() const {
   return m;
 }
 
+namespace {
+// Sum of "session.<id>.<key>" metadata values; a value that is not a number counts 0.
+uint64_t sum_session_notes(const std::map<std::string, std::string>& metadata, const std::string& key) {
+  uint64_t total = 0;
+  const std::string prefix = "session.", suffix = "." + key;
+  for (const auto& [k, v] : metadata) {
+    if (k.size() <= prefix.size() + suffix.size() || k.compare(0, prefix.size(), prefix) != 0 ||
+        k.compare(k.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string id = k.substr(prefix.size(), k.size() - prefix.size() - suffix.size());
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos) continue;
+    total += std::stoull(v);
+  }
+  return total;
+}
+}  // namespace
+
+uint64_t Profile::edo_device_bytes() const { return sum_session_notes(metadata, "edo.device_bytes"); }
+uint64_t Profile::edo_pinned_bytes() const { return sum_session_notes(metadata, "edo.pinned_bytes"); }
+
 int64_t Profile::peak_bytes() const {
   if (memory_events.empty())
     return static_cast<int64_t>(std::min<uint64_t>(table_bytes(), std::numeric_limits<int64_t>::max()));

@@ -22,6 +22,7 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_MAX_EVENTS", "1048576", "memory events buffered between two flushes; beyond it events are dropped and counted"},
       {"EDO_WINDOW_STEPS", "0", "close a hot-set drift window every N edo_step() calls (0: at every flush)"},
       {"EDO_MAX_MEMORY_MB", "4096", "bound on the tables' statistics in each traced process (MiB, 16..1048576): a table beyond its share gets smaller sketches, or none (counted); see docs/memory.md"},
+      {"EDO_MAX_DEVICE_MB", "1024", "bound on edo's own device memory in each traced process (MiB, 16..1048576): the device counters of tables counted on the GPU and a sample arena per context, allocated outside the job's allocator; a table whose counters do not fit is counted on the host instead (device_memory_bound_tables); see docs/memory.md"},
       {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
       {"EDO_LRU", "1", "0: count rows only, no LRU hit-rate curve (cheaper ingest)"},
       {"EDO_CUDA_CAPTURE", "1", "0 turns off CUPTI capture (GPU allocations, kernels); device indices are still counted"},
@@ -173,6 +174,7 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   get_u64(get, "EDO_MAX_EVENTS", c.max_events, 16, uint64_t{1} << 30, warnings);
   get_u64(get, "EDO_WINDOW_STEPS", c.window_steps, 0, uint64_t{1} << 40, warnings);
   get_u64(get, "EDO_MAX_MEMORY_MB", c.max_memory_mb, 16, uint64_t{1} << 20, warnings);
+  get_u64(get, "EDO_MAX_DEVICE_MB", c.max_device_mb, 16, uint64_t{1} << 20, warnings);
   get_bool(get, "EDO_ASYNC", c.async, warnings);
   get_bool(get, "EDO_LRU", c.lru, warnings);
   get_bool(get, "EDO_CUDA_CAPTURE", c.cuda, warnings);

@@ -21,6 +21,7 @@ struct Config {
   uint64_t max_events = uint64_t{1} << 20;  // EDO_MAX_EVENTS: memory events buffered per flush
   uint64_t window_steps = 0;       // EDO_WINDOW_STEPS: drift window every N steps (0: per flush)
   uint64_t max_memory_mb = 4096;   // EDO_MAX_MEMORY_MB: bound on the tables' statistics state
+  uint64_t max_device_mb = 1024;   // EDO_MAX_DEVICE_MB: bound on edo's own device memory (cuMemAlloc)
   bool async = true;               // EDO_ASYNC: ingest on the background thread
   bool lru = true;                 // EDO_LRU: stack distances (LRU hit-rate curve); 0 = counts only
   bool cuda = true;                // EDO_CUDA_CAPTURE: CUPTI + device-index copies

@@ -21,9 +21,48 @@ thread_local int internal_depth = 0;
 
 }  // namespace
 
-InternalCall::InternalCall() { ++internal_depth; }
-InternalCall::~InternalCall() { --internal_depth; }
+InternalCall::InternalCall() {
+  if (internal_depth++ > 0) return;  // the outermost scope switches the mode
+  const Driver* d = drv_ready.load(std::memory_order_acquire);
+  if (d && d->cuThreadExchangeStreamCaptureMode) {
+    saved_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    relaxed_ = d->cuThreadExchangeStreamCaptureMode(&saved_) == CUDA_SUCCESS;
+  }
+}
+InternalCall::~InternalCall() {
+  --internal_depth;
+  if (relaxed_) drv_ready.load(std::memory_order_acquire)->cuThreadExchangeStreamCaptureMode(&saved_);
+}
 bool in_internal_call() { return internal_depth > 0; }
+
+ScopedContext::ScopedContext(const Driver& drv, CUcontext ctx) : d_(drv) {
+  CUcontext cur = nullptr;
+  if (d_.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx && ctx) {
+    ok_ = true;
+    return;
+  }
+  pushed_ = ok_ = ctx && d_.cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
+}
+ScopedContext::~ScopedContext() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  d_.cuCtxPopCurrent(&popped);
+}
+
+Capture capture_status(const Driver& drv, CUstream stream, uint64_t* id) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t cid = 0;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (!drv.cuStreamGetCaptureInfo && !drv.cuStreamIsCapturing) return Capture::kNone;  // a driver before graphs
+  if (drv.cuStreamGetCaptureInfo) r = drv.cuStreamGetCaptureInfo(stream, &st, &cid, nullptr, nullptr, nullptr, nullptr);
+  else if (drv.cuStreamIsCapturing) r = drv.cuStreamIsCapturing(stream, &st);
+  if (id) *id = cid;
+  if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return Capture::kImplicit;
+  if (r != CUDA_SUCCESS) return Capture::kUnknown;
+  return st == CU_STREAM_CAPTURE_STATUS_ACTIVE        ? Capture::kActive
+         : st == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? Capture::kInvalidated
+                                                      : Capture::kNone;
+}
 
 const Driver* load_driver() {
   std::call_once(drv_once, [] {
@@ -39,7 +78,13 @@ const Driver* load_driver() {
     sym(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
     sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
     sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    sym(h, drv.cuStreamGetCtx, "cuStreamGetCtx");
+    sym(h, drv.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(h, drv.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    sym(h, drv.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
     sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
+    sym(h, drv.cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
+    sym(h, drv.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
 #if CUDA_VERSION >= 12040
     sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
     sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
@@ -50,6 +95,7 @@ const Driver* load_driver() {
     sym(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
     sym(h, drv.cuLaunchKernel, "cuLaunchKernel");
     sym(h, drv.cuStreamCreate, "cuStreamCreate");
+    sym(h, drv.cuStreamDestroy, "cuStreamDestroy_v2");
     sym(h, drv.cuStreamWaitEvent, "cuStreamWaitEvent");
     sym(h, drv.cuStreamSynchronize, "cuStreamSynchronize");
     sym(h, drv.cuMemAlloc, "cuMemAlloc_v2");

@@ -17,8 +17,10 @@
 #include <unordered_set>
 
 #include "cuda_driver.h"
+#include "cupti_locate.h"
 #include "cupti_subscriber.h"
 #include "cupti_translate.h"
+#include "graph_launches.h"
 #include "tracer.h"
 
 #ifndef EDO_CUPTI_DEFAULT_PATH
@@ -54,6 +56,8 @@ std::mutex tracker_mu;
 MemoryTracker* tracker = nullptr;
 std::unordered_set<uint32_t>* callback_correlations = nullptr;  // tracker_mu: MEMORY2 dedupe
 LaunchTables* launch_tables = nullptr;  // tables of launches whose kernel record is pending
+GraphLaunches* graph_launches = nullptr;  // kernels captured into CUDA graphs, and graph launches
+thread_local uint64_t tl_ending_capture = 0;  // capture id seen at cuStreamEndCapture's ENTER
 
 // Parameter layouts, cached per kernel handle; asked of the driver only (see cupti_translate.h).
 std::mutex layout_mu;
@@ -87,8 +91,16 @@ std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind
   if (it != layouts->end()) return it->second;
   ParamLayout l;
   bool ok = query_layout(*drv, h, kind, l);
-  // A CUkernel may be launched through cuLaunchKernel as a CUfunction: ask again as a kernel.
-  if (!ok && kind == KernelHandle::kFunction) ok = query_layout(*drv, h, KernelHandle::kKernel, l);
+  // A CUkernel may be launched through cuLaunchKernel as a CUfunction: cuFuncGetParamInfo then
+  // fails, or says CUDA_ERROR_INVALID_VALUE at index 0 as for a kernel without parameters.
+  // Ask again as a kernel before concluding either.
+  if (kind == KernelHandle::kFunction && (!ok || l.empty())) {
+    ParamLayout as_kernel;
+    if (query_layout(*drv, h, KernelHandle::kKernel, as_kernel) && (!as_kernel.empty() || !ok)) {
+      l = std::move(as_kernel);
+      ok = true;
+    }
+  }
   if (!ok) return nullptr;
   if (layouts->size() > (1u << 16)) layouts->clear();  // bound: JIT compilers make many kernels
   auto shared = std::make_shared<const ParamLayout>(std::move(l));
@@ -127,6 +139,29 @@ void record_op(const MemOp& op) {
   if (delta != 0) record_memory_event(delta, op.address, op.stream, op.device, op.api.c_str());
 }
 
+void on_graph_event(const GraphEvent& g) {
+  switch (g.kind) {
+    case GraphEvent::kEndCaptureBegins: {
+      const Driver* drv = loaded_driver();
+      tl_ending_capture = 0;
+      if (drv) capture_status(*drv, reinterpret_cast<CUstream>(g.stream), &tl_ending_capture);
+      break;
+    }
+    case GraphEvent::kCaptured:
+      if (tl_ending_capture) graph_launches->end_capture(tl_ending_capture, g.graph);
+      tl_ending_capture = 0;
+      break;
+    case GraphEvent::kInstantiated:
+      graph_launches->instantiated(g.graph, g.exec);
+      break;
+    case GraphEvent::kLaunched:
+      register_late_exit();
+      for (const GraphLaunches::Kernel& k : graph_launches->launched(g.exec, g.correlation))
+        record_kernel_launch(k.name, k.tables);
+      break;
+  }
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (in_internal_call()) return;  // the tracer's own allocations and launches
   try {
@@ -139,10 +174,31 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       }
       record_op(op);
     }
+    if (out.graph) on_graph_event(*out.graph);
+    if (!out.warning.empty()) {
+      tracer_log(out.warning);
+      record_note("cupti.chevron_args", "off: " + out.warning);
+    }
+    if (out.unloaded) {
+      // Triton, Inductor autotuning, NVRTC unload modules; a reused handle must not find the
+      // layout of the kernel that had it before (the scan would read past its arguments).
+      std::lock_guard<std::mutex> lk(layout_mu);
+      layouts->clear();
+    }
     if (out.launch) {
       auto idx = table_address_index();
       std::vector<std::string> tables = idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{};
+      // A launch into a CUDA graph capture ran nothing: it counts at each launch of the graph.
+      uint64_t capture_id = 0;
+      const Driver* drv = loaded_driver();
+      if (drv && capture_status(*drv, reinterpret_cast<CUstream>(out.launch->stream), &capture_id) == Capture::kActive) {
+        graph_launches->captured_launch(capture_id, {out.launch->name, std::move(tables)});
+        return;
+      }
       record_kernel_launch(out.launch->name, tables);
+      // Said per kernel: its launches' tables may be incomplete (e.g. a cudaLaunchKernel of a
+      // kernel taking structs, whose layout the driver was never asked about).
+      if (!out.launch->args_read) count_drop(("kernel_launches_args_unread:" + out.launch->name).c_str(), 1);
       if (!tables.empty()) launch_tables->put(*out.launch, std::move(tables));
     }
   } catch (...) {
@@ -164,7 +220,9 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
         if (k->name == "edo_count") continue;  // the tracer's own counting kernel
-        record_kernel_time(k->name, k->ns, launch_tables->take(k->correlation));
+        std::vector<std::string> tables = launch_tables->take(k->correlation);
+        if (tables.empty()) tables = graph_launches->take(k->correlation, k->name);  // a graph's kernel
+        record_kernel_time(k->name, k->ns, std::move(tables));
       } else if (auto m = CuptiTranslator::memory_record(rec)) {
         bool seen;
         {
@@ -205,21 +263,27 @@ namespace {
 std::atomic<bool> cupti_pending{false};
 std::mutex attach_mu;  // attaching and handing over (cupti_release) exclude each other
 std::atomic<int64_t> cupti_last_poll_ns{0};
+int cupti_load_attempts = 0;  // attach_mu
+constexpr int kCuptiLoadAttempts = 20;  // polls 100 ms apart
 
-// True once the CUDA runtime or driver library is mapped into this process.
-bool cuda_in_process() {
-  bool found = false;
+// True once the CUDA runtime or driver library (`driver_only`: the driver) is mapped into
+// this process.
+bool cuda_in_process(bool driver_only = false) {
+  struct Query {
+    bool driver_only, found;
+  } q{driver_only, false};
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void* data) -> int {
+        auto* q = static_cast<Query*>(data);
         const char* n = info->dlpi_name;
-        if (n && (std::strstr(n, "libcudart") || std::strstr(n, "libcuda.so"))) {
-          *static_cast<bool*>(data) = true;
+        if (n && ((!q->driver_only && std::strstr(n, "libcudart")) || std::strstr(n, "libcuda.so"))) {
+          q->found = true;
           return 1;
         }
         return 0;
       },
-      &found);
-  return found;
+      &q);
+  return q.found;
 }
 
 void cupti_start_now();
@@ -231,10 +295,10 @@ void cupti_start_now();
 // that never touches CUDA never loads libcuda or libcupti.
 void cupti_start() {
   if (!tracer_active() || !tracer_config().cuda) return;
-  // Without a driver there is nothing to attach to (an explicit EDO_CUPTI_PATH is tried anyway:
-  // libcuda.so.1 may live elsewhere, e.g. a test's fake CUDA stack).
+  // Without a driver there is nothing to attach to (an explicit EDO_CUPTI_PATH is tried anyway,
+  // and a libcuda.so.1 the job already mapped: it may live elsewhere, e.g. a test's fake stack).
   if (tracer_config().cupti_path.empty() && access("/proc/driver/nvidia/version", R_OK) != 0 &&
-      access("/dev/nvidiactl", F_OK) != 0) {
+      access("/dev/nvidiactl", F_OK) != 0 && !cuda_in_process(true)) {
     tracer_verbose("no CUDA driver: GPU capture is off (C API, NVTX and host lookups still work)");
     return;
   }
@@ -261,28 +325,33 @@ void cupti_start_now() {
     return;
   }
   const Config& cfg = tracer_config();
-  std::vector<std::string> candidates;
-  if (!cfg.cupti_path.empty()) candidates.push_back(cfg.cupti_path);
-  if (*EDO_CUPTI_DEFAULT_PATH) candidates.push_back(EDO_CUPTI_DEFAULT_PATH);
-  candidates.push_back("libcupti.so.13");
-  candidates.push_back("libcupti.so");
+  // A CUPTI the job already loaded (PyTorch's Kineto links one), else the one beside the job's
+  // CUDA runtime (cupti_locate.h): a second copy in the process would not know about the
+  // first one's subscriber.
   void* h = nullptr;
-  std::string err;
-  // A CUPTI the job already loaded (PyTorch's Kineto links one) is the one to use: a second
-  // copy in the process would not know about the first one's subscriber.
-  if (cfg.cupti_path.empty())
-    for (const char* soname : {"libcupti.so.13", "libcupti.so"})
-      if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))) break;
-  for (size_t i = 0; !h && i < candidates.size(); ++i) {
-    h = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h) break;
+  std::string err, used;
+  for (const std::string& c : cupti_candidates(cfg.cupti_path, EDO_CUPTI_DEFAULT_PATH)) {
+    if ((h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
     const char* e = dlerror();
     if (err.empty() && e) err = e;
   }
   if (!h) {
+    // The job may be loading its CUDA libraries right now (libcudart is mapped before the
+    // libcupti beside it): try again at the next polls before giving up.
+    if (++cupti_load_attempts < kCuptiLoadAttempts) {
+      cupti_pending.store(true);
+      return;
+    }
     unavailable("cannot load libcupti: " + err + "; set EDO_CUPTI_PATH");
     return;
   }
+  // Which file that is (the loader may have found a soname anywhere on its path).
+  if (void* f = dlsym(h, "cuptiSubscribe")) {
+    Dl_info info{};
+    if (dladdr(f, &info) && info.dli_fname) used = info.dli_fname;
+  }
+  record_note("cupti.library", used.empty() ? "unknown" : used);
+  tracer_verbose("CUPTI from " + (used.empty() ? std::string("an unknown file") : used));
   sym(h, cupti.cuptiSubscribe, "cuptiSubscribe");
   sym(h, cupti.cuptiSubscribe_v2, "cuptiSubscribe_v2");
   sym(h, cupti.cuptiEnableCallback, "cuptiEnableCallback");
@@ -302,6 +371,7 @@ void cupti_start_now() {
   tracker = new MemoryTracker();
   callback_correlations = new std::unordered_set<uint32_t>();
   launch_tables = new LaunchTables();
+  graph_launches = new GraphLaunches();
   layouts = new std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>();
   // cuptiSubscribe_v2 (CUDA 12.6+) names us to other tools and tells us who holds CUPTI.
   char holder[256] = {};

@@ -4,10 +4,14 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <set>
+#include <shared_mutex>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace edo::capture {
@@ -37,6 +41,30 @@ constexpr size_t kMaxArgWords = 1024;
 // of floats fall outside.
 constexpr uint64_t kLowestPointer = 4096;
 constexpr uint64_t kPastUserSpace = uint64_t{1} << 57;
+
+// CUDA 13 publishes no *_params struct for __cudaLaunchKernel (cupti_runtime_cbid.h:518 has its
+// id, generated_cuda_runtime_api_meta.h no struct); CUPTI's structs list a call's parameters in
+// order, so it is read as cudaLaunchKernel_v7000_params, whose parameter list matches the one
+// crt/device_functions.h:2932-2939 declares (cudaKernel_t, dim3, dim3, void**, size_t,
+// cudaStream_t). Checked here at build time; at the first launch (chevron_ok) the values
+// found must also look like a CUkernel the driver knows and an argument array.
+struct ChevronParams {
+  cudaKernel_t kernel;
+  dim3 gridDim;
+  dim3 blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+static_assert(sizeof(ChevronParams) == sizeof(cudaLaunchKernel_v7000_params) &&
+                  offsetof(ChevronParams, args) == offsetof(cudaLaunchKernel_v7000_params, args) &&
+                  offsetof(ChevronParams, stream) == offsetof(cudaLaunchKernel_v7000_params, stream),
+              "__cudaLaunchKernel's parameters no longer match cudaLaunchKernel_v7000_params: review the read");
+
+bool looks_like_pointer(const void* p) {
+  const uint64_t v = reinterpret_cast<uint64_t>(p);
+  return v >= kLowestPointer && v < kPastUserSpace && v % alignof(void*) == 0;
+}
 
 bool is_runtime_launch(CUpti_CallbackId id) {
   switch (id) {
@@ -96,6 +124,96 @@ std::optional<LaunchFrame> pop_frame(CUpti_CallbackDomain domain, CUpti_Callback
 }
 }  // namespace
 
+std::optional<std::vector<size_t>> param_sizes_from_name(const char* mangled) {
+  if (!mangled || std::strncmp(mangled, "_Z", 2) != 0) return std::nullopt;
+  const std::string d = demangle(mangled);
+  // The parameter list: the last top-level parenthesised group (template arguments and a
+  // function-pointer parameter hold parentheses of their own).
+  if (d.empty() || d.back() != ')') return std::nullopt;
+  int depth = 0;
+  size_t open = std::string::npos;
+  for (size_t i = d.size(); i-- > 0;) {
+    const char c = d[i];
+    if (c == ')' || c == '>' || c == ']') ++depth;
+    else if (c == '(' || c == '<' || c == '[') --depth;
+    if (depth == 0) {
+      open = i;
+      break;
+    }
+  }
+  if (open == std::string::npos || d[open] != '(') return std::nullopt;
+  const std::string list = d.substr(open + 1, d.size() - open - 2);
+  std::vector<size_t> sizes;
+  if (list.empty() || list == "void") return sizes;
+  std::vector<std::string> params;
+  std::string cur;
+  depth = 0;
+  for (char c : list) {
+    if (c == '(' || c == '<' || c == '[') ++depth;
+    else if (c == ')' || c == '>' || c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      params.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  params.push_back(cur);
+  static const std::pair<const char*, size_t> kFundamental[] = {
+      {"bool", 1}, {"char", 1}, {"signed char", 1}, {"unsigned char", 1}, {"short", 2}, {"unsigned short", 2},
+      {"int", 4}, {"unsigned int", 4}, {"float", 4}, {"long", 8}, {"unsigned long", 8}, {"long long", 8},
+      {"unsigned long long", 8}, {"double", 8}, {"__int128", 16}, {"unsigned __int128", 16}, {"wchar_t", 4},
+      {"char16_t", 2}, {"char32_t", 4}};
+  for (std::string p : params) {
+    while (!p.empty() && p.front() == ' ') p.erase(0, 1);
+    while (!p.empty() && p.back() == ' ') p.pop_back();
+    // top-level const/volatile of a by-value parameter do not change its size
+    for (const char* q : {" const", " volatile"})
+      while (p.size() > std::strlen(q) && p.compare(p.size() - std::strlen(q), std::string::npos, q) == 0)
+        p.resize(p.size() - std::strlen(q));
+    size_t size = 0;
+    if (!p.empty() && (p.back() == '*' || p.back() == '&')) {
+      size = sizeof(void*);
+    } else {
+      for (const auto& [name, bytes] : kFundamental)
+        if (p == name) size = bytes;
+    }
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+namespace {
+// Demangled names by mangled name: a launch callback and every kernel record would otherwise
+// demangle again (0.8-3.8 us for PyTorch's templated names). Keyed by the name itself, not the
+// kernel handle, so a handle reused after a module unload cannot bring back another kernel's
+// name. Bounded: past the limit names are demangled each time.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+std::shared_mutex names_mu;
+std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>* names = nullptr;  // leaked: used at exit
+constexpr size_t kMaxNames = size_t{1} << 16;
+}  // namespace
+
+std::string demangle_cached(const char* mangled) {
+  if (!mangled) return demangle(nullptr);
+  const std::string_view key(mangled);
+  {
+    std::shared_lock<std::shared_mutex> lk(names_mu);
+    if (names) {
+      auto it = names->find(key);
+      if (it != names->end()) return it->second;
+    }
+  }
+  std::string d = demangle(mangled);
+  std::unique_lock<std::shared_mutex> lk(names_mu);
+  if (!names) names = new std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>();
+  if (names->size() < kMaxNames) names->emplace(key, d);
+  return d;
+}
+
 std::string demangle(const char* name) {
   if (!name) return "(unknown kernel)";
   int status = 0;
@@ -108,6 +226,87 @@ std::string demangle(const char* name) {
   return name;
 }
 
+// CUDA graph calls: their parameter structs (CUDA 13.0 generated_cuda_runtime_api_meta.h:
+// 1599-1616, 2297-2330; generated_cuda_meta.h:1953-1963, 3642-3645, 3716-3737, 3812-3817) start
+// with the same fields within each group (the instantiate calls: the exec out-pointer, then the
+// graph; cudaGraphInstantiate_v10000, whose struct 13.0 no longer ships, began the same way).
+std::optional<GraphEvent> runtime_graph_event(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter) {
+  GraphEvent g;
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000: {
+      auto* p = params<cudaStreamEndCapture_v10000_params>(cb);
+      if (!p) return std::nullopt;
+      g.kind = enter ? GraphEvent::kEndCaptureBegins : GraphEvent::kCaptured;
+      g.stream = as_u64(p->stream);
+      if (!enter) g.graph = runtime_ok(cb) && p->pGraph ? as_u64(*p->pGraph) : 0;
+      return g;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000: {
+      auto* p = params<cudaGraphInstantiateWithFlags_v11040_params>(cb);
+      if (enter || !p || !runtime_ok(cb) || !p->pGraphExec) return std::nullopt;
+      g.kind = GraphEvent::kInstantiated;
+      g.graph = as_u64(p->graph);
+      g.exec = as_u64(*p->pGraphExec);
+      return g;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+      auto* p = params<cudaGraphLaunch_v10000_params>(cb);
+      if (enter || !p || !runtime_ok(cb)) return std::nullopt;
+      g.kind = GraphEvent::kLaunched;
+      g.exec = as_u64(p->graphExec);
+      g.stream = as_u64(p->stream);
+      g.correlation = cb->correlationId;
+      return g;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<GraphEvent> driver_graph_event(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter) {
+  GraphEvent g;
+  switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz: {
+      auto* p = params<cuStreamEndCapture_params>(cb);
+      if (!p) return std::nullopt;
+      g.kind = enter ? GraphEvent::kEndCaptureBegins : GraphEvent::kCaptured;
+      g.stream = as_u64(p->hStream);
+      if (!enter) g.graph = driver_ok(cb) && p->phGraph ? as_u64(*p->phGraph) : 0;
+      return g;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      auto* p = params<cuGraphInstantiateWithFlags_params>(cb);
+      if (enter || !p || !driver_ok(cb) || !p->phGraphExec) return std::nullopt;
+      g.kind = GraphEvent::kInstantiated;
+      g.graph = as_u64(p->hGraph);
+      g.exec = as_u64(*p->phGraphExec);
+      return g;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+      auto* p = params<cuGraphLaunch_params>(cb);
+      if (enter || !p || !driver_ok(cb)) return std::nullopt;
+      g.kind = GraphEvent::kLaunched;
+      g.exec = as_u64(p->hGraph);  // named hGraph, a CUgraphExec (generated_cuda_meta.h:3734-3737)
+      g.stream = as_u64(p->hStream);
+      g.correlation = cb->correlationId;
+      return g;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 const std::vector<CUpti_CallbackId>& CuptiTranslator::runtime_cbids() {
   static const std::vector<CUpti_CallbackId> ids = {
       CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,          CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
@@ -118,7 +317,13 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::runtime_cbids() {
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+      CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000};
   return ids;
 }
 
@@ -132,15 +337,20 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::driver_cbids() {
       CUPTI_DRIVER_TRACE_CBID_cuMemMap,        CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload};
   return ids;
 }
 
 std::string CuptiTranslator::name_of(const char* symbol, const void* handle, KernelHandle kind) const {
-  if (symbol) return demangle(symbol);
+  if (symbol) return demangle_cached(symbol);
   if (name_ && handle) {
     const std::string n = name_(handle, kind);
-    if (!n.empty()) return demangle(n.c_str());
+    if (!n.empty()) return demangle_cached(n.c_str());
   }
   return demangle(nullptr);
 }
@@ -191,6 +401,56 @@ void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void**
   out.args_read = true;
 }
 
+void CuptiTranslator::chevron_args(const void* kernel, void** args, LaunchInfo& info, Output& out) {
+  const int state = chevron_state_.load(std::memory_order_acquire);
+  if (state == 2) return;
+  bool ok = looks_like_pointer(kernel) && looks_like_pointer(args);
+  if (ok) {
+    pointer_args(kernel, KernelHandle::kKernel, args, nullptr, info);
+    ok = info.args_read;  // the driver described the handle as a CUkernel
+  }
+  if (state == 1) return;
+  // First use decides: a CUkernel handle and an argument array where the layout says, and a
+  // CUkernel the driver can describe. Anything else turns the read off for the process.
+  int expected = 0;
+  if (chevron_state_.compare_exchange_strong(expected, ok ? 1 : 2) && !ok) {
+    info.pointers.clear();
+    info.args_read = false;
+    out.warning = "the parameters of CUDA 13's __cudaLaunchKernel (kernel<<<...>>>) are not laid out as edo reads "
+                  "them: the arguments of <<<>>> launches are not read (their kernels are listed without tables)";
+  }
+}
+
+void CuptiTranslator::name_args(const char* symbol, void** args, LaunchInfo& out) {
+  if (!symbol) return;
+  // Parsed once per kernel name (a demangle and a parse per launch cost microseconds).
+  std::optional<std::vector<size_t>> sizes;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = name_sizes_.find(std::string_view(symbol));
+    if (it != name_sizes_.end()) sizes = it->second;
+  }
+  if (!sizes) {
+    sizes = param_sizes_from_name(symbol);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (name_sizes_.size() < (size_t{1} << 14)) name_sizes_.emplace(symbol, sizes);
+  }
+  if (!sizes) return;
+  out.pointers.clear();
+  bool complete = true;
+  for (size_t i = 0; i < sizes->size(); ++i) {
+    if ((*sizes)[i] == 0) {
+      complete = false;  // a struct or class: its size (and where pointers sit in it) is unknown
+      continue;
+    }
+    if ((*sizes)[i] != sizeof(uint64_t) || !args[i]) continue;
+    uint64_t v = 0;
+    std::memcpy(&v, args[i], sizeof v);
+    if (v >= kLowestPointer && v < kPastUserSpace) out.pointers.push_back(v);
+  }
+  out.args_read = complete;
+}
+
 CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                                      const CUpti_CallbackData* cb) {
   Output out;
@@ -199,11 +459,12 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (enter) {
       ++tl_runtime_depth;
+      out.graph = runtime_graph_event(id, cb, true);
       if (is_runtime_launch(id)) {
         // Only remembered here: the arguments come from the driver launch this call goes
         // through (see the driver branch), and the launch is reported at EXIT.
         LaunchFrame f{domain, id, {}, nullptr, nullptr, false};
-        f.info.name = cb->symbolName ? demangle(cb->symbolName) : std::string();
+        f.info.name = cb->symbolName ? demangle_cached(cb->symbolName) : std::string();
         f.info.correlation = cb->correlationId;
         if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
             id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060) {
@@ -231,12 +492,16 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       if (!f || !runtime_ok(cb)) return out;
       // No driver launch seen (a runtime that launches another way): a CUkernel can still be
       // described by the driver.
-      if (!f->info.args_read && f->kernel) pointer_args(f->kernel, KernelHandle::kKernel, f->args, nullptr, f->info);
+      if (!f->info.args_read && f->kernel) chevron_args(f->kernel, f->args, f->info, out);
+      // No handle the driver can describe (cudaLaunchKernel and friends take the host stub): the
+      // parameter types in the kernel's mangled name give their number and the pointers' places.
+      if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);
       if (f->info.name.empty()) f->info.name = name_of(cb->symbolName, f->kernel, KernelHandle::kKernel);
       out.launch = std::move(f->info);
       return out;
     }
     if (tl_runtime_depth > 0) --tl_runtime_depth;
+    if ((out.graph = runtime_graph_event(id, cb, false))) return out;
     if (!runtime_ok(cb)) return out;
     MemOp op;
     op.correlation = cb->correlationId;
@@ -337,6 +602,12 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
     return out;
   }
   if (tl_runtime_depth > 0) return out;  // inside a runtime call we already trace
+  if ((out.graph = driver_graph_event(id, cb, enter))) return out;
+  // At ENTER: the handles are still valid then, and any use after the call is of a new kernel.
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload || id == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload) {
+    out.unloaded = enter;
+    return out;
+  }
   if (enter) return out;
   if (!driver_ok(cb)) return out;
   MemOp op;
@@ -418,7 +689,7 @@ std::optional<KernelTime> CuptiTranslator::kernel_time(const CUpti_Activity* rec
   if (!rec || (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)) return std::nullopt;
   auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
   KernelTime t;
-  t.name = demangle(k->name);
+  t.name = demangle_cached(k->name);
   t.ns = k->end > k->start ? k->end - k->start : 0;
   t.correlation = k->correlationId;
   return t;

@@ -5,6 +5,8 @@
 
 #include <cupti.h>
 
+#include <atomic>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,6 +42,20 @@ struct LaunchInfo {
   bool args_read = false;          // the argument layout was known (pointers are complete)
 };
 
+// A step in the life of a CUDA graph made by stream capture (torch.cuda.graph, CUDA graph trees
+// of torch.compile): the launches captured into it ran no kernel; each launch of the graph
+// runs them all, and their kernel records carry the graph launch's correlation id.
+struct GraphEvent {
+  enum Kind : uint8_t {
+    kEndCaptureBegins,  // cuStreamEndCapture / cudaStreamEndCapture ENTER (stream still capturing)
+    kCaptured,          // ... EXIT: `graph` holds what `stream` captured (0: the capture failed)
+    kInstantiated,      // cuGraphInstantiate* / cudaGraphInstantiate*: `exec` made from `graph`
+    kLaunched,          // cuGraphLaunch / cudaGraphLaunch of `exec` on `stream`, `correlation`
+  } kind = kCaptured;
+  uint64_t stream = 0, graph = 0, exec = 0;
+  uint32_t correlation = 0;
+};
+
 struct KernelTime {
   std::string name;
   uint64_t ns = 0;
@@ -59,6 +76,16 @@ using ParamLayoutFn = std::function<std::shared_ptr<const ParamLayout>(const voi
 using KernelNameFn = std::function<std::string(const void* handle, KernelHandle kind)>;
 
 std::string demangle(const char* name);
+// demangle() through a process-wide cache (thread-safe, bounded).
+std::string demangle_cached(const char* mangled);
+
+// The sizes of a kernel's parameters read from its mangled name (Itanium ABI: the parameter
+// types are part of a C++ function's name), for a runtime launch that passes through no driver
+// callback (cudaLaunchKernel, cudaLaunchKernelExC, cooperative launches: CUPTI reports no driver
+// call made inside the runtime, so there is no CUfunction to ask). A pointer, reference or
+// fundamental type has a known size; anything else (a struct, a class template, an enum) is 0.
+// nullopt when the name is not a mangled C++ function name (an extern "C" kernel).
+std::optional<std::vector<size_t>> param_sizes_from_name(const char* mangled);
 
 class CuptiTranslator {
  public:
@@ -68,6 +95,12 @@ class CuptiTranslator {
   struct Output {
     std::vector<MemOp> mem;
     std::optional<LaunchInfo> launch;
+    std::optional<GraphEvent> graph;
+    // A module or library was unloaded (cuModuleUnload, cuLibraryUnload): kernel handles may be
+    // reused for other kernels from now on, so what is cached per handle is stale.
+    bool unloaded = false;
+    // Said once per process (tracer_log): something edo reads turned out not as it expects.
+    std::string warning;
   };
   // RUNTIME_API and DRIVER_API callbacks. Allocation results are read at API exit (and only
   // when the call succeeded); driver allocations made inside a traced runtime call on the
@@ -90,10 +123,19 @@ class CuptiTranslator {
  private:
   void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
   std::string name_of(const char* symbol, const void* handle, KernelHandle kind) const;
+  void name_args(const char* symbol, void** args, LaunchInfo& out);
+  void chevron_args(const void* kernel, void** args, LaunchInfo& info, Output& out);
+  std::atomic<int> chevron_state_{0};  // __cudaLaunchKernel's layout: 0 unchecked, 1 read, 2 off
   ParamLayoutFn layout_;
   KernelNameFn name_;
   std::mutex mu_;
   std::unordered_map<uint64_t, uint64_t> vmm_handles_;  // cuMemCreate handle -> size
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // param_sizes_from_name() by mangled name (nullopt: not a C++ name)
+  std::unordered_map<std::string, std::optional<std::vector<size_t>>, NameHash, std::equal_to<>> name_sizes_;
 };
 
 // Live device allocations, signed byte deltas, current and peak usage.

@@ -24,15 +24,6 @@ uint64_t window_every(uint64_t windows_taken) { return windows_taken < 256 ? 819
 
 uint64_t align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
 
-// Makes `ctx` current on the calling thread for the scope (the background thread has none).
-struct Current {
-  const Driver& d;
-  Current(const Driver& drv, CUcontext ctx) : d(drv) { d.cuCtxPushCurrent(ctx); }
-  ~Current() {
-    CUcontext dummy;
-    d.cuCtxPopCurrent(&dummy);
-  }
-};
 }  // namespace
 
 struct DeviceCounting::Context {
@@ -45,6 +36,7 @@ struct DeviceCounting::Context {
   char* host_arena = nullptr;     // pinned mirror of the arena
   uint64_t head = 0, tail = 0;    // ring allocation (monotonic byte counters)
   unsigned grid_limit = 1024;
+  bool retained_primary = false;  // edo holds a retain on this (primary) context while its handles live
 };
 
 struct DeviceCounting::Table {
@@ -58,12 +50,17 @@ struct DeviceCounting::Table {
   double rate = 1.0;
   std::vector<uint32_t> mirror, after;         // collect_mu_: counters (or cells) at the last collect, and now
   std::vector<uint32_t> hll_host;              // collect_mu_
+  // collect_mu_: pinned host memory the counters (then the HyperLogLog registers) are copied
+  // into at each collect (a copy into pageable memory is staged by the driver and blocks);
+  // nullptr when pinned memory was refused: `after` and `hll_host` are used instead.
+  uint32_t* pinned = nullptr;
   uint64_t pos = 0;                            // references submitted so far
   uint64_t next_window = 0, window_need = 0;   // footprint window planning
   uint64_t windows_taken = 0;
   std::vector<uint64_t> partial;               // a window being gathered from small batches
   stats::CountedSegment pending;               // sample, windows, candidates since the last collect
   bool dirty = false;
+  bool in_graph = false;  // counted inside a CUDA graph capture: every replay adds to the counters
 };
 
 struct DeviceCounting::Batch {
@@ -77,28 +74,39 @@ struct DeviceCounting::Batch {
   CUevent kernel_done = nullptr, copied = nullptr;
 };
 
-DeviceCounting::DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg)
-    : drv_(drv), image_(image), arena_bytes_(arena_bytes & ~uint64_t{15}), cfg_(cfg) {}
+DeviceCounting::DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg,
+                               uint64_t device_budget)
+    : drv_(drv), image_(image), arena_bytes_(arena_bytes & ~uint64_t{15}), cfg_(cfg), device_budget_(device_budget) {}
 
 CUdeviceptr DeviceCounting::allocate(uint64_t bytes) {
+  // Never past EDO_MAX_DEVICE_MB: the driver is not even asked.
+  if (bytes > device_budget_ - std::min(device_budget_, totals_.device_bytes)) return 0;
   CUdeviceptr p = 0;
   InternalCall internal;
   if (drv_.cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
-  own_.insert({uint64_t(p), uint64_t(p) + bytes});
+  {
+    std::lock_guard<std::mutex> lk(own_mu_);
+    own_.insert({uint64_t(p), uint64_t(p) + bytes});
+  }
+  totals_.device_bytes += bytes;
   return p;
 }
 
 bool DeviceCounting::owns(uint64_t address) const {
-  std::lock_guard<std::mutex> lk(mu_);
+  // CUPTI's buffer callback asks this: own_mu_ is never held across a driver call, so the
+  // callback never waits for a lookup or a poll that is inside one.
+  std::lock_guard<std::mutex> lk(own_mu_);
   auto it = own_.upper_bound({address, UINT64_MAX});
   if (it == own_.begin()) return false;
   --it;
   return address >= it->first && address < it->second;
 }
 
-DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx) {
+DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set_up) {
+  auto it = contexts_.find(ctx);
+  if (it != contexts_.end()) return it->second->usable ? it->second.get() : nullptr;
+  if (!may_set_up) return nullptr;
   auto& slot = contexts_[ctx];
-  if (slot) return slot->usable ? slot.get() : nullptr;
   slot = std::make_unique<Context>();
   Context& c = *slot;
   c.ctx = ctx;
@@ -109,11 +117,17 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx) {
     return nullptr;
   }
   if (drv_.cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return nullptr;
+  if (arena_bytes_ > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+    count_drop("device_memory_bound_contexts", 1);
+    tracer_verbose("the device counting arena does not fit EDO_MAX_DEVICE_MB: device indices are copied to the host");
+    return nullptr;
+  }
   c.arena = allocate(arena_bytes_);
   if (!c.arena || drv_.cuMemHostAlloc(reinterpret_cast<void**>(&c.host_arena), arena_bytes_, 0) != CUDA_SUCCESS) {
     tracer_verbose("no memory for the device counting arena: device indices are copied to the host");
     return nullptr;
   }
+  totals_.pinned_bytes += arena_bytes_;
   // Set-up only: the arena starts zeroed (region headers are counters).
   if (drv_.cuMemsetD32Async(c.arena, 0, arena_bytes_ / 4, c.stream) != CUDA_SUCCESS ||
       drv_.cuStreamSynchronize(c.stream) != CUDA_SUCCESS)
@@ -123,13 +137,28 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx) {
   if (drv_.cuCtxGetDevice && drv_.cuDeviceGetAttribute && drv_.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
       drv_.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS && sms > 0)
     c.grid_limit = unsigned(sms) * 16;
+  // A primary context lives while someone retains it (cuda.h:5851-5856): if the job's runtime
+  // released its last retain, edo's module, stream and memory in it would dangle. edo keeps one
+  // retain for as long as it holds them (until exit: they are never freed before). Only an
+  // already active primary context is retained: retaining an inactive one would create it.
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext primary = nullptr;
+  if (drv_.cuDevicePrimaryCtxRetain && drv_.cuDevicePrimaryCtxGetState && drv_.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+      drv_.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active &&
+      drv_.cuDevicePrimaryCtxRetain(&primary, dev) == CUDA_SUCCESS) {
+    if (primary == ctx) c.retained_primary = true;
+    else if (drv_.cuDevicePrimaryCtxRelease) drv_.cuDevicePrimaryCtxRelease(dev);  // not ours to hold
+  }
   c.usable = true;
   return &c;
 }
 
-DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context* c, CUstream) {
+DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context* c, bool may_set_up) {
+  auto it = tables_.find(info.id);
+  if (it != tables_.end()) return it->second->ctx == c ? it->second.get() : nullptr;  // one context per table
+  if (!may_set_up) return nullptr;
   auto& slot = tables_[info.id];
-  if (slot) return slot->ctx == c ? slot.get() : nullptr;  // one context per table
   auto t = std::make_unique<Table>();
   t->id = info.id;
   t->rows = info.rows;
@@ -137,10 +166,10 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
   t->ctx = c;
   t->threshold = stats::counted_sample_threshold(info.rows, cfg_);
   t->rate = double(t->threshold) / double(uint64_t{1} << stats::hash::kSampleModBits);
-  uint64_t words = 0;
+  uint64_t words = 0, need = 0;
   if (t->exact) {
-    t->counts = allocate(info.rows * 4);
     words = info.rows;
+    need = words * 4;
   } else {
     uint32_t w = 1, lg = 0;
     while (w < cfg_.cms_width && lg < 30) w <<= 1, ++lg;
@@ -148,6 +177,23 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
     t->cms_depth = std::max<uint32_t>(1, std::min<uint32_t>(cfg_.cms_depth, 16));
     t->hll_p = std::clamp<uint32_t>(cfg_.hll_precision, 4, 18);
     words = uint64_t{t->cms_depth} << lg;
+    need = words * 4 + (uint64_t{1} << t->hll_p) * 4;
+  }
+  if (need > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+    // Beyond EDO_MAX_DEVICE_MB: refused on the device, never half-allocated. The table's host
+    // statistics were already laid out for these counters (exact or sketch, session.cpp), so
+    // its batches are copied to the host and counted there with the same statistics rather
+    // than sketched here into a shape the host side does not expect.
+    count_drop("device_memory_bound_tables", 1);
+    ++totals_.bound_tables;
+    tracer_verbose("a table's device counters do not fit EDO_MAX_DEVICE_MB: its device indices are copied to the host");
+    slot = std::move(t);
+    slot->ctx = nullptr;
+    return nullptr;
+  }
+  if (t->exact) {
+    t->counts = allocate(need);
+  } else {
     t->cms = allocate(words * 4);
     t->hll = allocate((uint64_t{1} << t->hll_p) * 4);
     t->hll_host.assign(size_t{1} << t->hll_p, 0);
@@ -165,6 +211,12 @@ DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context*
     return nullptr;
   }
   t->mirror.assign(words, 0);
+  const uint64_t pinned_words = words + t->hll_host.size();
+  void* pinned = nullptr;
+  if (drv_.cuMemHostAlloc(&pinned, pinned_words * 4, 0) == CUDA_SUCCESS && pinned) {
+    t->pinned = static_cast<uint32_t*>(pinned);
+    totals_.pinned_bytes += pinned_words * 4;
+  }
   slot = std::move(t);
   return slot.get();
 }
@@ -181,8 +233,32 @@ bool DeviceCounting::reserve(Context* c, uint64_t bytes, uint64_t& off) {
 }
 
 int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t n, int type, CUstream stream) {
+  // Everything below runs in RELAXED capture mode (InternalCall): the job's thread may be in
+  // the middle of its own capture.
+  InternalCall internal;
+  // Before any work on the caller's stream: is it being captured into a CUDA graph? Then only
+  // the counting kernel goes in (it is replayed with the graph and adds to the counters each
+  // time); an event record, a copy or a wait on edo's own stream would join edo's stream to
+  // the capture (CUDA_ERROR_STREAM_CAPTURE_UNJOINED at its end), and set-up (module load,
+  // allocation, synchronisation) is not allowed in a capture.
+  const Capture cap = capture_status(drv_, stream);
+  if (cap == Capture::kImplicit || cap == Capture::kInvalidated || cap == Capture::kUnknown) {
+    // The legacy stream while a blocking stream captures (any use would break that capture),
+    // a capture already broken, or a status the driver would not tell: no work at all.
+    count_drop("device_batches_not_counted_in_capture", 1);
+    return EDO_OK;
+  }
+  const bool capturing = cap == Capture::kActive;
+  // The stream's own context (not whichever the thread has current: a job may create a stream
+  // in one context and switch), made current for the set-up and the launch.
   CUcontext ctx = nullptr;
-  if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  const CUresult got = drv_.cuStreamGetCtx ? drv_.cuStreamGetCtx(stream, &ctx) : drv_.cuCtxGetCurrent(&ctx);
+  if (got != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  ScopedContext in_ctx(drv_, ctx);
+  if (!in_ctx.ok()) {
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
+  }
   // The kernel must not read past the caller's buffer: a fault would break the job's context.
   // Its first and last bytes must both be in device memory the driver knows (a pointer it
   // cannot place at all, e.g. pinned host memory, is trusted: the caller's own kernel reads it).
@@ -197,10 +273,17 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
     }
   }
   std::lock_guard<std::mutex> lk(mu_);
-  Context* c = context_for(ctx);
-  if (!c) return kUnavailable;
-  Table* t = table_for(info, c, stream);
-  if (!t) return kUnavailable;
+  Context* c = context_for(ctx, !capturing);
+  Table* t = c ? table_for(info, c, !capturing) : nullptr;
+  if (capturing && !t) {
+    // The table's first batch is inside a capture: its set-up cannot happen there, and the
+    // host-copy path would put a copy and an event into the capture. Not counted (replays
+    // neither); said in the report.
+    count_drop("device_batches_captured_before_setup", 1);
+    return EDO_OK;
+  }
+  if (!c || !t) return kUnavailable;
+  if (capturing) return launch_captured(*c, *t, indices, n, type, stream);
 
   Batch b;
   uint64_t head_before = c->head;
@@ -253,7 +336,6 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
       t->window_need = 0;
     }
   }
-  InternalCall internal;
   const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c->grid_limit));
   void* args[] = {&p};
   auto event = [&]() {
@@ -294,6 +376,34 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
   return EDO_ERR_CUDA;
 }
 
+int DeviceCounting::launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream) {
+  // The counting kernel alone, without a sample region (no copy back, no event): the counters
+  // are read at each flush like any table's. The batch's positions (LRU sample, footprint
+  // windows) are not known per replay, so a captured batch adds counts only.
+  device::CountParams p{};
+  p.indices = reinterpret_cast<uint64_t>(indices);
+  p.n = n;
+  p.rows = t.rows;
+  p.counts = t.counts;
+  p.cms = t.cms;
+  p.hll = t.hll;
+  p.threshold = t.threshold;
+  p.index_bytes = type == EDO_I64 ? 8 : 4;
+  p.cms_width_log2 = t.cms_width_log2;
+  p.cms_depth = t.cms_depth;
+  p.hll_p = t.hll_p;
+  const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c.grid_limit));
+  void* args[] = {&p};
+  if (drv_.cuLaunchKernel(c.fn, grid, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr) != CUDA_SUCCESS) {
+    count_drop("device_batches_captured", 1);
+    return EDO_ERR_CUDA;
+  }
+  t.in_graph = true;
+  t.dirty = true;
+  ++totals_.captured_batches;
+  return EDO_OK;
+}
+
 void DeviceCounting::take(Batch& b) {
   Table& t = *b.table;
   Context& c = *b.ctx;
@@ -329,17 +439,28 @@ void DeviceCounting::take(Batch& b) {
 }
 
 void DeviceCounting::poll(bool wait_all) {
+  // One poller at a time (poll_mu_ is taken by nothing else): the front batch stays the front
+  // while its event is queried without mu_, which lookups and take() need.
+  std::lock_guard<std::mutex> plk(poll_mu_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (true) {
     {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (in_flight_.empty()) return;
-      Batch& b = in_flight_.front();
+      CUevent copied;
+      CUcontext ctx;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (in_flight_.empty()) return;
+        copied = in_flight_.front().copied;
+        ctx = in_flight_.front().ctx->ctx;
+      }
       CUresult q;
       {
-        Current cur(drv_, b.ctx->ctx);
-        q = drv_.cuEventQuery(b.copied);
+        InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
+        ScopedContext cur(drv_, ctx);
+        q = cur.ok() ? drv_.cuEventQuery(copied) : CUDA_ERROR_INVALID_CONTEXT;
       }
+      std::lock_guard<std::mutex> lk(mu_);
+      Batch& b = in_flight_.front();  // still the one queried: only pollers pop
       if (q != CUDA_ERROR_NOT_READY) {
         if (q == CUDA_SUCCESS) {
           take(b);
@@ -367,7 +488,8 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& [id, t] : tables_) {
-      if (!t->ctx || !t->dirty) continue;
+      // A table counted inside a CUDA graph changes with every replay, without a lookup.
+      if (!t->ctx || !(t->dirty || t->in_graph)) continue;
       work.push_back({t.get(), std::move(t->pending)});
       t->pending = stats::CountedSegment{};
       t->dirty = false;
@@ -375,15 +497,18 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
   }
   for (Work& w : work) {
     Table& t = *w.t;
-    t.after.resize(t.mirror.size());
+    const size_t words = t.mirror.size();
+    if (!t.pinned) t.after.resize(words);
+    uint32_t* after = t.pinned ? t.pinned : t.after.data();
+    uint32_t* hll = t.pinned ? t.pinned + words : t.hll_host.data();
     bool ok;
     {
       InternalCall internal;
-      Current cur(drv_, t.ctx->ctx);
+      ScopedContext cur(drv_, t.ctx->ctx);
       // The counters as they are now, on the tracer's stream: kernels still running on the
       // job's streams are counted at the next collect (the final one waited for all).
-      ok = drv_.cuMemcpyDtoHAsync(t.after.data(), t.exact ? t.counts : t.cms, t.after.size() * 4, t.ctx->stream) == CUDA_SUCCESS &&
-           (t.exact || drv_.cuMemcpyDtoHAsync(t.hll_host.data(), t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
+      ok = cur.ok() && drv_.cuMemcpyDtoHAsync(after, t.exact ? t.counts : t.cms, words * 4, t.ctx->stream) == CUDA_SUCCESS &&
+           (t.exact || drv_.cuMemcpyDtoHAsync(hll, t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
            drv_.cuStreamSynchronize(t.ctx->stream) == CUDA_SUCCESS;
     }
     if (!ok) {
@@ -392,14 +517,15 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
     }
     if (t.exact) {
       w.seg.before = t.mirror.data();
-      w.seg.after = t.after.data();
+      w.seg.after = after;
     } else {
       w.seg.cms_before = t.mirror.data();
-      w.seg.cms_after = t.after.data();
-      w.seg.hll = t.hll_host.data();
+      w.seg.cms_after = after;
+      w.seg.hll = hll;
     }
     ingest(t.id, w.seg);
-    t.mirror.swap(t.after);
+    if (t.pinned) std::memcpy(t.mirror.data(), after, words * 4);  // the pinned buffer is reused
+    else t.mirror.swap(t.after);
   }
 }
 

@@ -14,6 +14,10 @@
 //
 // The tracer's device allocations (counters, arena) and launches are its own: their CUPTI
 // callbacks are ignored (InternalCall) and their MEMORY2 records are recognised (owns()).
+// They come from cuMemAlloc, outside the job's allocator, so they are part of what the job
+// sees: bounded by `device_budget` (EDO_MAX_DEVICE_MB) and reported (totals().device_bytes,
+// the edo.device_bytes note, `edo report`). A table whose counters would not fit is refused
+// on the device (device_memory_bound_tables) and its batches go the host-copy way.
 #pragma once
 
 #include <cuda.h>
@@ -37,8 +41,10 @@ struct TableInfo;
 class DeviceCounting {
  public:
   // `image`: the counting module (fatbin) to load in each context; `arena_bytes`: the sample
-  // arena per context (device memory, and as much pinned host memory).
-  DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg);
+  // arena per context (device memory, and as much pinned host memory); `device_budget`: bound
+  // on all device memory this object allocates (bytes).
+  DeviceCounting(const Driver& drv, const void* image, uint64_t arena_bytes, const stats::StatsConfig& cfg,
+                 uint64_t device_budget);
   DeviceCounting(const DeviceCounting&) = delete;
   DeviceCounting& operator=(const DeviceCounting&) = delete;
 
@@ -62,6 +68,10 @@ class DeviceCounting {
 
   struct Totals {
     uint64_t batches = 0, indices = 0, samples = 0, samples_dropped = 0, batches_without_sample = 0;
+    uint64_t captured_batches = 0;  // counting kernels put into CUDA graph captures
+    uint64_t device_bytes = 0;      // edo's own device memory (cuMemAlloc), now (never freed before exit)
+    uint64_t pinned_bytes = 0;      // edo's own pinned host memory (cuMemHostAlloc)
+    uint64_t bound_tables = 0;      // tables refused on the device by the bound
   };
   Totals totals() const;
 
@@ -69,23 +79,31 @@ class DeviceCounting {
   struct Context;
   struct Table;
   struct Batch;
-  Context* context_for(CUcontext ctx);            // mu_
-  Table* table_for(const TableInfo& t, Context* c, CUstream stream);  // mu_
+  // The context's / table's device state; created only when `may_set_up` (never inside a
+  // CUDA graph capture).
+  Context* context_for(CUcontext ctx, bool may_set_up);            // mu_
+  Table* table_for(const TableInfo& t, Context* c, bool may_set_up);  // mu_
+  int launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream);  // mu_
   bool reserve(Context* c, uint64_t bytes, uint64_t& off);          // mu_
   void take(Batch& b);                                             // mu_ (a finished batch)
-  CUdeviceptr allocate(uint64_t bytes);                            // mu_ (counted as own)
+  CUdeviceptr allocate(uint64_t bytes);                            // mu_ (counted as own, within the budget)
 
   const Driver& drv_;
   const void* image_;
   const uint64_t arena_bytes_;
   const stats::StatsConfig cfg_;
+  const uint64_t device_budget_;
+  // Lock order: collect_mu_, poll_mu_, mu_; own_mu_ alone. Neither mu_ nor own_mu_ is held
+  // across a driver call by poll() or owns(); a lookup's set-up and launch still run under mu_.
   mutable std::mutex mu_;
+  mutable std::mutex own_mu_;  // own_ only: taken by CUPTI's buffer callback (owns())
+  std::mutex poll_mu_;         // one poll at a time
   std::mutex collect_mu_;  // one collect at a time
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;  // mu_
   std::map<uint32_t, std::unique_ptr<Table>> tables_;       // mu_
   std::deque<Batch> in_flight_;                             // mu_, submission order
   std::vector<CUevent> free_events_;                        // mu_
-  std::set<std::pair<uint64_t, uint64_t>> own_;             // mu_: [begin, end) of own allocations
+  std::set<std::pair<uint64_t, uint64_t>> own_;             // own_mu_: [begin, end) of own allocations
   Totals totals_;                                           // mu_
 };
 

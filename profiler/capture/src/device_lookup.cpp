@@ -1,6 +1,7 @@
 // Device-index lookups of the process: counted on the device (device_counting.*) when the
 // counting module loads in the caller's context, else copied to the host and counted there
 // (device_staging.*).
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -42,8 +43,10 @@ DeviceCounting* counting() {
 #if defined(EDO_HAVE_DEVICE_COUNTING)
   const Driver* drv = load_driver();
   if (drv && drv->can_count_on_device()) {
-    const uint64_t arena = std::min<uint64_t>(tracer_config().max_buffer_mb << 20, uint64_t{32} << 20);
-    g_counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats));
+    // The arena takes at most a quarter of EDO_MAX_DEVICE_MB: the rest is for the counters.
+    const uint64_t device_budget = tracer_config().max_device_mb << 20;
+    const uint64_t arena = std::min<uint64_t>({tracer_config().max_buffer_mb << 20, uint64_t{32} << 20, device_budget / 4});
+    g_counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats, device_budget));
   }
 #endif
   g_counting_tried.store(true, std::memory_order_release);
@@ -84,15 +87,22 @@ void cuda_collect(bool final) {
   DeviceCounting* c = g_counting.load(std::memory_order_acquire);
   if (!c) return;
   c->collect(final, [](uint32_t table, const stats::CountedSegment& seg) { ingest_counted(table, seg); });
+  const auto t = c->totals();
+  // edo's own device memory is part of what the job sees (`edo report`): noted when it changes.
+  static std::atomic<uint64_t> noted_device{0}, noted_pinned{0};
+  if (t.device_bytes != noted_device.exchange(t.device_bytes)) record_note("edo.device_bytes", std::to_string(t.device_bytes));
+  if (t.pinned_bytes != noted_pinned.exchange(t.pinned_bytes)) record_note("edo.pinned_bytes", std::to_string(t.pinned_bytes));
   static std::atomic<bool> noted{false};
   if (final && !noted.exchange(true)) {
-    const auto t = c->totals();
     if (t.batches)
       record_note("device_counting", std::to_string(t.batches) + " batches, " + std::to_string(t.indices) +
                                          " indices counted on the device; " + std::to_string(t.samples) +
                                          " sampled references reached the host; " +
                                          std::to_string(t.batches_without_sample) + " batches without an LRU sample (arena full), " +
-                                         std::to_string(t.samples_dropped) + " samples over a batch's room");
+                                         std::to_string(t.samples_dropped) + " samples over a batch's room" +
+                                         (t.captured_batches ? "; " + std::to_string(t.captured_batches) +
+                                                                   " batches inside CUDA graph captures (counted at every replay)"
+                                                             : std::string()));
   }
 }
 

@@ -12,15 +12,22 @@ namespace edo::capture {
 
 int DeviceStaging::lookup(int64_t table, const void* indices, uint64_t count, int type, CUstream s) {
   const size_t bytes = size_t(count) * (type == EDO_I64 ? 8 : 4);
-  if (drv_.cuStreamIsCapturing) {
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (drv_.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) {
-      count_drop("device_batches_in_graph_capture", 1);
-      return EDO_ERR_CUDA;
-    }
+  InternalCall internal;  // RELAXED: the caller may be capturing a CUDA graph
+  // A copy and an event record in a capture would be replayed, not run now: not counted. The
+  // legacy stream while a blocking stream captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) too.
+  if (capture_status(drv_, s) != Capture::kNone) {
+    count_drop("device_batches_in_graph_capture", 1);
+    return EDO_ERR_CUDA;
   }
   CUcontext ctx = nullptr;
-  if (drv_.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  // The stream's context (cuda.h:15134-15147), current for the copy and the event.
+  const CUresult got = drv_.cuStreamGetCtx ? drv_.cuStreamGetCtx(s, &ctx) : drv_.cuCtxGetCurrent(&ctx);
+  if (got != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  ScopedContext in_ctx(drv_, ctx);
+  if (!in_ctx.ok()) {
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
+  }
   Pending p{};
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -76,10 +83,12 @@ void DeviceStaging::poll(bool wait_all, const Ingest& ingest) {
       if (pending_.empty()) return;
       p = pending_.front();
     }
-    drv_.cuCtxPushCurrent(p.ctx);
-    CUresult q = drv_.cuEventQuery(p.event);
-    CUcontext dummy;
-    drv_.cuCtxPopCurrent(&dummy);
+    CUresult q;
+    {
+      InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
+      ScopedContext cur(drv_, p.ctx);  // a failed push is never popped
+      q = cur.ok() ? drv_.cuEventQuery(p.event) : CUDA_ERROR_INVALID_CONTEXT;
+    }
     if (q == CUDA_ERROR_NOT_READY) {
       if (!wait_all || std::chrono::steady_clock::now() > deadline) return;
       std::this_thread::sleep_for(std::chrono::microseconds(200));

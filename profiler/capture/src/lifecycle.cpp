@@ -178,7 +178,8 @@ void on_exit_handler() {
 
 // ---- fork ------------------------------------------------------------------------------------
 // The parent waits for the background thread to finish its round of work and keeps the
-// process-wide state (registry, NVTX handles) consistent while the child copies it. The child
+// process-wide state (registry, NVTX handles, NVTX strings and domains) consistent while the
+// child copies it. The child
 // then gets a new Session: the parent's session (its pending counts, events, sink, thread)
 // stays behind, untouched and unused.
 void atfork_prepare() {
@@ -189,12 +190,14 @@ void atfork_prepare() {
   s.start_mu.lock();
   p->registry.mutex().lock();
   p->range_handles.mutex().lock();
+  p->nvtx_names.mutex().lock();
 }
 
 void atfork_parent() {
   Process* p = process();
   if (!p || !p->active) return;
   Session& s = session();
+  p->nvtx_names.mutex().unlock();
   p->range_handles.mutex().unlock();
   p->registry.mutex().unlock();
   s.start_mu.unlock();
@@ -204,6 +207,7 @@ void atfork_parent() {
 void atfork_child() {
   Process* p = process();
   if (!p || !p->active) return;
+  p->nvtx_names.mutex().unlock();
   p->range_handles.mutex().unlock();
   p->registry.mutex().unlock();
   // The old session is left as the fork copied it (its locks may be held by threads that do

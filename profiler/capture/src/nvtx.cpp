@@ -10,15 +10,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "process.h"
 #include "tracer.h"
 
 using namespace edo::capture;
 
 namespace {
 
-struct Domain {
-  std::string name;
-};
+using Domain = NvtxNames::Domain;
 
 std::string narrow(const wchar_t* w) {
   std::string s;
@@ -40,7 +39,7 @@ std::string message_of(const nvtxEventAttributes_t* a) {
 
 std::string qualified(nvtxDomainHandle_t d, std::string name) {
   if (!d) return name;
-  return reinterpret_cast<Domain*>(d)->name + "::" + name;
+  return reinterpret_cast<const Domain*>(d)->name + "::" + name;
 }
 
 // ---- core ----
@@ -61,7 +60,6 @@ void NVTX_API NameOsThreadA(uint32_t, const char*) {}
 void NVTX_API NameOsThreadW(uint32_t, const wchar_t*) {}
 
 // ---- core2 (domains) ----
-std::mutex g_dom_mu;
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t, const nvtxEventAttributes_t*) {}
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   return range_start(qualified(d, message_of(a)));
@@ -76,26 +74,16 @@ nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t, nvtxResou
 void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t) {}
 void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t, uint32_t, const char*) {}
 void NVTX_API DomainNameCategoryW(nvtxDomainHandle_t, uint32_t, const wchar_t*) {}
-// Registered strings are interned copies (never freed: NVTX handles live for the process).
+// Registered strings and domains are interned for the process (Process::nvtx_names: handles
+// live as long as the process, a forked child's too; the same name in a loop does not grow
+// memory).
 nvtxStringHandle_t intern(const std::string& s) {
-  static auto* strings = new std::unordered_map<std::string, char*>();
-  std::lock_guard<std::mutex> lk(g_dom_mu);
-  auto it = strings->find(s);
-  if (it != strings->end()) return reinterpret_cast<nvtxStringHandle_t>(it->second);
-  char* c = strdup(s.c_str());
-  strings->emplace(s, c);
-  return reinterpret_cast<nvtxStringHandle_t>(c);
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(process()->nvtx_names.string(s)));
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) { return intern(s ? s : ""); }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) { return intern(narrow(s)); }
-// Domains are interned by name like strings: one handle per name for the whole process
-// (a job that creates the same domain in a loop does not grow memory; none is ever freed).
 nvtxDomainHandle_t intern_domain(const std::string& name) {
-  static auto* domains = new std::unordered_map<std::string, Domain*>();
-  std::lock_guard<std::mutex> lk(g_dom_mu);
-  auto it = domains->find(name);
-  if (it == domains->end()) it = domains->emplace(name, new Domain{name}).first;
-  return reinterpret_cast<nvtxDomainHandle_t>(it->second);
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<Domain*>(process()->nvtx_names.domain(name)));
 }
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) { return intern_domain(name ? name : ""); }
 nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) { return intern_domain(narrow(name)); }

@@ -1,6 +1,7 @@
 // The two objects the preload library's state lives in:
 //  * Process: what the whole process keeps, across fork() too (settings, the table registry,
-//    NVTX start/end handles);
+//    NVTX start/end handles, NVTX registered strings and domains); each of its mutexes is
+//    taken across fork() (lifecycle.cpp);
 //  * Session: what one process reports (session.h); a forked child replaces it with a new one.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "config.h"
+#include "nvtx_names.h"
 #include "edo/stats/table_stats.h"
 #include "registry.h"
 #include "session.h"
@@ -45,6 +47,7 @@ struct Process {
   std::atomic<bool> async;  // EDO_ASYNC, turned off when no background thread can be started
   Registry registry;
   RangeHandles range_handles;
+  NvtxNames nvtx_names;
 
   // A new session for the calling process (pid, parent, start times, sink).
   Session* new_session(bool quiet) const;

@@ -77,6 +77,7 @@ wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
                 {"EDO_TOPK", std::to_string(c.top_k)},
                 {"EDO_MAX_BUFFER_MB", std::to_string(c.max_buffer_mb)},
                 {"EDO_MAX_EVENTS", std::to_string(c.max_events)},
+                {"EDO_MAX_DEVICE_MB", std::to_string(c.max_device_mb)},
                 {"EDO_WINDOW_STEPS", std::to_string(c.window_steps)},
                 {"EDO_ASYNC", async ? "1" : "0"},
                 {"EDO_LRU", c.lru ? "1" : "0"},

@@ -4,11 +4,11 @@
 // synchronises only itself. Driver calls return their errors; nothing sticky is left behind
 // for the job's runtime.
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <cstring>
 #include <mutex>
 
+#include "cuda_driver.h"
 #include "edo/edo.h"
 #include "tracer.h"
 #include "weight_runs.h"
@@ -16,58 +16,16 @@
 namespace edo::capture {
 namespace {
 
-struct Api {
-  bool loaded = false;
-  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
-  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
-  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
-  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
-  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
-  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
-  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
-  CUresult (*cuEventDestroy)(CUevent) = nullptr;
-  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned) = nullptr;
-  CUresult (*cuMemFreeHost)(void*) = nullptr;
-  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
-};
-Api api;
-std::once_flag api_once;
-std::mutex read_mu;  // one snapshot read at a time (they share nothing else)
-
-template <class T>
-void sym(void* h, T& f, const char* name) {
-  f = reinterpret_cast<T>(dlsym(h, name));
-}
-
-bool load_api() {
-  std::call_once(api_once, [] {
-    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return;
-    sym(h, api.cuCtxGetCurrent, "cuCtxGetCurrent");
-    sym(h, api.cuStreamCreate, "cuStreamCreate");
-    sym(h, api.cuStreamDestroy, "cuStreamDestroy_v2");
-    sym(h, api.cuStreamSynchronize, "cuStreamSynchronize");
-    sym(h, api.cuStreamWaitEvent, "cuStreamWaitEvent");
-    sym(h, api.cuStreamIsCapturing, "cuStreamIsCapturing");
-    sym(h, api.cuEventCreate, "cuEventCreate");
-    sym(h, api.cuEventRecord, "cuEventRecord");
-    sym(h, api.cuEventDestroy, "cuEventDestroy_v2");
-    sym(h, api.cuMemHostAlloc, "cuMemHostAlloc");
-    sym(h, api.cuMemFreeHost, "cuMemFreeHost");
-    sym(h, api.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    api.loaded = api.cuCtxGetCurrent && api.cuStreamCreate && api.cuStreamDestroy && api.cuStreamSynchronize &&
-                 api.cuStreamWaitEvent && api.cuEventCreate && api.cuEventRecord && api.cuEventDestroy &&
-                 api.cuMemHostAlloc && api.cuMemFreeHost && api.cuMemcpyDtoHAsync;
-  });
-  return api.loaded;
-}
+// The driver table of cuda_driver.h (no table of its own). One snapshot read at a time (they
+// share nothing else).
+std::mutex read_mu;
 
 constexpr uint64_t kStaging = uint64_t{16} << 20;  // pinned bytes per round trip
 constexpr uint64_t kGap = uint64_t{64} << 10;      // copy across gaps up to this size
 
 // Owns the private stream, the event and the staging buffer; frees them on every path.
 struct Resources {
+  const Driver& api;
   CUstream stream = nullptr;
   CUevent event = nullptr;
   void* staging = nullptr;
@@ -83,16 +41,24 @@ struct Resources {
 
 int cuda_read_rows(const void* base, uint64_t stride, uint64_t row_bytes, const std::vector<uint64_t>& sorted, char* out,
                    void* job_stream) {
-  if (!tracer_config().cuda || !load_api()) return EDO_ERR_NO_CUDA;
+  if (!tracer_config().cuda) return EDO_ERR_NO_CUDA;
+  const Driver* drv = load_driver();
+  if (!drv || !drv->can_read_weights()) return EDO_ERR_NO_CUDA;
+  const Driver& api = *drv;
   std::lock_guard<std::mutex> lk(read_mu);
-  CUcontext ctx = nullptr;
-  if (api.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
   CUstream js = static_cast<CUstream>(job_stream);
-  if (api.cuStreamIsCapturing) {
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (api.cuStreamIsCapturing(js, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE) return EDO_ERR_CUDA;
-  }
-  Resources res;
+  // edo's own calls, on the job's thread: RELAXED capture mode (another thread may capture in
+  // GLOBAL mode), and nothing at all on a stream that is being captured (an event record
+  // there would be captured; the legacy stream while a blocking stream captures: IMPLICIT).
+  InternalCall internal;
+  if (capture_status(api, js) != Capture::kNone) return EDO_ERR_CUDA;
+  // The job stream's context, current for the scope (a failed push is never popped).
+  CUcontext ctx = nullptr;
+  const CUresult got = api.cuStreamGetCtx ? api.cuStreamGetCtx(js, &ctx) : api.cuCtxGetCurrent(&ctx);
+  if (got != CUDA_SUCCESS || !ctx) return EDO_ERR_NO_CUDA;
+  ScopedContext in_ctx(api, ctx);
+  if (!in_ctx.ok()) return EDO_ERR_CUDA;
+  Resources res{api};
   if (api.cuStreamCreate(&res.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
     res.stream = nullptr;
     return EDO_ERR_CUDA;

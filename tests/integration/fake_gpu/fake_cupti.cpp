@@ -25,6 +25,10 @@ std::set<int> enabled_kinds;
 CUpti_BuffersCallbackRequestFunc buffer_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc buffer_complete = nullptr;
 std::vector<CUpti_ActivityKernel10> kernels;    // waiting for a flush
+// Kernel names owned by CUPTI, as CUpti_ActivityKernel10::name is ("shared across all activity
+// records representing the same kernel", cupti_activity.h:3069-3073): a record keeps its name
+// when the driver reuses the kernel's handle for another kernel after a module unload.
+std::set<std::string> names;  // mu
 std::vector<CUpti_ActivityMemory4> memories;
 int subscriber_token;
 
@@ -59,7 +63,7 @@ void on_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlat
   if (!enabled_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = name;
+  k.name = names.insert(name).first->c_str();
   k.start = start;
   k.end = end;
   k.correlationId = correlation;
@@ -80,7 +84,9 @@ void on_memory(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlatio
   memories.push_back(m);
 }
 
-const fake_cuda_tool the_tool{on_callback, on_kernel, on_memory};
+void deliver_now() { cuptiActivityFlushAll(0); }
+
+const fake_cuda_tool the_tool{on_callback, on_kernel, on_memory, deliver_now};
 
 size_t record_size(const CUpti_Activity* r) {
   return r->kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? sizeof(CUpti_ActivityMemory4) : sizeof(CUpti_ActivityKernel10);

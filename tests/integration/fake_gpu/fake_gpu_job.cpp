@@ -1,27 +1,37 @@
 // A "GPU" job on the fake CUDA stack (fake_cuda.h), run by fake_gpu_test under `edo record`
 // and without it. Known ground truth:
 //  * fake.emb.a: 100 x 8 f32, fake.emb.b: 50 x 4 f16, both cudaMalloc'ed and registered;
-//  * kRuntimeLaunches launches of gather_rows on fake.emb.a through cudaLaunchKernel (which
-//    goes through the driver's cuLaunchKernel), each followed by edo_table_lookup of its
+//  * kRuntimeLaunches launches of gather_rows on fake.emb.a through cudaLaunchKernel (no
+//    driver callback inside, as on the real stack), each followed by edo_table_lookup of its
 //    kIdx device indices (idx[i] = i % 100, so rows 0..99 are read kRuntimeLaunches * 10 times);
 //  * kChevronLaunches launches of gather_half on fake.emb.b through __cudaLaunchKernel (CUDA
 //    13's <<<>>> entry point; the fake runs it without driver callbacks);
 //  * kDriverLaunches launches of triton_gather on fake.emb.a through cuLaunchKernel with the
 //    arguments packed in `extra` (how Triton launches);
-//  * kStructLaunches launches of index_select_info on fake.emb.b, whose tensors are passed in
-//    TensorInfo structs (how PyTorch's index_select / embedding kernels take them), the
-//    source pointing at a row inside the table;
+//  * kCuKernelLaunches launches of gather_kern on fake.emb.a through cuLaunchKernel given its
+//    CUkernel cast to a CUfunction (cuFuncGetParamInfo cannot describe it);
+//  * one launch each of gather_ex (cudaLaunchKernelExC) and gather_coop
+//    (cudaLaunchCooperativeKernel) on fake.emb.a: runtime launches without driver callbacks;
+//  * kStructLaunches launches of index_select_info on fake.emb.b through __cudaLaunchKernel,
+//    whose tensors are passed in TensorInfo structs (how PyTorch's index_select / embedding
+//    kernels take them), the source pointing at a row inside the table, and kStructRuntime
+//    more through cudaLaunchKernel (a struct parameter's layout cannot be had there: reported
+//    as launches whose arguments could not be read);
 //  * one launch of fill_scratch that reads no table.
 // After every launch it checks cudaGetLastError(), as PyTorch does. Prints the results'
 // checksum (identical with and without edo), the launch errors seen, and the runtime calls the
 // fake saw from inside tool callbacks.
 #include <cuda_runtime_api.h>
 #include <edo/edo.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda.h"
@@ -35,6 +45,8 @@ constexpr int kRuntimeLaunches = 20;
 constexpr int kChevronLaunches = 3;
 constexpr int kDriverLaunches = 2;
 constexpr int kStructLaunches = 4;
+constexpr int kStructRuntime = 2;
+constexpr int kCuKernelLaunches = 2;
 
 template <class T>
 T arg(void** args, int i) {
@@ -90,7 +102,7 @@ void fill_scratch(void** a, unsigned, unsigned) {
   for (int i = 0; i < n; ++i) out[i] = float(i) * 0.5f;
 }
 
-char gather_rows_entry, gather_half_entry, fill_scratch_entry, index_select_entry;
+char gather_rows_entry, gather_half_entry, fill_scratch_entry, index_select_entry, gather_ex_entry, gather_coop_entry;
 
 int launch_errors = 0;
 void check(const char* what) {
@@ -201,8 +213,205 @@ int bound_job() {
   return 0;
 }
 
+// `fake_gpu_job device_bound` (run with EDO_MAX_DEVICE_MB=40): two device tables, one whose
+// exact counters (8M rows: 32 MB) do not fit the bound beside the sample arena, one small; 5
+// batches of 1000 device indices each. Prints the job's own device bytes and the fake driver's
+// peak of live device memory (the job's and edo's cuMemAlloc together).
+int device_bound_job() {
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long)) != cudaSuccess) return 1;
+  std::vector<long> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = i % 100;
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t big = edo_table_register("dbound.big", nullptr, 8000000, 8, EDO_F32, EDO_CUDA);
+  const int64_t small = edo_table_register("dbound.small", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 5; ++b) {
+    failed += edo_table_lookup(big, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+    failed += edo_table_lookup(small, idx, 1000, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+  }
+  std::printf("failed_lookups %d\n", failed);
+  std::printf("job_device_bytes %zu\n", 1000 * sizeof(long));
+  std::printf("peak_device_bytes %llu\n", static_cast<unsigned long long>(fake_cuda_peak_bytes()));
+  cudaFree(idx);
+  return 0;
+}
+
+// `fake_gpu_job contexts`: a stream created in the primary context, 5 batches counted on it,
+// then 5 more while the thread has another context current (a job that switches contexts;
+// edo must use the stream's). Waits (bounded) until edo's background thread has queried the
+// first batches' events, then prints what the fake driver saw.
+int contexts_job() {
+  CUcontext primary = nullptr;
+  cuCtxGetCurrent(&primary);
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreate(&s) != cudaSuccess) return 1;
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 1000 * sizeof(long)) != cudaSuccess) return 1;
+  std::vector<long> h(1000);
+  for (int i = 0; i < 1000; ++i) h[i] = i % 100;
+  cudaMemcpy(idx, h.data(), 1000 * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("ctx.a", nullptr, 100, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 5; ++b) failed += edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, s) != EDO_OK;
+  cuCtxSetCurrent(fake_cuda_other_context());
+  for (int b = 0; b < 5; ++b) failed += edo_table_lookup(t, idx, 1000, EDO_I64, EDO_CUDA, s) != EDO_OK;
+  cuCtxSetCurrent(primary);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (fake_cuda_event_queries() < 5 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::printf("failed_lookups %d\n", failed);
+  std::printf("wrong_context_launches %llu\n", static_cast<unsigned long long>(fake_cuda_wrong_context_launches()));
+  std::printf("unbalanced_pops %llu\n", static_cast<unsigned long long>(fake_cuda_unbalanced_pops()));
+  std::printf("primary_retains %d\n", fake_cuda_primary_retains());
+  std::printf("event_queries_seen %d\n", fake_cuda_event_queries() >= 5 ? 1 : 0);
+  std::printf("blocked_deliveries %llu\n", static_cast<unsigned long long>(fake_cuda_blocked_deliveries()));
+  return 0;
+}
+
+// `fake_gpu_job graph`: what torch.cuda.graph does. One eager step on stream s (gather_rows on
+// fake.emb.a + edo_table_lookup of its 1000 device indices), then the same step captured into a
+// CUDA graph in GLOBAL mode (the default of torch.cuda.graph), then kGraphReplays launches of
+// the graph. With FAKE_WAIT_FOREIGN_CALLS=1 the capture stays open until another thread (edo's
+// flush, EDO_FLUSH_MS=10) has called the driver during it, at most 60 s. Prints the capture's
+// result (0: a graph), the replays, and the driver calls other threads made during the capture.
+constexpr int kGraphReplays = 5;
+
+// `fake_gpu_job reload`: first(const float* a, int n) on fake.emb.a through cuLaunchKernel,
+// then its module is unloaded and the same handle becomes second(int n, const unsigned short*
+// b), launched on fake.emb.b (what Triton / Inductor autotuning / NVRTC reloads look like).
+void first_body(void**, unsigned, unsigned) {}
+int reload_job() {
+  float* a = nullptr;
+  unsigned short* b = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&b), 50 * 4 * 2);
+  edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  edo_table_register("fake.emb.b", b, 50, 4, EDO_F16, EDO_CUDA);
+  const size_t first_off[] = {0, 8}, first_size[] = {8, 4};
+  const size_t second_off[] = {0, 8}, second_size[] = {4, 8};
+  CUmodule m = nullptr;
+  static const char image[] = "fake module";
+  cuModuleLoadData(&m, image);
+  fake_kernel* k = fake_cuda_kernel("_Z5firstPKfi", first_body, first_off, first_size, 2);
+  int n = 100;
+  void* first_args[] = {&a, &n};
+  int errors = cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, first_args, nullptr) != CUDA_SUCCESS;
+  cuModuleUnload(m);
+  fake_cuda_reuse_kernel(k, "_Z6secondiPKt", first_body, second_off, second_size, 2);
+  void* second_args[] = {&n, &b};
+  errors += cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 32, 1, 1, 0, nullptr, second_args, nullptr) != CUDA_SUCCESS;
+  std::printf("launch_errors %d\n", errors);
+  return 0;
+}
+int graph_job() {
+  const size_t five[] = {0, 8, 16, 20, 24}, five_sizes[] = {8, 8, 4, 4, 8};
+  fake_cudart_register_kernel(&gather_rows_entry, "_Z11gather_rowsPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  float* a = nullptr;
+  long* idx = nullptr;
+  float* out = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&idx), kIdx * sizeof(long));
+  cudaMalloc(reinterpret_cast<void**>(&out), kIdx * sizeof(float));
+  std::vector<long> hidx(kIdx);
+  for (int i = 0; i < kIdx; ++i) hidx[i] = i % 100;
+  std::vector<float> wa(100 * 8);
+  for (size_t i = 0; i < wa.size(); ++i) wa[i] = float(i % 97) * 0.25f;
+  cudaMemcpy(a, wa.data(), wa.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(idx, hidx.data(), kIdx * sizeof(long), cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("fake.emb.a", a, 100, 8, EDO_F32, EDO_CUDA);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  int n = kIdx, dim = 8;
+  void* args[] = {&a, &idx, &n, &dim, &out};
+  auto step = [&] {
+    cudaLaunchKernel(&gather_rows_entry, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchKernel(gather_rows)");
+    edo_table_lookup(t, idx, kIdx, EDO_I64, EDO_CUDA, s);
+  };
+  step();  // warm-up outside the capture, as torch.cuda.graph's callers do
+  cudaStreamSynchronize(s);
+  const uint64_t foreign_before = fake_cuda_foreign_calls();
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) return 4;
+  step();
+  if (const char* w = std::getenv("FAKE_WAIT_FOREIGN_CALLS"); w && *w == '1')
+    for (int i = 0; i < 60000 && fake_cuda_foreign_calls() == foreign_before; ++i) usleep(1000);
+  const uint64_t foreign = fake_cuda_foreign_calls() - foreign_before;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t captured = cudaStreamEndCapture(s, &graph);
+  std::printf("capture_rc %d\n", int(captured));
+  std::printf("foreign_calls_during_capture %llu\n", static_cast<unsigned long long>(foreign));
+  int replays = 0;
+  cudaGraphExec_t exec = nullptr;
+  if (captured == cudaSuccess && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    for (int i = 0; i < kGraphReplays; ++i) replays += cudaGraphLaunch(exec, s) == cudaSuccess;
+    cudaStreamSynchronize(s);
+    cudaGraphExecDestroy(exec);
+  }
+  if (graph) cudaGraphDestroy(graph);
+  std::vector<float> hout(kIdx);
+  cudaMemcpy(hout.data(), out, kIdx * sizeof(float), cudaMemcpyDeviceToHost);
+  double checksum = 0;
+  for (int i = 0; i < kIdx; ++i) checksum += double(hout[i]) * double(i % 7 + 1);
+  std::printf("graph_replays %d\n", replays);
+  std::printf("checksum %.17g\n", checksum);
+  std::printf("launch_errors %d\n", launch_errors);
+  return 0;
+}
+
+// `fake_gpu_job launches N`: the launch path's cost (bench/launch_cost): N launches of an empty
+// kernel with a PyTorch-style templated name and three pointer arguments, through
+// __cudaLaunchKernel (<<<>>>, what PyTorch's kernels use) and through cudaLaunchKernel, timed
+// on the job's thread. Prints nanoseconds per launch for each path.
+void empty_body(void**, unsigned, unsigned) {}
+char empty_entry;
+int launches_job(int n) {
+  const size_t three[] = {0, 8, 16}, three_sizes[] = {8, 8, 8};
+  // void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(float*, float const*, float*)
+  const char* name = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEvPfPKfS4_";
+  void* kern = fake_cudart_register_kernel(&empty_entry, name, empty_body, three, three_sizes, 3);
+  float* a = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 1024);
+  edo_table_register("bench.emb", a, 16, 16, EDO_F32, EDO_CUDA);
+  const float* b = a;
+  const float* c = a + 8;
+  void* args[] = {&a, &b, &c};
+  auto timed = [&](auto launch) {
+    for (int i = 0; i < n / 10 + 1; ++i) launch();  // warm-up: caches, first-launch work
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) launch();
+    return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()) / n;
+  };
+  const double chevron = timed([&] { __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr); });
+  const double runtime = timed([&] { cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr); });
+  std::printf("ns_per_launch_chevron %.1f\n", chevron);
+  std::printf("ns_per_launch_runtime %.1f\n", runtime);
+  cudaFree(a);
+  return 0;
+}
+
+// `fake_gpu_job late_init`: the job's first CUDA call comes late (as when a job sets
+// CUDA_VISIBLE_DEVICES after `import torch`). Under edo it first waits (at most 30 s) until edo
+// has attached to CUDA (subscribed to the fake CUPTI), then prints the driver calls made before
+// its own first CUDA call: edo must have made none.
+int late_init_job() {
+  for (int i = 0; i < 30000 && !fake_cuda_tool_attached(); ++i) usleep(1000);
+  std::printf("tool_attached %d\n", fake_cuda_tool_attached());
+  std::printf("driver_calls_before_the_job %llu\n", static_cast<unsigned long long>(fake_cuda_calls_before_init()));
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  std::printf("devices %d\n", n);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "late_init") == 0) return late_init_job();
+  if (argc > 2 && std::strcmp(argv[1], "launches") == 0) return launches_job(std::atoi(argv[2]));
+  if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return graph_job();
+  if (argc > 1 && std::strcmp(argv[1], "reload") == 0) return reload_job();
   if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
+  if (argc > 1 && std::strcmp(argv[1], "device_bound") == 0) return device_bound_job();
+  if (argc > 1 && std::strcmp(argv[1], "contexts") == 0) return contexts_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
@@ -213,9 +422,12 @@ int main(int argc, char** argv) {
                                                   five_sizes, 5);
   fake_cudart_register_kernel(&fill_scratch_entry, "_Z12fill_scratchPfi", fill_scratch, two, two_sizes, 2);
   fake_kernel* triton = fake_cuda_kernel("triton_gather", gather_rows, five, five_sizes, 5);
+  fake_kernel* kern = fake_cuda_kernel("_Z11gather_kernPKfPKliiPf", gather_rows, five, five_sizes, 5);
   const size_t info[] = {0, 80, 160, 240}, info_sizes[] = {80, 80, 80, 4};
-  fake_cudart_register_kernel(&index_select_entry, "_Z17index_select_info10TensorInfoS_S_i", index_select_info, info,
-                              info_sizes, 4);
+  void* select_kernel = fake_cudart_register_kernel(&index_select_entry, "_Z17index_select_info10TensorInfoS_S_i",
+                                                    index_select_info, info, info_sizes, 4);
+  fake_cudart_register_kernel(&gather_ex_entry, "_Z9gather_exPKfPKliiPf", gather_rows, five, five_sizes, 5);
+  fake_cudart_register_kernel(&gather_coop_entry, "_Z11gather_coopPKfPKliiPf", gather_rows, five, five_sizes, 5);
 
   float* a = nullptr;
   unsigned short* b = nullptr;
@@ -252,6 +464,17 @@ int main(int argc, char** argv) {
     const int rc = edo_table_lookup(0, idx, kIdx, EDO_I64, EDO_CUDA, s);
     if (rc < 0 && it == 0) std::fprintf(stderr, "fake_gpu_job: edo_table_lookup: %s\n", edo_strerror(rc));
   }
+  {
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(4);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cudaLaunchKernelExC(&cfg, &gather_ex_entry, args);
+    check("cudaLaunchKernelExC(gather_ex)");
+    cudaLaunchCooperativeKernel(&gather_coop_entry, dim3(4), dim3(256), args, 0, s);
+    check("cudaLaunchCooperativeKernel(gather_coop)");
+  }
   for (int it = 0; it < kChevronLaunches; ++it) {
     void* args[] = {&b, &idx, &n, &dim_b, &out};
     __cudaLaunchKernel(static_cast<cudaKernel_t>(half_kernel), dim3(4), dim3(256), args, 0, s);
@@ -270,14 +493,25 @@ int main(int argc, char** argv) {
                        nullptr, extra) != CUDA_SUCCESS)
       ++launch_errors;
   }
-  for (int it = 0; it < kStructLaunches; ++it) {
+  for (int it = 0; it < kCuKernelLaunches; ++it) {
+    void* args[] = {&a, &idx, &n, &dim, &out};
+    if (cuLaunchKernel(reinterpret_cast<CUfunction>(fake_cuda_cukernel(kern)), 4, 1, 1, 256, 1, 1, 0,
+                       reinterpret_cast<CUstream>(s), args, nullptr) != CUDA_SUCCESS)
+      ++launch_errors;
+  }
+  for (int it = 0; it < kStructLaunches + kStructRuntime; ++it) {
     // Rows 10.. of fake.emb.b: the pointer lies inside the table, not at its base.
     TensorInfo dst{out, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
     TensorInfo src{b + 10 * 4, {40, 4, 1, 1}, {4, 1, 1, 1}, 2};
     TensorInfo ix{idx, {kIdx, 1, 1, 1}, {1, 1, 1, 1}, 1};
     void* args[] = {&dst, &src, &ix, &n};
-    cudaLaunchKernel(&index_select_entry, dim3(4), dim3(256), args, 0, s);
-    check("cudaLaunchKernel(index_select_info)");
+    if (it < kStructLaunches) {
+      __cudaLaunchKernel(static_cast<cudaKernel_t>(select_kernel), dim3(4), dim3(256), args, 0, s);
+      check("__cudaLaunchKernel(index_select_info)");
+    } else {
+      cudaLaunchKernel(&index_select_entry, dim3(4), dim3(256), args, 0, s);
+      check("cudaLaunchKernel(index_select_info)");
+    }
   }
   {
     void* args[] = {&scratch, &scratch_n};

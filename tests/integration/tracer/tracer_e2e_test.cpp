@@ -258,6 +258,18 @@ TEST(TracerE2E, EdoRecordAsksForAFlushBeforePassingASignalOn) {
   EXPECT_EQ(s.exit_code.value_or(-1), 128 + SIGTERM);
 }
 
+// Issue 21 §6: the NVTX strings and domains are process-wide state whose lock is taken across
+// fork(): a child forked while another thread registers a domain never inherits that lock held
+// (before, g_dom_mu was not taken across fork, and such a child hung in nvtxDomainCreateA).
+TEST(TracerE2E, NvtxNamesSurviveForkWhileAnotherThreadRegisters) {
+  const std::string db = tmp_path("nvtx_fork.edodb");
+  Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "nvtx_fork", "0"}, kClean);
+  EXPECT_EQ(r.status, 0) << r.err;
+  if (r.out.find("nvtx_fork_hung") == std::string::npos) GTEST_SKIP() << "tracer_job built without NVTX";
+  EXPECT_NE(r.out.find("nvtx_fork_hung 0"), std::string::npos) << r.out << r.err;
+  fs::remove(db);
+}
+
 TEST(TracerE2E, ForkedWorkersAreSessions) {
   const std::string db = tmp_path("fork.edodb");
   Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "fork", "0"}, kClean);

@@ -199,6 +199,57 @@ static void lru_stream(void) {
 }
 
 static volatile sig_atomic_t got_term = 0;
+#ifdef EDO_JOB_NVTX
+/* nvtx_fork: a thread registers NVTX domains and strings without pause while the main thread
+ * forks 40 children; each child registers a domain and a string and exits. A child that
+ * inherited the tracer's NVTX name lock held by the (absent) thread hangs: the parent waits
+ * for each child up to 60 s, then kills it and counts it. Prints "nvtx_fork_hung N". */
+static volatile int nvtx_stop = 0;
+static void* nvtx_hammer(void* arg) {
+  (void)arg;
+  char name[32];
+  for (unsigned i = 0; !nvtx_stop; ++i) {
+    snprintf(name, sizeof name, "dom%u", i % 64);
+    nvtxDomainHandle_t d = nvtxDomainCreateA(name);
+    nvtxDomainRegisterStringA(d, name);
+  }
+  return NULL;
+}
+static int nvtx_fork(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, nvtx_hammer, NULL) != 0) return 1;
+  int hung = 0;
+  for (int k = 0; k < 40; ++k) {
+    pid_t c = fork();
+    if (c == 0) {
+      nvtxDomainHandle_t d = nvtxDomainCreateA("child");
+      nvtxDomainRegisterStringA(d, "child");
+      _exit(0);
+    }
+    if (c < 0) continue;
+    int st = 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+      if (waitpid(c, &st, WNOHANG) == c) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - start.tv_sec > 60) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        ++hung;
+        break;
+      }
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  }
+  nvtx_stop = 1;
+  pthread_join(t, NULL);
+  printf("nvtx_fork_hung %d\n", hung);
+  return 0;
+}
+#endif
+
 static void on_term(int sig) {
   (void)sig;
   got_term = 1;
@@ -222,6 +273,10 @@ int main(int argc, char** argv) {
     basic();
   } else if (!strcmp(mode, "lru_stream")) {
     lru_stream();
+#ifdef EDO_JOB_NVTX
+  } else if (!strcmp(mode, "nvtx_fork")) {
+    return nvtx_fork();
+#endif
   } else if (!strcmp(mode, "noisy")) {
     basic();
     for (int i = 0; i < 1000; ++i) printf("line %d of the job's own output\n", i);

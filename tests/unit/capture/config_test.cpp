@@ -94,6 +94,7 @@ const std::vector<VarCase>& var_cases() {
       {"EDO_MAX_EVENTS", plus(kNotNumbers, {"0", "15", "1073741825"}), [](const Config& c) { return u(c.max_events); }, "1048576"},
       {"EDO_WINDOW_STEPS", plus(kNotNumbers, {"1099511627777"}), [](const Config& c) { return u(c.window_steps); }, "0"},
       {"EDO_MAX_MEMORY_MB", plus(kNotNumbers, {"0", "15", "1048577"}), [](const Config& c) { return u(c.max_memory_mb); }, "4096"},
+      {"EDO_MAX_DEVICE_MB", plus(kNotNumbers, {"0", "15", "1048577"}), [](const Config& c) { return u(c.max_device_mb); }, "1024"},
       {"EDO_ASYNC", kNotBools, [](const Config& c) { return u(c.async); }, "1"},
       {"EDO_LRU", kNotBools, [](const Config& c) { return u(c.lru); }, "1"},
       {"EDO_CUDA_CAPTURE", kNotBools, [](const Config& c) { return u(c.cuda); }, "1"},

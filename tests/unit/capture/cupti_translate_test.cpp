@@ -355,8 +355,19 @@ TEST(CuptiTranslate, PointersInsideStructArgumentsAreFound) {
   CUfunction f = reinterpret_cast<CUfunction>(P(0x9600));
   g_layouts[f] = {{0, 80}, {80, 80}, {160, 24}, {184, 4}, {192, 8}};
   CuptiTranslator t(fake_layout);
-  TensorInfo dst{0x7f0000800000, {64, 16, 1, 1}, {16, 1, 1, 1}, 2};
-  TensorInfo src{0x7f0000000400, {1000, 16, 1, 1}, {16, 1, 1, 1}, 2};  // row 16 of emb.user
+  // Zeroed first: the 4 padding bytes after `dims` would otherwise hold whatever the stack had
+  // (a real launch's padding too, which is why words that look like addresses are only looked up).
+  TensorInfo dst, src;
+  std::memset(&dst, 0, sizeof dst);
+  std::memset(&src, 0, sizeof src);
+  auto fill = [](TensorInfo& t, uint64_t data, int64_t rows) {
+    t.data = data;
+    t.sizes[0] = rows, t.sizes[1] = 16, t.sizes[2] = t.sizes[3] = 1;
+    t.strides[0] = 16, t.strides[1] = t.strides[2] = t.strides[3] = 1;
+    t.dims = 2;
+  };
+  fill(dst, 0x7f0000800000, 64);
+  fill(src, 0x7f0000000400, 1000);  // row 16 of emb.user
   Array3 arr{{0x7f0000900000, 0, 0x7f0000200040}};                      // into emb.item
   int32_t dim = 0;
   float scale[2] = {1.0f, 0.5f};  // an 8-byte parameter that is not a pointer
@@ -388,15 +399,16 @@ TEST(CuptiTranslate, PointersInsideStructArgumentsAreFound) {
 
 TEST(CuptiTranslate, LaunchWithoutParamInfoStillGivesTheName) {
   CuptiTranslator t;  // no cuFuncGetParamInfo (old driver)
-  uint64_t w = 1;
-  void* args[] = {&w};
+  uint64_t w = 1, ix = 2;
+  int n = 3;
+  void* args[] = {&w, &ix, &n};  // one entry per parameter, as a real launch passes them
   cudaLaunchKernel_v7000_params p{P(0x1), dim3(1), dim3(1), args, 0, nullptr};
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled);
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0, kMangled);
   ASSERT_TRUE(out.launch.has_value());
   EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
-  EXPECT_TRUE(out.launch->pointers.empty());
-  EXPECT_FALSE(out.launch->args_read);
+  EXPECT_TRUE(out.launch->pointers.empty()) << "1 and 2 are no device addresses";
+  EXPECT_TRUE(out.launch->args_read) << "the mangled name gives the parameters (issue 21.2)";
 }
 
 TEST(CuptiTranslate, KernelActivityRecordGivesNameAndDuration) {
@@ -475,4 +487,141 @@ TEST(CuptiTranslate, EnabledCallbackIdsCoverTheIssueList) {
                   CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel})
     EXPECT_TRUE(has(d, id)) << id;
   EXPECT_TRUE(has(r, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000)) << "CUDA 13's <<<>>> launches";
+}
+
+// Issue 21.1: the graph calls of both APIs become GraphEvents (stream, graph, exec, the graph
+// launch's correlation id), read from the real *_params structs; failed calls give no graph.
+TEST(CuptiTranslate, GraphCaptureInstantiateAndLaunch) {
+  CuptiTranslator t;
+  cudaGraph_t graph = reinterpret_cast<cudaGraph_t>(P(0x6000));
+  cudaStreamEndCapture_v10000_params end{reinterpret_cast<cudaStream_t>(P(0x5000)), &graph};
+  auto enter = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &end,
+                    CUPTI_API_ENTER);
+  ASSERT_TRUE(enter.graph);
+  EXPECT_EQ(enter.graph->kind, GraphEvent::kEndCaptureBegins);
+  EXPECT_EQ(enter.graph->stream, 0x5000u);
+  auto exit = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &end,
+                   CUPTI_API_EXIT);
+  ASSERT_TRUE(exit.graph);
+  EXPECT_EQ(exit.graph->kind, GraphEvent::kCaptured);
+  EXPECT_EQ(exit.graph->graph, 0x6000u);
+  auto failed = runtime(t, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &end, 904 /* unjoined */);
+  ASSERT_TRUE(failed.graph);
+  EXPECT_EQ(failed.graph->graph, 0u) << "a failed capture leaves no graph";
+
+  cudaGraphExec_t exec = reinterpret_cast<cudaGraphExec_t>(P(0x7000));
+  cudaGraphInstantiate_v12000_params inst{&exec, graph, 0};
+  auto i = runtime(t, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, &inst);
+  ASSERT_TRUE(i.graph);
+  EXPECT_EQ(i.graph->kind, GraphEvent::kInstantiated);
+  EXPECT_EQ(i.graph->graph, 0x6000u);
+  EXPECT_EQ(i.graph->exec, 0x7000u);
+
+  cudaGraphLaunch_v10000_params launch{exec, reinterpret_cast<cudaStream_t>(P(0x5000))};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &launch, CUPTI_API_ENTER, 0,
+       nullptr, 42);
+  auto l = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &launch,
+                CUPTI_API_EXIT, 0, nullptr, 42);
+  ASSERT_TRUE(l.graph);
+  EXPECT_EQ(l.graph->kind, GraphEvent::kLaunched);
+  EXPECT_EQ(l.graph->exec, 0x7000u);
+  EXPECT_EQ(l.graph->correlation, 42u);
+
+  // The driver API: cuGraphLaunch with its own correlation id.
+  cuGraphLaunch_params dl{reinterpret_cast<CUgraphExec>(P(0x7000)), reinterpret_cast<CUstream>(P(0x5000))};
+  call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &dl, CUPTI_API_ENTER, 0, nullptr, 43);
+  auto d = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &dl, CUPTI_API_EXIT, 0, nullptr, 43);
+  ASSERT_TRUE(d.graph);
+  EXPECT_EQ(d.graph->correlation, 43u);
+  EXPECT_FALSE(t.on_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, nullptr).graph);
+  for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000})
+    EXPECT_NE(std::find(CuptiTranslator::runtime_cbids().begin(), CuptiTranslator::runtime_cbids().end(), id),
+              CuptiTranslator::runtime_cbids().end()) << "not subscribed: " << id;
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture})
+    EXPECT_NE(std::find(CuptiTranslator::driver_cbids().begin(), CuptiTranslator::driver_cbids().end(), id),
+              CuptiTranslator::driver_cbids().end()) << "not subscribed: " << id;
+}
+
+// Issue 21.2: parameter sizes from a kernel's mangled name (what a runtime launch without a
+// driver callback leaves to go by).
+TEST(CuptiTranslate, ParamSizesFromTheMangledName) {
+  EXPECT_EQ(param_sizes_from_name("_Z11gather_rowsPKfPKliiPf"), (std::vector<size_t>{8, 8, 4, 4, 8}));
+  EXPECT_EQ(param_sizes_from_name("_Z17index_select_info10TensorInfoS_S_i"), (std::vector<size_t>{0, 0, 0, 4}));
+  EXPECT_EQ(param_sizes_from_name("_Z4nonev"), std::vector<size_t>{});
+  // a template: its arguments hold commas and angle brackets of their own
+  EXPECT_EQ(param_sizes_from_name("_Z6reduceIfLi256EEvPKT_PS0_mb"), (std::vector<size_t>{8, 8, 8, 1}));
+  EXPECT_FALSE(param_sizes_from_name("triton_gather")) << "an extern \"C\" name says nothing";
+  EXPECT_FALSE(param_sizes_from_name(nullptr));
+}
+
+// A cudaLaunchKernel with no driver launch inside (the real runtime's): pointers are read by
+// the name's parameter types; a struct parameter leaves the launch marked unread.
+TEST(CuptiTranslate, RuntimeLaunchWithoutADriverCallbackIsReadByName) {
+  CuptiTranslator t;
+  const void* w = P(0x7f0000001000);
+  const void* ix = P(0x7f0000002000);
+  int n = 3, dim = 8;
+  void* out = P(0x7f0000003000);
+  void* args[] = {&w, &ix, &n, &dim, &out};
+  char stub;
+  cudaLaunchKernel_v7000_params p{&stub, dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0,
+       "_Z11gather_rowsPKfPKliiPf");
+  auto o = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0,
+                "_Z11gather_rowsPKfPKliiPf");
+  ASSERT_TRUE(o.launch);
+  EXPECT_TRUE(o.launch->args_read);
+  EXPECT_EQ(o.launch->pointers, (std::vector<uint64_t>{0x7f0000001000, 0x7f0000002000, 0x7f0000003000}));
+
+  struct Info { const void* data; long sizes[4]; } info{w, {1, 2, 3, 4}};
+  void* sargs[] = {&info, &n};
+  cudaLaunchKernel_v7000_params q{&stub, dim3(1), dim3(1), sargs, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &q, CUPTI_API_ENTER, 0,
+       "_Z3sel4Infoi");
+  auto s = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &q, CUPTI_API_EXIT, 0,
+                "_Z3sel4Infoi");
+  ASSERT_TRUE(s.launch);
+  EXPECT_FALSE(s.launch->args_read) << "a struct parameter's layout is unknown: the launch must say so";
+}
+
+// Issue 21.4: names are demangled once per mangled name (launch callbacks and kernel records).
+TEST(CuptiTranslate, DemangledNamesAreCachedByMangledName) {
+  EXPECT_EQ(demangle_cached(kMangled), "emb_lookup(float const*, long const*, int)");
+  EXPECT_EQ(demangle_cached(kMangled), demangle(kMangled));
+  EXPECT_EQ(demangle_cached("_Z6secondiPKt"), "second(int, unsigned short const*)");
+  EXPECT_EQ(demangle_cached("triton_gather"), "triton_gather");
+  EXPECT_EQ(demangle_cached(nullptr), demangle(nullptr));
+}
+
+// Issue 21.2: __cudaLaunchKernel's parameters are read through a layout CUDA 13 does not
+// publish. If the first launch does not show a CUkernel the driver knows where the layout says,
+// the read is turned off for good with one warning, and nothing is read (no crash, no guess).
+TEST(CuptiTranslate, AnUnexpectedChevronLayoutTurnsTheReadOffWithOneWarning) {
+  CuptiTranslator t(fake_layout);
+  uint64_t w = 0x5550000;
+  void* args[] = {&w};
+  // Not a handle (a small integer where the CUkernel should be): off at once.
+  cudaLaunchKernel_v7000_params p{P(0x10), dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_ENTER, 0, kMangled);
+  auto first = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &p, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(first.launch);
+  EXPECT_FALSE(first.launch->args_read);
+  EXPECT_TRUE(first.launch->pointers.empty());
+  EXPECT_NE(first.warning.find("__cudaLaunchKernel"), std::string::npos);
+  // A valid CUkernel afterwards is not read either, and the warning is not repeated.
+  const void* kernel = P(0x9700);
+  g_layouts[kernel] = {{0, 8}};
+  cudaLaunchKernel_v7000_params q{kernel, dim3(1), dim3(1), args, 0, nullptr};
+  call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_ENTER, 0, kMangled);
+  auto next = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(next.launch);
+  EXPECT_TRUE(next.launch->pointers.empty());
+  EXPECT_TRUE(next.warning.empty());
+  // A fresh translator whose first launch is right keeps reading.
+  CuptiTranslator good(fake_layout);
+  call(good, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_ENTER, 0, kMangled);
+  auto read = call(good, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, &q, CUPTI_API_EXIT, 0, kMangled);
+  ASSERT_TRUE(read.launch);
+  EXPECT_EQ(read.launch->pointers, std::vector<uint64_t>{w});
+  EXPECT_TRUE(read.warning.empty());
 }

@@ -138,6 +138,11 @@ struct Profile {
   // Peak of the running sum of memory_events per session, maxed over sessions; when there is
   // no timeline, the sum of table bytes.
   int64_t peak_bytes() const;
+  // edo's own device memory (the tracer's cuMemAlloc: device counters and sample arenas, outside
+  // the job's allocator), summed over the processes: their "session.<id>.edo.device_bytes"
+  // notes (the last value each noted). Pinned host memory: edo_pinned_bytes().
+  uint64_t edo_device_bytes() const;
+  uint64_t edo_pinned_bytes() const;
   // Table memory summed over every process, in the three parts of Table: a tied table's
   // weights are counted once (with the table named first), and so is a table that forked
   // workers inherited (see same_table_as() in processes.h).
