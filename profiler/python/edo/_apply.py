@@ -339,7 +339,7 @@ def _register_with_edo(new, name):
     try:
         from . import _hooks
         h = _hooks()
-        if h._env_disabled() or not h._patched:
+        if h.env_disabled() or not h.patched():
             return
         from . import register_table
         new._edo_handle = register_table(name, new.packed)

@@ -5,7 +5,7 @@
 // must be accepted; every refusal must be a std::invalid_argument with a message.
 //
 // The grammar as read here: optional spaces, a number (digits with at most one '.', at least
-// one digit), at most one space, a unit (B, or case-insensitive kB..PB and KiB..PiB; "b" alone
+// one digit), at most one space, a unit (B, or case-insensitive kB..EB and KiB..EiB; "b" alone
 // is bits, not bytes), optional spaces. A fraction needs a unit. Refusals the grammar allows:
 // a value of 2^64-1 bytes or more, and a number longer than 30 characters (size.cpp's guard
 // before its strtold).
@@ -28,9 +28,9 @@ long double multiplier(const std::string& unit) {
   if (unit.empty() || unit == "B") return 1;
   std::string u;
   for (char c : unit) u.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  const char* dec[] = {"kb", "mb", "gb", "tb", "pb"};
-  const char* bin[] = {"kib", "mib", "gib", "tib", "pib"};
-  for (int i = 0; i < 5; ++i) {
+  const char* dec[] = {"kb", "mb", "gb", "tb", "pb", "eb"};
+  const char* bin[] = {"kib", "mib", "gib", "tib", "pib", "eib"};
+  for (int i = 0; i < 6; ++i) {
     if (u == dec[i]) return std::pow(1000.0L, i + 1);
     if (u == bin[i]) return std::pow(1024.0L, i + 1);
   }
