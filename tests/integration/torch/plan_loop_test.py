@@ -18,7 +18,6 @@ outputs; the plan's estimate is the access-weighted relative error of the rows).
     plan_loop_test.py --build BUILD_DIR [--source SOURCE_DIR]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -26,38 +25,13 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
+from edo_job_env import HERE, run, setup
+
 TOLERANCE_FACTOR, TOLERANCE_ABS = 1.5, 0.002
 
 
-def skip(why):
-    print("skipped: " + why)
-    sys.exit(SKIP)
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    if r.returncode != 0:
-        sys.stderr.write("FAILED (%d): %s\n%s\n%s\n" % (r.returncode, " ".join(cmd), r.stdout[-3000:], r.stderr[-3000:]))
-        sys.exit(1)
-    return r
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--source", default=os.path.join(HERE, "..", "..", ".."))
-    a = ap.parse_args()
-    build, source = os.path.abspath(a.build), os.path.abspath(a.source)
-    edo_bin = os.path.join(build, "bin", "edo")
-    if not os.path.exists(edo_bin) or not os.path.exists(os.path.join(build, "lib", "libedo_trace.so")):
-        skip("edo or libedo_trace.so not built in %s" % build)
-    py = os.environ.get("EDO_TEST_PYTHON") or "/usr/bin/python3"
-    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0:
-        skip("no torch in %s (set EDO_TEST_PYTHON)" % py)
-    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "EDO_OUTPUT", "PYTHONPATH", "EDO_TORCH")}
-    env.setdefault("OMP_NUM_THREADS", "2")
+    build, source, edo_bin, py, env = setup()
     tmp = tempfile.mkdtemp(prefix="edo-plan-loop-")
     job = [py, os.path.join(source, "examples", "dlrm_like.py"), "--infer", "--dim", "24", "--steps", "8"]
     before, after = os.path.join(tmp, "before.edodb"), os.path.join(tmp, "after.edodb")
