@@ -35,6 +35,19 @@ std::string data_type_of(const std::string& strategy, bool training, std::string
     why_not = strategy + " rows are inference-only in FBGEMM (it trains FP32/FP16 weights)";
     return "";
   }
+  if (strategy == "fp8") {
+    // TorchRec's DataType (torchrec/types.py, pytorch/torchrec a48cef79) has FP32, FP16, BF16,
+    // INT64, INT32, INT8, UINT8, INT4, INT2 and NFP8: no FP8. NFP8 is converted to
+    // SparseType.NFP8 (data_type_to_sparse_type), a scale-less e4m3 that FBGEMM's inference
+    // kernel has no row format for (unpadded_row_size_in_bytes, FBGEMM 71d6f8b22, lists FP32, FP16,
+    // FP8, INT8, INT4, INT2); FBGEMM's own inference SparseType.FP8 has no DataType to reach it.
+    why_not = training ? "fp8 rows are not trainable through TorchRec: its DataType has no FP8 member (NFP8 is a scale-less "
+                         "e4m3, edo's fp8 keeps a per-row scale) and FBGEMM trains FP32/FP16 weights"
+                       : "TorchRec's DataType has no FP8 member: DataType.NFP8 becomes SparseType.NFP8, which FBGEMM's "
+                         "inference kernel (IntNBitTableBatchedEmbeddingBagsCodegen) has no row format for, and "
+                         "SparseType.FP8 (FBGEMM's inference fp8) has no DataType";
+    return "";
+  }
   if (strategy == "bf16") {
     why_not = "FBGEMM has no BF16 weights (training: FP32/FP16; inference: FP32/FP16/FP8/INT8/INT4/INT2)";
     return "";
@@ -57,6 +70,13 @@ std::string config_name_of(const std::string& path) {
     if (!rest.empty() && rest.find('.') == std::string::npos) return rest;
   }
   return path;
+}
+
+// The rows a pruned table keeps (params "kept_rows"), 0 when absent or not a positive integer.
+uint64_t kept_rows_of(const TuneCandidate& c) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  if (p.is_object() && p.contains("kept_rows") && p["kept_rows"].is_number_unsigned()) return p["kept_rows"].get<uint64_t>();
+  return 0;
 }
 
 double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
@@ -203,7 +223,7 @@ double distinct_in_window(const std::vector<std::pair<double, double>>& hit, dou
 std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {}); }
 
 std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
-  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics;
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
   // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
@@ -239,21 +259,39 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     uint32_t dim = 0;
     uint64_t element_bytes = 4;
     bool training = false;
+    std::string table_dtype = "fp32";
     for (const auto& t : r.tables)
       if (t.name == ch.table) {
         rows = t.rows;
         dim = t.dim;
         element_bytes = t.dtype == "fp16" || t.dtype == "bf16" ? 2 : 4;
         training = !t.optimizer.empty();
+        if (!t.dtype.empty()) table_dtype = t.dtype;
       }
     std::string why_not;
-    std::string dt = data_type_of(c.strategy, training, why_not);
+    std::string dt;
+    uint64_t kept = 0;
+    if (c.strategy == "pruned") {
+      // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
+      // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
+      // table specs; the training sharders and the planner's constraints never read it.
+      kept = kept_rows_of(c);
+      if (training)
+        why_not = "TorchRec prunes for inference only (num_embeddings_post_pruning is read by torchrec.quant and the "
+                  "inference sharders); a training table keeps its num_embeddings rows";
+      else if (kept == 0 || (rows > 0 && kept > rows))
+        why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
+      else
+        dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
+    } else {
+      dt = data_type_of(c.strategy, training, why_not);
+    }
     if (c.strategy == "offload" && !lru_policy(c)) {
       dt.clear();
       why_not = "edo's static hot set is neither of FBGEMM's cache policies (LRU, LFU)";
     }
     if (dt.empty()) {
-      // PQ, hashing, QR, low rank, pruning, fp8, and formats FBGEMM has no kernel for in this
+      // PQ, hashing, QR, low rank, training pruning, fp8, and formats FBGEMM has no kernel for in this
       // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
       // for whoever implements it.
       edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
@@ -265,6 +303,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     }
     if (training && c.optimizer == "rowwise_adagrad") rowwise_adagrad = true;
     data_types += comment + "    " + name + ": DataType." + dt + ",\n";
+    if (kept > 0) post_pruning += comment + "    " + name + ": " + std::to_string(kept) + ",\n";
     std::string kernel = training ? "FUSED" : "QUANT";
     const TorchRecFacts* f = facts_of(ch.table);
     std::string extra = workload_of(f);
@@ -296,6 +335,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "# num_poolings, batch_sizes and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
   out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
   out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
+  out += "# num_embeddings_post_pruning: inference tables pruned to the rows the recording read, for\n";
+  out += "#   EmbeddingBagConfig(name=n, ..., num_embeddings_post_pruning=num_embeddings_post_pruning.get(n)), or before\n";
+  out += "#   torchrec.quant's from_float: setattr(ebc, \"__emb_name_to_num_rows_post_pruning\", num_embeddings_post_pruning).\n";
+  out += "#   TorchRec keeps a table's FIRST N rows: move the kept rows to the front and remap the ids first.\n";
   out += "from fbgemm_gpu.split_embedding_configs import EmbOptimType\n";
   out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
   out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
@@ -317,6 +360,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "data_types = {\n" + data_types + "}\n\n";
   out += "edo_only = {\n" + edo_only + "}\n\n";
   out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
+  out += "num_embeddings_post_pruning = {\n" + post_pruning + "}\n\n";
   out += "shared_with = {\n" + shared + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";

@@ -12,7 +12,7 @@ import sys
 ALLOWED_NAMES = {"CacheStatistics", "EdoCacheStatistics", "CacheAlgorithm", "EmbeddingComputeKernel", "ParameterConstraints", "CacheParams", "DataType",
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
                  "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes",
-                 "cache_statistics"}
+                 "cache_statistics", "num_embeddings_post_pruning"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
                  "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics"}
@@ -71,7 +71,14 @@ def stats_dict(st):
 out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_PLAN, "constraints": {}, "data_types": {},
        "edo_only": plan.edo_only, "shared_with": plan.shared_with, "edo_only_why": plan.edo_only_why,
        "module_paths": plan.module_paths, "fbgemm_offload_device_bytes": plan.fbgemm_offload_device_bytes,
-       "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()}}
+       "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()},
+       "num_embeddings_post_pruning": getattr(plan, "num_embeddings_post_pruning", {})}
+# Every pruned count goes where TorchRec reads it: an EmbeddingBagConfig built with it.
+from torchrec.modules.embedding_configs import EmbeddingBagConfig  # noqa: E402
+for name, n in out["num_embeddings_post_pruning"].items():
+    cfg = EmbeddingBagConfig(num_embeddings=n, embedding_dim=1, name=name, data_type=plan.data_types[name],
+                             num_embeddings_post_pruning=n)
+    assert isinstance(n, int) and cfg.num_embeddings_post_pruning == n, name
 for name, c in plan.constraints.items():
     cp = getattr(c, "cache_params", None)
     out["constraints"][name] = {

@@ -303,6 +303,79 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
   EXPECT_FALSE(j["data_types"].contains("t_dup"));
 }
 
+// A plan of 1000 x 16 tables, each {module path, optimizer ("" = inference), recorded dtype,
+// strategy, params}, exported for TorchRec and read back by check_torchrec_plan.py.
+struct TorchRecRow {
+  std::string name, optimizer, dtype, strategy, params;
+};
+nlohmann::json torchrec_readback(const std::vector<TorchRecRow>& rows, const std::string& file) {
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  for (const auto& row : rows) {
+    TuneTable t;
+    t.name = row.name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = row.dtype;
+    t.optimizer = row.optimizer;
+    t.tuned = true;
+    r.tables.push_back(t);
+    r.candidates.push_back(cand(row.name, row.strategy, row.strategy, row.params, 1, 0, 1, 0));
+    r.choices.push_back({row.name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+  }
+  const std::string path = temp_file(file, plan_to_torchrec(r));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out;
+  return j;
+}
+
+// Issue 20 section 1, "for inference num_embeddings_post_pruning": an inference table pruned to
+// its read rows is exported where TorchRec reads the count (BaseEmbeddingConfig's
+// num_embeddings_post_pruning, keyed by config name) with a QUANT kernel in its recorded row
+// format; a training table's pruning stays edo-only (TorchRec prunes at inference only).
+TEST(PlanTorchRec, InferencePruningIsNumEmbeddingsPostPruning) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  const nlohmann::json j = torchrec_readback({{"m.ebc.embedding_bags.t_served", "", "fp32", "pruned", R"({"kept_rows":412,"held_out_lost_fraction":0.01})"},
+                                              {"m.ebc.embedding_bags.t_half", "", "fp16", "pruned", R"({"kept_rows":7})"},
+                                              {"m.ebc.embedding_bags.t_trained", "adagrad", "fp32", "pruned", R"({"kept_rows":412})"}},
+                                             "pruning.py");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  EXPECT_EQ(j["num_embeddings_post_pruning"], nlohmann::json({{"t_served", 412}, {"t_half", 7}}));
+  EXPECT_EQ(j["constraints"]["t_served"]["compute_kernels"], nlohmann::json::array({"quant"}));
+  EXPECT_EQ(j["data_types"]["t_served"], "FP32");
+  EXPECT_EQ(j["data_types"]["t_half"], "FP16");
+  EXPECT_FALSE(j["edo_only"].contains("t_served"));
+  // Training pruning: edo-only, with the reason.
+  EXPECT_EQ(j["edo_only"]["t_trained"], "pruned");
+  EXPECT_FALSE(j["data_types"].contains("t_trained"));
+  EXPECT_NE(j["edo_only_why"]["t_trained"].get<std::string>().find("inference only"), std::string::npos);
+}
+
+// Issue 20 section 1, "for inference ... FP8": TorchRec's DataType (a48cef79) has NFP8 but no FP8,
+// and FBGEMM's inference kernel has no NFP8 rows, so fp8 stays edo-only in both modes with a
+// reason naming the missing member.
+TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  const nlohmann::json j = torchrec_readback({{"m.ebc.embedding_bags.t_fp8", "", "fp32", "fp8", R"({"scale":"row"})"},
+                                              {"m.ebc.embedding_bags.t_fp8_train", "adagrad", "fp32", "fp8", R"({"scale":"row"})"}},
+                                             "fp8.py");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  for (const char* t : {"t_fp8", "t_fp8_train"}) {
+    EXPECT_EQ(j["edo_only"][t], "fp8") << t;
+    EXPECT_FALSE(j["data_types"].contains(t)) << t;
+    EXPECT_FALSE(j["constraints"].contains(t)) << t;
+    EXPECT_NE(j["edo_only_why"][t].get<std::string>().find("DataType has no FP8 member"), std::string::npos) << t;
+  }
+  EXPECT_NE(j["edo_only_why"]["t_fp8"].get<std::string>().find("SparseType.NFP8"), std::string::npos);
+}
+
 TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   std::string lits = "[";

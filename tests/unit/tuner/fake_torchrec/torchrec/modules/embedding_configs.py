@@ -15,6 +15,9 @@ class DataType(enum.Enum):
     UINT8 = "UINT8"
     INT4 = "INT4"
     INT2 = "INT2"
+    # torchrec/types.py at a48cef79: the last member. No FP8: NFP8 maps to FBGEMM's
+    # SparseType.NFP8 (data_type_to_sparse_type), not to SparseType.FP8.
+    NFP8 = "NFP8"
 
 
 class PoolingType(enum.Enum):
