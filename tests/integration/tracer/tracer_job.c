@@ -216,6 +216,11 @@ static void* nvtx_hammer(void* arg) {
   return NULL;
 }
 static int nvtx_fork(void) {
+  /* NVTX's own one-time initialisation (nvtxInitOnce, nvtx3/nvtxDetail/nvtxInit.h:459-466) is
+   * not fork-safe: a child forked while another thread is inside it inherits the "in progress"
+   * state and spins in sched_yield forever, with or without edo (edo's injection only makes
+   * that window longer). Finished here first, so the children test edo's name lock alone. */
+  nvtxDomainRegisterStringA(nvtxDomainCreateA("parent"), "parent");
   pthread_t t;
   if (pthread_create(&t, NULL, nvtx_hammer, NULL) != 0) return 1;
   int hung = 0;
