@@ -36,15 +36,10 @@ int run_env(const EnvOptions& o) {
   }
   std::printf("export EDO_OUTPUT=%s\n", shell_quoted(out).c_str());
   std::string preload = t.lib;
-#ifdef EDO_SANITIZER_PRELOAD
-  // Sanitizer builds only, as `edo record` does: the instrumented library needs its runtime
-  // loaded first (the runtime refuses to start otherwise), and the job's own leaks are not ours
-  // to report (a leak check the caller asked for in ASAN_OPTIONS stays).
-  if (std::string(EDO_SANITIZER_PRELOAD).size() > 0) {
-    preload = std::string(EDO_SANITIZER_PRELOAD) + ":" + preload;
+  if (const std::string runtime = sanitizer_runtime(); !runtime.empty()) {  // sanitizer builds only
+    preload = runtime + ":" + preload;
     std::printf("export ASAN_OPTIONS=\"${ASAN_OPTIONS:-detect_leaks=0}\"\n");
   }
-#endif
   std::printf("export LD_PRELOAD=%s${LD_PRELOAD:+:$LD_PRELOAD}\n", shell_quoted(preload).c_str());
   std::printf("export EDO_TRACE_LIB=%s\n", shell_quoted(t.lib).c_str());
   std::printf("export NVTX_INJECTION64_PATH=%s\n", shell_quoted(t.lib).c_str());

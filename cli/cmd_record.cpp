@@ -133,14 +133,10 @@ int run_record(const RecordOptions& o) {
   }
   const std::string old_preload = getv("LD_PRELOAD");
   std::string preload = lib + (old_preload.empty() ? "" : ":" + old_preload);
-#ifdef EDO_SANITIZER_PRELOAD
-  // Sanitizer builds only: the instrumented library needs its runtime loaded first, and the
-  // job's own leaks are not ours to report.
-  if (std::string(EDO_SANITIZER_PRELOAD).size() > 0) {
-    preload = std::string(EDO_SANITIZER_PRELOAD) + ":" + preload;
+  if (const std::string runtime = sanitizer_runtime(); !runtime.empty()) {  // sanitizer builds only
+    preload = runtime + ":" + preload;
     if (getv("ASAN_OPTIONS").empty()) env.push_back("ASAN_OPTIONS=detect_leaks=0");
   }
-#endif
   env.push_back("LD_PRELOAD=" + preload);
   // Only one NVTX tool can attach to a process: another tool's injection is left in place (the
   // job and that tool see no difference), and edo records everything but the NVTX ranges.

@@ -42,4 +42,12 @@ TraceLibrary find_trace_library() {
   return t;
 }
 
+std::string sanitizer_runtime() {
+#ifdef EDO_SANITIZER_PRELOAD
+  return EDO_SANITIZER_PRELOAD;
+#else
+  return {};
+#endif
+}
+
 }  // namespace edo::cli

@@ -18,4 +18,10 @@ std::string executable_dir();
 // Throws Failure naming the expected path when the library is not there.
 TraceLibrary find_trace_library();
 
+// In a sanitizer build, the sanitizer runtime that must come first in a traced job's LD_PRELOAD
+// (the instrumented libedo_trace.so refuses to start after another library); "" otherwise.
+// `edo record` and `edo env` both put it first and default ASAN_OPTIONS to detect_leaks=0 (the
+// job's own leaks are not ours to report).
+std::string sanitizer_runtime();
+
 }  // namespace edo::cli
