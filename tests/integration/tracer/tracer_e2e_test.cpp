@@ -311,12 +311,18 @@ TEST(TracerE2E, PythonPoolWorkersKilledByTerminateKeepTheirLookups) {
   for (auto& t : p.tables) total += t.aggregate.lookups();
   EXPECT_EQ(total, 40u);
   // A worker SIGTERMed while idle ended without its final flush: that is counted, the parent
-  // (which exited) is not.
+  // (which exited) is not. The parent is the session whose parent is no session of the job
+  // (sessions are numbered as they are saved: a worker may come first).
+  std::set<int64_t> pids;
+  for (auto& s : p.sessions) pids.insert(s.pid);
+  int roots = 0;
   for (auto& s : p.sessions) {
-    if (s.pid == p.sessions.front().pid) {
-      EXPECT_EQ(s.drops.count("ended_without_final_flush"), 0u);
-    }
+    if (pids.count(s.parent_pid)) continue;
+    ++roots;
+    EXPECT_EQ(s.drops.count("ended_without_final_flush"), 0u);
+    EXPECT_EQ(s.exit_code.value_or(-1), 0);
   }
+  EXPECT_EQ(roots, 1);
 }
 
 TEST(TracerE2E, ChildrenThatRecordNothingLeaveNoSession) {
