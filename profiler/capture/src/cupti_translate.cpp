@@ -493,7 +493,7 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       // No driver launch seen (a runtime that launches another way): a CUkernel can still be
       // described by the driver.
       if (!f->info.args_read && f->kernel) chevron_args(f->kernel, f->args, f->info, out);
-      // No handle the driver can describe (cudaLaunchKernel and friends take the host stub): the
+      // No handle the driver can describe (cudaLaunchKernel and friends take the host-side entry function): the
       // parameter types in the kernel's mangled name give their number and the pointers' places.
       if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);
       if (f->info.name.empty()) f->info.name = name_of(cb->symbolName, f->kernel, KernelHandle::kKernel);

@@ -175,7 +175,7 @@ FAKE_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* f, const void* host_fn)
 // the runtime makes inside (a CUPTI trace shows consecutive runtime correlation ids around
 // cudaLaunchKernel with no driver record between them; CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,
 // cupti_activity.h, exists for those). The tracer sees the runtime callback only: the host
-// stub, the argument array and the kernel's (mangled) name.
+// entry function, the argument array and the kernel's (mangled) name.
 template <class Params>
 cudaError_t launch(CUpti_CallbackId cbid, const char* name, Params& params, const void* func, dim3 grid, dim3 block,
                    void** args, cudaStream_t stream) {

@@ -563,8 +563,8 @@ TEST(CuptiTranslate, RuntimeLaunchWithoutADriverCallbackIsReadByName) {
   int n = 3, dim = 8;
   void* out = P(0x7f0000003000);
   void* args[] = {&w, &ix, &n, &dim, &out};
-  char stub;
-  cudaLaunchKernel_v7000_params p{&stub, dim3(1), dim3(1), args, 0, nullptr};
+  char host_fn;
+  cudaLaunchKernel_v7000_params p{&host_fn, dim3(1), dim3(1), args, 0, nullptr};
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0,
        "_Z11gather_rowsPKfPKliiPf");
   auto o = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0,
@@ -575,7 +575,7 @@ TEST(CuptiTranslate, RuntimeLaunchWithoutADriverCallbackIsReadByName) {
 
   struct Info { const void* data; long sizes[4]; } info{w, {1, 2, 3, 4}};
   void* sargs[] = {&info, &n};
-  cudaLaunchKernel_v7000_params q{&stub, dim3(1), dim3(1), sargs, 0, nullptr};
+  cudaLaunchKernel_v7000_params q{&host_fn, dim3(1), dim3(1), sargs, 0, nullptr};
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &q, CUPTI_API_ENTER, 0,
        "_Z3sel4Infoi");
   auto s = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &q, CUPTI_API_EXIT, 0,
