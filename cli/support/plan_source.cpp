@@ -14,20 +14,13 @@
 namespace edo::cli {
 namespace {
 
-bool is_sqlite(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
-}
-
 }  // namespace
 
 model::TuneResult load_plan_source(const std::string& path, int64_t run) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw Failure(terminal_safe(path) + ": no such file; give an .edodb that 'edo tune' wrote to, or a plan file");
   if (std::filesystem::is_directory(path, ec)) throw Failure(terminal_safe(path) + ": is a directory, not an .edodb or a plan file");
-  if (is_sqlite(path)) {
+  if (db::is_sqlite_file(path)) {
     db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
     if (run > 0) {
       const auto ids = db::tune_run_ids(store);

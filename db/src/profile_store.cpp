@@ -1,6 +1,7 @@
 // ProfileStore: SQLite reading and writing of a Profile. See profile_store.h.
 #include "edo/db/profile_store.h"
 
+#include <fstream>
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
@@ -60,6 +61,13 @@ bool is_edo_database(const std::string& path) {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+bool is_sqlite_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
 }
 
 namespace {

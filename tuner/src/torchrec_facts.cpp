@@ -14,13 +14,6 @@ namespace {
 
 constexpr const char* kNotePrefix = "torchrec.table.";
 
-bool is_sqlite(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[16] = {};
-  in.read(head, sizeof head);
-  return in.gcount() == 16 && std::string(head, 16) == std::string("SQLite format 3\0", 16);
-}
-
 // The hook's note: {"config", "features", "bags", ...}. A malformed one is ignored (the table
 // then falls back to the module-path rule), never fatal: metadata is free-form.
 void read_note(const std::string& text, TorchRecFacts& f) {
@@ -73,7 +66,7 @@ std::map<std::string, TorchRecFacts> torchrec_facts(const model::Profile& profil
 }
 
 std::map<std::string, TorchRecFacts> torchrec_facts_of_file(const std::string& path) {
-  if (!is_sqlite(path)) return {};
+  if (!db::is_sqlite_file(path)) return {};
   db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
   return torchrec_facts(store.load());
 }

@@ -49,8 +49,8 @@ void ExactCounts::fold() {
 // store of a dirty byte into a small L1-resident array; no overflow test (see fold()).
 constexpr size_t kPrefetchAhead = 16;
 
-template <bool kWatch, class I>
-uint64_t ExactCounts::add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed) {
+template <class I>
+uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
   uint32_t* __restrict c = lo_.data();
   uint8_t* __restrict d = dirty_.data();
   const uint64_t rows = rows_;
@@ -74,10 +74,7 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n, uint32_t watch, std::vect
         continue;
       }
       d[r >> kBlockShift] = 1;
-      const uint32_t nv = ++c[r];
-      if constexpr (kWatch) {
-        if (__builtin_expect(nv == watch, 0)) crossed->push_back(r);
-      }
+      ++c[r];
     }
     idx += take;
     n -= take;
@@ -85,14 +82,8 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n, uint32_t watch, std::vect
   return oor;
 }
 
-uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl<false>(idx, n, 0, nullptr); }
-uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl<false>(idx, n, 0, nullptr); }
-uint64_t ExactCounts::add_batch_watch(const int64_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed) {
-  return add_impl<true>(idx, n, watch, &crossed);
-}
-uint64_t ExactCounts::add_batch_watch(const int32_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed) {
-  return add_impl<true>(idx, n, watch, &crossed);
-}
+uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl(idx, n); }
+uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl(idx, n); }
 
 uint64_t ExactCounts::get(uint64_t row) const {
   if (row >= rows_) return 0;

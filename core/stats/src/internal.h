@@ -40,9 +40,6 @@ class ExactCounts {
   // Counts indices in [0, rows); returns how many were out of range. Dense only.
   uint64_t add_batch(const int64_t* idx, size_t n);
   uint64_t add_batch(const int32_t* idx, size_t n);
-  // Same, and appends to `crossed` each row whose count becomes exactly `watch`.
-  uint64_t add_batch_watch(const int64_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed);
-  uint64_t add_batch_watch(const int32_t* idx, size_t n, uint32_t watch, std::vector<uint64_t>& crossed);
 
   uint64_t get(uint64_t row) const;
   uint64_t nonzero() const;
@@ -75,8 +72,8 @@ class ExactCounts {
   std::vector<std::pair<uint64_t, uint64_t>>& sparse() { return sparse_; }
 
  private:
-  template <bool kWatch, class I>
-  uint64_t add_impl(const I* idx, size_t n, uint32_t watch, std::vector<uint64_t>* crossed);
+  template <class I>
+  uint64_t add_impl(const I* idx, size_t n);
   void densify_from_sparse();
   void set_dense(uint64_t row, uint64_t v);  // dense only; keeps lo_ < 2^31
 

@@ -33,6 +33,10 @@ int current_schema_version();
 // Reads only: never migrates or writes. Used before replacing a file.
 bool is_edo_database(const std::string& path);
 
+// True when `path` starts with SQLite's file header (an .edodb, or another SQLite file): how a
+// command tells a recording from a JSON/YAML plan file before it opens either.
+bool is_sqlite_file(const std::string& path);
+
 class ProfileStore {
  public:
   enum class Mode { kReadOnly, kReadWrite, kCreate /* new file, replaces an existing one */ };
