@@ -18,6 +18,9 @@
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
 #   make torch-pypi            build, a venv with PyPI's current torch (scripts/torch-venv.sh, in
 #                              $(BUILD)/torch-venv), then the PyTorch tests against it
+#   make torchrec              build, a venv with PyPI's torch, torchrec and fbgemm-gpu-cpu
+#                              (scripts/torchrec-venv.sh, in $(BUILD)/torchrec-venv), then the
+#                              TorchRec export checked by TorchRec's own sharding planner
 #   make clean                 remove the build folder
 
 SANITIZE ?=
@@ -34,7 +37,7 @@ DEMO_DB ?= out/demo.edodb
 FUZZ_SECONDS ?= 300
 FAULT_RUNS ?= 50
 
-.PHONY: all deps configure build test stress demo bench fuzz faults tsan screenshots gpu-bundle torch-pypi clean
+.PHONY: all deps configure build test stress demo bench fuzz faults tsan screenshots gpu-bundle torch-pypi torchrec clean
 
 all: build
 
@@ -86,6 +89,10 @@ gpu-bundle: deps
 torch-pypi: build
 	scripts/torch-venv.sh $(BUILD)/torch-venv
 	EDO_TEST_PYTHON=$(abspath $(BUILD))/torch-venv/bin/python ctest --test-dir $(BUILD) -L torch -LE gpu --output-on-failure --timeout 600
+
+torchrec: build
+	scripts/torchrec-venv.sh $(BUILD)/torchrec-venv
+	EDO_TORCHREC_PYTHON=$(abspath $(BUILD))/torchrec-venv/bin/python ctest --test-dir $(BUILD) -R torch_torchrec_real --output-on-failure --timeout 1800
 
 clean:
 	rm -rf $(BUILD)

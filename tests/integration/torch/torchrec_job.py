@@ -7,7 +7,10 @@ random (seeded), so the pooling factors are the job's, not a constant. At the en
 `torchrec_job: ` + JSON {config name: {"features", "lookups", "bags", "steps", "batch"}}, the
 ground truth the test compares the export with.
 
-    torchrec_job.py --stand-in DIR [--steps N] [--batch B] [--infer]
+    torchrec_job.py [--stand-in DIR] [--steps N] [--batch B] [--infer]
+
+Without --stand-in it imports the real torchrec (a Python with torch 2.x, torchrec and
+fbgemm-gpu-cpu: scripts/torchrec-venv.sh).
 """
 
 import argparse
@@ -17,12 +20,13 @@ import sys
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--stand-in", required=True)
+    ap.add_argument("--stand-in", default="")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--infer", action="store_true")
     a = ap.parse_args()
-    sys.path.insert(0, a.stand_in)
+    if a.stand_in:
+        sys.path.insert(0, a.stand_in)
     import torch
     from torch import nn
     from torchrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType

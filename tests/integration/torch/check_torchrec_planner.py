@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Hands a plan written by `edo export --format torchrec` to TorchRec's real sharding planner
+(torchrec.distributed.planner.EmbeddingShardingPlanner) and prints what TorchRec planned as JSON,
+for torchrec_real_test.py to compare with the plan. Needs the real torchrec and fbgemm-gpu-cpu
+(scripts/torchrec-venv.sh); exits 77 without them.
+
+    check_torchrec_planner.py PLAN.py TABLES.json {infer|train} WORLD_SIZE HBM_BYTES
+
+TABLES.json: {config name: {"rows": N, "dim": D, "features": [...]}} (the recorded model).
+Inference: the model is quantized as TorchRec's inference flow does (quantize_inference_model, with
+each table's weight dtype from the plan's data_types) and planned with TorchRec's quant sharders;
+training: an EmbeddingBagCollection planned with EmbeddingBagCollectionSharder(fused_params=the
+plan's fused_params). Both on a topology of WORLD_SIZE "cuda" devices of HBM_BYTES each: planning
+is TorchRec's arithmetic and runs on a CPU-only machine (the caching kernels exist only for
+"cuda" compute devices, so a "cpu" topology would reject every offload constraint).
+"""
+
+import importlib.util
+import json
+import sys
+
+
+def load_plan(path):
+    spec = importlib.util.spec_from_file_location("edo_plan", path)
+    plan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan)
+    return plan
+
+
+def main():
+    try:
+        import torch
+        from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+        from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+        from torchrec.distributed.quant_embeddingbag import QuantEmbeddingBagCollectionSharder
+        from torchrec.inference.modules import quantize_inference_model
+        from torchrec.modules.embedding_configs import EmbeddingBagConfig, data_type_to_dtype
+        from torchrec.modules.embedding_modules import EmbeddingBagCollection
+    except ImportError as e:
+        print("check_torchrec_planner: skipped: no real torchrec here (%s); scripts/torchrec-venv.sh makes one" % e)
+        return 77
+    plan_path, tables_path, mode, world, hbm = sys.argv[1:6]
+    plan = load_plan(plan_path)
+    tables = json.load(open(tables_path))
+    configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
+                                  data_type=plan.data_types.get(n))
+               for n, t in tables.items()]
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ebc = EmbeddingBagCollection(tables=configs, device=torch.device("meta"))
+
+    model = Model()
+    if mode == "infer":
+        model = quantize_inference_model(
+            model, per_table_weight_dtype={n: data_type_to_dtype(dt) for n, dt in plan.data_types.items()})
+        sharders = [QuantEmbeddingBagCollectionSharder(fused_params=dict(plan.fused_params))]
+    else:
+        sharders = [EmbeddingBagCollectionSharder(fused_params=dict(plan.fused_params))]
+    topology = Topology(world_size=int(world), compute_device="cuda", local_world_size=int(world), hbm_cap=int(hbm))
+    planner = EmbeddingShardingPlanner(topology=topology, constraints=plan.constraints)
+    sharding = planner.plan(model, sharders)
+    out = {"module_type": type(model.ebc).__module__ + "." + type(model.ebc).__name__, "tables": {}}
+    for module_path, params in sharding.plan.items():
+        for name, p in params.items():
+            cp = p.cache_params
+            out["tables"][name] = {
+                "module": module_path,
+                "compute_kernel": p.compute_kernel,
+                "sharding_type": p.sharding_type,
+                "ranks": p.ranks,
+                "cache_algorithm": cp.algorithm.name if cp is not None and cp.algorithm is not None else None,
+                "load_factor": cp.load_factor if cp is not None else None,
+                "data_type": model.ebc._embedding_bag_configs[[c.name for c in model.ebc._embedding_bag_configs].index(name)].data_type.name,
+            }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
