@@ -219,7 +219,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
-        if (k->name == "edo_count") continue;  // the tracer's own counting kernel
+        if (k->name == "edo_count" || k->name == "edo_take_dirty") continue;  // the tracer's own kernels
         std::vector<std::string> tables = launch_tables->take(k->correlation);
         if (tables.empty()) tables = graph_launches->take(k->correlation, k->name);  // a graph's kernel
         record_kernel_time(k->name, k->ns, std::move(tables));

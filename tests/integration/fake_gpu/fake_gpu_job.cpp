@@ -237,6 +237,30 @@ int device_bound_job() {
   return 0;
 }
 
+// `fake_gpu_job sparse`: a table of 1M rows counted on the device, 4 batches that read only rows
+// 5, 500000 and 999999 (3 of its 1024 blocks of 1024 counters). Each flush should copy those
+// blocks, not the table's 4 MB of counters (the test counts the bytes the fake copied).
+int sparse_job() {
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 3 * sizeof(long)) != cudaSuccess) return 1;
+  const long h[3] = {5, 500000, 999999};
+  cudaMemcpy(idx, h, sizeof h, cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("sparse.big", nullptr, 1000000, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 4; ++b) {
+    failed += edo_table_lookup(t, idx, 3, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+    // Let a few flushes (EDO_FLUSH_MS=10) see the table between batches: the event queries of
+    // edo's poll say its background thread ran since this batch.
+    const uint64_t seen = fake_cuda_event_queries();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (fake_cuda_event_queries() <= seen && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("failed_lookups %d\n", failed);
+  cudaFree(idx);
+  return 0;
+}
+
 // `fake_gpu_job contexts`: a stream created in the primary context, 5 batches counted on it,
 // then 5 more while the thread has another context current (a job that switches contexts;
 // edo must use the stream's). Waits (bounded) until edo's background thread has queried the
@@ -412,6 +436,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
   if (argc > 1 && std::strcmp(argv[1], "device_bound") == 0) return device_bound_job();
   if (argc > 1 && std::strcmp(argv[1], "contexts") == 0) return contexts_job();
+  if (argc > 1 && std::strcmp(argv[1], "sparse") == 0) return sparse_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();
