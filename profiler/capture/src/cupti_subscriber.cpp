@@ -21,6 +21,7 @@
 #include "cupti_subscriber.h"
 #include "cupti_translate.h"
 #include "graph_launches.h"
+#include "launch_tables.h"
 #include "tracer.h"
 
 #ifndef EDO_CUPTI_DEFAULT_PATH
@@ -186,20 +187,30 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       layouts->clear();
     }
     if (out.launch) {
+      // The job's thread, at every launch: nothing here allocates once the thread has seen
+      // its kernels and tables (reused per-thread lists, names by reference; issue 21 §4).
+      thread_local std::vector<const std::string*>* tables = new std::vector<const std::string*>();  // leaked per thread
       auto idx = table_address_index();
-      std::vector<std::string> tables = idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{};
+      if (idx) tables_of_launch(*out.launch, *idx, *tables);
+      else tables->clear();
       // A launch into a CUDA graph capture ran nothing: it counts at each launch of the graph.
       uint64_t capture_id = 0;
       const Driver* drv = loaded_driver();
       if (drv && capture_status(*drv, reinterpret_cast<CUstream>(out.launch->stream), &capture_id) == Capture::kActive) {
-        graph_launches->captured_launch(capture_id, {out.launch->name, std::move(tables)});
+        std::vector<std::string> names;
+        for (const std::string* t : *tables) names.push_back(*t);
+        graph_launches->captured_launch(capture_id, {out.launch->name, std::move(names)});
         return;
       }
-      record_kernel_launch(out.launch->name, tables);
+      record_kernel_launch(out.launch->name, tables->data(), tables->size());
       // Said per kernel: its launches' tables may be incomplete (e.g. a cudaLaunchKernel of a
       // kernel taking structs, whose layout the driver was never asked about).
-      if (!out.launch->args_read) count_drop(("kernel_launches_args_unread:" + out.launch->name).c_str(), 1);
-      if (!tables.empty()) launch_tables->put(*out.launch, std::move(tables));
+      if (!out.launch->args_read) {
+        thread_local std::string* key = new std::string();  // leaked per thread: reused
+        key->assign("kernel_launches_args_unread:").append(out.launch->name);
+        count_drop(key->c_str(), 1);
+      }
+      if (!tables->empty()) launch_tables->put(*out.launch, idx, tables->data(), tables->size());
     }
   } catch (...) {
     count_drop("cupti_callbacks", 1);

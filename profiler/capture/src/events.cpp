@@ -40,6 +40,11 @@ void record_kernel_launch(const std::string& name, const std::vector<std::string
   session().kernels.launch(name, tables);
 }
 
+void record_kernel_launch(const std::string& name, const std::string* const* tables, size_t n) {
+  if (!tracer_active()) return;
+  session().kernels.launch(name, tables, n);
+}
+
 void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables) {
   if (!tracer_active()) return;
   session().kernels.time(name, ns, tables);

@@ -50,6 +50,8 @@ int64_t now_ns();  // monotonic
 void record_memory_event(int64_t bytes, uint64_t address, uint64_t stream, int32_t device,
                          const char* kind);
 void record_kernel_launch(const std::string& name, const std::vector<std::string>& tables);
+// The same with the tables as n names (allocates nothing for a kernel and tables seen before).
+void record_kernel_launch(const std::string& name, const std::string* const* tables, size_t n);
 // GPU time of one launch of `name`; `tables`: those that launch read (empty when unknown).
 void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
 void record_note(const std::string& key, const std::string& value);

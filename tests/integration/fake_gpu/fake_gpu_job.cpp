@@ -38,6 +38,57 @@
 
 extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 
+// Allocations counted on the job's thread while a tool callback runs there (fake_cuda_in_callback:
+// the fake driver's and runtime's CUPTI callbacks, i.e. the tracer's launch path): malloc and
+// friends are interposed here (the executable's definitions come first in symbol lookup) and
+// forwarded to glibc's. Sanitizer builds interpose malloc themselves: no count there.
+#if !defined(FAKE_JOB_NO_MALLOC_COUNT)
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+namespace {
+thread_local bool tl_count_mallocs = false;  // initial-exec TLS: no allocation to reach it
+thread_local uint64_t tl_mallocs_in_callbacks = 0;
+inline void note_malloc() {
+  if (tl_count_mallocs && fake_cuda_in_callback()) ++tl_mallocs_in_callbacks;
+}
+}  // namespace
+extern "C" {
+void* malloc(size_t n) {
+  note_malloc();
+  return __libc_malloc(n);
+}
+void free(void* p) { __libc_free(p); }
+void* calloc(size_t a, size_t b) {
+  note_malloc();
+  return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+  note_malloc();
+  return __libc_realloc(p, n);
+}
+void* memalign(size_t a, size_t n) {
+  note_malloc();
+  return __libc_memalign(a, n);
+}
+void* aligned_alloc(size_t a, size_t n) {
+  note_malloc();
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** out, size_t a, size_t n) {
+  note_malloc();
+  void* p = __libc_memalign(a, n);
+  if (!p) return 12;  // ENOMEM
+  *out = p;
+  return 0;
+}
+}
+#endif
+
 namespace {
 
 constexpr int kIdx = 1000;
@@ -414,6 +465,53 @@ int launches_job(int n) {
   return 0;
 }
 
+// `fake_gpu_job launch_mallocs`: the allocations the tracer makes on the job's thread per launch
+// (issue 21 §4: none once warm). Four kinds of launch that read a registered table, in turn:
+// <<<>>> (__cudaLaunchKernel), cudaLaunchKernel (read by the name's parameter types),
+// cuLaunchKernel (driver callback, cuFuncGetParamInfo) and a cudaLaunchKernel of a kernel
+// taking a struct (arguments not read: counted per kernel). 100 rounds of warm-up, then 250
+// rounds (1000 launches) counted. Prints the allocations made inside tool callbacks in each part.
+int launch_mallocs_job() {
+#if defined(FAKE_JOB_NO_MALLOC_COUNT)
+  std::printf("launch_mallocs unavailable\n");
+  return 0;
+#else
+  const size_t three[] = {0, 8, 16}, three_sizes[] = {8, 8, 8};
+  const char* name = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEvPfPKfS4_";
+  void* kern = fake_cudart_register_kernel(&empty_entry, name, empty_body, three, three_sizes, 3);
+  fake_kernel* driver = fake_cuda_kernel("_Z11driver_fillPfPKfS1_", empty_body, three, three_sizes, 3);
+  const size_t one[] = {0}, one_size[] = {80};
+  static char struct_entry;
+  fake_cudart_register_kernel(&struct_entry, "_Z11struct_fill10TensorInfo", empty_body, one, one_size, 1);
+  float* a = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 1024);
+  edo_table_register("mallocs.emb", a, 16, 16, EDO_F32, EDO_CUDA);
+  const float* b = a;
+  const float* c = a + 8;
+  void* args[] = {&a, &b, &c};
+  TensorInfo info{a, {16, 16, 0, 0}, {16, 1, 0, 0}, 2};
+  void* struct_args[] = {&info};
+  int errors = 0;
+  auto round = [&] {
+    errors += __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr) != cudaSuccess;
+    errors += cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr) != cudaSuccess;
+    errors += cuLaunchKernel(reinterpret_cast<CUfunction>(driver), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS;
+    errors += cudaLaunchKernel(&struct_entry, dim3(1), dim3(32), struct_args, 0, nullptr) != cudaSuccess;
+  };
+  tl_count_mallocs = true;
+  for (int i = 0; i < 100; ++i) round();
+  const uint64_t warmup = tl_mallocs_in_callbacks;
+  tl_mallocs_in_callbacks = 0;
+  for (int i = 0; i < 250; ++i) round();
+  tl_count_mallocs = false;
+  std::printf("launch_errors %d\n", errors);
+  std::printf("mallocs_in_callbacks_warmup %llu\n", static_cast<unsigned long long>(warmup));
+  std::printf("mallocs_in_callbacks_1000_launches %llu\n", static_cast<unsigned long long>(tl_mallocs_in_callbacks));
+  cudaFree(a);
+  return 0;
+#endif
+}
+
 // `fake_gpu_job late_init`: the job's first CUDA call comes late (as when a job sets
 // CUDA_VISIBLE_DEVICES after `import torch`). Under edo it first waits (at most 30 s) until edo
 // has attached to CUDA (subscribed to the fake CUPTI), then prints the driver calls made before
@@ -437,6 +535,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "device_bound") == 0) return device_bound_job();
   if (argc > 1 && std::strcmp(argv[1], "contexts") == 0) return contexts_job();
   if (argc > 1 && std::strcmp(argv[1], "sparse") == 0) return sparse_job();
+  if (argc > 1 && std::strcmp(argv[1], "launch_mallocs") == 0) return launch_mallocs_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();

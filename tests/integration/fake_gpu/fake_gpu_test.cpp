@@ -377,6 +377,32 @@ TEST(FakeGpu, TheBufferCallbackNeverWaitsForALaunch) {
   std::filesystem::remove(db);
 }
 
+// Issue 21.4: the launch path allocates nothing. The job counts the allocations made on its
+// thread inside tool callbacks (the tracer's work at each launch) across 1000 launches of four
+// kinds after 100 rounds of warm-up: 0. The warm-up's count is not 0 (names, layouts and
+// per-thread lists are made then), so the counter is live. The old tracer allocated several
+// times per launch (demangled names, pointer lists, table names, the pending-launch map).
+TEST(FakeGpu, TheLaunchPathAllocatesNothing) {
+  const std::string db = db_path("mallocs");
+  Result r = sh(recorded(db) + " launch_mallocs");
+  ASSERT_EQ(r.status, 0) << r.out;
+  if (r.values.count("launch_mallocs")) GTEST_SKIP() << "a sanitizer build interposes malloc itself";
+  EXPECT_EQ(r.values["launch_errors"], "0") << r.out;
+  EXPECT_NE(r.values["mallocs_in_callbacks_warmup"], "0") << "the counter saw nothing:\n" << r.out;
+  EXPECT_EQ(r.values["mallocs_in_callbacks_1000_launches"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::KernelStat* k = kernel(p, "driver_fill");
+  ASSERT_NE(k, nullptr) << "the launches were recorded";
+  EXPECT_EQ(k->launches, 350u);
+  const auto* t = per_table(*k, "mallocs.emb");
+  ASSERT_NE(t, nullptr) << "tied to the table it read";
+  EXPECT_EQ(t->launches, 350u);
+  const auto drops = p.drops();
+  ASSERT_TRUE(drops.count("kernel_launches_args_unread:struct_fill(TensorInfo)")) << r.out;
+  EXPECT_EQ(drops.at("kernel_launches_args_unread:struct_fill(TensorInfo)"), 350u);
+  std::filesystem::remove(db);
+}
+
 // Issue 21.4: device counting runs in the stream's context (cuStreamGetCtx), not whichever the
 // thread has current: a job that switches contexts after creating its stream keeps every batch
 // counted (the old code set up a second context's module and arena and launched on a stream of
