@@ -63,6 +63,22 @@ thread_local uint64_t tl_ending_capture = 0;  // capture id seen at cuStreamEndC
 // Parameter layouts, cached per kernel handle; asked of the driver only (see cupti_translate.h).
 std::mutex layout_mu;
 std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>* layouts = nullptr;
+// Bumped (under layout_mu) whenever `layouts` is cleared: each thread keeps the layouts of the
+// last few kernels it launched, valid while the generation is the same, so that a launch
+// takes no lock for them (issue 21 §4).
+std::atomic<uint64_t> layouts_generation{1};
+struct RecentLayout {
+  const void* handle = nullptr;
+  KernelHandle kind = KernelHandle::kFunction;
+  uint64_t generation = 0;
+  std::shared_ptr<const ParamLayout> layout;
+};
+constexpr size_t kRecentLayouts = 8;
+thread_local RecentLayout* tl_layouts = nullptr;  // kRecentLayouts, leaked per thread
+void clear_layouts() {  // layout_mu
+  layouts->clear();
+  layouts_generation.fetch_add(1, std::memory_order_release);
+}
 
 // Parameters of a kernel, from cuFuncGetParamInfo / cuKernelGetParamInfo: there is no count,
 // so indices are asked until the driver says the index is past the last one.
@@ -83,9 +99,22 @@ bool query_layout(const Driver& drv, const void* h, KernelHandle kind, ParamLayo
   return true;
 }
 
+std::shared_ptr<const ParamLayout> shared_layout(const void* h, KernelHandle kind);
+
 std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind) {
+  if (!h) return nullptr;
+  if (!tl_layouts) tl_layouts = new RecentLayout[kRecentLayouts];
+  RecentLayout& r = tl_layouts[(reinterpret_cast<uintptr_t>(h) >> 4) % kRecentLayouts];
+  const uint64_t generation = layouts_generation.load(std::memory_order_acquire);
+  if (r.handle == h && r.kind == kind && r.generation == generation) return r.layout;
+  std::shared_ptr<const ParamLayout> l = shared_layout(h, kind);
+  if (l) r = {h, kind, generation, l};
+  return l;
+}
+
+std::shared_ptr<const ParamLayout> shared_layout(const void* h, KernelHandle kind) {
   const Driver* drv = loaded_driver();
-  if (!drv || !h) return nullptr;
+  if (!drv) return nullptr;
   std::lock_guard<std::mutex> lk(layout_mu);
   auto key = std::make_pair(h, kind);
   auto it = layouts->find(key);
@@ -103,7 +132,7 @@ std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind
     }
   }
   if (!ok) return nullptr;
-  if (layouts->size() > (1u << 16)) layouts->clear();  // bound: JIT compilers make many kernels
+  if (layouts->size() > (1u << 16)) clear_layouts();  // bound: JIT compilers make many kernels
   auto shared = std::make_shared<const ParamLayout>(std::move(l));
   layouts->emplace(key, shared);
   return shared;
@@ -184,7 +213,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       // Triton, Inductor autotuning, NVRTC unload modules; a reused handle must not find the
       // layout of the kernel that had it before (the scan would read past its arguments).
       std::lock_guard<std::mutex> lk(layout_mu);
-      layouts->clear();
+      clear_layouts();
     }
     if (out.launch) {
       // The job's thread, at every launch: nothing here allocates once the thread has seen
@@ -219,7 +248,23 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 constexpr size_t kActivityBuffer = 8 << 20;
 
+// Delivered buffers are kept for the next request (a few): a fresh 8 MiB buffer would be
+// faulted in page by page while CUPTI writes the job's records into it.
+std::mutex spare_mu;
+std::vector<uint8_t*>* spare_buffers = nullptr;  // spare_mu; leaked: used at exit
+constexpr size_t kSpareBuffers = 4;
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  {
+    std::lock_guard<std::mutex> lk(spare_mu);
+    if (spare_buffers && !spare_buffers->empty()) {
+      *buffer = spare_buffers->back();
+      spare_buffers->pop_back();
+      *size = kActivityBuffer;
+      *max_records = 0;
+      return;
+    }
+  }
   *buffer = static_cast<uint8_t*>(aligned_alloc(8, kActivityBuffer));
   *size = *buffer ? kActivityBuffer : 0;
   *max_records = 0;
@@ -251,6 +296,14 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   if (cupti.cuptiActivityGetNumDroppedRecords &&
       cupti.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0)
     count_drop("cupti_activity_records", dropped);
+  {
+    std::lock_guard<std::mutex> lk(spare_mu);
+    if (!spare_buffers) spare_buffers = new std::vector<uint8_t*>();
+    if (spare_buffers->size() < kSpareBuffers) {
+      spare_buffers->push_back(buffer);
+      return;
+    }
+  }
   free(buffer);
 }
 

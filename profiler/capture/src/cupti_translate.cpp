@@ -227,19 +227,42 @@ const std::string& demangle_cached(const char* mangled) {
   // the reference stays valid for the process's lifetime; past the bound the name goes into
   // a per-thread string, valid until this thread's next call.
   thread_local std::string* uncached = nullptr;
+  // The thread's last few names by the caller's pointer (CUPTI's symbol name of a kernel):
+  // no lock and no hash of a long name when it launches the same kernels again. The text is
+  // compared too: a pointer may be reused for another name.
+  struct Recent {
+    const char* ptr = nullptr;
+    const std::string* key = nullptr;
+    const std::string* name = nullptr;
+  };
+  constexpr size_t kRecent = 8;
+  thread_local Recent* recent = nullptr;
+  Recent* slot = nullptr;
+  if (mangled) {
+    if (!recent) recent = new Recent[kRecent];  // leaked per thread
+    slot = &recent[(reinterpret_cast<uintptr_t>(mangled) >> 3) % kRecent];
+    if (slot->ptr == mangled && std::strcmp(slot->key->c_str(), mangled) == 0) return *slot->name;
+  }
   const std::string_view key(mangled ? mangled : "");
   if (mangled) {
     std::shared_lock<std::shared_mutex> lk(names_mu);
     if (names) {
       auto it = names->find(key);
-      if (it != names->end()) return it->second;
+      if (it != names->end()) {
+        *slot = {mangled, &it->first, &it->second};
+        return it->second;
+      }
     }
   }
   std::string d = demangle(mangled);
   if (mangled) {
     std::unique_lock<std::shared_mutex> lk(names_mu);
     if (!names) names = new std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>();
-    if (names->size() < kMaxNames) return names->emplace(key, std::move(d)).first->second;
+    if (names->size() < kMaxNames) {
+      auto it = names->emplace(key, std::move(d)).first;
+      *slot = {mangled, &it->first, &it->second};
+      return it->second;
+    }
   }
   if (!uncached) uncached = new std::string();  // leaked per thread: one name
   *uncached = std::move(d);

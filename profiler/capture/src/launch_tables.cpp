@@ -18,45 +18,39 @@ LaunchTables::LaunchTables(size_t capacity, size_t preallocated)
       ring_(std::min(capacity_, pow2_at_least(std::max<size_t>(preallocated, 2)))),
       slots_(4 * ring_.size()) {}
 
-size_t LaunchTables::home(uint32_t id) const {
-  // Correlation ids are consecutive: a multiplicative hash spreads neighbours apart.
-  return size_t(uint32_t(id * 2654435761u)) & (slots_.size() - 1);
-}
-
 LaunchTables::Slot* LaunchTables::find(uint32_t id) {
-  const size_t mask = slots_.size() - 1;
-  for (size_t i = home(id);; i = (i + 1) & mask) {
-    if (slots_[i].id == id) return &slots_[i];
-    if (slots_[i].id == 0) return nullptr;
-  }
+  Slot& s = slots_[id & (slots_.size() - 1)];
+  return id && s.id == id ? &s : nullptr;
 }
 
 void LaunchTables::insert(uint32_t id, uint64_t seq) {
-  if (Slot* s = find(id)) {  // an id seen again (should not happen): the newest launch has it
-    s->seq = seq;
-    return;
+  while (true) {
+    Slot& s = slots_[id & (slots_.size() - 1)];
+    if (s.id == 0 || s.id == id) {
+      s = {id, uint32_t(seq)};
+      return;
+    }
+    // Another waiting launch's id, `size` ids earlier: a bigger index, or (at its bound) that
+    // launch is forgotten.
+    if (slots_.size() < 4 * capacity_) {
+      reindex(slots_.size() * 2);
+      continue;
+    }
+    release(at(s.seq));
+    ++forgotten_;
   }
-  const size_t mask = slots_.size() - 1;
-  size_t i = home(id);
-  while (slots_[i].id != 0) i = (i + 1) & mask;
-  slots_[i] = {id, seq};
 }
 
 void LaunchTables::erase(uint32_t id) {
-  Slot* s = find(id);
-  if (!s) return;
-  // Linear probing's deletion without tombstones: later entries of the same run move back
-  // into the hole when their home does not lie cyclically in (hole, their place].
-  const size_t mask = slots_.size() - 1;
-  size_t hole = size_t(s - slots_.data());
-  for (size_t j = (hole + 1) & mask; slots_[j].id != 0; j = (j + 1) & mask) {
-    const size_t h = home(slots_[j].id);
-    const bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
-    if (stays) continue;
-    slots_[hole] = slots_[j];
-    hole = j;
-  }
-  slots_[hole] = Slot{};
+  if (Slot* s = find(id)) *s = Slot{};
+}
+
+void LaunchTables::reindex(size_t slots) {
+  slots_.assign(slots, Slot{});
+  for (uint64_t seq = tail_; seq < head_; ++seq)
+    if (!at(seq).taken)
+      for (uint32_t id : at(seq).ids)
+        if (id) slots_[id & (slots - 1)] = {id, uint32_t(seq)};
 }
 
 void LaunchTables::release(Entry& e) {
@@ -81,11 +75,8 @@ void LaunchTables::grow() {
   const size_t mask = bigger.size() - 1;
   for (uint64_t seq = tail_; seq < head_; ++seq) bigger[seq & mask] = std::move(at(seq));
   ring_ = std::move(bigger);
-  slots_.assign(4 * ring_.size(), Slot{});
-  for (uint64_t seq = tail_; seq < head_; ++seq)
-    if (!at(seq).taken)
-      for (uint32_t id : at(seq).ids)
-        if (id) insert(id, seq);
+  // Slots name entries by the low bits of their sequence numbers: rebuilt for the new ring.
+  reindex(std::max(slots_.size(), 4 * ring_.size()));
 }
 
 void LaunchTables::put(const LaunchInfo& l, const std::shared_ptr<const wire::AddressIndex>& index,

@@ -4,7 +4,7 @@
 //
 // put() runs on the job's thread at every launch that reads a table, so it allocates nothing
 // while fewer than `preallocated` launches wait for their records (issue 21 §4): entries live
-// in a ring and the ids in an open-addressing index, both made at construction; the tables
+// in a ring and the ids in a direct-mapped index, both made at construction; the tables
 // are names inside the address-index snapshot the launch was read with (kept alive by the
 // entry), at most kInlineTables of them inline. Past `preallocated` pending launches both
 // grow (allocating), up to `capacity`; past that the oldest are forgotten (their time then
@@ -46,23 +46,28 @@ class LaunchTables {
     std::vector<const std::string*> more;  // past kInlineTables (rare: its capacity is kept)
     std::shared_ptr<const wire::AddressIndex> index;  // the names' owner
   };
+  // The index: slot id % size holds the id and its entry's sequence number. Correlation ids
+  // are handed out in order (one per API call), so the ids of waiting launches fill
+  // consecutive slots (cheap to reach) and collide only when a launch waits while `size`
+  // other API calls are made: the index then doubles, up to 4 x capacity, past which the
+  // older launch is forgotten.
   struct Slot {
     uint32_t id = 0;  // 0: empty (CUPTI's correlation ids start at 1)
-    uint64_t seq = 0;
+    uint32_t seq = 0;  // low bits of the entry's sequence number (the ring is at most 2^32)
   };
   Entry& at(uint64_t seq) { return ring_[seq & (ring_.size() - 1)]; }
-  size_t home(uint32_t id) const;
   Slot* find(uint32_t id);
   void insert(uint32_t id, uint64_t seq);
   void erase(uint32_t id);
   void release(Entry& e);  // its ids out of the index, its snapshot let go
-  void grow();
+  void grow();             // the ring, then the index
+  void reindex(size_t slots);
   void advance_tail();
 
   const size_t capacity_;
   mutable std::mutex mu_;
   std::vector<Entry> ring_;  // power of two; live entries are [tail_, head_)
-  std::vector<Slot> slots_;  // 4 x ring_.size(): at most half full (two ids per entry)
+  std::vector<Slot> slots_;  // power of two, at least 4 x ring_.size()
   uint64_t head_ = 0, tail_ = 0;
   size_t live_ = 0;  // entries not taken
   uint64_t forgotten_ = 0;
