@@ -22,7 +22,9 @@
 #include "cupti_translate.h"
 #include "graph_launches.h"
 #include "launch_tables.h"
-#include "tracer.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "tracer_log.h"
 
 #ifndef EDO_CUPTI_DEFAULT_PATH
 #define EDO_CUPTI_DEFAULT_PATH ""

@@ -9,7 +9,8 @@
 #include "edo/edo.h"
 #include "edo/stats/row_hash.h"
 #include "registry.h"
-#include "tracer.h"
+#include "events.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 

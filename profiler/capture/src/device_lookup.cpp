@@ -10,7 +10,9 @@
 #include "device_staging.h"
 #include "edo/edo.h"
 #include "process.h"
-#include "tracer.h"
+#include "api_backends.h"
+#include "cuda_side.h"
+#include "events.h"
 
 #if defined(EDO_HAVE_DEVICE_COUNTING)
 namespace edo::capture {

@@ -1,7 +1,10 @@
 // GPU-side events (CUPTI callbacks and activity records) and notes, into the current session.
 #include "nvtx_ranges.h"
 #include "process.h"
-#include "tracer.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "nvtx_ranges.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 

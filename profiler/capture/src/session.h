@@ -23,6 +23,7 @@
 #include "ingest_queue.h"
 #include "registry.h"
 #include "sink.h"
+#include "weight_state.h"
 
 namespace edo::capture {
 
@@ -179,6 +180,7 @@ class Session {
   EventLog events;
   KernelBook kernels;
   RangeBook ranges;
+  WeightFrames weight_frames;
   Sink sink;
   std::atomic<uint64_t> steps{0};
   std::atomic<bool> quiet;

@@ -23,6 +23,7 @@
 // fake saw from inside tool callbacks.
 #include <cuda_runtime_api.h>
 #include <edo/edo.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -451,16 +452,28 @@ int launches_job(int n) {
   const float* b = a;
   const float* c = a + 8;
   void* args[] = {&a, &b, &c};
-  auto timed = [&](auto launch) {
+  // Wall-clock and the job thread's own CPU time (CLOCK_THREAD_CPUTIME_ID): on a loaded
+  // machine the second leaves out the time the thread waited for a core.
+  auto thread_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+  };
+  auto timed = [&](auto launch, double& cpu) {
     for (int i = 0; i < n / 10 + 1; ++i) launch();  // warm-up: caches, first-launch work
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_ns();
     for (int i = 0; i < n; ++i) launch();
+    cpu = (thread_ns() - c0) / n;
     return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()) / n;
   };
-  const double chevron = timed([&] { __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr); });
-  const double runtime = timed([&] { cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr); });
+  double chevron_cpu = 0, runtime_cpu = 0;
+  const double chevron = timed([&] { __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr); }, chevron_cpu);
+  const double runtime = timed([&] { cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr); }, runtime_cpu);
   std::printf("ns_per_launch_chevron %.1f\n", chevron);
   std::printf("ns_per_launch_runtime %.1f\n", runtime);
+  std::printf("cpu_ns_per_launch_chevron %.1f\n", chevron_cpu);
+  std::printf("cpu_ns_per_launch_runtime %.1f\n", runtime_cpu);
   cudaFree(a);
   return 0;
 }
