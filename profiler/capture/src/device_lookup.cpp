@@ -36,7 +36,12 @@ struct DeviceSide {
   std::atomic<uint64_t> noted_device{0}, noted_pinned{0};
   std::atomic<bool> noted_final{false};
 };
-DeviceSide* const side = new DeviceSide();  // leaked: used from exit handlers
+// Constant-initialised (constinit: no dynamic initialiser) and trivially destructible: the
+// library's constructor (priority 101) starts the background thread, which polls the device
+// side, before this file's dynamic initialisers would run, and exit handlers poll it after
+// destructors would have run.
+constinit DeviceSide side_storage;
+DeviceSide* const side = &side_storage;
 std::atomic<bool> cuda_dead_after_fork{false};
 
 DeviceStaging* staging() {
