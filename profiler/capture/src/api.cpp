@@ -3,7 +3,10 @@
 
 #include <string>
 
-#include "tracer.h"
+#include "api_backends.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "weights.h"
 
 using namespace edo::capture;
 

@@ -3,7 +3,11 @@
 #include "edo/edo.h"
 #include "nvtx_ranges.h"
 #include "process.h"
-#include "tracer.h"
+#include "api_backends.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "nvtx_ranges.h"
 
 namespace edo::capture {
 

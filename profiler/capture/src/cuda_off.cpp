@@ -1,6 +1,8 @@
 // Built when the CUPTI headers are not available: no GPU capture at all.
 #include "edo/edo.h"
-#include "tracer.h"
+#include "cuda_side.h"
+#include "tracer_log.h"
+#include "weights.h"
 
 namespace edo::capture {
 int cuda_lookup(int64_t, const void*, uint64_t, int, void*) { return EDO_ERR_NO_CUDA; }

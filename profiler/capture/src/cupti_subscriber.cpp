@@ -21,7 +21,10 @@
 #include "cupti_subscriber.h"
 #include "cupti_translate.h"
 #include "graph_launches.h"
-#include "tracer.h"
+#include "launch_tables.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "tracer_log.h"
 
 #ifndef EDO_CUPTI_DEFAULT_PATH
 #define EDO_CUPTI_DEFAULT_PATH ""
@@ -62,6 +65,22 @@ thread_local uint64_t tl_ending_capture = 0;  // capture id seen at cuStreamEndC
 // Parameter layouts, cached per kernel handle; asked of the driver only (see cupti_translate.h).
 std::mutex layout_mu;
 std::map<std::pair<const void*, KernelHandle>, std::shared_ptr<const ParamLayout>>* layouts = nullptr;
+// Bumped (under layout_mu) whenever `layouts` is cleared: each thread keeps the layouts of the
+// last few kernels it launched, valid while the generation is the same, so that a launch
+// takes no lock for them (issue 21 §4).
+std::atomic<uint64_t> layouts_generation{1};
+struct RecentLayout {
+  const void* handle = nullptr;
+  KernelHandle kind = KernelHandle::kFunction;
+  uint64_t generation = 0;
+  std::shared_ptr<const ParamLayout> layout;
+};
+constexpr size_t kRecentLayouts = 8;
+thread_local RecentLayout* tl_layouts = nullptr;  // kRecentLayouts, leaked per thread
+void clear_layouts() {  // layout_mu
+  layouts->clear();
+  layouts_generation.fetch_add(1, std::memory_order_release);
+}
 
 // Parameters of a kernel, from cuFuncGetParamInfo / cuKernelGetParamInfo: there is no count,
 // so indices are asked until the driver says the index is past the last one.
@@ -82,9 +101,22 @@ bool query_layout(const Driver& drv, const void* h, KernelHandle kind, ParamLayo
   return true;
 }
 
+std::shared_ptr<const ParamLayout> shared_layout(const void* h, KernelHandle kind);
+
 std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind) {
+  if (!h) return nullptr;
+  if (!tl_layouts) tl_layouts = new RecentLayout[kRecentLayouts];
+  RecentLayout& r = tl_layouts[(reinterpret_cast<uintptr_t>(h) >> 4) % kRecentLayouts];
+  const uint64_t generation = layouts_generation.load(std::memory_order_acquire);
+  if (r.handle == h && r.kind == kind && r.generation == generation) return r.layout;
+  std::shared_ptr<const ParamLayout> l = shared_layout(h, kind);
+  if (l) r = {h, kind, generation, l};
+  return l;
+}
+
+std::shared_ptr<const ParamLayout> shared_layout(const void* h, KernelHandle kind) {
   const Driver* drv = loaded_driver();
-  if (!drv || !h) return nullptr;
+  if (!drv) return nullptr;
   std::lock_guard<std::mutex> lk(layout_mu);
   auto key = std::make_pair(h, kind);
   auto it = layouts->find(key);
@@ -102,7 +134,7 @@ std::shared_ptr<const ParamLayout> param_layout(const void* h, KernelHandle kind
     }
   }
   if (!ok) return nullptr;
-  if (layouts->size() > (1u << 16)) layouts->clear();  // bound: JIT compilers make many kernels
+  if (layouts->size() > (1u << 16)) clear_layouts();  // bound: JIT compilers make many kernels
   auto shared = std::make_shared<const ParamLayout>(std::move(l));
   layouts->emplace(key, shared);
   return shared;
@@ -183,23 +215,33 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       // Triton, Inductor autotuning, NVRTC unload modules; a reused handle must not find the
       // layout of the kernel that had it before (the scan would read past its arguments).
       std::lock_guard<std::mutex> lk(layout_mu);
-      layouts->clear();
+      clear_layouts();
     }
     if (out.launch) {
+      // The job's thread, at every launch: nothing here allocates once the thread has seen
+      // its kernels and tables (reused per-thread lists, names by reference; issue 21 §4).
+      thread_local std::vector<const std::string*>* tables = new std::vector<const std::string*>();  // leaked per thread
       auto idx = table_address_index();
-      std::vector<std::string> tables = idx ? tables_of_launch(*out.launch, *idx) : std::vector<std::string>{};
+      if (idx) tables_of_launch(*out.launch, *idx, *tables);
+      else tables->clear();
       // A launch into a CUDA graph capture ran nothing: it counts at each launch of the graph.
       uint64_t capture_id = 0;
       const Driver* drv = loaded_driver();
       if (drv && capture_status(*drv, reinterpret_cast<CUstream>(out.launch->stream), &capture_id) == Capture::kActive) {
-        graph_launches->captured_launch(capture_id, {out.launch->name, std::move(tables)});
+        std::vector<std::string> names;
+        for (const std::string* t : *tables) names.push_back(*t);
+        graph_launches->captured_launch(capture_id, {out.launch->name, std::move(names)});
         return;
       }
-      record_kernel_launch(out.launch->name, tables);
+      record_kernel_launch(out.launch->name, tables->data(), tables->size());
       // Said per kernel: its launches' tables may be incomplete (e.g. a cudaLaunchKernel of a
       // kernel taking structs, whose layout the driver was never asked about).
-      if (!out.launch->args_read) count_drop(("kernel_launches_args_unread:" + out.launch->name).c_str(), 1);
-      if (!tables.empty()) launch_tables->put(*out.launch, std::move(tables));
+      if (!out.launch->args_read) {
+        thread_local std::string* key = new std::string();  // leaked per thread: reused
+        key->assign("kernel_launches_args_unread:").append(out.launch->name);
+        count_drop(key->c_str(), 1);
+      }
+      if (!tables->empty()) launch_tables->put(*out.launch, idx, tables->data(), tables->size());
     }
   } catch (...) {
     count_drop("cupti_callbacks", 1);
@@ -208,7 +250,23 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 constexpr size_t kActivityBuffer = 8 << 20;
 
+// Delivered buffers are kept for the next request (a few): a fresh 8 MiB buffer would be
+// faulted in page by page while CUPTI writes the job's records into it.
+std::mutex spare_mu;
+std::vector<uint8_t*>* spare_buffers = nullptr;  // spare_mu; leaked: used at exit
+constexpr size_t kSpareBuffers = 4;
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  {
+    std::lock_guard<std::mutex> lk(spare_mu);
+    if (spare_buffers && !spare_buffers->empty()) {
+      *buffer = spare_buffers->back();
+      spare_buffers->pop_back();
+      *size = kActivityBuffer;
+      *max_records = 0;
+      return;
+    }
+  }
   *buffer = static_cast<uint8_t*>(aligned_alloc(8, kActivityBuffer));
   *size = *buffer ? kActivityBuffer : 0;
   *max_records = 0;
@@ -219,7 +277,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     CUpti_Activity* rec = nullptr;
     while (cupti.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (auto k = CuptiTranslator::kernel_time(rec)) {
-        if (k->name == "edo_count") continue;  // the tracer's own counting kernel
+        if (k->name == "edo_count" || k->name == "edo_take_dirty") continue;  // the tracer's own kernels
         std::vector<std::string> tables = launch_tables->take(k->correlation);
         if (tables.empty()) tables = graph_launches->take(k->correlation, k->name);  // a graph's kernel
         record_kernel_time(k->name, k->ns, std::move(tables));
@@ -240,6 +298,14 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   if (cupti.cuptiActivityGetNumDroppedRecords &&
       cupti.cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped > 0)
     count_drop("cupti_activity_records", dropped);
+  {
+    std::lock_guard<std::mutex> lk(spare_mu);
+    if (!spare_buffers) spare_buffers = new std::vector<uint8_t*>();
+    if (spare_buffers->size() < kSpareBuffers) {
+      spare_buffers->push_back(buffer);
+      return;
+    }
+  }
   free(buffer);
 }
 

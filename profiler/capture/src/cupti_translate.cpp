@@ -107,19 +107,44 @@ struct LaunchFrame {
   const void* kernel = nullptr;   // __cudaLaunchKernel: its CUkernel
   bool merged = false;
 };
-thread_local std::vector<LaunchFrame>* tl_launches = nullptr;  // leaked per thread: tiny
+// The thread's frames, reused from launch to launch: a frame's name and pointer list keep
+// their capacity, so that a launch allocates nothing once the thread has seen its kernels
+// (issue 21 §4). frames[0, depth) are in progress; a popped frame stays readable until the
+// next push (Output::launch points at it).
+struct LaunchFrames {
+  std::vector<LaunchFrame> frames;
+  size_t depth = 0;
+  LaunchFrame* top() { return depth ? &frames[depth - 1] : nullptr; }
+  LaunchFrame& push(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (depth == frames.size()) frames.emplace_back();
+    LaunchFrame& f = frames[depth++];
+    f.domain = domain;
+    f.cbid = cbid;
+    f.info.name.clear();
+    f.info.pointers.clear();
+    f.info.stream = 0;
+    f.info.correlation = f.info.driver_correlation = 0;
+    f.info.args_read = false;
+    f.args = nullptr;
+    f.kernel = nullptr;
+    f.merged = false;
+    return f;
+  }
+};
+thread_local LaunchFrames* tl_launches = nullptr;  // leaked per thread: tiny
 
-std::vector<LaunchFrame>& launches() {
-  if (!tl_launches) tl_launches = new std::vector<LaunchFrame>();
+LaunchFrames& launches() {
+  if (!tl_launches) tl_launches = new LaunchFrames();
   return *tl_launches;
 }
 
-// The innermost frame of a traced call with this domain and id, popped.
-std::optional<LaunchFrame> pop_frame(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
-  auto& v = launches();
-  if (v.empty() || v.back().domain != domain || v.back().cbid != id) return std::nullopt;
-  LaunchFrame f = std::move(v.back());
-  v.pop_back();
+// The innermost frame of a traced call with this domain and id, popped (it stays readable
+// until the thread's next launch callback), or nullptr.
+LaunchFrame* pop_frame(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  LaunchFrames& v = launches();
+  LaunchFrame* f = v.top();
+  if (!f || f->domain != domain || f->cbid != id) return nullptr;
+  --v.depth;
   return f;
 }
 }  // namespace
@@ -197,21 +222,51 @@ std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>* names =
 constexpr size_t kMaxNames = size_t{1} << 16;
 }  // namespace
 
-std::string demangle_cached(const char* mangled) {
-  if (!mangled) return demangle(nullptr);
-  const std::string_view key(mangled);
-  {
+const std::string& demangle_cached(const char* mangled) {
+  // Entries are never erased (an unordered_map's elements stay where they are on rehash), so
+  // the reference stays valid for the process's lifetime; past the bound the name goes into
+  // a per-thread string, valid until this thread's next call.
+  thread_local std::string* uncached = nullptr;
+  // The thread's last few names by the caller's pointer (CUPTI's symbol name of a kernel):
+  // no lock and no hash of a long name when it launches the same kernels again. The text is
+  // compared too: a pointer may be reused for another name.
+  struct Recent {
+    const char* ptr = nullptr;
+    const std::string* key = nullptr;
+    const std::string* name = nullptr;
+  };
+  constexpr size_t kRecent = 8;
+  thread_local Recent* recent = nullptr;
+  Recent* slot = nullptr;
+  if (mangled) {
+    if (!recent) recent = new Recent[kRecent];  // leaked per thread
+    slot = &recent[(reinterpret_cast<uintptr_t>(mangled) >> 3) % kRecent];
+    if (slot->ptr == mangled && std::strcmp(slot->key->c_str(), mangled) == 0) return *slot->name;
+  }
+  const std::string_view key(mangled ? mangled : "");
+  if (mangled) {
     std::shared_lock<std::shared_mutex> lk(names_mu);
     if (names) {
       auto it = names->find(key);
-      if (it != names->end()) return it->second;
+      if (it != names->end()) {
+        *slot = {mangled, &it->first, &it->second};
+        return it->second;
+      }
     }
   }
   std::string d = demangle(mangled);
-  std::unique_lock<std::shared_mutex> lk(names_mu);
-  if (!names) names = new std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>();
-  if (names->size() < kMaxNames) names->emplace(key, d);
-  return d;
+  if (mangled) {
+    std::unique_lock<std::shared_mutex> lk(names_mu);
+    if (!names) names = new std::unordered_map<std::string, std::string, NameHash, std::equal_to<>>();
+    if (names->size() < kMaxNames) {
+      auto it = names->emplace(key, std::move(d)).first;
+      *slot = {mangled, &it->first, &it->second};
+      return it->second;
+    }
+  }
+  if (!uncached) uncached = new std::string();  // leaked per thread: one name
+  *uncached = std::move(d);
+  return *uncached;
 }
 
 std::string demangle(const char* name) {
@@ -346,13 +401,20 @@ const std::vector<CUpti_CallbackId>& CuptiTranslator::driver_cbids() {
   return ids;
 }
 
-std::string CuptiTranslator::name_of(const char* symbol, const void* handle, KernelHandle kind) const {
-  if (symbol) return demangle_cached(symbol);
+void CuptiTranslator::name_into(const char* symbol, const void* handle, KernelHandle kind, std::string& out) const {
+  // Assigned into `out`, whose capacity a reused frame keeps: no allocation for a known name.
+  if (symbol) {
+    out = demangle_cached(symbol);
+    return;
+  }
   if (name_ && handle) {
     const std::string n = name_(handle, kind);
-    if (!n.empty()) return demangle_cached(n.c_str());
+    if (!n.empty()) {
+      out = demangle_cached(n.c_str());
+      return;
+    }
   }
-  return demangle(nullptr);
+  out = demangle_cached(nullptr);
 }
 
 void CuptiTranslator::pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out) {
@@ -423,18 +485,22 @@ void CuptiTranslator::chevron_args(const void* kernel, void** args, LaunchInfo& 
 
 void CuptiTranslator::name_args(const char* symbol, void** args, LaunchInfo& out) {
   if (!symbol) return;
-  // Parsed once per kernel name (a demangle and a parse per launch cost microseconds).
-  std::optional<std::vector<size_t>> sizes;
+  // Parsed once per kernel name (a demangle and a parse per launch cost microseconds). Cached
+  // entries are never erased, so the one found is read after the lock without a copy.
+  const std::optional<std::vector<size_t>>* cached = nullptr;
+  std::optional<std::vector<size_t>> uncached;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = name_sizes_.find(std::string_view(symbol));
-    if (it != name_sizes_.end()) sizes = it->second;
+    if (it != name_sizes_.end()) cached = &it->second;
   }
-  if (!sizes) {
-    sizes = param_sizes_from_name(symbol);
+  if (!cached) {
+    uncached = param_sizes_from_name(symbol);
     std::lock_guard<std::mutex> lk(mu_);
-    if (name_sizes_.size() < (size_t{1} << 14)) name_sizes_.emplace(symbol, sizes);
+    if (name_sizes_.size() < (size_t{1} << 14)) cached = &name_sizes_.emplace(symbol, uncached).first->second;
+    else cached = &uncached;
   }
+  const std::optional<std::vector<size_t>>& sizes = *cached;
   if (!sizes) return;
   out.pointers.clear();
   bool complete = true;
@@ -463,8 +529,8 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       if (is_runtime_launch(id)) {
         // Only remembered here: the arguments come from the driver launch this call goes
         // through (see the driver branch), and the launch is reported at EXIT.
-        LaunchFrame f{domain, id, {}, nullptr, nullptr, false};
-        f.info.name = cb->symbolName ? demangle_cached(cb->symbolName) : std::string();
+        LaunchFrame& f = launches().push(domain, id);
+        if (cb->symbolName) f.info.name = demangle_cached(cb->symbolName);
         f.info.correlation = cb->correlationId;
         if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
             id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060) {
@@ -482,13 +548,12 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
               id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000)
             f.kernel = p->func;
         }
-        launches().push_back(std::move(f));
       }
       return out;
     }
     if (is_runtime_launch(id)) {
       if (tl_runtime_depth > 0) --tl_runtime_depth;
-      std::optional<LaunchFrame> f = pop_frame(domain, id);
+      LaunchFrame* f = pop_frame(domain, id);
       if (!f || !runtime_ok(cb)) return out;
       // No driver launch seen (a runtime that launches another way): a CUkernel can still be
       // described by the driver.
@@ -496,8 +561,8 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
       // No handle the driver can describe (cudaLaunchKernel and friends take the host-side entry function): the
       // parameter types in the kernel's mangled name give their number and the pointers' places.
       if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);
-      if (f->info.name.empty()) f->info.name = name_of(cb->symbolName, f->kernel, KernelHandle::kKernel);
-      out.launch = std::move(f->info);
+      if (f->info.name.empty()) name_into(cb->symbolName, f->kernel, KernelHandle::kKernel, f->info.name);
+      out.launch = &f->info;
       return out;
     }
     if (tl_runtime_depth > 0) --tl_runtime_depth;
@@ -555,8 +620,8 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return out;
   if (is_driver_launch(id)) {
     if (!enter) {
-      std::optional<LaunchFrame> f = pop_frame(domain, id);
-      if (f && !f->merged && driver_ok(cb)) out.launch = std::move(f->info);
+      LaunchFrame* f = pop_frame(domain, id);
+      if (f && !f->merged && driver_ok(cb)) out.launch = &f->info;
       return out;
     }
     CUfunction fn = nullptr;
@@ -582,23 +647,22 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
         break;
       }
     }
-    auto& v = launches();
-    LaunchFrame f{domain, id, {}, nullptr, nullptr, false};
-    if (!v.empty() && v.back().domain == CUPTI_CB_DOMAIN_RUNTIME_API && !v.back().info.args_read) {
+    LaunchFrames& v = launches();
+    LaunchFrame* r = v.top();
+    if (r && r->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !r->info.args_read) {
       // The driver launch of the runtime launch in progress on this thread: its CUfunction
       // and kernelParams describe the runtime launch's arguments.
-      LaunchFrame& r = v.back();
-      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r.info);
-      r.info.driver_correlation = cb->correlationId;
-      if (r.info.name.empty()) r.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
-      f.merged = true;
+      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r->info);
+      r->info.driver_correlation = cb->correlationId;
+      if (r->info.name.empty()) name_into(cb->symbolName, fn, KernelHandle::kFunction, r->info.name);
+      v.push(domain, id).merged = true;  // (may move the frames: r is not used after)
     } else {
-      f.info.name = name_of(cb->symbolName, fn, KernelHandle::kFunction);
+      LaunchFrame& f = v.push(domain, id);
+      name_into(cb->symbolName, fn, KernelHandle::kFunction, f.info.name);
       f.info.correlation = cb->correlationId;
       f.info.stream = stream;
       pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, f.info);
     }
-    v.push_back(std::move(f));
     return out;
   }
   if (tl_runtime_depth > 0) return out;  // inside a runtime call we already trace
@@ -736,50 +800,23 @@ int64_t MemoryTracker::apply(const MemOp& op) {
   return -bytes;
 }
 
-void LaunchTables::put(const LaunchInfo& l, std::vector<std::string> tables) {
-  auto e = std::make_shared<Entry>();
-  e->tables = std::move(tables);
-  e->ids[0] = l.correlation;
-  e->ids[1] = l.driver_correlation;
-  std::lock_guard<std::mutex> lk(mu_);
-  while (order_.size() >= capacity_) {
-    auto old = order_.front();
-    order_.pop_front();
-    if (old->taken) continue;
-    for (uint32_t id : old->ids)
-      if (id) {
-        auto it = by_id_.find(id);
-        if (it != by_id_.end() && it->second == old) by_id_.erase(it);
-      }
-    ++forgotten_;
+void tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx, std::vector<const std::string*>& out) {
+  out.clear();
+  for (uint64_t p : l.pointers) {
+    const auto* e = idx.find(p);
+    if (!e) continue;
+    // A launch reads a few tables: a sorted insert into a short list.
+    auto at = std::lower_bound(out.begin(), out.end(), &e->name, [](const std::string* a, const std::string* b) { return *a < *b; });
+    if (at == out.end() || **at != e->name) out.insert(at, &e->name);
   }
-  for (uint32_t id : e->ids)
-    if (id) by_id_[id] = e;
-  order_.push_back(std::move(e));
-}
-
-std::vector<std::string> LaunchTables::take(uint32_t correlation) {
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = by_id_.find(correlation);
-  if (it == by_id_.end()) return {};
-  std::shared_ptr<Entry> e = it->second;
-  for (uint32_t id : e->ids)
-    if (id) {
-      auto j = by_id_.find(id);
-      if (j != by_id_.end() && j->second == e) by_id_.erase(j);
-    }
-  e->taken = true;
-  // Taken entries leave the order queue as it is popped; drop the ones at its front now so
-  // that it does not grow with entries that are already gone.
-  while (!order_.empty() && order_.front()->taken) order_.pop_front();
-  return std::move(e->tables);
 }
 
 std::vector<std::string> tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx) {
-  std::set<std::string> names;
-  for (uint64_t p : l.pointers)
-    if (const auto* e = idx.find(p)) names.insert(e->name);
-  return {names.begin(), names.end()};
+  std::vector<const std::string*> names;
+  tables_of_launch(l, idx, names);
+  std::vector<std::string> out;
+  for (const std::string* n : names) out.push_back(*n);
+  return out;
 }
 
 }  // namespace edo::capture

@@ -76,8 +76,9 @@ using ParamLayoutFn = std::function<std::shared_ptr<const ParamLayout>(const voi
 using KernelNameFn = std::function<std::string(const void* handle, KernelHandle kind)>;
 
 std::string demangle(const char* name);
-// demangle() through a process-wide cache (thread-safe, bounded).
-std::string demangle_cached(const char* mangled);
+// demangle() through a process-wide cache (thread-safe, bounded): a reference valid for the
+// process's lifetime (past the bound: until the calling thread's next call).
+const std::string& demangle_cached(const char* mangled);
 
 // The sizes of a kernel's parameters read from its mangled name (Itanium ABI: the parameter
 // types are part of a C++ function's name), for a runtime launch that passes through no driver
@@ -94,7 +95,9 @@ class CuptiTranslator {
 
   struct Output {
     std::vector<MemOp> mem;
-    std::optional<LaunchInfo> launch;
+    // The launch this callback ended, or nullptr. It lives in the calling thread's reused
+    // launch frames (no allocation per launch): valid until the thread's next callback.
+    const LaunchInfo* launch = nullptr;
     std::optional<GraphEvent> graph;
     // A module or library was unloaded (cuModuleUnload, cuLibraryUnload): kernel handles may be
     // reused for other kernels from now on, so what is cached per handle is stale.
@@ -122,7 +125,7 @@ class CuptiTranslator {
 
  private:
   void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
-  std::string name_of(const char* symbol, const void* handle, KernelHandle kind) const;
+  void name_into(const char* symbol, const void* handle, KernelHandle kind, std::string& out) const;
   void name_args(const char* symbol, void** args, LaunchInfo& out);
   void chevron_args(const void* kernel, void** args, LaunchInfo& info, Output& out);
   std::atomic<int> chevron_state_{0};  // __cudaLaunchKernel's layout: 0 unchecked, 1 read, 2 off
@@ -155,32 +158,8 @@ class MemoryTracker {
 
 // Tables whose memory the launch's pointer arguments point into (sorted, unique).
 std::vector<std::string> tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx);
-
-// The tables of launches whose kernel activity record (which carries the GPU time) has not
-// arrived yet, by correlation id. A runtime launch is known by two ids (the runtime call's,
-// which kernel records carry, and that of the driver launch it went through): either finds it.
-// Bounded: past `capacity` launches the oldest are forgotten (their time then counts for the
-// kernel only, not for its tables) and counted.
-class LaunchTables {
- public:
-  explicit LaunchTables(size_t capacity = size_t{1} << 18) : capacity_(capacity) {}
-  void put(const LaunchInfo& l, std::vector<std::string> tables);
-  // The launch's tables (empty when unknown), forgotten afterwards.
-  std::vector<std::string> take(uint32_t correlation);
-  uint64_t forgotten() const { return forgotten_; }
-  size_t size() const { return by_id_.size(); }
-
- private:
-  struct Entry {
-    std::vector<std::string> tables;
-    uint32_t ids[2] = {0, 0};
-    bool taken = false;
-  };
-  const size_t capacity_;
-  std::mutex mu_;
-  std::unordered_map<uint32_t, std::shared_ptr<Entry>> by_id_;
-  std::deque<std::shared_ptr<Entry>> order_;
-  uint64_t forgotten_ = 0;
-};
+// The same as names inside `idx` (sorted by name, unique), into `out` (cleared first; its
+// capacity kept: no allocation once it has held as many).
+void tables_of_launch(const LaunchInfo& l, const wire::AddressIndex& idx, std::vector<const std::string*>& out);
 
 }  // namespace edo::capture

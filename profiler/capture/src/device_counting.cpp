@@ -9,7 +9,8 @@
 #include "edo/edo.h"
 #include "edo/stats/row_hash.h"
 #include "registry.h"
-#include "tracer.h"
+#include "events.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 
@@ -30,37 +31,50 @@ struct DeviceCounting::Context {
   CUcontext ctx = nullptr;
   bool usable = false;
   CUmodule module = nullptr;
-  CUfunction fn = nullptr;
+  CUfunction fn = nullptr;        // edo_count
+  CUfunction take_fn = nullptr;   // edo_take_dirty
   CUstream stream = nullptr;      // the tracer's own (non-blocking)
   CUdeviceptr arena = 0;
   char* host_arena = nullptr;     // pinned mirror of the arena
-  uint64_t head = 0, tail = 0;    // ring allocation (monotonic byte counters)
+  uint64_t head = 0, tail = 0;    // mu_: ring allocation (monotonic byte counters)
   unsigned grid_limit = 1024;
   bool retained_primary = false;  // edo holds a retain on this (primary) context while its handles live
 };
 
 struct DeviceCounting::Table {
+  // Set once by make_table(), read without a lock afterwards.
   uint32_t id = 0;
   uint64_t rows = 0;
   bool exact = true;
-  Context* ctx = nullptr;
+  Context* ctx = nullptr;  // nullptr: refused on the device
   CUdeviceptr counts = 0, cms = 0, hll = 0;
+  CUdeviceptr dirty = 0;   // dirty bitmap (dirty_words), then the taken copy (dirty_words)
+  uint64_t dirty_words = 0;
   uint32_t cms_width_log2 = 0, cms_depth = 0, hll_p = 0;
   uint64_t threshold = 0;
   double rate = 1.0;
-  std::vector<uint32_t> mirror, after;         // collect_mu_: counters (or cells) at the last collect, and now
-  std::vector<uint32_t> hll_host;              // collect_mu_
-  // collect_mu_: pinned host memory the counters (then the HyperLogLog registers) are copied
-  // into at each collect (a copy into pageable memory is staged by the driver and blocks);
-  // nullptr when pinned memory was refused: `after` and `hll_host` are used instead.
-  uint32_t* pinned = nullptr;
+  // collect_mu_: counters (or cells) at the last collect, and now. `current` is pinned host
+  // memory (a copy into pageable memory is staged by the driver and blocks) laid out as
+  // counters, HyperLogLog registers, taken dirty bitmap; when pinned memory was refused,
+  // `current_host` holds the same. Only the blocks that changed are copied into it, so it
+  // always holds every counter as of the last copy.
+  std::vector<uint32_t> mirror;
+  uint32_t* current = nullptr;
+  std::vector<uint32_t> current_host;
+  bool resync = false;  // copy every block (after a failed copy; both sides start zeroed)
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // collect_mu_: word ranges copied last
+  // mu_:
   uint64_t pos = 0;                            // references submitted so far
   uint64_t next_window = 0, window_need = 0;   // footprint window planning
   uint64_t windows_taken = 0;
   std::vector<uint64_t> partial;               // a window being gathered from small batches
+  bool window_broken = false;                  // ignore window pieces until a window starts
   stats::CountedSegment pending;               // sample, windows, candidates since the last collect
-  bool dirty = false;
+  bool dirty_since_collect = false;
   bool in_graph = false;  // counted inside a CUDA graph capture: every replay adds to the counters
+
+  uint64_t words() const { return exact ? rows : uint64_t{cms_depth} << cms_width_log2; }
+  uint64_t hll_words() const { return exact ? 0 : uint64_t{1} << hll_p; }
 };
 
 struct DeviceCounting::Batch {
@@ -71,6 +85,9 @@ struct DeviceCounting::Batch {
   uint64_t end = 0;                // the ring's head after it (freeing it moves the tail there)
   uint32_t cap = 0, window_n = 0;
   bool window_starts = false, window_breaks = false;
+  // kReserved: its lookup is launching it (pollers wait: regions are freed in order);
+  // kLaunched: its events tell when it is done; kFailed: not launched, counts nothing.
+  enum State : uint8_t { kReserved, kLaunched, kFailed } state = kReserved;
   CUevent kernel_done = nullptr, copied = nullptr;
 };
 
@@ -79,59 +96,64 @@ DeviceCounting::DeviceCounting(const Driver& drv, const void* image, uint64_t ar
     : drv_(drv), image_(image), arena_bytes_(arena_bytes & ~uint64_t{15}), cfg_(cfg), device_budget_(device_budget) {}
 
 CUdeviceptr DeviceCounting::allocate(uint64_t bytes) {
-  // Never past EDO_MAX_DEVICE_MB: the driver is not even asked.
-  if (bytes > device_budget_ - std::min(device_budget_, totals_.device_bytes)) return 0;
+  // Never past EDO_MAX_DEVICE_MB: the driver is not even asked. Only set-up allocates, one
+  // at a time (setup_mu_), so the budget read here still holds after the driver call.
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (bytes > device_budget_ - std::min(device_budget_, totals_.device_bytes)) return 0;
+  }
   CUdeviceptr p = 0;
   InternalCall internal;
   if (drv_.cuMemAlloc(&p, bytes) != CUDA_SUCCESS) return 0;
-  {
-    std::lock_guard<std::mutex> lk(own_mu_);
-    own_.insert({uint64_t(p), uint64_t(p) + bytes});
-  }
+  std::lock_guard<std::mutex> lk(mu_);
+  own_.insert({uint64_t(p), uint64_t(p) + bytes});
   totals_.device_bytes += bytes;
   return p;
 }
 
 bool DeviceCounting::owns(uint64_t address) const {
-  // CUPTI's buffer callback asks this: own_mu_ is never held across a driver call, so the
-  // callback never waits for a lookup or a poll that is inside one.
-  std::lock_guard<std::mutex> lk(own_mu_);
+  // CUPTI's buffer callback asks this: mu_ is never held across a driver call, so the
+  // callback never waits for a lookup, a poll or a set-up that is inside one.
+  std::lock_guard<std::mutex> lk(mu_);
   auto it = own_.upper_bound({address, UINT64_MAX});
   if (it == own_.begin()) return false;
   --it;
   return address >= it->first && address < it->second;
 }
 
-DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set_up) {
-  auto it = contexts_.find(ctx);
-  if (it != contexts_.end()) return it->second->usable ? it->second.get() : nullptr;
-  if (!may_set_up) return nullptr;
-  auto& slot = contexts_[ctx];
-  slot = std::make_unique<Context>();
+std::unique_ptr<DeviceCounting::Context> DeviceCounting::make_context(CUcontext ctx) {
+  auto slot = std::make_unique<Context>();
   Context& c = *slot;
   c.ctx = ctx;
   InternalCall internal;
   if (drv_.cuModuleLoadData(&c.module, image_) != CUDA_SUCCESS ||
-      drv_.cuModuleGetFunction(&c.fn, c.module, "edo_count") != CUDA_SUCCESS) {
+      drv_.cuModuleGetFunction(&c.fn, c.module, "edo_count") != CUDA_SUCCESS ||
+      drv_.cuModuleGetFunction(&c.take_fn, c.module, "edo_take_dirty") != CUDA_SUCCESS) {
     tracer_verbose("the device counting module does not load in this context: device indices are copied to the host");
-    return nullptr;
+    return slot;
   }
-  if (drv_.cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return nullptr;
-  if (arena_bytes_ > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
-    count_drop("device_memory_bound_contexts", 1);
-    tracer_verbose("the device counting arena does not fit EDO_MAX_DEVICE_MB: device indices are copied to the host");
-    return nullptr;
+  if (drv_.cuStreamCreate(&c.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return slot;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (arena_bytes_ > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+      count_drop("device_memory_bound_contexts", 1);
+      tracer_verbose("the device counting arena does not fit EDO_MAX_DEVICE_MB: device indices are copied to the host");
+      return slot;
+    }
   }
   c.arena = allocate(arena_bytes_);
   if (!c.arena || drv_.cuMemHostAlloc(reinterpret_cast<void**>(&c.host_arena), arena_bytes_, 0) != CUDA_SUCCESS) {
     tracer_verbose("no memory for the device counting arena: device indices are copied to the host");
-    return nullptr;
+    return slot;
   }
-  totals_.pinned_bytes += arena_bytes_;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    totals_.pinned_bytes += arena_bytes_;
+  }
   // Set-up only: the arena starts zeroed (region headers are counters).
   if (drv_.cuMemsetD32Async(c.arena, 0, arena_bytes_ / 4, c.stream) != CUDA_SUCCESS ||
       drv_.cuStreamSynchronize(c.stream) != CUDA_SUCCESS)
-    return nullptr;
+    return slot;
   CUdevice dev = 0;
   int sms = 0;
   if (drv_.cuCtxGetDevice && drv_.cuDeviceGetAttribute && drv_.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
@@ -151,74 +173,100 @@ DeviceCounting::Context* DeviceCounting::context_for(CUcontext ctx, bool may_set
     else if (drv_.cuDevicePrimaryCtxRelease) drv_.cuDevicePrimaryCtxRelease(dev);  // not ours to hold
   }
   c.usable = true;
-  return &c;
+  return slot;
 }
 
-DeviceCounting::Table* DeviceCounting::table_for(const TableInfo& info, Context* c, bool may_set_up) {
-  auto it = tables_.find(info.id);
-  if (it != tables_.end()) return it->second->ctx == c ? it->second.get() : nullptr;  // one context per table
-  if (!may_set_up) return nullptr;
-  auto& slot = tables_[info.id];
+std::unique_ptr<DeviceCounting::Table> DeviceCounting::make_table(const TableInfo& info, Context* c) {
   auto t = std::make_unique<Table>();
   t->id = info.id;
   t->rows = info.rows;
   t->exact = info.rows <= cfg_.exact_rows_limit;
-  t->ctx = c;
   t->threshold = stats::counted_sample_threshold(info.rows, cfg_);
   t->rate = double(t->threshold) / double(uint64_t{1} << stats::hash::kSampleModBits);
-  uint64_t words = 0, need = 0;
-  if (t->exact) {
-    words = info.rows;
-    need = words * 4;
-  } else {
+  if (!t->exact) {
     uint32_t w = 1, lg = 0;
     while (w < cfg_.cms_width && lg < 30) w <<= 1, ++lg;
     t->cms_width_log2 = lg;
     t->cms_depth = std::max<uint32_t>(1, std::min<uint32_t>(cfg_.cms_depth, 16));
     t->hll_p = std::clamp<uint32_t>(cfg_.hll_precision, 4, 18);
-    words = uint64_t{t->cms_depth} << lg;
-    need = words * 4 + (uint64_t{1} << t->hll_p) * 4;
   }
-  if (need > device_budget_ - std::min(device_budget_, totals_.device_bytes)) {
+  const uint64_t words = t->words(), hll_words = t->hll_words();
+  const uint64_t blocks = (words + (uint64_t{1} << device::kDirtyBlockShift) - 1) >> device::kDirtyBlockShift;
+  t->dirty_words = (blocks + 31) / 32;
+  const uint64_t need = (words + hll_words + 2 * t->dirty_words) * 4;
+  bool fits;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    fits = need <= device_budget_ - std::min(device_budget_, totals_.device_bytes);
+    if (!fits) ++totals_.bound_tables;
+  }
+  if (!fits) {
     // Beyond EDO_MAX_DEVICE_MB: refused on the device, never half-allocated. The table's host
     // statistics were already laid out for these counters (exact or sketch, session.cpp), so
     // its batches are copied to the host and counted there with the same statistics rather
     // than sketched here into a shape the host side does not expect.
     count_drop("device_memory_bound_tables", 1);
-    ++totals_.bound_tables;
     tracer_verbose("a table's device counters do not fit EDO_MAX_DEVICE_MB: its device indices are copied to the host");
-    slot = std::move(t);
-    slot->ctx = nullptr;
-    return nullptr;
+    return t;
   }
   if (t->exact) {
-    t->counts = allocate(need);
+    t->counts = allocate(words * 4);
   } else {
     t->cms = allocate(words * 4);
-    t->hll = allocate((uint64_t{1} << t->hll_p) * 4);
-    t->hll_host.assign(size_t{1} << t->hll_p, 0);
+    t->hll = allocate(hll_words * 4);
   }
+  t->dirty = allocate(2 * t->dirty_words * 4);
   InternalCall internal;
-  const bool ok = (t->counts || (t->cms && t->hll)) &&
+  const bool ok = (t->counts || (t->cms && t->hll)) && t->dirty &&
                   drv_.cuMemsetD32Async(t->exact ? t->counts : t->cms, 0, words, c->stream) == CUDA_SUCCESS &&
-                  (t->exact || drv_.cuMemsetD32Async(t->hll, 0, size_t{1} << t->hll_p, c->stream) == CUDA_SUCCESS) &&
+                  (t->exact || drv_.cuMemsetD32Async(t->hll, 0, hll_words, c->stream) == CUDA_SUCCESS) &&
+                  drv_.cuMemsetD32Async(t->dirty, 0, 2 * t->dirty_words, c->stream) == CUDA_SUCCESS &&
                   drv_.cuStreamSynchronize(c->stream) == CUDA_SUCCESS;
   if (!ok) {
     // No device memory for the counters: this table's device indices go the host-copy way.
     count_drop("device_counters_no_memory", 1);
-    slot = std::move(t);
-    slot->ctx = nullptr;
-    return nullptr;
+    return t;
   }
   t->mirror.assign(words, 0);
-  const uint64_t pinned_words = words + t->hll_host.size();
+  const uint64_t host_words = words + hll_words + t->dirty_words;
   void* pinned = nullptr;
-  if (drv_.cuMemHostAlloc(&pinned, pinned_words * 4, 0) == CUDA_SUCCESS && pinned) {
-    t->pinned = static_cast<uint32_t*>(pinned);
-    totals_.pinned_bytes += pinned_words * 4;
+  if (drv_.cuMemHostAlloc(&pinned, host_words * 4, 0) == CUDA_SUCCESS && pinned) {
+    t->current = static_cast<uint32_t*>(pinned);
+    std::memset(t->current, 0, host_words * 4);
+    std::lock_guard<std::mutex> lk(mu_);
+    totals_.pinned_bytes += host_words * 4;
+  } else {
+    t->current_host.assign(host_words, 0);
+    t->current = t->current_host.data();
   }
-  slot = std::move(t);
-  return slot.get();
+  t->ctx = c;
+  return t;
+}
+
+void DeviceCounting::set_up(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t) {
+  std::lock_guard<std::mutex> slk(setup_mu_);
+  bool have_context, have_table;
+  {
+    // Another thread may have set them up meanwhile.
+    std::lock_guard<std::mutex> lk(mu_);
+    auto ci = contexts_.find(ctx);
+    have_context = ci != contexts_.end();
+    c = have_context && ci->second->usable ? ci->second.get() : nullptr;
+    auto ti = tables_.find(info.id);
+    have_table = ti != tables_.end();
+    t = have_table && c && ti->second->ctx == c ? ti->second.get() : nullptr;
+  }
+  if (!have_context) {
+    std::unique_ptr<Context> made = make_context(ctx);
+    std::lock_guard<std::mutex> lk(mu_);
+    c = made->usable ? made.get() : nullptr;
+    contexts_[ctx] = std::move(made);  // kept either way: a context is tried once
+  }
+  if (!c || have_table) return;
+  std::unique_ptr<Table> made = make_table(info, c);
+  std::lock_guard<std::mutex> lk(mu_);
+  t = made->ctx ? made.get() : nullptr;
+  tables_[info.id] = std::move(made);  // kept either way: one context per table, tried once
 }
 
 bool DeviceCounting::reserve(Context* c, uint64_t bytes, uint64_t& off) {
@@ -230,6 +278,24 @@ bool DeviceCounting::reserve(Context* c, uint64_t bytes, uint64_t& off) {
   off = c->head % arena_bytes_;
   c->head += bytes;
   return true;
+}
+
+void DeviceCounting::params_for(const Table& t, const void* indices, uint64_t n, int type, void* out) const {
+  device::CountParams& p = *static_cast<device::CountParams*>(out);
+  p = device::CountParams{};
+  p.indices = reinterpret_cast<uint64_t>(indices);
+  p.n = n;
+  p.rows = t.rows;
+  p.counts = t.counts;
+  p.cms = t.cms;
+  p.hll = t.hll;
+  p.threshold = t.threshold;
+  p.index_bytes = type == EDO_I64 ? 8 : 4;
+  p.cms_width_log2 = t.cms_width_log2;
+  p.cms_depth = t.cms_depth;
+  p.hll_p = t.hll_p;
+  p.dirty = t.dirty;
+  p.dirty_shift = device::kDirtyBlockShift;
 }
 
 int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t n, int type, CUstream stream) {
@@ -272,9 +338,20 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
       return EDO_ERR_INVALID_ARGUMENT;
     }
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  Context* c = context_for(ctx, !capturing);
-  Table* t = c ? table_for(info, c, !capturing) : nullptr;
+  // The context's and the table's device state: looked up under mu_, set up (once, driver
+  // calls) under setup_mu_ alone.
+  Context* c = nullptr;
+  Table* t = nullptr;
+  bool known;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto ci = contexts_.find(ctx);
+    auto ti = tables_.find(info.id);
+    known = ci != contexts_.end() && (!ci->second->usable || ti != tables_.end());
+    if (ci != contexts_.end() && ci->second->usable) c = ci->second.get();
+    if (c && ti != tables_.end() && ti->second->ctx == c) t = ti->second.get();
+  }
+  if (!known && !capturing) set_up(ctx, info, c, t);
   if (capturing && !t) {
     // The table's first batch is inside a capture: its set-up cannot happen there, and the
     // host-copy path would put a copy and an event into the capture. Not counted (replays
@@ -285,121 +362,107 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
   if (!c || !t) return kUnavailable;
   if (capturing) return launch_captured(*c, *t, indices, n, type, stream);
 
-  Batch b;
-  uint64_t head_before = c->head;
-  b.table = t;
-  b.ctx = c;
-  b.pos = t->pos;
-  device::CountParams p{};
-  p.indices = reinterpret_cast<uint64_t>(indices);
-  p.n = n;
-  p.rows = t->rows;
-  p.counts = t->counts;
-  p.cms = t->cms;
-  p.hll = t->hll;
-  p.threshold = t->threshold;
-  p.index_bytes = type == EDO_I64 ? 8 : 4;
-  p.cms_width_log2 = t->cms_width_log2;
-  p.cms_depth = t->cms_depth;
-  p.hll_p = t->hll_p;
-  if (cfg_.track_lru) {
-    // Room for about twice the expected sample (thinning keeps hot rows from flooding it).
-    const double r = t->rate;
-    uint64_t cap = 4096 + uint64_t(2.0 * r * double(n) / (1.0 + 7.0 * r)) + (t->exact ? 0 : n / 64);
-    cap = std::min<uint64_t>({cap, n, (arena_bytes_ / 4) / sizeof(device::SampleEntry)});
-    // The footprint window this batch contributes, if one is due.
-    uint64_t wb = 0, wn = 0;
-    if (t->window_need) {
-      wn = std::min<uint64_t>(n, t->window_need);
-    } else if (t->pos + n >= t->next_window) {
-      wn = std::min<uint64_t>(n, stats::kCountedWindow);
-      wb = n - wn;
-      b.window_starts = true;
-      t->next_window = t->pos + n + window_every(t->windows_taken++);
+  // The batch's bookkeeping under mu_ (its region, its place in the order, its positions),
+  // then the driver calls with a snapshot of it (the kernel's parameters) and no lock held.
+  device::CountParams p;
+  params_for(*t, indices, n, type, &p);
+  Batch* b;
+  CUevent events[2] = {nullptr, nullptr};
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    b = &in_flight_.emplace_back();  // a deque: the element stays where it is until popped
+    b->table = t;
+    b->ctx = c;
+    b->pos = t->pos;
+    if (cfg_.track_lru) {
+      // Room for about twice the expected sample (thinning keeps hot rows from flooding it).
+      const double r = t->rate;
+      uint64_t cap = 4096 + uint64_t(2.0 * r * double(n) / (1.0 + 7.0 * r)) + (t->exact ? 0 : n / 64);
+      cap = std::min<uint64_t>({cap, n, (arena_bytes_ / 4) / sizeof(device::SampleEntry)});
+      // The footprint window this batch contributes, if one is due.
+      uint64_t wb = 0, wn = 0;
+      bool starts = false;
+      if (t->window_need) {
+        wn = std::min<uint64_t>(n, t->window_need);
+      } else if (t->pos + n >= t->next_window) {
+        wn = std::min<uint64_t>(n, stats::kCountedWindow);
+        wb = n - wn;
+        starts = true;
+      }
+      const uint64_t bytes = align8(sizeof(device::RegionHeader) + cap * sizeof(device::SampleEntry) + wn * 8);
+      if (reserve(c, bytes, b->off)) {
+        b->bytes = bytes;
+        b->end = c->head;
+        b->cap = uint32_t(cap);
+        b->window_n = uint32_t(wn);
+        b->window_starts = starts;
+        if (starts) t->next_window = t->pos + n + window_every(t->windows_taken++);
+        p.region = c->arena + b->off;
+        p.cap = b->cap;
+        p.window_begin = wb;
+        p.window_n = b->window_n;
+        t->window_need = starts ? stats::kCountedWindow - wn : t->window_need - wn;
+      } else {
+        // Arena full (the host is behind): counted, not sampled.
+        ++totals_.batches_without_sample;
+        b->window_breaks = t->window_need || starts;
+        t->window_need = 0;
+      }
     }
-    const uint64_t bytes = align8(sizeof(device::RegionHeader) + cap * sizeof(device::SampleEntry) + wn * 8);
-    head_before = c->head;
-    if (reserve(c, bytes, b.off)) {
-      b.bytes = bytes;
-      b.end = c->head;
-      b.cap = uint32_t(cap);
-      b.window_n = uint32_t(wn);
-      p.region = c->arena + b.off;
-      p.cap = b.cap;
-      p.window_begin = wb;
-      p.window_n = b.window_n;
-      t->window_need = b.window_starts ? stats::kCountedWindow - wn : t->window_need - wn;
-    } else {
-      // Arena full (the host is behind): counted, not sampled.
-      ++totals_.batches_without_sample;
-      b.window_breaks = t->window_need || b.window_starts;
-      t->window_need = 0;
-    }
+    t->pos += n;
+    for (CUevent& e : events)
+      if (!free_events_.empty()) {
+        e = free_events_.back();
+        free_events_.pop_back();
+      }
   }
+  for (CUevent& e : events)
+    if (!e && drv_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) e = nullptr;
   const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c->grid_limit));
   void* args[] = {&p};
-  auto event = [&]() {
-    CUevent e = nullptr;
-    if (!free_events_.empty()) {
-      e = free_events_.back();
-      free_events_.pop_back();
-    } else if (drv_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-      e = nullptr;
-    }
-    return e;
-  };
-  b.kernel_done = event();
-  b.copied = event();
-  bool ok = b.kernel_done && b.copied &&
-            drv_.cuLaunchKernel(c->fn, grid, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr) == CUDA_SUCCESS;
-  if (ok) {
-    // From here on nothing touches the caller's stream but one event record.
-    ok = drv_.cuEventRecord(b.kernel_done, stream) == CUDA_SUCCESS &&
-         drv_.cuStreamWaitEvent(c->stream, b.kernel_done, 0) == CUDA_SUCCESS &&
-         (!b.bytes || (drv_.cuMemcpyDtoHAsync(c->host_arena + b.off, c->arena + b.off, b.bytes, c->stream) == CUDA_SUCCESS &&
-                     drv_.cuMemsetD32Async(c->arena + b.off, 0, sizeof(device::RegionHeader) / 4, c->stream) == CUDA_SUCCESS)) &&
-         drv_.cuEventRecord(b.copied, c->stream) == CUDA_SUCCESS;
-    t->pos += n;
-    t->dirty = true;
-    ++totals_.batches;
-    totals_.indices += n;
-    if (!ok) count_drop("device_batches_untracked", 1);
-    in_flight_.push_back(b);
-    return ok ? EDO_OK : EDO_ERR_CUDA;
+  const bool launched = events[0] && events[1] &&
+                        drv_.cuLaunchKernel(c->fn, grid, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr) == CUDA_SUCCESS;
+  // From here on nothing touches the caller's stream but one event record.
+  const bool tracked = launched && drv_.cuEventRecord(events[0], stream) == CUDA_SUCCESS &&
+                       drv_.cuStreamWaitEvent(c->stream, events[0], 0) == CUDA_SUCCESS &&
+                       (!p.region ||
+                        (drv_.cuMemcpyDtoHAsync(c->host_arena + b->off, p.region, b->bytes, c->stream) == CUDA_SUCCESS &&
+                         drv_.cuMemsetD32Async(p.region, 0, sizeof(device::RegionHeader) / 4, c->stream) == CUDA_SUCCESS)) &&
+                       drv_.cuEventRecord(events[1], c->stream) == CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lk(mu_);
+  b->kernel_done = events[0];
+  b->copied = events[1];
+  if (!launched) {
+    // Nothing counted: the poller frees its region in order and gives the events back; the
+    // footprint window it was part of is broken.
+    b->state = Batch::kFailed;
+    t->window_need = 0;
+    count_drop("device_batches", 1);
+    return EDO_ERR_CUDA;
   }
-  // Not launched: give the region back (it is the newest) and the events.
-  c->head = head_before;
-  if (b.window_starts || t->window_need) t->window_need = 0, t->next_window = t->pos;
-  if (b.kernel_done) free_events_.push_back(b.kernel_done);
-  if (b.copied) free_events_.push_back(b.copied);
-  count_drop("device_batches", 1);
-  return EDO_ERR_CUDA;
+  b->state = Batch::kLaunched;
+  t->dirty_since_collect = true;
+  ++totals_.batches;
+  totals_.indices += n;
+  if (!tracked) count_drop("device_batches_untracked", 1);
+  return tracked ? EDO_OK : EDO_ERR_CUDA;
 }
 
 int DeviceCounting::launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream) {
   // The counting kernel alone, without a sample region (no copy back, no event): the counters
   // are read at each flush like any table's. The batch's positions (LRU sample, footprint
   // windows) are not known per replay, so a captured batch adds counts only.
-  device::CountParams p{};
-  p.indices = reinterpret_cast<uint64_t>(indices);
-  p.n = n;
-  p.rows = t.rows;
-  p.counts = t.counts;
-  p.cms = t.cms;
-  p.hll = t.hll;
-  p.threshold = t.threshold;
-  p.index_bytes = type == EDO_I64 ? 8 : 4;
-  p.cms_width_log2 = t.cms_width_log2;
-  p.cms_depth = t.cms_depth;
-  p.hll_p = t.hll_p;
+  device::CountParams p;
+  params_for(t, indices, n, type, &p);
   const unsigned grid = unsigned(std::clamp<uint64_t>((n + kThreads - 1) / kThreads, 1, c.grid_limit));
   void* args[] = {&p};
   if (drv_.cuLaunchKernel(c.fn, grid, 1, 1, kThreads, 1, 1, 0, stream, args, nullptr) != CUDA_SUCCESS) {
     count_drop("device_batches_captured", 1);
     return EDO_ERR_CUDA;
   }
+  std::lock_guard<std::mutex> lk(mu_);
   t.in_graph = true;
-  t.dirty = true;
+  t.dirty_since_collect = true;
   ++totals_.captured_batches;
   return EDO_OK;
 }
@@ -422,8 +485,8 @@ void DeviceCounting::take(Batch& b) {
     totals_.samples += n;
     if (b.window_n) {
       const auto* w = reinterpret_cast<const uint64_t*>(region + sizeof(device::RegionHeader) + uint64_t{b.cap} * sizeof(device::SampleEntry));
-      if (b.window_starts) t.partial.clear();
-      t.partial.insert(t.partial.end(), w, w + b.window_n);
+      if (b.window_starts) t.partial.clear(), t.window_broken = false;
+      if (!t.window_broken) t.partial.insert(t.partial.end(), w, w + b.window_n);
       if (t.partial.size() >= stats::kCountedWindow) {
         t.pending.windows.emplace_back(t.partial.begin(), t.partial.begin() + stats::kCountedWindow);
         t.partial.clear();
@@ -432,10 +495,23 @@ void DeviceCounting::take(Batch& b) {
     c.tail = b.end;  // regions are freed in the order they were taken
   } else if (b.window_breaks) {
     t.partial.clear();
+    t.window_broken = true;
   }
-  t.dirty = true;
+  t.dirty_since_collect = true;
   free_events_.push_back(b.kernel_done);
   free_events_.push_back(b.copied);
+}
+
+void DeviceCounting::drop(Batch& b) {
+  // Launched but its copy never finished (the context is gone or broken), or never launched:
+  // its region is freed in order, the window it was part of is broken.
+  if (b.bytes) b.ctx->tail = b.end;
+  if (b.bytes || b.window_breaks) {
+    b.table->partial.clear();
+    b.table->window_broken = true;
+  }
+  for (CUevent e : {b.kernel_done, b.copied})
+    if (e) free_events_.push_back(e);
 }
 
 void DeviceCounting::poll(bool wait_all) {
@@ -445,36 +521,82 @@ void DeviceCounting::poll(bool wait_all) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (true) {
     {
-      CUevent copied;
-      CUcontext ctx;
+      CUevent copied = nullptr;
+      CUcontext ctx = nullptr;
+      bool reserved = false;
       {
         std::lock_guard<std::mutex> lk(mu_);
         if (in_flight_.empty()) return;
-        copied = in_flight_.front().copied;
-        ctx = in_flight_.front().ctx->ctx;
-      }
-      CUresult q;
-      {
-        InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
-        ScopedContext cur(drv_, ctx);
-        q = cur.ok() ? drv_.cuEventQuery(copied) : CUDA_ERROR_INVALID_CONTEXT;
-      }
-      std::lock_guard<std::mutex> lk(mu_);
-      Batch& b = in_flight_.front();  // still the one queried: only pollers pop
-      if (q != CUDA_ERROR_NOT_READY) {
-        if (q == CUDA_SUCCESS) {
-          take(b);
-        } else {  // the context is gone or broken: what this batch counted is lost
-          count_drop("device_batches", 1);
-          if (b.bytes) b.ctx->tail = b.end;
+        Batch& b = in_flight_.front();
+        if (b.state == Batch::kFailed) {
+          drop(b);
+          in_flight_.pop_front();
+          continue;
         }
-        in_flight_.pop_front();
-        continue;
+        reserved = b.state == Batch::kReserved;  // its lookup is still launching it
+        copied = b.copied;
+        ctx = b.ctx->ctx;
+      }
+      if (!reserved) {
+        CUresult q;
+        {
+          InternalCall internal;  // RELAXED: another thread may be capturing in GLOBAL mode
+          ScopedContext cur(drv_, ctx);
+          q = cur.ok() ? drv_.cuEventQuery(copied) : CUDA_ERROR_INVALID_CONTEXT;
+        }
+        std::lock_guard<std::mutex> lk(mu_);
+        Batch& b = in_flight_.front();  // still the one queried: only pollers pop
+        if (q != CUDA_ERROR_NOT_READY) {
+          if (q == CUDA_SUCCESS) {
+            take(b);
+          } else {  // the context is gone or broken: what this batch counted is lost
+            count_drop("device_batches", 1);
+            drop(b);
+          }
+          in_flight_.pop_front();
+          continue;
+        }
       }
     }
     if (!wait_all || std::chrono::steady_clock::now() > deadline) return;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+bool DeviceCounting::copy_counters(Table& t) {
+  const uint64_t words = t.words(), hll_words = t.hll_words();
+  uint32_t* current = t.current;
+  uint32_t* taken = current + words + hll_words;
+  InternalCall internal;
+  ScopedContext cur(drv_, t.ctx->ctx);
+  if (!cur.ok()) return false;
+  // The dirty bitmap first, taken and cleared in one step on the device (edo_take_dirty), on
+  // the tracer's stream: blocks a kernel touches from then on are in the next collect.
+  device::TakeDirtyParams tp{t.dirty, t.dirty + t.dirty_words * 4, t.dirty_words};
+  void* args[] = {&tp};
+  const unsigned grid = unsigned(std::clamp<uint64_t>((t.dirty_words + kThreads - 1) / kThreads, 1, 1024));
+  if (drv_.cuLaunchKernel(t.ctx->take_fn, grid, 1, 1, kThreads, 1, 1, 0, t.ctx->stream, args, nullptr) != CUDA_SUCCESS ||
+      drv_.cuMemcpyDtoHAsync(taken, tp.out, t.dirty_words * 4, t.ctx->stream) != CUDA_SUCCESS ||
+      drv_.cuStreamSynchronize(t.ctx->stream) != CUDA_SUCCESS)
+    return false;
+  // Consecutive dirty blocks are copied as one range (a block's counters were updated before
+  // its bit was set: the kernel fences in between).
+  t.runs.clear();
+  const uint64_t blocks = (words + (uint64_t{1} << device::kDirtyBlockShift) - 1) >> device::kDirtyBlockShift;
+  for (uint64_t blk = 0; blk < blocks; ++blk) {
+    if (!t.resync && !(taken[blk >> 5] >> (blk & 31) & 1u)) continue;
+    const uint64_t begin = blk << device::kDirtyBlockShift;
+    const uint64_t end = std::min(words, (blk + 1) << device::kDirtyBlockShift);
+    if (!t.runs.empty() && t.runs.back().second == begin) t.runs.back().second = end;
+    else t.runs.emplace_back(begin, end);
+  }
+  const CUdeviceptr counters = t.exact ? t.counts : t.cms;
+  for (const auto& [begin, end] : t.runs)
+    if (drv_.cuMemcpyDtoHAsync(current + begin, counters + begin * 4, (end - begin) * 4, t.ctx->stream) != CUDA_SUCCESS)
+      return false;
+  // The HyperLogLog registers (64 KiB at the default precision) are copied whole.
+  if (!t.exact && drv_.cuMemcpyDtoHAsync(current + words, t.hll, hll_words * 4, t.ctx->stream) != CUDA_SUCCESS) return false;
+  return drv_.cuStreamSynchronize(t.ctx->stream) == CUDA_SUCCESS;
 }
 
 void DeviceCounting::collect(bool final, const Ingest& ingest) {
@@ -489,43 +611,36 @@ void DeviceCounting::collect(bool final, const Ingest& ingest) {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& [id, t] : tables_) {
       // A table counted inside a CUDA graph changes with every replay, without a lookup.
-      if (!t->ctx || !(t->dirty || t->in_graph)) continue;
+      if (!t->ctx || !(t->dirty_since_collect || t->in_graph)) continue;
       work.push_back({t.get(), std::move(t->pending)});
       t->pending = stats::CountedSegment{};
-      t->dirty = false;
+      t->dirty_since_collect = false;
     }
   }
   for (Work& w : work) {
     Table& t = *w.t;
-    const size_t words = t.mirror.size();
-    if (!t.pinned) t.after.resize(words);
-    uint32_t* after = t.pinned ? t.pinned : t.after.data();
-    uint32_t* hll = t.pinned ? t.pinned + words : t.hll_host.data();
-    bool ok;
-    {
-      InternalCall internal;
-      ScopedContext cur(drv_, t.ctx->ctx);
-      // The counters as they are now, on the tracer's stream: kernels still running on the
-      // job's streams are counted at the next collect (the final one waited for all).
-      ok = cur.ok() && drv_.cuMemcpyDtoHAsync(after, t.exact ? t.counts : t.cms, words * 4, t.ctx->stream) == CUDA_SUCCESS &&
-           (t.exact || drv_.cuMemcpyDtoHAsync(hll, t.hll, t.hll_host.size() * 4, t.ctx->stream) == CUDA_SUCCESS) &&
-           drv_.cuStreamSynchronize(t.ctx->stream) == CUDA_SUCCESS;
-    }
-    if (!ok) {
+    // The counters as they are now, on the tracer's stream: kernels still running on the
+    // job's streams are counted at the next collect (the final one waited for all).
+    if (!copy_counters(t)) {
+      // What was taken of the bitmap is lost with the copy: the next copy takes every block.
+      t.resync = true;
       count_drop("device_counter_copies", 1);
       continue;
     }
+    t.resync = false;
+    const uint64_t words = t.words();
     if (t.exact) {
       w.seg.before = t.mirror.data();
-      w.seg.after = after;
+      w.seg.after = t.current;
     } else {
       w.seg.cms_before = t.mirror.data();
-      w.seg.cms_after = after;
-      w.seg.hll = hll;
+      w.seg.cms_after = t.current;
+      w.seg.hll = t.current + words;
     }
     ingest(t.id, w.seg);
-    if (t.pinned) std::memcpy(t.mirror.data(), after, words * 4);  // the pinned buffer is reused
-    else t.mirror.swap(t.after);
+    // The counters not copied are as they were: only the copied ranges move on.
+    for (const auto& [begin, end] : t.runs)
+      std::memcpy(t.mirror.data() + begin, t.current + begin, (end - begin) * 4);
   }
 }
 

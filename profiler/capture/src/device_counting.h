@@ -8,8 +8,10 @@
 // The caller never waits: the region is copied to pinned host memory on the tracer's own
 // stream, which waits for an event recorded after the kernel (cuStreamWaitEvent: the caller's
 // stream is not held back), and the background thread takes finished regions in order. At
-// each flush the counters are copied on the tracer's stream and their deltas, with the
-// samples since the last flush, become a stats::CountedSegment. The final flush first waits
+// each flush the counters that changed are copied on the tracer's stream (the kernel marks the
+// 4 KiB blocks it touched in a device-side dirty bitmap; the flush takes the bitmap first, then
+// copies only those blocks, into pinned memory), and their deltas, with the samples since the
+// last flush, become a stats::CountedSegment. The final flush first waits
 // (at most 2 s) for every batch, so the counts are exact.
 //
 // The tracer's device allocations (counters, arena) and launches are its own: their CUPTI
@@ -63,7 +65,8 @@ class DeviceCounting {
   using Ingest = std::function<void(uint32_t table, const stats::CountedSegment&)>;
   void collect(bool final, const Ingest& ingest);
 
-  // True when `address` is in one of the tracer's own device allocations.
+  // True when `address` is in one of the tracer's own device allocations (CUPTI's buffer
+  // callback asks; it takes mu_, which no thread holds across a driver call).
   bool owns(uint64_t address) const;
 
   struct Totals {
@@ -79,31 +82,40 @@ class DeviceCounting {
   struct Context;
   struct Table;
   struct Batch;
-  // The context's / table's device state; created only when `may_set_up` (never inside a
-  // CUDA graph capture).
-  Context* context_for(CUcontext ctx, bool may_set_up);            // mu_
-  Table* table_for(const TableInfo& t, Context* c, bool may_set_up);  // mu_
-  int launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream);  // mu_
+  // Set-up (module load, arena, counters: driver calls) of the stream's context and of the
+  // table, under setup_mu_ alone; what it makes is published under mu_. Never inside a CUDA
+  // graph capture. Leaves c / t null when they cannot be had.
+  void set_up(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t);
+  std::unique_ptr<Context> make_context(CUcontext ctx);            // setup_mu_
+  std::unique_ptr<Table> make_table(const TableInfo& info, Context* c);  // setup_mu_
+  int launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream);
+  void params_for(const Table& t, const void* indices, uint64_t n, int type, void* out) const;
   bool reserve(Context* c, uint64_t bytes, uint64_t& off);          // mu_
   void take(Batch& b);                                             // mu_ (a finished batch)
-  CUdeviceptr allocate(uint64_t bytes);                            // mu_ (counted as own, within the budget)
+  void drop(Batch& b);                                             // mu_ (a batch that counted nothing)
+  CUdeviceptr allocate(uint64_t bytes);                            // setup_mu_ (counted as own, within the budget)
+  // collect_mu_: the table's counters as they are now into its host copy, only the blocks the
+  // dirty bitmap names (all of them after a failed copy); t.runs lists the blocks copied.
+  bool copy_counters(Table& t);
 
   const Driver& drv_;
   const void* image_;
   const uint64_t arena_bytes_;
   const stats::StatsConfig cfg_;
   const uint64_t device_budget_;
-  // Lock order: collect_mu_, poll_mu_, mu_; own_mu_ alone. Neither mu_ nor own_mu_ is held
-  // across a driver call by poll() or owns(); a lookup's set-up and launch still run under mu_.
+  // Lock order: collect_mu_, poll_mu_, setup_mu_, mu_. mu_ guards the bookkeeping only and is
+  // never held across a driver call (CUPTI's buffer callback takes it through owns(), and may
+  // run while a driver call of any thread waits for it). setup_mu_ is held across the one-time
+  // set-up's driver calls; nothing a callback runs takes it.
   mutable std::mutex mu_;
-  mutable std::mutex own_mu_;  // own_ only: taken by CUPTI's buffer callback (owns())
-  std::mutex poll_mu_;         // one poll at a time
+  std::mutex setup_mu_;
+  std::mutex poll_mu_;     // one poll at a time
   std::mutex collect_mu_;  // one collect at a time
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;  // mu_
   std::map<uint32_t, std::unique_ptr<Table>> tables_;       // mu_
   std::deque<Batch> in_flight_;                             // mu_, submission order
   std::vector<CUevent> free_events_;                        // mu_
-  std::set<std::pair<uint64_t, uint64_t>> own_;             // own_mu_: [begin, end) of own allocations
+  std::set<std::pair<uint64_t, uint64_t>> own_;             // mu_: [begin, end) of own allocations
   Totals totals_;                                           // mu_
 };
 

@@ -10,7 +10,9 @@
 #include "device_staging.h"
 #include "edo/edo.h"
 #include "process.h"
-#include "tracer.h"
+#include "api_backends.h"
+#include "cuda_side.h"
+#include "events.h"
 
 #if defined(EDO_HAVE_DEVICE_COUNTING)
 namespace edo::capture {
@@ -21,36 +23,51 @@ extern const unsigned char kCountFatbin[];  // device_count_fatbin.cpp, generate
 namespace edo::capture {
 namespace {
 
-std::atomic<DeviceStaging*> g_staging{nullptr};
-std::atomic<DeviceCounting*> g_counting{nullptr};
-std::atomic<bool> g_counting_tried{false};
-std::mutex g_setup_mu;
+// The device side's process-wide state: made at the first device batch, never freed (its
+// device handles live until exit), and in a forked child abandoned as the fork copied it
+// (cuda_after_fork_child: CUDA cannot be used there, and its locks may be held by threads the
+// child does not have). One object, so that what the child gives up is all in one place.
+struct DeviceSide {
+  std::mutex setup_mu;
+  std::atomic<DeviceStaging*> staging{nullptr};
+  std::atomic<DeviceCounting*> counting{nullptr};
+  std::atomic<bool> counting_tried{false};
+  // What edo's own device memory was last noted as (a note when it changes), and the final note.
+  std::atomic<uint64_t> noted_device{0}, noted_pinned{0};
+  std::atomic<bool> noted_final{false};
+};
+// Constant-initialised (constinit: no dynamic initialiser) and trivially destructible: the
+// library's constructor (priority 101) starts the background thread, which polls the device
+// side, before this file's dynamic initialisers would run, and exit handlers poll it after
+// destructors would have run.
+constinit DeviceSide side_storage;
+DeviceSide* const side = &side_storage;
 std::atomic<bool> cuda_dead_after_fork{false};
 
 DeviceStaging* staging() {
-  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) return s;
+  if (DeviceStaging* s = side->staging.load(std::memory_order_acquire)) return s;
   const Driver* drv = load_driver();
   if (!drv) return nullptr;
-  std::lock_guard<std::mutex> lk(g_setup_mu);
-  if (!g_staging.load()) g_staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
-  return g_staging.load();
+  std::lock_guard<std::mutex> lk(side->setup_mu);
+  if (!side->staging.load()) side->staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
+  return side->staging.load();
 }
 
 DeviceCounting* counting() {
-  if (g_counting_tried.load(std::memory_order_acquire)) return g_counting.load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> lk(g_setup_mu);
-  if (g_counting_tried.load()) return g_counting.load();
+  if (side->counting_tried.load(std::memory_order_acquire)) return side->counting.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lk(side->setup_mu);
+  if (side->counting_tried.load()) return side->counting.load();
 #if defined(EDO_HAVE_DEVICE_COUNTING)
   const Driver* drv = load_driver();
   if (drv && drv->can_count_on_device()) {
     // The arena takes at most a quarter of EDO_MAX_DEVICE_MB: the rest is for the counters.
     const uint64_t device_budget = tracer_config().max_device_mb << 20;
     const uint64_t arena = std::min<uint64_t>({tracer_config().max_buffer_mb << 20, uint64_t{32} << 20, device_budget / 4});
-    g_counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats, device_budget));
+    side->counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats, device_budget));
   }
 #endif
-  g_counting_tried.store(true, std::memory_order_release);
-  return g_counting.load();
+  side->counting_tried.store(true, std::memory_order_release);
+  return side->counting.load();
 }
 
 }  // namespace
@@ -78,22 +95,20 @@ int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, vo
 
 void cuda_poll(bool wait_all) {
   if (!cuda_usable()) return;
-  if (DeviceCounting* c = g_counting.load(std::memory_order_acquire)) c->poll(wait_all);
-  if (DeviceStaging* s = g_staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
+  if (DeviceCounting* c = side->counting.load(std::memory_order_acquire)) c->poll(wait_all);
+  if (DeviceStaging* s = side->staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
 }
 
 void cuda_collect(bool final) {
   if (!cuda_usable()) return;
-  DeviceCounting* c = g_counting.load(std::memory_order_acquire);
+  DeviceCounting* c = side->counting.load(std::memory_order_acquire);
   if (!c) return;
   c->collect(final, [](uint32_t table, const stats::CountedSegment& seg) { ingest_counted(table, seg); });
   const auto t = c->totals();
   // edo's own device memory is part of what the job sees (`edo report`): noted when it changes.
-  static std::atomic<uint64_t> noted_device{0}, noted_pinned{0};
-  if (t.device_bytes != noted_device.exchange(t.device_bytes)) record_note("edo.device_bytes", std::to_string(t.device_bytes));
-  if (t.pinned_bytes != noted_pinned.exchange(t.pinned_bytes)) record_note("edo.pinned_bytes", std::to_string(t.pinned_bytes));
-  static std::atomic<bool> noted{false};
-  if (final && !noted.exchange(true)) {
+  if (t.device_bytes != side->noted_device.exchange(t.device_bytes)) record_note("edo.device_bytes", std::to_string(t.device_bytes));
+  if (t.pinned_bytes != side->noted_pinned.exchange(t.pinned_bytes)) record_note("edo.pinned_bytes", std::to_string(t.pinned_bytes));
+  if (final && !side->noted_final.exchange(true)) {
     if (t.batches)
       record_note("device_counting", std::to_string(t.batches) + " batches, " + std::to_string(t.indices) +
                                          " indices counted on the device; " + std::to_string(t.samples) +
@@ -107,7 +122,8 @@ void cuda_collect(bool final) {
 }
 
 bool cuda_owns_address(uint64_t address) {
-  DeviceCounting* c = g_counting.load(std::memory_order_acquire);
+  if (!cuda_usable()) return false;  // a forked child: the parent's objects are not touched
+  DeviceCounting* c = side->counting.load(std::memory_order_acquire);
   return c && c->owns(address);
 }
 
@@ -115,9 +131,6 @@ void cuda_after_fork_child() {
   // CUDA cannot be used in a forked child: the parent's device state (buffers, events, its
   // locks) stays behind as the fork copied it, not ours to free or touch.
   cuda_dead_after_fork.store(true);
-  g_staging.store(nullptr);
-  g_counting.store(nullptr);
-  g_counting_tried.store(true);
   cupti_after_fork_child();
 }
 

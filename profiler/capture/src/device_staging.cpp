@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "edo/edo.h"
-#include "tracer.h"
+#include "events.h"
 
 namespace edo::capture {
 

@@ -1,7 +1,10 @@
 // GPU-side events (CUPTI callbacks and activity records) and notes, into the current session.
 #include "nvtx_ranges.h"
 #include "process.h"
-#include "tracer.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "nvtx_ranges.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 
@@ -40,6 +43,11 @@ void record_kernel_launch(const std::string& name, const std::vector<std::string
   session().kernels.launch(name, tables);
 }
 
+void record_kernel_launch(const std::string& name, const std::string* const* tables, size_t n) {
+  if (!tracer_active()) return;
+  session().kernels.launch(name, tables, n);
+}
+
 void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables) {
   if (!tracer_active()) return;
   session().kernels.time(name, ns, tables);
@@ -47,7 +55,22 @@ void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<
 
 std::shared_ptr<const wire::AddressIndex> table_address_index() {
   const Process* p = process();
-  return p ? p->registry.address_index() : nullptr;
+  if (!p) return nullptr;
+  // Asked at every launch: the thread keeps the index it was given while the registry says it
+  // is still current (no lock), by registry and version (a forked child's Process is another).
+  struct Cached {
+    const Registry* registry = nullptr;
+    uint64_t version = 0;
+    std::shared_ptr<const wire::AddressIndex> index;
+  };
+  thread_local Cached* cached = nullptr;
+  if (!cached) cached = new Cached();  // leaked per thread
+  const uint64_t version = p->registry.address_index_version();
+  if (cached->registry != &p->registry || cached->version != version) {
+    // Read the version first: an index newer than it is only refreshed once more.
+    *cached = {&p->registry, version, p->registry.address_index()};
+  }
+  return cached->index;
 }
 
 }  // namespace edo::capture

@@ -11,7 +11,8 @@
 
 #include <cerrno>
 
-#include "tracer.h"
+#include "events.h"
+#include "lifecycle.h"
 
 using namespace edo::capture;
 

@@ -21,7 +21,11 @@
 #include "flush.h"
 #include "job_env.h"
 #include "process.h"
-#include "tracer.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "tracer_log.h"
+#include "weights.h"
 #include "tracer_config.h"
 
 namespace edo::capture {
@@ -178,8 +182,8 @@ void on_exit_handler() {
 
 // ---- fork ------------------------------------------------------------------------------------
 // The parent waits for the background thread to finish its round of work and keeps the
-// process-wide state (registry, NVTX handles, NVTX strings and domains) consistent while the
-// child copies it. The child
+// process-wide state (registry, NVTX handles, NVTX strings and domains, weight history)
+// consistent while the child copies it. The child
 // then gets a new Session: the parent's session (its pending counts, events, sink, thread)
 // stays behind, untouched and unused.
 void atfork_prepare() {
@@ -191,12 +195,14 @@ void atfork_prepare() {
   p->registry.mutex().lock();
   p->range_handles.mutex().lock();
   p->nvtx_names.mutex().lock();
+  p->weights.mu.lock();
 }
 
 void atfork_parent() {
   Process* p = process();
   if (!p || !p->active) return;
   Session& s = session();
+  p->weights.mu.unlock();
   p->nvtx_names.mutex().unlock();
   p->range_handles.mutex().unlock();
   p->registry.mutex().unlock();
@@ -207,15 +213,18 @@ void atfork_parent() {
 void atfork_child() {
   Process* p = process();
   if (!p || !p->active) return;
+  p->weights.mu.unlock();
   p->nvtx_names.mutex().unlock();
   p->range_handles.mutex().unlock();
   p->registry.mutex().unlock();
   // The old session is left as the fork copied it (its locks may be held by threads that do
   // not exist here; its background thread is gone); only its inherited sink is closed.
   session().sink.close_inherited();
+  // What a child keeps and what it replaces (process.h): Process as copied (its locks were
+  // held across the fork, released above), a new Session (weight frames included), and the
+  // CUDA side marked dead.
   replace_session(p->new_session(/*quiet=*/true));
   cuda_after_fork_child();
-  weights_after_fork_child();
 }
 
 // This library's absolute path ("" when unknown).

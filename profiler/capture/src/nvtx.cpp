@@ -11,7 +11,9 @@
 #include <unordered_map>
 
 #include "process.h"
-#include "tracer.h"
+#include "events.h"
+#include "nvtx_ranges.h"
+#include "tracer_log.h"
 
 using namespace edo::capture;
 

@@ -3,7 +3,10 @@
 #include <vector>
 
 #include "process.h"
-#include "tracer.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "nvtx_ranges.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 namespace {

@@ -3,7 +3,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tracer.h"
+#include "events.h"
+#include "tracer_log.h"
 #include "tracer_config.h"
 
 namespace edo::capture {

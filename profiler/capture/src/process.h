@@ -1,8 +1,12 @@
 // The two objects the preload library's state lives in:
 //  * Process: what the whole process keeps, across fork() too (settings, the table registry,
-//    NVTX start/end handles, NVTX registered strings and domains); each of its mutexes is
-//    taken across fork() (lifecycle.cpp);
-//  * Session: what one process reports (session.h); a forked child replaces it with a new one.
+//    NVTX start/end handles, NVTX registered strings and domains, weight snapshots' history);
+//    each of its mutexes is taken across fork() (lifecycle.cpp);
+//  * Session: what one process reports (session.h: counts, events, kernels, ranges, queued
+//    weight frames, the sink); a forked child replaces it with a new one.
+// The CUDA side (cuda_side.h) is process-wide too, and dead in a forked child: CUDA cannot be
+// used there, so its objects are left as the fork copied them and never touched again
+// (cuda_after_fork_child()).
 #pragma once
 
 #include <atomic>
@@ -16,6 +20,7 @@
 #include "edo/stats/table_stats.h"
 #include "registry.h"
 #include "session.h"
+#include "weight_state.h"
 
 namespace edo::capture {
 
@@ -48,6 +53,7 @@ struct Process {
   Registry registry;
   RangeHandles range_handles;
   NvtxNames nvtx_names;
+  WeightHistory weights;
 
   // A new session for the calling process (pid, parent, start times, sink).
   Session* new_session(bool quiet) const;

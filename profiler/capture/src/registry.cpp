@@ -55,6 +55,7 @@ int64_t Registry::add(const char* name, const void* base, uint64_t rows, uint32_
     wire::AddressIndex::Builder b(*index_);
     b.add(t->base, t->bytes, t->name);
     index_ = std::make_shared<const wire::AddressIndex>(std::move(b).build());
+    index_version_.fetch_add(1, std::memory_order_release);
   }
   extras_.emplace_back();
   slots_[n].store(t, std::memory_order_release);

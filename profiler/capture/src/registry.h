@@ -57,6 +57,9 @@ class Registry {
                    std::vector<wire::ExtraBytes>& extras, std::vector<wire::Tie>& ties);
 
   std::shared_ptr<const wire::AddressIndex> address_index() const;
+  // Changes whenever address_index() would return another index (lock-free: a launch asks
+  // first and keeps the index it has while this is the same).
+  uint64_t address_index_version() const { return index_version_.load(std::memory_order_acquire); }
 
   // Held across fork() so that the child copies a consistent registry.
   std::mutex& mutex() { return mu_; }
@@ -73,6 +76,7 @@ class Registry {
   std::vector<Extras> extras_;                          // mu_, by table id
   std::vector<std::pair<uint32_t, uint32_t>> ties_;     // mu_
   std::shared_ptr<const wire::AddressIndex> index_;     // mu_ (copied out under it)
+  std::atomic<uint64_t> index_version_{1};              // bumped after index_ changes
 };
 
 }  // namespace edo::capture

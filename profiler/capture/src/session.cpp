@@ -104,9 +104,11 @@ void EventLog::add_note(wire::Note n) {
   notes_.push_back(std::move(n));
 }
 
-void EventLog::count_drop(const std::string& counter, uint64_t n) {
+void EventLog::count_drop(std::string_view counter, uint64_t n) {
   std::lock_guard<std::mutex> lk(mu_);
-  drops_[counter] += n;
+  auto it = drops_.find(counter);
+  if (it == drops_.end()) it = drops_.emplace(std::string(counter), 0).first;
+  it->second += n;
   drops_dirty_ = true;
 }
 
@@ -132,6 +134,14 @@ void KernelBook::launch(const std::string& name, const std::vector<std::string>&
   auto& k = kernels_[name];
   k.launches++;
   for (const auto& t : tables) k.tables[t].launches++;
+  dirty_ = true;
+}
+
+void KernelBook::launch(const std::string& name, const std::string* const* tables, size_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& k = kernels_[name];  // std::map::operator[] copies the key only to insert it
+  k.launches++;
+  for (size_t i = 0; i < n; ++i) k.tables[*tables[i]].launches++;
   dirty_ = true;
 }
 

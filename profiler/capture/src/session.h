@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "ingest_queue.h"
 #include "registry.h"
 #include "sink.h"
+#include "weight_state.h"
 
 namespace edo::capture {
 
@@ -90,7 +92,7 @@ class EventLog {
   // False (and counted as a drop) when max_events are already waiting.
   bool add_memory_event(const wire::MemEvent& e);
   void add_note(wire::Note n);
-  void count_drop(const std::string& counter, uint64_t n);
+  void count_drop(std::string_view counter, uint64_t n);  // no allocation for a counter seen before
   bool any() const;
   void take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>& notes,
             std::vector<std::pair<std::string, uint64_t>>& dropped);
@@ -98,7 +100,7 @@ class EventLog {
  private:
   const uint64_t max_events_;
   mutable std::mutex mu_;
-  std::map<std::string, uint64_t> drops_;
+  std::map<std::string, uint64_t, std::less<>> drops_;  // found by a char* without a copy
   bool drops_dirty_ = false;
   std::vector<wire::MemEvent> events_;
   std::vector<wire::Note> notes_;
@@ -109,6 +111,8 @@ class EventLog {
 class KernelBook {
  public:
   void launch(const std::string& name, const std::vector<std::string>& tables);
+  // The same with n table names; allocates nothing for a kernel and tables seen before.
+  void launch(const std::string& name, const std::string* const* tables, size_t n);
   // GPU time of one launch; `tables`: the tables that launch read.
   void time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
   bool dirty() const;
@@ -176,6 +180,7 @@ class Session {
   EventLog events;
   KernelBook kernels;
   RangeBook ranges;
+  WeightFrames weight_frames;
   Sink sink;
   std::atomic<uint64_t> steps{0};
   std::atomic<bool> quiet;

@@ -14,7 +14,7 @@
 #include <ctime>
 
 #include "quiet_fsize.h"
-#include "tracer.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 

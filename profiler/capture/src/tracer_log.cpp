@@ -5,7 +5,7 @@
 
 #include "process.h"
 #include "quiet_fsize.h"
-#include "tracer.h"
+#include "tracer_log.h"
 
 namespace edo::capture {
 

@@ -20,7 +20,9 @@
 #include "edo/stats/weight_sample.h"
 #include "edo/wire/wire.h"
 #include "process.h"
-#include "tracer.h"
+#include "cuda_side.h"
+#include "events.h"
+#include "weights.h"
 
 namespace edo::capture {
 namespace {
@@ -31,14 +33,6 @@ namespace {
 constexpr uint64_t kPartBytes = uint64_t{4} << 20;
 constexpr uint64_t kMaxQueuedBytes = uint64_t{1} << 30;
 
-struct WeightState {
-  std::mutex mu;
-  std::map<uint32_t, std::unique_ptr<stats::HotRowTracker>> hot;  // table id -> running top rows
-  std::map<uint32_t, uint32_t> seq;                                // table id -> snapshots taken
-  std::string frames;                                              // encoded, waiting for a flush
-};
-// Leaked on purpose: used from exit handlers and after fork.
-WeightState* ws = new WeightState();
 
 uint32_t elem_bytes(int dtype) {
   switch (dtype) {
@@ -66,9 +60,10 @@ std::vector<std::pair<uint64_t, uint64_t>> ranked_rows(const TableInfo& t, uint6
     for (const auto& [row, c] : pending.top_rows(static_cast<size_t>(want * 2))) counts[row] += c;
   }
   {
-    std::lock_guard<std::mutex> lk(ws->mu);
-    auto it = ws->hot.find(t.id);
-    if (it != ws->hot.end())
+    WeightHistory& h = p->weights;
+    std::lock_guard<std::mutex> lk(h.mu);
+    auto it = h.hot.find(t.id);
+    if (it != h.hot.end())
       for (const auto& [row, c] : it->second->top(static_cast<size_t>(want * 2))) counts[row] += c;
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranked(counts.begin(), counts.end());
@@ -86,22 +81,18 @@ void weights_note_delta(const wire::TableDelta& delta) {
   if (!t || !p->cfg.weights || t->rows <= p->cfg.weight_rows) return;
   stats::TableAggregate agg;
   if (!stats::TableAggregate::deserialize(delta.aggregate, agg)) return;
-  std::lock_guard<std::mutex> lk(ws->mu);
-  auto& tracker = ws->hot[t->id];
+  std::lock_guard<std::mutex> lk(p->weights.mu);
+  auto& tracker = p->weights.hot[t->id];
   if (!tracker) tracker = std::make_unique<stats::HotRowTracker>(static_cast<uint32_t>(p->cfg.weight_rows));
   tracker->add(agg);
 }
 
 std::string weights_take_frames() {
-  std::lock_guard<std::mutex> lk(ws->mu);
+  WeightFrames& w = session().weight_frames;
+  std::lock_guard<std::mutex> lk(w.mu);
   std::string out;
-  out.swap(ws->frames);
+  out.swap(w.frames);
   return out;
-}
-
-void weights_after_fork_child() {
-  new (&ws->mu) std::mutex();  // the parent's lock state means nothing here
-  ws->frames.clear();          // the parent's snapshots belong to the parent's session
 }
 
 int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, int device, void* stream) {
@@ -118,8 +109,8 @@ int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, 
 
   uint32_t seq;
   {
-    std::lock_guard<std::mutex> lk(ws->mu);
-    seq = ++ws->seq[sh.id];
+    std::lock_guard<std::mutex> lk(p->weights.mu);
+    seq = ++p->weights.seq[sh.id];
   }
   const auto ranked = sh.rows > limit ? ranked_rows(sh, limit / 2) : std::vector<std::pair<uint64_t, uint64_t>>{};
   const stats::SnapshotRows pick = stats::choose_snapshot_rows(ranked, sh.rows, limit, (uint64_t{sh.id} << 32) ^ seq);
@@ -173,12 +164,13 @@ int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, 
     w.values = values.substr(first * row_bytes, (last - first) * row_bytes);
     wire::encode(w, out);
   }
-  std::lock_guard<std::mutex> lk(ws->mu);
-  if (ws->frames.size() + out.size() > kMaxQueuedBytes) {
+  WeightFrames& queued = session().weight_frames;
+  std::lock_guard<std::mutex> lk(queued.mu);
+  if (queued.frames.size() + out.size() > kMaxQueuedBytes) {
     session().events.count_drop("weight_snapshots", 1);
     return EDO_ERR_NO_MEMORY;
   }
-  ws->frames += out;
+  queued.frames += out;
   return EDO_OK;
 }
 

@@ -10,7 +10,8 @@
 
 #include "cuda_driver.h"
 #include "edo/edo.h"
-#include "tracer.h"
+#include "events.h"
+#include "weights.h"
 #include "weight_runs.h"
 
 namespace edo::capture {

@@ -4,10 +4,12 @@
 #      or use the bundle scripts/gpu-bundle.sh built there
 #   2. run tracer_gpu_tests: a CUDA job under `edo record` -> the job unharmed (cudaGetLastError
 #      after every launch), allocations attributed to tables, kernels tied to tables with GPU
-#      time, device indices counted on the device (exact, and sketch mode), a job that holds
-#      CUPTI itself (skips with a reason without a GPU)
+#      time, device indices counted on the device (exact, and sketch mode: with the flushes
+#      copying only the counter blocks the kernel's dirty bitmap names, edo_take_dirty), a job
+#      that holds CUPTI itself (skips with a reason without a GPU)
 #   3. overhead: the job's lookup loop with and without `edo record` (median of 3 each)
-#   4. compute-sanitizer memcheck of the job with edo's counting kernel running in it
+#   4. compute-sanitizer memcheck of the job with edo's counting kernel (and its dirty-bitmap
+#      exchange) running in it
 # Results go to $RESULTS (or $OUT, or bench/results/).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)

@@ -103,6 +103,10 @@ uint64_t fake_cuda_event_queries(void);
 // activity buffers on another thread (CUPTI's worker), the worst case of a driver call that
 // cannot finish before the worker does. A tool that holds, across its query, a mutex its buffer
 // callback takes deadlocks there: such waits that ran out are counted.
+// FAKE_CUPTI_DELIVER_IN_LAUNCH=1: the same during the tracer's first counting-kernel launch
+// (cuLaunchKernel of edo_count), counted there too. Both model a driver call that waits on
+// CUPTI's worker thread (the worker delivers buffers on its own schedule, cupti_activity.h:7727,
+// 8058-8067, and may call the tool's buffer callback while the tool's thread is in the driver).
 uint64_t fake_cuda_blocked_deliveries(void);
 
 // ---- the runtime part a job uses -------------------------------------------------------------

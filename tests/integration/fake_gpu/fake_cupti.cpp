@@ -3,11 +3,14 @@
 // filled with real CUpti_ActivityKernel10 / CUpti_ActivityMemory4 records at flush.
 // FAKE_CUPTI_HELD_BY=<tool>: another tool holds the subscription (cuptiSubscribe fails with
 // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED; cuptiSubscribe_v2 names the tool).
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,7 +31,7 @@ std::vector<CUpti_ActivityKernel10> kernels;    // waiting for a flush
 // Kernel names owned by CUPTI, as CUpti_ActivityKernel10::name is ("shared across all activity
 // records representing the same kernel", cupti_activity.h:3069-3073): a record keeps its name
 // when the driver reuses the kernel's handle for another kernel after a module unload.
-std::set<std::string> names;  // mu
+std::set<std::string, std::less<>> names;  // mu (found without a copy: no allocation per record)
 std::vector<CUpti_ActivityMemory4> memories;
 int subscriber_token;
 
@@ -58,16 +61,47 @@ void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCa
   cb(data, domain, cbid, &d);
 }
 
+// CUPTI's worker thread: it delivers a buffer once a buffer's worth of records waits (real
+// CUPTI writes records into the client's buffer as they happen and its worker returns full
+// buffers, cupti_activity.h:8058-8072), not only at cuptiActivityFlushAll: a job that launches
+// many kernels between the tool's flushes never has more than about one buffer waiting.
+// Leaked: its destructor at exit would wait for the worker, which waits on it forever.
+std::condition_variable& worker_cv = *new std::condition_variable();
+bool worker_wake = false, worker_started = false;  // mu
+size_t buffer_bytes = size_t{8} << 20;  // mu: the size of the client's last buffer
+void worker_loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      worker_cv.wait(lk, [] { return worker_wake; });
+      worker_wake = false;
+    }
+    cuptiActivityFlushAll(0);
+  }
+}
+void wake_worker_if_full() {  // mu held
+  if (kernels.size() * sizeof(CUpti_ActivityKernel10) + memories.size() * sizeof(CUpti_ActivityMemory4) < buffer_bytes)
+    return;
+  worker_wake = true;
+  if (!worker_started) {
+    worker_started = true;
+    std::thread(worker_loop).detach();
+  }
+  worker_cv.notify_one();
+}
+
 void on_kernel(const char* name, uint64_t start, uint64_t end, uint32_t correlation) {
   std::lock_guard<std::mutex> lk(mu);
   if (!enabled_kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.name = names.insert(name).first->c_str();
+  auto known = names.find(std::string_view(name));
+  k.name = (known != names.end() ? known : names.insert(name).first)->c_str();
   k.start = start;
   k.end = end;
   k.correlationId = correlation;
   kernels.push_back(k);
+  wake_worker_if_full();
 }
 
 void on_memory(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlation) {
@@ -82,6 +116,7 @@ void on_memory(bool alloc, uint64_t address, uint64_t bytes, uint32_t correlatio
   m.bytes = bytes;
   m.correlationId = correlation;
   memories.push_back(m);
+  wake_worker_if_full();
 }
 
 void deliver_now() { cuptiActivityFlushAll(0); }
@@ -178,6 +213,10 @@ FAKE_API CUptiResult cuptiActivityFlushAll(uint32_t) {
     size_t size = 0, max_records = 0;
     req(&buf, &size, &max_records);
     if (!buf) return CUPTI_ERROR_UNKNOWN;  // records dropped
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      if (size) buffer_bytes = size;
+    }
     size_t used = 0;
     while (mi < ms.size() && used + sizeof(CUpti_ActivityMemory4) <= size) {
       std::memcpy(buf + used, &ms[mi++], sizeof(CUpti_ActivityMemory4));

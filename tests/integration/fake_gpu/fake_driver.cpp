@@ -182,6 +182,12 @@ void edo_count_body(void** args, unsigned, unsigned) {
   std::memcpy(&p, args[0], sizeof p);
   for (uint64_t i = 0; i < p.n; ++i) edo::capture::device::count_index(p, i);
 }
+// Its dirty-bitmap exchange (count_kernels.cu's edo_take_dirty), the same per-word code.
+void edo_take_dirty_body(void** args, unsigned, unsigned) {
+  edo::capture::device::TakeDirtyParams p;
+  std::memcpy(&p, args[0], sizeof p);
+  for (uint64_t i = 0; i < p.words; ++i) edo::capture::device::take_dirty_word(p, i);
+}
 
 // ---- the fakes' private interface ----------------------------------------------------------------
 FAKE_API fake_kernel* fake_cuda_kernel(const char* name, fake_kernel_body body, const size_t* offsets,
@@ -395,9 +401,10 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
 // a copy into pageable memory, which the real driver stages through its own pinned buffer and
 // runs synchronously (CUDA Programming Guide, "Asynchronous Concurrent Execution": host memory
 // must be page-locked for cudaMemcpyAsync to overlap). FAKE_CUDA_REPORT_COPIES=1: the bytes so
-// copied are printed at exit ("fake_cuda_pageable_dtoh_bytes N"), after the tool's last flush.
+// copied are printed at exit ("fake_cuda_pageable_dtoh_bytes N"), after the tool's last flush,
+// and so are all device-to-host bytes copied by cuMemcpyDtoHAsync ("fake_cuda_dtoh_bytes N").
 std::map<uint64_t, uint64_t> pinned_host;  // mu: address -> bytes
-std::atomic<uint64_t> pageable_dtoh{0};
+std::atomic<uint64_t> pageable_dtoh{0}, all_dtoh{0};
 bool is_pinned(const void* p, size_t n) {
   std::lock_guard<std::mutex> lk(mu);
   const uint64_t a = reinterpret_cast<uint64_t>(p);
@@ -408,7 +415,10 @@ bool is_pinned(const void* p, size_t n) {
 }
 __attribute__((constructor)) void report_copies_at_exit() {
   if (const char* on = std::getenv("FAKE_CUDA_REPORT_COPIES"); on && *on == '1')
-    std::atexit([] { std::fprintf(stderr, "fake_cuda_pageable_dtoh_bytes %llu\n", (unsigned long long)pageable_dtoh.load()); });
+    std::atexit([] {
+      std::fprintf(stderr, "fake_cuda_pageable_dtoh_bytes %llu\n", (unsigned long long)pageable_dtoh.load());
+      std::fprintf(stderr, "fake_cuda_dtoh_bytes %llu\n", (unsigned long long)all_dtoh.load());
+    });
 }
 
 FAKE_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned) {
@@ -443,6 +453,7 @@ FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUs
   fake_capture::note_call();
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   if (!is_pinned(dst, n)) pageable_dtoh.fetch_add(n);
+  all_dtoh.fetch_add(n);
   return stream_work(s, [=] { std::memcpy(dst, reinterpret_cast<const void*>(src), n); });
 }
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
@@ -473,14 +484,15 @@ FAKE_API CUresult cuEventCreate(CUevent* e, unsigned) {
 }
 FAKE_API CUresult cuEventRecord(CUevent e, CUstream s) { return fake_capture::event_record(e, s); }
 std::atomic<uint64_t> event_queries{0}, blocked_deliveries{0};
-std::atomic<bool> delivered_in_query{false};
+std::atomic<bool> delivered_in_query{false}, delivered_in_launch{false};
 FAKE_API uint64_t fake_cuda_event_queries(void) { return event_queries.load(); }
 FAKE_API uint64_t fake_cuda_blocked_deliveries(void) { return blocked_deliveries.load(); }
 
-// FAKE_CUPTI_DELIVER_IN_QUERY (fake_cuda.h): the first query waits for a delivery on another thread.
-void deliver_during_query() {
-  const char* on = std::getenv("FAKE_CUPTI_DELIVER_IN_QUERY");
-  if (!on || *on != '1' || delivered_in_query.exchange(true)) return;
+// FAKE_CUPTI_DELIVER_IN_QUERY / FAKE_CUPTI_DELIVER_IN_LAUNCH (fake_cuda.h): the first such
+// driver call waits for a delivery on another thread.
+void deliver_during_call(const char* setting, std::atomic<bool>& once) {
+  const char* on = std::getenv(setting);
+  if (!on || *on != '1' || once.exchange(true)) return;
   const fake_cuda_tool* t;
   {
     std::lock_guard<std::mutex> lk(mu);
@@ -506,7 +518,7 @@ void deliver_during_query() {
 FAKE_API CUresult cuEventQuery(CUevent e) {
   touched();
   fake_capture::note_call();
-  deliver_during_query();
+  deliver_during_call("FAKE_CUPTI_DELIVER_IN_QUERY", delivered_in_query);
   const CUresult r = fake_capture::event_query(e);
   event_queries.fetch_add(1);
   return r;
@@ -645,8 +657,13 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* nam
     const size_t off[] = {0}, size[] = {sizeof(edo::capture::device::CountParams)};
     return fake_cuda_kernel("edo_count", edo_count_body, off, size, 1);
   }();
+  static fake_kernel* const edo_take_dirty = [] {
+    const size_t off[] = {0}, size[] = {sizeof(edo::capture::device::TakeDirtyParams)};
+    return fake_cuda_kernel("edo_take_dirty", edo_take_dirty_body, off, size, 1);
+  }();
   std::lock_guard<std::mutex> lk(mu);
   module_functions.emplace("edo_count", edo_count);
+  module_functions.emplace("edo_take_dirty", edo_take_dirty);
   auto it = module_functions.find(name);
   if (it == module_functions.end()) return CUDA_ERROR_NOT_FOUND;
   *f = reinterpret_cast<CUfunction>(it->second);
@@ -670,6 +687,8 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigne
       wrong_context.fetch_add(1);
       return CUDA_ERROR_INVALID_HANDLE;
     }
+    // FAKE_CUPTI_DELIVER_IN_LAUNCH: the tracer's first counting launch waits for a delivery.
+    if (k && k->name == "edo_count") deliver_during_call("FAKE_CUPTI_DELIVER_IN_LAUNCH", delivered_in_launch);
     return run_kernel(k, gx, bx, params, extra, outer_correlation, s);
   });
 }

@@ -23,6 +23,7 @@
 // fake saw from inside tool callbacks.
 #include <cuda_runtime_api.h>
 #include <edo/edo.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,57 @@
 #include "fake_cuda.h"
 
 extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
+
+// Allocations counted on the job's thread while a tool callback runs there (fake_cuda_in_callback:
+// the fake driver's and runtime's CUPTI callbacks, i.e. the tracer's launch path): malloc and
+// friends are interposed here (the executable's definitions come first in symbol lookup) and
+// forwarded to glibc's. Sanitizer builds interpose malloc themselves: no count there.
+#if !defined(FAKE_JOB_NO_MALLOC_COUNT)
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+namespace {
+thread_local bool tl_count_mallocs = false;  // initial-exec TLS: no allocation to reach it
+thread_local uint64_t tl_mallocs_in_callbacks = 0;
+inline void note_malloc() {
+  if (tl_count_mallocs && fake_cuda_in_callback()) ++tl_mallocs_in_callbacks;
+}
+}  // namespace
+extern "C" {
+void* malloc(size_t n) {
+  note_malloc();
+  return __libc_malloc(n);
+}
+void free(void* p) { __libc_free(p); }
+void* calloc(size_t a, size_t b) {
+  note_malloc();
+  return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+  note_malloc();
+  return __libc_realloc(p, n);
+}
+void* memalign(size_t a, size_t n) {
+  note_malloc();
+  return __libc_memalign(a, n);
+}
+void* aligned_alloc(size_t a, size_t n) {
+  note_malloc();
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** out, size_t a, size_t n) {
+  note_malloc();
+  void* p = __libc_memalign(a, n);
+  if (!p) return 12;  // ENOMEM
+  *out = p;
+  return 0;
+}
+}
+#endif
 
 namespace {
 
@@ -237,6 +289,30 @@ int device_bound_job() {
   return 0;
 }
 
+// `fake_gpu_job sparse`: a table of 1M rows counted on the device, 4 batches that read only rows
+// 5, 500000 and 999999 (3 of its 1024 blocks of 1024 counters). Each flush should copy those
+// blocks, not the table's 4 MB of counters (the test counts the bytes the fake copied).
+int sparse_job() {
+  long* idx = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&idx), 3 * sizeof(long)) != cudaSuccess) return 1;
+  const long h[3] = {5, 500000, 999999};
+  cudaMemcpy(idx, h, sizeof h, cudaMemcpyHostToDevice);
+  const int64_t t = edo_table_register("sparse.big", nullptr, 1000000, 8, EDO_F32, EDO_CUDA);
+  int failed = 0;
+  for (int b = 0; b < 4; ++b) {
+    failed += edo_table_lookup(t, idx, 3, EDO_I64, EDO_CUDA, nullptr) != EDO_OK;
+    // Let a few flushes (EDO_FLUSH_MS=10) see the table between batches: the event queries of
+    // edo's poll say its background thread ran since this batch.
+    const uint64_t seen = fake_cuda_event_queries();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (fake_cuda_event_queries() <= seen && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::printf("failed_lookups %d\n", failed);
+  cudaFree(idx);
+  return 0;
+}
+
 // `fake_gpu_job contexts`: a stream created in the primary context, 5 batches counted on it,
 // then 5 more while the thread has another context current (a job that switches contexts;
 // edo must use the stream's). Waits (bounded) until edo's background thread has queried the
@@ -376,18 +452,77 @@ int launches_job(int n) {
   const float* b = a;
   const float* c = a + 8;
   void* args[] = {&a, &b, &c};
-  auto timed = [&](auto launch) {
+  // Wall-clock and the job thread's own CPU time (CLOCK_THREAD_CPUTIME_ID): on a loaded
+  // machine the second leaves out the time the thread waited for a core.
+  auto thread_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+  };
+  auto timed = [&](auto launch, double& cpu) {
     for (int i = 0; i < n / 10 + 1; ++i) launch();  // warm-up: caches, first-launch work
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_ns();
     for (int i = 0; i < n; ++i) launch();
+    cpu = (thread_ns() - c0) / n;
     return double(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()) / n;
   };
-  const double chevron = timed([&] { __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr); });
-  const double runtime = timed([&] { cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr); });
+  double chevron_cpu = 0, runtime_cpu = 0;
+  const double chevron = timed([&] { __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr); }, chevron_cpu);
+  const double runtime = timed([&] { cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr); }, runtime_cpu);
   std::printf("ns_per_launch_chevron %.1f\n", chevron);
   std::printf("ns_per_launch_runtime %.1f\n", runtime);
+  std::printf("cpu_ns_per_launch_chevron %.1f\n", chevron_cpu);
+  std::printf("cpu_ns_per_launch_runtime %.1f\n", runtime_cpu);
   cudaFree(a);
   return 0;
+}
+
+// `fake_gpu_job launch_mallocs`: the allocations the tracer makes on the job's thread per launch
+// (issue 21 §4: none once warm). Four kinds of launch that read a registered table, in turn:
+// <<<>>> (__cudaLaunchKernel), cudaLaunchKernel (read by the name's parameter types),
+// cuLaunchKernel (driver callback, cuFuncGetParamInfo) and a cudaLaunchKernel of a kernel
+// taking a struct (arguments not read: counted per kernel). 100 rounds of warm-up, then 250
+// rounds (1000 launches) counted. Prints the allocations made inside tool callbacks in each part.
+int launch_mallocs_job() {
+#if defined(FAKE_JOB_NO_MALLOC_COUNT)
+  std::printf("launch_mallocs unavailable\n");
+  return 0;
+#else
+  const size_t three[] = {0, 8, 16}, three_sizes[] = {8, 8, 8};
+  const char* name = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEvPfPKfS4_";
+  void* kern = fake_cudart_register_kernel(&empty_entry, name, empty_body, three, three_sizes, 3);
+  fake_kernel* driver = fake_cuda_kernel("_Z11driver_fillPfPKfS1_", empty_body, three, three_sizes, 3);
+  const size_t one[] = {0}, one_size[] = {80};
+  static char struct_entry;
+  fake_cudart_register_kernel(&struct_entry, "_Z11struct_fill10TensorInfo", empty_body, one, one_size, 1);
+  float* a = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 1024);
+  edo_table_register("mallocs.emb", a, 16, 16, EDO_F32, EDO_CUDA);
+  const float* b = a;
+  const float* c = a + 8;
+  void* args[] = {&a, &b, &c};
+  TensorInfo info{a, {16, 16, 0, 0}, {16, 1, 0, 0}, 2};
+  void* struct_args[] = {&info};
+  int errors = 0;
+  auto round = [&] {
+    errors += __cudaLaunchKernel(static_cast<cudaKernel_t>(kern), dim3(1), dim3(32), args, 0, nullptr) != cudaSuccess;
+    errors += cudaLaunchKernel(&empty_entry, dim3(1), dim3(32), args, 0, nullptr) != cudaSuccess;
+    errors += cuLaunchKernel(reinterpret_cast<CUfunction>(driver), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS;
+    errors += cudaLaunchKernel(&struct_entry, dim3(1), dim3(32), struct_args, 0, nullptr) != cudaSuccess;
+  };
+  tl_count_mallocs = true;
+  for (int i = 0; i < 100; ++i) round();
+  const uint64_t warmup = tl_mallocs_in_callbacks;
+  tl_mallocs_in_callbacks = 0;
+  for (int i = 0; i < 250; ++i) round();
+  tl_count_mallocs = false;
+  std::printf("launch_errors %d\n", errors);
+  std::printf("mallocs_in_callbacks_warmup %llu\n", static_cast<unsigned long long>(warmup));
+  std::printf("mallocs_in_callbacks_1000_launches %llu\n", static_cast<unsigned long long>(tl_mallocs_in_callbacks));
+  cudaFree(a);
+  return 0;
+#endif
 }
 
 // `fake_gpu_job late_init`: the job's first CUDA call comes late (as when a job sets
@@ -412,6 +547,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "bound") == 0) return bound_job();
   if (argc > 1 && std::strcmp(argv[1], "device_bound") == 0) return device_bound_job();
   if (argc > 1 && std::strcmp(argv[1], "contexts") == 0) return contexts_job();
+  if (argc > 1 && std::strcmp(argv[1], "sparse") == 0) return sparse_job();
+  if (argc > 1 && std::strcmp(argv[1], "launch_mallocs") == 0) return launch_mallocs_job();
   if (argc > 1 && std::strcmp(argv[1], "zipf") == 0) return zipf_job();
   if (argc > 1 && std::strcmp(argv[1], "overrun") == 0) return overrun_job();
   if (argc > 1 && std::strcmp(argv[1], "release") == 0) return release_job();

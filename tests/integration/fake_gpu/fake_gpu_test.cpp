@@ -287,9 +287,10 @@ TEST(FakeGpu, EdosDeviceMemoryIsBoundedAndReported) {
   const uint64_t bound = uint64_t{40} << 20, arena = bound / 4;
   const uint64_t peak = std::stoull(r.values["peak_device_bytes"]), job = std::stoull(r.values["job_device_bytes"]);
   EXPECT_LE(peak - job, bound) << "edo allocated past EDO_MAX_DEVICE_MB";
-  EXPECT_EQ(p.edo_device_bytes(), arena + 100 * 4) << "the arena and the small table's counters";
+  // The small table: 100 counters and its dirty bitmap (one word, and one for the taken copy).
+  EXPECT_EQ(p.edo_device_bytes(), arena + 100 * 4 + 2 * 4) << "the arena and the small table's counters";
   EXPECT_EQ(p.edo_device_bytes(), peak - job) << "the report must say what the driver handed edo";
-  EXPECT_EQ(p.edo_pinned_bytes(), arena + 100 * 4) << "the arena's mirror and the small table's counter copy";
+  EXPECT_EQ(p.edo_pinned_bytes(), arena + 100 * 4 + 4) << "the arena's mirror and the small table's counter and bitmap copy";
   // Each flush copies the counters into pinned memory, never into pageable memory.
   EXPECT_EQ(r.values["fake_cuda_pageable_dtoh_bytes"], "0") << r.out;
   const auto drops = p.drops();
@@ -317,7 +318,88 @@ TEST(FakeGpu, EdosDeviceMemoryIsBoundedAndReported) {
   EXPECT_NE(text.out.find("device_memory_bound_tables: 1"), std::string::npos) << text.out;
   Result json = sh(std::string(EDO_BIN) + " report --json " + db);
   ASSERT_EQ(json.status, 0) << json.out;
-  EXPECT_NE(json.out.find("\"edo_device_bytes\": " + std::to_string(arena + 400)), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"edo_device_bytes\": " + std::to_string(arena + 408)), std::string::npos) << json.out;
+  std::filesystem::remove(db);
+}
+
+// Issue 21.4: each flush copies only the counters that changed. The counting kernel marks the
+// 4 KiB blocks of counters it touched in a device-side bitmap; a flush takes the bitmap, then
+// copies those blocks. A 1M-row table whose batches read 3 rows: the fake's device-to-host
+// bytes are the 3 blocks per flush that saw a batch, the bitmaps and the batches' samples,
+// not 4 MB of counters per flush (the old tracer copied 4,000,000 bytes at each one). The
+// counts stay exact.
+TEST(FakeGpu, AFlushCopiesOnlyTheCountersThatChanged) {
+  const std::string db = db_path("sparse");
+  Result r = sh(recorded(db, "EDO_FLUSH_MS=10 FAKE_CUDA_REPORT_COPIES=1") + " sparse");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  ASSERT_TRUE(r.values.count("fake_cuda_dtoh_bytes")) << r.out;
+  const uint64_t copied = std::stoull(r.values["fake_cuda_dtoh_bytes"]);
+  // At most one collect per batch saw it dirty (4), plus the final one: 5 x (3 blocks of
+  // 4096 bytes + the 128-byte bitmap), and 4 sample regions of under 200 bytes.
+  EXPECT_LE(copied, 5u * (3 * 4096 + 128) + 4 * 200) << "counters copied that did not change";
+  EXPECT_GE(copied, 3u * 4096) << "the touched blocks were never copied";
+  EXPECT_EQ(r.values["fake_cuda_pageable_dtoh_bytes"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::Table* t = nullptr;
+  for (const auto& x : p.tables)
+    if (x.name == "sparse.big") t = &x;
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->aggregate.lookups(), 12u);
+  EXPECT_EQ(t->aggregate.count(5), 4u);
+  EXPECT_EQ(t->aggregate.count(500000), 4u);
+  EXPECT_EQ(t->aggregate.count(999999), 4u);
+  EXPECT_EQ(t->aggregate.count(6), 0u);
+  std::filesystem::remove(db);
+}
+
+// Issue 21.4: no mutex is held across a driver call. The fake delivers CUPTI's activity
+// buffers on another thread while edo's first counting-kernel launch is in progress, and the
+// launch waits for that delivery (FAKE_CUPTI_DELIVER_IN_LAUNCH); edo's buffer callback asks
+// whether the delivered allocations are edo's own, under the mutex a lookup takes. The old
+// tracer held that mutex across its set-up and launch: the delivery could not finish.
+TEST(FakeGpu, TheBufferCallbackNeverWaitsForALaunch) {
+  const std::string db = db_path("deliverlaunch");
+  Result r = sh(recorded(db, "EDO_FLUSH_MS=10 FAKE_CUPTI_DELIVER_IN_LAUNCH=1") + " contexts");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["blocked_deliveries"], "0") << r.out;
+  EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  int64_t allocated = 0;
+  for (const auto& e : p.memory_events)
+    if (e.bytes > 0) allocated += e.bytes;
+  EXPECT_EQ(allocated, int64_t(1000 * sizeof(long))) << "edo's own allocations are not the job's";
+  const edo::model::Table* a = nullptr;
+  for (const auto& t : p.tables)
+    if (t.name == "ctx.a") a = &t;
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->aggregate.lookups(), 10000u);
+  std::filesystem::remove(db);
+}
+
+// Issue 21.4: the launch path allocates nothing. The job counts the allocations made on its
+// thread inside tool callbacks (the tracer's work at each launch) across 1000 launches of four
+// kinds after 100 rounds of warm-up: 0. The warm-up's count is not 0 (names, layouts and
+// per-thread lists are made then), so the counter is live. The old tracer allocated several
+// times per launch (demangled names, pointer lists, table names, the pending-launch map).
+TEST(FakeGpu, TheLaunchPathAllocatesNothing) {
+  const std::string db = db_path("mallocs");
+  Result r = sh(recorded(db) + " launch_mallocs");
+  ASSERT_EQ(r.status, 0) << r.out;
+  if (r.values.count("launch_mallocs")) GTEST_SKIP() << "a sanitizer build interposes malloc itself";
+  EXPECT_EQ(r.values["launch_errors"], "0") << r.out;
+  EXPECT_NE(r.values["mallocs_in_callbacks_warmup"], "0") << "the counter saw nothing:\n" << r.out;
+  EXPECT_EQ(r.values["mallocs_in_callbacks_1000_launches"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  const edo::model::KernelStat* k = kernel(p, "driver_fill");
+  ASSERT_NE(k, nullptr) << "the launches were recorded";
+  EXPECT_EQ(k->launches, 350u);
+  const auto* t = per_table(*k, "mallocs.emb");
+  ASSERT_NE(t, nullptr) << "tied to the table it read";
+  EXPECT_EQ(t->launches, 350u);
+  const auto drops = p.drops();
+  ASSERT_TRUE(drops.count("kernel_launches_args_unread:struct_fill(TensorInfo)")) << r.out;
+  EXPECT_EQ(drops.at("kernel_launches_args_unread:struct_fill(TensorInfo)"), 350u);
   std::filesystem::remove(db);
 }
 

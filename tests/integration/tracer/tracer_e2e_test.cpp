@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "edo/db/weight_store.h"
 
 namespace fs = std::filesystem;
 using edo::model::Profile;
@@ -267,6 +268,25 @@ TEST(TracerE2E, NvtxNamesSurviveForkWhileAnotherThreadRegisters) {
   EXPECT_EQ(r.status, 0) << r.err;
   if (r.out.find("nvtx_fork_hung") == std::string::npos) GTEST_SKIP() << "tracer_job built without NVTX";
   EXPECT_NE(r.out.find("nvtx_fork_hung 0"), std::string::npos) << r.out << r.err;
+  fs::remove(db);
+}
+
+// Issue 21 §6: weight snapshots' state has a lifetime per part (process.h): the history
+// (running top rows, snapshot numbers) is in Process with its lock taken across fork(), the
+// frames waiting for a flush are in the Session a child replaces. 20 children forked while a
+// thread takes snapshots without pause: none hangs, and each child's snapshot is recorded in
+// its own session.
+TEST(TracerE2E, WeightSnapshotsSurviveForkWhileAnotherThreadTakesThem) {
+  const std::string db = tmp_path("weights_fork.edodb");
+  Result r = run({EDO_BIN, "record", "--weights", "-o", db, "--", TRACER_JOB, "weights_fork", "0"}, kClean);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("weights_fork_hung 0"), std::string::npos) << r.out << r.err;
+  Profile p = load(db);
+  EXPECT_EQ(p.sessions.size(), 21u);
+  const edo::db::ProfileStore store(db, edo::db::ProfileStore::Mode::kReadOnly);
+  std::set<int64_t> with_snapshot;
+  for (const auto& w : edo::db::load_weight_snapshots(store, "emb.user")) with_snapshot.insert(w.session_id);
+  EXPECT_EQ(with_snapshot.size(), 21u) << "every child's snapshot, and the parent's";
   fs::remove(db);
 }
 

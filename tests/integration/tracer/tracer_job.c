@@ -255,6 +255,60 @@ static int nvtx_fork(void) {
 }
 #endif
 
+/* weights_fork (run with --weights): a thread takes weight snapshots of emb.user without pause
+ * while the main thread forks 20 children; each child reads row 3 once, takes one snapshot
+ * and exits. The weights' state is taken across fork (its history) or replaced in the child
+ * (the frames waiting for a flush belong to the parent's session): a child must neither hang
+ * nor lose its snapshot. Each child is waited for up to 60 s, then killed and counted.
+ * Prints "weights_fork_hung N". */
+static volatile int weights_stop = 0;
+static int64_t weights_table = -1;
+static void* weights_hammer(void* arg) {
+  (void)arg;
+  struct timespec ms = {0, 1000000};  /* a throttle (64 KB per snapshot), not a wait */
+  while (!weights_stop) {
+    edo_table_weights(weights_table, user_w, 0, EDO_HOST, NULL);
+    nanosleep(&ms, NULL);
+  }
+  return NULL;
+}
+static int weights_fork(void) {
+  weights_table = reg_user();
+  int64_t row = 3;
+  check(edo_table_lookup(weights_table, &row, 1, EDO_I64, EDO_HOST, NULL), "lookup");
+  pthread_t t;
+  if (pthread_create(&t, NULL, weights_hammer, NULL) != 0) return 1;
+  int hung = 0;
+  for (int k = 0; k < 20; ++k) {
+    pid_t c = fork();
+    if (c == 0) {
+      check(edo_table_lookup(weights_table, &row, 1, EDO_I64, EDO_HOST, NULL), "child lookup");
+      check(edo_table_weights(weights_table, user_w, 0, EDO_HOST, NULL), "child snapshot");
+      exit(0);
+    }
+    if (c < 0) continue;
+    int st = 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+      if (waitpid(c, &st, WNOHANG) == c) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - start.tv_sec > 60) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        ++hung;
+        break;
+      }
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+    }
+  }
+  weights_stop = 1;
+  pthread_join(t, NULL);
+  printf("weights_fork_hung %d\n", hung);
+  return 0;
+}
+
 static void on_term(int sig) {
   (void)sig;
   got_term = 1;
@@ -282,6 +336,8 @@ int main(int argc, char** argv) {
   } else if (!strcmp(mode, "nvtx_fork")) {
     return nvtx_fork();
 #endif
+  } else if (!strcmp(mode, "weights_fork")) {
+    return weights_fork();
   } else if (!strcmp(mode, "noisy")) {
     basic();
     for (int i = 0; i < 1000; ++i) printf("line %d of the job's own output\n", i);

@@ -204,7 +204,7 @@ TEST(CuptiTranslate, RuntimeLaunchReadsItsArgumentsFromTheDriverLaunchItGoesThro
   out = call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d, CUPTI_API_EXIT, 0, kMangled, 10);
   EXPECT_FALSE(out.launch) << "the driver launch of a runtime launch is not a second launch";
   out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0, kMangled, 9);
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
   EXPECT_EQ(out.launch->stream, 0x5u);
   EXPECT_EQ(out.launch->correlation, 9u);
@@ -292,7 +292,7 @@ TEST(CuptiTranslate, LaunchExAndPerThreadStreamVariants) {
   call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &d, CUPTI_API_ENTER, 0, "plain_kernel");
   call(t, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &d, CUPTI_API_EXIT, 0, "plain_kernel");
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, &p, CUPTI_API_EXIT, 0, "plain_kernel");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->name, "plain_kernel");
   EXPECT_EQ(out.launch->stream, 0x33u);
   EXPECT_EQ(out.launch->pointers, std::vector<uint64_t>{w});
@@ -307,7 +307,7 @@ TEST(CuptiTranslate, DriverLaunchWithKernelParamsAndWithPackedExtra) {
   void* kp[] = {&a, &b, &c};
   cuLaunchKernel_params p{f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x44), kp, nullptr};
   auto out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "triton_emb");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{a, c}));
   EXPECT_EQ(out.launch->stream, 0x44u);
   EXPECT_EQ(out.launch->name, "triton_emb");
@@ -320,19 +320,19 @@ TEST(CuptiTranslate, DriverLaunchWithKernelParamsAndWithPackedExtra) {
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   cuLaunchKernel_params q{f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra};
   out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "triton_emb");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->pointers, (std::vector<uint64_t>{a, c}));
   // cuLaunchKernelEx and the cooperative launch
   CUlaunchConfig lc{};
   lc.hStream = reinterpret_cast<CUstream>(0x55);
   cuLaunchKernelEx_params e{&lc, f, kp, nullptr};
   out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &e, "k");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->stream, 0x55u);
   EXPECT_EQ(out.launch->pointers.size(), 2u);
   cuLaunchCooperativeKernel_params co{f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(0x66), kp};
   out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, &co, "coop");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->stream, 0x66u);
   EXPECT_EQ(out.launch->pointers.size(), 2u);
 }
@@ -374,7 +374,7 @@ TEST(CuptiTranslate, PointersInsideStructArgumentsAreFound) {
   void* kp[] = {&dst, &src, &arr, &dim, scale};
   cuLaunchKernel_params p{f, 1, 1, 1, 32, 1, 1, 0, nullptr, kp, nullptr};
   auto out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &p, "indexSelectLargeIndex");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_TRUE(out.launch->args_read);
   EXPECT_EQ(out.launch->pointers,
             (std::vector<uint64_t>{0x7f0000800000, 0x7f0000000400, 0x7f0000900000, 0x7f0000200040}));
@@ -393,7 +393,7 @@ TEST(CuptiTranslate, PointersInsideStructArgumentsAreFound) {
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   cuLaunchKernel_params q{f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra};
   out = driver(t, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &q, "indexSelectLargeIndex");
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(tables_of_launch(*out.launch, tables), (std::vector<std::string>{"emb.item", "emb.user"}));
 }
 
@@ -405,7 +405,7 @@ TEST(CuptiTranslate, LaunchWithoutParamInfoStillGivesTheName) {
   cudaLaunchKernel_v7000_params p{P(0x1), dim3(1), dim3(1), args, 0, nullptr};
   call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_ENTER, 0, kMangled);
   auto out = call(t, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p, CUPTI_API_EXIT, 0, kMangled);
-  ASSERT_TRUE(out.launch.has_value());
+  ASSERT_NE(out.launch, nullptr);
   EXPECT_EQ(out.launch->name, "emb_lookup(float const*, long const*, int)");
   EXPECT_TRUE(out.launch->pointers.empty()) << "1 and 2 are no device addresses";
   EXPECT_TRUE(out.launch->args_read) << "the mangled name gives the parameters (issue 21.2)";

@@ -54,6 +54,23 @@ struct CountParams {
   uint32_t cms_width_log2;
   uint32_t cms_depth;
   uint32_t hll_p;
+  // Dirty bitmap of the counter words (`counts` or `cms`): bit b of word b/32 is set once a
+  // word of block b (words [b << dirty_shift, (b + 1) << dirty_shift)) changed since the
+  // tracer last took the bitmap (edo_take_dirty), so that a flush copies only those blocks.
+  // 0: none.
+  uint64_t dirty;
+  uint32_t dirty_shift;
+  uint32_t reserved;
+};
+
+// Counter words per dirty block: 1024 (4 KiB of counters, one bit of bitmap).
+constexpr uint32_t kDirtyBlockShift = 10;
+
+// edo_take_dirty's one parameter: out[i] = bitmap[i], bitmap[i] = 0 (atomically) for i < words.
+struct TakeDirtyParams {
+  uint64_t bitmap;
+  uint64_t out;
+  uint64_t words;
 };
 
 EDO_COUNT_FN SampleEntry* region_entries(const CountParams& p) {
@@ -69,6 +86,10 @@ __device__ __forceinline__ void atomic_add64(uint64_t* a, uint64_t v) {
   atomicAdd(reinterpret_cast<unsigned long long*>(a), static_cast<unsigned long long>(v));
 }
 __device__ __forceinline__ void atomic_max(uint32_t* a, uint32_t v) { atomicMax(a, v); }
+__device__ __forceinline__ uint32_t atomic_exchange(uint32_t* a, uint32_t v) { return atomicExch(a, v); }
+__device__ __forceinline__ void atomic_or(uint32_t* a, uint32_t v) { atomicOr(a, v); }
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t* a) { return *reinterpret_cast<const volatile uint32_t*>(a); }
+__device__ __forceinline__ void fence() { __threadfence(); }
 #else
 inline uint32_t atomic_add(uint32_t* a, uint32_t v) { return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
 inline void atomic_add64(uint64_t* a, uint64_t v) { __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
@@ -77,7 +98,29 @@ inline void atomic_max(uint32_t* a, uint32_t v) {
   while (cur < v && !__atomic_compare_exchange_n(a, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
+inline uint32_t atomic_exchange(uint32_t* a, uint32_t v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }
+inline void atomic_or(uint32_t* a, uint32_t v) { __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }
+inline uint32_t load_relaxed(const uint32_t* a) { return __atomic_load_n(a, __ATOMIC_RELAXED); }
+inline void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
+
+// After counter word `word` changed: its block is dirty. The fence orders the counter's update
+// before the bit: a bit the tracer takes (edo_take_dirty, then the block's copy on the same
+// stream) always covers the updates that set it. A bit already set is left alone (most
+// updates: hot rows), which is safe for the same reason: the load comes after this update,
+// so the tracer takes that bit, and copies the block, only after this update is visible.
+EDO_COUNT_FN void mark_dirty(const CountParams& p, uint64_t word) {
+  if (!p.dirty) return;
+  const uint64_t block = word >> p.dirty_shift;
+  uint32_t* w = reinterpret_cast<uint32_t*>(p.dirty) + (block >> 5);
+  const uint32_t bit = 1u << (block & 31);
+  fence();
+  if ((load_relaxed(w) & bit) == 0) atomic_or(w, bit);
+}
+
+EDO_COUNT_FN void take_dirty_word(const TakeDirtyParams& p, uint64_t i) {
+  reinterpret_cast<uint32_t*>(p.out)[i] = atomic_exchange(reinterpret_cast<uint32_t*>(p.bitmap) + i, 0u);
+}
 
 // The row of batch index i, or UINT64_MAX when it is outside the table.
 EDO_COUNT_FN uint64_t row_at(const CountParams& p, uint64_t i) {
@@ -108,7 +151,9 @@ EDO_COUNT_FN uint32_t count_sketch(const CountParams& p, uint64_t row) {
   const uint64_t width = uint64_t{1} << p.cms_width_log2;
   uint32_t est = UINT32_MAX;
   for (uint32_t d = 0; d < p.cms_depth; ++d) {
-    const uint32_t c = atomic_add(&cells[d * width + stats::hash::cms_cell(row, d, width - 1)], 1u) + 1;
+    const uint64_t cell = d * width + stats::hash::cms_cell(row, d, width - 1);
+    const uint32_t c = atomic_add(&cells[cell], 1u) + 1;
+    mark_dirty(p, cell);
     est = c < est ? c : est;
   }
   atomic_max(reinterpret_cast<uint32_t*>(p.hll) + stats::hash::hll_index(row, p.hll_p), stats::hash::hll_rank(row, p.hll_p));
@@ -125,7 +170,13 @@ EDO_COUNT_FN void count_index(const CountParams& p, uint64_t i) {
     if (p.region) atomic_add64(&reinterpret_cast<RegionHeader*>(p.region)->out_of_range, 1);
     return;
   }
-  const uint32_t count = p.counts ? atomic_add(reinterpret_cast<uint32_t*>(p.counts) + row, 1u) + 1 : count_sketch(p, row);
+  uint32_t count;
+  if (p.counts) {
+    count = atomic_add(reinterpret_cast<uint32_t*>(p.counts) + row, 1u) + 1;
+    mark_dirty(p, row);
+  } else {
+    count = count_sketch(p, row);
+  }
   after_count(p, i, row, count);
 }
 

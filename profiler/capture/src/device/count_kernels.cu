@@ -27,7 +27,10 @@ extern "C" __global__ void __launch_bounds__(256) edo_count(CountParams p) {
         const int leader = __ffs(peers) - 1;
         const unsigned rank = __popc(peers & ((1u << lane) - 1));
         uint32_t old = 0;
-        if (int(lane) == leader) old = atomicAdd(reinterpret_cast<uint32_t*>(p.counts) + row, __popc(peers));
+        if (int(lane) == leader) {
+          old = atomicAdd(reinterpret_cast<uint32_t*>(p.counts) + row, __popc(peers));
+          mark_dirty(p, row);
+        }
         old = __shfl_sync(peers, old, leader);
         after_count(p, i, row, old + rank + 1);
       }
@@ -35,4 +38,12 @@ extern "C" __global__ void __launch_bounds__(256) edo_count(CountParams p) {
       after_count(p, i, row, count_sketch(p, row));
     }
   }
+}
+
+// The dirty bitmap taken by the tracer at a flush (on its own stream, before it copies the
+// blocks the bitmap names): each word is read and cleared in one atomic step, so that a bit a
+// counting kernel sets meanwhile is either in this copy or left for the next.
+extern "C" __global__ void __launch_bounds__(256) edo_take_dirty(TakeDirtyParams p) {
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < p.words; i += stride) take_dirty_word(p, i);
 }
