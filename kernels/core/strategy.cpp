@@ -172,6 +172,12 @@ void EncodedTable::backward(const std::int64_t* idx, std::int64_t n, const std::
   if (g.count() > 0) apply_row_gradients(g.rows.data(), g.grads.data(), static_cast<std::int64_t>(g.count()), lr);
 }
 
+namespace {
+// Elements (rows x dim) below which a training step's loops run on the calling thread alone
+// (the same bound in kernels/cpu/optimizer_update.cpp and row_tables.cpp).
+constexpr std::int64_t kTeamMinElements = std::int64_t{1} << 16;
+}  // namespace
+
 void EncodedTable::row_gradients(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
                                  const float* psw, Pooling mode, const float* grad_out, RowGradients& out) const {
   check_offsets(offsets, n_bags, n);
@@ -201,7 +207,9 @@ void EncodedTable::row_gradients(const std::int64_t* idx, std::int64_t n, const 
   out.grads.assign(static_cast<std::size_t>(groups) * D, 0.f);
   std::int64_t* rows = out.rows.data();
   float* grads = out.grads.data();
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  // A team only for work that outweighs starting it (a step of a few thousand lookups runs
+  // serially: on a busy machine a team's barrier can cost more than the work).
+#pragma omp parallel for num_threads(num_threads()) schedule(static) if (n * static_cast<std::int64_t>(D) >= kTeamMinElements)
   for (std::int64_t g = 0; g < groups; ++g) {
     float* acc = grads + static_cast<std::size_t>(g) * D;
     rows[g] = idx[order[starts[g]]];

@@ -10,6 +10,9 @@
 namespace edo::kernels::cpu {
 
 namespace {
+// Elements (rows x dim) below which the loops run on the calling thread alone: on a busy
+// machine a team's start and barrier can cost more than a sparse step's work.
+constexpr std::int64_t kTeamMinElements = std::int64_t{1} << 16;
 // Rows per block of a dense step: the update buffer stays a few MB.
 constexpr std::int64_t kDenseBlock = 16384;
 }  // namespace
@@ -36,7 +39,7 @@ void RowOptimizer::compute(const std::int64_t* rows, const float* grads, std::in
   const float b1 = s_.beta1, b2 = s_.beta2, mu = s_.momentum;
   float* A = a_.data();
   float* B = b_.data();
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+#pragma omp parallel for num_threads(num_threads()) schedule(static) if (count * static_cast<std::int64_t>(D) >= kTeamMinElements)
   for (std::int64_t i = 0; i < count; ++i) {
     const std::uint64_t r = static_cast<std::uint64_t>(rows[i]);
     const float* g = grads + static_cast<std::uint64_t>(i) * D;
@@ -117,7 +120,7 @@ void RowOptimizer::dense_step(EncodedTable& table, float* grad) {
 void RowOptimizer::scatter(const RowGradients& g, std::uint32_t dim, float* dense) {
   const auto n = static_cast<std::int64_t>(g.count());
   // Distinct rows (row_gradients coalesced them): no two threads write one row.
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+#pragma omp parallel for num_threads(num_threads()) schedule(static) if (n * static_cast<std::int64_t>(dim) >= kTeamMinElements)
   for (std::int64_t i = 0; i < n; ++i) {
     float* dst = dense + static_cast<std::uint64_t>(g.rows[static_cast<std::size_t>(i)]) * dim;
     const float* src = g.grads.data() + static_cast<std::uint64_t>(i) * dim;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "edo/kernels/backend.h"
@@ -271,6 +272,9 @@ TEST(StepTiming, OnTheCpuBackendTheOptimizerCandidatesDiffer) {
     EXPECT_EQ(adam.step_covers, "forward+backward+adam update (dense gradient)");
     EXPECT_EQ(lever.step_covers, "forward+backward+rowwise adagrad update (sparse gradient)");
     EXPECT_LT(lever.step_us, 0.5 * adam.step_us) << fmt;
+    std::printf("%s: adam (dense) %.1f us = %.1f + %.1f + %.1f; rowwise adagrad (sparse) %.1f us = %.1f + %.1f + %.1f\n", fmt,
+                adam.step_us, adam.forward_us, adam.backward_us, adam.update_us, lever.step_us, lever.forward_us,
+                lever.backward_us, lever.update_us);
     EXPECT_NEAR(adam.forward_us + adam.backward_us + adam.update_us, adam.step_us, 1e-6 * adam.step_us);
   }
   const auto& base = find(r, "fp32", "");
