@@ -181,6 +181,16 @@ void migrate_to_v6(SQLite::Database& db) {
           " position INTEGER NOT NULL, new_rows INTEGER NOT NULL, lookups INTEGER NOT NULL, PRIMARY KEY (table_id, position))");
 }
 
+// Version 7 (issue 19 point 4): what each candidate's step time covers ("forward pooled bag",
+// "forward+backward+adam update (dense gradient)", ...; '' in older runs: not recorded) and its
+// forward, backward and update parts (NULL: not split).
+void migrate_to_v7(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_candidates", "step_covers", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_candidates", "forward_us", "REAL");
+  add_column_if_missing(db, "tune_candidates", "backward_us", "REAL");
+  add_column_if_missing(db, "tune_candidates", "update_us", "REAL");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -189,6 +199,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 4) migrate_to_v4(db);
   if (from < 5) migrate_to_v5(db);
   if (from < 6) migrate_to_v6(db);
+  if (from < 7) migrate_to_v7(db);
 }
 
 }  // namespace

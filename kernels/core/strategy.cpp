@@ -167,29 +167,51 @@ void EncodedTable::bag(const std::int64_t* idx, std::int64_t n, const std::int64
 void EncodedTable::backward(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
                             const float* psw, Pooling mode, const float* grad_out, float lr) {
   if (!has_backward()) throw std::logic_error("strategy " + name_ + " has no backward (not trainable in this format)");
+  RowGradients g;
+  row_gradients(idx, n, offsets, n_bags, psw, mode, grad_out, g);
+  if (g.count() > 0) apply_row_gradients(g.rows.data(), g.grads.data(), static_cast<std::int64_t>(g.count()), lr);
+}
+
+namespace {
+// Elements (rows x dim) below which a training step's loops run on the calling thread alone
+// (the same bound in kernels/cpu/optimizer_update.cpp and row_tables.cpp).
+constexpr std::int64_t kTeamMinElements = std::int64_t{1} << 16;
+}  // namespace
+
+void EncodedTable::row_gradients(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
+                                 const float* psw, Pooling mode, const float* grad_out, RowGradients& out) const {
   check_offsets(offsets, n_bags, n);
   check_indices(idx, n, rows_);
+  out.rows.clear();
+  out.grads.clear();
   if (n == 0) return;
-  // Row gradient of index p: w_p * grad_out[bag(p)] (/ len for mean). Sort positions by row so
-  // duplicates are summed in fp32 (in position order: deterministic) and each row is
-  // updated once.
-  std::vector<std::int64_t> bag_of(static_cast<std::size_t>(n));
+  // Row gradient of index p: w_p * grad_out[bag(p)] (/ len for mean). Positions sorted by
+  // (row, position) so duplicates are summed in fp32 in position order (deterministic) and
+  // each row is updated once.
+  auto& bag_of = out.bag_of;
+  auto& order = out.order;
+  auto& starts = out.starts;
+  bag_of.resize(static_cast<std::size_t>(n));
   for (std::int64_t b = 0; b < n_bags; ++b)
     for (std::int64_t p = offsets[b]; p < offsets[b + 1]; ++p) bag_of[p] = b;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  order.resize(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return idx[a] < idx[b]; });
-  std::vector<std::int64_t> starts;
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return idx[a] != idx[b] ? idx[a] < idx[b] : a < b; });
+  starts.clear();
   for (std::int64_t i = 0; i < n; ++i)
     if (i == 0 || idx[order[i]] != idx[order[i - 1]]) starts.push_back(i);
   const std::int64_t groups = static_cast<std::int64_t>(starts.size());
   starts.push_back(n);
   const std::uint32_t D = dim_;
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(groups));
-  std::vector<float> grads(static_cast<std::size_t>(groups) * D, 0.f);
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  out.rows.resize(static_cast<std::size_t>(groups));
+  out.grads.assign(static_cast<std::size_t>(groups) * D, 0.f);
+  std::int64_t* rows = out.rows.data();
+  float* grads = out.grads.data();
+  // A team only for work that outweighs starting it (a step of a few thousand lookups runs
+  // serially: on a busy machine a team's barrier can cost more than the work).
+#pragma omp parallel for num_threads(num_threads()) schedule(static) if (n * static_cast<std::int64_t>(D) >= kTeamMinElements)
   for (std::int64_t g = 0; g < groups; ++g) {
-    float* acc = grads.data() + static_cast<std::size_t>(g) * D;
+    float* acc = grads + static_cast<std::size_t>(g) * D;
     rows[g] = idx[order[starts[g]]];
     for (std::int64_t i = starts[g]; i < starts[g + 1]; ++i) {
       const std::int64_t p = order[i];
@@ -200,7 +222,12 @@ void EncodedTable::backward(const std::int64_t* idx, std::int64_t n, const std::
       for (std::uint32_t d = 0; d < D; ++d) acc[d] += w * go[d];
     }
   }
-  apply_row_gradients(rows.data(), grads.data(), groups, lr);
+}
+
+void EncodedTable::apply_row_updates(const std::int64_t* rows, const float* updates, std::int64_t count) {
+  if (!has_backward()) throw std::logic_error("strategy " + name_ + " has no backward (not trainable in this format)");
+  // W -= 1 * update: exact for fp32, one rounding per element for fp16/bf16.
+  if (count > 0) apply_row_gradients(rows, updates, count, 1.f);
 }
 
 void EncodedTable::apply_row_gradients(const std::int64_t*, const float*, std::int64_t, float) {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_training.h"
 #include "edo/kernels/backend.h"
 #include "edo/kernels/cpu.h"
 
@@ -41,6 +42,9 @@ class CpuBackend final : public Backend {
   std::string description() const override { return "cpu kernels: " + isa(); }
   std::unique_ptr<LoadedTable> load(const EncodedTable& table, const Workload& work) override {
     return std::make_unique<CpuLoaded>(table, work);
+  }
+  std::unique_ptr<TrainingTable> load_training(EncodedTable& table, const Workload& work, const TrainingSpec& spec) override {
+    return load_cpu_training(table, work, spec);
   }
 };
 

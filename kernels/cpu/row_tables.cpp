@@ -11,6 +11,10 @@
 namespace edo::kernels::detail {
 namespace {
 
+// Elements below which a training update runs on the calling thread alone (as in
+// kernels/cpu/optimizer_update.cpp).
+constexpr std::int64_t kTeamMinElements = std::int64_t{1} << 16;
+
 class RowTable final : public TableBase {
  public:
   RowTable(const std::string& name, RowKind kind, std::uint64_t rows, std::uint32_t dim, bool fp8_row_scale)
@@ -53,7 +57,8 @@ class RowTable final : public TableBase {
 
   void apply_row_gradients(const std::int64_t* rows, const float* grads, std::int64_t count, float lr) override {
     const std::uint32_t D = dim();
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+    // A team only for work that outweighs starting it.
+#pragma omp parallel for num_threads(num_threads()) schedule(static) if (count * static_cast<std::int64_t>(D) >= kTeamMinElements)
     for (std::int64_t i = 0; i < count; ++i) {
       std::uint8_t* p = row(static_cast<std::uint64_t>(rows[i]));
       const float* g = grads + static_cast<std::uint64_t>(i) * D;

@@ -8,6 +8,7 @@
 
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
+#include "step_timing.h"
 
 namespace edo::tuner {
 
@@ -71,7 +72,8 @@ struct Builder {
     c.spec = spec;
     c.params_json = params.dump();
     c.level = level;
-    c.needs_retraining = retrain;
+    // A training job cannot train an inference format in place (step_timing.h).
+    c.needs_retraining = retrain || (training() && !baseline && training_needs_retraining(strategy));
     c.cache_rows = cache_rows;
     c.recorded_hit_rate = recorded;
     c.baseline = baseline;
@@ -94,7 +96,6 @@ struct Builder {
       c.params_json = p.dump();
       c.needs_retraining = c.needs_retraining || (shared && training());
     }
-    const size_t keep = out.size();
     out.push_back(c);
     // The optimizer-state lever: row-wise Adagrad (one float per trained row) with sparse
     // gradients (the rows one step reads, at most) instead of the recorded optimizer, when
@@ -105,7 +106,9 @@ struct Builder {
       Candidate v = c;
       v.optimizer = "rowwise_adagrad";
       v.needs_retraining = true;
-      v.measure_as = static_cast<int>(keep);
+      v.baseline = false;  // the baseline format's twin changes the optimizer: not the table as recorded
+      // Timed on its own: its update (row-wise Adagrad, sparse gradient) is not the recorded
+      // optimizer's (step_timing.h).
       const double touched = std::min(std::ceil(g.lookups_per_step), tr.rows);
       const auto lever = static_cast<uint64_t>(tr.rows * 4 + touched * g.dim * 4);
       v.device_bytes = w.device_bytes + (offload ? 0 : lever) + (apart ? g.identical_bytes : 0);

@@ -180,6 +180,18 @@ TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_b
     }
   }
   lookups_per_pass_ = static_cast<double>(batch) * static_cast<double>(batches.size());
+  train_ = training_step_of(g);
+  {
+    // Distinct rows per batch: what a sparse update touches per step.
+    double distinct = 0;
+    std::vector<int64_t> sorted;
+    for (const auto& b : batches) {
+      sorted = b;
+      std::sort(sorted.begin(), sorted.end());
+      distinct += static_cast<double>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
+    }
+    distinct_per_batch_ = distinct / static_cast<double>(batches.size());
+  }
   batch_ = batch;
   work_ = kernels::Workload::fixed_bags(std::move(batches), 1);
 
@@ -359,7 +371,9 @@ double TableBench::full_error(const Candidate& c, const TuneOptions& o) const {
 }
 
 Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us) {
+  if (train_.training) return measure_training(c, backend, o, baseline_us);
   Measurement out;
+  out.covers = step_covers(train_, false);
   out.measured_rows = rows_;
   const std::string spec = measured_spec(c, g_.rows, rows_);
   kernels::EncodeOptions eo;

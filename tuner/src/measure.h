@@ -15,6 +15,7 @@
 //    the hot rows and a uniform sample of the other rows read.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "candidates.h"
+#include "step_timing.h"
 #include "edo/kernels/backend.h"
 #include "edo/kernels/strategy.h"
 #include "edo/tuner/tuner.h"
@@ -56,6 +58,12 @@ struct Measurement {
   double step_us_lo = std::numeric_limits<double>::quiet_NaN();
   double step_us_hi = std::numeric_limits<double>::quiet_NaN();
   double error = 0;
+  // What step_us covers (step_timing.h step_covers()) and its forward, backward and update
+  // parts, which add up to it (NaN for an inference step: the forward is all of it).
+  std::string covers;
+  double forward_us = std::numeric_limits<double>::quiet_NaN();
+  double backward_us = std::numeric_limits<double>::quiet_NaN();
+  double update_us = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> hit_rate;  // offload
   uint64_t measured_rows = 0;
   std::string note;
@@ -77,7 +85,13 @@ class TableBench {
   uint64_t rows() const { return rows_; }            // measured rows R'
   // Host memory it may hold: the weights and the baseline's encoded copy (timed next to each
   // candidate).
-  uint64_t bytes() const { return 2 * weights_.size() * sizeof(float); }
+  // Training: the baseline's optimizer state and dense gradient too.
+  uint64_t bytes() const {
+    const uint64_t w = weights_.size() * sizeof(float);
+    if (!train_.training) return 2 * w;
+    const double state = static_cast<double>(kernels::state_floats_per_row(train_.spec.optimizer, g_.dim)) / std::max(1u, g_.dim);
+    return 2 * w + static_cast<uint64_t>(static_cast<double>(w) * (state + (train_.spec.dense_gradient ? 1.0 : 0.0)));
+  }
   bool recorded_weights() const { return recorded_; }
   const ReferenceRows& reference() const { return ref_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
@@ -110,6 +124,11 @@ class TableBench {
   // that comes and goes slows both alike instead of deciding which is faster. On the CPU
   // backend an offloaded table is the baseline's lookups plus the modelled transfer of the
   // misses measured here (only the passes the hit rate needs are run).
+  //
+  // A training recording (step_timing.h): the forward, backward and optimizer update of each
+  // step, timed on the backend where it can train the format (paired with the baseline's
+  // training step), else the forward timed and the backward and update modelled
+  // (measure_training).
   Measurement measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& options,
                       double baseline_us = std::numeric_limits<double>::quiet_NaN());
 
@@ -129,6 +148,16 @@ class TableBench {
   // The baseline, encoded and loaded once per setup, for paired timing.
   std::unique_ptr<kernels::EncodedTable> base_table_;
   std::unique_ptr<kernels::LoadedTable> base_loaded_;
+  // Training (step_timing.h): the group's step, the baseline's training table (paired with
+  // candidates trained on the backend) and the baseline's phases as measured here (the
+  // reference of a candidate whose backward and update are modelled).
+  TrainingStep train_;
+  double distinct_per_batch_ = 0;  // distinct rows one batch reads, on average
+  std::unique_ptr<kernels::TrainingTable> base_train_;
+  bool base_known_ = false, base_trained_ = false;
+  double base_fwd_us_ = 0, base_bwd_us_ = 0, base_upd_us_ = 0, base_row_bytes_ = 0;
+  // One candidate's training step (measure() for a training recording).
+  Measurement measure_training(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us);
 };
 
 // Host-link bandwidth the CPU backend's offload misses are charged at (bytes/s): a CPU

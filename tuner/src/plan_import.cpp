@@ -375,6 +375,18 @@ TuneResult plan_from_json(const json& doc) {
         c.step_us_lo = (*iv)[0].get<double>();
         c.step_us_hi = (*iv)[1].get<double>();
       }
+      if (auto sc = t.find("step_covers"); sc != t.end() && sc->is_string()) c.step_covers = sc->get<std::string>();
+      if (auto ph = t.find("step_phases_us"); ph != t.end() && !ph->is_null()) {
+        auto phase = [&](const char* k) {
+          auto it = ph->find(k);
+          if (!ph->is_object() || it == ph->end() || !it->is_number() || !(it->get<double>() >= 0))
+            fail(where + ": \"step_phases_us\" needs \"forward\", \"backward\" and \"update\" times >= 0");
+          return it->get<double>();
+        };
+        c.forward_us = phase("forward");
+        c.backward_us = phase("backward");
+        c.update_us = phase("update");
+      }
       ch.candidate = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     } else {

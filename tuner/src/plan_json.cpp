@@ -73,6 +73,12 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["step_us_interval"] = c && std::isfinite(c->step_us_lo) && std::isfinite(c->step_us_hi)
                               ? ordered_json::array({c->step_us_lo, c->step_us_hi})
                               : ordered_json(nullptr);
+  // What the step time covers and its phases (the whole group's, like step_us_interval).
+  j["step_covers"] = c ? valid_utf8(c->step_covers) : "";
+  if (c && std::isfinite(c->forward_us) && std::isfinite(c->backward_us) && std::isfinite(c->update_us))
+    j["step_phases_us"] = {{"forward", c->forward_us}, {"backward", c->backward_us}, {"update", c->update_us}};
+  else
+    j["step_phases_us"] = nullptr;
   if (t) {
     j["rows"] = t->rows;
     j["dim"] = t->dim;

@@ -24,6 +24,7 @@
 #include "edo/tuner/optimizer.h"
 #include "explain.h"
 #include "measure.h"
+#include "step_timing.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -151,6 +152,10 @@ void copy_timing(model::TuneCandidate& m, const model::TuneCandidate& src) {
   m.step_us_hi = src.step_us_hi;
   m.hit_rate = src.hit_rate;
   m.measured_rows = src.measured_rows;
+  m.step_covers = src.step_covers;
+  m.forward_us = src.forward_us;
+  m.backward_us = src.backward_us;
+  m.update_us = src.update_us;
   m.measured = true;
   m.note = "timed as " + src.table + " (same shape, dtype and access counts)" + (src.note.empty() ? "" : "; " + src.note);
 }
@@ -249,6 +254,8 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     if (!g.tuned) continue;
     ++tuned;
     with_snapshot += g.snapshot != nullptr;
+    if (const TrainingStep ts = training_step_of(g); ts.training)
+      r.notes.push_back(g.name + ": training step timed with " + ts.basis);
     cands[gi] = enumerate_candidates(g, kernels_size);
     if (!allowed.empty()) {
       // Keep the baseline format (for identical tables also its shared copy) and the allowed
@@ -471,6 +478,10 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
             m.step_us_hi = m.step_us + (base.step_us_hi - base.step_us);
           }
           m.error = x.error;
+          m.step_covers = x.covers;
+          m.forward_us = x.forward_us;
+          m.backward_us = x.backward_us;
+          m.update_us = x.update_us;
           m.hit_rate = x.hit_rate;
           m.measured_rows = x.measured_rows;
           m.measured = true;
@@ -503,6 +514,10 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
       m.step_us_hi = src.step_us_hi;
       m.error = src.error;
       m.hit_rate = src.hit_rate;
+      m.step_covers = src.step_covers;
+      m.forward_us = src.forward_us;
+      m.backward_us = src.backward_us;
+      m.update_us = src.update_us;
       m.measured = src.measured;
       m.measured_rows = src.measured_rows;
       m.note = src.note;

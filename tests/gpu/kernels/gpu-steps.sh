@@ -6,7 +6,9 @@
 #   2. edo_kernels_gpu_tests: every CUDA kernel against the fp64 sum of the decoded rows within
 #      the float32 bound (tests/unit/kernels/bag_reference.h) and against the CPU backend, fp8's
 #      every code, the LRU offload policy batch after batch, graph capture of lookups (no
-#      allocation, no host synchronisation), the Backend timing a tuner uses   (~30 s)
+#      allocation, no host synchronisation), the Backend timing a tuner uses, the training
+#      step (the CUDA backend declines it until it has optimizer kernels; then its update must
+#      equal the CPU backend's)                                                 (~30 s)
 #   3. compute-sanitizer: memcheck on the tests that run every kernel family on small tables
 #      (out-of-range indices, LRU offload, graph capture, fp8), racecheck on the one that runs
 #      the shared-memory kernels (PQ's codebook, multi-hash's buckets)          (<= 100 s)

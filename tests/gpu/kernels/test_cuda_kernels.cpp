@@ -270,6 +270,45 @@ TEST(CudaKernels, BackwardMatchesTheCpuBackend) {
   }
 }
 
+// The training step the tuner times for a training recording (edo/kernels/training.h). The
+// CUDA backend has no optimizer kernels yet: load_training declines (nullptr) and the tuner
+// times the forward and models the backward and update (docs/tuning.md "What a step is").
+// Once it trains, a pass must leave the weights the CPU backend's pass leaves (same batches,
+// same output gradient: kernels/cpu/cpu_training.cpp) for every optimizer, sparse and dense.
+TEST(CudaKernels, TrainingStepMatchesTheCpuBackendOrIsDeclined) {
+  REQUIRE_DEVICE();
+  const std::uint64_t R = 3000;
+  const std::uint32_t D = 32;
+  std::vector<float> w(R * D);
+  random_weights(w.data(), R, D, 8);
+  const Workload work = Workload::fixed_bags(zipf_batches(R, 1.05, 3, 3, 4096), 8);
+  auto gpu_backend = make_backend("cuda");
+  auto cpu_backend = make_backend("cpu");
+  for (OptimizerKind k : {OptimizerKind::Sgd, OptimizerKind::Adagrad, OptimizerKind::RowwiseAdagrad, OptimizerKind::Adam})
+    for (bool dense : {false, true}) {
+      SCOPED_TRACE(std::string(optimizer_name(k)) + (dense ? " dense" : " sparse"));
+      TrainingSpec spec;
+      spec.optimizer = k;
+      spec.dense_gradient = dense;
+      auto gt = encode(StrategySpec::parse("fp32"), w.data(), R, D);
+      auto gpu = gpu_backend->load_training(*gt, work, spec);
+      if (!gpu) {
+        RecordProperty("cuda_training", "declined: the tuner models the backward and update");
+        continue;
+      }
+      auto ct = encode(StrategySpec::parse("fp32"), w.data(), R, D);
+      auto cpu = cpu_backend->load_training(*ct, work, spec);
+      ASSERT_NE(cpu, nullptr);
+      const StepPhases gp = gpu->pass();
+      cpu->pass();
+      EXPECT_GT(gp.total(), 0.0);
+      std::vector<float> a(R * D), b(R * D);
+      ct->decode_rows(0, R, a.data());
+      gt->decode_rows(0, R, b.data());
+      for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(b[i], a[i], 1e-5 * (1 + std::fabs(a[i]))) << i;
+    }
+}
+
 TEST(CudaKernels, OutOfRangeIndexIsReported) {
   REQUIRE_DEVICE();
   const std::uint64_t R = 100;

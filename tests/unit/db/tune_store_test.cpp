@@ -335,6 +335,44 @@ TEST(TuneStore, ThePlanRecordsItsObjectiveAndOlderPlansWereSpeed) {
             std::to_string(current_schema_version()));
 }
 
+// Schema step 7: what each candidate's step time covers and its forward, backward and update
+// parts (issue 19 point 4); older runs have '' and NULL.
+TEST(TuneStore, CandidatesKeepWhatTheirStepTimeCovers) {
+  const std::string path = temp_path("tune-step-covers.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.candidates[0].step_covers = "forward+backward+adam update (dense gradient)";
+  r.candidates[0].forward_us = 2.5;
+  r.candidates[0].backward_us = 1.25;
+  r.candidates[0].update_us = 6.25;
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    EXPECT_EQ(q.candidates[0].step_covers, "forward+backward+adam update (dense gradient)");
+    EXPECT_EQ(q.candidates[0].forward_us, 2.5);
+    EXPECT_EQ(q.candidates[0].backward_us, 1.25);
+    EXPECT_EQ(q.candidates[0].update_us, 6.25);
+    EXPECT_EQ(q.candidates[1].step_covers, "");
+    EXPECT_TRUE(std::isnan(q.candidates[1].update_us)) << "not split stays not split";
+  }
+  {
+    // A schema-6 file: the columns did not exist; migrating adds them empty.
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    for (const char* c : {"step_covers", "forward_us", "backward_us", "update_us"})
+      db.exec(std::string("ALTER TABLE tune_candidates DROP COLUMN ") + c);
+    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
+    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult old = load_tune_result(store, r.run_id);
+  EXPECT_EQ(old.candidates[0].step_covers, "");
+  EXPECT_TRUE(std::isnan(old.candidates[0].forward_us));
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+}
+
 // A run that found no plan is listed but never replaces the last good plan.
 TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
   const std::string path = temp_path("tune-runs.edodb");

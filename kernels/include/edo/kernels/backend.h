@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "edo/kernels/strategy.h"
+#include "edo/kernels/training.h"
 
 namespace edo::kernels {
 
@@ -61,6 +62,14 @@ class Backend {
   // Prepares `table` and the workload's batches on this backend (CUDA: uploads both; the
   // output buffer is allocated here, once). The table and the workload must outlive the result.
   virtual std::unique_ptr<LoadedTable> load(const EncodedTable& table, const Workload& work) = 0;
+  // Prepares `table` for training steps on the workload's batches (edo/kernels/training.h);
+  // the passes change its weights. nullptr when this backend cannot train the table: the CPU
+  // trains fp32, fp16 and bf16 rows; the CUDA backend has no optimizer kernels yet (the tuner
+  // then models the backward and update, and says so).
+  virtual std::unique_ptr<TrainingTable> load_training(EncodedTable& table, const Workload& work, const TrainingSpec& spec) {
+    (void)table, (void)work, (void)spec;
+    return nullptr;
+  }
 };
 
 // "cpu" or "cuda". Throws std::invalid_argument for another name and std::runtime_error

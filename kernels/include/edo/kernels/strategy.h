@@ -26,6 +26,7 @@
 
 #include "edo/dtype.h"
 #include "edo/kernels/formats/common.h"
+#include "edo/kernels/training.h"
 
 namespace edo::kernels {
 
@@ -113,6 +114,12 @@ class EncodedTable {
   virtual bool has_backward() const { return false; }
   void backward(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
                 const float* per_sample_weights, Pooling mode, const float* grad_out, float lr);
+  // The two halves of backward() (edo/kernels/training.h): the row gradients of the bag above
+  // (any format: they do not depend on how the rows are stored), and W[rows[i]] -= updates[i]
+  // (an optimizer's step, one rounding per row for fp16/bf16; only where has_backward()).
+  void row_gradients(const std::int64_t* idx, std::int64_t n, const std::int64_t* offsets, std::int64_t n_bags,
+                     const float* per_sample_weights, Pooling mode, const float* grad_out, RowGradients& out) const;
+  void apply_row_updates(const std::int64_t* rows, const float* updates, std::int64_t count);
 
   // Offload: hit rate of the device cache since the last reset (-1 for other formats). The
   // counters are statistics of lookups, which are const: resetting them is too.

@@ -34,6 +34,14 @@ struct TuneCandidate {
   double step_us_lo = std::numeric_limits<double>::quiet_NaN();
   double step_us_hi = std::numeric_limits<double>::quiet_NaN();
   double error = std::numeric_limits<double>::quiet_NaN();    // frequency-weighted relative L2 error
+  // What step_us covers (issue 19 point 4): "forward pooled bag" (inference), "forward+backward+
+  // adam update (dense gradient)" (training, timed on the backend), or a forward measured with
+  // the backward and update modelled; "" in runs made before it was recorded. Its phases
+  // (NaN: not split; they add up to step_us).
+  std::string step_covers;
+  double forward_us = std::numeric_limits<double>::quiet_NaN();
+  double backward_us = std::numeric_limits<double>::quiet_NaN();
+  double update_us = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> hit_rate;           // offload: hit rate measured on the backend
   std::optional<double> recorded_hit_rate;  // offload: the recording's curve at that cache size
   bool needs_retraining = false;
