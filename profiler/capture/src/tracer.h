@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "edo/capture/config.h"
 #include "edo/stats/table_stats.h"
 #include "edo/wire/attribution.h"
 #include "edo/wire/wire.h"
