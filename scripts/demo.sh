@@ -21,7 +21,7 @@ cpp_job="$build/bin/edo-embedding-job"
 [[ -x $edo ]] || { echo "demo: $edo not found; run 'make demo' (or cmake --build $build --target demo_targets) first" >&2; exit 1; }
 mkdir -p "$out"
 # Each run starts afresh: the files of an earlier demo are replaced.
-rm -f "$out"/{dlrm.edodb,cpp.edodb,plan.json,plan_torchrec.py,plan-pytorch.json,overview.png,tuner.png,tables.png}
+rm -f "$out"/{dlrm.edodb,synth.edodb,cpp.edodb,plan.json,plan_torchrec.py,plan-pytorch.json,overview.png,tuner.png,tables.png}
 log="$out/.demo.log"
 
 if [[ -t 1 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
@@ -30,23 +30,26 @@ run_quiet() {  # the command's output only when it fails
   "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "demo: '$*' failed" >&2; exit 1; }
 }
 
+# EDO_PYTHON: the python3 to run the PyTorch job with (and only that one); else the first of
+# these that imports torch.
 torch_python=""
-for py in "${EDO_PYTHON:-}" /usr/bin/python3 python3; do
-  [[ -n $py ]] || continue
+candidates=(/usr/bin/python3 python3)
+[[ -n ${EDO_PYTHON:-} ]] && candidates=("$EDO_PYTHON")
+for py in "${candidates[@]}"; do
   if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' >/dev/null 2>&1; then torch_python=$py; break; fi
 done
 # A plain python3 for reading edo's JSON (torch not needed).
 py=${torch_python:-python3}
 
-db="$out/dlrm.edodb"
+if [[ -n $torch_python ]]; then db="$out/dlrm.edodb"; else db="$out/synth.edodb"; fi
 if [[ -n $torch_python ]]; then
   step "1. Record the bundled DLRM-like PyTorch job (no code change)" \
        "edo record --weights -o $db -- $torch_python examples/dlrm_like.py"
   OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$edo" record --weights -o "$db" -- "$torch_python" examples/dlrm_like.py
 else
   step "1. No python3 with torch here (set EDO_PYTHON): a synthetic Zipf workload instead" \
-       "edo synth -o $db --tables 8 --rows 200000 --dim 64 --zipf 1.05 --lookups 400000"
-  "$edo" synth -o "$db" --tables 8 --rows 200000 --dim 64 --zipf 1.05 --lookups 400000
+       "edo synth -o $db --tables 4 --rows 100000 --dim 32 --zipf 1.05 --lookups 400000"
+  "$edo" synth -o "$db" --tables 4 --rows 100000 --dim 32 --zipf 1.05 --lookups 400000
 fi
 step "   Its report" "edo report $db"
 "$edo" report "$db"
@@ -114,6 +117,7 @@ for f in "$db" "$out/cpp.edodb" "$out/plan.json" "$out/plan_torchrec.py" "$out/p
   if [[ -f $f ]]; then
     case $f in
       *dlrm.edodb) what="the recording, with the tuner's runs (edo report / diff / tune / export)";;
+      *synth.edodb) what="the synthetic workload's profile, with the tuner's runs";;
       *cpp.edodb) what="the C++ job's recording";;
       *plan.json) what="the plan (edo.plan/1 JSON)";;
       *torchrec.py) what="the plan for TorchRec's sharding planner";;
