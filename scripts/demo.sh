@@ -42,10 +42,16 @@ done
 py=${torch_python:-python3}
 
 if [[ -n $torch_python ]]; then db="$out/dlrm.edodb"; else db="$out/synth.edodb"; fi
+# The job runs on the GPU when its PyTorch has one (then edo records the device memory timeline
+# and the kernels too).
+job_args=()
+if [[ -n $torch_python ]] && "$torch_python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  job_args=(--device cuda)
+fi
 if [[ -n $torch_python ]]; then
   step "1. Record the bundled DLRM-like PyTorch job (no code change)" \
-       "edo record --weights -o $db -- $torch_python examples/dlrm_like.py"
-  OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$edo" record --weights -o "$db" -- "$torch_python" examples/dlrm_like.py
+       "edo record --weights -o $db -- $torch_python examples/dlrm_like.py${job_args[*]:+ ${job_args[*]}}"
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$edo" record --weights -o "$db" -- "$torch_python" examples/dlrm_like.py "${job_args[@]}"
 else
   step "1. No python3 with torch here (set EDO_PYTHON): a synthetic Zipf workload instead" \
        "edo synth -o $db --tables 4 --rows 100000 --dim 32 --zipf 1.05 --lookups 400000"
@@ -93,9 +99,9 @@ if [[ -n $torch_python ]]; then
     sed -n '/^plan: /p;/^TABLE /,$p' "$log"
     "$edo" export "$db" --format json -o "$out/plan-pytorch.json"
     step "   edo.apply_plan(model, plan) on the bundled model, then its training steps" \
-         "PYTHONPATH=$build/lib/python $torch_python examples/dlrm_like.py --apply-plan $out/plan-pytorch.json"
+         "PYTHONPATH=$build/lib/python $torch_python examples/dlrm_like.py${job_args[*]:+ ${job_args[*]}} --apply-plan $out/plan-pytorch.json"
     PYTHONPATH="$build/lib/python${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} \
-      "$torch_python" examples/dlrm_like.py --apply-plan "$out/plan-pytorch.json" >"$log" 2>&1 ||
+      "$torch_python" examples/dlrm_like.py "${job_args[@]}" --apply-plan "$out/plan-pytorch.json" >"$log" 2>&1 ||
       { cat "$log" >&2; echo "demo: examples/dlrm_like.py --apply-plan failed" >&2; exit 1; }
     sed -n 's/^dlrm_like: applied //p' "$log" | "$py" -c '
 import json, sys
