@@ -58,7 +58,14 @@ if command -v pkg-config >/dev/null; then
   # shellcheck disable=SC2086  # the flags are words
   eval "c++ -std=c++17 -O1 -o \"$tmp/job-pc\" \"$src/examples/cpp/embedding_job.cpp\" $flags" || fail "compiling with pkg-config's flags: $flags"
   [[ $(loaded_trace "$tmp/job-pc") == "$installed_trace" ]] || fail "the pkg-config build does not load the installed library: $(ldd "$tmp/job-pc")"
-  "$tmp/job-pc" 2 >/dev/null || fail "the pkg-config build does not run"
+  # Run under the prefix's edo record (a sanitizer build's library needs the runtime that
+  # edo record preloads first), and its two tables read back.
+  (cd "$tmp" && "$prefix/bin/edo" record -o "$tmp/pc.edodb" -- "$tmp/job-pc" 2) >"$tmp/record-pc.log" 2>&1 ||
+    { cat "$tmp/record-pc.log"; fail "the pkg-config build does not run under edo record"; }
+  "$prefix/bin/edo" report --json "$tmp/pc.edodb" | python3 -c '
+import json, sys
+t = {x["name"]: x["lookups"] for x in json.load(sys.stdin)["tables"]}
+assert t == {"cpp.user": 2 * 4096, "cpp.item": 2 * 4096}, t' || fail "the pkg-config build's recording is not its two tables"
 else
   echo "note: no pkg-config on PATH: edo.pc not checked (scripts/install-deps.sh installs it)"
 fi
