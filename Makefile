@@ -3,7 +3,9 @@
 #
 #   make build                 configure + build into build/ (BUILD=dir to change)
 #   make test                  deps, build, then the whole test suite (ctest)
-#   make demo                  deps, build, then record the bundled workload and report it
+#   make demo                  deps, then builds only what the demo runs (the CMake target demo_targets)
+#                              and shows the workflow: record, report, tune, export, apply_plan,
+#                              dashboard pictures (scripts/demo.sh; files in DEMO_DIR, default out/demo)
 #   make bench                 build, then run the benchmarks (bench/) and print their ratios
 #   make test SANITIZE=address,undefined   the same tests under sanitizers (in build-san/)
 #   make tsan                  the tracer's concurrency tests under ThreadSanitizer (build-tsan/;
@@ -33,7 +35,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 EDO := $(BUILD)/bin/edo
-DEMO_DB ?= out/demo.edodb
+DEMO_DIR ?= out/demo
 FUZZ_SECONDS ?= 300
 FAULT_RUNS ?= 50
 
@@ -64,9 +66,10 @@ test: deps build
 stress: deps build
 	scripts/stress.sh $(BUILD)
 
-demo: deps build
-	@mkdir -p out
-	scripts/demo.sh $(BUILD) $(DEMO_DB)
+# Only the demo's targets: the tests, benchmarks and the clang fuzz sub-build wait for `make test`.
+demo: deps configure
+	cmake --build $(BUILD) -j $(JOBS) --target demo_targets
+	scripts/demo.sh $(BUILD) $(DEMO_DIR)
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)

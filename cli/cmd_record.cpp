@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "command.h"
-#include "config.h"
+#include "edo/capture/config.h"
 #include "edo/collector/collector.h"
 #include "edo/collector/job_launcher.h"
 #include "edo/collector/recorder.h"

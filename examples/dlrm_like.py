@@ -190,10 +190,27 @@ def main():
         import edo
         applied = edo.apply_plan(model, args.apply_plan, training=not args.infer)
         print("dlrm_like: applied %s" % json.dumps(applied, sort_keys=True))
+        done = [r for r in applied.values() if r["applied"]]
+        before = sum(r["before_bytes"] for r in done)
+        after = sum(r["after_bytes"] for r in done)
+        print("dlrm_like: apply_plan converted %d table(s): weights %d -> %d bytes, saved %d bytes"
+              % (sum(1 for r in done if r["after_bytes"] != r["before_bytes"]), before, after,
+                 before - after))
     if not args.infer:
+        # A table whose planned bytes assume row-wise Adagrad (the plan's "optimizer") is
+        # trained with edo.RowwiseAdagrad, as docs/tuning.md "Applying a plan" says; Adam's
+        # moments would undo the saving, and torch's CPU Adam has no fp16 kernel.
+        rowwise = set()
+        if args.apply_plan:
+            rowwise = {n for n, r in applied.items() if r["applied"] and r["optimizer"] == "rowwise_adagrad"}
         sgd = torch.optim.SGD([model.ad.weight], lr=0.05)
-        dense_params = [p for n, p in model.named_parameters() if n != "ad.weight"]
-        adam = torch.optim.Adam(dense_params + list(side.parameters()), lr=1e-3)
+        named = [(n, p) for n, p in model.named_parameters() if n != "ad.weight"]
+        adam_params = [p for n, p in named if n.rsplit(".", 1)[0] not in rowwise]
+        row_params = [p for n, p in named if n.rsplit(".", 1)[0] in rowwise]
+        adam = torch.optim.Adam(adam_params + list(side.parameters()), lr=1e-3)
+        optimizers = [sgd, adam]
+        if row_params:
+            optimizers.append(edo.RowwiseAdagrad(row_params, lr=0.05))
     batches = make_batches(args, gen, dim)
 
     losses = []
@@ -224,11 +241,11 @@ def main():
             side_vec = side(b["side"]).sum(1)
             out = model(b["dense"], b["feats"], b["ad"], side_vec)
             loss = F.binary_cross_entropy_with_logits(out, b["label"])
-            sgd.zero_grad()
-            adam.zero_grad()
+            for opt in optimizers:
+                opt.zero_grad()
             loss.backward()
-            sgd.step()
-            adam.step()
+            for opt in optimizers:
+                opt.step()
         if args.bench and args.device == "cuda":
             torch.cuda.synchronize()
         t1 = time.perf_counter()

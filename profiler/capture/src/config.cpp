@@ -1,4 +1,4 @@
-#include "config.h"
+#include "edo/capture/config.h"
 
 #include <sys/random.h>
 #include <time.h>

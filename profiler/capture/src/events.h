@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "edo/capture/config.h"
 #include "edo/wire/attribution.h"
 
 namespace edo::capture {

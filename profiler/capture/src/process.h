@@ -15,7 +15,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "config.h"
+#include "edo/capture/config.h"
 #include "nvtx_names.h"
 #include "edo/stats/table_stats.h"
 #include "registry.h"

@@ -1,7 +1,7 @@
 // Config glue: what the EDO_* settings (config.h) mean for the parts of the library.
 #pragma once
 
-#include "config.h"
+#include "edo/capture/config.h"
 #include "edo/stats/table_stats.h"
 #include "edo/wire/wire.h"
 #include "session.h"

@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-#include "config.h"
+#include "edo/capture/config.h"
 
 using edo::capture::parse_config;
 

@@ -1,6 +1,6 @@
 // Synthetic inputs for benchmarks, the tuner and tests: row-id streams and fp32 weights.
 //
-// Row ids follow DESIGN.md's "Synthetic Zipf(A)" through core/stats' ZipfGenerator, the one
+// Row ids follow docs/stats.md "Synthetic Zipf(A)" through core/stats' ZipfGenerator, the one
 // generator of the project (edo synth uses it too): bounded Zipf over ranks 1..R, ranks mapped
 // to rows by a seeded permutation; A <= 0 gives uniform rows.
 #pragma once

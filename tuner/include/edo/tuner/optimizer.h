@@ -1,4 +1,4 @@
-// The plan's optimiser (DESIGN.md "Tuner"): a multiple-choice knapsack that picks one option per
+// The plan's optimiser (docs/tuning.md "The plan"): a multiple-choice knapsack that picks one option per
 // item (a table, or tables sharing weights) with the least total step time whose total device
 // bytes fit a budget, and the Pareto frontier of whole plans (device bytes vs step time).
 //

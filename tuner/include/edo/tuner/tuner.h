@@ -1,4 +1,4 @@
-// edo's tuner (DESIGN.md "Tuner"): for every table of a recording, every memory-saving
+// edo's tuner (docs/tuning.md): for every table of a recording, every memory-saving
 // strategy is measured on this machine's GPU or CPU with the job's own access pattern (index
 // batches drawn from the recorded per-row counts) and its error computed on the job's weights
 // (the recording's weight snapshot, or synthetic weights of the same shape when there is none);

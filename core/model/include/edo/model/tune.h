@@ -1,4 +1,4 @@
-// What `edo tune` measured and recommended (DESIGN.md "Tuner"): every candidate strategy of
+// What `edo tune` measured and recommended (docs/tuning.md): every candidate strategy of
 // every table, the plan under a memory budget, the Pareto frontier and the machine. The tuner
 // (tuner/) fills it, db/ stores it (tune_store.h), report, export and the dashboard read it.
 #pragma once

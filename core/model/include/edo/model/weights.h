@@ -2,7 +2,7 @@
 // (`edo record --weights` / EDO_WEIGHTS=1: the PyTorch hook or edo_table_weights() hands the
 // weights over; the tracer keeps the hottest rows and a uniform sample of the rest).
 //
-// The tuner's error is access-frequency weighted (DESIGN.md "Tuner"): hot rows are counted
+// The tuner's error is access-frequency weighted (docs/tuning.md "Error"): hot rows are counted
 // exactly, the sample stands for the rows it was drawn from (a Horvitz-Thompson estimate:
 // each sampled row weighs population / sampled rows).
 #pragma once

@@ -1,4 +1,4 @@
-// edo statistics engine: the definitions of DESIGN.md "Statistics", used identically by the
+// edo statistics engine: the definitions of docs/stats.md, used identically by the
 // tracer inside the job (libedo_trace.so), by `edo synth`, by the collector and by analysis.
 //
 // Pure C++20 on the standard library only: this code is linked into libedo_trace.so, which
@@ -27,7 +27,7 @@
 
 namespace edo::stats {
 
-// Tunables. Defaults follow DESIGN.md; the tracer fills them from EDO_* variables.
+// Tunables. Defaults as in docs/stats.md; the tracer fills them from EDO_* variables.
 struct StatsConfig {
   // Tables with at most this many rows get exact per-row counts (EDO_EXACT_ROWS).
   uint64_t exact_rows_limit = uint64_t{1} << 26;
@@ -256,7 +256,7 @@ uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
 // the caller checks.
 StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budget);
 
-// Derived statistics of one table (DESIGN.md definitions).
+// Derived statistics of one table (docs/stats.md "Summary").
 struct CurvePoint {
   double x;  // rows (k or cache size)
   double y;  // share of lookups (coverage) or hit rate
@@ -301,7 +301,7 @@ ZipfFit fit_zipf(const std::vector<uint64_t>& counts_descending);
 double zipf_share(double alpha, uint64_t ranks, uint64_t k);
 TableSummary summarize(const TableAggregate& agg);
 
-// Synthetic Zipf(A) generator (DESIGN.md): bounded Zipf over ranks 1..R with
+// Synthetic Zipf(A) generator (docs/stats.md "Synthetic Zipf(A)"): bounded Zipf over ranks 1..R with
 // P(rank k) ~ k^-A, ranks mapped to rows through a seeded random permutation.
 // A == 0 gives uniform. Deterministic for a given (rows, alpha, seed).
 class ZipfGenerator {
