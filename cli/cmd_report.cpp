@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,10 +59,21 @@ void print_job(const model::Profile& profile, const model::JobView& job, const s
   }
   const std::string exit = job.exit_code ? fmt::format("exit {}", *job.exit_code) : "exit unknown";
   print_note("job: " + terminal_safe(job.command), "     ");
+  // A merged recording (edo merge) has a root on each node: its launcher there.
+  std::set<std::string> root_hosts;
+  for (size_t i = 0; i < profile.sessions.size(); ++i)
+    if (job.roles[i] == model::Role::kRoot) root_hosts.insert(profile.sessions[i].host);
+  const bool multi_node = root_hosts.size() > 1;
   std::string where = job.pid ? fmt::format("pid {}", *job.pid) : "root process not recorded";
-  if (!job.host.empty()) where += " on " + terminal_safe(job.host);
+  if (multi_node) {
+    std::string hosts;
+    for (const auto& h : root_hosts) hosts += (hosts.empty() ? "" : ", ") + terminal_safe(h);
+    where = fmt::format("{} nodes ({})", root_hosts.size(), hosts);
+  } else if (!job.host.empty()) {
+    where += " on " + terminal_safe(job.host);
+  }
   fmt::print("  {}, {}, {}, {}\n", where, exit, seconds(job.duration_ns), plural(job.steps, "step", "steps"));
-  if (job.root >= 0) {
+  if (job.root >= 0 && !multi_node) {
     const model::Session& r = profile.sessions[size_t(job.root)];
     if (r.command != job.command && !r.command.empty()) print_note("  exec'ed into: " + terminal_safe(r.command), "    ");
   }
@@ -73,6 +85,7 @@ void print_job(const model::Profile& profile, const model::JobView& job, const s
     const size_t roots = job.count(model::Role::kRoot);
     if (roots == 1) parts = "the root";
     if (roots > 1) parts = fmt::format("the root in {} images (exec)", roots);
+    if (multi_node) parts = fmt::format("{} on {} nodes", plural(roots, "root", "roots"), root_hosts.size());
     add(job.count(model::Role::kRank), "rank", "ranks");
     add(job.count(model::Role::kWorker), "forked worker", "forked workers");
     add(job.count(model::Role::kChild), "other child", "other children");
@@ -89,7 +102,7 @@ void print_job(const model::Profile& profile, const model::JobView& job, const s
         workers += job.roles[k] == model::Role::kWorker && profile.sessions[k].rank == s.rank;
       fmt::print("  rank {}{}: pid {}{}, {}, {}, {} lookups, peak {}{}{}{}\n", *s.rank,
                  s.local_rank ? fmt::format(" (local {})", *s.local_rank) : "", s.pid,
-                 s.host != job.host ? " on " + terminal_safe(s.host) : "", seconds(s.duration_ns),
+                 s.host != job.host || multi_node ? " on " + terminal_safe(s.host) : "", seconds(s.duration_ns),
                  plural(s.steps, "step", "steps"), rv.lookups, model::format_bytes(static_cast<uint64_t>(rv.peak_bytes)),
                  rv.peak_from_timeline ? "" : " (tables)", s.exit_code ? fmt::format(", exit {}", *s.exit_code) : "",
                  workers ? ", " + plural(workers, "forked worker", "forked workers") : "");

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "edo/model/processes.h"
 #include "edo/model/rank_identity.h"
 
 namespace edo::model {
@@ -195,6 +196,14 @@ Profile merge_profiles(std::vector<LabeledProfile>& in, const MergeOptions& o, M
   MergeSummary sum;
   check_inputs(in, o, sum);
 
+  // Each input's root (the launcher `edo record` started) stays a root of the merged job: a
+  // session note, so that it follows its session through this and later merges.
+  for (auto& lp : in) {
+    const JobView jv = job_view(lp.profile);
+    for (size_t i = 0; i < lp.profile.sessions.size(); ++i)
+      if (jv.roles[i] == Role::kRoot)
+        lp.profile.metadata["session." + std::to_string(lp.profile.sessions[i].id) + "." + kRootNote] = "1";
+  }
   // Every session, with where it came from, in canonical order.
   struct Ref {
     size_t input;
