@@ -145,7 +145,8 @@ JobView job_view(const Profile& p) {
   // Ranks: per RANK value, its first process that was not forked from another of that rank.
   std::map<int64_t, size_t> rank_main;
   for (size_t i = 0; i < ss.size(); ++i) {
-    if (job.roles[i] == Role::kRoot || !ss[i].rank) continue;
+    // A root with a RANK is a rank too (a rank traced on its own, as one input of `edo merge`).
+    if (!ss[i].rank) continue;
     const int64_t r = *ss[i].rank;
     const int64_t par = parent[i];
     if (par >= 0 && ss[size_t(par)].rank == ss[i].rank) continue;
@@ -153,7 +154,7 @@ JobView job_view(const Profile& p) {
     if (it == rank_main.end() || ss[i].start_unix_ns < ss[it->second].start_unix_ns) rank_main[r] = i;
   }
   for (auto& [r, i] : rank_main) {
-    job.roles[i] = Role::kRank;
+    if (job.roles[i] != Role::kRoot) job.roles[i] = Role::kRank;
     job.ranks.push_back(i);
   }
   for (size_t i = 0; i < ss.size(); ++i)

@@ -23,7 +23,8 @@ int64_t session_peak(const std::vector<const MemoryEvent*>& events) {
 
 }  // namespace
 
-std::vector<RankView> rank_views(const Profile& p, const JobView& job, const std::vector<std::string>& view_of_table) {
+std::vector<RankView> rank_views(const Profile& p, const JobView& job, const std::vector<std::string>& view_of_table,
+                                 const std::map<int64_t, uint64_t>* stored_lookups) {
   std::vector<RankView> out;
   std::map<int64_t, std::vector<const MemoryEvent*>> events;
   for (const auto& e : p.memory_events) events[e.session_id].push_back(&e);
@@ -45,14 +46,18 @@ std::vector<RankView> rank_views(const Profile& p, const JobView& job, const std
     std::set<int64_t> mine;
     for (size_t i = 0; i < p.sessions.size(); ++i) {
       const Session& o = p.sessions[i];
-      if (o.rank == s.rank && o.host == s.host && job.roles[i] != Role::kRoot) mine.insert(o.id);
+      if (o.rank == s.rank && o.host == s.host && (job.roles[i] != Role::kRoot || i == main)) mine.insert(o.id);
     }
     r.processes = mine.size();
     uint64_t table_bytes = 0;
     for (size_t i = 0; i < p.tables.size(); ++i) {
       const Table& t = p.tables[i];
       if (!mine.count(t.session_id)) continue;
-      const uint64_t n = t.aggregate.lookups();
+      uint64_t n = t.aggregate.lookups();
+      if (stored_lookups) {
+        auto it = stored_lookups->find(t.id);
+        n = it == stored_lookups->end() ? 0 : it->second;
+      }
       const std::string& name = i < view_of_table.size() ? view_of_table[i] : t.name;
       r.lookups_by_table[name] += n;
       r.lookups += n;

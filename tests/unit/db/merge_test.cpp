@@ -15,7 +15,9 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/db/weight_store.h"
+#include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
+#include "edo/model/rank_view.h"
 #include "test_profiles.h"
 
 namespace edo::db {
@@ -301,6 +303,31 @@ TEST(Merge, TheSameRankTwiceOrNoJobIdentityIsRefused) {
   const std::string none = refusal({a, c}, "r-out2.edodb");
   EXPECT_NE(none.find(c + " has no job identity"), std::string::npos) << none;
   EXPECT_NE(none.find("--force"), std::string::npos) << none;
+}
+
+// Each rank traced on its own (EDO_OUTPUT + edo import per rank): every input's root is the
+// rank itself; the merged job still lists every rank, each with its own lookups.
+TEST(Merge, RanksTracedOnTheirOwnAreRootsAndRanks) {
+  std::vector<std::string> in;
+  for (int64_t r = 0; r < 3; ++r) {
+    Profile p = node_recording("host" + std::to_string(r), r, {{r, uint64_t(r)}}, kT0, "m:1", 3);
+    p.sessions.erase(p.sessions.begin());  // no launcher: the rank is the recording's first process
+    in.push_back(save("solo" + std::to_string(r) + ".edodb", p));
+  }
+  const Profile job = ProfileStore(merged(in, "solo-job.edodb"), ProfileStore::Mode::kReadOnly).load();
+  const JobView jv = job_view(job);
+  ASSERT_EQ(jv.ranks.size(), 3u);
+  EXPECT_EQ(jv.count(Role::kRoot), 3u);
+  std::vector<std::string> view_of_table;
+  table_views(job, {}, &view_of_table);
+  const auto ranks = rank_views(job, jv, view_of_table);
+  ASSERT_EQ(ranks.size(), 3u);
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(ranks[size_t(r)].rank, r);
+    EXPECT_EQ(ranks[size_t(r)].lookups_by_table.at("emb.small"), 3000u + 100 * uint64_t(r));
+    EXPECT_EQ(ranks[size_t(r)].peak_bytes, 6400 + 160000);
+    EXPECT_TRUE(ranks[size_t(r)].peak_from_timeline);
+  }
 }
 
 TEST(Merge, TheOutputMayNotBeAnInput) {

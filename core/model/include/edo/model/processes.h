@@ -41,7 +41,8 @@ struct JobView {
   std::string host;
   uint64_t steps = 0;                    // edo_step() calls of the root, else of its busiest rank
   // Indices into Profile::sessions. `root` is the last image of the root process (-1: it
-  // never reported); `ranks` one per distinct RANK, ordered by rank; `roles` one per session.
+  // never reported); `ranks` one per distinct RANK, ordered by rank (a root with a RANK is one
+  // too, its role staying kRoot: a rank traced on its own); `roles` one per session.
   int64_t root = -1;
   std::vector<size_t> ranks;
   std::vector<Role> roles;

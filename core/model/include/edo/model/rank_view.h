@@ -46,7 +46,10 @@ struct TableImbalance {
 
 // One entry per distinct RANK (JobView::ranks order: by rank). `view_of_table` is what
 // table_views(profile, {}, &view_of_table) returns (one name per profile.tables entry).
-std::vector<RankView> rank_views(const Profile& profile, const JobView& job, const std::vector<std::string>& view_of_table);
+// `stored_lookups` (table id -> lookups), when given, stands in for the tables' aggregates (a
+// viewer's outline, whose tables carry no statistics yet).
+std::vector<RankView> rank_views(const Profile& profile, const JobView& job, const std::vector<std::string>& view_of_table,
+                                 const std::map<int64_t, uint64_t>* stored_lookups = nullptr);
 
 // Per table read by any rank (the job has at least two ranks), busiest first by ratio.
 std::vector<TableImbalance> rank_imbalance(const std::vector<RankView>& ranks);
