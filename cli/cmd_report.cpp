@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,11 +16,13 @@
 #include "edo/model/drops.h"
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
+#include "edo/model/rank_view.h"
 #include "edo/db/tune_store.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
 #include "support/report_json.h"
+#include "support/report_ranks.h"
 #include "support/terminal.h"
 #include "support/text_width.h"
 
@@ -49,17 +52,28 @@ std::string seconds(int64_t ns) { return fmt::format("{:.1f} s", static_cast<dou
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
 // The job `edo record` started (not whichever process connected first), then its ranks.
-void print_job(const model::Profile& profile, const model::JobView& job) {
+void print_job(const model::Profile& profile, const model::JobView& job, const std::vector<model::RankView>& rank_views) {
   if (profile.sessions.empty()) {
     fmt::print("job: (no process recorded)\n");
     return;
   }
   const std::string exit = job.exit_code ? fmt::format("exit {}", *job.exit_code) : "exit unknown";
   print_note("job: " + terminal_safe(job.command), "     ");
+  // A merged recording (edo merge) has a root on each node: its launcher there.
+  std::set<std::string> root_hosts;
+  for (size_t i = 0; i < profile.sessions.size(); ++i)
+    if (job.roles[i] == model::Role::kRoot) root_hosts.insert(profile.sessions[i].host);
+  const bool multi_node = root_hosts.size() > 1;
   std::string where = job.pid ? fmt::format("pid {}", *job.pid) : "root process not recorded";
-  if (!job.host.empty()) where += " on " + terminal_safe(job.host);
+  if (multi_node) {
+    std::string hosts;
+    for (const auto& h : root_hosts) hosts += (hosts.empty() ? "" : ", ") + terminal_safe(h);
+    where = fmt::format("{} nodes ({})", root_hosts.size(), hosts);
+  } else if (!job.host.empty()) {
+    where += " on " + terminal_safe(job.host);
+  }
   fmt::print("  {}, {}, {}, {}\n", where, exit, seconds(job.duration_ns), plural(job.steps, "step", "steps"));
-  if (job.root >= 0) {
+  if (job.root >= 0 && !multi_node) {
     const model::Session& r = profile.sessions[size_t(job.root)];
     if (r.command != job.command && !r.command.empty()) print_note("  exec'ed into: " + terminal_safe(r.command), "    ");
   }
@@ -71,6 +85,7 @@ void print_job(const model::Profile& profile, const model::JobView& job) {
     const size_t roots = job.count(model::Role::kRoot);
     if (roots == 1) parts = "the root";
     if (roots > 1) parts = fmt::format("the root in {} images (exec)", roots);
+    if (multi_node) parts = fmt::format("{} on {} nodes", plural(roots, "root", "roots"), root_hosts.size());
     add(job.count(model::Role::kRank), "rank", "ranks");
     add(job.count(model::Role::kWorker), "forked worker", "forked workers");
     add(job.count(model::Role::kChild), "other child", "other children");
@@ -78,15 +93,18 @@ void print_job(const model::Profile& profile, const model::JobView& job) {
   }
   if (job.ranks.size() >= 2) {
     fmt::print("ranks:\n");
-    for (size_t i : job.ranks) {
+    for (size_t k = 0; k < job.ranks.size(); ++k) {
+      const size_t i = job.ranks[k];
       const model::Session& s = profile.sessions[i];
+      const model::RankView& rv = rank_views[k];
       size_t workers = 0;
       for (size_t k = 0; k < profile.sessions.size(); ++k)
         workers += job.roles[k] == model::Role::kWorker && profile.sessions[k].rank == s.rank;
-      fmt::print("  rank {}{}: pid {}{}, {}, {}{}{}\n", *s.rank,
+      fmt::print("  rank {}{}: pid {}{}, {}, {}, {} lookups, peak {}{}{}{}\n", *s.rank,
                  s.local_rank ? fmt::format(" (local {})", *s.local_rank) : "", s.pid,
-                 s.host != job.host ? " on " + terminal_safe(s.host) : "", seconds(s.duration_ns),
-                 plural(s.steps, "step", "steps"), s.exit_code ? fmt::format(", exit {}", *s.exit_code) : "",
+                 s.host != job.host || multi_node ? " on " + terminal_safe(s.host) : "", seconds(s.duration_ns),
+                 plural(s.steps, "step", "steps"), rv.lookups, model::format_bytes(static_cast<uint64_t>(rv.peak_bytes)),
+                 rv.peak_from_timeline ? "" : " (tables)", s.exit_code ? fmt::format(", exit {}", *s.exit_code) : "",
                  workers ? ", " + plural(workers, "forked worker", "forked workers") : "");
     }
   }
@@ -285,14 +303,24 @@ void print_kernel_tables(const model::Profile& profile) {
   print_note("GPU TIME: kernel time of those launches (a launch that reads two tables counts for both).");
 }
 
-void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables, size_t top) {
-  print_job(profile, model::job_view(profile));
+// Per table, how unevenly the ranks read it: the busiest rank against the mean.
+void print_imbalance(const std::vector<model::RankView>& ranks) {
+  const auto lines = imbalance_lines(model::rank_imbalance(ranks));
+  if (lines.empty()) return;
+  fmt::print("\nlookups per rank (the busiest rank against the mean; 1.00x is balanced):\n");
+  for (const auto& l : lines) print_note("  " + l, "    ");
+}
+
+void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables,
+                const std::vector<model::RankView>& ranks, size_t top) {
+  print_job(profile, model::job_view(profile), ranks);
   print_memory(profile);
   if (tables.empty()) {
     fmt::print("no embedding tables recorded\n");
     return;
   }
   print_tables(tables);
+  print_imbalance(ranks);
   print_kernel_tables(profile);
   if (top > 0) print_top(tables, top);
 }
@@ -300,13 +328,16 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
 int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
   model::Profile profile = store.load();
-  auto tables = model::table_views(profile);
+  std::vector<std::string> view_of_table;
+  auto tables = model::table_views(profile, {}, &view_of_table);
+  const auto ranks = model::rank_views(profile, model::job_view(profile), view_of_table);
   // The latest plan of `edo tune` that fits (a failed run never hides it), and every run.
   const std::optional<model::TuneResult> plan = db::load_latest_good_tune_result(store);
   const auto runs = db::list_tune_runs(store);
   if (o.json) {
     // Names are exact; bytes that are not UTF-8 (a damaged file) become U+FFFD: JSON is text.
     auto j = report_json(profile, tables, o.top);
+    j["ranks"] = ranks_json(ranks);
     j["plan"] = plan ? tuner::plan_to_json(*plan) : nlohmann::ordered_json(nullptr);
     j["plan_run"] = plan ? nlohmann::ordered_json(plan->run_id) : nlohmann::ordered_json(nullptr);
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -319,7 +350,7 @@ int run_report(const ReportOptions& o) {
     std::puts(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   } else {
     g_columns = output_columns(o.wide);
-    print_text(profile, tables, o.top);
+    print_text(profile, tables, ranks, o.top);
     if (!runs.empty()) {
       fmt::print("\ntune runs ('edo export --run N' exports one; without it the latest with a plan):\n");
       for (const auto& t : runs)
@@ -349,7 +380,9 @@ Runner setup(CLI::App& sub) {
       "  {\"schema\",\"job\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\",\"weight_bytes\",\"optimizer_bytes\",\n"
       "   \"grad_bytes\"},\"tables\":[{\"name\",\"table_name\",\"rows\",\"dim\",\"dtype\",\"device\",\"weight_bytes\",\n"
       "   \"optimizer_bytes\",\"grad_bytes\",\"total_bytes\",\"ranks\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\n"
-      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\"plan\"}\n"
+      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\"plan\",\n"
+      "   \"ranks\":[{\"rank\",\"world_size\",\"node\",\"pid\",\"lookups_by_table\":{TABLE: N},\"peak_bytes\",\"steps\",\n"
+      "   \"duration_s\",...}]}\n"
       "  (drops: every loss by name, docs/losses.md; each session carries its own)\n"
       "A recording 'edo tune' ran on also shows its latest plan (savings, step time change, each table's choice and\n"
       "why); \"plan\" is that edo.plan/1 object, or null.\n\n"

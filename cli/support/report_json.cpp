@@ -29,6 +29,12 @@ json session_json(const model::Session& s) {
   j["rank"] = s.rank ? json(*s.rank) : json(nullptr);
   j["local_rank"] = s.local_rank ? json(*s.local_rank) : json(nullptr);
   j["exit_code"] = s.exit_code ? json(*s.exit_code) : json(nullptr);
+  // Where the process sits in a distributed job (the launcher's environment; null when unset).
+  j["world_size"] = s.identity.world_size ? json(*s.identity.world_size) : json(nullptr);
+  j["group_rank"] = s.identity.group_rank ? json(*s.identity.group_rank) : json(nullptr);
+  j["job_id"] = s.identity.job_id.empty() ? json(nullptr) : json(s.identity.job_id);
+  j["master"] = s.identity.master.empty() ? json(nullptr) : json(s.identity.master);
+  j["clock_shift_ns"] = s.identity.clock_shift_ns;
   return j;
 }
 

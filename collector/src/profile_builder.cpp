@@ -142,6 +142,11 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           ses.parent_pid = v.ppid;
           ses.rank = v.rank;
           ses.local_rank = v.local_rank;
+          ses.identity.job_id = v.job_id;
+          ses.identity.master = v.master;
+          ses.identity.world_size = v.world_size;
+          ses.identity.group_rank = v.group_rank;
+          ses.identity.local_world_size = v.local_world_size;
           ses.start_unix_ns = v.start_unix_ns;
           ses.source = source_;
           profile_.sessions.push_back(ses);

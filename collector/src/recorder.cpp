@@ -207,9 +207,11 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     s.source = "record";
     s.start_unix_ns = job_start_unix_ns;
     s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+    // The node's name as the tracer gives it (EDO_HOSTNAME, which the job inherits from here).
+    const char* named = getenv("EDO_HOSTNAME");
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    s.host = host;
+    s.host = named && *named ? named : host;
     builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
     if (nothing)
       say_("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "

@@ -24,6 +24,7 @@
 
 #include "edo/dtype.h"
 #include "schema.h"
+#include "session_identity.h"
 #include "table_extras.h"
 
 namespace edo::db {
@@ -528,6 +529,7 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_meta.exec();
   }
   save_table_extras(d, p);
+  save_session_identity(d, p);
   save_first_seen(d, p);
   save_weight_snapshots(d, p, weights_written);
   txn.commit();
@@ -668,6 +670,7 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
     while (q.executeStep()) p.metadata[q.getColumn(0).getString()] = q.getColumn(1).getString();
   }
   load_table_extras(d, p);
+  load_session_identity(d, p);
   load_first_seen(d, p);
   return p;
 }

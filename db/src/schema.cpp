@@ -191,6 +191,15 @@ void migrate_to_v7(SQLite::Database& db) {
   add_column_if_missing(db, "tune_candidates", "update_us", "REAL");
 }
 
+// Version 8 (issue 22): where each process sits in a distributed job (edo/model/rank_identity.h),
+// one row per session that has any of it: torchrun's run id, the rendezvous endpoint, world
+// size, node index, ranks on its node, and the clock shift `edo merge --align start` applied.
+void migrate_to_v8(SQLite::Database& db) {
+  db.exec("CREATE TABLE IF NOT EXISTS session_identity (session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,"
+          " job_id TEXT NOT NULL, master TEXT NOT NULL, world_size INTEGER, group_rank INTEGER, local_world_size INTEGER,"
+          " clock_shift_ns INTEGER NOT NULL)");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -200,6 +209,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 5) migrate_to_v5(db);
   if (from < 6) migrate_to_v6(db);
   if (from < 7) migrate_to_v7(db);
+  if (from < 8) migrate_to_v8(db);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("also open OTHER in the Diff view, as the recording before (FILE is after)"), QStringLiteral("OTHER"));
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("render one view to a PNG without a display, then exit"), QStringLiteral("OUT.png"));
   QCommandLineOption view(QStringLiteral("view"),
-                          QStringLiteral("the view to render: overview, tables, table:NAME, kernels, tuner or diff:OTHER (OTHER before, FILE after; default overview)"),
+                          QStringLiteral("the view to render: overview, tables, table:NAME, kernels, ranks, tuner or diff:OTHER (OTHER before, FILE after; default overview)"),
                           QStringLiteral("VIEW"), QStringLiteral("overview"));
   QCommandLineOption size(QStringLiteral("size"), QStringLiteral("window size for --screenshot (default 1280x800)"), QStringLiteral("WxH"),
                           QStringLiteral("1280x800"));

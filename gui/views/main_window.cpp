@@ -28,6 +28,7 @@
 #include "edo/gui/recording_loader.h"
 #include "kernels_view.h"
 #include "overview_view.h"
+#include "ranks_view.h"
 #include "table_detail_view.h"
 #include "tables_view.h"
 #include "tuner_view.h"
@@ -36,7 +37,7 @@ namespace edo::gui {
 
 namespace {
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"overview", "tables", "table", "kernels", "tuner", "diff"};
+const char* const kViewNames[] = {"overview", "tables", "table", "kernels", "ranks", "tuner", "diff"};
 
 QStringList edodb_paths(const QMimeData* mime) {
   QStringList paths;
@@ -71,12 +72,14 @@ MainWindow::MainWindow(bool interactive, QWidget* parent) : QMainWindow(parent),
   tables_ = new TablesView(tabs_);
   detail_ = new TableDetailView(tabs_);
   kernels_ = new KernelsView(tabs_);
+  ranks_ = new RanksView(tabs_);
   tuner_ = new TunerView(interactive_, tabs_);
   diff_ = new DiffView(tabs_);
   tabs_->addTab(overview_, tr("Overview"));
   tabs_->addTab(tables_, tr("Tables"));
   tabs_->addTab(detail_, tr("Table detail"));
   tabs_->addTab(kernels_, tr("Kernels"));
+  tabs_->addTab(ranks_, tr("Ranks"));
   tabs_->addTab(tuner_, tr("Tuner"));
   tabs_->addTab(diff_, tr("Diff"));
   pages_->addWidget(welcome_);
@@ -194,7 +197,7 @@ void MainWindow::setRecording(RecordingPtr recording, std::function<void()> done
   // The view in sight first, then each other view in an event of its own, so that no single
   // step of the UI thread has to redo every view (bench/gui measures the longest step).
   update_order_ = {tabs_->currentWidget()};
-  for (QWidget* v : std::initializer_list<QWidget*>{overview_, tables_, detail_, kernels_, tuner_, diff_})
+  for (QWidget* v : std::initializer_list<QWidget*>{overview_, tables_, detail_, kernels_, ranks_, tuner_, diff_})
     if (v != update_order_.front()) update_order_.push_back(v);
   update_done_ = std::move(done);
   const int generation = ++update_generation_;
@@ -216,6 +219,7 @@ void MainWindow::updateView(int generation, size_t i) {
   else if (v == tables_) tables_->setRecording(recording_);
   else if (v == detail_) detail_->setRecording(recording_);
   else if (v == kernels_) kernels_->setRecording(recording_);
+  else if (v == ranks_) ranks_->setRecording(recording_);
   else if (v == tuner_) tuner_->setRecording(recording_);
   else if (v == diff_) diff_->setRecording(recording_);
   QTimer::singleShot(0, this, [this, generation, i] { updateView(generation, i + 1); });

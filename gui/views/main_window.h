@@ -22,6 +22,7 @@ namespace edo::gui {
 class DiffView;
 class KernelsView;
 class OverviewView;
+class RanksView;
 class RecordingLoader;
 class TableDetailView;
 class TablesView;
@@ -37,7 +38,7 @@ class MainWindow : public QMainWindow {
 
   void openFile(const QString& path);
   void compareWith(const QString& path);
-  // "overview", "tables", "table", "kernels", "tuner", "diff"; false for another name.
+  // "overview", "tables", "table", "kernels", "ranks", "tuner", "diff"; false for another name.
   bool showView(const QString& name);
   QString currentView() const;
   static QStringList viewNames();
@@ -49,6 +50,7 @@ class MainWindow : public QMainWindow {
   TablesView* tablesView() const { return tables_; }
   TableDetailView* detailView() const { return detail_; }
   KernelsView* kernelsView() const { return kernels_; }
+  RanksView* ranksView() const { return ranks_; }
   TunerView* tunerView() const { return tuner_; }
   DiffView* diffView() const { return diff_; }
   QStringList recentFiles() const;
@@ -91,6 +93,7 @@ class MainWindow : public QMainWindow {
   TablesView* tables_;
   TableDetailView* detail_;
   KernelsView* kernels_;
+  RanksView* ranks_;
   TunerView* tuner_;
   DiffView* diff_;
   QProgressBar* progress_;

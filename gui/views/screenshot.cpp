@@ -33,12 +33,12 @@ bool wait_for(MainWindow* window, Sender* sender, void (Sender::*signal)()) {
 
 QString check_view_spec(const QString& view) {
   if (view == QLatin1String("overview") || view == QLatin1String("tables") || view == QLatin1String("table") ||
-      view == QLatin1String("kernels") || view == QLatin1String("tuner"))
+      view == QLatin1String("kernels") || view == QLatin1String("ranks") || view == QLatin1String("tuner"))
     return {};
   if (view.startsWith(QLatin1String("table:")) && view.size() > 6) return {};
   if (view.startsWith(QLatin1String("diff:")) && view.size() > 5) return {};
   if (view == QLatin1String("diff")) return QStringLiteral("--view diff needs the recording to compare with: --view diff:OTHER.edodb");
-  return QStringLiteral("unknown view '%1' (use overview, tables, table:NAME, kernels, tuner or diff:OTHER)").arg(view);
+  return QStringLiteral("unknown view '%1' (use overview, tables, table:NAME, kernels, ranks, tuner or diff:OTHER)").arg(view);
 }
 
 int render_screenshot(const ScreenshotRequest& r, QString* error) {

@@ -93,6 +93,19 @@ class CliTests : public QObject {
     QVERIFY(!tuner.isNull() && colours(tuner) > 20);
     QVERIFY(tuner != overview);
   }
+  // The Ranks view of a job of 2 nodes x 2 ranks: rendered, and not the view of a recording
+  // without ranks (which says where ranks come from) nor another view.
+  void ranksViewOfAMultiRankJob() {
+    const QString job = ranks_recording();
+    const QImage ranks = screenshot(job, QStringLiteral("ranks"), QStringLiteral("ranks-ranks"));
+    const QImage overview = screenshot(job, QStringLiteral("overview"), QStringLiteral("ranks-overview"));
+    const QImage none = screenshot(fake_recording(1, 0), QStringLiteral("ranks"), QStringLiteral("ranks-none"));
+    QVERIFY(!ranks.isNull() && !overview.isNull() && !none.isNull());
+    QCOMPARE(ranks.size(), QSize(1280, 800));
+    QVERIFY2(colours(ranks) > 20, qPrintable(QStringLiteral("%1 colours").arg(colours(ranks))));
+    QVERIFY(ranks != overview);
+    QVERIFY(ranks != none);
+  }
   void sizeIsHonoured() {
     QImage img = screenshot(fake_recording(1, 0), QStringLiteral("overview"), QStringLiteral("small"), QStringLiteral("900x600"));
     QCOMPARE(img.size(), QSize(900, 600));
@@ -126,7 +139,7 @@ class CliTests : public QObject {
     QTest::newRow("unwritable output") << QStringList{ok, QStringLiteral("--screenshot"), temp_dir() + QStringLiteral("/no/such/dir/x.png")} << 1
                                        << QStringLiteral("cannot write the PNG");
     QTest::newRow("unknown view") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--view"), QStringLiteral("charts")} << 2
-                                  << QStringLiteral("unknown view 'charts' (use overview, tables, table:NAME, kernels, tuner or diff:OTHER)");
+                                  << QStringLiteral("unknown view 'charts' (use overview, tables, table:NAME, kernels, ranks, tuner or diff:OTHER)");
     QTest::newRow("diff without a file") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--view"), QStringLiteral("diff")} << 2
                                          << QStringLiteral("diff:OTHER");
     QTest::newRow("bad size") << QStringList{ok, QStringLiteral("--screenshot"), png, QStringLiteral("--size"), QStringLiteral("big")} << 2

@@ -20,6 +20,7 @@
 #include "edo/gui/kernels_model.h"
 #include "edo/gui/memory_timeline.h"
 #include "edo/gui/model_roles.h"
+#include "edo/gui/ranks_model.h"
 #include "edo/gui/recording_loader.h"
 #include "edo/gui/sessions_model.h"
 #include "edo/gui/table_detail.h"
@@ -72,6 +73,52 @@ void check_model(Model& model) {
 class ModelTests : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  // The Ranks view's models (issue 22): one row per rank with its lookups of each table (the
+  // numbers of `edo report --json`'s "ranks"), the same from the outline and the full load, and
+  // per table the busiest rank against the mean.
+  void ranksModels() {
+    const QString path = ranks_recording();
+    auto rec = load_recording(path);
+    QCOMPARE(rec->ranks.size(), size_t(4));
+    RanksModel ranks;
+    ranks.setRecording(rec);
+    check_model(ranks);
+    QCOMPARE(ranks.rowCount(), 4);
+    QCOMPARE(ranks.columnCount(), int(RanksModel::kFirstTable) + 3);  // emb.shared, emb.node0, emb.node1
+    int shared = -1;
+    for (int c = RanksModel::kFirstTable; c < ranks.columnCount(); ++c)
+      if (ranks.headerData(c, Qt::Horizontal).toString() == QStringLiteral("emb.shared")) shared = c;
+    QVERIFY(shared >= 0);
+    for (int r = 0; r < 4; ++r) {
+      QCOMPARE(ranks.index(r, RanksModel::kRank).data(SortRole).toLongLong(), qlonglong(r));
+      QCOMPARE(ranks.index(r, shared).data(SortRole).toULongLong(), qulonglong(1000 * (r + 1)));
+      QCOMPARE(ranks.index(r, RanksModel::kLookups).data(SortRole).toULongLong(), qulonglong(1000 * (r + 1) + 800));
+      QCOMPARE(ranks.index(r, RanksModel::kPeak).data(SortRole).toLongLong(), qlonglong(r + 1) << 20);
+      QVERIFY(ranks.index(r, RanksModel::kNode).data().toString().startsWith(QStringLiteral("node%1").arg(r / 2)));
+      QCOMPARE(ranks.index(r, shared).data(ShareRole).toDouble(), (r + 1) / 4.0);
+    }
+    // The outline (no statistics yet) already has every rank's lookups.
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    auto outline = make_outline(path, store.load_outline());
+    QCOMPARE(outline->ranks.size(), size_t(4));
+    for (size_t r = 0; r < 4; ++r) QCOMPARE(outline->ranks[r].lookups_by_table, rec->ranks[r].lookups_by_table);
+    ImbalanceModel imbalance;
+    imbalance.setRecording(rec);
+    check_model(imbalance);
+    QCOMPARE(imbalance.rowCount(), 3);
+    // emb.node0 and emb.node1: read by 2 of 4 ranks, 800 each (mean 400: 2.00x); emb.shared:
+    // rank 3's 4000 against the mean 2500 (1.60x).
+    QCOMPARE(imbalance.index(2, ImbalanceModel::kTable).data().toString(), QStringLiteral("emb.shared"));
+    QCOMPARE(imbalance.index(2, ImbalanceModel::kBusiestRank).data(SortRole).toLongLong(), qlonglong(3));
+    QCOMPARE(imbalance.index(2, ImbalanceModel::kImbalance).data().toString(), QStringLiteral("1.60x"));
+    QCOMPARE(imbalance.index(0, ImbalanceModel::kImbalance).data().toString(), QStringLiteral("2.00x"));
+    QCOMPARE(imbalance.index(2, ImbalanceModel::kImbalance).data(ShareRole).toDouble(), 0.6 / 3.0);
+    // A recording without ranks has none.
+    RanksModel none;
+    none.setRecording(load_recording(fake_recording(1, 0)));
+    QCOMPARE(none.rowCount(), 0);
+  }
+
   void formats() {
     QCOMPARE(format_bytes(512), QStringLiteral("512 B"));
     QCOMPARE(format_bytes(uint64_t{3} << 30), QStringLiteral("3.00 GiB"));

@@ -9,7 +9,12 @@
 #include <QTemporaryDir>
 
 #include <memory>
+#include <tuple>
+#include <vector>
 
+#include "edo/db/profile_store.h"
+#include "edo/model/profile.h"
+#include "edo/stats/table_stats.h"
 #include "fake_gpu_recording.h"
 
 namespace edo::gui::testing {
@@ -57,6 +62,53 @@ QString synth_recording(const QStringList& args) {
   const QString path = temp_dir() + QStringLiteral("/synth-%1.edodb").arg(made().size());
   Run r = run(edo_bin(), QStringList{QStringLiteral("synth"), QStringLiteral("-o"), path} + args);
   if (r.exit_code != 0) qFatal("edo synth failed: %s", r.err.constData());
+  made()[key] = path;
+  return path;
+}
+
+QString ranks_recording() {
+  const QString key = QStringLiteral("ranks");
+  if (made().contains(key)) return made()[key];
+  const QString path = temp_dir() + QStringLiteral("/ranks.edodb");
+  model::Profile p;
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    model::Session s;
+    s.id = rank + 1;
+    s.command = "python3 train.py";
+    s.host = "node" + std::to_string(rank / 2);
+    s.pid = 500 + rank;
+    s.parent_pid = 400 + rank / 2;
+    s.rank = rank;
+    s.local_rank = rank % 2;
+    s.start_unix_ns = 1'700'000'000'000'000'000;
+    s.duration_ns = 9'000'000'000 + rank;
+    s.steps = 40;
+    s.source = "record";
+    s.identity.master = "10.0.0.1:29500";
+    s.identity.world_size = 4;
+    s.identity.group_rank = rank / 2;
+    p.sessions.push_back(s);
+    for (const auto& [name, rows, lookups] : {std::tuple<std::string, uint64_t, size_t>{"emb.shared", 20000, 1000 * size_t(rank + 1)},
+                                              {"emb.node" + std::to_string(rank / 2), 5000, 800}}) {
+      model::Table t;
+      t.session_id = s.id;
+      t.name = name;
+      t.rows = rows;
+      t.dim = 16;
+      t.dtype = "fp32";
+      t.device = "cuda";
+      t.weight_bytes = rows * 64;
+      stats::TableIngestor ing(rows, stats::StatsConfig{});
+      std::vector<int64_t> idx(lookups);
+      stats::ZipfGenerator(rows, 1.0, uint64_t(rank) + rows).fill(idx.data(), idx.size());
+      ing.add(idx.data(), idx.size());
+      t.aggregate = ing.take_delta();
+      p.tables.push_back(std::move(t));
+    }
+    p.memory_events.push_back({s.id, 1000, (rank + 1) << 20, 0x1000, 0, 0, "cudaMalloc", "emb.shared"});
+    p.memory_events.push_back({s.id, 2000, -((rank + 1) << 20), 0x1000, 0, 0, "cudaFree", "emb.shared"});
+  }
+  db::ProfileStore(path.toStdString(), db::ProfileStore::Mode::kCreate).save(p, true);
   made()[key] = path;
   return path;
 }

@@ -30,6 +30,10 @@ QString fake_recording(int sessions, uint64_t dropped = 0);
 // A fake GPU recording whose process ended without its final flush (the loss counter
 // "ended_without_final_flush", no dropped events).
 QString fake_recording_without_final_flush();
+// A merged recording of a job of 2 nodes x 2 ranks (issue 22): each rank reads "emb.shared"
+// (rank r: 1000 * (r + 1) lookups) and its node's "emb.node<N>" table, with a memory timeline
+// per rank (peak: (r + 1) MiB). Written once.
+QString ranks_recording();
 // examples/dlrm_like.py recorded under `edo record`; empty with *why set when this machine
 // has no python3 with torch (the test then skips).
 QString dlrm_recording(QString* why, const QStringList& script_args = {});

@@ -98,11 +98,17 @@ JobView job_view(const Profile& p) {
     }
     if (first) root_pid = first->pid;
   }
+  // A merged recording names its roots (one per input) by session notes.
+  std::set<int64_t> noted_roots;
+  for (const auto& s : ss)
+    if (auto it = p.metadata.find("session." + std::to_string(s.id) + "." + kRootNote); it != p.metadata.end() && it->second == "1")
+      noted_roots.insert(s.id);
   job.pid = root_pid;
+  if (!noted_roots.empty()) job.pid.reset();
   int64_t first_start = 0, last_end = 0;
   bool any_root = false;
   for (size_t i = 0; i < ss.size(); ++i) {
-    if (!root_pid || ss[i].pid != *root_pid) continue;
+    if (noted_roots.empty() ? (!root_pid || ss[i].pid != *root_pid) : !noted_roots.count(ss[i].id)) continue;
     job.roles[i] = Role::kRoot;
     job.root = int64_t(i);  // the last image of the root process (it holds the exit code)
     const int64_t end = saturated(ss[i].start_unix_ns, ss[i].duration_ns, false);
@@ -110,9 +116,19 @@ JobView job_view(const Profile& p) {
     last_end = std::max(last_end, end);
     any_root = true;
   }
+  if (!noted_roots.empty()) {
+    // The earliest root stands for the job; any root's failure is the job's.
+    for (size_t i = 0; i < ss.size(); ++i)
+      if (job.roles[i] == Role::kRoot && (job.root < 0 || ss[i].start_unix_ns < ss[size_t(job.root)].start_unix_ns))
+        job.root = int64_t(i);
+    job.pid = ss[size_t(job.root)].pid;
+  }
   if (job.root >= 0) {
     const Session& r = ss[size_t(job.root)];
     job.exit_code = r.exit_code;
+    for (size_t i = 0; i < ss.size() && !noted_roots.empty(); ++i)
+      if (job.roles[i] == Role::kRoot && ss[i].exit_code && *ss[i].exit_code != 0 && (!job.exit_code || *job.exit_code == 0))
+        job.exit_code = ss[i].exit_code;
     job.host = r.host;
     job.start_unix_ns = first_start;
     job.duration_ns = saturated(last_end, first_start, true);
@@ -129,7 +145,8 @@ JobView job_view(const Profile& p) {
   // Ranks: per RANK value, its first process that was not forked from another of that rank.
   std::map<int64_t, size_t> rank_main;
   for (size_t i = 0; i < ss.size(); ++i) {
-    if (job.roles[i] == Role::kRoot || !ss[i].rank) continue;
+    // A root with a RANK is a rank too (a rank traced on its own, as one input of `edo merge`).
+    if (!ss[i].rank) continue;
     const int64_t r = *ss[i].rank;
     const int64_t par = parent[i];
     if (par >= 0 && ss[size_t(par)].rank == ss[i].rank) continue;
@@ -137,7 +154,7 @@ JobView job_view(const Profile& p) {
     if (it == rank_main.end() || ss[i].start_unix_ns < ss[it->second].start_unix_ns) rank_main[r] = i;
   }
   for (auto& [r, i] : rank_main) {
-    job.roles[i] = Role::kRank;
+    if (job.roles[i] != Role::kRoot) job.roles[i] = Role::kRank;
     job.ranks.push_back(i);
   }
   for (size_t i = 0; i < ss.size(); ++i)

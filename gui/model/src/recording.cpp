@@ -41,6 +41,7 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
     auto view = by_name.find(view_of_table[i]);
     if (stored != outline.lookups_by_table.end() && view != by_name.end()) view->second->summary.lookups += stored->second;
   }
+  rec->ranks = model::rank_views(rec->profile, model::job_view(rec->profile), view_of_table, &outline.lookups_by_table);
   rec->timelines = build_timelines(rec->profile);
   rec->peak_bytes = rec->profile.peak_bytes();
   rec->table_memory = rec->profile.table_memory();
@@ -55,9 +56,14 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
   rec->tune = std::move(tune);
   rec->path = path;
   rec->profile = std::move(profile);
-  rec->tables = model::table_views(rec->profile, [&](size_t done, size_t total) {
-    if (on_progress) on_progress(done, total);
-  });
+  std::vector<std::string> view_of_table;
+  rec->tables = model::table_views(
+      rec->profile,
+      [&](size_t done, size_t total) {
+        if (on_progress) on_progress(done, total);
+      },
+      &view_of_table);
+  rec->ranks = model::rank_views(rec->profile, model::job_view(rec->profile), view_of_table);
   for (auto& t : rec->profile.tables) t.aggregate = stats::TableAggregate();
   rec->timelines = build_timelines(rec->profile);
   rec->peak_bytes = rec->profile.peak_bytes();

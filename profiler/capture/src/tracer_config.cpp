@@ -66,9 +66,25 @@ wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
   h.rank = env_int("RANK");
   h.local_rank = env_int("LOCAL_RANK");
   h.start_unix_ns = id.start_unix_ns;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  h.host = host;
+  // The job identity a launcher gives each rank (torchrun, or a launcher that sets the same
+  // variables): `edo merge` tells one job's recordings from another's by it.
+  if (const char* v = getenv("TORCHELASTIC_RUN_ID")) h.job_id = v;
+  const char* addr = getenv("MASTER_ADDR");
+  const char* port = getenv("MASTER_PORT");
+  if (addr && *addr && port && *port) h.master = std::string(addr) + ":" + port;
+  h.world_size = env_int("WORLD_SIZE");
+  h.group_rank = env_int("GROUP_RANK");
+  h.local_world_size = env_int("LOCAL_WORLD_SIZE");
+  // EDO_HOSTNAME names the node instead of gethostname(): several "nodes" on one machine (the
+  // multi-node test), or a name the user prefers to the host's.
+  const char* override_host = getenv("EDO_HOSTNAME");
+  if (override_host && *override_host) {
+    h.host = override_host;
+  } else {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    h.host = host;
+  }
   h.command = read_cmdline();
   h.tool_version = EDO_TOOL_VERSION;
   h.run_id = c.run_id;

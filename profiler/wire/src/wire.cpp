@@ -105,6 +105,9 @@ void write_payload(const Message& m, Writer& w) {
           w.u(v.settings.size());
           for (auto& [k, val] : v.settings) { w.str(k); w.str(val); }
           if (v.protocol >= kHelloRunId) w.str(v.run_id);
+          if (v.protocol >= kHelloIdentity) {
+            w.str(v.job_id); w.str(v.master); w.opt(v.world_size); w.opt(v.group_rank); w.opt(v.local_world_size);
+          }
         } else if constexpr (std::is_same_v<T, TableReg>) {
           w.u(v.id); w.str(v.name); w.u(v.base); w.u(v.rows); w.u(v.dim); w.u(v.dtype);
           w.u(v.device); w.i(v.device_index);
@@ -240,6 +243,10 @@ bool decode_payload(MsgType type, std::string_view payload, Message& out) {
         v.settings.emplace_back(std::move(key), r.str());
       }
       if (v.protocol >= kHelloRunId) v.run_id = r.str();
+      if (v.protocol >= kHelloIdentity) {
+        v.job_id = r.str(); v.master = r.str(); v.world_size = r.opt(); v.group_rank = r.opt();
+        v.local_world_size = r.opt();
+      }
       out = std::move(v);
       break;
     }

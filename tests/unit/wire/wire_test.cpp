@@ -253,7 +253,7 @@ TEST(Wire, HelloCarriesTheRunIdAndOlderHellosDecodeWithout) {
   Message m;
   std::string frame = encode(h);
   ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
-  EXPECT_EQ(std::get<Hello>(m).protocol, kHelloRunId);
+  EXPECT_EQ(std::get<Hello>(m).protocol, kHelloIdentity);
   EXPECT_EQ(std::get<Hello>(m).run_id, "0123456789abcdef");
   Hello old = h;
   old.protocol = 1;  // the encoder writes what protocol 1 had: no run id
@@ -261,5 +261,36 @@ TEST(Wire, HelloCarriesTheRunIdAndOlderHellosDecodeWithout) {
   ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
   EXPECT_EQ(std::get<Hello>(m).run_id, "");
   EXPECT_EQ(std::get<Hello>(m).settings.size(), 1u);
+  EXPECT_EQ(encode(std::get<Hello>(m)).size(), frame.size());
+}
+
+// Hello protocol 3 carries where the process sits in a distributed job (issue 22); a
+// protocol-2 Hello (written before) still decodes, with an empty identity.
+TEST(Wire, HelloCarriesTheJobIdentityAndProtocol2DecodesWithout) {
+  Hello h;
+  h.pid = 9;
+  h.rank = 3;
+  h.run_id = "r";
+  h.job_id = "elastic-7";
+  h.master = "10.0.0.1:29500";
+  h.world_size = 4;
+  h.group_rank = 1;
+  h.local_world_size = 2;
+  Message m;
+  std::string frame = encode(h);
+  ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
+  const Hello& back = std::get<Hello>(m);
+  EXPECT_EQ(back.job_id, "elastic-7");
+  EXPECT_EQ(back.master, "10.0.0.1:29500");
+  EXPECT_EQ(back.world_size, 4);
+  EXPECT_EQ(back.group_rank, 1);
+  EXPECT_EQ(back.local_world_size, 2);
+  Hello old = h;
+  old.protocol = kHelloRunId;  // what a protocol-2 tracer wrote: no identity
+  frame = encode(old);
+  ASSERT_TRUE(decode_payload(MsgType::kHello, std::string_view(frame).substr(kHeaderSize), m));
+  EXPECT_EQ(std::get<Hello>(m).run_id, "r");
+  EXPECT_EQ(std::get<Hello>(m).job_id, "");
+  EXPECT_FALSE(std::get<Hello>(m).world_size.has_value());
   EXPECT_EQ(encode(std::get<Hello>(m)).size(), frame.size());
 }

@@ -19,6 +19,10 @@ namespace edo::model {
 inline constexpr const char* kJobRootPid = "job.root_pid";
 inline constexpr const char* kJobDurationNs = "job.duration_ns";
 inline constexpr const char* kJobCommand = "recorded_command";
+// A merged recording (`edo merge`) has one root per input recording (each node's launcher):
+// the note "session.<id>.job.root" = "1" marks each (session notes follow their session through
+// later merges).
+inline constexpr const char* kRootNote = "job.root";
 
 enum class Role {
   kRoot,    // the job's own process (every image of it, when it exec'ed)
@@ -37,7 +41,8 @@ struct JobView {
   std::string host;
   uint64_t steps = 0;                    // edo_step() calls of the root, else of its busiest rank
   // Indices into Profile::sessions. `root` is the last image of the root process (-1: it
-  // never reported); `ranks` one per distinct RANK, ordered by rank; `roles` one per session.
+  // never reported); `ranks` one per distinct RANK, ordered by rank (a root with a RANK is one
+  // too, its role staying kRoot: a rank traced on its own); `roles` one per session.
   int64_t root = -1;
   std::vector<size_t> ranks;
   std::vector<Role> roles;
@@ -45,7 +50,9 @@ struct JobView {
 };
 
 // The root is the session of metadata job.root_pid (written by `edo record`); without it, the
-// earliest session whose parent is not itself recorded.
+// earliest session whose parent is not itself recorded. In a merged recording, every session
+// with a kRootNote is a root (JobView::root: the earliest of them; exit_code: the first
+// non-zero of theirs, else 0; duration: from the earliest start to the latest end).
 JobView job_view(const Profile& profile);
 
 // For every table, the index of the table it is the same memory as: a table that a forked

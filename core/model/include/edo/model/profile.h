@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edo/model/first_seen.h"
+#include "edo/model/rank_identity.h"
 #include "edo/model/weights.h"
 #include "edo/stats/table_stats.h"
 
@@ -35,6 +36,7 @@ struct Session {
   uint64_t dropped_events = 0;        // events the tracer had to drop (bounded memory)
   std::map<std::string, uint64_t> drops;  // every loss counter by name (edo/model/drops.h)
   uint64_t steps = 0;                 // edo_step() calls
+  RankIdentity identity;              // the job and node this process belongs to (rank_identity.h)
 };
 
 // One embedding table seen in a session.

@@ -15,6 +15,7 @@
 #include "edo/gui/memory_timeline.h"
 #include "edo/model/profile.h"
 #include "edo/model/profile_summary.h"
+#include "edo/model/rank_view.h"
 #include "edo/model/tune.h"
 
 namespace edo::gui {
@@ -33,6 +34,9 @@ struct Recording {
   // (the peak sorts every memory event).
   int64_t peak_bytes = 0;
   model::TableMemory table_memory;
+  // Every rank of a distributed job side by side (model::rank_views(), before the tables'
+  // aggregates are dropped); empty when the job had no RANK.
+  std::vector<model::RankView> ranks;
   // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
   std::optional<model::TuneResult> tune;
 

@@ -56,11 +56,13 @@ enum class MsgType : uint8_t {
 };
 
 // Hello payload versions (the frame version kVersion is unchanged, so every older stream still
-// decodes): 1 = the fields below up to settings; 2 = run_id appended.
+// decodes): 1 = the fields below up to settings; 2 = run_id appended; 3 = the job identity
+// (job_id .. local_world_size) appended.
 inline constexpr uint32_t kHelloRunId = 2;
+inline constexpr uint32_t kHelloIdentity = 3;
 
 struct Hello {
-  uint32_t protocol = kHelloRunId;
+  uint32_t protocol = kHelloIdentity;
   int64_t pid = 0;
   int64_t ppid = 0;
   std::optional<int64_t> rank;
@@ -73,6 +75,13 @@ struct Hello {
   // The run this process belongs to (EDO_RUN_ID: made by the run's first traced process,
   // inherited by its children). Empty: a stream written before run ids (protocol 1).
   std::string run_id;
+  // Where the process sits in a distributed job, from the launcher's environment
+  // (edo/model/rank_identity.h). Empty / unset in older streams (protocol < 3).
+  std::string job_id;                       // TORCHELASTIC_RUN_ID
+  std::string master;                       // MASTER_ADDR:MASTER_PORT
+  std::optional<int64_t> world_size;        // WORLD_SIZE
+  std::optional<int64_t> group_rank;        // GROUP_RANK
+  std::optional<int64_t> local_world_size;  // LOCAL_WORLD_SIZE
 };
 
 // dtype/device use the numeric values of edo_dtype / edo_device (edo.h).
