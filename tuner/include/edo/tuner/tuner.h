@@ -51,6 +51,11 @@ struct TuneOptions {
   //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
   std::string objective = "least-change";
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
+  // A GPU to model the times for instead of measuring them (a stored profile's name or an
+  // edo.device/1 / edo.bench/1 file: edo/tuner/device_profile.h); "": measured, except that a
+  // GPU recording tuned by backend "auto" on a CPU is modelled for its own GPU when a stored
+  // profile has its name (tuner/src/timing_target.h).
+  std::string target_device;
   std::string tables = "*";            // glob over table names: only matching tables are tuned
   // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
   // int8, int4, offload, pruned, lowrank, pq, multihash, qr); empty: all of them.
