@@ -86,7 +86,7 @@ DeviceProfile from_bench(const json& doc, const std::string& where) {
     d.host_link_basis = "pinned host-to-device copy measured by edo bench";
     // edo bench does not time launches.
     d.launch_us = 3;
-    d.launch_basis = "3 us per kernel launch: nominal, not measured";
+    d.launch_basis = "nominal, not measured (edo bench does not time launches)";
     d.source = "edo bench --backend cuda (" + where + ")";
   } else {
     // A CPU: 64-byte cache lines, STREAM triad as the streaming bandwidth, nothing launched.

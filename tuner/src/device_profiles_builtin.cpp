@@ -24,10 +24,10 @@ const std::vector<DeviceProfile>& builtin_devices() {
     h200.onchip_gbs = 132 * 1.98 * 128;
     h200.host_link_gbs = 64;
     h200.host_link_measured = false;
-    h200.host_link_basis = "PCIe Gen5 x16, 64 GB/s per direction: nominal, not measured";
+    h200.host_link_basis = "PCIe Gen5 x16 per direction: nominal, not measured";
     h200.launch_us = 3;
     h200.launch_measured = false;
-    h200.launch_basis = "3 us per kernel launch: nominal, not measured";
+    h200.launch_basis = "nominal, not measured";
     v.push_back(h200);
     return v;
   }();

@@ -45,8 +45,8 @@ std::string timing_text(const model::TuneResult& r) {
 }
 
 std::string run_text(const model::TuneResult& r) {
-  std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) +
-                  " candidates measured in " + printf_text("%.0f", r.elapsed_s) + " s";
+  std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) + " candidates " +
+                  (r.timing_kind == "modelled" ? "modelled" : "measured") + " in " + printf_text("%.0f", r.elapsed_s) + " s";
   if (r.complete) return s;
   if (r.stop_reason == "time limit")
     return s + "; stopped by --time-limit" + (r.time_limit_s > 0 ? " " + printf_text("%g", r.time_limit_s) + " s" : "") +
