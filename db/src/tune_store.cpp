@@ -355,7 +355,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
   try {
     SQLite::Statement q(store.database(),
         "SELECT r.id, r.created_unix, r.backend, r.device, r.complete, r.stop_reason, p.budget_bytes, p.feasible,"
-        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes FROM tune_runs r"
+        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device FROM tune_runs r"
         " JOIN tune_plans p ON p.id = (SELECT MAX(id) FROM tune_plans WHERE run_id = r.id) ORDER BY r.id");
     while (q.executeStep()) {
       TuneRunSummary s;
@@ -371,6 +371,9 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
       s.plan_step_us = q.getColumn(9).getDouble();
       s.objective = q.getColumn(10).getString();
       s.min_feasible_bytes = u64(q.getColumn(11));
+      s.timing_kind = q.getColumn(12).getString();
+      s.timing_device = q.getColumn(13).getString();
+      if (s.timing_device.empty()) s.timing_device = s.device;
       out.push_back(std::move(s));
     }
   } catch (const SQLite::Exception& e) {

@@ -56,6 +56,9 @@ TEST(TargetDevice, AGpuJobIsModelledForItsStoredGpu) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("modelled for NVIDIA H200"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("measured on:"), std::string::npos) << r.out;
+  r = run_command(edo("report " + db));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("times modelled for NVIDIA H200"), std::string::npos) << r.out;
   r = run_command(edo("export " + db + " --format json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["timing"]["kind"], "modelled");

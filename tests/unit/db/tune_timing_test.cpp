@@ -32,6 +32,11 @@ TEST(TuneTiming, ModelledTimesRoundTripAndOlderRunsReadAsMeasured) {
     EXPECT_EQ(a.timing_device, "NVIDIA H200");
     EXPECT_EQ(b.timing_kind, "measured");
     EXPECT_EQ(b.timing_device, "Some CPU, 2 threads, avx2");
+    const auto runs = list_tune_runs(store);
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].timing_kind, "modelled");
+    EXPECT_EQ(runs[0].timing_device, "NVIDIA H200");
+    EXPECT_EQ(runs[1].timing_kind, "measured");
   }
   {
     // A schema-6 file: no timing columns; migrating adds them, its runs measured on their device.

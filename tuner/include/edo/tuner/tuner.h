@@ -4,6 +4,9 @@
 // (the recording's weight snapshot, or synthetic weights of the same shape when there is none);
 // a multiple-choice knapsack then picks one strategy per table: least step time within a
 // device-memory budget and a per-table error limit, with the Pareto frontier of whole plans.
+// A GPU job's recording tuned without a GPU (or any recording with --target-device) has its
+// step times modelled for the GPU instead (edo/tuner/device_model.h); the result says which
+// (TuneResult::timing_kind), never mixing the two.
 //
 // Used by `edo tune` and by the dashboard. tune() is synchronous and may run for minutes: call
 // it off the UI thread. It reports progress through a callback (called on the tuning thread)
