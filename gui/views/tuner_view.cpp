@@ -86,6 +86,10 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   // a stored device's name or a profile file models that GPU (docs/tuning.md "Device model").
   target_device_ = new QComboBox(form_box);
   target_device_->setEditable(true);
+  // As narrow as a GPU's short name: the form row keeps the window's smallest width.
+  target_device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  target_device_->setMinimumContentsLength(6);
+  target_device_->setMaximumWidth(target_device_->fontMetrics().horizontalAdvance(QStringLiteral("NVIDIA H200")) + 32);
   target_device_->addItem(QString());
   for (const auto& d : tuner::stored_devices()) target_device_->addItem(QString::fromStdString(d.name));
   target_device_->setToolTip(tr("Model the step times for this GPU instead of measuring them: a stored device or an "
@@ -102,9 +106,9 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   replan_ = new QPushButton(tr("Replan"), form_box);
   replan_->setToolTip(tr("A plan for this budget and error limit from the candidates already measured (no measuring)"));
   progress_ = new QProgressBar(form_box);
-  progress_->setMinimumWidth(160);
+  progress_->setMinimumWidth(90);
   for (auto [label, widget] : {std::pair<QString, QWidget*>{tr("Budget"), budget_}, {tr("Max error"), max_error_},
-                               {tr("Backend"), backend_}, {tr("Target device"), target_device_}, {tr("Time limit"), time_limit_}}) {
+                               {tr("Backend"), backend_}, {tr("Target"), target_device_}, {tr("Time limit"), time_limit_}}) {
     form->addWidget(new QLabel(label, form_box));
     form->addWidget(widget);
   }

@@ -27,7 +27,7 @@ QString dashboard_wording(const QString& tuner_text) {
   };
   static const std::pair<const char*, const char*> kFlags[] = {
       {"--max-error", "Max error"}, {"--budget", "Budget"}, {"--backend", "Backend"}, {"--time-limit", "Time limit"},
-      {"--target-device NAME", "Target device"}, {"--target-device", "Target device"}};
+      {"--target-device NAME", "Target"}, {"--target-device", "Target"}};
   QString text = tuner_text;
   for (const auto& [from, to] : kPhrases) text.replace(QLatin1String(from), QLatin1String(to));
   for (const auto& [from, to] : kFlags) text.replace(QLatin1String(from), QLatin1String(to));
