@@ -8,6 +8,7 @@
 #include "command.h"
 #include "edo/kernels/bench.h"
 #include "edo/kernels/cuda.h"
+#include "edo/tuner/device_profile.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     bool json = false;
     bool quiet = false;
     bool no_pin = false;
+    std::string save_device;
   };
   auto o = std::make_shared<Options>();
   sub.footer(
@@ -60,9 +62,16 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
   sub.add_flag("--json", o->json, "print edo.bench/1 JSON on stdout");
   sub.add_flag("--no-pin", o->no_pin, "do not pin the CPU threads to distinct CPUs");
   sub.add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  sub.add_option("--save-device", o->save_device,
+                 "store this run's figures (fp32 gather, copy, host link) as the device profile NAME that 'edo tune "
+                 "--target-device NAME' models (in $EDO_DEVICE_DIR, else ~/.config/edo/devices); name it as recordings "
+                 "name the GPU, e.g. \"NVIDIA H200\"")
+      ->type_name("NAME");
 
   return [o]() -> int {
     if (o->pooling > o->batch) throw edo::cli::UsageError("--pooling must not exceed --batch");
+    if (!o->save_device.empty() && o->strategies != "all" && o->strategies.find("fp32") == std::string::npos)
+      throw edo::cli::UsageError("--save-device needs the fp32 strategy (its gather calibrates the model): add fp32 to --strategies");
     try {
       (void)edo::kernels::StrategySpec::parse_list(o->strategies);
     } catch (const std::invalid_argument& e) {
@@ -101,6 +110,17 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     }
     if (o->json) std::cout << edo::kernels::to_json(rep).dump(2) << "\n";
     else std::cout << edo::kernels::to_text(rep);
+    if (!o->save_device.empty()) {
+      // The profile is made of the report's own JSON (the same reading as --target-device FILE).
+      try {
+        const auto device = edo::tuner::device_from_json(edo::kernels::to_json(rep), "this edo bench run", o->save_device);
+        const std::string path = edo::tuner::save_device(device);
+        std::fprintf(stderr, "edo bench: saved device profile '%s' in %s ('edo tune --target-device \"%s\"' models it)\n",
+                     device.name.c_str(), path.c_str(), device.name.c_str());
+      } catch (const std::exception& e) {
+        throw edo::cli::Failure(std::string("--save-device: ") + e.what());
+      }
+    }
     return 0;
   };
 }

@@ -33,6 +33,7 @@ struct SynthOptions {
   uint64_t seed = 42;
   uint64_t exact_rows = stats::StatsConfig{}.exact_rows_limit;
   uint64_t window_batches = 16;
+  std::string gpu;  // "": a host job; else the tables live on this GPU (a GPU job's recording)
 };
 
 std::string command_line(const SynthOptions& o) {
@@ -61,6 +62,7 @@ int run_synth(const SynthOptions& o) {
   session.parent_pid = getppid();
   session.start_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
   session.source = "synth";
+  session.gpus = o.gpu;
   session.steps = (o.lookups + o.batch - 1) / o.batch;
   profile.metadata["edo_version"] = EDO_VERSION;
   profile.metadata["synth.zipf_alpha"] = std::to_string(o.zipf);
@@ -101,7 +103,7 @@ int run_synth(const SynthOptions& o) {
     table.rows = o.rows;
     table.dim = o.dim;
     table.dtype = o.dtype;
-    table.device = "host";
+    table.device = o.gpu.empty() ? "host" : "cuda:0";
     table.base_address = 0;
     table.weight_bytes = o.rows * o.dim * elem;
     table.aggregate = ingestor.take_delta();
@@ -146,6 +148,10 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--lookups", o->lookups, "lookups (row reads) per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--batch", o->batch, "lookups per batch")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26));
   sub.add_option("--seed", o->seed, "random seed")->capture_default_str();
+  sub.add_option("--gpu", o->gpu,
+                 "make it a GPU job's recording: the tables live on this GPU (e.g. \"NVIDIA H200\"; edo tune models it "
+                 "when edo has its profile)")
+      ->type_name("NAME");
   sub.add_option("--exact-rows", o->exact_rows, "tables with more rows use sketches instead of exact counts")
       ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--window-batches", o->window_batches, "batches per drift window (hot-set overlap)")

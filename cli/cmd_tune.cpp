@@ -17,6 +17,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
+#include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/size.h"
 #include "edo/tuner/summary.h"
@@ -37,6 +38,7 @@ struct TuneCliOptions {
   std::string budget;
   std::string max_error;
   std::string backend = "auto";
+  std::string target_device;
   std::string tables = "*";
   std::string strategies;
   std::string objective = "least-change";
@@ -125,6 +127,15 @@ int run_tune(const TuneCliOptions& o) {
   }
   if (!o.max_error.empty()) t.max_error = parse_max_error(o.max_error);
   t.backend = o.backend;
+  if (!o.target_device.empty()) {
+    // Checked before the recording is opened: a name that is no stored device is a usage error.
+    try {
+      (void)tuner::resolve_target_device(o.target_device);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  t.target_device = o.target_device;
   t.tables = o.tables;
   t.strategies = o.strategies;
   t.objective = o.objective;
@@ -172,9 +183,13 @@ int run_tune(const TuneCliOptions& o) {
   else std::fputs(plan_text(r).c_str(), stdout);
   uint64_t gated = 0;
   for (const auto& c : r.candidates) gated += c.note.rfind("not timed: error", 0) == 0;
-  std::fprintf(stderr, "edo tune: measured %llu of %llu candidates%s in %.1f s on the %s backend; results saved in %s\n",
+  const std::string where = r.timing_kind == "modelled"
+                                ? "(times modelled for " + terminal_safe(r.timing_device) + ", errors on the " + r.backend + " backend)"
+                                : "on the " + r.backend + " backend";
+  std::fprintf(stderr, "edo tune: %s %llu of %llu candidates%s in %.1f s %s; results saved in %s\n",
+               r.timing_kind == "modelled" ? "modelled" : "measured",
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
-               gated ? fmt::format(" ({} over the error limit, not timed)", gated).c_str() : "", r.elapsed_s, r.backend.c_str(),
+               gated ? fmt::format(" ({} over the error limit, not timed)", gated).c_str() : "", r.elapsed_s, where.c_str(),
                terminal_safe(o.file).c_str());
   // Ctrl-C: what was measured is saved and planned, and the exit status says the command was
   // interrupted (128 + SIGINT), as a shell expects of a job stopped by Ctrl-C.
@@ -187,6 +202,13 @@ int run_tune(const TuneCliOptions& o) {
     throw Failure(terminal_safe(why) + (r.min_feasible_bytes == UINT64_MAX ? "" : fmt::format("; run again with --budget {}", r.min_feasible_bytes)));
   }
   return 0;
+}
+
+// The profiles shipped with edo (the help does not read the user's directory).
+std::string builtin_device_names() {
+  std::string s;
+  for (const auto& d : tuner::builtin_devices()) s += (s.empty() ? "" : ", ") + d.name;
+  return s;
 }
 
 Runner setup(CLI::App& sub) {
@@ -206,6 +228,10 @@ Runner setup(CLI::App& sub) {
       "first; Ctrl-C stops after the current candidate; either way the plan uses what was measured.\n"
       "Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
       "2 bad flags, 130 stopped by Ctrl-C (what was measured is saved and planned first).\n"
+      "Times: measured on this machine's GPU, or on its CPU for a CPU job. A GPU job tuned where there is no GPU\n"
+      "is modelled for its GPU when edo has a profile of that GPU (shipped: " + builtin_device_names() + "; add\n"
+      "yours with 'edo bench --backend cuda --save-device NAME'), else measured on the CPU with a note;\n"
+      "--target-device NAME|FILE models that GPU. The plan says which (\"timing\" in the JSON).\n"
       "--json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
       "Example:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600");
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
@@ -221,6 +247,12 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::IsMember({"least-change", "speed"}))->capture_default_str();
   sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
+  sub.add_option("--target-device", o->target_device,
+                 "model the times for this GPU instead of measuring them: a stored device's name (e.g. \"NVIDIA H200\") or "
+                 "an edo.device/1 / edo bench --json file")
+      ->type_name("NAME|FILE")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? "a stored device's name (" + tuner::stored_device_names() + ") or a file is needed" : std::string(); },
+                             "", "not empty"));
   sub.add_option("--tables", o->tables, "only tables whose name matches this glob are tuned (the others keep their memory)")
       ->capture_default_str();
   sub.add_option("--strategies", o->strategies,

@@ -32,7 +32,7 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA
   { echo "gpu-bundle: configure failed, see $build/gpu-bundle.configure.log" >&2; exit 1; }
 
 targets=(edo edo_trace edo_python tracer_gpu_job tracer_gpu_tests cupti_holder_job launch_paths_probe bench_device_counting
-         edo_kernels_gpu_tests bench_kernels bench_trace_overhead bench_tune)
+         edo_kernels_gpu_tests bench_kernels bench_trace_overhead bench_tune devmodel_check)
 echo "gpu-bundle: build ${targets[*]} (the CUDA kernels take a few minutes)"
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build/gpu-bundle.build.log" 2>&1 ||
   { echo "gpu-bundle: build failed, see $build/gpu-bundle.build.log" >&2; exit 1; }
@@ -40,7 +40,7 @@ cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build/gpu-bundl
 bins=("$build"/bin/edo "$build"/bin/tracer_gpu_job "$build"/bin/tracer_gpu_tests "$build"/bin/cupti_holder_job
       "$build"/bin/launch_paths_probe
       "$build"/bin/bench_device_counting "$build"/bin/edo_kernels_gpu_tests
-      "$build"/bin/bench_kernels "$build"/bin/bench_trace_overhead "$build"/bin/bench_tune "$build"/lib/libedo_trace.so)
+      "$build"/bin/bench_kernels "$build"/bin/bench_trace_overhead "$build"/bin/bench_tune "$build"/bin/devmodel_check "$build"/lib/libedo_trace.so)
 strip --strip-unneeded "${bins[@]}"
 
 # What the GPU machine is known to have: glibc, the dynamic loader, and the NVIDIA driver's

@@ -200,6 +200,14 @@ void migrate_to_v8(SQLite::Database& db) {
           " clock_shift_ns INTEGER NOT NULL)");
 }
 
+// Version 9 (issue 19 point 5): whether a tune run's times were measured on its machine or
+// modelled for a GPU that was not there (edo/tuner/device_model.h), and that device's name.
+// Runs before were all measured on their own device ('' reads as the run's device).
+void migrate_to_v9(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_runs", "timing_kind", "TEXT NOT NULL DEFAULT 'measured'");
+  add_column_if_missing(db, "tune_runs", "timing_device", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -210,6 +218,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 6) migrate_to_v6(db);
   if (from < 7) migrate_to_v7(db);
   if (from < 8) migrate_to_v8(db);
+  if (from < 9) migrate_to_v9(db);
 }
 
 }  // namespace

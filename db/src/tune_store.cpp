@@ -103,8 +103,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Transaction txn(d);
     SQLite::Statement run(d,
         "INSERT INTO tune_runs(created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed,"
-        " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind,"
+        " timing_device) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     run.bind(1, r.created_unix);
     run.bind(2, r.backend);
     run.bind(3, r.device);
@@ -122,6 +122,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     std::string notes;
     for (const auto& n : r.notes) notes += (notes.empty() ? "" : "\n") + n;
     run.bind(15, notes);
+    run.bind(16, r.timing_kind);
+    run.bind(17, r.timing_device);
     run.exec();
     r.run_id = d.getLastInsertRowid();
     SQLite::Statement table(d,
@@ -212,7 +214,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Database& d = store.database();
     SQLite::Statement run(d,
         "SELECT id, created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed, time_limit_s,"
-        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes FROM tune_runs WHERE id = ?");
+        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind, timing_device FROM tune_runs"
+        " WHERE id = ?");
     run.bind(1, run_id);
     if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
     r.run_id = run.getColumn(0).getInt64();
@@ -230,6 +233,9 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.stop_reason = run.getColumn(12).getString();
     r.candidates_total = u64(run.getColumn(13));
     r.candidates_measured = u64(run.getColumn(14));
+    r.timing_kind = run.getColumn(16).getString();
+    r.timing_device = run.getColumn(17).getString();
+    if (r.timing_device.empty()) r.timing_device = r.device;  // runs before schema 7: measured on their device
     {
       const std::string notes = run.getColumn(15).getString();
       size_t start = 0;
@@ -358,7 +364,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
   try {
     SQLite::Statement q(store.database(),
         "SELECT r.id, r.created_unix, r.backend, r.device, r.complete, r.stop_reason, p.budget_bytes, p.feasible,"
-        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes FROM tune_runs r"
+        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device FROM tune_runs r"
         " JOIN tune_plans p ON p.id = (SELECT MAX(id) FROM tune_plans WHERE run_id = r.id) ORDER BY r.id");
     while (q.executeStep()) {
       TuneRunSummary s;
@@ -374,6 +380,9 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
       s.plan_step_us = q.getColumn(9).getDouble();
       s.objective = q.getColumn(10).getString();
       s.min_feasible_bytes = u64(q.getColumn(11));
+      s.timing_kind = q.getColumn(12).getString();
+      s.timing_device = q.getColumn(13).getString();
+      if (s.timing_device.empty()) s.timing_device = s.device;
       out.push_back(std::move(s));
     }
   } catch (const SQLite::Exception& e) {

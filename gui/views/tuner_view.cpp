@@ -29,6 +29,7 @@
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
 #include "edo/gui/tune_runner.h"
+#include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/size.h"
@@ -81,6 +82,19 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
                              .arg(std::isfinite(default_error) ? QString::number(default_error) : tr("no limit")));
   backend_ = new QComboBox(form_box);
   backend_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
+  // Empty: the tuner's own choice (measured here, or modelled for a GPU recording's stored GPU);
+  // a stored device's name or a profile file models that GPU (docs/tuning.md "Device model").
+  target_device_ = new QComboBox(form_box);
+  target_device_->setEditable(true);
+  // As narrow as a GPU's short name: the form row keeps the window's smallest width.
+  target_device_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  target_device_->setMinimumContentsLength(6);
+  target_device_->setMaximumWidth(target_device_->fontMetrics().horizontalAdvance(QStringLiteral("NVIDIA H200")) + 32);
+  target_device_->addItem(QString());
+  for (const auto& d : tuner::stored_devices()) target_device_->addItem(QString::fromStdString(d.name));
+  target_device_->setToolTip(tr("Model the step times for this GPU instead of measuring them: a stored device or an "
+                                "edo.device/1 file (empty: measured here, or modelled for the recording's own GPU when "
+                                "edo has its profile)"));
   time_limit_ = new QDoubleSpinBox(form_box);
   time_limit_->setRange(0, 24 * 3600);
   time_limit_->setDecimals(0);
@@ -92,9 +106,9 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   replan_ = new QPushButton(tr("Replan"), form_box);
   replan_->setToolTip(tr("A plan for this budget and error limit from the candidates already measured (no measuring)"));
   progress_ = new QProgressBar(form_box);
-  progress_->setMinimumWidth(160);
+  progress_->setMinimumWidth(90);
   for (auto [label, widget] : {std::pair<QString, QWidget*>{tr("Budget"), budget_}, {tr("Max error"), max_error_},
-                               {tr("Backend"), backend_}, {tr("Time limit"), time_limit_}}) {
+                               {tr("Backend"), backend_}, {tr("Target"), target_device_}, {tr("Time limit"), time_limit_}}) {
     form->addWidget(new QLabel(label, form_box));
     form->addWidget(widget);
   }
@@ -241,6 +255,8 @@ tuner::TuneOptions TunerView::options() const {
     if (!ok || !(o.max_error >= 0)) throw std::invalid_argument("max error '" + err.toStdString() + "' is not a number >= 0 (e.g. 0.01) or 'none'");
   }
   o.backend = backend_->currentText().toStdString();
+  o.target_device = target_device_->currentText().trimmed().toStdString();
+  if (!o.target_device.empty()) (void)tuner::resolve_target_device(o.target_device);  // a bad one is said before running
   o.time_limit_s = time_limit_->value();
   return o;
 }

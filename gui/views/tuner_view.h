@@ -69,6 +69,7 @@ class TunerView : public QWidget {
   QLineEdit* budget_;
   QLineEdit* max_error_;
   QComboBox* backend_;
+  QComboBox* target_device_;
   QDoubleSpinBox* time_limit_;
   QPushButton* run_;
   QPushButton* cancel_;

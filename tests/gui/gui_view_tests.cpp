@@ -463,6 +463,30 @@ class ViewTests : public QObject {
     QCOMPARE(kept->stop_reason, std::string("cancelled"));
   }
 
+  // A GPU job's recording tuned here (no GPU): the view says its times are modelled for the
+  // recording's GPU (docs/tuning.md "Device model") and offers the stored devices as targets.
+  void tunerSaysAGpuRecordingsTimesAreModelled() {
+    const QString path = temp_dir() + QStringLiteral("/view-tune-gpu.edodb");
+    QVERIFY(run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), path, QStringLiteral("--tables"), QStringLiteral("2"),
+                            QStringLiteral("--rows"), QStringLiteral("3000"), QStringLiteral("--lookups"), QStringLiteral("10000"),
+                            QStringLiteral("--gpu"), QStringLiteral("NVIDIA H200")})
+                .exit_code == 0);
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, path));
+    TunerView* t = w.tunerView();
+    bool offered = false;
+    for (QComboBox* c : t->findChildren<QComboBox*>()) offered = offered || (c->isEditable() && c->findText(QStringLiteral("NVIDIA H200")) >= 0);
+    QVERIFY(offered);
+    t->setBudget(QStringLiteral("1MiB"));
+    QSignalSpy shown(t, &TunerView::resultShown);
+    QVERIFY(t->runTune());
+    QVERIFY(shown.wait(240'000));
+    QVERIFY(t->result());
+    QCOMPARE(t->result()->timing_kind, std::string("modelled"));
+    QVERIFY2(visible_text(t).contains(QStringLiteral("times modelled for NVIDIA H200")), qPrintable(visible_text(t)));
+    QVERIFY(!visible_text(t).contains(QStringLiteral("measured on: CPU")));
+  }
+
   // A bad file: a dialog with the one-line reason; the window stays usable.
   void badFileOpensAnErrorDialog() {
     MainWindow w(true);

@@ -89,7 +89,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     s += ", error " + number(c.error, "%.3g") + limit;
   }
   if (c.hit_rate) {
-    s += ", hit rate " + percent(*c.hit_rate) + " measured";
+    // A modelled plan's hit rate is the one the model used (the recording's), not a measurement.
+    s += ", hit rate " + percent(*c.hit_rate) + (r.timing_kind == "modelled" ? " modelled" : " measured");
     if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
   }
   if (c.needs_retraining) s += "; needs retraining";
@@ -115,9 +116,10 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   } else if (better) {
     s += "; " + std::to_string(better) + " faster need more memory than the budget leaves";
   } else if (is_base) {
-    s += ": the fastest measured";
+    s += r.timing_kind == "modelled" ? ": the fastest modelled" : ": the fastest measured";
   } else {
-    s += "; the fastest measured" + std::string(over ? " within the error limit" : "");
+    s += std::string(r.timing_kind == "modelled" ? "; the fastest modelled" : "; the fastest measured") +
+         (over ? " within the error limit" : "");
   }
   if (over)
     s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +

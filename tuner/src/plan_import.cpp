@@ -292,6 +292,16 @@ TuneResult plan_from_json(const json& doc) {
   if (doc.contains("elapsed_s")) r.elapsed_s = get_number(doc, "elapsed_s", top, true, 0.0);
   if (doc.contains("time_limit_s")) r.time_limit_s = get_number(doc, "time_limit_s", top, true, 0.0);
   if (doc.contains("tables_glob")) r.tables_glob = get_string(doc, "tables_glob", top);
+  // Plans written before the timing was recorded were measured on their backend's device.
+  r.timing_device = r.device;
+  if (doc.contains("timing")) {
+    const json& timing = field(doc, "timing", top);
+    if (!timing.is_object()) fail("\"timing\" is not an object");
+    r.timing_kind = get_string(timing, "kind", "timing");
+    if (r.timing_kind != "measured" && r.timing_kind != "modelled")
+      fail("timing kind \"" + describe(r.timing_kind) + "\" is neither measured nor modelled");
+    r.timing_device = get_string(timing, "device", "timing");
+  }
   // Plans written before objectives were recorded were the fastest within the error limit.
   if (doc.contains("objective")) {
     r.objective = get_string(doc, "objective", top);

@@ -170,6 +170,8 @@ ordered_json plan_to_json(const TuneResult& r) {
   // plan's header ("recorded for 4 of 5 tables ...").
   j["objective"] = valid_utf8(r.objective);
   j["weights_text"] = valid_utf8(weights_text(r));
+  // Every step time of the plan is either measured on this device or modelled for it.
+  j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};
   ordered_json notes = ordered_json::array();
   for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
   j["notes"] = notes;

@@ -37,9 +37,16 @@ std::string weights_text(const model::TuneResult& r) {
   return "recorded for " + std::to_string(recorded) + " of " + std::to_string(tuned) + " tables (synthetic for the others)";
 }
 
+std::string timing_text(const model::TuneResult& r) {
+  const std::string machine = std::string(r.backend == "cuda" ? "GPU" : "CPU") + " (" + r.device + ")";
+  if (r.timing_kind == "modelled")
+    return "times modelled for " + r.timing_device + " (device model; no lookups timed), errors computed on the " + machine;
+  return "measured on: " + machine;
+}
+
 std::string run_text(const model::TuneResult& r) {
-  std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) +
-                  " candidates measured in " + printf_text("%.0f", r.elapsed_s) + " s";
+  std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) + " candidates " +
+                  (r.timing_kind == "modelled" ? "modelled" : "measured") + " in " + printf_text("%.0f", r.elapsed_s) + " s";
   if (r.complete) return s;
   if (r.stop_reason == "time limit")
     return s + "; stopped by --time-limit" + (r.time_limit_s > 0 ? " " + printf_text("%g", r.time_limit_s) + " s" : "") +
@@ -70,7 +77,7 @@ std::string verdict_text(const model::TuneResult& r) {
 
 std::vector<std::string> summary_lines(const model::TuneResult& r) {
   std::vector<std::string> out;
-  out.push_back(std::string("measured on: ") + (r.backend == "cuda" ? "GPU" : "CPU") + " (" + r.device + ")");
+  out.push_back(timing_text(r));
   out.push_back("weights: " + weights_text(r) + "; " + run_text(r));
   std::string budget = "budget: " + model::format_bytes(r.budget_bytes);
   if (std::isfinite(r.max_error)) budget += ", max error " + printf_text("%.3g", r.max_error) + " per table";

@@ -24,7 +24,9 @@
 #include "edo/tuner/optimizer.h"
 #include "explain.h"
 #include "measure.h"
+#include "modelled.h"
 #include "step_timing.h"
+#include "timing_target.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -294,7 +296,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     r.notes.push_back("weights: no weight snapshot for " + std::to_string(tuned - with_snapshot) + " of " +
                       std::to_string(tuned) + " tables: their errors are on synthetic weights (record with 'edo record "
                       "--weights' for errors on the job's weights)");
-  if (r.backend == "cpu")
+  if (r.backend == "cpu" && r.timing_kind == "measured")
     r.notes.push_back("measured on the CPU: times are this CPU's; an offloaded table costs its baseline's lookups plus its "
                       "misses' transfer over a modelled 25 GB/s host link");
   if (o.max_error == kDefaultMaxError)
@@ -310,7 +312,8 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
 // not finish within the time limit is skipped with a note. Fills each candidate's
 // measurement; returns the reason measuring stopped early ("" when it did not).
 std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& backend, const TuneOptions& o,
-                        const ProgressFn& progress, const std::atomic<bool>* cancel, clock::time_point t0) {
+                        const ProgressFn& progress, const std::atomic<bool>* cancel, clock::time_point t0,
+                        const DeviceProfile* device_model) {
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
   const Workload& w = e.w;
   const auto& cands = e.cands;
@@ -468,7 +471,8 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
           const auto& base = r.candidates[index[gi][0]];
           const double base_us = base.usable() ? base.step_us : std::numeric_limits<double>::quiet_NaN();
           const auto tm = clock::now();
-          const Measurement x = b->measure(c, backend, o, base_us);
+          // Modelled for a GPU that is not here: the error as measured, the time from the model.
+          const Measurement x = device_model ? model_candidate(*b, g, c, *device_model, o) : b->measure(c, backend, o, base_us);
           m.step_us = x.step_us;
           m.step_us_lo = x.step_us_lo;
           m.step_us_hi = x.step_us_hi;
@@ -566,8 +570,14 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   r.seed = o.seed;
   r.time_limit_s = o.time_limit_s;
   r.objective = o.objective;
+  // Measured on the backend, or modelled for a GPU that is not here: one or the other for
+  // every candidate.
+  const TimingTarget target = choose_timing(profile, o, r.backend);
+  r.timing_kind = target.model ? "modelled" : "measured";
+  r.timing_device = target.model ? target.model->name : r.device;
   Enumerated e = enumerate(profile, snapshots, o, r);
-  const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0);
+  if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
+  const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
   // Plan.
   size_t gated = 0;
   for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;

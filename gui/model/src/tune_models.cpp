@@ -26,7 +26,8 @@ QString dashboard_wording(const QString& tuner_text) {
       {"--max-error inf", "Max error 'none'"},
   };
   static const std::pair<const char*, const char*> kFlags[] = {
-      {"--max-error", "Max error"}, {"--budget", "Budget"}, {"--backend", "Backend"}, {"--time-limit", "Time limit"}};
+      {"--max-error", "Max error"}, {"--budget", "Budget"}, {"--backend", "Backend"}, {"--time-limit", "Time limit"},
+      {"--target-device NAME", "Target"}, {"--target-device", "Target"}};
   QString text = tuner_text;
   for (const auto& [from, to] : kPhrases) text.replace(QLatin1String(from), QLatin1String(to));
   for (const auto& [from, to] : kFlags) text.replace(QLatin1String(from), QLatin1String(to));

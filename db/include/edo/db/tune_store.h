@@ -38,6 +38,7 @@ struct TuneRunSummary {
   int64_t run_id = 0;
   int64_t created_unix = 0;
   std::string backend, device, objective, stop_reason;
+  std::string timing_kind = "measured", timing_device;  // schema 7 (older runs: measured on `device`)
   bool complete = true;
   bool feasible = false;
   uint64_t budget_bytes = 0;

@@ -14,6 +14,11 @@ namespace edo::tuner {
 // dashboard say it: "recorded", "synthetic" or "recorded for 4 of 5 tables".
 std::string weights_text(const model::TuneResult& result);
 
+// Where the times come from, never mixed: "measured on: CPU (<model>)" / "measured on: GPU
+// (<name>)", or "times modelled for NVIDIA H200 (device model ...), errors computed on the CPU
+// (...)" (edo/tuner/device_model.h).
+std::string timing_text(const model::TuneResult& result);
+
 // How the run went: "26 of 540 candidates measured in 71 s" and, when it stopped early, why
 // and what to do ("stopped by --time-limit 120 s: the plan uses what was measured").
 std::string run_text(const model::TuneResult& result);
@@ -22,7 +27,7 @@ std::string run_text(const model::TuneResult& result);
 // smallest budget named is that of the candidates measured, and the text says so.
 std::string verdict_text(const model::TuneResult& result);
 
-// Every line of the summary: machine, weights and run, budget and objective, notes ("note:
+// Every line of the summary: timing (timing_text), weights and run, budget and objective, notes ("note:
 // ..."), baseline, verdict.
 std::vector<std::string> summary_lines(const model::TuneResult& result);
 

@@ -4,6 +4,9 @@
 // (the recording's weight snapshot, or synthetic weights of the same shape when there is none);
 // a multiple-choice knapsack then picks one strategy per table: least step time within a
 // device-memory budget and a per-table error limit, with the Pareto frontier of whole plans.
+// A GPU job's recording tuned without a GPU (or any recording with --target-device) has its
+// step times modelled for the GPU instead (edo/tuner/device_model.h); the result says which
+// (TuneResult::timing_kind), never mixing the two.
 //
 // Used by `edo tune` and by the dashboard. tune() is synchronous and may run for minutes: call
 // it off the UI thread. It reports progress through a callback (called on the tuning thread)
@@ -51,6 +54,11 @@ struct TuneOptions {
   //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
   std::string objective = "least-change";
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
+  // A GPU to model the times for instead of measuring them (a stored profile's name or an
+  // edo.device/1 / edo.bench/1 file: edo/tuner/device_profile.h); "": measured, except that a
+  // GPU recording tuned by backend "auto" on a CPU is modelled for its own GPU when a stored
+  // profile has its name (tuner/src/timing_target.h).
+  std::string target_device;
   std::string tables = "*";            // glob over table names: only matching tables are tuned
   // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
   // int8, int4, offload, pruned, lowrank, pq, multihash, qr); empty: all of them.

@@ -87,6 +87,11 @@ struct TuneResult {
   std::string backend;         // "cpu" or "cuda"
   std::string device;          // CPU model or GPU name
   std::string weights;         // "recorded" (a weight snapshot for every tuned table) or "synthetic"
+  // How every step time of the plan was obtained, never mixed: "measured" on timing_device
+  // (this machine's backend, as `device` describes it) or "modelled" for timing_device (a GPU
+  // that is not here: edo/tuner/device_model.h), errors still computed on `backend`.
+  std::string timing_kind = "measured";
+  std::string timing_device;
   // Options in force.
   uint64_t budget_bytes = 0;
   double max_error = std::numeric_limits<double>::infinity();

@@ -1,0 +1,32 @@
+#include "modelled.h"
+
+#include <algorithm>
+
+#include "edo/tuner/device_model.h"
+
+namespace edo::tuner {
+
+Measurement model_candidate(const TableBench& b, const TableGroup& g, const Candidate& c, const DeviceProfile& d,
+                            const TuneOptions& o) {
+  Measurement out;
+  out.measured_rows = g.rows;  // the model is of the whole table
+  out.error = lossless(c.strategy, c.baseline) ? 0.0 : b.full_error(c, o);
+  double hit = 0;
+  if (c.strategy == "offload") {
+    if (c.recorded_hit_rate) {
+      hit = *c.recorded_hit_rate;
+    } else if (kernels::StrategySpec::parse(c.spec).params.count("policy") &&
+               kernels::StrategySpec::parse(c.spec).params.at("policy") == "lru") {
+      hit = b.lru_hit_rate(std::min<uint64_t>(b.rows(), c.cache_rows), o.seed);
+    }
+    out.hit_rate = hit;
+  }
+  const LookupTraffic t = lookup_traffic(c.spec, g.dim, hit, d.sector_bytes);
+  out.step_us = modelled_step_us(t, g.lookups_per_step, d);
+  // A model has no spread: equal traffic is an exact tie (fp16 and bf16), broken by loss.
+  out.step_us_lo = out.step_us_hi = out.step_us;
+  out.note = "modelled for " + d.name + ": " + t.basis;
+  return out;
+}
+
+}  // namespace edo::tuner
