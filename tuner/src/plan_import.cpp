@@ -365,6 +365,7 @@ TuneResult plan_from_json(const json& doc) {
       c.error = error;
       c.hit_rate = hit;
       c.recorded_hit_rate = opt_rate(t, "recorded_hit_rate", where);
+      c.heldout_hit_rate = opt_rate(t, "heldout_hit_rate", where);
       c.needs_retraining = retrain;
       c.measured = true;
       if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);
