@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 namespace edo::tuner {
@@ -101,7 +102,20 @@ std::optional<CacheReplay> CacheReplay::of(const stats::TableAggregate& counts, 
       ++rows_with[c];
       r.lookups_ += static_cast<double>(c);
     });
-    r.count_rows_.assign(rows_with.begin(), rows_with.end());
+    // Counts above 1024 are binned (128 bins an octave, each at its rows' mean count) so that
+    // Che's fixed point, solved per cache size, sums over a few thousand terms at most.
+    std::map<uint64_t, std::pair<double, double>> bins;  // bin -> (rows, lookups)
+    for (const auto& [c, n] : rows_with) {
+      const auto w = static_cast<uint64_t>(std::bit_width(c));
+      const uint64_t bin = c <= 1024 ? c : (w << 32) | ((c >> (w - 8)) & 0x7f);
+      auto& b = bins[bin];
+      b.first += static_cast<double>(n);
+      b.second += static_cast<double>(n) * static_cast<double>(c);
+    }
+    for (const auto& [bin, b] : bins) {
+      const auto mean = static_cast<uint64_t>(std::llround(b.second / b.first));
+      r.count_rows_.emplace_back(mean, static_cast<uint64_t>(std::llround(b.first)));
+    }
     std::sort(r.count_rows_.begin(), r.count_rows_.end(), std::greater<>());
     const double positions_held = static_cast<double>(s->end - r.split_) / static_cast<double>(s->end - s->begin);
     for (size_t c = 0; c < kClasses; ++c) {
@@ -182,7 +196,7 @@ CacheReplay::Model CacheReplay::che_lru(double k, size_t above) const {
     };
     double lo = 0, hi = lookups_;
     for (int i = 0; i < 200 && filled(hi) < k; ++i) hi *= 2;
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 64; ++i) {
       const double mid = 0.5 * (lo + hi);
       (filled(mid) < k ? lo : hi) = mid;
     }
