@@ -121,6 +121,20 @@ void BM_ShardsIngest(benchmark::State& state) {
   record(state, "shards");
 }
 
+// Anchor of the ordered sample's cost (issue 19, docs/stats.md "Ordered sample"): the same
+// ingest without it (ordered_sample_refs 0), as before the tuner replayed caches.
+void BM_UnorderedShardsIngest(benchmark::State& state) {
+  const auto& t = trace();
+  StatsConfig c = sampled_cfg();
+  c.ordered_sample_refs = 0;
+  TableIngestor ing(kRows, c);
+  for (auto _ : state) {
+    ing.add(t.data(), t.size());
+    benchmark::ClobberMemory();
+  }
+  record(state, "shards without the ordered sample");
+}
+
 // Project: the exact prefix of a large table's curve (issue 18 §4): the same trace on a table of
 // 2^22 rows (above exact_lru_rows_limit), so the row -> id map runs in front of the Mattson
 // stack; the trace's first 2^22 references (the hand-over bound), a fresh ingestor each time.
@@ -164,6 +178,7 @@ BENCHMARK(BM_ExactCount)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TakeDelta)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MattsonExact)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_ShardsIngest)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UnorderedShardsIngest)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactPrefixIngest)->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK(BM_SketchIngest)->Unit(benchmark::kMillisecond)->Iterations(1);
 
@@ -234,6 +249,9 @@ int main(int argc, char** argv) {
   if (shards > 0 && matt > 0)
     std::printf("shards_curve: %.0f M idx/s  anchor exact Mattson: %.1f M idx/s  ratio %.1f  (target >= 100 M idx/s: %s)\n",
                 shards, matt, shards / matt, shards >= 100 ? "met" : "NOT met");
+  if (const double un = rate_of("BM_UnorderedShardsIngest"); un > 0 && shards > 0)
+    std::printf("ordered_sample: SHARDS ingest with it %.0f M idx/s  anchor without it: %.0f M idx/s  ratio %.2f\n", shards,
+                un, shards / un);
   if (const double ep = rate_of("BM_ExactPrefixIngest"); ep > 0 && shards > 0)
     std::printf("exact_prefix_curve (2^22-row table, its first 2^22 refs): %.1f M idx/s  anchor SHARDS: "
                 "%.0f M idx/s  ratio %.2f\n", ep, shards, ep / shards);

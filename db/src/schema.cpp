@@ -208,6 +208,12 @@ void migrate_to_v9(SQLite::Database& db) {
   add_column_if_missing(db, "tune_runs", "timing_device", "TEXT NOT NULL DEFAULT ''");
 }
 
+// Version 10 (issue 19, caches from the real stream): each offload candidate's hit rate on the
+// held-out part of the recorded order (NULL: not replayed, as in older runs). The order itself
+// travels in each table's aggregate (table_stats.aggregate, byte format version 2: the ordered
+// sample, docs/stats.md); older aggregates (version 1) have none and still decode.
+void migrate_to_v10(SQLite::Database& db) { add_column_if_missing(db, "tune_candidates", "heldout_hit_rate", "REAL"); }
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -219,6 +225,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 7) migrate_to_v7(db);
   if (from < 8) migrate_to_v8(db);
   if (from < 9) migrate_to_v9(db);
+  if (from < 10) migrate_to_v10(db);
 }
 
 }  // namespace

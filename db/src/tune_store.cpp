@@ -147,7 +147,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Statement cand(d,
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
         " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
-        " step_us_hi, step_covers, forward_us, backward_us, update_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -172,6 +172,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       bind_real(cand, 20, c.forward_us);
       bind_real(cand, 21, c.backward_us);
       bind_real(cand, 22, c.update_us);
+      bind_opt(cand, 23, c.heldout_hit_rate);
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -272,7 +273,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
         " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi, step_covers, forward_us,"
-        " backward_us, update_us FROM tune_candidates"
+        " backward_us, update_us, heldout_hit_rate FROM tune_candidates"
         " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
@@ -299,6 +300,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.forward_us = real_or(cand.getColumn(19), NAN);
       c.backward_us = real_or(cand.getColumn(20), NAN);
       c.update_us = real_or(cand.getColumn(21), NAN);
+      if (!cand.getColumn(22).isNull()) c.heldout_hit_rate = cand.getColumn(22).getDouble();
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }

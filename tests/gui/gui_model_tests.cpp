@@ -616,6 +616,21 @@ class ModelTests : public QObject {
     candidates.setResult(r);
     check_model(candidates);
     QCOMPARE(candidates.index(0, CandidatesModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    // An offload cache's hit rate: held out (replayed on the recorded order, issue 19) or
+    // estimated, with the whole recording's in parentheses; the tooltip says which.
+    model::TuneCandidate held = fp16, estimated = fp16;
+    held.strategy = estimated.strategy = "offload";
+    held.optimizer = estimated.optimizer = "";
+    held.hit_rate = held.heldout_hit_rate = 0.0;
+    held.recorded_hit_rate = 0.9;
+    estimated.hit_rate = 0.75;
+    estimated.recorded_hit_rate = 0.8;
+    r->candidates = {fp16, held, estimated};
+    candidates.setResult(r);
+    QCOMPARE(candidates.index(1, CandidatesModel::kHitRate).data().toString(),
+             format_share(0.0) + QStringLiteral(" (") + format_share(0.9) + QStringLiteral(")"));
+    QVERIFY(candidates.index(1, CandidatesModel::kHitRate).data(Qt::ToolTipRole).toString().startsWith(QStringLiteral("held out")));
+    QVERIFY(candidates.index(2, CandidatesModel::kHitRate).data(Qt::ToolTipRole).toString().startsWith(QStringLiteral("estimated")));
     candidates.setResult(nullptr);
     QCOMPARE(candidates.rowCount(), 0);
   }

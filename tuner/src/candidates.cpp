@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache_replay.h"
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
 #include "step_timing.h"
@@ -146,19 +147,34 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   b.add("int8", "int8", json::object(), 1, false, dense);
   b.add("int4", "int4", json::object(), 1, false, dense);
   if (base != "fp8") b.add("fp8", "fp8", json{{"scale", "row"}}, 2, false, dense);
-  // Offload with a hot-row cache sized from the recorded LRU curve (the first size at level 2,
-  // the others at 3); the static hot set's hit rate is the coverage of its rows.
-  const auto sizes = offload_cache_rows(g.summary, g.rows);
+  // Offload with a hot-row cache (the first size at level 2, the others at 3). With the
+  // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
+  // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
+  // from the recorded LRU curve and the hit rates are estimated (said in the params).
+  std::string why_no_replay;
+  const auto replay = CacheReplay::of(g.counts, why_no_replay);
+  const auto sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
     // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
     const std::string frac = number((static_cast<double>(k) + 0.5) / R);
     const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
     const double cov = stats::coverage_of_top(g.counts, k);
-    b.add("offload", "offload:cache=" + frac + ":policy=lru", json{{"cache_rows", k}, {"policy", "lru"}},
-          i == sizes.size() / 2 ? 2 : 3, false, dense, k, lru);
-    b.add("offload", "offload:cache=" + frac + ":policy=static", json{{"cache_rows", k}, {"policy", "static"}}, 3, false,
-          dense, k, cov);
+    for (const char* policy : {"lru", "static"}) {
+      const bool is_lru = std::string(policy) == "lru";
+      json params{{"cache_rows", k}, {"policy", policy}};
+      if (replay) {
+        params["heldout"] = {{"fit_fraction", CacheReplay::kFitFraction}, {"sample_rate", replay->rate()},
+                             {"heldout_sampled_refs", replay->held_out_refs()}};
+      } else {
+        params["hit_rate_estimated"] = why_no_replay;
+      }
+      const size_t at = b.out.size();
+      b.add("offload", "offload:cache=" + frac + ":policy=" + policy, params, is_lru && i == sizes.size() / 2 ? 2 : 3, false,
+            dense, k, is_lru ? lru : cov);
+      if (replay)
+        for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? replay->lru_hit_rate(k) : replay->static_hit_rate(k);
+    }
   }
   // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
   if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {

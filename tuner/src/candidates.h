@@ -33,6 +33,9 @@ struct Candidate {
   int measure_as = -1;         // index of the candidate whose measurement this one shares (-1: itself)
   uint64_t cache_rows = 0;     // offload
   std::optional<double> recorded_hit_rate;  // offload: the recording's LRU curve / coverage at cache_rows
+  // Offload: the hit rate on the held-out part of the recorded order (cache_replay.h); unset
+  // when the recording has no usable ordered sample (params "hit_rate_estimated" says why).
+  std::optional<double> heldout_hit_rate;
   uint64_t device_bytes = 0;   // weights + optimizer state + gradients + metadata
   uint64_t host_bytes = 0;
   std::string why_not;         // set when the candidate cannot be measured (kept, with the reason)

@@ -25,6 +25,26 @@ std::string number(double x, const char* fmt) {
   return buf;
 }
 
+// An offload candidate's hit rate and where it comes from: held out (replayed on the last 30 %
+// of the recorded order, cache_replay.h) or estimated (the recording cannot replay it), with
+// the whole recording's figure beside it.
+// `modelled`: a modelled plan's hit rate is the one the model used, not a measurement.
+std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
+  if (!c.hit_rate && !c.heldout_hit_rate) return "";
+  std::string s;
+  if (c.heldout_hit_rate) {
+    s = ", hit rate " + percent(*c.heldout_hit_rate) + " held out (fitted on the first 70% of the lookups, replayed on the rest)";
+  } else {
+    const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+    const std::string why = p.is_object() && p.contains("hit_rate_estimated") && p["hit_rate_estimated"].is_string()
+                                ? p["hit_rate_estimated"].get<std::string>()
+                                : "";
+    s = ", hit rate " + percent(*c.hit_rate) + (why.empty() ? (modelled ? " modelled" : " measured") : " (estimated: " + why + ")");
+  }
+  if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
+  return s;
+}
+
 // What the candidate is, in words.
 std::string describe(const model::TuneCandidate& c, uint64_t rows) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
@@ -88,11 +108,7 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
     s += ", error " + number(c.error, "%.3g") + limit;
   }
-  if (c.hit_rate) {
-    // A modelled plan's hit rate is the one the model used (the recording's), not a measurement.
-    s += ", hit rate " + percent(*c.hit_rate) + (r.timing_kind == "modelled" ? " modelled" : " measured");
-    if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
-  }
+  s += hit_rate_words(c, r.timing_kind == "modelled");
   if (c.needs_retraining) s += "; needs retraining";
   if (!c.step_covers.empty()) s += "; step time: " + c.step_covers;
   const bool least_change = r.objective == "least-change";

@@ -428,7 +428,11 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
     out.step_us_hi = hi * per_s;
   }
   double hit = loaded->hit_rate();
-  if (modelled && hit >= 0) {
+  if (hit >= 0 && c.heldout_hit_rate) {
+    // The recorded order, held out (cache_replay.h): what the cache hits on lookups it was not
+    // fitted to, rather than on batches drawn from the counts.
+    hit = *c.heldout_hit_rate;
+  } else if (modelled && hit >= 0) {
     // The index batches repeat: an LRU cache that holds all the rows they read would hit
     // every access after the first pass. The LRU's hit rate comes from a fresh stream drawn
     // from the same access model instead (warm-up, then as many counted accesses).

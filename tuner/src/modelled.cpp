@@ -13,7 +13,11 @@ Measurement model_candidate(const TableBench& b, const TableGroup& g, const Cand
   out.error = lossless(c.strategy, c.baseline) ? 0.0 : b.full_error(c, o);
   double hit = 0;
   if (c.strategy == "offload") {
-    if (c.recorded_hit_rate) {
+    // The held-out rate (fitted on the earlier part of the recorded order, replayed on the rest)
+    // is what the cache will see; the recorded curve's rate is fitted to the stream it scores.
+    if (c.heldout_hit_rate) {
+      hit = *c.heldout_hit_rate;
+    } else if (c.recorded_hit_rate) {
       hit = *c.recorded_hit_rate;
     } else if (kernels::StrategySpec::parse(c.spec).params.count("policy") &&
                kernels::StrategySpec::parse(c.spec).params.at("policy") == "lru") {

@@ -218,13 +218,14 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
   }
   if (!optimizer.empty() && optimizer != "rowwise_adagrad")
     fail(where + ": optimizer \"" + describe(optimizer) + "\" is not \"rowwise_adagrad\" or empty");
-  // key -> 'c' a count, 's' text, 'n' a list of table names.
+  // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
+  // object of finite numbers (what edo tune says about how a figure was obtained).
   std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
   if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
   else if (strategy == "unchanged") allowed.clear();
   else if (strategy == "fp8") allowed["scale"] = 's';
-  else if (strategy == "offload") allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}});
-  else if (strategy == "pruned") allowed["kept_rows"] = 'c';
+  else if (strategy == "offload") allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}});
+  else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
   else if (strategy == "lowrank") allowed["rank"] = 'c';
   else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
   else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
@@ -238,6 +239,14 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
       fail(where + ": params \"" + it.key() + "\" is not a finite whole number >= 0 (at most 2^53)");
     if (a->second == 's' && !v.is_string()) fail(where + ": params \"" + it.key() + "\" is not text");
     if (a->second == 'n') check_names(v, it.key(), where);
+    auto finite = [](const json& x) { return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0; };
+    if (a->second == 'f' && !finite(v)) fail(where + ": params \"" + it.key() + "\" is not a finite number >= 0");
+    if (a->second == 'o') {
+      if (!v.is_object()) fail(where + ": params \"" + it.key() + "\" is not an object");
+      for (auto f = v.begin(); f != v.end(); ++f)
+        if (!finite(f.value()))
+          fail(where + ": params \"" + it.key() + "\" key \"" + describe(f.key()) + "\" is not a finite number >= 0");
+    }
   }
   if (strategy == "offload") {
     if (!params.contains("cache_rows")) fail(where + ": an offload choice's params have no \"cache_rows\"");
@@ -375,6 +384,7 @@ TuneResult plan_from_json(const json& doc) {
       c.error = error;
       c.hit_rate = hit;
       c.recorded_hit_rate = opt_rate(t, "recorded_hit_rate", where);
+      c.heldout_hit_rate = opt_rate(t, "heldout_hit_rate", where);
       c.needs_retraining = retrain;
       c.measured = true;
       if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);

@@ -66,6 +66,7 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["spec"] = c ? valid_utf8(c->spec) : "";
   j["optimizer"] = c ? valid_utf8(c->optimizer) : "";
   j["recorded_hit_rate"] = c ? opt_or_null(c->recorded_hit_rate) : ordered_json(nullptr);
+  j["heldout_hit_rate"] = c ? opt_or_null(c->heldout_hit_rate) : ordered_json(nullptr);
   j["shares_with"] = ch.shares_with.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(ch.shares_with));
   j["measured_rows"] = c ? c->measured_rows : 0;
   // The candidate's step-time interval (the whole group's, like its step_us before the split

@@ -284,6 +284,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       m.device_bytes = c.device_bytes;
       m.host_bytes = c.host_bytes;
       m.recorded_hit_rate = c.recorded_hit_rate;
+      m.heldout_hit_rate = c.heldout_hit_rate;
       m.needs_retraining = c.needs_retraining;
       index[gi].push_back(r.candidates.size());
       r.candidates.push_back(std::move(m));
@@ -417,7 +418,9 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
         if (twin[gi] >= 0)
           for (size_t tj = 0; tj < cands[static_cast<size_t>(twin[gi])].size() && !same; ++tj) {
             const auto& tc = r.candidates[index[static_cast<size_t>(twin[gi])][tj]];
-            if (tc.spec == c.spec && tc.optimizer == c.optimizer && tc.usable()) same = &tc;
+            // (an offload cache's held-out hit rate depends on the recorded order, not only the counts)
+            if (tc.spec == c.spec && tc.optimizer == c.optimizer && tc.usable() && tc.heldout_hit_rate == m.heldout_hit_rate)
+              same = &tc;
           }
         try {
           auto bench = [&] {

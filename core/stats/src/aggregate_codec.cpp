@@ -1,10 +1,11 @@
 // Versioned byte encoding of TableAggregate. Layout (all integers LEB128 varints):
-//   u8 version (=1) | config | rows | u8 mode | lookups | out_of_range
+//   u8 version (1, or 2 with an ordered sample) | config | rows | u8 mode | lookups | out_of_range
 //   exact mode: counts (u8 0 = sparse: n, then n x (row gap, count); u8 1 = dense: rows counts)
 //   sketch mode: cms width, depth, cells (u64 array) | top-K: n, n x (row, count)
 //                | hll precision, registers (u64 array)
 //   histogram: nonzero bins n, n x (bin gap, f64) | f64 cold | max_distance
 //   windows: n, n x (window_index, lookups, nrows, nrows x row gap)
+//   version 2 only: the ordered sample (OrderedSample::encode())
 // u64 array: u8 0 = sparse: nnz, nnz x (index gap, value); u8 1 = dense: size x value.
 // Decoding checks every length against the bytes left before allocating.
 #include <cstring>
@@ -51,6 +52,7 @@ bool get_double(std::string_view& in, double& v) {
 namespace {
 
 constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersionOrdered = 2;  // kVersion plus the ordered sample at the end
 constexpr uint64_t kMaxSketchCells = uint64_t{1} << 24;
 
 size_t varint_len(uint64_t v) {
@@ -195,7 +197,7 @@ std::string TableAggregate::serialize() const {
   std::string out;
   if (!impl_) return out;
   const Impl& a = *impl_;
-  out.push_back(static_cast<char>(detail::kVersion));
+  out.push_back(static_cast<char>(a.has_sample ? detail::kVersionOrdered : detail::kVersion));
   const StatsConfig& c = a.config;
   put_varint(out, c.exact_rows_limit);
   put_varint(out, c.top_k);
@@ -250,13 +252,16 @@ std::string TableAggregate::serialize() const {
       p = r;
     }
   }
+  if (a.has_sample) a.sample.encode(out);
   return out;
 }
 
 namespace {
 
 bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
-  if (in.empty() || static_cast<uint8_t>(in.front()) != detail::kVersion) return false;
+  if (in.empty()) return false;
+  const uint8_t version = static_cast<uint8_t>(in.front());
+  if (version != detail::kVersion && version != detail::kVersionOrdered) return false;
   in.remove_prefix(1);
   StatsConfig c;
   uint64_t v[9];
@@ -337,6 +342,13 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
       r += gap;
       win.rows[k] = r;
     }
+  }
+  a.has_sample = version == detail::kVersionOrdered;
+  a.sample = OrderedSample{};
+  if (a.has_sample) {
+    if (!OrderedSample::decode(in, a.sample)) return false;
+    for (const auto& ref : a.sample.refs)
+      if (ref.row >= rows) return false;
   }
   return in.empty();
 }

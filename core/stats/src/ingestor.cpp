@@ -35,12 +35,15 @@ struct TableIngestor::Impl {
   // of the last top-K (candidates again in the next segment, with the device's new ones).
   std::optional<detail::CountedShards> counted;
   std::vector<uint64_t> counted_top;
+  // The ordered sample of the stream (ordered_sample.h): cut into each segment's aggregate.
+  std::optional<OrderedSampler> order;
 
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
     exact_lru = r <= c.exact_lru_rows_limit;
     mapped_lru = !exact_lru && c.exact_lru_distinct_limit > 0;
     if (!exact_lru && !mapped_lru) make_sampler();
+    if (c.track_lru && c.ordered_sample_refs > 0) order.emplace(c.ordered_sample_refs);
     buf.resize(4096);
   }
 
@@ -98,6 +101,7 @@ struct TableIngestor::Impl {
         m += r < rows;
       }
     }
+    if (order) order->add(in, m);
     if (exact_lru) {
       for (size_t i = 0; i < m; ++i) {
         const uint64_t d = stack.reference(in[i]);
@@ -165,6 +169,10 @@ struct TableIngestor::Impl {
     if (shards && seg_refs > 0) shards->flush_segment(a.hist);
     seg_refs = 0;
     std::swap(o.hist, a.hist);
+    if (order) {
+      o.sample = order->take();
+      o.has_sample = true;
+    }
     o.windows = std::move(a.windows);
     a.windows.clear();
     return out;
@@ -258,6 +266,12 @@ void TableIngestor::Impl::add_counted(const CountedSegment& in) {
     for (const auto& [r, n] : a.topk.sorted()) counted_top.push_back(r);
   }
   a.lookups = refs;
+  if (order) {
+    // Counted on the device: these references' order is not seen here.
+    order->skip(refs);
+    a.sample = order->take();
+    a.has_sample = true;
+  }
   if (cfg.track_lru && refs > 0) {
     if (!counted) counted.emplace(counted_sample_rate(rows, cfg));
     for (const auto& w : in.windows) counted->add_window(w);

@@ -553,6 +553,8 @@ struct TableAggregate::Impl {
   detail::HyperLogLog hll;
   StackDistanceHistogram hist;
   std::vector<HotSetWindow> windows;
+  bool has_sample = false;
+  OrderedSample sample;
 
   void init(uint64_t r, const StatsConfig& c);
   void append_windows(const std::vector<HotSetWindow>& w);

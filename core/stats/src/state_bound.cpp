@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kMaxVarint = 10;  // bytes of the widest varint (a 64-bit count)
 constexpr uint32_t kMinCmsWidth = 1u << 10, kMinTopK = 16, kMinHll = 10, kMinWindows = 8, kMinDriftTopK = 16;
 constexpr double kMinShardsRate = 1.0 / (1u << 16);
+constexpr uint64_t kMinOrderedRefs = 4096;
 
 uint64_t pow2_at_least(uint64_t x) {
   uint64_t p = 1;
@@ -21,8 +22,8 @@ uint64_t pow2_at_least(uint64_t x) {
 uint64_t hist_bytes(uint64_t rows) { return uint64_t{8} * (StackDistanceHistogram::bin_of(std::max<uint64_t>(rows, 1)) + 1); }
 
 struct Parts {
-  uint64_t counts = 0, topk = 0, hll = 0, windows = 0, lru = 0, fixed = 0;
-  uint64_t total() const { return counts + topk + hll + windows + lru + fixed; }
+  uint64_t counts = 0, topk = 0, hll = 0, windows = 0, lru = 0, order = 0, fixed = 0;
+  uint64_t total() const { return counts + topk + hll + windows + lru + order + fixed; }
 };
 
 Parts parts_of(uint64_t rows, const StatsConfig& c) {
@@ -49,6 +50,9 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
   // Histograms, the ingestor's own buffers, the aggregates' small parts, allocator slack.
   p.fixed += 4 * hist_bytes(rows) + 2 * 8 * 4096 + (256 << 10);
   if (c.track_lru) {
+    // The ordered sample: at most ordered_sample_refs references pending (16 bytes each, and
+    // the vector's doubling), the staged delta's copy, and the serialized delta (two varints).
+    p.order = c.ordered_sample_refs * (2 * 16 + 16 + 2 * kMaxVarint);
     if (rows <= c.exact_lru_rows_limit) {
       // Mattson stack: last timestamp per row, owner per timestamp (twice the live rows, and
       // the copy compaction makes), live-marker bits.
@@ -105,6 +109,7 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
         // the exact stack's bound before the sampling rate (equal bytes: the first wins)
         {shards ? p.lru : 0, shards && c.exact_lru_distinct_limit > 0, 5},
         {shards ? p.lru : 0, shards && c.shards_rate > kMinShardsRate, 4},
+        {p.order, c.track_lru && c.ordered_sample_refs > kMinOrderedRefs, 6},
     };
     const Cand* best = nullptr;
     for (const auto& k : cands)
@@ -123,6 +128,7 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
         else c.drift_top_k = std::max(kMinDriftTopK, c.drift_top_k / 2);
         break;
       case 4: c.shards_rate = std::max(kMinShardsRate, c.shards_rate / 2); break;
+      case 6: c.ordered_sample_refs = std::max(kMinOrderedRefs, c.ordered_sample_refs / 2); break;
       default:  // the exact prefix of the stream goes first: the sampled curve stays
         c.exact_lru_distinct_limit = c.exact_lru_distinct_limit < 2048 ? 0 : c.exact_lru_distinct_limit / 2;
         break;

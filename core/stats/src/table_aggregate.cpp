@@ -19,6 +19,8 @@ void TableAggregate::Impl::init(uint64_t r, const StatsConfig& c) {
   }
   hist.clear();
   windows.clear();
+  has_sample = false;
+  sample = OrderedSample{};
 }
 
 void TableAggregate::Impl::append_windows(const std::vector<HotSetWindow>& w) {
@@ -114,10 +116,37 @@ const StackDistanceHistogram& TableAggregate::stack_distances() const {
   static const StackDistanceHistogram kEmpty;
   return impl_ ? impl_->hist : kEmpty;
 }
+const OrderedSample* TableAggregate::ordered_sample() const { return impl_ && impl_->has_sample ? &impl_->sample : nullptr; }
+
 const std::vector<HotSetWindow>& TableAggregate::windows() const {
   static const std::vector<HotSetWindow> kEmpty;
   return impl_ ? impl_->windows : kEmpty;
 }
+
+namespace {
+
+// The ordered samples of two aggregates, before their counts are added: `b` follows `a` in
+// one stream (an ingestor's deltas), or the result is no stream's order.
+void merge_samples(TableAggregate::Impl& a, const TableAggregate::Impl& b) {
+  const bool a_empty = a.lookups == 0 && a.out_of_range == 0 && !a.has_sample;
+  if (b.has_sample) {
+    if (a.has_sample) {
+      a.sample.append(b.sample);
+    } else {
+      a.sample = b.sample;
+      a.has_sample = true;
+      if (!a_empty) {  // what `a` counted was not sampled
+        a.sample.valid = false;
+        a.sample.refs.clear();
+      }
+    }
+  } else if (a.has_sample && (b.lookups > 0 || b.out_of_range > 0)) {
+    a.sample.valid = false;  // `b` counted references the sample never saw
+    a.sample.refs.clear();
+  }
+}
+
+}  // namespace
 
 bool TableAggregate::merge(const TableAggregate& other) {
   if (!impl_ || !other.impl_) return false;
@@ -128,6 +157,7 @@ bool TableAggregate::merge(const TableAggregate& other) {
       (a.cms.width() != b.cms.width() || a.cms.depth() != b.cms.depth() ||
        a.hll.precision() != b.hll.precision()))
     return false;
+  merge_samples(a, b);
   if (a.mode == CountMode::kExact) {
     a.exact.merge(b.exact);
   } else {
@@ -159,6 +189,8 @@ void TableAggregate::clear() {
   }
   a.hist.clear();
   a.windows.clear();
+  a.has_sample = false;
+  a.sample = OrderedSample{};
 }
 
 }  // namespace edo::stats

@@ -148,6 +148,12 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
   if (role == Qt::ToolTipRole) {
     if (column == kStrategy) return QString::fromStdString(c.spec);
     if (column == kNote || column == kTable) return column == kNote ? dashboard_wording(QString::fromStdString(c.note)) : QString::fromStdString(c.table);
+    // Where the hit rate comes from (docs/tuning.md "Held-out validation"), and the figure in
+    // parentheses: the whole recording's.
+    if (column == kHitRate && c.hit_rate)
+      return c.heldout_hit_rate ? tr("held out: fitted on the first 70% of the lookups, replayed on the rest; "
+                                     "in parentheses, the whole recording's")
+                                : tr("estimated: the recording cannot replay this cache; in parentheses, the whole recording's");
   }
   QString hit = QStringLiteral("–");
   if (c.hit_rate) {

@@ -140,6 +140,40 @@ TEST(Collector, RecordsWhenRowsWereFirstRead) {
   std::filesystem::remove(path);
 }
 
+// Caches from the real stream (issue 19 point 6): the frames' deltas carry the ordered sample
+// of each flush, which the collector joins into the stream's, and the store keeps it.
+TEST(Collector, KeepsTheOrderedSampleOfTheStream) {
+  std::string s;
+  Hello h;
+  h.pid = 1;
+  encode(h, s);
+  encode(TableReg{5, "t", 0x1000, 100, 4, 0, 0, -1}, s);
+  stats::TableIngestor ing(100, stats::StatsConfig{});
+  std::vector<int32_t> first{7, 7, 8, 7}, second{7, 9, 200, 9, 8};
+  ing.add(first.data(), first.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  ing.add(second.data(), second.size());
+  encode(TableDelta{5, ing.take_delta().serialize()}, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  const std::string path = (std::filesystem::temp_directory_path() / ("edo_ordered_" + std::to_string(getpid()) + ".edodb")).string();
+  { db::ProfileStore(path, db::ProfileStore::Mode::kCreate).save(b.profile()); }
+  const model::Profile back = db::ProfileStore(path, db::ProfileStore::Mode::kReadOnly).load();
+  std::filesystem::remove(path);
+  for (const model::Profile* p : {static_cast<const model::Profile*>(&b.profile()), &back}) {
+    const stats::OrderedSample* o = p->tables.at(0).aggregate.ordered_sample();
+    ASSERT_NE(o, nullptr);
+    EXPECT_TRUE(o->valid);
+    EXPECT_EQ(o->end, 8u) << "row 200 is out of range: no reference";
+    const std::vector<uint64_t> rows{7, 7, 8, 7, 7, 9, 9, 8};
+    ASSERT_EQ(o->refs.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(o->refs[i].position, i);
+      EXPECT_EQ(o->refs[i].row, rows[i]);
+    }
+  }
+}
+
 TEST(Collector, TruncatedStreamIsReportedWithItsOffset) {
   std::vector<size_t> ends;
   const std::string s = sample::sample_stream(&ends);

@@ -373,6 +373,38 @@ TEST(TuneStore, CandidatesKeepWhatTheirStepTimeCovers) {
             std::to_string(current_schema_version()));
 }
 
+// Schema step 10 (issue 19 point 6): each offload candidate's held-out hit rate (replayed from
+// the recorded order) beside the recorded one; unknown in older files.
+TEST(TuneStore, AnOffloadCandidatesHeldOutHitRateIsKeptAndOlderFilesHaveNone) {
+  const std::string path = temp_path("tune-heldout.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.candidates[1].heldout_hit_rate = 0.0;
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    EXPECT_EQ(q.candidates[1].heldout_hit_rate, std::optional<double>(0.0)) << "a held-out 0 is not unknown";
+    EXPECT_EQ(q.candidates[1].recorded_hit_rate, std::optional<double>(0.82));
+    EXPECT_FALSE(q.candidates[0].heldout_hit_rate);
+  }
+  {
+    // A schema-6 file: no such column; migrating adds it, empty.
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE tune_candidates DROP COLUMN heldout_hit_rate");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
+    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult old = load_tune_result(store, r.run_id);
+  EXPECT_FALSE(old.candidates[1].heldout_hit_rate);
+  EXPECT_EQ(old.candidates[1].recorded_hit_rate, std::optional<double>(0.82));
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+  EXPECT_GE(current_schema_version(), 10);
+}
+
 // A run that found no plan is listed but never replaces the last good plan.
 TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
   const std::string path = temp_path("tune-runs.edodb");

@@ -460,6 +460,25 @@ TEST(PlanImport, OnlyTheDocumentedStrategiesAndParamsAreAccepted) {
   expect_rejected(with([](auto& j) { j["tables"][2]["params"].erase("cache_rows"); }), "cache_rows");
   expect_rejected(with([](auto& j) { j["tables"][2]["params"]["policy"] = "lfu"; }), "policy");
   expect_rejected(with([](auto& j) { j["tables"][2]["params"]["exec"] = "code"; }), "exec");
+  // What edo tune says about a figure (issue 19): an offload cache's held-out replay or why its
+  // hit rate is an estimate, and a pruned table's held-out loss, read back; malformed, refused.
+  EXPECT_NO_THROW(plan_from_json(nlohmann::ordered_json::parse(with([](auto& j) {
+    j["tables"][2]["params"]["heldout"] = {{"fit_fraction", 0.7}, {"sample_rate", 1}, {"heldout_sampled_refs", 3000}};
+    j["tables"][2]["params"]["hit_rate_estimated"] = "recording has no ordered sample";
+  }))));
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["heldout"] = {{"sample_rate", "x"}}; }), "heldout");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["heldout"] = 3; }), "heldout");
+  expect_rejected(with([](auto& j) { j["tables"][2]["params"]["hit_rate_estimated"] = 1; }), "hit_rate_estimated");
+  EXPECT_NO_THROW(plan_from_json(nlohmann::ordered_json::parse(with([](auto& j) {
+    j["tables"][1]["strategy"] = "pruned";
+    j["tables"][1]["spec"] = "pruned";
+    j["tables"][1]["params"] = {{"kept_rows", 10}, {"held_out_lost_fraction", 0.25}, {"held_out_lookups", 400}};
+  }))));
+  expect_rejected(with([](auto& j) {
+    j["tables"][1]["strategy"] = "pruned";
+    j["tables"][1]["spec"] = "pruned";
+    j["tables"][1]["params"] = {{"kept_rows", 10}, {"held_out_lost_fraction", -1}};
+  }), "held_out_lost_fraction");
   expect_rejected(with([](auto& j) { j["tables"][3]["params"]["m"] = oj::array({1}); }), "\"m\"");
   expect_rejected(with([](auto& j) { j["tables"][1]["device_bytes"] = -3; }), "device_bytes");
   expect_rejected(with([](auto& j) { j["tables"][1]["host_bytes"] = 1e300; }), "host_bytes");

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "edo/kernels/cuda.h"
 #include "edo/tuner/plan_io.h"
@@ -62,23 +63,26 @@ TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
       EXPECT_GT(c.error, 0.01);
     }
     if (c.strategy == "offload") {
-      ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate);
-      // Index batches drawn from the counts have no temporal locality: a static hot set hits
-      // what the coverage says. The offload LRU's steady state (a fresh stream from the same
-      // counts, one step's lookups per batch) is at least the recorded per-access LRU curve,
-      // which also counts every row's first miss, and at most the static hot set of its size
-      // (the best a cache can do without temporal locality; a batch-granular LRU nears it).
+      ASSERT_TRUE(c.hit_rate && c.recorded_hit_rate && c.heldout_hit_rate) << c.table << " " << c.spec;
+      // The hit rate the plan uses is the held-out one: fitted on the first 70 % of the
+      // recorded order, replayed on the rest (cache_replay.h).
+      EXPECT_EQ(*c.hit_rate, *c.heldout_hit_rate);
+      const auto params = nlohmann::json::parse(c.params_json);
+      const double k = params["cache_rows"].get<double>();
+      const double rows = c.table == "small" ? 2000 : 100000;
       if (c.spec.find("static") != std::string::npos) {
-        EXPECT_NEAR(*c.hit_rate, *c.recorded_hit_rate, 0.05) << c.spec;
-      } else {
-        EXPECT_GE(*c.hit_rate, *c.recorded_hit_rate - 0.02) << c.table << " " << c.spec;
-        std::string static_spec = c.spec;
-        static_spec.replace(static_spec.find("policy=lru"), 10, "policy=static");
-        for (const auto& s : r.candidates) {
-          if (s.table == c.table && s.spec == static_spec) {
-            EXPECT_LE(*c.hit_rate, *s.hit_rate + 0.02) << c.table << " " << c.spec;
-          }
+        // A hot set scored on lookups it was not fitted to does not beat the whole recording's
+        // coverage of its size (in-sample); on the uniform table it is any k rows: k / rows.
+        EXPECT_LE(*c.hit_rate, *c.recorded_hit_rate + 0.03) << c.table << " " << c.spec;
+        if (c.table == "uniform") {
+          EXPECT_NEAR(*c.hit_rate, k / rows, 0.03) << c.spec;
         }
+      } else {
+        // These streams are stationary (each batch drawn from the same Zipf law): a warm LRU
+        // misses no more on the last 30 % than the whole recording does, whose curve also
+        // counts every row's first miss (the uniform table's 4 lookups a row: 0.58 held out,
+        // 0.53 recorded).
+        EXPECT_GE(*c.hit_rate, *c.recorded_hit_rate - 0.02) << c.table << " " << c.spec;
       }
     }
   }

@@ -44,6 +44,9 @@ struct TuneCandidate {
   double update_us = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> hit_rate;           // offload: hit rate measured on the backend
   std::optional<double> recorded_hit_rate;  // offload: the recording's curve at that cache size
+  // Offload: replayed on the held-out part of the recorded order (fitted on the first 70 % of
+  // the lookups, scored on the rest: tuner/src/cache_replay.h). When set, hit_rate is this.
+  std::optional<double> heldout_hit_rate;
   bool needs_retraining = false;
   bool measured = false;       // step_us was measured in this run
   uint64_t measured_rows = 0;  // rows the time was measured on (< the table's rows: scaled rule)

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "edo/stats/ordered_sample.h"
+
 namespace edo::stats {
 
 // Tunables. Defaults as in docs/stats.md; the tracer fills them from EDO_* variables.
@@ -55,6 +57,10 @@ struct StatsConfig {
   // Whether the ingestor computes stack distances at all (false: counts only; used by the
   // benchmark to time the counting path alone, and by callers that do not want the curve).
   bool track_lru = true;
+  // References of the ordered sample (ordered_sample.h, docs/stats.md "Ordered sample"): at
+  // most this many of the whole stream are kept (16 bytes each while held); 0: none is taken.
+  // Taken only with track_lru (it serves the same purpose: cache hit rates).
+  uint64_t ordered_sample_refs = uint64_t{1} << 16;
   // Rows kept per drift window (the window's hot set).
   uint32_t drift_top_k = 1024;
   // At most this many drift windows are kept; when full, the oldest windows are dropped
@@ -146,6 +152,10 @@ class TableAggregate {
 
   const StackDistanceHistogram& stack_distances() const;
   const std::vector<HotSetWindow>& windows() const;
+  // The ordered sample of the stream (ordered_sample.h); nullptr when none was taken (older
+  // recordings, track_lru off). Deltas of one ingestor merge in order into the whole stream's;
+  // a merge of stretches that do not join (two processes) leaves it marked invalid.
+  const OrderedSample* ordered_sample() const;
 
   // Adds `other` (same table shape and mode) into this aggregate. Returns false (and
   // changes nothing) if shapes or modes disagree.

@@ -1,0 +1,113 @@
+// The ordered sample of a table's stream (edo/stats/ordered_sample.h): SHARDS-style spatial
+// sampling of rows, every reference of a sampled row kept in order, bounded by lowering the
+// threshold (fixed-size SHARDS, Waldspurger et al., FAST '15, section 4.2, applied to
+// references instead of distinct rows: it is the references that are stored).
+#include "edo/stats/ordered_sample.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "internal.h"
+
+namespace edo::stats {
+
+void OrderedSample::lower_threshold(uint64_t t) {
+  if (t >= threshold) return;
+  threshold = t;
+  refs.erase(std::remove_if(refs.begin(), refs.end(), [&](const OrderedRef& r) { return !keeps(r.row, t); }), refs.end());
+}
+
+void OrderedSample::append(const OrderedSample& next) {
+  if (next.begin != end || !next.valid) valid = false;
+  end = std::max(end, next.end);
+  const uint64_t t = std::min(threshold, next.threshold);
+  lower_threshold(t);
+  refs.reserve(refs.size() + next.refs.size());
+  for (const auto& r : next.refs)
+    if (keeps(r.row, t)) refs.push_back(r);
+  if (!valid) refs.clear();  // positions of two streams do not make one order
+}
+
+void OrderedSample::encode(std::string& out) const {
+  detail::put_varint(out, threshold);
+  detail::put_varint(out, begin);
+  detail::put_varint(out, end);
+  out.push_back(valid ? 1 : 0);
+  detail::put_varint(out, refs.size());
+  uint64_t p = begin;
+  for (const auto& r : refs) {
+    detail::put_varint(out, r.position - p);
+    detail::put_varint(out, r.row);
+    p = r.position;
+  }
+}
+
+bool OrderedSample::decode(std::string_view& in, OrderedSample& out) {
+  uint64_t n = 0;
+  if (!detail::get_varint(in, out.threshold) || out.threshold > kFullThreshold) return false;
+  if (!detail::get_varint(in, out.begin) || !detail::get_varint(in, out.end) || out.end < out.begin || in.empty())
+    return false;
+  const uint8_t v = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (v > 1) return false;
+  out.valid = v == 1;
+  // Each reference takes at least two bytes; a count beyond what is left is damage.
+  if (!detail::get_varint(in, n) || n > in.size() / 2 || n > out.end - out.begin) return false;
+  out.refs.resize(n);
+  uint64_t p = out.begin;
+  for (uint64_t k = 0; k < n; ++k) {
+    uint64_t gap = 0;
+    if (!detail::get_varint(in, gap) || (k > 0 && gap == 0) || gap >= out.end - p) return false;
+    p += gap;
+    out.refs[k].position = p;
+    if (!detail::get_varint(in, out.refs[k].row) || !keeps(out.refs[k].row, out.threshold)) return false;
+  }
+  return true;
+}
+
+uint32_t OrderedSampler::level_of(uint64_t row) {
+  const uint64_t h = hash::sample_hash(row) & hash::kSampleMask;
+  return hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h));
+}
+
+void OrderedSampler::keep(uint64_t row) {
+  pending_.push_back({position_, row});
+  ++kept_;
+  ++by_level_[level_of(row)];
+  if (kept_ <= max_refs_) return;
+  // One reference too many: halve the threshold until the whole stream's kept references fit
+  // again (level kSampleModBits + 1: threshold 0, nothing is kept any more).
+  while (kept_ > max_refs_ && level_ <= hash::kSampleModBits) {
+    kept_ -= by_level_[level_];
+    ++level_;
+    threshold_ = level_ > hash::kSampleModBits ? 0 : OrderedSample::kFullThreshold >> level_;
+  }
+  const uint64_t t = threshold_;
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [t](const OrderedRef& r) { return !OrderedSample::keeps(r.row, t); }),
+                 pending_.end());
+}
+
+void OrderedSampler::add(const uint64_t* rows, size_t n) {
+  for (size_t i = 0; i < n; ++i, ++position_)
+    if (OrderedSample::keeps(rows[i], threshold_)) keep(rows[i]);
+}
+
+void OrderedSampler::skip(uint64_t n) {
+  position_ += n;
+  valid_ = false;
+}
+
+OrderedSample OrderedSampler::take() {
+  OrderedSample s;
+  s.threshold = threshold_;
+  s.begin = begin_;
+  s.end = position_;
+  s.valid = valid_;
+  s.refs = std::move(pending_);
+  pending_.clear();
+  begin_ = position_;
+  return s;
+}
+
+}  // namespace edo::stats
