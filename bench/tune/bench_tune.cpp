@@ -5,17 +5,27 @@
 //
 //   bench_tune [--backend cpu|cuda] [--time-limit S] [--budget SIZE] [--lookups N] [--out DIR] [--smoke]
 //   bench_tune --stability [--repeat N] [--backend cpu|cuda] [--out DIR]
+//   bench_tune --scale [--counts 26,1000] [--backend cpu|cuda] [--out DIR]
 //
 // --smoke: 3 small tables and a 5 s limit (the test suite's check that the bench runs).
 // --stability (issue 19 point 3): four identical tables (200000 x 64, one Zipf stream), tuned
 // N times (default 5) with --objective speed, fp16/bf16/int8 and no error limit, on the real
 // backend: prints how many runs gave the most common plan (anchor: all N) and in how many runs
 // the four tables got one choice (anchor: all N).
+// --scale (issue 19 point 8): `edo synth` recordings of 26 and 1000 tables of varied sizes (1000 to
+// 1M rows, 64 columns, Zipf 0.6-1.2, one step of 65536 lookups each), each tuned by `edo tune` with
+// its default time limit and a budget of 60 % of the recorded bytes: prints the wall time beside
+// the limit as a ratio (target <= 1) and how many tables were measured or predicted. Then the
+// prediction error: the tables of the largest recording whose names end in 27 or 77 (a sample
+// fixed in advance), tuned again with --measure-every-table (fp16, bf16, int8, offload), and for
+// each candidate predicted in the first run, |predicted - measured| / measured: the median.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edo/db/profile_store.h"
+#include "edo/db/tune_store.h"
 #include "edo/stats/table_stats.h"
 
 namespace fs = std::filesystem;
@@ -140,13 +151,111 @@ int stability(const std::string& backend, const std::string& out, int repeat) {
   return agree == repeat ? 0 : 1;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// The default --time-limit of `edo tune`, read from its --help (the bench measures against
+// what a user gets without the flag).
+double default_time_limit(const std::string& edo, const std::string& out) {
+  run({edo, "tune", "--help"}, out + "/help.txt", out + "/help.err");
+  const std::string help = slurp(out + "/help.txt");
+  const auto at = help.find("--time-limit");
+  const auto open = at == std::string::npos ? at : help.find("=", at);  // "--time-limit X=300 [0..1e+07]"
+  return open == std::string::npos ? 300.0 : std::atof(help.c_str() + open + 1);
+}
+
+int scale(const std::string& backend, const std::string& out, const std::vector<int>& counts) {
+  const std::string edo = self_dir() + "/edo";
+  const double limit = default_time_limit(edo, out);
+  int status = 0;
+  std::string largest;
+  for (int n : counts) {
+    const std::string db = out + "/synth-" + std::to_string(n) + ".edodb";
+    fs::remove(db);
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = run({edo, "synth", "-o", db, "--tables", std::to_string(n), "--min-rows", "1000", "--rows", "1000000", "--min-zipf",
+                  "0.6", "--zipf", "1.2", "--lookups", "65536", "--dim", "64", "--seed", "5"},
+                 out + "/synth.out", out + "/synth.err");
+    const double synth_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rc != 0) {
+      std::fprintf(stderr, "bench_tune: edo synth exited %d: %s\n", rc, slurp(out + "/synth.err").c_str());
+      return 1;
+    }
+    uint64_t bytes = 0;
+    {
+      edo::db::ProfileStore store(db, edo::db::ProfileStore::Mode::kReadOnly);
+      for (const auto& t : store.load().tables) bytes += t.weight_bytes;
+    }
+    const uint64_t budget = bytes / 10 * 6;
+    t0 = std::chrono::steady_clock::now();
+    rc = run({edo, "tune", db, "--budget", std::to_string(budget), "--backend", backend, "--json"}, out + "/plan-" + std::to_string(n) + ".json",
+             out + "/tune-" + std::to_string(n) + ".err");
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto j = nlohmann::json::parse(slurp(out + "/plan-" + std::to_string(n) + ".json"), nullptr, false);
+    if (j.is_discarded() || !j.contains("tables")) {
+      std::fprintf(stderr, "bench_tune: edo tune exited %d without a plan: %s\n", rc, slurp(out + "/tune-" + std::to_string(n) + ".err").c_str());
+      return 1;
+    }
+    std::map<std::string, int> kinds;
+    for (const auto& t : j["tables"]) kinds[t["timing_source"].is_object() ? t["timing_source"]["kind"].get<std::string>() : "none"]++;
+    std::printf("tables %d  tune_wall_s %.1f  default_time_limit_s %.0f  ratio %.3f (target <= 1)  synth_s %.1f  stop %s  "
+                "tables_measured %d  predicted %d  twin %d  candidates_measured %d of %d  plan %s  exit %d\n",
+                n, wall, limit, wall / limit, synth_s, j["stop_reason"].is_string() ? j["stop_reason"].get<std::string>().c_str() : "none",
+                kinds["measured"], kinds["predicted"], kinds["twin"], j["candidates_measured"].get<int>(), j.value("candidates_total", 0),
+                j["feasible"].get<bool>() ? "found" : "none", rc);
+    std::fflush(stdout);
+    status |= wall <= limit ? 0 : 1;
+    largest = db;
+  }
+  // The prediction error on a sample of the largest recording's tables.
+  const std::string glob = "synth.table_*[27]7";
+  auto t0 = std::chrono::steady_clock::now();
+  const int rc = run({edo, "tune", largest, "--budget", "1TiB", "--backend", backend, "--tables", glob, "--measure-every-table",
+                      "--strategies", "fp16,bf16,int8,offload", "--time-limit", "0", "--json"},
+                     out + "/sample.json", out + "/sample.err");
+  const double sample_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != 0) {
+    std::fprintf(stderr, "bench_tune: the sample's edo tune exited %d: %s\n", rc, slurp(out + "/sample.err").c_str());
+    return 1;
+  }
+  edo::db::ProfileStore store(largest, edo::db::ProfileStore::Mode::kReadOnly);
+  const auto ids = edo::db::tune_run_ids(store);
+  if (ids.size() < 2) return 1;
+  const auto predicted = edo::db::load_tune_result(store, ids[ids.size() - 2]);
+  const auto real = edo::db::load_tune_result(store, ids.back());
+  std::map<std::string, const edo::model::TuneCandidate*> measured;
+  for (const auto& c : real.candidates)
+    if (c.usable() && c.timing_kind == "measured") measured[c.table + " " + c.spec + " " + c.optimizer] = &c;
+  std::map<std::string, std::vector<double>> by_strategy;
+  std::vector<double> all;
+  std::map<std::string, int> tables;
+  for (const auto& c : predicted.candidates) {
+    if (!c.usable() || c.timing_kind != "predicted") continue;
+    auto it = measured.find(c.table + " " + c.spec + " " + c.optimizer);
+    if (it == measured.end()) continue;
+    const double e = std::fabs(c.step_us - it->second->step_us) / it->second->step_us;
+    all.push_back(e);
+    by_strategy[c.strategy].push_back(e);
+    tables[c.table]++;
+  }
+  std::printf("prediction_error median %.3f  p90 %.3f  candidates %zu  tables %zu (sample %s, measured again in %.1f s)\n", median(all),
+              all.empty() ? NAN : [&] { std::sort(all.begin(), all.end()); return all[all.size() * 9 / 10]; }(), all.size(), tables.size(),
+              glob.c_str(), sample_s);
+  for (const auto& [s, v] : by_strategy) std::printf("  %-8s median %.3f  n %zu\n", s.c_str(), median(v), v.size());
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = "cpu", budget = "24GiB", out = fs::temp_directory_path() / ("edo-bench-tune-" + std::to_string(getpid()));
   double limit = 120;
   uint64_t lookups = 1'000'000;
-  bool smoke = false, stable = false;
+  bool smoke = false, stable = false, scaled = false;
+  std::vector<int> counts = {26, 1000};
   int repeat = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -164,6 +273,12 @@ int main(int argc, char** argv) {
     else if (a == "--out") out = next();
     else if (a == "--smoke") smoke = true;
     else if (a == "--stability") stable = true;
+    else if (a == "--scale") scaled = true;
+    else if (a == "--counts") {
+      counts.clear();
+      std::stringstream list(next());
+      for (std::string x; std::getline(list, x, ',');) counts.push_back(std::max(1, std::atoi(x.c_str())));
+    }
     else if (a == "--repeat") repeat = std::max(1, std::atoi(next().c_str()));
     else {
       std::fprintf(stderr, "bench_tune: unknown argument %s (see the comment at the top of bench_tune.cpp)\n", a.c_str());
@@ -173,6 +288,10 @@ int main(int argc, char** argv) {
   if (stable) {
     fs::create_directories(out);
     return stability(backend, out, repeat);
+  }
+  if (scaled) {
+    fs::create_directories(out);
+    return scale(backend, out, counts);
   }
   std::vector<uint64_t> rows = kCriteoRows;
   uint32_t dim = 128;

@@ -181,6 +181,15 @@ void migrate_to_v6(SQLite::Database& db) {
           " position INTEGER NOT NULL, new_rows INTEGER NOT NULL, lookups INTEGER NOT NULL, PRIMARY KEY (table_id, position))");
 }
 
+// Version 7 (issue 19 point 8): where each candidate's step time comes from: timing_kind
+// 'measured' on its table, 'twin' (timed on timing_from, a table of the same shape and access
+// counts) or 'predicted' (from timing_from, its class's measured representative); '' when not
+// timed or stored before (older runs: unknown).
+void migrate_to_v7(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_candidates", "timing_kind", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_candidates", "timing_from", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -189,6 +198,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 4) migrate_to_v4(db);
   if (from < 5) migrate_to_v5(db);
   if (from < 6) migrate_to_v6(db);
+  if (from < 7) migrate_to_v7(db);
 }
 
 }  // namespace

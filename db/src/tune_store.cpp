@@ -145,7 +145,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Statement cand(d,
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
         " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
-        " step_us_hi) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " step_us_hi, timing_kind, timing_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -166,6 +166,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       cand.bind(16, c.note);
       bind_real(cand, 17, c.step_us_lo);
       bind_real(cand, 18, c.step_us_hi);
+      cand.bind(19, c.timing_kind);
+      cand.bind(20, c.timing_from);
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -261,7 +263,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     std::map<int64_t, int64_t> index_of;  // candidate id -> index
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
-        " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi FROM tune_candidates"
+        " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi, timing_kind, timing_from"
+        " FROM tune_candidates"
         " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
@@ -284,6 +287,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.note = cand.getColumn(15).getString();
       c.step_us_lo = real_or(cand.getColumn(16), NAN);
       c.step_us_hi = real_or(cand.getColumn(17), NAN);
+      c.timing_kind = cand.getColumn(18).getString();
+      c.timing_from = cand.getColumn(19).getString();
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }

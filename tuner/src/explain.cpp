@@ -93,6 +93,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
   }
   if (c.needs_retraining) s += "; needs retraining";
+  if (c.timing_kind == "predicted") s += "; time predicted from " + c.timing_from + " (its class's measured representative)";
+  else if (c.timing_kind == "twin") s += "; timed as " + c.timing_from + " (same shape and access counts)";
   const bool least_change = r.objective == "least-change";
   const bool is_base = !base || &c == base;
   const int64_t loss = candidate_loss(c, is_base);
