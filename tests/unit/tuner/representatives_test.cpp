@@ -216,6 +216,53 @@ TEST(Representatives, TheTimeLimitStopsARunHonestly) {
   EXPECT_GT(waiting_for_representative, 0u);
 }
 
+// The plan document says where each table's time comes from, and reads it back; a kind it
+// does not know is refused in one line.
+TEST(Representatives, ThePlanDocumentCarriesTheTimingSource) {
+  model::TuneResult r;
+  r.objective = "speed";
+  r.backend = "cpu";
+  r.device = "a CPU";
+  r.weights = "synthetic";
+  for (const char* name : {"rep", "member"}) {
+    model::TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.device_bytes = 64000;
+    t.lookups_per_step = 10;
+    r.tables.push_back(t);
+    model::TuneCandidate c;
+    c.table = name;
+    c.strategy = c.spec = "fp32";
+    c.step_us = 10;
+    c.error = 0;
+    c.device_bytes = 64000;
+    c.measured = true;
+    c.timing_kind = std::string(name) == "rep" ? "measured" : "predicted";
+    c.timing_from = std::string(name) == "rep" ? "" : "rep";
+    r.candidates.push_back(c);
+  }
+  replan(r, 1 << 20, INFINITY);
+  ASSERT_TRUE(r.feasible);
+  auto j = plan_to_json(r);
+  EXPECT_EQ(j["tables"][0]["timing_source"], nlohmann::ordered_json({{"kind", "measured"}, {"from", nullptr}}));
+  EXPECT_EQ(j["tables"][1]["timing_source"], nlohmann::ordered_json({{"kind", "predicted"}, {"from", "rep"}}));
+  EXPECT_NE(j["tables"][1]["why"].get<std::string>().find("time predicted from rep"), std::string::npos);
+  const model::TuneResult back = plan_from_json(j);
+  ASSERT_EQ(back.candidates.size(), 2u);
+  EXPECT_EQ(back.candidates[1].timing_kind, "predicted");
+  EXPECT_EQ(back.candidates[1].timing_from, "rep");
+  j["tables"][1]["timing_source"]["kind"] = "guessed";
+  try {
+    plan_from_json(j);
+    ADD_FAILURE() << "an unknown timing source was accepted";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"guessed\" is not measured, twin or predicted"), std::string::npos) << e.what();
+  }
+}
+
 // Classes: only what a per-lookup time depends on separates tables; twins (same counts) are
 // timed as each other exactly.
 TEST(Representatives, ClassesSeparateShapesAndSkewsAndKeepTwins) {
