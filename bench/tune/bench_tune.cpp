@@ -19,7 +19,8 @@
 // prediction error: the tables of the largest recording whose names end in 27 or 77 (a sample
 // fixed in advance) that were predicted, with their representatives, tuned again in one run with
 // --measure-every-table (fp16, bf16, int8, offload); each member's time predicted from its
-// representative's in that run against its own: the median of |predicted - measured| / measured.
+// representative's in that run against its own: the median of |predicted - measured| / measured;
+// beside it the same sample measured again at once (the noise floor).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,10 +261,21 @@ int scale(const std::string& backend, const std::string& out, const std::vector<
     std::fprintf(stderr, "bench_tune: the sample's edo tune exited %d: %s\n", rc, slurp(out + "/sample.err").c_str());
     return 1;
   }
-  edo::model::TuneResult real;
+  // The same, measured again at once: how far two measurements of one table apart (the noise
+  // floor any prediction on this machine is judged against).
+  const int rc2 = run({edo, "tune", sample_db, "--budget", "1TiB", "--backend", backend, "--measure-every-table", "--strategies",
+                       "fp16,bf16,int8,offload", "--time-limit", "0", "--json"},
+                      out + "/sample-again.json", out + "/sample-again.err");
+  if (rc2 != 0) {
+    std::fprintf(stderr, "bench_tune: the sample's second edo tune exited %d: %s\n", rc2, slurp(out + "/sample-again.err").c_str());
+    return 1;
+  }
+  edo::model::TuneResult real, again;
   {
     edo::db::ProfileStore store(sample_db, edo::db::ProfileStore::Mode::kReadOnly);
-    real = edo::db::load_tune_result(store, edo::db::tune_run_ids(store).back());
+    const auto ids = edo::db::tune_run_ids(store);
+    real = edo::db::load_tune_result(store, ids[ids.size() - 2]);
+    again = edo::db::load_tune_result(store, ids.back());
   }
   // The classes of the sample recording, as edo tune makes them.
   const edo::tuner::Workload w = edo::tuner::build_workload(part, {}, "*");
@@ -319,6 +331,14 @@ int scale(const std::string& backend, const std::string& out, const std::vector<
               median(all), p90(all), all.size(), members.size(), classes.classes, glob.c_str(),
               std::to_string(counts.back()).c_str(), sample_s);
   for (const auto& [st, v] : by_strategy) std::printf("  %-8s median %.3f  p90 %.3f  n %zu\n", st.c_str(), median(v), p90(v), v.size());
+  std::vector<double> repeat;
+  for (size_t i = 0; i < real.candidates.size() && i < again.candidates.size(); ++i) {
+    const auto &a = real.candidates[i], &b = again.candidates[i];
+    if (a.usable() && b.usable() && a.table == b.table && a.spec == b.spec) repeat.push_back(std::fabs(a.step_us - b.step_us) / b.step_us);
+  }
+  std::printf("repeat_noise median %.3f  p90 %.3f  n %zu (every sample candidate measured again at once: |first - second| / second, "
+              "the floor of any figure above on this machine)\n",
+              median(repeat), p90(repeat), repeat.size());
   // The machine's drift between the big run and this one: the same tables measured in both.
   std::vector<double> drift;
   std::map<std::string, const edo::model::TuneCandidate*> then;

@@ -361,7 +361,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
     std::vector<size_t> order(w.groups.size());
     for (size_t gi = 0; gi < order.size(); ++gi) order[gi] = gi;
     std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return benches.has(gi); });
-    // Twins after the table they are timed as.
+    // Class members after their representative (they take its times).
     std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return source[gi] < 0; });
     for (size_t gi : order) {
       const TableGroup& g = w.groups[gi];
