@@ -3,6 +3,7 @@
 // (later) the tuner and dashboard.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,7 +35,35 @@ struct SynthOptions {
   uint64_t exact_rows = stats::StatsConfig{}.exact_rows_limit;
   uint64_t window_batches = 16;
   std::string gpu;  // "": a host job; else the tables live on this GPU (a GPU job's recording)
+  // Varied tables (a recording of many tables of different sizes and skews): 0 / negative
+  // means every table has --rows / --zipf.
+  uint64_t min_rows = 0;
+  double min_zipf = -1;
 };
+
+// Table t's rows and Zipf exponent: --rows and --zipf, or with --min-rows / --min-zipf drawn
+// log-uniformly from [min-rows, rows] and uniformly from [min-zipf, zipf] by a hash of the
+// seed and t (reproducible, and independent of how many tables there are).
+struct TableShape {
+  uint64_t rows;
+  double zipf;
+};
+TableShape table_shape(const SynthOptions& o, int t) {
+  auto unit = [&](uint64_t salt) {  // splitmix64 of (seed, t, salt) in [0, 1)
+    uint64_t z = o.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(t) * 0xbf58476d1ce4e5b9ULL + salt;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) / 9007199254740992.0;
+  };
+  TableShape s{o.rows, o.zipf};
+  if (o.min_rows > 0 && o.min_rows < o.rows) {
+    const double lo = std::log(static_cast<double>(o.min_rows)), hi = std::log(static_cast<double>(o.rows));
+    s.rows = std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(std::exp(lo + (hi - lo) * unit(1)))), o.min_rows, o.rows);
+  }
+  if (o.min_zipf >= 0 && o.min_zipf < o.zipf) s.zipf = o.min_zipf + (o.zipf - o.min_zipf) * unit(2);
+  return s;
+}
 
 std::string command_line(const SynthOptions& o) {
   char buf[256];
@@ -42,10 +71,21 @@ std::string command_line(const SynthOptions& o) {
                 o.tables, static_cast<unsigned long long>(o.rows), o.dim, o.dtype.c_str(), o.zipf,
                 static_cast<unsigned long long>(o.lookups), static_cast<unsigned long long>(o.batch),
                 static_cast<unsigned long long>(o.seed));
-  return buf;
+  std::string s = buf;
+  if (o.min_rows > 0) s += " --min-rows " + std::to_string(o.min_rows);
+  if (o.min_zipf >= 0) {
+    std::snprintf(buf, sizeof buf, " --min-zipf %g", o.min_zipf);
+    s += buf;
+  }
+  return s;
 }
 
 int run_synth(const SynthOptions& o) {
+  if (o.min_rows > o.rows)
+    throw UsageError("--min-rows " + std::to_string(o.min_rows) + " is more than --rows " + std::to_string(o.rows) +
+                     " (the largest table); give --rows at least --min-rows");
+  if (o.min_zipf > o.zipf)
+    throw UsageError("--min-zipf is more than --zipf (the most skewed table); give --zipf at least --min-zipf");
   check_output_path(o.output, o.force);
   // Created before the work, so that an unwritable path is said at once, not after minutes.
   db::ProfileStore store(o.output, db::ProfileStore::Mode::kCreate);
@@ -74,10 +114,13 @@ int run_synth(const SynthOptions& o) {
   std::vector<int64_t> batch(o.batch);
   Progress progress("edo synth");
   const double total_work = static_cast<double>(o.lookups) * o.tables;
+  uint64_t total_rows = 0;
   for (int t = 0; t < o.tables; ++t) {
+    const TableShape shape = table_shape(o, t);
+    total_rows += shape.rows;
     // Each table gets its own seed so that hot rows differ between tables.
-    stats::ZipfGenerator gen(o.rows, o.zipf, o.seed + 1000003ull * static_cast<uint64_t>(t));
-    stats::TableIngestor ingestor(o.rows, config);
+    stats::ZipfGenerator gen(shape.rows, shape.zipf, o.seed + 1000003ull * static_cast<uint64_t>(t));
+    stats::TableIngestor ingestor(shape.rows, config);
     // When rows are first read, one segment per drift window (held-out validation).
     model::FirstSeenTracker first_seen;
     first_seen.begin_segment();
@@ -87,7 +130,7 @@ int run_synth(const SynthOptions& o) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(o.batch, o.lookups - done));
       gen.fill(batch.data(), n);
       ingestor.add(batch.data(), n);
-      first_seen.add_indices(batch.data(), n, o.rows);
+      first_seen.add_indices(batch.data(), n, shape.rows);
       done += n;
       if (++batches % o.window_batches == 0) {
         ingestor.close_window();
@@ -100,12 +143,12 @@ int run_synth(const SynthOptions& o) {
     model::Table table;
     table.session_id = session.id;
     table.name = "synth.table_" + std::to_string(t);
-    table.rows = o.rows;
+    table.rows = shape.rows;
     table.dim = o.dim;
     table.dtype = o.dtype;
     table.device = o.gpu.empty() ? "host" : "cuda:0";
     table.base_address = 0;
-    table.weight_bytes = o.rows * o.dim * elem;
+    table.weight_bytes = shape.rows * o.dim * elem;
     table.aggregate = ingestor.take_delta();
     table.first_seen = first_seen.finish(table.aggregate);
     profile.tables.push_back(std::move(table));
@@ -116,8 +159,15 @@ int run_synth(const SynthOptions& o) {
   profile.sessions.push_back(session);
 
   store.save(profile);
-  std::fprintf(stderr, "edo synth: wrote %s (%d tables x %llu rows, %llu lookups each, Zipf %g)\n", o.output.c_str(),
-               o.tables, static_cast<unsigned long long>(o.rows), static_cast<unsigned long long>(o.lookups), o.zipf);
+  if (o.min_rows > 0 || o.min_zipf >= 0)
+    std::fprintf(stderr, "edo synth: wrote %s (%d tables, %llu rows in all, %llu to %llu rows each, %llu lookups each, Zipf %g to %g)\n",
+                 o.output.c_str(), o.tables, static_cast<unsigned long long>(total_rows),
+                 static_cast<unsigned long long>(o.min_rows > 0 ? std::min(o.min_rows, o.rows) : o.rows),
+                 static_cast<unsigned long long>(o.rows), static_cast<unsigned long long>(o.lookups),
+                 o.min_zipf >= 0 ? std::min(o.min_zipf, o.zipf) : o.zipf, o.zipf);
+  else
+    std::fprintf(stderr, "edo synth: wrote %s (%d tables x %llu rows, %llu lookups each, Zipf %g)\n", o.output.c_str(),
+                 o.tables, static_cast<unsigned long long>(o.rows), static_cast<unsigned long long>(o.lookups), o.zipf);
   return 0;
 }
 
@@ -128,7 +178,9 @@ Runner setup(CLI::App& sub) {
       "Rows are drawn from a bounded Zipf(A) over ranks 1..R (P(rank k) ~ k^-A, A = 0 is uniform), mapped to\n"
       "row ids by a seeded random permutation, so hot rows are spread over the table. Table t (0-based) is named\n"
       "synth.table_<t> and draws from seed S + 1000003*t, so runs are reproducible and tables differ.\n\n"
-      "Example:\n  edo synth -o demo.edodb --tables 8 --rows 10000000 --zipf 1.15 --lookups 20000000\n  edo report demo.edodb");
+      "With --min-rows and --min-zipf, tables differ in size and skew (a recording of many tables for the tuner).\n\n"
+      "Example:\n  edo synth -o demo.edodb --tables 8 --rows 10000000 --zipf 1.15 --lookups 20000000\n  edo report demo.edodb\n"
+      "  edo synth -o many.edodb --tables 1000 --min-rows 1000 --rows 1000000 --min-zipf 0.6 --zipf 1.2 --lookups 65536");
   sub.add_option("-o,--output", o->output, "database file to write")->required();
   sub.add_flag("--force", o->force, "replace the output if it is an edo database (other files are never replaced)");
   sub.add_option("--tables", o->tables, "number of tables")->capture_default_str()->check(CLI::Range(1, 10000));
@@ -145,6 +197,11 @@ Runner setup(CLI::App& sub) {
           },
           "fp32|fp16|bf16"));
   sub.add_option("--zipf", o->zipf, "Zipf exponent A (0 = uniform)")->capture_default_str()->check(CLI::Range(0.0, 10.0));
+  sub.add_option("--min-rows", o->min_rows,
+                 "varied sizes: each table's rows drawn log-uniformly from [MIN, --rows] (reproducible from --seed)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  sub.add_option("--min-zipf", o->min_zipf, "varied skew: each table's Zipf exponent drawn uniformly from [MIN, --zipf]")
+      ->check(CLI::Range(0.0, 10.0));
   sub.add_option("--lookups", o->lookups, "lookups (row reads) per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--batch", o->batch, "lookups per batch")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26));
   sub.add_option("--seed", o->seed, "random seed")->capture_default_str();

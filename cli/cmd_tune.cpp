@@ -47,6 +47,7 @@ struct TuneCliOptions {
   int threads = 0;
   int reps = 5;
   std::string measure_bytes;
+  bool every_table = false;
   bool json = false;
 };
 
@@ -143,6 +144,7 @@ int run_tune(const TuneCliOptions& o) {
   t.seed = o.seed;
   t.threads = o.threads;
   t.reps = o.reps;
+  t.representatives = !o.every_table;
 
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
   const model::Profile profile = store.load();
@@ -181,16 +183,21 @@ int run_tune(const TuneCliOptions& o) {
 
   if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
   else std::fputs(plan_text(r).c_str(), stdout);
-  uint64_t gated = 0;
-  for (const auto& c : r.candidates) gated += c.note.rfind("not timed: error", 0) == 0;
+  uint64_t gated = 0, borrowed = 0;
+  for (const auto& c : r.candidates) {
+    gated += c.note.rfind("not timed: error", 0) == 0;
+    borrowed += c.usable() && (c.timing_kind == "predicted" || c.timing_kind == "twin");
+  }
+  std::string how;
+  if (borrowed) how += fmt::format("{} predicted from their class's representative or timed as a twin", borrowed);
+  if (gated) how += fmt::format("{}{} over the error limit, not timed", how.empty() ? "" : "; ", gated);
   const std::string where = r.timing_kind == "modelled"
                                 ? "(times modelled for " + terminal_safe(r.timing_device) + ", errors on the " + r.backend + " backend)"
                                 : "on the " + r.backend + " backend";
   std::fprintf(stderr, "edo tune: %s %llu of %llu candidates%s in %.1f s %s; results saved in %s\n",
                r.timing_kind == "modelled" ? "modelled" : "measured",
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
-               gated ? fmt::format(" ({} over the error limit, not timed)", gated).c_str() : "", r.elapsed_s, where.c_str(),
-               terminal_safe(o.file).c_str());
+               how.empty() ? "" : (" (" + how + ")").c_str(), r.elapsed_s, where.c_str(), terminal_safe(o.file).c_str());
   // Ctrl-C: what was measured is saved and planned, and the exit status says the command was
   // interrupted (128 + SIGINT), as a shell expects of a job stopped by Ctrl-C.
   if (r.stop_reason == "cancelled") return 130;
@@ -224,6 +231,9 @@ Runner setup(CLI::App& sub) {
       "with --objective speed the fastest. Each table's WHY says what its choice saves and costs and what kept\n"
       "the others out. Everything measured, the plan and the frontier are saved in FILE, one run per tune\n"
       "(edo report lists them; edo export takes the latest that found a plan, or --run N).\n"
+      "Tables alike in dim, dtype, rows and lookups per step (within a factor of 4) and LRU curve shape form a class:\n"
+      "one representative per class is timed and the others' times are predicted from its per-lookup time (each\n"
+      "table's WHY and JSON timing_source say which); bytes and errors on recorded weights are each table's own.\n"
       "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Measuring stops after --time-limit (default 300 s), cheap formats\n"
       "first; Ctrl-C stops after the current candidate; either way the plan uses what was measured.\n"
       "Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"
@@ -267,6 +277,10 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--measure-bytes", o->measure_bytes,
                  "fp32 bytes of one measured table at most; larger tables are measured at a scaled size (default: 1/8 of "
                  "available memory, at most 256 MiB on the CPU, 1 GiB on a GPU)");
+  sub.add_flag("--measure-every-table", o->every_table,
+               "time every table's candidates instead of one representative per class of alike tables (same dim and "
+               "dtype, rows and lookups per step within a factor of 4, LRU curve shape) whose per-lookup time predicts the "
+               "others' (slow on many tables)");
   sub.add_flag("--json", o->json, "print the edo.plan/1 JSON object on stdout");
   return [o] { return run_tune(*o); };
 }

@@ -214,6 +214,15 @@ void migrate_to_v9(SQLite::Database& db) {
 // sample, docs/stats.md); older aggregates (version 1) have none and still decode.
 void migrate_to_v10(SQLite::Database& db) { add_column_if_missing(db, "tune_candidates", "heldout_hit_rate", "REAL"); }
 
+// Version 11 (issue 19 point 8): where each candidate's step time comes from: timing_kind
+// 'measured' on its table, 'twin' (timed on timing_from, a table of the same shape and access
+// counts) or 'predicted' (from timing_from, its class's measured representative); '' when not
+// timed or stored before (older runs: unknown).
+void migrate_to_v11(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_candidates", "timing_kind", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_candidates", "timing_from", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -226,6 +235,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 8) migrate_to_v8(db);
   if (from < 9) migrate_to_v9(db);
   if (from < 10) migrate_to_v10(db);
+  if (from < 11) migrate_to_v11(db);
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Statement cand(d,
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
         " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
-        " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate, timing_kind, timing_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -173,6 +173,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       bind_real(cand, 21, c.backward_us);
       bind_real(cand, 22, c.update_us);
       bind_opt(cand, 23, c.heldout_hit_rate);
+      cand.bind(24, c.timing_kind);
+      cand.bind(25, c.timing_from);
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -273,7 +275,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
         " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi, step_covers, forward_us,"
-        " backward_us, update_us, heldout_hit_rate FROM tune_candidates"
+        " backward_us, update_us, heldout_hit_rate, timing_kind, timing_from FROM tune_candidates"
         " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
@@ -301,6 +303,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.backward_us = real_or(cand.getColumn(20), NAN);
       c.update_us = real_or(cand.getColumn(21), NAN);
       if (!cand.getColumn(22).isNull()) c.heldout_hit_rate = cand.getColumn(22).getDouble();
+      c.timing_kind = cand.getColumn(23).getString();
+      c.timing_from = cand.getColumn(24).getString();
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }

@@ -110,6 +110,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   }
   s += hit_rate_words(c, r.timing_kind == "modelled");
   if (c.needs_retraining) s += "; needs retraining";
+  if (c.timing_kind == "predicted") s += "; time predicted from " + c.timing_from + " (its class's measured representative)";
+  else if (c.timing_kind == "twin") s += "; timed as " + c.timing_from + " (same shape and access counts)";
   if (!c.step_covers.empty()) s += "; step time: " + c.step_covers;
   const bool least_change = r.objective == "least-change";
   const bool is_base = !base || &c == base;

@@ -407,6 +407,14 @@ TuneResult plan_from_json(const json& doc) {
         c.backward_us = phase("backward");
         c.update_us = phase("update");
       }
+      if (auto ts = t.find("timing_source"); ts != t.end() && !ts->is_null()) {
+        const std::string what = where + ": \"timing_source\"";
+        if (!ts->is_object()) fail(what + " is not an object");
+        c.timing_kind = get_string(*ts, "kind", what);
+        if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
+          fail(what + " kind \"" + describe(c.timing_kind) + "\" is not measured, twin or predicted");
+        c.timing_from = opt_string(*ts, "from", what);
+      }
       ch.candidate = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     } else {

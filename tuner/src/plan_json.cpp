@@ -80,6 +80,14 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["step_phases_us"] = {{"forward", c->forward_us}, {"backward", c->backward_us}, {"update", c->update_us}};
   else
     j["step_phases_us"] = nullptr;
+  // Where the step time comes from (issue 19 point 8): measured on this table, timed on an
+  // identical one ("twin"), or predicted from its class's representative; null when unknown.
+  if (c && !c->timing_kind.empty()) {
+    j["timing_source"] = {{"kind", valid_utf8(c->timing_kind)},
+                          {"from", c->timing_from.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(c->timing_from))}};
+  } else {
+    j["timing_source"] = nullptr;
+  }
   if (t) {
     j["rows"] = t->rows;
     j["dim"] = t->dim;

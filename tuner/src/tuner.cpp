@@ -25,6 +25,7 @@
 #include "explain.h"
 #include "measure.h"
 #include "modelled.h"
+#include "representatives.h"
 #include "step_timing.h"
 #include "timing_target.h"
 #include "workload.h"
@@ -128,39 +129,6 @@ struct BenchCache {
     }
   }
 };
-
-// What a table's measured times depend on: shape, dtype, training state, lookups per step and
-// the multiset of its per-row counts (which rows they fall on does not change a time: the
-// index batches are drawn from the counts). Equal keys: equal times up to noise.
-std::string timing_key(const TableGroup& g) {
-  std::vector<uint64_t> counts;
-  counts.reserve(g.counts.unique_rows());
-  g.counts.for_each_nonzero([&](uint64_t, uint64_t c) { counts.push_back(c); });
-  std::sort(counts.begin(), counts.end());
-  uint64_t h = 1469598103934665603ULL;
-  for (uint64_t c : counts) h = (h ^ c) * 1099511628211ULL;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%llu|%u|%s|%llu|%llu|%zu|%zu|%.17g|%d|%zu|%llx", static_cast<unsigned long long>(g.rows),
-                g.dim, g.optimizer.c_str(), static_cast<unsigned long long>(g.optimizer_bytes),
-                static_cast<unsigned long long>(g.grad_bytes), g.members.size(), g.identical.size(), g.lookups_per_step,
-                static_cast<int>(g.counts.mode()), counts.size(), static_cast<unsigned long long>(h));
-  return g.dtype + "|" + buf;
-}
-
-// A twin's times, hit rate and measured rows (its error is the caller's).
-void copy_timing(model::TuneCandidate& m, const model::TuneCandidate& src) {
-  m.step_us = src.step_us;
-  m.step_us_lo = src.step_us_lo;
-  m.step_us_hi = src.step_us_hi;
-  m.hit_rate = src.hit_rate;
-  m.measured_rows = src.measured_rows;
-  m.step_covers = src.step_covers;
-  m.forward_us = src.forward_us;
-  m.backward_us = src.backward_us;
-  m.update_us = src.update_us;
-  m.measured = true;
-  m.note = "timed as " + src.table + " (same shape, dtype and access counts)" + (src.note.empty() ? "" : "; " + src.note);
-}
 
 // Pruning's error is what its held-out lookups lose (candidates.cpp), not the 0 it has on the
 // rows the whole recording read; without the record of when rows were first read it says so.
@@ -319,17 +287,24 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
   const Workload& w = e.w;
   const auto& cands = e.cands;
   const auto& index = e.index;
-  // Tables of equal shape, dtype, training state and access counts (up to the rows' names) are
-  // timed once: a twin takes the first one's times (its errors are its own).
-  std::vector<int> twin(w.groups.size(), -1);
-  {
-    std::map<std::string, size_t> first;
-    for (size_t gi = 0; gi < w.groups.size(); ++gi) {
-      if (!w.groups[gi].tuned) continue;
-      auto [it, fresh] = first.emplace(timing_key(w.groups[gi]), gi);
-      if (!fresh) twin[gi] = static_cast<int>(it->second);
+  // One table of each timing class is measured; the others take its times (representatives.h):
+  // exactly for a twin (same counts), scaled by their lookups per step otherwise.
+  const TimingClasses classes = timing_classes(w, o.representatives);
+  const std::vector<int>& source = classes.source;
+  // Per candidate: the representative's candidate that stands for it (-1: none, measured
+  // here), and the level it is taken at (not before its source's is measured).
+  std::vector<std::vector<int>> match(w.groups.size()), level_of(w.groups.size());
+  for (size_t gi = 0; gi < w.groups.size(); ++gi)
+    for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
+      const int k = source[gi] >= 0 ? matching_candidate(cands[static_cast<size_t>(source[gi])], cands[gi], ci) : -1;
+      match[gi].push_back(k);
+      level_of[gi].push_back(k >= 0 ? std::max(cands[gi][ci].level, cands[static_cast<size_t>(source[gi])][static_cast<size_t>(k)].level)
+                                    : cands[gi][ci].level);
     }
-  }
+  // Planning and saving walk every candidate of every table, as enumerating did: measuring
+  // stops as long before the limit as enumerating took (at most a tenth of the limit), so
+  // that on a thousand tables the whole run, not only its measuring, ends within the limit.
+  const double limit = o.time_limit_s > 0 ? std::max(1e-3, o.time_limit_s - std::min(elapsed(), 0.1 * o.time_limit_s)) : 0.0;
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
   // Measurement setups kept for the next level: a quarter of available memory, room for two
   // of the largest at least; on a GPU at most four (each holds its baseline on the device).
@@ -349,6 +324,9 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
     if (setup_s[gi] >= 0) return setup_s[gi];
     return setup_cost.first > 0 ? setup_cost.second * elems / setup_cost.first : 0.0;
   };
+  // The error gate's check per strategy likewise (fitting PQ or low rank to the reference
+  // rows is not cheap); not seen yet: as much as measuring it (predict()).
+  std::map<std::string, std::pair<double, double>> gate_cost;
   auto predict = [&](const Candidate& c, size_t gi, double elems) {
     auto it = cost.find(c.strategy);
     if (it != cost.end()) return it->second.second * std::max(1.0, elems / it->second.first);
@@ -356,6 +334,11 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
     // cost more than ones that convert rows).
     const bool fitted = c.strategy == "pq" || c.strategy == "lowrank" || c.strategy == "multihash" || c.strategy == "qr";
     return baseline_s[gi] >= 0 ? baseline_s[gi] * (fitted ? 6.0 : 1.5) : 0.0;
+  };
+  auto predict_gate = [&](const Candidate& c, size_t gi, double elems) {
+    auto it = gate_cost.find(c.strategy);
+    if (it != gate_cost.end()) return it->second.second * std::max(1.0, elems / it->second.first);
+    return predict(c, gi, elems);
   };
   uint64_t done = 0;
   std::string stop;
@@ -370,7 +353,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
     p.elapsed_s = elapsed();
     if (done > 0) {
       const double est = p.elapsed_s / static_cast<double>(done) * static_cast<double>(p.total - done);
-      p.remaining_s = o.time_limit_s > 0 ? std::min(est, std::max(0.0, o.time_limit_s - p.elapsed_s)) : est;
+      p.remaining_s = limit > 0 ? std::min(est, std::max(0.0, limit - p.elapsed_s)) : est;
     }
     p.table = table;
     p.candidate = cand;
@@ -385,16 +368,47 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
     std::vector<size_t> order(w.groups.size());
     for (size_t gi = 0; gi < order.size(); ++gi) order[gi] = gi;
     std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return benches.has(gi); });
-    // Twins after the table they are timed as.
-    std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return twin[gi] < 0; });
+    // Class members after their representative (they take its times).
+    std::stable_partition(order.begin(), order.end(), [&](size_t gi) { return source[gi] < 0; });
     for (size_t gi : order) {
       const TableGroup& g = w.groups[gi];
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
-        if (c.level != level || c.measure_as >= 0) continue;
+        if (level_of[gi][ci] != level || c.measure_as >= 0) continue;
         model::TuneCandidate& m = r.candidates[index[gi][ci]];
+        // The class representative's matching candidate (measured before this one), whose
+        // time this one takes. Its error is this table's own when the table has recorded
+        // weights (then a setup is needed, below); on synthetic weights it is the
+        // representative's (synthetic weights of one shape are one distribution), nothing is
+        // set up and nothing costs time: it is taken even after measuring stopped.
+        const model::TuneCandidate* same = nullptr;
+        const size_t src = static_cast<size_t>(std::max(0, source[gi]));
+        if (match[gi][ci] >= 0) same = &r.candidates[index[src][static_cast<size_t>(match[gi][ci])]];
+        const bool own_error = g.snapshot != nullptr && !lossless(c.strategy, c.baseline);
+        if (same && !own_error) {
+          const std::string& from = w.groups[src].name;
+          if (same->usable()) {
+            borrow_timing(m, *same, r.candidates[index[src][0]], g.lookups_per_step,
+                          w.groups[src].lookups_per_step, from, classes.twin[gi]);
+            m.error = lossless(c.strategy, c.baseline) ? 0.0 : same->error;
+            if (!lossless(c.strategy, c.baseline)) m.note += "; error on " + from + "'s synthetic weights (the same distribution)";
+            apply_held_out(m, c);
+          } else if (same->note.rfind("not timed: error", 0) == 0) {
+            m.error = same->error;
+            m.note = same->note + " (on " + from + "'s synthetic weights, the representative of its class)";
+          } else {
+            // Why the representative was not measured is why this one was not (cancelled, the
+            // time limit, an error).
+            const bool said = same->note.rfind("not measured: ", 0) == 0;
+            m.note = (said ? same->note : "not measured: " + (same->note.empty() ? std::string("no time") : same->note)) +
+                     "; its class's representative " + from + " was not measured";
+          }
+          ++done;
+          report(g.name, c.spec);
+          continue;
+        }
         if (stop.empty() && cancel && cancel->load()) stop = "cancelled";
-        if (stop.empty() && o.time_limit_s > 0 && elapsed() >= o.time_limit_s) stop = "time limit";
+        if (stop.empty() && limit > 0 && elapsed() >= limit) stop = "time limit";
         if (!stop.empty()) {
           m.note = "not measured: " + stop;
           ++done;
@@ -402,26 +416,18 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
         }
         const uint64_t rows = measured_rows(g.rows, g.dim, cap);
         const double elems = static_cast<double>(rows) * g.dim;
-        auto too_late = [&](double need) { return o.time_limit_s > 0 && elapsed() + need > o.time_limit_s; };
+        auto too_late = [&](double need) { return limit > 0 && elapsed() + need > limit; };
         const bool gated = gate && !lossless(c.strategy, c.baseline);
-        // Skip what would not finish in time (a gated candidate may end at its cheap error
-        // check: only its setup must fit).
-        if (too_late(predict_setup(gi, elems) + (gated ? 0.0 : predict(c, gi, elems)))) {
+        if (same && !same->usable()) same = nullptr;  // recorded weights, nothing to take: measured here
+        // Skip what would not finish in time (a gated candidate may end at its error check:
+        // its setup and that check must fit).
+        if (too_late(predict_setup(gi, elems) + (same ? 0.0 : gated ? predict_gate(c, gi, elems) : predict(c, gi, elems)))) {
           m.note = "not measured: would not finish within the time limit";
           ++done;
           continue;
         }
         report(g.name, c.spec);
         const auto ts = clock::now();
-        // A twin's candidate of the same spec, timed already: its time is this one's.
-        const model::TuneCandidate* same = nullptr;
-        if (twin[gi] >= 0)
-          for (size_t tj = 0; tj < cands[static_cast<size_t>(twin[gi])].size() && !same; ++tj) {
-            const auto& tc = r.candidates[index[static_cast<size_t>(twin[gi])][tj]];
-            // (an offload cache's held-out hit rate depends on the recorded order, not only the counts)
-            if (tc.spec == c.spec && tc.optimizer == c.optimizer && tc.usable() && tc.heldout_hit_rate == m.heldout_hit_rate)
-              same = &tc;
-          }
         try {
           auto bench = [&] {
             TableBench* b = benches.get(gi);
@@ -433,20 +439,13 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
             }
             return b;
           };
-          if (same && lossless(c.strategy, c.baseline)) {
-            // Lossless and timed on the twin: nothing to set up or time.
-            copy_timing(m, *same);
-            m.error = 0;
-            apply_held_out(m, c);
-            ++done;
-            report(g.name, c.spec);
-            continue;
-          }
           TableBench* b = bench();
           if (same) {
-            // Timed on the twin; the error is this table's own (its weights differ): exact on
-            // the reference rows for a row format, the full table's for a fitted one.
-            copy_timing(m, *same);
+            // Timed on the representative; the error is this table's own (its recorded weights):
+            // exact on the reference rows for a row format, the full table's for a fitted one.
+            const std::string& from = w.groups[src].name;
+            borrow_timing(m, *same, r.candidates[index[src][0]], g.lookups_per_step,
+                          w.groups[src].lookups_per_step, from, classes.twin[gi]);
             m.error = row_format(c.strategy) ? b->reference_error(c, o) : b->full_error(c, o);
             ++done;
             report(g.name, c.spec);
@@ -455,7 +454,10 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
           if (gated) {
             // The error gate: the error on the reference rows first; what is clearly over the
             // limit is neither encoded in full nor timed.
+            const auto tg = clock::now();
             const double e = b->reference_error(c, o);
+            auto& gc = gate_cost[c.strategy];
+            if (elems >= gc.first) gc = {elems, std::chrono::duration<double>(clock::now() - tg).count()};
             const bool exact = row_format(c.strategy);
             if (e > gate_margin(c.strategy) * o.max_error) {
               m.error = e;
@@ -492,6 +494,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
           m.hit_rate = x.hit_rate;
           m.measured_rows = x.measured_rows;
           m.measured = true;
+          m.timing_kind = "measured";
           m.note = x.note;
           apply_held_out(m, c);
           const double took = std::chrono::duration<double>(clock::now() - tm).count();
@@ -528,6 +531,8 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
       m.measured = src.measured;
       m.measured_rows = src.measured_rows;
       m.note = src.note;
+      m.timing_kind = src.timing_kind;
+      m.timing_from = src.timing_from;
       ++done;
     }
   report("", "");

@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -452,3 +455,58 @@ TEST(TuneCli, CtrlCStopsAfterTheCurrentCandidateAndKeepsWhatWasMeasured) {
 }
 
 }  // namespace
+
+// Issue 19 point 8: on a recording of many tables of varied sizes (`edo synth --min-rows
+// --min-zipf`), one representative per class of alike tables is measured and the others'
+// times are predicted from it; the plan says which, per table, and from which measured table.
+// --measure-every-table measures them all.
+TEST(TuneCli, ManyTablesMeasureOneRepresentativePerClassAndSayWhich) {
+  const std::string db = dir() + "/many.edodb";
+  auto s = run_command(kEdo + " synth -o " + db +
+                       " --tables 60 --min-rows 1000 --rows 30000 --min-zipf 0.8 --zipf 1.2 --lookups 4000 --dim 8 --seed 3");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.err.find("60 tables"), std::string::npos) << s.err;
+  auto kinds_of = [](const json& j, std::map<std::string, std::string>& kind, std::map<std::string, std::string>& from) {
+    for (const auto& t : j["tables"]) {
+      ASSERT_TRUE(t["timing_source"].is_object()) << t.dump();
+      kind[t["name"]] = t["timing_source"]["kind"];
+      from[t["name"]] = t["timing_source"]["from"].is_string() ? t["timing_source"]["from"].get<std::string>() : "";
+    }
+  };
+  auto r = run_command(kEdo + " tune " + db + " --budget 1GiB --strategies fp16,int8 --reps 1 --time-limit 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["tables"].size(), 60u);
+  std::map<std::string, std::string> kind, from;
+  kinds_of(j, kind, from);
+  size_t measured = 0, predicted = 0;
+  std::set<std::string> rows;
+  for (const auto& t : j["tables"]) rows.insert(std::to_string(t["rows"].get<uint64_t>()));
+  EXPECT_GT(rows.size(), 30u) << "the tables' sizes vary";
+  for (const auto& [name, k] : kind) {
+    if (k == "measured") ++measured;
+    if (k == "predicted") {
+      ++predicted;
+      EXPECT_EQ(kind[from[name]], "measured") << name << " is predicted from " << from[name] << ", which was not measured";
+    }
+  }
+  EXPECT_GT(measured, 0u);
+  EXPECT_GT(predicted, 0u);
+  EXPECT_LT(measured, 60u);
+  EXPECT_NE(r.err.find("predicted from their class's representative"), std::string::npos) << r.err;
+
+  r = run_command(kEdo + " tune " + db + " --budget 1GiB --strategies fp16,int8 --reps 1 --time-limit 0 --json --measure-every-table");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  kind.clear();
+  from.clear();
+  kinds_of(json::parse(r.out), kind, from);
+  for (const auto& [name, k] : kind) EXPECT_TRUE(k == "measured" || k == "twin") << name << ": " << k;
+}
+
+TEST(TuneCli, SynthRefusesAMinimumAboveTheMaximum) {
+  const auto r = run_command(kEdo + " synth -o " + dir() + "/never.edodb --tables 3 --min-rows 5000 --rows 1000");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--min-rows 5000 is more than --rows 1000"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(dir() + "/never.edodb"));
+}

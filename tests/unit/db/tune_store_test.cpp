@@ -405,6 +405,42 @@ TEST(TuneStore, AnOffloadCandidatesHeldOutHitRateIsKeptAndOlderFilesHaveNone) {
   EXPECT_GE(current_schema_version(), 10);
 }
 
+// Schema step 11: each candidate records where its step time comes from (measured, a twin's,
+// predicted from its class's representative); older files say nothing ('').
+TEST(TuneStore, CandidatesRecordWhereTheirTimeComesFrom) {
+  const std::string path = temp_path("tune-timing-source.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.candidates[0].timing_kind = "measured";
+  r.candidates[1].timing_kind = "predicted";
+  r.candidates[1].timing_from = "model.emb.item";
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    EXPECT_EQ(q.candidates[0].timing_kind, "measured");
+    EXPECT_EQ(q.candidates[0].timing_from, "");
+    EXPECT_EQ(q.candidates[1].timing_kind, "predicted");
+    EXPECT_EQ(q.candidates[1].timing_from, "model.emb.item");
+  }
+  {
+    // A schema-6 file: the columns did not exist; migrating adds them empty (unknown).
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE tune_candidates DROP COLUMN timing_kind");
+    db.exec("ALTER TABLE tune_candidates DROP COLUMN timing_from");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
+    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult q = load_tune_result(store, r.run_id);
+  EXPECT_EQ(q.candidates[1].timing_kind, "");
+  EXPECT_EQ(q.candidates[1].timing_from, "");
+  EXPECT_EQ(q.candidates[1].step_us, r.candidates[1].step_us);
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+}
+
 // A run that found no plan is listed but never replaces the last good plan.
 TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
   const std::string path = temp_path("tune-runs.edodb");

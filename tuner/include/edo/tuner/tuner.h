@@ -78,6 +78,12 @@ struct TuneOptions {
   // backend: an eighth of available host memory, at most 256 MiB on the CPU and 1 GiB on a
   // GPU). A larger table is measured at a scaled size (docs/tuning.md, "Scaled measurement").
   uint64_t measure_bytes = 0;
+  // Tables are grouped into timing classes (shape, dtype, rows and lookups per step in
+  // factor-4 buckets, LRU curve shape: docs/tuning.md "Representatives"); one representative
+  // of each class is measured and the others' times are predicted from its per-lookup time
+  // (each candidate says which, TuneCandidate::timing_kind). false: every table is measured but
+  // for exact twins (same shape, dtype and access counts), which are timed once either way.
+  bool representatives = true;
 };
 
 struct TuneProgress {

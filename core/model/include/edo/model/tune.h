@@ -51,6 +51,13 @@ struct TuneCandidate {
   bool measured = false;       // step_us was measured in this run
   uint64_t measured_rows = 0;  // rows the time was measured on (< the table's rows: scaled rule)
   std::string note;            // how it was measured, or why it was not
+  // Where step_us comes from (issue 19 point 8, docs/tuning.md "Representatives"):
+  // "measured" on this table; "twin": timed on `timing_from`, a table of the same shape,
+  // dtype and access counts; "predicted": `timing_from`'s per-lookup time (the representative
+  // of this table's class) times this table's lookups per step; "" when not timed (or a run
+  // stored before this was recorded).
+  std::string timing_kind;
+  std::string timing_from;
 
   bool usable() const { return measured && std::isfinite(step_us) && !std::isnan(error); }
 };
