@@ -37,13 +37,22 @@ namespace {
 
 std::mutex mu;
 const fake_cuda_tool* tool = nullptr;
-std::map<uint64_t, uint64_t> live;                       // mu: address -> bytes
+// mu: address -> bytes. Never destroyed: device memory a job never frees is the driver's until
+// the process is gone (process teardown frees it), so it stays reachable through the exit
+// handlers, where LeakSanitizer looks (a map destroyed with the other statics would turn every
+// unfreed cudaMalloc into a "leak" of the fake's).
+std::map<uint64_t, uint64_t>& live = *new std::map<uint64_t, uint64_t>;
 uint64_t live_total = 0, live_peak = 0;                  // mu: bytes in `live`, and their peak
 std::map<std::string, fake_kernel*> module_functions;    // mu
 // Every kernel object made (by module loads and runtime registrations): the driver owns them
 // until the process exits, as the real one owns its CUfunction/CUkernel handles (an
 // application never frees one: cuda.h has no call for it; cuModuleUnload invalidates them).
 std::vector<std::unique_ptr<fake_kernel>> kernels;       // mu
+// Every stream handle made: owned until the process exits (a destroyed stream's handle stays,
+// as fake_capture may still know it). Jobs commonly exit without cuStreamDestroy: the real
+// driver frees a context's streams with the context (cuCtxDestroy / process teardown, CUDA
+// driver API "Stream Management"), so a leak report for them would be the fake's, not the job's.
+std::vector<std::unique_ptr<int>> streams;               // mu
 uint32_t next_correlation = 1;                           // mu
 thread_local int in_callback = 0;
 // cuInit: the driver reads CUDA_VISIBLE_DEVICES then. A job may set it after loading CUDA's
@@ -531,9 +540,10 @@ FAKE_API CUresult cuEventDestroy_v2(CUevent e) {
 }
 FAKE_API CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   if (!s) return CUDA_ERROR_INVALID_VALUE;
-  *s = reinterpret_cast<CUstream>(new int(0));
   {
     std::lock_guard<std::mutex> lk(mu);
+    streams.push_back(std::make_unique<int>(0));
+    *s = reinterpret_cast<CUstream>(streams.back().get());
     stream_ctx[*s] = current_ctx();
   }
   fake_capture::stream_created(*s, flags);
