@@ -159,7 +159,9 @@ void borrow_timing(model::TuneCandidate& m, const model::TuneCandidate& src, con
   m.forward_us = src.forward_us * part;
   m.backward_us = src.backward_us * part;
   m.update_us = src.update_us * part;
-  m.hit_rate.reset();  // not measured on this table (its recorded_hit_rate stays)
+  // Not measured on this table: its own held-out rate where it has one (the rate the plan uses
+  // for a cache), else none (its recorded_hit_rate stays).
+  m.hit_rate = m.heldout_hit_rate;
   char buf[64];
   std::snprintf(buf, sizeof buf, " x %.4g lookups per step (%.4g there)", lookups, src_lookups);
   m.note = "predicted from " + from + " (the measured representative of its class): " + how + buf;

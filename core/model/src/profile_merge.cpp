@@ -149,7 +149,8 @@ void merge_metadata(std::vector<LabeledProfile>& in, const std::vector<std::map<
       });
       continue;
     }
-    const bool agree = std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == vals[0]; });
+    const std::string& first = vals[0];  // (a structured binding cannot be captured before C++20's P1091 in clang)
+    const bool agree = std::all_of(vals.begin(), vals.end(), [&](const std::string& v) { return v == first; });
     if (agree && !sets.count(k)) {
       out[k] = vals[0];
       continue;

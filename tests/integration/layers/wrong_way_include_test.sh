@@ -1,7 +1,7 @@
 #!/bin/sh
 # Usage: wrong_way_include_test.sh SOURCE_DIR GENERATOR
 # Configured with EDO_LAYERING_SELFTEST_INCLUDE=ON, core's edo_stats gets a file that includes a
-# db header and cli's edo_cli_app one that includes the tracer's private src/tracer.h: the
+# db header and cli's edo_cli_app one that includes the tracer's private src/events.h: the
 # configure must fail and name both includes (cmake/EdoLayers.cmake reads #include edges).
 src=$1
 generator=$2
@@ -14,7 +14,7 @@ if cmake -S "$src" -B "$tmp/build" -G "$generator" -DEDO_LAYERING_SELFTEST_INCLU
 fi
 flat=$(tr -s ' \n' ' ' <"$tmp/log")
 for want in "core/edo_stats includes db/include/edo/db/profile_store.h (tests/integration/layers/wrong_way_include.cpp)" \
-            "cli/edo_cli_app includes profiler/capture/src/tracer.h, a private header of profiler"; do
+            "cli/edo_cli_app includes profiler/capture/src/events.h, a private header of profiler"; do
   case $flat in
     *"$want"*) ;;
     *) echo "FAIL: the configure failed without saying: $want"; cat "$tmp/log"; exit 1 ;;
