@@ -238,6 +238,12 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
             return;
           }
           model::Session* ses = session(s);
+          if (v.key == "edo.gpu") {
+            // The tracer names each GPU it sets up counting on: the session's GPUs, distinct,
+            // comma-separated (what `edo tune` matches a stored device profile against).
+            const std::string list = "," + ses->gpus + ",";
+            if (list.find("," + v.value + ",") == std::string::npos) ses->gpus += (ses->gpus.empty() ? "" : ",") + v.value;
+          }
           profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
           profile_.metadata[v.key] = v.value;
         } else if constexpr (std::is_same_v<T, wire::WeightRows>) {

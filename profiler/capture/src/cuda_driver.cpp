@@ -102,6 +102,7 @@ const Driver* load_driver() {
     sym(h, drv.cuMemFree, "cuMemFree_v2");
     sym(h, drv.cuMemsetD32Async, "cuMemsetD32Async");
     sym(h, drv.cuCtxGetDevice, "cuCtxGetDevice");
+    sym(h, drv.cuDeviceGetName, "cuDeviceGetName");
     sym(h, drv.cuDeviceGetAttribute, "cuDeviceGetAttribute");
     sym(h, drv.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
     drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&

@@ -50,6 +50,7 @@ struct Driver {
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
   CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;  // the recording names its GPU (cuda.h:5349)
   CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
   CUresult (*cuMemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
 

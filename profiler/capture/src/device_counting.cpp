@@ -121,11 +121,24 @@ bool DeviceCounting::owns(uint64_t address) const {
   return address >= it->first && address < it->second;
 }
 
+// The GPU this context runs on, named once per context in the recording ("edo.gpu": the
+// collector adds it to the session's GPUs), so that `edo tune` on a machine without it can model
+// its times (the device profiles are keyed by this name). Called at a context's set-up, after
+// the job has used CUDA there: never the first CUDA call of the process.
+void DeviceCounting::note_device_name() {
+  if (!drv_.cuCtxGetDevice || !drv_.cuDeviceGetName) return;
+  CUdevice dev = 0;
+  char name[256] = {};
+  if (drv_.cuCtxGetDevice(&dev) != CUDA_SUCCESS || drv_.cuDeviceGetName(name, sizeof name - 1, dev) != CUDA_SUCCESS) return;
+  if (name[0]) record_note("edo.gpu", name);
+}
+
 std::unique_ptr<DeviceCounting::Context> DeviceCounting::make_context(CUcontext ctx) {
   auto slot = std::make_unique<Context>();
   Context& c = *slot;
   c.ctx = ctx;
   InternalCall internal;
+  note_device_name();
   if (drv_.cuModuleLoadData(&c.module, image_) != CUDA_SUCCESS ||
       drv_.cuModuleGetFunction(&c.fn, c.module, "edo_count") != CUDA_SUCCESS ||
       drv_.cuModuleGetFunction(&c.take_fn, c.module, "edo_take_dirty") != CUDA_SUCCESS) {

@@ -87,6 +87,7 @@ class DeviceCounting {
   // graph capture. Leaves c / t null when they cannot be had.
   void set_up(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t);
   std::unique_ptr<Context> make_context(CUcontext ctx);            // setup_mu_
+  void note_device_name();                                          // setup_mu_, in the context
   std::unique_ptr<Table> make_table(const TableInfo& info, Context* c);  // setup_mu_
   int launch_captured(Context& c, Table& t, const void* indices, uint64_t n, int type, CUstream stream);
   void params_for(const Table& t, const void* indices, uint64_t n, int type, void* out) const;

@@ -360,6 +360,16 @@ FAKE_API CUcontext fake_cuda_other_context(void) { return fake_other_context; }
 FAKE_API uint64_t fake_cuda_unbalanced_pops(void) { return unbalanced_pops.load(); }
 FAKE_API uint64_t fake_cuda_wrong_context_launches(void) { return wrong_context.load(); }
 FAKE_API int fake_cuda_primary_retains(void) { return primary_retains.load(); }
+// cuda.h:5349 CUresult cuDeviceGetName(char *name, int len, CUdevice dev): the device's ASCII
+// name, NUL-terminated within len. FAKE_CUDA_DEVICE_NAME names the fake device (default
+// "Fake CUDA Device"), so a test can pose as a GPU edo has a stored profile of.
+FAKE_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  const char* env = std::getenv("FAKE_CUDA_DEVICE_NAME");
+  std::snprintf(name, static_cast<size_t>(len), "%s", env && *env ? env : "Fake CUDA Device");
+  return CUDA_SUCCESS;
+}
 FAKE_API CUresult cuCtxGetDevice(CUdevice* d) {
   if (!d) return CUDA_ERROR_INVALID_VALUE;
   *d = 0;

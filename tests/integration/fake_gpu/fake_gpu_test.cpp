@@ -618,3 +618,26 @@ TEST(FakeGpu, EdoDoesNotInitialiseCudaBeforeTheJob) {
   EXPECT_EQ(r.values["driver_calls_before_the_job"], "0") << r.out;
   std::filesystem::remove(db);
 }
+
+// Issue 19 point 5: the recording names the GPU its tables were counted on (cuDeviceGetName at
+// the context's set-up), so that `edo tune` on a machine without that GPU models its times for
+// it (a stored device profile of that name) instead of measuring on the CPU.
+TEST(FakeGpu, TheRecordingNamesItsGpuAndTuneModelsForIt) {
+  const std::string db = db_path("gpu_name");
+  Result traced = sh(recorded(db, "FAKE_CUDA_DEVICE_NAME='NVIDIA H200'"));
+  ASSERT_EQ(traced.status, 0) << traced.out;
+  const edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  bool named = false;
+  for (const auto& s : p.sessions) named = named || s.gpus == "NVIDIA H200";
+  ASSERT_TRUE(named) << "no session names the fake GPU:\n" << traced.out;
+  Result tune = sh(std::string(EDO_BIN) + " tune " + db + " --budget 1GiB --strategies fp16 --reps 1 --json");
+  ASSERT_EQ(tune.status, 0) << tune.out;
+  EXPECT_NE(tune.out.find("\"kind\": \"modelled\""), std::string::npos) << tune.out.substr(0, 2000);
+  EXPECT_NE(tune.out.find("\"device\": \"NVIDIA H200\""), std::string::npos) << tune.out.substr(0, 2000);
+  // Another name: no stored profile, measured on the CPU, and the note says which GPU it was.
+  const std::string other = db_path("gpu_other");
+  ASSERT_EQ(sh(recorded(other, "FAKE_CUDA_DEVICE_NAME='Fake GPU 9000'")).status, 0);
+  tune = sh(std::string(EDO_BIN) + " tune " + other + " --budget 1GiB --strategies fp16 --reps 1");
+  ASSERT_EQ(tune.status, 0) << tune.out;
+  EXPECT_NE(tune.out.find("Fake GPU 9000"), std::string::npos) << tune.out.substr(0, 2000);
+}
