@@ -7,7 +7,8 @@
 #      time, device indices counted on the device (exact, and sketch mode: with the flushes
 #      copying only the counter blocks the kernel's dirty bitmap names, edo_take_dirty), a job
 #      that holds CUPTI itself (skips with a reason without a GPU)
-#   3. overhead: the job's lookup loop with and without `edo record` (median of 3 each)
+#   3. overhead: the job's lookup loop with and without `edo record` (median of 3 each); the
+#      recording names its GPU (the device profile name edo tune matches)
 #   4. compute-sanitizer memcheck of the job with edo's counting kernel (and its dirty-bitmap
 #      exchange) running in it
 # Results go to $RESULTS (or $OUT, or bench/results/).
@@ -44,6 +45,11 @@ echo "gpu_job_loop_ms_plain $p" | tee "$RES/tracer-gpu-overhead.txt"
 echo "gpu_job_loop_ms_traced $t" | tee -a "$RES/tracer-gpu-overhead.txt"
 awk -v p="$p" -v t="$t" 'BEGIN { if (p > 0) printf "gpu_job_overhead_ratio %.4f\n", t / p }' | tee -a "$RES/tracer-gpu-overhead.txt"
 "$BUILD/bin/edo" report "$RES/tracer-gpu-job.edodb" > "$RES/tracer-gpu-job-report.txt" 2>&1 || true
+# The recording names the GPU (cuDeviceGetName at the counting set-up): the name `edo tune`
+# matches the stored device profiles against (issue 19 point 5).
+gpus=$("$BUILD/bin/edo" report --json "$RES/tracer-gpu-job.edodb" 2>/dev/null | python3 -c 'import json,sys; print(",".join(sorted({s.get("gpus","") for s in json.load(sys.stdin).get("sessions",[])} - {""})))' 2>/dev/null)
+echo "gpu_job_recorded_gpus ${gpus:-none}" | tee -a "$RES/tracer-gpu-overhead.txt"
+[ -n "$gpus" ] || { log "the recording does not name its GPU"; status=1; }
 
 log "compute-sanitizer memcheck: the job with edo's counting kernel (EDO_OUTPUT mode)"
 if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
