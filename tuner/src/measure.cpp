@@ -361,13 +361,20 @@ std::pair<double, double> spread_of(const std::vector<double>& v) {
 
 }  // namespace
 
-double TableBench::full_error(const Candidate& c, const TuneOptions& o) const {
+std::unique_ptr<kernels::EncodedTable> TableBench::encode_measured(const std::string& spec, const TuneOptions& o) const {
   kernels::EncodeOptions eo;
   eo.counts = counts_.data();
   eo.seed = o.seed;
-  const auto table = kernels::encode(kernels::StrategySpec::parse(measured_spec(c, g_.rows, rows_)), weights_.data(), rows_,
-                                     g_.dim, eo);
-  return weighted_error(*table, ref_);
+  return kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
+}
+
+kernels::EncodedTable& TableBench::baseline_table(const TuneOptions& o) {
+  if (!base_table_) base_table_ = encode_measured(baseline_spec(g_.dtype), o);
+  return *base_table_;
+}
+
+double TableBench::full_error(const Candidate& c, const TuneOptions& o) const {
+  return weighted_error(*encode_measured(measured_spec(c, g_.rows, rows_), o), ref_);
 }
 
 Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us) {
@@ -376,10 +383,7 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   out.covers = step_covers(train_, false);
   out.measured_rows = rows_;
   const std::string spec = measured_spec(c, g_.rows, rows_);
-  kernels::EncodeOptions eo;
-  eo.counts = counts_.data();
-  eo.seed = o.seed;
-  const auto table = kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
+  const auto table = encode_measured(spec, o);
   out.error = weighted_error(*table, ref_);
   auto loaded = backend.load(*table, work_);
   const bool cpu = backend.name() == "cpu";
@@ -392,8 +396,7 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   const bool modelled = cpu && c.strategy == "offload" && have_base;
   const bool paired = have_base && !modelled;
   if (paired && !base_loaded_) {
-    base_table_ = kernels::encode(kernels::StrategySpec::parse(baseline_spec(g_.dtype)), weights_.data(), rows_, g_.dim, eo);
-    base_loaded_ = backend.load(*base_table_, work_);
+    base_loaded_ = backend.load(baseline_table(o), work_);
     base_loaded_->pass(kBag);  // warm
   }
   // Warm-up, then reps timed repetitions of k passes each, k chosen so that a repetition lasts

@@ -133,6 +133,12 @@ class TableBench {
                       double baseline_us = std::numeric_limits<double>::quiet_NaN());
 
  private:
+  // The measured rows encoded as `spec` (with their recorded counts and the run's seed): what
+  // every candidate's error and timing start from.
+  std::unique_ptr<kernels::EncodedTable> encode_measured(const std::string& spec, const TuneOptions& options) const;
+  // The baseline's encoded table, made on first use and kept for this setup's paired timing.
+  kernels::EncodedTable& baseline_table(const TuneOptions& options);  // (training updates it in place)
+
   const TableGroup& g_;
   uint64_t rows_ = 0;
   bool recorded_ = false;

@@ -43,10 +43,7 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
   out.measured_rows = rows_;
   const TrainingStep step = candidate_step(train_, c);
   const std::string spec = measured_spec(c, g_.rows, rows_);
-  kernels::EncodeOptions eo;
-  eo.counts = counts_.data();
-  eo.seed = o.seed;
-  const auto table = kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
+  const auto table = encode_measured(spec, o);
   out.error = weighted_error(*table, ref_);
   const bool cpu = backend.name() == "cpu";
   // Offload on the CPU: the baseline's step plus the modelled transfers (as in measure()).
@@ -84,9 +81,7 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
   } else if (train) {
     const bool paired = have_base && base_trained_;
     if (paired && !base_train_) {
-      if (!base_table_)
-        base_table_ = kernels::encode(kernels::StrategySpec::parse(baseline_spec(g_.dtype)), weights_.data(), rows_, g_.dim, eo);
-      base_train_ = backend.load_training(*base_table_, work_, train_.spec);
+      base_train_ = backend.load_training(baseline_table(o), work_, train_.spec);
       if (base_train_) base_train_->pass();  // warm
     }
     double pass_s = 0;
@@ -120,9 +115,7 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
     // Forward passes, paired with the baseline's forward where the baseline was measured.
     const bool paired = have_base && base_known_;
     if (paired && !base_loaded_) {
-      if (!base_table_)
-        base_table_ = kernels::encode(kernels::StrategySpec::parse(baseline_spec(g_.dtype)), weights_.data(), rows_, g_.dim, eo);
-      base_loaded_ = backend.load(*base_table_, work_);
+      base_loaded_ = backend.load(baseline_table(o), work_);
       base_loaded_->pass(true);  // warm
     }
     double pass_s = 0;
