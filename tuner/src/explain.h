@@ -18,7 +18,7 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows);
 // ", hit rate 82% held out (...) (99% recorded)" for an offload candidate, "" otherwise; an
 // estimate says why it is one ("(estimated: recording has no ordered sample)"); `modelled`: the
 // plan's times are a device model's, so a rate that is not held out is the one the model used.
-std::string hit_rate_words(const model::TuneCandidate& c, bool modelled = false);
+std::string hit_rate_words(const model::TuneCandidate& c, bool modelled);
 
 // A candidate's loss in the plan's integer units (optimizer.h loss_units): its error,
 // kRetrainingLoss when it needs retraining, and one unit for any change from the baseline, so

@@ -61,6 +61,15 @@ const edo::model::KernelTableStat* per_table(const edo::model::KernelStat& k, co
   return nullptr;
 }
 
+// Bytes the recording's allocation events add up to (frees not subtracted): the job's
+// allocations, when edo's own are kept out of them.
+int64_t allocated_bytes(const edo::model::Profile& p) {
+  int64_t allocated = 0;
+  for (const auto& e : p.memory_events)
+    if (e.bytes > 0) allocated += e.bytes;
+  return allocated;
+}
+
 }  // namespace
 
 // Issue 9: under `edo record` every launch still leaves cudaSuccess as the last error, the
@@ -365,9 +374,7 @@ TEST(FakeGpu, TheBufferCallbackNeverWaitsForALaunch) {
   EXPECT_EQ(r.values["blocked_deliveries"], "0") << r.out;
   EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
   edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
-  int64_t allocated = 0;
-  for (const auto& e : p.memory_events)
-    if (e.bytes > 0) allocated += e.bytes;
+  const int64_t allocated = allocated_bytes(p);
   EXPECT_EQ(allocated, int64_t(1000 * sizeof(long))) << "edo's own allocations are not the job's";
   const edo::model::Table* a = nullptr;
   for (const auto& t : p.tables)
@@ -458,9 +465,7 @@ TEST(FakeGpu, TheBufferCallbackNeverWaitsForADriverCall) {
   EXPECT_EQ(r.values["blocked_deliveries"], "0") << r.out;
   EXPECT_EQ(r.values["failed_lookups"], "0") << r.out;
   edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
-  int64_t allocated = 0;
-  for (const auto& e : p.memory_events)
-    if (e.bytes > 0) allocated += e.bytes;
+  const int64_t allocated = allocated_bytes(p);
   EXPECT_EQ(allocated, int64_t(1000 * sizeof(long))) << "only the job's own allocation is the job's";
   std::filesystem::remove(db);
 }

@@ -62,6 +62,7 @@ def main():
     planner = EmbeddingShardingPlanner(topology=topology, constraints=plan.constraints)
     sharding = planner.plan(model, sharders)
     out = {"module_type": type(model.ebc).__module__ + "." + type(model.ebc).__name__, "tables": {}}
+    data_type_of = {cfg.name: cfg.data_type.name for cfg in model.ebc._embedding_bag_configs}
     for module_path, params in sharding.plan.items():
         for name, p in params.items():
             cp = p.cache_params
@@ -72,7 +73,7 @@ def main():
                 "ranks": p.ranks,
                 "cache_algorithm": cp.algorithm.name if cp is not None and cp.algorithm is not None else None,
                 "load_factor": cp.load_factor if cp is not None else None,
-                "data_type": model.ebc._embedding_bag_configs[[c.name for c in model.ebc._embedding_bag_configs].index(name)].data_type.name,
+                "data_type": data_type_of[name],
             }
     print(json.dumps(out))
     return 0
