@@ -20,6 +20,11 @@ CASE:
               table too: one row for it (the workers' unpickled copies keep its name).
   diff-names  two versions of ordinary_job.py (the table in no model created on another line):
               `edo diff` matches every table (nothing "only in before / after").
+  torchrun    the README's recipe: `edo record -- torchrun --standalone --nproc_per_node 2
+              ranks_job.py --rank-of GT` (torchrun is `python -m torch.distributed.run`): the
+              launcher is the job, both ranks are listed, the DDP table's lookups are the sum of
+              what the ranks read. Skipped where this python's torchrun itself does not run
+              (Debian's torch 1.13 under Python 3.11); `make torch-pypi` runs it on PyPI's torch.
 
 Exits 77 (skipped) without a torch-capable python or a built edo.
 """
@@ -137,6 +142,41 @@ def case_ranks(ctx):
         raise Fail("\n".join(problems))
 
 
+def case_torchrun(ctx):
+    ctx.need_record()
+    py, _ = ctx.python
+    # torchrun without edo first: where it cannot start a rank at all, there is nothing to test.
+    probe = run([py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1", "--no_python", "true"],
+                clean_env(), timeout=300, expect=None, what="torchrun probe")
+    if probe.returncode != 0:
+        tail = (probe.stderr.strip().splitlines() or ["exit %d" % probe.returncode])[-1]
+        raise Skip("torchrun does not run on %s (%s); run with EDO_TEST_PYTHON=<a PyTorch 2.x python> "
+                   "(make torch-pypi)" % (py, tail))
+    db, gt = ctx.path("torchrun.edodb"), ctx.path("torchrun.json")
+    run([ctx.edo, "record", "-o", db, "--", py, "-m", "torch.distributed.run", "--standalone",
+         "--nproc_per_node", "2", os.path.join(HERE, "ranks_job.py"), "--rank-of", gt],
+        clean_env(), what="edo record -- torchrun")
+    fed = [json.load(open("%s.rank%d" % (gt, r))) for r in (0, 1)]
+    rep, text = report(ctx, db)
+    problems = []
+    job = rep["job"]
+    expect(problems, job["exit_code"] == 0 and "torch.distributed.run" in job["command"],
+           "job: %r exit %r (expected torchrun, exit 0)" % (job["command"], job["exit_code"]))
+    expect(problems, [r["rank"] for r in job["ranks"]] == [0, 1], "job.ranks %s" % job["ranks"])
+    model = [t for t in rep["tables"] if t["rows"] == 200]
+    want = sum(f["lookups"]["model"] for f in fed)
+    expect(problems, len(model) == 1 and model[0]["lookups"] == want and model[0]["ranks"] == [0, 1],
+           "the DDP table: %s, expected one row with %d lookups from ranks [0, 1]" % (model, want))
+    ranks = {r["rank"]: r for r in rep.get("ranks", [])}
+    for r in (0, 1):
+        got = ranks.get(r, {}).get("lookups_by_table", {})
+        expect(problems, sum(v for k, v in got.items() if k == model[0]["name"]) == fed[r]["lookups"]["model"]
+               if model else False, "rank %d read %r of the DDP table, fed %d" % (r, got, fed[r]["lookups"]["model"]))
+    print(text)
+    if problems:
+        raise Fail("\n".join(problems))
+
+
 def record_ordinary(ctx, label, job_args, flags=(), env=None, script=None):
     py, _ = ctx.python
     db, gt = ctx.path(label + ".edodb"), ctx.path(label + ".json")
@@ -234,7 +274,7 @@ def case_diff_names(ctx):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["dataloader", "ranks", "weights", "spawn", "diff-names"])
+    ap.add_argument("case", choices=["dataloader", "ranks", "weights", "spawn", "diff-names", "torchrun"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--source")
     args = ap.parse_args()
@@ -244,7 +284,7 @@ def main():
         py, ver, _cuda = find_torch_python()
         ctx.python = (py, ver)
         {"dataloader": case_dataloader, "ranks": case_ranks, "weights": case_weights, "spawn": case_spawn,
-         "diff-names": case_diff_names}[args.case](ctx)
+         "diff-names": case_diff_names, "torchrun": case_torchrun}[args.case](ctx)
     except Skip as e:
         print("SKIP: %s" % e)
         return SKIP
