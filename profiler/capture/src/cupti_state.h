@@ -67,8 +67,10 @@ struct CuptiProcess {
   // The exit handler that collects CUPTI's and the device side's records (once per process;
   // an atomic, not a once_flag: a flag copied "in progress" by a fork would hang the child).
   std::atomic<bool> late_exit_registered{false};
-  // This process's run: made at attach, replaced in a forked child (new_run_after_fork()).
+  // This process's run: made at attach; in a forked child of a process that had one, the
+  // parent's is dropped and a new one is made at the child's first callback (child_run_due).
   std::atomic<CuptiRun*> run{nullptr};
+  std::atomic<bool> child_run_due{false};
 };
 
 // Parameter layouts, cached per kernel handle (asked of the driver only: cupti_translate.h).

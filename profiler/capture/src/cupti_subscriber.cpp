@@ -39,6 +39,18 @@ constinit CuptiProcess side_storage;
 CuptiProcess* const side = &side_storage;
 const CuptiApi& api = side_storage.api;
 
+// This process's run (cupti_state.h). A forked child's is made at its first CUPTI callback:
+// most children (DataLoader workers) never launch anything, and a run preallocates its
+// pending-launch ring (about 1 MiB). Two threads racing there keep one of the two.
+CuptiRun* current_run() {
+  CuptiRun* r = side->run.load(std::memory_order_acquire);
+  if (r || !side->child_run_due.load(std::memory_order_acquire)) return r;
+  auto* fresh = new CuptiRun();
+  if (side->run.compare_exchange_strong(r, fresh, std::memory_order_acq_rel)) return fresh;
+  delete fresh;  // never seen by anyone
+  return r;
+}
+
 thread_local uint64_t tl_ending_capture = 0;  // capture id seen at cuStreamEndCapture's ENTER
 
 // Registered at the first device lookup or CUPTI event, i.e. after the CUDA runtime set up
@@ -86,7 +98,7 @@ void on_graph_event(CuptiRun& run, const GraphEvent& g) {
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (in_internal_call()) return;  // the tracer's own allocations and launches
   // This process's run (a forked child's own: its parent's may be left with locks held).
-  CuptiRun* run = side->run.load(std::memory_order_acquire);
+  CuptiRun* run = current_run();
   if (!run) return;
   try {
     auto out = run->translator.on_callback(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
@@ -140,7 +152,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  CuptiRun* run = side->run.load(std::memory_order_acquire);
+  CuptiRun* run = current_run();
   *buffer = run ? run->spare_buffers.take() : nullptr;
   if (!*buffer) *buffer = static_cast<uint8_t*>(aligned_alloc(8, SpareBuffers::kBytes));
   *size = *buffer ? SpareBuffers::kBytes : 0;
@@ -148,7 +160,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
-  CuptiRun* run = side->run.load(std::memory_order_acquire);
+  CuptiRun* run = current_run();
   try {
     CUpti_Activity* rec = nullptr;
     while (run && api.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
@@ -380,8 +392,9 @@ void cupti_after_fork_child() {
   // launches and allocations) must not wait on a lock a thread of the parent held at the
   // fork (a launch callback queries the driver under the layout lock) nor find the parent's
   // pending launches, live allocations or correlation ids. The parent's run is left as the
-  // fork copied it (leaked: not ours to free while its locks may be held).
-  if (side->run.load()) side->run.store(new CuptiRun(), std::memory_order_release);
+  // fork copied it (leaked: not ours to free while its locks may be held); the child's is
+  // made at its first callback (current_run()).
+  if (side->run.exchange(nullptr)) side->child_run_due.store(true, std::memory_order_release);
 }
 
 }  // namespace edo::capture
