@@ -55,7 +55,7 @@ struct CuptiRun;
 // (priority 101) attaches before dynamic initialisers would run, and exit handlers use it
 // after destructors would have run.
 struct CuptiProcess {
-  CuptiApi api;  // attach_mu to set; read without it once `active` (it never changes again)
+  CuptiApi api;  // set under attach_mu before subscribing, never changed again: read freely
   CUpti_SubscriberHandle sub = nullptr;  // attach_mu
   std::atomic<bool> active{false};       // subscribed, not handed over
   // Attaching (cupti_start, cupti_poll), handing over (cupti_release) exclude each other.
@@ -71,6 +71,9 @@ struct CuptiProcess {
   // parent's is dropped and a new one is made at the child's first callback (child_run_due).
   std::atomic<CuptiRun*> run{nullptr};
   std::atomic<bool> child_run_due{false};
+  // The parent's run in a forked child, left as the fork copied it: kept reachable (not a
+  // leak for LeakSanitizer: memory the fork copied, not the child's to free).
+  CuptiRun* parents_run = nullptr;
 };
 
 // Parameter layouts, cached per kernel handle (asked of the driver only: cupti_translate.h).
@@ -127,6 +130,8 @@ struct CuptiRun {
   LaunchTables launch_tables;    // tables of launches whose kernel record is pending
   GraphLaunches graph_launches;  // kernels captured into CUDA graphs, and graph launches
   SpareBuffers spare_buffers;
+  // In a forked child: the run abandoned before this one (a fork of a fork), kept reachable.
+  CuptiRun* older = nullptr;
 };
 
 }  // namespace edo::capture

@@ -394,7 +394,11 @@ void cupti_after_fork_child() {
   // pending launches, live allocations or correlation ids. The parent's run is left as the
   // fork copied it (leaked: not ours to free while its locks may be held); the child's is
   // made at its first callback (current_run()).
-  if (side->run.exchange(nullptr)) side->child_run_due.store(true, std::memory_order_release);
+  if (CuptiRun* parents = side->run.exchange(nullptr)) {
+    parents->older = side->parents_run;  // a fork of a fork: its grandparent's
+    side->parents_run = parents;
+    side->child_run_due.store(true, std::memory_order_release);
+  }
 }
 
 }  // namespace edo::capture
