@@ -3,9 +3,10 @@
 //  * CuptiProcess: what the process keeps for its whole life, across fork() too: the CUPTI
 //    entry points dlopen'ed once, the subscription, attaching and handing over. CUPTI does not
 //    work in a forked child of a CUDA process (the CUDA side is dead there, cuda_side.h): the
-//    child keeps the parent's table and subscription as the fork copied them and never calls
-//    CUPTI (no attach, no flush). Its attach mutex is taken across fork() (lifecycle.cpp), so
-//    a child never inherits it held.
+//    child keeps the parent's table and subscription as the fork copied them, and attaches
+//    and flushes no more (edo_release_gpu_capture there still gives up the copied
+//    subscription, as it did before). Its attach mutex is taken across fork() (lifecycle.cpp),
+//    so a child never inherits it held.
 //  * CuptiRun: what the subscription collects for one process (parameter layouts, the
 //    translator's handles, live allocations, launches waiting for their kernel records, graph
 //    launches, spare activity buffers). Its locks are held across driver calls (a parameter
@@ -13,7 +14,7 @@
 //    forked child gets a new CuptiRun, and the parent's stays behind as the fork copied it
 //    (its locks may be held by threads the child does not have; nothing of the parent's
 //    pending launches, allocations or correlation ids leaks into the child's report).
-// Neither is ever freed: CUPTI's callbacks (its worker thread, the exit-time flush) use them
+// Neither is ever freed once in use: CUPTI's callbacks (its worker thread, the exit-time flush) use them
 // until the process is gone, after static destructors have run.
 #pragma once
 
