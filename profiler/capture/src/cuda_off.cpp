@@ -9,6 +9,8 @@ int cuda_lookup(int64_t, const void*, uint64_t, int, void*) { return EDO_ERR_NO_
 void cuda_poll(bool) {}
 void cuda_collect(bool) {}
 bool cuda_owns_address(uint64_t) { return false; }
+void cuda_before_fork() {}
+void cuda_after_fork_parent() {}
 void cuda_after_fork_child() {}
 void cupti_start() { tracer_verbose("built without CUPTI headers: GPU capture is off; C API, NVTX and host lookups still work"); }
 void cupti_flush() {}

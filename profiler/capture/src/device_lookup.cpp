@@ -127,6 +127,9 @@ bool cuda_owns_address(uint64_t address) {
   return c && c->owns(address);
 }
 
+void cuda_before_fork() { cupti_before_fork(); }
+void cuda_after_fork_parent() { cupti_after_fork_parent(); }
+
 void cuda_after_fork_child() {
   // CUDA cannot be used in a forked child: the parent's device state (buffers, events, its
   // locks) stays behind as the fork copied it, not ours to free or touch.

@@ -4,7 +4,8 @@
 //
 // Lock order (never take an earlier lock while holding a later one):
 //   bg_work_mu -> flush_mu -> drain_mu -> registry -> counts -> queue -> events -> kernels -> ranges -> sink
-// (weights.cpp's ws->mu comes after counts and before events)
+// (weights.cpp's ws->mu comes after counts and before events; CUPTI's attach lock,
+// cupti_state.h, after bg_work_mu and before start_mu: attaching notes and logs)
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -191,6 +192,7 @@ void atfork_prepare() {
   if (!p || !p->active) return;
   Session& s = session();
   s.bg_work_mu.lock();  // first: the background thread takes the others while holding it
+  cuda_before_fork();   // CUPTI's attach lock: the background thread takes it in its round
   s.start_mu.lock();
   p->registry.mutex().lock();
   p->range_handles.mutex().lock();
@@ -207,6 +209,7 @@ void atfork_parent() {
   p->range_handles.mutex().unlock();
   p->registry.mutex().unlock();
   s.start_mu.unlock();
+  cuda_after_fork_parent();
   s.bg_work_mu.unlock();
 }
 

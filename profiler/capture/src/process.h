@@ -6,7 +6,8 @@
 //    weight frames, the sink); a forked child replaces it with a new one.
 // The CUDA side (cuda_side.h) is process-wide too, and dead in a forked child: CUDA cannot be
 // used there, so its objects are left as the fork copied them and never touched again
-// (cuda_after_fork_child()).
+// (cuda_after_fork_child()); the CUPTI callbacks that may still arrive there go to a new
+// CuptiRun (cupti_state.h).
 #pragma once
 
 #include <atomic>

@@ -6,7 +6,8 @@
 # `import torch`; microseconds per launch with and without edo; torch.compile
 # (mode="reduce-overhead", expandable segments) with its embedding kernels tied to the table;
 # EDO_MAX_DEVICE_MB=16 with a table too big for it (edo's own device memory as reported, the
-# table counted on the host).
+# table counted on the host); 8 workers forked while a thread launches embeddings under edo
+# (none hangs).
 # edo-gpu-step-limit: 240
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)

@@ -23,6 +23,9 @@ tracer assume (issue 21), each settled on a GPU in seconds and printed as one li
   compiled_graphs     torch.compile(mode="reduce-overhead") with
                       PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True under edo: its report ties
                       embedding kernels to the table
+  fork_workers        8 children os.fork'ed (host work only, then os._exit, as DataLoader workers
+                      do) from a CUDA job while another thread launches embeddings, under edo:
+                      none hangs (edo's CUPTI state a child inherits, cupti_state.h)
 Exit 0 when every fact passes, 1 otherwise, 77 without a CUDA-capable torch.
 """
 import argparse
@@ -112,6 +115,34 @@ for _ in range(20):
 torch.cuda.synchronize()
 print("compiled_ok 1")
 ''',
+    "fork": r'''
+import os, threading, time, torch
+emb = torch.nn.Embedding(1000, 16).cuda()
+ids = torch.randint(0, 1000, (4096,), device="cuda")
+emb(ids); torch.cuda.synchronize()
+stop = False
+def launcher():
+    while not stop:
+        emb(ids)
+t = threading.Thread(target=launcher); t.start()
+kids = []
+for _ in range(8):
+    pid = os.fork()
+    if pid == 0:
+        sum(range(100000))  # host work only: CUDA cannot be used in a forked child
+        os._exit(0)
+    kids.append(pid)
+deadline = time.time() + 60
+hung = 0
+for pid in kids:
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.time() > deadline:
+            os.kill(pid, 9); os.waitpid(pid, 0); hung += 1
+            break
+        time.sleep(0.01)
+stop = True; t.join(); torch.cuda.synchronize()
+print("fork_hung %d" % hung)
+''',
 }
 
 
@@ -181,6 +212,9 @@ def main():
             if pt["table"].endswith("emb")]
     fact("compiled_graphs", r.returncode == 0 and bool(tied),
          "exit %d, kernels tied to the embedding: %s" % (r.returncode, tied[:3]))
+    r, v, _ = job("fork", True)
+    fact("fork_workers", r.returncode == 0 and v.get("fork_hung") == "0",
+         "exit %d, children hung %s of 8 %s" % (r.returncode, v.get("fork_hung"), r.stderr.strip().splitlines()[-1:]))
     return 0 if ok else 1
 
 

@@ -42,6 +42,16 @@ fake_kernel* fake_cuda_kernel_of(const void* handle);
 void fake_cuda_reuse_kernel(fake_kernel* k, const char* mangled_name, fake_kernel_body body, const size_t* offsets,
                             const size_t* sizes, int nparams);
 
+// A driver call that takes its time: from fake_cuda_hold_param_info(k) until
+// fake_cuda_release_param_info(), every cuFuncGetParamInfo / cuKernelGetParamInfo about `k`
+// waits (holding none of the fake's locks); fake_cuda_param_info_waiting() counts the callers
+// waiting now. Models a query that loads its kernel first (CUDA_MODULE_LOADING=LAZY, the
+// default since CUDA 12.2, loads a kernel at its first use: CUDA C++ Programming Guide,
+// "Lazy Loading"), so that a test can fork while a thread is inside a tool's launch callback.
+void fake_cuda_hold_param_info(fake_kernel* k);
+int fake_cuda_param_info_waiting(void);
+void fake_cuda_release_param_info(void);
+
 // ---- the tool hook (the fake libcupti installs it) ------------------------------------------
 struct fake_cuda_tool {
   // One ENTER or EXIT callback of an API call, if the subscriber enabled it.

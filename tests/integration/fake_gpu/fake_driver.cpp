@@ -629,8 +629,23 @@ FAKE_API CUresult cuGraphDestroy(CUgraph g) { return fake_capture::graph_destroy
 FAKE_API CUresult cuGraphExecDestroy(CUgraphExec e) { return fake_capture::exec_destroy(e); }
 
 // Kernels.
+// A parameter query that takes its time (fake_cuda_hold_param_info): the kernel whose queries
+// wait, and the callers waiting now. No lock of the fake's is held while waiting.
+std::atomic<fake_kernel*> held_kernel{nullptr};
+std::atomic<int> held_waiting{0};
+void wait_if_held(fake_kernel* k) {
+  if (!k || held_kernel.load() != k) return;
+  held_waiting.fetch_add(1);
+  while (held_kernel.load() == k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  held_waiting.fetch_sub(1);
+}
+FAKE_API void fake_cuda_hold_param_info(fake_kernel* k) { held_kernel.store(k); }
+FAKE_API int fake_cuda_param_info_waiting(void) { return held_waiting.load(); }
+FAKE_API void fake_cuda_release_param_info(void) { held_kernel.store(nullptr); }
+
 FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t* off, size_t* size) {
   touched();
+  wait_if_held(is_cukernel(f) ? nullptr : kernel_of(f));
   // A CUkernel passed as a CUfunction: CUDA_ERROR_INVALID_VALUE at index 0, the answer a kernel
   // without parameters gives (issue 21.2, from a review against the real driver).
   if (is_cukernel(f)) return CUDA_ERROR_INVALID_VALUE;
@@ -645,6 +660,7 @@ FAKE_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t i, size_t* off, s
   touched();
   if (!is_cukernel(kernel)) return CUDA_ERROR_INVALID_HANDLE;
   fake_kernel* k = kernel_of(kernel);
+  wait_if_held(k);
   if (i >= k->offsets.size() || !off || !size) return CUDA_ERROR_INVALID_VALUE;
   *off = k->offsets[i];
   *size = k->sizes[i];

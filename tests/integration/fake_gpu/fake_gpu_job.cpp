@@ -23,6 +23,8 @@
 // fake saw from inside tool callbacks.
 #include <cuda_runtime_api.h>
 #include <edo/edo.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -525,6 +527,72 @@ int launch_mallocs_job() {
 #endif
 }
 
+// `fake_gpu_job cupti_fork`: a thread is inside the tracer's launch callback of
+// parent_fill(const float*, int) on fork.emb, held there by a parameter query that takes its
+// time (fake_cuda_hold_param_info), while the main thread forks kForkChildren children. Each
+// child allocates 64 bytes, launches child_fill(const float*, int) on fork.emb through
+// cuLaunchKernel (its first launch of that kernel: its layout is asked of the driver), frees
+// and exits. A child that inherited a lock of the tracer's CUPTI side held by the (absent)
+// thread hangs: the children are waited for up to 60 s together, then killed and counted.
+// Then the parent's launch is let go. Prints "cupti_fork_hung N" and "cupti_fork_children N".
+int cupti_fork_job() {
+  constexpr int kForkChildren = 3;
+  const size_t two[] = {0, 8}, two_sizes[] = {8, 4};
+  fake_kernel* parent_k = fake_cuda_kernel("_Z11parent_fillPKfi", empty_body, two, two_sizes, 2);
+  fake_kernel* child_k = fake_cuda_kernel("_Z10child_fillPKfi", empty_body, two, two_sizes, 2);
+  float* a = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a), 100 * 8 * sizeof(float));
+  edo_table_register("fork.emb", a, 100, 8, EDO_F32, EDO_CUDA);
+  int n = 100;
+  void* args[] = {&a, &n};
+  fake_cuda_hold_param_info(parent_k);
+  int errors = 0;
+  std::thread launcher([&] {
+    errors += cuLaunchKernel(reinterpret_cast<CUfunction>(parent_k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) !=
+              CUDA_SUCCESS;
+  });
+  // Inside the callback: the tracer asks the driver for parent_fill's parameters. Without a
+  // tracer nothing asks, and the children fork at once.
+  for (int i = 0; i < 600 && fake_cuda_tool_attached() && !fake_cuda_param_info_waiting(); ++i) usleep(100000);
+  std::printf("launcher_inside_callback %d\n", fake_cuda_param_info_waiting());
+  std::fflush(stdout);
+  std::vector<pid_t> kids;
+  for (int k = 0; k < kForkChildren; ++k) {
+    const pid_t c = fork();
+    if (c == 0) {
+      float* x = nullptr;
+      int bad = cudaMalloc(reinterpret_cast<void**>(&x), 64) != cudaSuccess;
+      bad += cuLaunchKernel(reinterpret_cast<CUfunction>(child_k), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) !=
+             CUDA_SUCCESS;
+      bad += cudaFree(x) != cudaSuccess;
+      std::exit(bad ? 3 : 0);
+    }
+    if (c > 0) kids.push_back(c);
+  }
+  int hung = 0, failed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (pid_t c : kids) {
+    int st = 0;
+    while (waitpid(c, &st, WNOHANG) != c) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        ++hung;
+        break;
+      }
+      usleep(1000);
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0) ++failed;
+  }
+  fake_cuda_release_param_info();
+  launcher.join();
+  std::printf("cupti_fork_hung %d\n", hung);
+  std::printf("cupti_fork_children %d\n", int(kids.size()) - hung - failed);
+  std::printf("launch_errors %d\n", errors);
+  cudaFree(a);
+  return 0;
+}
+
 // `fake_gpu_job late_init`: the job's first CUDA call comes late (as when a job sets
 // CUDA_VISIBLE_DEVICES after `import torch`). Under edo it first waits (at most 30 s) until edo
 // has attached to CUDA (subscribed to the fake CUPTI), then prints the driver calls made before
@@ -541,6 +609,7 @@ int late_init_job() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "late_init") == 0) return late_init_job();
+  if (argc > 1 && std::strcmp(argv[1], "cupti_fork") == 0) return cupti_fork_job();
   if (argc > 2 && std::strcmp(argv[1], "launches") == 0) return launches_job(std::atoi(argv[2]));
   if (argc > 1 && std::strcmp(argv[1], "graph") == 0) return graph_job();
   if (argc > 1 && std::strcmp(argv[1], "reload") == 0) return reload_job();

@@ -613,6 +613,48 @@ TEST(FakeGpu, AReusedKernelHandleIsNotReadWithTheOldLayout) {
   std::filesystem::remove(db);
 }
 
+// Issue 21 §6: the CUPTI side's state has a lifetime per part (cupti_state.h): what one
+// process's subscription collects (parameter layouts, pending launches, live allocations,
+// correlation ids, spare buffers) is replaced in a forked child, whose callbacks must not wait
+// on a lock a thread of the parent held at the fork. Children forked while another thread is
+// inside a launch callback (the tracer asking the driver for a kernel's parameters) neither
+// hang (before, each waited for ever on the layout lock) nor report anything of the parent's;
+// each records its own launch, tied to the table, and its own allocation.
+TEST(FakeGpu, AForkedChildStartsCleanWhileAnotherThreadIsInsideALaunchCallback) {
+  const std::string db = db_path("cupti_fork");
+  Result r = sh(recorded(db) + " cupti_fork");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.values["launcher_inside_callback"], "1") << r.out;
+  EXPECT_EQ(r.values["cupti_fork_hung"], "0") << r.out;
+  EXPECT_EQ(r.values["cupti_fork_children"], "3") << r.out;
+  EXPECT_EQ(r.values["launch_errors"], "0") << r.out;
+  edo::model::Profile p = edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(p.sessions.size(), 4u) << r.out;
+  int64_t parent = 0;  // the session whose process's parent traced nothing (edo record)
+  for (const auto& s : p.sessions)
+    if (std::none_of(p.sessions.begin(), p.sessions.end(), [&](const auto& o) { return o.pid == s.parent_pid; }))
+      parent = s.id;
+  ASSERT_NE(parent, 0);
+  for (const auto& s : p.sessions) {
+    std::map<std::string, const edo::model::KernelStat*> kernels;
+    for (const auto& k : p.kernels)
+      if (k.session_id == s.id) kernels[k.name.substr(0, k.name.find('('))] = &k;
+    int64_t allocated = 0, freed = 0;
+    for (const auto& e : p.memory_events)
+      if (e.session_id == s.id) (e.bytes > 0 ? allocated : freed) += e.bytes;
+    const std::string mine = s.id == parent ? "parent_fill" : "child_fill";
+    ASSERT_EQ(kernels.size(), 1u) << "session " << s.id << ": its own kernel, and only that";
+    ASSERT_EQ(kernels.count(mine), 1u) << "session " << s.id;
+    EXPECT_EQ(kernels[mine]->launches, 1u);
+    EXPECT_EQ(kernels[mine]->tables, std::vector<std::string>{"fork.emb"});
+    if (s.id != parent) {
+      EXPECT_EQ(allocated, 64) << "child " << s.pid << ": its own allocation only";
+      EXPECT_EQ(freed, -64) << "child " << s.pid;
+    }
+  }
+  std::filesystem::remove(db);
+}
+
 // Issue 21.3: edo attaches to CUDA (CUPTI) as soon as the runtime is mapped but makes no driver
 // call before the job's first CUDA call (cuInit reads CUDA_VISIBLE_DEVICES).
 TEST(FakeGpu, EdoDoesNotInitialiseCudaBeforeTheJob) {
