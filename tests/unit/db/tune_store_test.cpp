@@ -224,8 +224,8 @@ TuneResult sample_result() {
   r.plan_device_bytes = 10400;
   r.plan_host_bytes = 64000;
   r.plan_step_us = 14;
-  r.choices.push_back({"model.emb.user", 1, "", 10400, 64000, 11.5, "offload: saves 52 KiB, +4 us"});
-  r.choices.push_back({"model.lm_head", 1, "model.emb.user", 0, 0, 2.5, "tied: follows model.emb.user"});
+  r.choices.push_back({"model.emb.user", 1, "", 10400, 64000, 11.5, "offload: saves 52 KiB, +4 us", "", {}});
+  r.choices.push_back({"model.lm_head", 1, "model.emb.user", 0, 0, 2.5, "tied: follows model.emb.user", "", {}});
   r.frontier = {{10400, 14}, {64000, 10}};
   return r;
 }
