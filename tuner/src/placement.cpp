@@ -12,6 +12,9 @@
 namespace edo::tuner {
 namespace {
 
+// A table is split for its lookups once it has more than this many devices' fair shares.
+constexpr double kLookupSlack = 1.25;
+
 uint64_t mul_sat(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
 // floor(v * num / den) without overflow (bytes x rows exceeds 64 bits for large tables).
@@ -192,10 +195,12 @@ Placement place_tables(const std::vector<PlacementItem>& items, uint32_t devices
   for (size_t i : order) {
     const PlacementItem& it = items[i];
     const double l = std::isfinite(it.lookups_per_step) && it.lookups_per_step > 0 ? it.lookups_per_step : 0.0;
-    // The shards its lookups ask for: as many as it has fair shares of all lookups.
+    // The shards its lookups ask for: as many as it has fair shares of all lookups, once it has
+    // more than kLookupSlack of one (a table a little over its share stays whole: a split costs
+    // communication that no one here weighs).
     uint32_t wanted = 1;
     const double fair = packer.mean_lookups();
-    if (n > 1 && fair > 0 && l > fair * (1 + 1e-9))
+    if (n > 1 && fair > 0 && l > fair * kLookupSlack)
       wanted = static_cast<uint32_t>(std::min<double>(n, std::ceil(l / fair - 1e-9)));
     std::vector<uint32_t> tries;
     for (uint32_t k = wanted; k <= n; ++k) tries.push_back(k);

@@ -12,7 +12,7 @@ namespace {
 
 std::string lookups_text(double v) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.4g lookups/step", v);
+  std::snprintf(buf, sizeof buf, "%.6g lookups/step", v);
   return buf;
 }
 

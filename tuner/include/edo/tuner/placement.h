@@ -4,8 +4,8 @@
 // at most its budget and bytes and measured lookups per step are balanced.
 //
 // Method (deterministic): tables largest first (bytes, then lookups, then name). A table whose
-// lookups are more than a device's fair share (all lookups / N) asks for k = ceil(its lookups /
-// fair share) row-wise shards; any other table goes table-wise. When no device has room for the
+// lookups are more than 1.25 times a device's fair share (all lookups / N) asks for k = ceil(its
+// lookups / fair share) row-wise shards; any other table goes table-wise. When no device has room for the
 // piece, k grows (k = the smallest that fits). Row-wise needs k <= rows; column-wise is used
 // only where row-wise cannot split (fewer rows than k) and the dim splits evenly into widths
 // divisible by 4 (TorchRec's rule for column-wise shards, ParameterConstraints.min_partition).
