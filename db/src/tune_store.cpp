@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -409,7 +410,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
   try {
     SQLite::Statement q(store.database(),
         "SELECT r.id, r.created_unix, r.backend, r.device, r.complete, r.stop_reason, p.budget_bytes, p.feasible,"
-        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device FROM tune_runs r"
+        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device, p.devices FROM tune_runs r"
         " JOIN tune_plans p ON p.id = (SELECT MAX(id) FROM tune_plans WHERE run_id = r.id) ORDER BY r.id");
     while (q.executeStep()) {
       TuneRunSummary s;
@@ -428,6 +429,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
       s.timing_kind = q.getColumn(12).getString();
       s.timing_device = q.getColumn(13).getString();
       if (s.timing_device.empty()) s.timing_device = s.device;
+      s.devices = static_cast<uint32_t>(std::clamp<int64_t>(q.getColumn(14).getInt64(), 1, 65536));
       out.push_back(std::move(s));
     }
   } catch (const SQLite::Exception& e) {

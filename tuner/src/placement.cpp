@@ -174,9 +174,17 @@ void apply(model::TuneResult& r, const PlanItems& pi, const Placement& p) {
 
 }  // namespace
 
-Placement place_tables(const std::vector<PlacementItem>& items, uint32_t devices, uint64_t budget) {
+namespace {
+
+// How a pass picks each table's number of shards k (the first k in its list that fits):
+//   kSmallest: from the k its lookups ask for up to N (then the smaller ones);
+//   kWideWhenSplit: a table larger than a device's budget or split for its lookups takes the most
+//     shards it can (N down to 1), the others as kSmallest;
+//   kWideAll: every table takes the most shards it can.
+enum class Pass { kSmallest, kWideWhenSplit, kWideAll };
+
+Placement place_pass(const std::vector<PlacementItem>& items, uint32_t n, uint64_t budget, Pass pass) {
   Placement out;
-  const uint32_t n = std::max<uint32_t>(1, devices);
   double total_bytes = 0, total_lookups = 0;
   for (const auto& it : items) {
     total_bytes += static_cast<double>(it.device_bytes);
@@ -203,8 +211,13 @@ Placement place_tables(const std::vector<PlacementItem>& items, uint32_t devices
     if (n > 1 && fair > 0 && l > fair * kLookupSlack)
       wanted = static_cast<uint32_t>(std::min<double>(n, std::ceil(l / fair - 1e-9)));
     std::vector<uint32_t> tries;
-    for (uint32_t k = wanted; k <= n; ++k) tries.push_back(k);
-    for (uint32_t k = 1; k < wanted; ++k) tries.push_back(k);  // a table that cannot be split that way
+    const bool wide = pass == Pass::kWideAll || (pass == Pass::kWideWhenSplit && (wanted > 1 || it.device_bytes > budget));
+    if (wide) {
+      for (uint32_t k = n; k >= 1; --k) tries.push_back(k);
+    } else {
+      for (uint32_t k = wanted; k <= n; ++k) tries.push_back(k);
+      for (uint32_t k = 1; k < wanted; ++k) tries.push_back(k);  // a table that cannot be split that way
+    }
     bool placed = false;
     for (uint32_t k : tries) {
       Piece whole{0, it.rows, it.device_bytes, l};
@@ -233,6 +246,22 @@ Placement place_tables(const std::vector<PlacementItem>& items, uint32_t devices
   out.feasible = true;
   out.devices = packer.loads();
   return out;
+}
+
+}  // namespace
+
+Placement place_tables(const std::vector<PlacementItem>& items, uint32_t devices, uint64_t budget) {
+  const uint32_t n = std::max<uint32_t>(1, devices);
+  // The fewest shards first; when the greedy leaves no room for some table (an early split left
+  // the devices' free room uneven), the split tables over as many devices as they can, then every
+  // table that can be split.
+  Placement first = place_pass(items, n, budget, Pass::kSmallest);
+  if (first.feasible || n == 1) return first;
+  for (Pass pass : {Pass::kWideWhenSplit, Pass::kWideAll}) {
+    Placement p = place_pass(items, n, budget, pass);
+    if (p.feasible) return p;
+  }
+  return first;
 }
 
 std::vector<DeviceLoad> device_loads(const model::TuneResult& r) {

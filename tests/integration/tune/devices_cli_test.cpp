@@ -112,6 +112,7 @@ TEST(TuneDevicesCli, AJobLargerThanOneDeviceIsPlacedOverFour) {
   EXPECT_NE(r.out.find("placement over 4 devices"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  device 3: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("synth.table_0: row_wise over devices"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("budget 38.15 MiB per device on 4 devices"), std::string::npos) << r.out;
   // Exported from the database: the same plan.
   r = run_command(kEdo + " export " + db + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -119,6 +120,13 @@ TEST(TuneDevicesCli, AJobLargerThanOneDeviceIsPlacedOverFour) {
   EXPECT_EQ(e["devices"], 4);
   EXPECT_EQ(e["per_device"], j["per_device"]);
   EXPECT_EQ(e["tables"], j["tables"]);
+  // YAML carries the same placement back through plan import.
+  const std::string yaml = dir() + "/four.yaml";
+  ASSERT_EQ(run_command(kEdo + " export " + db + " --format yaml -o " + yaml).exit_code, 0);
+  r = run_command(kEdo + " export " + yaml + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["tables"], j["tables"]);
+  EXPECT_EQ(json::parse(r.out)["per_device"], j["per_device"]);
   // The TorchRec file: each table's sharding type, and edo's ranks beside it.
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   const std::string py = dir() + "/four.py";

@@ -157,6 +157,21 @@ TEST(Placement, FewRowsAndAWideDimSplitColumnWise) {
   EXPECT_FALSE(place_tables({{"odd", 300, 10, 2, 1022}}, 4, 100).feasible);
 }
 
+// Two 192 KB tables on 3 devices of 150 KB (384 of 450 KB). The fewest shards first: the first
+// table in 2 shards of 96 KB (devices 0, 1), then the second finds 150 KB on device 2 and 54 KB
+// on the others: neither 2 shards of 96 KB nor 3 of 64 KB fit. The second pass splits both
+// tables over all 3 devices: 128 KB each.
+TEST(Placement, WhenTheFewestShardsLeaveNoRoomTheSplitTablesSpreadWide) {
+  const std::vector<PlacementItem> items{{"a", 192000, 10, 3000, 16}, {"b", 192000, 10, 3000, 16}};
+  const Placement p = place_tables(items, 3, 150000);
+  expect_sound(items, p, 3, 150000);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(p.sharding[i], "row_wise");
+    EXPECT_EQ(devices_of(p.shards[i]), (std::vector<uint32_t>{0, 1, 2}));
+  }
+  for (const auto& d : p.devices) EXPECT_EQ(d.device_bytes, 128000u);
+}
+
 TEST(Placement, IsDeterministic) {
   std::vector<PlacementItem> items;
   for (int i = 0; i < 40; ++i) items.push_back(item("t" + std::to_string(i), 5 + (i * 37) % 90, (i * 53) % 400 + 1.0));

@@ -11,7 +11,9 @@
 // divisible by 4 (TorchRec's rule for column-wise shards, ParameterConstraints.min_partition).
 // Each piece goes to the device(s) where it leaves the lowest balance score: the larger of
 // (bytes / mean bytes per device) and (lookups / mean lookups per device) after placing it;
-// ties go to fewer bytes, then the lower device index. There is no communication model: the
+// ties go to fewer bytes, then the lower device index. When this greedy leaves some table no
+// room, two more passes run: tables larger than a device or split for their lookups take the
+// most shards they can (N down to 1), then every table does. There is no communication model: the
 // row-wise and column-wise shards' all-to-all costs are TorchRec's planner's to weigh.
 #pragma once
 
