@@ -344,7 +344,7 @@ int run_report(const ReportOptions& o) {
     for (const auto& t : runs)
       list.push_back({{"run", t.run_id}, {"created_unix", t.created_unix}, {"backend", t.backend}, {"objective", t.objective},
                       {"timing", {{"kind", t.timing_kind}, {"device", t.timing_device}}},
-                      {"budget_bytes", t.budget_bytes}, {"feasible", t.feasible}, {"complete", t.complete},
+                      {"budget_bytes", t.budget_bytes}, {"devices", t.devices}, {"feasible", t.feasible}, {"complete", t.complete},
                       {"stop_reason", t.stop_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.stop_reason)},
                       {"plan_device_bytes", t.feasible ? nlohmann::ordered_json(t.plan_device_bytes) : nlohmann::ordered_json(nullptr)}});
     j["tune_runs"] = list;
@@ -355,7 +355,10 @@ int run_report(const ReportOptions& o) {
     if (!runs.empty()) {
       fmt::print("\ntune runs ('edo export --run N' exports one; without it the latest with a plan):\n");
       for (const auto& t : runs)
-        fmt::print("  run {}: budget {}, {}{}: {}{}\n", t.run_id, model::format_bytes(t.budget_bytes), t.objective,
+        fmt::print("  run {}: budget {}, {}{}: {}{}\n", t.run_id,
+                   model::format_bytes(t.budget_bytes) +
+                       (t.devices > 1 ? fmt::format(" per device on {} devices", t.devices) : std::string()),
+                   t.objective,
                    t.timing_kind == "modelled" ? ", times modelled for " + terminal_safe(t.timing_device) : std::string(),
                    t.feasible ? fmt::format("plan {} device, {} per step", model::format_bytes(t.plan_device_bytes),
                                             tuner::format_duration_us(t.plan_step_us))

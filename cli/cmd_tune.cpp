@@ -47,6 +47,7 @@ struct TuneCliOptions {
   int threads = 0;
   int reps = 5;
   std::string measure_bytes;
+  std::string devices = "1";
   bool every_table = false;
   bool json = false;
 };
@@ -117,6 +118,20 @@ double parse_max_error(const std::string& text) {
   return v;
 }
 
+// --devices: a whole number >= 1 (at most 65536: more devices than any job shards over).
+uint32_t parse_devices(const std::string& text) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (!text.empty() && text[0] != '-' && text[0] != '+') v = std::stoull(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < 1 || v > 65536)
+    throw UsageError("--devices '" + text + "' is not a whole number of devices from 1 to 65536 (e.g. --devices 4)");
+  return static_cast<uint32_t>(v);
+}
+
 int run_tune(const TuneCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   tuner::TuneOptions t;
@@ -127,6 +142,7 @@ int run_tune(const TuneCliOptions& o) {
     throw UsageError(e.what());
   }
   if (!o.max_error.empty()) t.max_error = parse_max_error(o.max_error);
+  t.devices = parse_devices(o.devices);
   t.backend = o.backend;
   if (!o.target_device.empty()) {
     // Checked before the recording is opened: a name that is no stored device is a usage error.
@@ -242,10 +258,19 @@ Runner setup(CLI::App& sub) {
       "is modelled for its GPU when edo has a profile of that GPU (shipped: " + builtin_device_names() + "; add\n"
       "yours with 'edo bench --backend cuda --save-device NAME'), else measured on the CPU with a note;\n"
       "--target-device NAME|FILE models that GPU. The plan says which (\"timing\" in the JSON).\n"
-      "--json prints the edo.plan/1 object (schema in docs/tuning.md).\n\n"
-      "Example:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600");
+      "--json prints the edo.plan/1 object (schema in docs/tuning.md).\n"
+      "--devices N plans for N devices of --budget each (a job sharded over N GPUs): the strategies are chosen\n"
+      "for N x --budget together, then each table is placed whole on one device (table-wise), or split into equal\n"
+      "ranges of rows (row-wise), or of columns (column-wise, only a table with fewer rows than shards), over several\n"
+      "when it is larger than a device's room or takes more than its share of the lookups; bytes and measured lookups\n"
+      "per step are balanced and no device holds more than --budget. No communication model: TorchRec's planner weighs\n"
+      "that (edo export --format torchrec carries the sharding types).\n\n"
+      "Examples:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600\n"
+      "  edo tune job.edodb --devices 8 --budget 80GiB");
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
-  sub.add_option("--budget", o->budget, "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB")->required();
+  sub.add_option("--budget", o->budget,
+                 "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB; with --devices N, per device")
+      ->required();
   sub.add_option("--max-error", o->max_error,
                  fmt::format("largest access-weighted relative L2 error a table may get, or inf for no limit (default: {:g}, "
                              "which admits fp16, bf16 and int8 and keeps out fp8, int4, PQ, low rank and hashing)",
@@ -281,6 +306,9 @@ Runner setup(CLI::App& sub) {
                "time every table's candidates instead of one representative per class of alike tables (same dim and "
                "dtype, rows and lookups per step within a factor of 4, LRU curve shape) whose per-lookup time predicts the "
                "others' (slow on many tables)");
+  sub.add_option("--devices", o->devices,
+                 "devices to place the tables on, --budget each (table-wise, row-wise or column-wise; default 1: one device)")
+      ->type_name("N");
   sub.add_flag("--json", o->json, "print the edo.plan/1 JSON object on stdout");
   return [o] { return run_tune(*o); };
 }

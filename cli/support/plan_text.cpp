@@ -46,6 +46,10 @@ std::string plan_text(const model::TuneResult& r) {
                        c && std::isfinite(c->error) ? fmt::format("{:.3g}", c->error) : "-",
                        c && c->hit_rate ? fmt::format("{:.0f}%", 100.0 * *c->hit_rate) : "-", terminal_safe(ch.why));
   }
+  // Over several devices: each device's totals and each table's place.
+  const auto placement = tuner::placement_lines(r);
+  if (!placement.empty()) out += "\n";
+  for (const auto& line : placement) out += terminal_safe(line) + "\n";
   return out;
 }
 

@@ -223,6 +223,19 @@ void migrate_to_v11(SQLite::Database& db) {
   add_column_if_missing(db, "tune_candidates", "timing_from", "TEXT NOT NULL DEFAULT ''");
 }
 
+// Version 12 (issue 22 point 3): plans over several devices (`edo tune --devices N`): how many
+// devices a plan is for (budget_bytes per device; older plans: one), each choice's sharding
+// ('' in a single-device plan) and its shards, one row each in shard order (device, first row
+// or column, how many, bytes, lookups per step).
+void migrate_to_v12(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_plans", "devices", "INTEGER NOT NULL DEFAULT 1");
+  add_column_if_missing(db, "tune_choices", "sharding", "TEXT NOT NULL DEFAULT ''");
+  db.exec("CREATE TABLE IF NOT EXISTS tune_shards (plan_id INTEGER NOT NULL REFERENCES tune_plans(id) ON DELETE CASCADE,"
+          " table_name TEXT NOT NULL, position INTEGER NOT NULL, device INTEGER NOT NULL, first INTEGER NOT NULL,"
+          " size INTEGER NOT NULL, device_bytes INTEGER NOT NULL, lookups_per_step REAL NOT NULL,"
+          " PRIMARY KEY (plan_id, table_name, position))");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -236,6 +249,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 9) migrate_to_v9(db);
   if (from < 10) migrate_to_v10(db);
   if (from < 11) migrate_to_v11(db);
+  if (from < 12) migrate_to_v12(db);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -41,8 +42,9 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
   SQLite::Statement plan(d,
       "INSERT INTO tune_plans(run_id, created_unix, budget_bytes, max_error, feasible, min_feasible_bytes,"
       " baseline_device_bytes, baseline_host_bytes, baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us,"
-      " objective) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " objective, devices) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   plan.bind(13, r.objective);
+  plan.bind(14, static_cast<int64_t>(r.devices));
   plan.bind(1, r.run_id);
   plan.bind(2, r.created_unix);
   plan.bind(3, i64(r.budget_bytes));
@@ -58,7 +60,10 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
   plan.exec();
   const int64_t plan_id = d.getLastInsertRowid();
   SQLite::Statement choice(d,
-      "INSERT INTO tune_choices(plan_id, table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why)"
+      "INSERT INTO tune_choices(plan_id, table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why,"
+      " sharding) VALUES (?,?,?,?,?,?,?,?,?)");
+  SQLite::Statement shard(d,
+      "INSERT INTO tune_shards(plan_id, table_name, position, device, first, size, device_bytes, lookups_per_step)"
       " VALUES (?,?,?,?,?,?,?,?)");
   for (const TuneChoice& c : r.choices) {
     choice.reset();
@@ -72,7 +77,21 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
     choice.bind(6, i64(c.host_bytes));
     choice.bind(7, std::isfinite(c.step_us) ? c.step_us : 0.0);
     choice.bind(8, c.why);
+    choice.bind(9, c.sharding);
     choice.exec();
+    for (size_t i = 0; i < c.shards.size(); ++i) {
+      const model::TuneShard& s = c.shards[i];
+      shard.reset();
+      shard.bind(1, plan_id);
+      shard.bind(2, c.table);
+      shard.bind(3, static_cast<int64_t>(i));
+      shard.bind(4, static_cast<int64_t>(s.device));
+      shard.bind(5, i64(s.offset));
+      shard.bind(6, i64(s.size));
+      shard.bind(7, i64(s.device_bytes));
+      shard.bind(8, std::isfinite(s.lookups_per_step) ? s.lookups_per_step : 0.0);
+      shard.exec();
+    }
   }
   SQLite::Statement point(d, "INSERT INTO tune_frontier(plan_id, device_bytes, step_us) VALUES (?,?,?)");
   for (const auto& [bytes, us] : r.frontier) {
@@ -311,7 +330,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
 
     SQLite::Statement plan(d,
         "SELECT id, budget_bytes, max_error, feasible, min_feasible_bytes, baseline_device_bytes, baseline_host_bytes,"
-        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix, objective FROM tune_plans"
+        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix, objective, devices FROM tune_plans"
         " WHERE run_id = ? ORDER BY id DESC LIMIT 1");
     plan.bind(1, run_id);
     if (!plan.executeStep()) return r;  // a run without a plan (should not happen): candidates only
@@ -328,10 +347,16 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.plan_step_us = plan.getColumn(10).getDouble();
     r.created_unix = plan.getColumn(11).getInt64();
     r.objective = plan.getColumn(12).getString();
+    const int64_t devices = plan.getColumn(13).getInt64();
+    if (devices < 1 || devices > 65536) corrupt(store, "tune plan for " + std::to_string(devices) + " devices");
+    r.devices = static_cast<uint32_t>(devices);
 
     SQLite::Statement choices(d,
-        "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why FROM tune_choices"
+        "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why, sharding FROM tune_choices"
         " WHERE plan_id = ? ORDER BY rowid");
+    SQLite::Statement shards(d,
+        "SELECT device, first, size, device_bytes, lookups_per_step FROM tune_shards WHERE plan_id = ? AND table_name = ?"
+        " ORDER BY position");
     choices.bind(1, plan_id);
     while (choices.executeStep()) {
       TuneChoice c;
@@ -346,6 +371,21 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.host_bytes = u64(choices.getColumn(4));
       c.step_us = choices.getColumn(5).getDouble();
       c.why = choices.getColumn(6).getString();
+      c.sharding = choices.getColumn(7).getString();
+      shards.reset();
+      shards.bind(1, plan_id);
+      shards.bind(2, c.table);
+      while (shards.executeStep()) {
+        model::TuneShard s;
+        const int64_t device = shards.getColumn(0).getInt64();
+        if (device < 0 || device >= devices) corrupt(store, "a shard of '" + c.table + "' is on device " + std::to_string(device));
+        s.device = static_cast<uint32_t>(device);
+        s.offset = u64(shards.getColumn(1));
+        s.size = u64(shards.getColumn(2));
+        s.device_bytes = u64(shards.getColumn(3));
+        s.lookups_per_step = shards.getColumn(4).getDouble();
+        c.shards.push_back(s);
+      }
       r.choices.push_back(std::move(c));
     }
     SQLite::Statement frontier(d, "SELECT device_bytes, step_us FROM tune_frontier WHERE plan_id = ? ORDER BY device_bytes, rowid");
@@ -370,7 +410,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
   try {
     SQLite::Statement q(store.database(),
         "SELECT r.id, r.created_unix, r.backend, r.device, r.complete, r.stop_reason, p.budget_bytes, p.feasible,"
-        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device FROM tune_runs r"
+        " p.plan_device_bytes, p.plan_step_us, p.objective, p.min_feasible_bytes, r.timing_kind, r.timing_device, p.devices FROM tune_runs r"
         " JOIN tune_plans p ON p.id = (SELECT MAX(id) FROM tune_plans WHERE run_id = r.id) ORDER BY r.id");
     while (q.executeStep()) {
       TuneRunSummary s;
@@ -389,6 +429,7 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
       s.timing_kind = q.getColumn(12).getString();
       s.timing_device = q.getColumn(13).getString();
       if (s.timing_device.empty()) s.timing_device = s.device;
+      s.devices = static_cast<uint32_t>(std::clamp<int64_t>(q.getColumn(14).getInt64(), 1, 65536));
       out.push_back(std::move(s));
     }
   } catch (const SQLite::Exception& e) {

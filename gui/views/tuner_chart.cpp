@@ -32,7 +32,9 @@ QChart* make_pareto_chart(const model::TuneResult& r) {
   for (const auto& [x, y] : points) extend(x, y);
   extend(static_cast<double>(r.baseline_device_bytes), r.baseline_step_us);
   if (r.feasible) extend(static_cast<double>(r.plan_device_bytes), r.plan_step_us);
-  if (r.budget_bytes > 0) extend(static_cast<double>(r.budget_bytes), y_lo);
+  // The frontier's bytes are over all the plan's devices; the budget is per device.
+  const double budget_all = static_cast<double>(r.budget_bytes) * std::max<uint32_t>(1, r.devices);
+  if (r.budget_bytes > 0) extend(budget_all, y_lo);
   if (!(x_lo < INFINITY)) x_lo = 1;
   if (!(y_lo < INFINITY)) y_lo = 1;
 
@@ -90,7 +92,7 @@ QChart* make_pareto_chart(const model::TuneResult& r) {
     bpen.setStyle(Qt::DashLine);
     bpen.setWidthF(2.0);
     budget->setPen(bpen);
-    const double bx = static_cast<double>(r.budget_bytes) * xs;
+    const double bx = budget_all * xs;
     double lo = 0, hi = 0;
     if (auto* v = qobject_cast<QValueAxis*>(y)) lo = v->min(), hi = v->max();
     if (auto* l = qobject_cast<QLogValueAxis*>(y)) lo = l->min(), hi = l->max();

@@ -97,6 +97,9 @@ args version --version
 "$build/bin/edo" tune "$tmp/plan.edodb" --budget 150KB --max-error inf --backend cpu --strategies int8,pq,offload --reps 1 --json \
   >$c/plan/seed-plan.json 2>/dev/null
 "$build/bin/edo" export "$tmp/plan.edodb" --format yaml -o $c/plan/seed-plan.yaml
+# a plan over 3 devices (each table row-wise: 192 KB on devices of 150 KB)
+"$build/bin/edo" tune "$tmp/plan.edodb" --devices 3 --budget 150KB --max-error 0 --backend cpu --strategies fp16 --reps 1 --json \
+  >$c/plan/seed-devices.json 2>/dev/null
 
 # --- size
 for s in 24GiB 500MB 1.5TiB 4096 "24 GiB" 0.1GB 18446744073709551615 1kB 7PiB; do

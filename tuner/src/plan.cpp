@@ -1,5 +1,5 @@
 // replan(): the plan from the measured candidates, for a budget, an error limit and the
-// run's objective (docs/tuning.md "The plan").
+// run's objective (docs/tuning.md "The plan"); over several devices, placement.cpp places it.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -10,6 +10,7 @@
 #include "edo/tuner/optimizer.h"
 #include "edo/tuner/tuner.h"
 #include "explain.h"
+#include "placement_plan.h"
 
 namespace edo::tuner {
 namespace {
@@ -46,6 +47,11 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
 }  // namespace
 
 void replan(model::TuneResult& r, uint64_t budget, double max_error) {
+  if (r.devices > 1) return replan_devices(r, budget, max_error);
+  plan_total(r, budget, max_error);
+}
+
+void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   r.budget_bytes = budget;
   r.max_error = max_error;
   r.choices.clear();

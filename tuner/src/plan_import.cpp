@@ -258,6 +258,50 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
   if (strategy == "fp8" && params.contains("scale") && params["scale"] != "row") fail(where + ": params \"scale\" is not \"row\"");
 }
 
+// A table's "sharding" in a plan over `devices` devices: its type, its shards (device, first
+// row or column, how many, bytes, lookups per step) and the "devices" list the shards name.
+void read_sharding(const json& t, uint32_t devices, TuneChoice& ch, const std::string& where) {
+  auto it = t.find("sharding");
+  if (it == t.end() || it->is_null()) {
+    if (devices > 1) fail(where + " has no \"sharding\" (the plan is for " + std::to_string(devices) + " devices)");
+    return;
+  }
+  if (devices <= 1) fail(where + " has a \"sharding\" but the plan is for one device");
+  const std::string what = where + ": \"sharding\"";
+  if (!it->is_object()) fail(what + " is not an object");
+  ch.sharding = get_string(*it, "type", what);
+  if (ch.sharding != "table_wise" && ch.sharding != "row_wise" && ch.sharding != "column_wise")
+    fail(what + " type \"" + describe(ch.sharding) + "\" is not table_wise, row_wise or column_wise");
+  const json& list = field(*it, "devices", what);
+  const json& shards = field(*it, "shards", what);
+  if (!list.is_array() || !shards.is_array() || shards.empty() || list.size() != shards.size())
+    fail(what + " needs \"devices\" and \"shards\" lists of the same length (at least one)");
+  if (ch.sharding == "table_wise" && shards.size() != 1) fail(what + " is table_wise but has " + std::to_string(shards.size()) + " shards");
+  std::set<uint64_t> seen;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const json& sh = shards[i];
+    const std::string w = what + " shard " + std::to_string(i);
+    if (!sh.is_object()) fail(w + " is not an object");
+    model::TuneShard s;
+    const uint64_t device = get_u64(sh, "device", w);
+    if (device >= devices) fail(w + ": device " + std::to_string(device) + " is not one of the plan's " + std::to_string(devices));
+    if (!list[i].is_number_unsigned() || list[i].get<uint64_t>() != device) fail(w + ": its device is not \"devices\"[" + std::to_string(i) + "]");
+    if (!seen.insert(device).second) fail(what + " puts two shards on device " + std::to_string(device));
+    s.device = static_cast<uint32_t>(device);
+    s.offset = get_u64(sh, "offset", w);
+    s.size = get_u64(sh, "size", w);
+    s.device_bytes = get_u64(sh, "device_bytes", w);
+    s.lookups_per_step = get_number(sh, "lookups_per_step", w, true, 0.0);
+    if (s.device_bytes > UINT64_MAX - bytes) fail(w + ": the shards' bytes overflow");
+    bytes += s.device_bytes;
+    ch.shards.push_back(s);
+  }
+  // A tied table follows its owner's shards and holds nothing itself.
+  if (bytes != ch.device_bytes)
+    fail(what + ": the shards hold " + std::to_string(bytes) + " bytes, the table " + std::to_string(ch.device_bytes));
+}
+
 }  // namespace
 
 TuneResult plan_from_json(const json& doc) {
@@ -325,6 +369,13 @@ TuneResult plan_from_json(const json& doc) {
     }
   }
 
+  // Plans written before plans over several devices were for one.
+  if (doc.contains("devices")) {
+    const uint64_t n = get_u64(doc, "devices", top);
+    if (n < 1 || n > 65536) fail("\"devices\" is " + std::to_string(n) + ", not a number of devices from 1 to 65536");
+    r.devices = static_cast<uint32_t>(n);
+  }
+
   const json& tables = field(doc, "tables", top);
   if (!tables.is_array()) fail("\"tables\" is not a list");
   if (!r.feasible && !tables.empty()) fail("an infeasible plan (\"plan\": null) lists tables");
@@ -361,6 +412,7 @@ TuneResult plan_from_json(const json& doc) {
     ch.host_bytes = get_u64(t, "host_bytes", where);
     ch.step_us = get_number(t, "step_us", where, true, 0.0);
     ch.why = get_string(t, "why", where);
+    if (r.feasible) read_sharding(t, r.devices, ch, where);
     const double error = get_number(t, "error", where, true, std::numeric_limits<double>::quiet_NaN());
     const bool retrain = get_bool(t, "needs_retraining", where);
     const std::optional<double> hit = opt_rate(t, "hit_rate", where);
@@ -426,6 +478,28 @@ TuneResult plan_from_json(const json& doc) {
   for (const auto& ch : r.choices)
     if (!ch.shares_with.empty() && !names.count(ch.shares_with))
       fail("table \"" + describe(ch.table) + "\" is shared with \"" + describe(ch.shares_with) + "\", which the plan does not list");
+
+  // Each device's totals are its shards' (per_device, when given, must say the same) and within
+  // the budget.
+  if (r.feasible && r.devices > 1) {
+    std::vector<uint64_t> held(r.devices, 0);
+    for (const auto& ch : r.choices)
+      for (const auto& s : ch.shards) held[s.device] += s.device_bytes;
+    for (uint32_t d = 0; d < r.devices; ++d)
+      if (held[d] > r.budget_bytes)
+        fail("device " + std::to_string(d) + " holds " + std::to_string(held[d]) + " bytes, more than the budget of " +
+             std::to_string(r.budget_bytes) + " per device");
+    if (auto per = doc.find("per_device"); per != doc.end()) {
+      if (!per->is_array() || per->size() != r.devices) fail("\"per_device\" is not a list of one entry per device");
+      for (size_t d = 0; d < per->size(); ++d) {
+        const std::string w = "per_device " + std::to_string(d);
+        if (!(*per)[d].is_object()) fail(w + " is not an object");
+        if (get_u64((*per)[d], "device", w) != d) fail(w + " is not device " + std::to_string(d));
+        if (get_u64((*per)[d], "device_bytes", w) != held[d])
+          fail(w + ": device_bytes disagrees with its shards (" + std::to_string(held[d]) + " bytes)");
+      }
+    }
+  }
 
   const json& frontier = field(doc, "frontier", top);
   if (!frontier.is_array()) fail("\"frontier\" is not a list");

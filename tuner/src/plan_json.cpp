@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "edo/tuner/placement.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/summary.h"
 #include "text.h"
@@ -97,6 +98,16 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["recorded_optimizer"] = valid_utf8(t->optimizer);
     j["tuned"] = t->tuned;
   }
+  // A plan over several devices: where the table is (docs/tuning.md "Placement").
+  if (r.devices > 1 && !ch.shards.empty()) {
+    ordered_json devices = ordered_json::array(), shards = ordered_json::array();
+    for (const auto& s : ch.shards) {
+      devices.push_back(s.device);
+      shards.push_back({{"device", s.device}, {"offset", s.offset}, {"size", s.size}, {"device_bytes", s.device_bytes},
+                        {"lookups_per_step", number_or_null(s.lookups_per_step)}});
+    }
+    j["sharding"] = {{"type", ch.sharding}, {"devices", devices}, {"shards", shards}};
+  }
   return j;
 }
 
@@ -184,6 +195,14 @@ ordered_json plan_to_json(const TuneResult& r) {
   ordered_json notes = ordered_json::array();
   for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
   j["notes"] = notes;
+  // Devices the plan is for (budget_bytes is per device), and each one's totals when several.
+  j["devices"] = r.devices;
+  if (r.devices > 1 && r.feasible) {
+    ordered_json per = ordered_json::array();
+    for (const auto& d : device_loads(r))
+      per.push_back({{"device", d.device}, {"device_bytes", d.device_bytes}, {"lookups_per_step", number_or_null(d.lookups_per_step)}});
+    j["per_device"] = per;
+  }
   return j;
 }
 

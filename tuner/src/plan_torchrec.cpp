@@ -193,6 +193,27 @@ class EdoCacheStatistics(CacheStatistics):
 
 )";
 
+// The sharding part of a table's ParameterConstraints in a plan over several devices: the one
+// sharding type edo's placement chose (TorchRec's ShardingType values "table_wise", "row_wise",
+// "column_wise"; its planner still picks the ranks and weighs communication) and, for
+// column-wise, min_partition: the width of edo's shards (TorchRec searches widths from it up to
+// the dim that divide the dim and are divisible by 4: torchrec/distributed/planner/types.py,
+// ParameterConstraints, pytorch/torchrec a48cef79). ParameterConstraints has no field for
+// ranks: those are in the file's edo_placement only.
+std::string sharding_of(const model::TuneChoice& ch) {
+  if (ch.sharding.empty() || ch.shards.empty()) return "";
+  std::string out = "        sharding_types=[" + python_string(ch.sharding) + "],\n";
+  if (ch.sharding == "column_wise") out += "        min_partition=" + std::to_string(ch.shards[0].size) + ",\n";
+  return out;
+}
+
+// edo_placement's entry: {"type": ..., "ranks": [...]} (the devices in shard order).
+std::string placement_of(const model::TuneChoice& ch) {
+  std::string ranks;
+  for (size_t i = 0; i < ch.shards.size(); ++i) ranks += (i ? ", " : "") + std::to_string(ch.shards[i].device);
+  return "{\"type\": " + python_string(ch.sharding) + ", \"ranks\": [" + ranks + "]}";
+}
+
 }  // namespace
 
 double distinct_in_window(const std::vector<std::pair<double, double>>& hit, double window, double rows) {
@@ -223,7 +244,8 @@ double distinct_in_window(const std::vector<std::pair<double, double>>& hit, dou
 std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {}); }
 
 std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
-  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning;
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning,
+      placement;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
   // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
@@ -255,6 +277,8 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       shared += comment + "    " + name + ": " + python_string(key_of(ch.shares_with)) + ",\n";
       continue;
     }
+    const std::string sharding = sharding_of(ch);
+    if (!sharding.empty()) placement += "    " + name + ": " + placement_of(ch) + ",\n";
     uint64_t rows = 0;
     uint32_t dim = 0;
     uint64_t element_bytes = 4;
@@ -297,7 +321,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
       why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
       // Its workload still helps the planner place it (no kernel or data type constrained).
-      if (const std::string w = workload_of(facts_of(ch.table)); !w.empty())
+      if (const std::string w = workload_of(facts_of(ch.table)) + sharding; !w.empty())
         constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
       continue;
     }
@@ -306,7 +330,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     if (kept > 0) post_pruning += comment + "    " + name + ": " + std::to_string(kept) + ",\n";
     std::string kernel = training ? "FUSED" : "QUANT";
     const TorchRecFacts* f = facts_of(ch.table);
-    std::string extra = workload_of(f);
+    std::string extra = workload_of(f) + sharding;
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
       const double lf = cache_load_factor(c, rows);
@@ -333,6 +357,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "# module path after .embedding_bags. / .embeddings., or the name edo's PyTorch hook recorded from the\n";
   out += "# collection's configs); module_paths maps it back to the recording. feature_names, pooling_factors,\n";
   out += "# num_poolings, batch_sizes and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# sharding_types (and min_partition for column-wise) in constraints: edo's placement over EDO_PLAN's devices.\n";
   out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
   out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
   out += "# num_embeddings_post_pruning: inference tables pruned to the rows the recording read, for\n";
@@ -354,6 +379,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "    \"budget_bytes\": " + std::to_string(r.budget_bytes) + ",\n";
   out += "    \"plan_device_bytes\": " + std::to_string(r.plan_device_bytes) + ",\n";
   out += "    \"feasible\": " + std::string(r.feasible ? "True" : "False") + ",\n";
+  out += "    \"devices\": " + std::to_string(r.devices) + ",\n";
   out += "    \"fbgemm_plan_device_bytes\": " + std::to_string(r.plan_device_bytes + fbgemm_total) + ",\n";
   out += "}\n\n";
   out += "constraints = {\n" + constraints + "}\n\n";
@@ -368,6 +394,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "fbgemm_offload_device_bytes = {\n" + fbgemm_bytes + "}\n\n";
   out += "# Every recorded table's CacheStatistics (for a table you cache yourself: CacheParams(stats=...)).\n";
   out += "cache_statistics = {\n" + cache_statistics + "}\n\n";
+  out += "# A plan over several devices (EDO_PLAN's devices; budget_bytes is per device): where edo placed each\n";
+  out += "# table (its shards' devices in order). TorchRec's ParameterConstraints has no field for ranks: its planner\n";
+  out += "# places the sharding type given in constraints itself; this is edo's balance of bytes and lookups.\n";
+  out += "edo_placement = {\n" + placement + "}\n\n";
   out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
   return out;
 }

@@ -63,12 +63,16 @@ std::string verdict_text(const model::TuneResult& r) {
     if (r.min_feasible_bytes == UINT64_MAX)
       return "plan: none: some table has no measured candidate within the error limit" + measured +
              (r.complete ? "; raise --max-error" : "; raise --time-limit or --max-error");
-    return "plan: none fits " + model::format_bytes(r.budget_bytes) + measured + "; the smallest feasible budget is " +
-           model::format_bytes(r.min_feasible_bytes) + " (" + std::to_string(r.min_feasible_bytes) + " bytes)" +
+    const std::string per = r.devices > 1 ? " per device" : "";
+    return "plan: none fits " + model::format_bytes(r.budget_bytes) + per +
+           (r.devices > 1 ? " on " + std::to_string(r.devices) + " devices" : "") + measured +
+           "; the smallest feasible budget is " + model::format_bytes(r.min_feasible_bytes) + per + " (" +
+           std::to_string(r.min_feasible_bytes) + " bytes)" +
            (r.complete ? "" : ", of the measured candidates: a larger --time-limit may find a smaller one");
   }
   const double saved = static_cast<double>(r.baseline_device_bytes) - static_cast<double>(r.plan_device_bytes);
   return "plan: " + model::format_bytes(r.plan_device_bytes) + " device" +
+         (r.devices > 1 ? " over " + std::to_string(r.devices) + " devices" : "") +
          change(static_cast<double>(r.baseline_device_bytes), static_cast<double>(r.plan_device_bytes)) + ", " +
          model::format_bytes(r.plan_host_bytes) + " host, " + format_duration_us(r.plan_step_us) + " per step" +
          change(r.baseline_step_us, r.plan_step_us) + "; " + (saved >= 0 ? "saves " : "adds ") +
@@ -80,6 +84,7 @@ std::vector<std::string> summary_lines(const model::TuneResult& r) {
   out.push_back(timing_text(r));
   out.push_back("weights: " + weights_text(r) + "; " + run_text(r));
   std::string budget = "budget: " + model::format_bytes(r.budget_bytes);
+  if (r.devices > 1) budget += " per device on " + std::to_string(r.devices) + " devices";
   if (std::isfinite(r.max_error)) budget += ", max error " + printf_text("%.3g", r.max_error) + " per table";
   budget += "; objective: " + r.objective +
             (r.objective == "speed" ? " (the fastest plan within the error limit)"

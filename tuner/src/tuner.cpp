@@ -572,6 +572,8 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   r.created_unix = static_cast<int64_t>(std::time(nullptr));
   r.backend = backend.name();
   r.device = describe_backend(r.backend);
+  if (o.devices < 1) throw std::invalid_argument("devices must be a whole number >= 1");
+  r.devices = o.devices;
   r.budget_bytes = o.budget_bytes;
   r.max_error = o.max_error;
   r.tables_glob = o.tables;

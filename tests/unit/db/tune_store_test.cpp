@@ -224,8 +224,8 @@ TuneResult sample_result() {
   r.plan_device_bytes = 10400;
   r.plan_host_bytes = 64000;
   r.plan_step_us = 14;
-  r.choices.push_back({"model.emb.user", 1, "", 10400, 64000, 11.5, "offload: saves 52 KiB, +4 us"});
-  r.choices.push_back({"model.lm_head", 1, "model.emb.user", 0, 0, 2.5, "tied: follows model.emb.user"});
+  r.choices.push_back({"model.emb.user", 1, "", 10400, 64000, 11.5, "offload: saves 52 KiB, +4 us", "", {}});
+  r.choices.push_back({"model.lm_head", 1, "model.emb.user", 0, 0, 2.5, "tied: follows model.emb.user", "", {}});
   r.frontier = {{10400, 14}, {64000, 10}};
   return r;
 }
@@ -497,6 +497,60 @@ TEST(TuneStore, DanglingChoiceIsAOneLineError) {
   } catch (const DbError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown candidate"), std::string::npos) << e.what();
   }
+}
+
+// Schema step 12 (issue 22 point 3): a plan over several devices keeps its device count, each
+// table's sharding and its shards in order, so that `edo export` from the file gives the plan
+// `edo tune` printed; a schema-11 file migrates to a single-device plan.
+TEST(TuneStore, APlanOverSeveralDevicesKeepsItsPlacement) {
+  const std::string path = temp_path("tune-devices.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.devices = 3;
+  r.choices[0].sharding = "row_wise";
+  r.choices[0].shards = {{2, 0, 500, 5200, 256.0}, {0, 500, 500, 5200, 256.0}};
+  r.choices[1].sharding = "row_wise";
+  r.choices[1].shards = {{2, 0, 500, 0, 0.0}, {0, 500, 500, 0, 0.0}};
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    EXPECT_EQ(q.devices, 3u);
+    ASSERT_EQ(q.choices.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(q.choices[i].sharding, "row_wise");
+      ASSERT_EQ(q.choices[i].shards.size(), 2u);
+      for (size_t k = 0; k < 2; ++k) {
+        const auto &a = q.choices[i].shards[k], &b = r.choices[i].shards[k];
+        EXPECT_EQ(a.device, b.device);
+        EXPECT_EQ(a.offset, b.offset);
+        EXPECT_EQ(a.size, b.size);
+        EXPECT_EQ(a.device_bytes, b.device_bytes);
+        EXPECT_DOUBLE_EQ(a.lookups_per_step, b.lookups_per_step);
+      }
+    }
+  }
+  {
+    // A schema-11 file: no device count, sharding or shards; migrating makes its plans
+    // single-device ones.
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE tune_shards");
+    db.exec("ALTER TABLE tune_plans DROP COLUMN devices");
+    db.exec("ALTER TABLE tune_choices DROP COLUMN sharding");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 12");
+    db.exec("UPDATE edo_meta SET value = '11' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult old = load_tune_result(store, r.run_id);
+  EXPECT_EQ(old.devices, 1u);
+  ASSERT_EQ(old.choices.size(), 2u);
+  EXPECT_TRUE(old.choices[0].sharding.empty());
+  EXPECT_TRUE(old.choices[0].shards.empty());
+  EXPECT_EQ(old.choices[0].device_bytes, 10400u);
+  SQLite::Database raw(path, SQLite::OPEN_READONLY);
+  EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
+            std::to_string(current_schema_version()));
+  EXPECT_GE(current_schema_version(), 12);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ import sys
 ALLOWED_NAMES = {"CacheStatistics", "EdoCacheStatistics", "CacheAlgorithm", "EmbeddingComputeKernel", "ParameterConstraints", "CacheParams", "DataType",
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
                  "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes",
-                 "cache_statistics", "num_embeddings_post_pruning"}
+                 "cache_statistics", "num_embeddings_post_pruning", "edo_placement"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
                  "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics"}
@@ -72,7 +72,8 @@ out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_
        "edo_only": plan.edo_only, "shared_with": plan.shared_with, "edo_only_why": plan.edo_only_why,
        "module_paths": plan.module_paths, "fbgemm_offload_device_bytes": plan.fbgemm_offload_device_bytes,
        "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()},
-       "num_embeddings_post_pruning": getattr(plan, "num_embeddings_post_pruning", {})}
+       "num_embeddings_post_pruning": getattr(plan, "num_embeddings_post_pruning", {}),
+       "edo_placement": getattr(plan, "edo_placement", {})}
 # Every pruned count goes where TorchRec reads it: an EmbeddingBagConfig built with it.
 from torchrec.modules.embedding_configs import EmbeddingBagConfig  # noqa: E402
 for name, n in out["num_embeddings_post_pruning"].items():
@@ -90,6 +91,8 @@ for name, c in plan.constraints.items():
         "pooling_factors": c.pooling_factors,
         "num_poolings": c.num_poolings,
         "batch_sizes": c.batch_sizes,
+        "sharding_types": c.sharding_types,
+        "min_partition": c.min_partition,
     }
     st = getattr(cp, "stats", None) if cp is not None else None
     if st is not None:

@@ -106,12 +106,12 @@ TuneResult sample_plan() {
   pq.optimizer = "rowwise_adagrad";
   pq.needs_retraining = true;
   r.candidates.push_back(pq);
-  r.choices.push_back({n[0], 0, "", 6400000, 0, 8, "kept"});
-  r.choices.push_back({n[1], 1, "", 2400000, 0, 7.5, "int8 \"why\"\n"});
-  r.choices.push_back({n[2], 2, "", 720000, 6400000, 30, "offload"});
-  r.choices.push_back({n[3], 3, "", 232768, 0, 5, "pq"});
-  r.choices.push_back({n[4], 0, n[0], 0, 0, 2, "tied"});
-  r.choices.push_back({n[5], -1, "", 6400000, 0, 0, "not tuned"});
+  r.choices.push_back({n[0], 0, "", 6400000, 0, 8, "kept", "", {}});
+  r.choices.push_back({n[1], 1, "", 2400000, 0, 7.5, "int8 \"why\"\n", "", {}});
+  r.choices.push_back({n[2], 2, "", 720000, 6400000, 30, "offload", "", {}});
+  r.choices.push_back({n[3], 3, "", 232768, 0, 5, "pq", "", {}});
+  r.choices.push_back({n[4], 0, n[0], 0, 0, 2, "tied", "", {}});
+  r.choices.push_back({n[5], -1, "", 6400000, 0, 0, "not tuned", "", {}});
   return r;
 }
 
@@ -269,7 +269,7 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
     TuneCandidate c = cand(name, strategy, strategy == "offload" ? "offload:cache=0.1:policy=lru" : strategy, params, 1, 0, 1, 0);
     c.optimizer = optimizer;
     r.candidates.push_back(c);
-    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
   };
   add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_user", "adam", "fp16", "{}", "rowwise_adagrad");
   add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_item", "adam", "int8", "{}", "");
@@ -324,7 +324,7 @@ nlohmann::json torchrec_readback(const std::vector<TorchRecRow>& rows, const std
     t.tuned = true;
     r.tables.push_back(t);
     r.candidates.push_back(cand(row.name, row.strategy, row.strategy, row.params, 1, 0, 1, 0));
-    r.choices.push_back({row.name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+    r.choices.push_back({row.name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
   }
   const std::string path = temp_file(file, plan_to_torchrec(r));
   const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
@@ -510,7 +510,7 @@ TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
     t.optimizer = "adagrad";
     r.tables.push_back(t);
     r.candidates.push_back(cand(name, "offload", "offload:cache=0.1:policy=lru", R"({"cache_rows":100,"policy":"lru"})", 1, 0, 1, 0));
-    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why"});
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
   }
   TorchRecFacts f;
   f.config = "user_table";  // the config name differs from the path's last part

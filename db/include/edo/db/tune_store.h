@@ -41,7 +41,8 @@ struct TuneRunSummary {
   std::string timing_kind = "measured", timing_device;  // schema 7 (older runs: measured on `device`)
   bool complete = true;
   bool feasible = false;
-  uint64_t budget_bytes = 0;
+  uint64_t budget_bytes = 0;  // per device when devices > 1
+  uint32_t devices = 1;       // schema 12 (older plans: one device)
   uint64_t plan_device_bytes = 0;
   uint64_t min_feasible_bytes = 0;
   double plan_step_us = 0;

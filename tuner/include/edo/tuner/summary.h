@@ -27,6 +27,11 @@ std::string run_text(const model::TuneResult& result);
 // smallest budget named is that of the candidates measured, and the text says so.
 std::string verdict_text(const model::TuneResult& result);
 
+// A plan over several devices (result.devices > 1): one line per device ("device 0: 93.3 MB,
+// 1.2K lookups/step") and one per table saying where it is ("t0: row_wise over devices 0, 1, 2
+// (rows 0-16666 on 0 ...)"); none for a single-device plan or when there is no plan.
+std::vector<std::string> placement_lines(const model::TuneResult& result);
+
 // Every line of the summary: timing (timing_text), weights and run, budget and objective, notes ("note:
 // ..."), baseline, verdict.
 std::vector<std::string> summary_lines(const model::TuneResult& result);

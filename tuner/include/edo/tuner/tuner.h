@@ -42,7 +42,11 @@ namespace edo::tuner {
 inline constexpr double kDefaultMaxError = 0.02;
 
 struct TuneOptions {
-  uint64_t budget_bytes = 0;           // device memory for all tables (weights + optimizer state + metadata)
+  uint64_t budget_bytes = 0;           // device memory for all tables (weights + optimizer state + metadata), per device
+  // Devices the tables are placed on (docs/tuning.md "Placement"): the plan's candidates fit
+  // devices x budget_bytes together and its tables are placed table-wise, row-wise or
+  // column-wise so that each device holds at most budget_bytes. 1: today's single-device plan.
+  uint32_t devices = 1;
   // Per-table error limit (infinity: none). Candidates over it are not chosen; with a finite
   // limit, those whose error (computed first, on the reference rows) is clearly over it are
   // not timed at all (docs/tuning.md "Error gate").
@@ -130,7 +134,8 @@ inline constexpr double kRetrainingLoss = 1.0;
 
 // Recomputes the plan of `result` for another budget and error limit, under its objective
 // (result.objective), from its candidates, measuring nothing (the dashboard's what-if; `edo tune` uses it too): choices, totals,
-// frontier, feasibility and every choice's `why`.
+// frontier, feasibility and every choice's `why`; over result.devices devices (budget per
+// device) also each table's placement (edo/tuner/placement.h).
 void replan(model::TuneResult& result, uint64_t budget_bytes, double max_error);
 
 // The backend "auto" resolves to on this machine ("cuda" or "cpu"), and a line describing it

@@ -62,6 +62,20 @@ struct TuneCandidate {
   bool usable() const { return measured && std::isfinite(step_us) && !std::isnan(error); }
 };
 
+// One piece of a table placed on one device of a plan over N devices (`edo tune --devices N`,
+// docs/tuning.md "Placement"): the whole table (table-wise), a contiguous range of its rows
+// (row-wise) or of its columns (column-wise). Its bytes are the table's device bytes (weights,
+// optimizer state, cache) in proportion to the range; its lookups per step likewise (row-wise
+// assumes the table's lookups spread over its rows in proportion; a column-wise shard serves
+// every lookup at offset..offset+size columns of the width: its share counts size/dim of each).
+struct TuneShard {
+  uint32_t device = 0;
+  uint64_t offset = 0;         // first row (row-wise) or column (column-wise); 0 for table-wise
+  uint64_t size = 0;           // rows (row-wise, table-wise) or columns (column-wise)
+  uint64_t device_bytes = 0;
+  double lookups_per_step = 0;
+};
+
 // The plan's choice for one table.
 struct TuneChoice {
   std::string table;
@@ -71,6 +85,11 @@ struct TuneChoice {
   uint64_t host_bytes = 0;
   double step_us = 0;          // this table's part of the group's step time
   std::string why;             // one line: what it saves and costs, or why it is kept
+  // Plans over several devices (TuneResult::devices > 1): "table_wise", "row_wise" or
+  // "column_wise" and the shards (a tied table follows its owner: its shards hold no bytes);
+  // "" and none in a single-device plan.
+  std::string sharding;
+  std::vector<TuneShard> shards;
 };
 
 // One recorded table as the tuner saw it (baseline).
@@ -102,7 +121,10 @@ struct TuneResult {
   // that is not here: edo/tuner/device_model.h), errors still computed on `backend`.
   std::string timing_kind = "measured";
   std::string timing_device;
-  // Options in force.
+  // Options in force. budget_bytes is per device: a plan over `devices` devices holds at most
+  // budget_bytes on each; its plan_device_bytes and frontier are totals over all devices, its
+  // min_feasible_bytes is per device like the budget.
+  uint32_t devices = 1;
   uint64_t budget_bytes = 0;
   double max_error = std::numeric_limits<double>::infinity();
   std::string tables_glob = "*";
@@ -126,7 +148,7 @@ struct TuneResult {
 
   // The plan (empty choices when infeasible).
   bool feasible = false;
-  uint64_t min_feasible_bytes = 0;  // the smallest budget any plan fits (under the error limit)
+  uint64_t min_feasible_bytes = 0;  // the smallest (per-device) budget any plan fits (under the error limit)
   uint64_t baseline_device_bytes = 0;
   uint64_t baseline_host_bytes = 0;
   double baseline_step_us = 0;
