@@ -6,33 +6,61 @@
 #include <bit>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 #include <cstdlib>
 
 #include "internal.h"
 
 namespace edo::stats {
 
-std::vector<InterleavedRef> interleave_by_progress(const std::vector<OrderedSample>& samples) {
-  std::vector<InterleavedRef> out;
-  size_t n = 0;
-  for (const auto& s : samples) n += s.refs.size();
-  out.reserve(n);
-  for (size_t i = 0; i < samples.size(); ++i)
-    for (const auto& r : samples[i].refs) out.push_back({static_cast<uint32_t>(i), r});
-  // (pa - ba) / la < (pb - bb) / lb  <=>  (pa - ba) * lb < (pb - bb) * la: exact in 128 bits,
-  // so that equal progress (two ranks of equal lengths, step by step) is a tie, broken by rank.
-  auto offset = [&](const InterleavedRef& x) { return x.ref.position - samples[x.stream].begin; };
-  auto length = [&](const InterleavedRef& x) {
-    const auto& s = samples[x.stream];
-    return std::max<uint64_t>(1, s.end - s.begin);
+namespace {
+
+// Calls f(stream, ref) for the references of `samples` kept at `threshold`, in lock-step order:
+// ascending (position - begin) / (end - begin), ties by stream index. Each stream is in
+// position order already: a k-way merge of their heads (n log k, nothing copied).
+// (pa - ba) / la < (pb - bb) / lb  <=>  (pa - ba) * lb < (pb - bb) * la: exact in 128 bits, so
+// that equal progress (two ranks of equal lengths, step by step) is a tie, broken by rank.
+template <class F>
+void for_each_interleaved(const std::vector<const OrderedSample*>& samples, uint64_t threshold, F&& f) {
+  struct Head {
+    uint64_t offset, length;
+    uint32_t stream;
+    size_t next;  // index of the head's reference in its sample
   };
-  std::stable_sort(out.begin(), out.end(), [&](const InterleavedRef& a, const InterleavedRef& b) {
-    const unsigned __int128 l = static_cast<unsigned __int128>(offset(a)) * length(b);
-    const unsigned __int128 r = static_cast<unsigned __int128>(offset(b)) * length(a);
-    if (l != r) return l < r;
-    return a.stream < b.stream;
-  });
+  auto later = [](const Head& a, const Head& b) {  // the heap's order: the earliest on top
+    const unsigned __int128 l = static_cast<unsigned __int128>(a.offset) * b.length;
+    const unsigned __int128 r = static_cast<unsigned __int128>(b.offset) * a.length;
+    if (l != r) return l > r;
+    return a.stream > b.stream;
+  };
+  std::vector<Head> heap;
+  auto push_from = [&](uint32_t k, size_t i) {
+    const OrderedSample& s = *samples[k];
+    while (i < s.refs.size() && !OrderedSample::keeps(s.refs[i].row, threshold)) ++i;
+    if (i == s.refs.size()) return;
+    heap.push_back({s.refs[i].position - s.begin, std::max<uint64_t>(1, s.end - s.begin), k, i});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (uint32_t k = 0; k < samples.size(); ++k) push_from(k, 0);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Head h = heap.back();
+    heap.pop_back();
+    f(h.stream, samples[h.stream]->refs[h.next]);
+    push_from(h.stream, h.next + 1);
+  }
+}
+
+}  // namespace
+
+std::vector<InterleavedRef> interleave_by_progress(const std::vector<OrderedSample>& samples) {
+  std::vector<const OrderedSample*> p;
+  uint64_t threshold = OrderedSample::kFullThreshold;
+  for (const auto& s : samples) {
+    p.push_back(&s);
+    threshold = std::min(threshold, s.threshold);
+  }
+  std::vector<InterleavedRef> out;
+  for_each_interleaved(p, threshold, [&](uint32_t k, const OrderedRef& r) { out.push_back({k, r}); });
   return out;
 }
 
@@ -168,20 +196,13 @@ UnionLru union_lru(const std::vector<RankSample>& ranks, const TableAggregate& m
     threshold = std::min(threshold, r.sample->threshold);
   }
   if (threshold == 0) return unavailable("a rank's ordered sample kept no rows (its stream was too long for the bound)");
-  // Every rank's sample at the lowest threshold: the same rows in all of them.
-  std::vector<OrderedSample> lowered;
-  lowered.reserve(ranks.size());
-  for (const auto& r : ranks) {
-    lowered.push_back(*r.sample);
-    lowered.back().lower_threshold(threshold);
-  }
-  const std::vector<InterleavedRef> order = interleave_by_progress(lowered);
-  lowered.clear();
+  // Every rank's sample at the lowest threshold (the same rows in all of them), interleaved.
+  std::vector<const OrderedSample*> samples;
+  for (const auto& r : ranks) samples.push_back(r.sample);
   auto e = std::make_shared<UnionLru::Estimator>();
   u.rate = e->rate = static_cast<double>(threshold) / static_cast<double>(OrderedSample::kFullThreshold);
-  u.sampled_refs = order.size();
   e->expected = static_cast<double>(u.lookups) * u.rate;
-  if (e->expected <= 0.0 || order.empty()) return unavailable("the ranks' ordered samples hold no references");
+  if (e->expected <= 0.0) return unavailable("the ranks read nothing of the table");
   const uint64_t unique = merged.unique_rows();
   u.ceiling = e->ceiling = u.lookups == 0 ? 1.0 : std::max(0.0, 1.0 - static_cast<double>(unique) / static_cast<double>(u.lookups));
   u.stratified = e->stratified = u.rate < 1.0 && merged.mode() == CountMode::kExact;
@@ -199,21 +220,23 @@ UnionLru union_lru(const std::vector<RankSample>& ranks, const TableAggregate& m
     for (const auto& [bin, b] : bins)
       e->count_rows.emplace_back(static_cast<uint64_t>(std::llround(b.second / b.first)), static_cast<uint64_t>(b.first));
     std::sort(e->count_rows.begin(), e->count_rows.end(), std::greater<>());
-  } else {
-    e->adjust = e->expected - static_cast<double>(u.sampled_refs);  // 0 at rate 1
   }
   // Stack distances of the interleaved sample, in sample rows, by class.
   {
-    std::unordered_map<uint64_t, uint64_t> id_of;
-    id_of.reserve(order.size());
+    detail::RowIds ids;               // row -> dense id for the stack (open addressing)
+    std::vector<uint8_t> class_of_id;  // each sampled row's class, looked up once
     detail::MattsonStack stack;
-    for (const auto& x : order) {
-      const uint64_t id = id_of.try_emplace(x.ref.row, id_of.size()).first->second;
+    for_each_interleaved(samples, threshold, [&](uint32_t, const OrderedRef& r) {
+      const uint64_t id = ids.id_of(r.row);
+      if (id == class_of_id.size())
+        class_of_id.push_back(e->stratified ? static_cast<uint8_t>(std::bit_width(merged.count(r.row))) : 0);
       const uint64_t dist = stack.reference(id);
-      const size_t cls = e->stratified ? static_cast<size_t>(std::bit_width(merged.count(x.ref.row))) : 0;
-      e->d[cls].push_back(dist == detail::MattsonStack::kCold ? UINT64_MAX : dist);
-    }
+      e->d[class_of_id[id]].push_back(dist == detail::MattsonStack::kCold ? UINT64_MAX : dist);
+      ++u.sampled_refs;
+    });
   }
+  if (u.sampled_refs == 0) return unavailable("the ranks' ordered samples hold no references");
+  if (!e->stratified) e->adjust = e->expected - static_cast<double>(u.sampled_refs);  // 0 at rate 1
   for (auto& v : e->d) std::sort(v.begin(), v.end());
   u.estimator = std::move(e);
   u.available = true;
