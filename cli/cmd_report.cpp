@@ -17,6 +17,7 @@
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
+#include "edo/model/union_view.h"
 #include "edo/db/tune_store.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/plan_io.h"
@@ -344,6 +345,7 @@ int run_report(const ReportOptions& o) {
   model::Profile profile = store.load();
   std::vector<std::string> view_of_table;
   auto tables = model::table_views(profile, {}, &view_of_table);
+  model::add_union_lru(profile, tables, view_of_table);  // tables read on several ranks: both LRU curves
   const auto ranks = model::rank_views(profile, model::job_view(profile), view_of_table);
   // The latest plan of `edo tune` that fits (a failed run never hides it), and every run.
   const std::optional<model::TuneResult> plan = db::load_latest_good_tune_result(store);

@@ -1,7 +1,5 @@
 #include "edo/model/profile_summary.h"
 
-#include "edo/model/union_view.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -38,9 +36,7 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
   for (const Session& s : profile.sessions) session_of[s.id] = &s;
   std::vector<TableView> views;
   std::map<std::string, size_t> by_name;
-  std::vector<std::vector<size_t>> members;  // per view: its tables (indices into profile.tables)
-  for (size_t ti = 0; ti < profile.tables.size(); ++ti) {
-    const Table& t = profile.tables[ti];
+  for (const Table& t : profile.tables) {
     // Same name, other shape (or counts that cannot merge): told apart by the rank, else the
     // pid, of the process that recorded it.
     const Session* s = session_of.count(t.session_id) ? session_of[t.session_id] : nullptr;
@@ -59,7 +55,6 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
       }
       if (merge_into(views[it->second], t)) {
         if (s && s->rank) views[it->second].ranks.insert(*s->rank);
-        members[it->second].push_back(ti);
         if (view_of_table) view_of_table->push_back(k);
         merged = true;
         break;
@@ -83,7 +78,6 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
     v.aggregate = t.aggregate;
     by_name[key] = views.size();
     views.push_back(std::move(v));
-    members.push_back({ti});
   }
   std::map<std::string, std::set<std::string>> tied;
   std::map<std::string, std::string> owner;
@@ -103,10 +97,8 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
     }
   }
   size_t done = 0;
-  for (size_t vi = 0; vi < views.size(); ++vi) {
-    TableView& v = views[vi];
+  for (TableView& v : views) {
     v.summary = stats::summarize(v.aggregate);
-    v.union_lru = union_lru_of(profile, members[vi], v.aggregate);
     if (on_table) on_table(++done, views.size());
     auto it = tied.find(v.table_name);
     if (it != tied.end()) v.tied_with.assign(it->second.begin(), it->second.end());

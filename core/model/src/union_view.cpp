@@ -42,4 +42,14 @@ std::optional<stats::UnionLru> union_lru_of(const Profile& profile, const std::v
   return stats::union_lru(ranks, merged);
 }
 
+void add_union_lru(const Profile& profile, std::vector<TableView>& views, const std::vector<std::string>& view_of_table) {
+  std::map<std::string, std::vector<size_t>> members;  // view name -> its tables
+  for (size_t i = 0; i < profile.tables.size() && i < view_of_table.size(); ++i) members[view_of_table[i]].push_back(i);
+  for (TableView& v : views) {
+    if (v.ranks.size() < 2) continue;  // fewer than two ranks recorded it
+    auto it = members.find(v.name);
+    if (it != members.end()) v.union_lru = union_lru_of(profile, it->second, v.aggregate);
+  }
+}
+
 }  // namespace edo::model

@@ -1,13 +1,22 @@
-// The model-parallel LRU curve of a table read on several ranks in table_views() (issue 22):
+// The model-parallel LRU curve of a table read on several ranks (add_union_lru, issue 22):
 // which processes' streams go into it, and when it is unavailable.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "edo/model/profile_summary.h"
+#include "edo/model/union_view.h"
 
 namespace edo::model {
 namespace {
+
+// table_views() and the union curves, as edo report and the dashboard make them.
+std::vector<TableView> views_of(const Profile& p) {
+  std::vector<std::string> view_of_table;
+  auto views = table_views(p, {}, &view_of_table);
+  add_union_lru(p, views, view_of_table);
+  return views;
+}
 
 stats::TableAggregate read(const std::vector<int64_t>& stream, uint64_t rows) {
   stats::TableIngestor ing(rows, stats::StatsConfig{});
@@ -45,7 +54,7 @@ Profile two_ranks() {
 }
 
 TEST(UnionView, ATableReadOnTwoRanksHasBothCurves) {
-  const auto views = table_views(two_ranks());
+  const auto views = views_of(two_ranks());
   ASSERT_EQ(views.size(), 1u);
   const TableView& v = views[0];
   EXPECT_NEAR(v.summary.lru_hit_rate_50pct, 0.9, 1e-12) << "each rank's own cache of 500 rows holds its cycle";
@@ -56,10 +65,16 @@ TEST(UnionView, ATableReadOnTwoRanksHasBothCurves) {
   EXPECT_NEAR(v.union_lru->hit_rate_100pct, 0.9, 1e-12);
 }
 
+TEST(UnionView, OnlyAddUnionLruComputesIt) {
+  const auto views = table_views(two_ranks());
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_FALSE(views[0].union_lru.has_value()) << "table_views() alone leaves it to the readers that show it";
+}
+
 TEST(UnionView, ATableReadOnOneRankHasNoUnionCurve) {
   Profile p = two_ranks();
   p.tables[1].aggregate = stats::TableAggregate(1000, stats::StatsConfig{});  // rank 1 never read it
-  const auto views = table_views(p);
+  const auto views = views_of(p);
   ASSERT_EQ(views.size(), 1u);
   EXPECT_FALSE(views[0].union_lru.has_value());
 }
@@ -76,14 +91,14 @@ TEST(UnionView, AForkedWorkerOrAProcessWithoutRankMakesItUnavailable) {
   t.session_id = 3;
   t.aggregate = read({1, 3, 5}, 1000);
   p.tables.push_back(t);
-  auto views = table_views(p);
+  auto views = views_of(p);
   ASSERT_EQ(views.size(), 1u);
   ASSERT_TRUE(views[0].union_lru.has_value());
   EXPECT_FALSE(views[0].union_lru->available);
   EXPECT_NE(views[0].union_lru->why_not.find("rank 1's lookups of the table come from 2 processes"), std::string::npos)
       << views[0].union_lru->why_not;
   p.sessions[2].rank.reset();
-  views = table_views(p);
+  views = views_of(p);
   ASSERT_TRUE(views[0].union_lru.has_value());
   EXPECT_FALSE(views[0].union_lru->available);
   EXPECT_NE(views[0].union_lru->why_not.find("process 202 on node1 read the table without a RANK"), std::string::npos)

@@ -34,8 +34,9 @@ struct TableView {
   stats::TableAggregate aggregate;  // merged over sessions
   stats::TableSummary summary;
   // Read on several ranks: the LRU curve of one cache serving the union of their lookups
-  // (model parallel; summary's is each rank with its own cache: data parallel). nullopt when
-  // fewer than two ranks read the table (edo/model/union_view.h).
+  // (model parallel; summary's is each rank with its own cache: data parallel). Filled by
+  // add_union_lru() (edo/model/union_view.h) for the readers that show it (report, dashboard);
+  // nullopt when fewer than two ranks read the table, or when not asked for.
   std::optional<stats::UnionLru> union_lru;
   std::vector<std::string> tied_with;  // other names on the same weights
   // Set when this name was registered on weights that an earlier name already owns (e.g. an

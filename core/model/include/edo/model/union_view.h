@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "edo/model/profile.h"
+#include "edo/model/profile_summary.h"
 #include "edo/stats/union_lru.h"
 
 namespace edo::model {
@@ -19,5 +21,12 @@ namespace edo::model {
 // workers: not one stream's order); else each rank's ordered sample, ranks ascending.
 std::optional<stats::UnionLru> union_lru_of(const Profile& profile, const std::vector<size_t>& members,
                                             const stats::TableAggregate& merged);
+
+// Fills TableView::union_lru of every view that two or more ranks read. `view_of_table` is
+// what table_views(profile, {}, &view_of_table) returned with `views` (the view each of
+// profile.tables went into). Apart from table_views() because it costs a pass over every
+// rank's ordered sample (about a second for 64 ranks of a table: bench/results), which the
+// readers that do not show it (the tuner, the collector's table count) do not pay.
+void add_union_lru(const Profile& profile, std::vector<TableView>& views, const std::vector<std::string>& view_of_table);
 
 }  // namespace edo::model
