@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <map>
-#include <cstdlib>
 
 #include "internal.h"
 

@@ -49,8 +49,9 @@ struct InterleavedRef {
   OrderedRef ref;
 };
 
-// The references of `samples` (each one stream's, valid) in lock-step order: ascending
-// (position - begin) / (end - begin), ties by stream index. Exact (integer cross products).
+// The references of `samples` (each one stream's, valid) kept at the smallest of their
+// thresholds, in lock-step order: ascending (position - begin) / (end - begin), ties by stream
+// index. Exact (integer cross products).
 std::vector<InterleavedRef> interleave_by_progress(const std::vector<OrderedSample>& samples);
 
 struct UnionLru {
