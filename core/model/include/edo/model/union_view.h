@@ -25,7 +25,7 @@ std::optional<stats::UnionLru> union_lru_of(const Profile& profile, const std::v
 // Fills TableView::union_lru of every view that two or more ranks read. `view_of_table` is
 // what table_views(profile, {}, &view_of_table) returned with `views` (the view each of
 // profile.tables went into). Apart from table_views() because it costs a pass over every
-// rank's ordered sample (about a second for 64 ranks of a table: bench/results), which the
+// rank's ordered sample (~0.5 s per table of 64 ranks on a loaded 2-core VM: bench/results), which the
 // readers that do not show it (the tuner, the collector's table count) do not pay.
 void add_union_lru(const Profile& profile, std::vector<TableView>& views, const std::vector<std::string>& view_of_table);
 
