@@ -17,12 +17,14 @@
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
+#include "edo/model/union_view.h"
 #include "edo/db/tune_store.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
 #include "support/report_json.h"
 #include "support/report_ranks.h"
+#include "support/report_union.h"
 #include "support/terminal.h"
 #include "support/text_width.h"
 
@@ -311,6 +313,18 @@ void print_imbalance(const std::vector<model::RankView>& ranks) {
   for (const auto& l : lines) print_note("  " + l, "    ");
 }
 
+// Tables read on several ranks: the LRU of one cache serving all their lookups (a device that
+// holds the table in a model-parallel job) next to each rank's own cache (the LRU columns).
+void print_union_lru(const std::vector<model::TableView>& tables) {
+  const auto lines = union_lru_lines(tables);
+  if (lines.empty()) return;
+  fmt::print("\n");
+  print_note("model-parallel LRU (one cache for the lookups of every rank, as on the device holding the table; the LRU "
+             "columns above are each rank with its own cache, data parallel). Estimated from the ranks' ordered samples "
+             "interleaved by progress, assuming the ranks advance in lock-step:");
+  for (const auto& l : lines) print_note("  " + l, "    ");
+}
+
 void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables,
                 const std::vector<model::RankView>& ranks, size_t top) {
   print_job(profile, model::job_view(profile), ranks);
@@ -321,6 +335,7 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
   }
   print_tables(tables);
   print_imbalance(ranks);
+  print_union_lru(tables);
   print_kernel_tables(profile);
   if (top > 0) print_top(tables, top);
 }
@@ -330,6 +345,7 @@ int run_report(const ReportOptions& o) {
   model::Profile profile = store.load();
   std::vector<std::string> view_of_table;
   auto tables = model::table_views(profile, {}, &view_of_table);
+  model::add_union_lru(profile, tables, view_of_table);  // tables read on several ranks: both LRU curves
   const auto ranks = model::rank_views(profile, model::job_view(profile), view_of_table);
   // The latest plan of `edo tune` that fits (a failed run never hides it), and every run.
   const std::optional<model::TuneResult> plan = db::load_latest_good_tune_result(store);
@@ -385,10 +401,12 @@ Runner setup(CLI::App& sub) {
       "  {\"schema\",\"job\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\",\"weight_bytes\",\"optimizer_bytes\",\n"
       "   \"grad_bytes\"},\"tables\":[{\"name\",\"table_name\",\"rows\",\"dim\",\"dtype\",\"device\",\"weight_bytes\",\n"
       "   \"optimizer_bytes\",\"grad_bytes\",\"total_bytes\",\"ranks\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\n"
-      "   \"coverage\",\"lru_hit_rate\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\"plan\",\n"
-      "   \"ranks\":[{\"rank\",\"world_size\",\"node\",\"pid\",\"lookups_by_table\":{TABLE: N},\"peak_bytes\",\"steps\",\n"
+      "   \"coverage\",\"lru_hit_rate\",\"lru_union\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\n"
+      "   \"plan\",\"ranks\":[{\"rank\",\"world_size\",\"node\",\"pid\",\"lookups_by_table\":{TABLE: N},\"peak_bytes\",\"steps\",\n"
       "   \"duration_s\",...}]}\n"
       "  (drops: every loss by name, docs/losses.md; each session carries its own)\n"
+      "A table read on several ranks also has the LRU curve of one cache for all their lookups (model parallel,\n"
+      "\"lru_union\"; estimated from the ranks' ordered samples, ranks assumed in lock-step; docs/multi-node.md).\n"
       "A recording 'edo tune' ran on also shows its latest plan (savings, step time change, each table's choice and\n"
       "why); \"plan\" is that edo.plan/1 object, or null.\n\n"
       "Example:\n  edo report run.edodb --top 10");

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "edo/model/processes.h"
+#include "support/report_union.h"
 
 namespace edo::cli {
 
@@ -66,6 +67,9 @@ json table_json(const model::TableView& t, size_t top_rows) {
             {"lru_hit_rate_at",
              {{"1pct", s.lru_hit_rate_1pct}, {"10pct", s.lru_hit_rate_10pct}, {"50pct", s.lru_hit_rate_50pct},
               {"100pct", s.lru_hit_rate_100pct}}},
+            // Read on several ranks: one cache for the union of their lookups (model parallel);
+            // the curve above is each rank with its own cache (data parallel). null otherwise.
+            {"lru_union", union_lru_json(t)},
             {"drift_mean_jaccard", number_or_null(s.mean_drift_jaccard)},
             {"tied_with", t.tied_with}};
   j["shares_weights_of"] = t.shares_weights_of.empty() ? json(nullptr) : json(t.shares_weights_of);

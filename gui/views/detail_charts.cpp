@@ -103,7 +103,14 @@ QChart* make_lru_chart(const TableDetail& d) {
   auto* y = charts::linear_axis(QObject::tr("hit rate (%)"), 0.0, 100.0, 6, QStringLiteral("%.0f"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
-  attach(chart, line(QObject::tr("LRU hit rate"), d.lru, charts::series_color(1), 1.0, 100.0), x, y);
+  attach(chart, line(d.lru_union.empty() ? QObject::tr("LRU hit rate") : QObject::tr("each rank its own cache (data parallel)"),
+                     d.lru, charts::series_color(1), 1.0, 100.0),
+         x, y);
+  // A table read on several ranks: one cache for all their lookups as well (docs/multi-node.md).
+  if (!d.lru_union.empty())
+    attach(chart, line(QObject::tr("one cache for all ranks (model parallel, ranks in lock-step)"), d.lru_union,
+                       charts::series_color(2), 1.0, 100.0),
+           x, y);
   if (d.row_bytes > 0) {
     // The same sizes in bytes of weights, on a second axis: cost in memory of each cache size.
     const double rb = static_cast<double>(d.row_bytes);
@@ -119,7 +126,7 @@ QChart* make_lru_chart(const TableDetail& d) {
     bytes->setGridLineVisible(false);
     chart->addAxis(bytes, Qt::AlignTop);
   }
-  chart->legend()->hide();
+  if (d.lru_union.empty()) chart->legend()->hide();
   return chart;
 }
 

@@ -322,6 +322,45 @@ class ModelTests : public QObject {
     QVERIFY(coverage_at(d, 0.0005) < coverage_at(d, 0.002));
   }
 
+  // A table read on two ranks: the detail has both LRU curves (issue 22). Rank 0 reads the even
+  // rows of 0..999 cyclically, rank 1 the odd ones: each rank's cache of 500 rows holds its
+  // cycle (90 % hits), one cache of 500 rows for both never hits.
+  void detailHasTheModelParallelCurveOfATableReadOnTwoRanks() {
+    model::Profile p;
+    for (int64_t rank : {0, 1}) {
+      model::Session s;
+      s.id = rank + 1;
+      s.pid = 10 + rank;
+      s.rank = rank;
+      p.sessions.push_back(s);
+      std::vector<int64_t> idx;
+      for (int cycle = 0; cycle < 10; ++cycle)
+        for (int64_t r = rank; r < 1000; r += 2) idx.push_back(r);
+      stats::TableIngestor ing(1000, stats::StatsConfig{});
+      ing.add(idx.data(), idx.size());
+      model::Table t;
+      t.session_id = s.id;
+      t.name = "emb";
+      t.rows = 1000;
+      t.dim = 4;
+      t.dtype = "fp32";
+      t.aggregate = ing.take_delta();
+      p.tables.push_back(std::move(t));
+    }
+    auto rec = make_recording(QStringLiteral("two ranks"), std::move(p));
+    TableDetail d = build_table_detail(rec->tables.at(0));
+    QCOMPARE(d.lru_union.size(), d.lru.size());
+    bool at_500 = false;
+    for (size_t i = 0; i < d.lru.size(); ++i) {
+      QCOMPARE(d.lru_union[i].x, d.lru[i].x);
+      if (d.lru[i].x != 500) continue;
+      at_500 = true;
+      QVERIFY(std::abs(d.lru[i].y - 0.9) < 1e-12);
+      QCOMPARE(d.lru_union[i].y, 0.0);
+    }
+    QVERIFY(at_500);
+  }
+
   void itemModelsPassTheModelTester() {
     fake::FakeGpuRecordingOptions o;
     o.sessions = 2;

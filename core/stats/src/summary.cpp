@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "edo/stats/union_lru.h"
 #include "internal.h"
 
 namespace edo::stats {
@@ -53,6 +54,15 @@ double capped_hit_rate(const StackDistanceHistogram& h, double cache_rows, doubl
 }
 }  // namespace
 
+std::vector<uint64_t> lru_cache_sizes(uint64_t rows) {
+  std::vector<uint64_t> cpts = log_points(rows, 10);
+  auto share = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, rows * num / den); };
+  for (uint64_t c : {share(1, 100), share(10, 100), share(50, 100), rows}) cpts.push_back(c);
+  std::sort(cpts.begin(), cpts.end());
+  cpts.erase(std::unique(cpts.begin(), cpts.end()), cpts.end());
+  return cpts;
+}
+
 double lru_hit_rate(const TableAggregate& agg, double cache_rows) {
   return capped_hit_rate(agg.stack_distances(), cache_rows, compulsory_ceiling(agg.lookups(), agg.unique_rows()));
 }
@@ -84,10 +94,7 @@ TableSummary summarize(const TableAggregate& agg) {
   s.zipf = fit_zipf(counts);
 
   if (!agg.stack_distances().empty()) {
-    std::vector<uint64_t> cpts = log_points(s.rows, 10);
-    for (uint64_t c : {share(1, 100), share(10, 100), share(50, 100), s.rows}) cpts.push_back(c);
-    std::sort(cpts.begin(), cpts.end());
-    cpts.erase(std::unique(cpts.begin(), cpts.end()), cpts.end());
+    const std::vector<uint64_t> cpts = lru_cache_sizes(s.rows);
     const StackDistanceHistogram& h = agg.stack_distances();
     const double ceiling = compulsory_ceiling(s.lookups, s.unique_rows);
     auto hit = [&](uint64_t c) { return capped_hit_rate(h, static_cast<double>(c), ceiling); };

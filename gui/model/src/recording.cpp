@@ -3,6 +3,7 @@
 #include <map>
 
 #include "edo/db/tune_store.h"
+#include "edo/model/union_view.h"
 
 namespace edo::gui {
 
@@ -63,6 +64,7 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
         if (on_progress) on_progress(done, total);
       },
       &view_of_table);
+  model::add_union_lru(rec->profile, rec->tables, view_of_table);  // read on several ranks: the union LRU curve too
   rec->ranks = model::rank_views(rec->profile, model::job_view(rec->profile), view_of_table);
   for (auto& t : rec->profile.tables) t.aggregate = stats::TableAggregate();
   rec->timelines = build_timelines(rec->profile);

@@ -85,6 +85,8 @@ TableDetail build_table_detail(const model::TableView& table, size_t top_rows) {
     }
   }
   for (const auto& p : s.lru_curve) d.lru.push_back({p.x, p.y});
+  if (table.union_lru && table.union_lru->available)
+    for (const auto& p : table.union_lru->curve) d.lru_union.push_back({p.x, p.y});
   for (const auto& p : s.drift) d.drift.push_back({p.x, p.y});
   d.mean_drift = s.mean_drift_jaccard;
   d.top_rows = table.aggregate.top_rows(top_rows);

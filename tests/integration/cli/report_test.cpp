@@ -373,3 +373,56 @@ TEST(HostileDatabase, HugeCountsAndNaNStatisticsDoNotBreakTheOutput) {
 }
 
 }  // namespace
+
+// Issue 22: a table read on two ranks has two LRU curves. Both ranks read rows 0..99 in the same
+// order, ten times: each rank's own cache below 100 rows never hits, one cache for both hits
+// every second reference (rank 1 reads each row right after rank 0, in lock-step). A table
+// whose rank-1 stream is two processes' merged has no union curve, and the report says why;
+// a table read on one rank has none at all.
+TEST(ReportUnionLru, TwoRanksShowBothCurvesOrSayWhyThereIsNone) {
+  model::Profile p;
+  std::vector<int64_t> cyclic;
+  for (int i = 0; i < 1000; ++i) cyclic.push_back(i % 100);
+  for (int64_t rank : {0, 1}) {
+    p.sessions.push_back(session(rank + 1, 100 + rank, 1));
+    p.sessions.back().rank = rank;
+    p.tables.push_back(table(rank + 1, "emb", 100, 4, cyclic, 0x10000));
+    p.tables.push_back(table(rank + 1, "side", 50, 4, {1, 2, 3, 1}, 0x90000));
+  }
+  // Rank 1's "side": the aggregates of two streams merged (its order is lost).
+  ASSERT_TRUE(p.tables[3].aggregate.merge(table(2, "side", 50, 4, {4, 5}).aggregate));
+  p.tables.push_back(table(1, "solo", 10, 4, {1, 1, 2}, 0xa0000));  // rank 0 only
+  const std::string db = temp_path("ranks.edodb");
+  save(db, p);
+  const json j = report_json(db);
+  const json* emb = find_table(j, "emb");
+  const json* side = find_table(j, "side");
+  const json* solo = find_table(j, "solo");
+  ASSERT_TRUE(emb && side && solo) << j.dump(2);
+  EXPECT_EQ((*emb)["lru_hit_rate_at"]["1pct"], 0.0);
+  const json& u = (*emb)["lru_union"];
+  ASSERT_TRUE(u.is_object()) << emb->dump(2);
+  EXPECT_EQ(u["available"], true);
+  EXPECT_EQ(u["ranks"], 2);
+  EXPECT_EQ(u["rate"], 1.0);
+  EXPECT_EQ(u["estimated_from"], "ordered samples interleaved by progress");
+  EXPECT_NE(u["assumption"].get<std::string>().find("lock-step"), std::string::npos);
+  EXPECT_DOUBLE_EQ(u["lru_hit_rate_at"]["1pct"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(u["lru_hit_rate_at"]["100pct"].get<double>(), 0.95);
+  EXPECT_EQ(u["differs"], true);
+  EXPECT_EQ((*side)["lru_union"]["available"], false);
+  EXPECT_NE((*side)["lru_union"]["why_not"].get<std::string>().find("rank 1's ordered sample is not one stream's order"),
+            std::string::npos)
+      << side->dump(2);
+  EXPECT_TRUE((*solo)["lru_union"].is_null());
+
+  auto text = run_command(kEdo + " report --wide " + quoted(db));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* needle : {"model-parallel LRU (one cache for the lookups of every rank",
+                             "emb: model-parallel LRU1% 50.0% (per rank 0.0%), LRU10% 50.0% (per rank 0.0%); 2 ranks, every reference",
+                             "side: unavailable: rank 1's ordered sample is not one stream's order"})
+    EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
+  const size_t section = text.out.find("model-parallel LRU (");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_EQ(text.out.find("solo:", section), std::string::npos) << "read on one rank: no union line\n" << text.out;
+}

@@ -5,6 +5,8 @@ recorded by its own `edo record` (EDO_HOSTNAME names the node), then `edo merge`
   * every rank is in the merged report's "ranks" with its node, world size and pid, and its
     lookups per table equal what the rank itself read (its ground-truth file);
   * the job's table rows add every rank's lookups; the text report shows the imbalance;
+  * each table read on all four ranks has its model-parallel LRU curve ("lru_union"), every
+    reference sampled, equal to the exact LRU of the ranks' streams interleaved in lock-step;
   * merging in the other order gives the same report;
   * a recording of another job (another MASTER_PORT) is refused with a one-line error naming
     both files, and so is the same node twice.
@@ -17,6 +19,7 @@ Exits 77 (skipped) without a torch-capable python or a built edo.
 import argparse
 import json
 import os
+from fractions import Fraction
 import socket
 import subprocess
 import sys
@@ -64,6 +67,26 @@ def record_nodes(ctx, gt):
     return dbs
 
 
+def lockstep_union(streams):
+    """The ranks' streams interleaved by progress: reference i of a stream of n at i / n (exact
+    fractions), ties to the lower rank."""
+    refs = [(Fraction(i, len(s)), k, row) for k, s in enumerate(streams) for i, row in enumerate(s)]
+    return [row for _, _, row in sorted(refs)]
+
+
+def exact_lru(stream, cache_rows):
+    """Hit rate of an LRU of cache_rows rows over the stream (a list simulation)."""
+    cache, hits = [], 0
+    for row in stream:
+        if row in cache:
+            hits += 1
+            cache.remove(row)
+        elif len(cache) == cache_rows:
+            cache.pop(0)
+        cache.append(row)
+    return hits / float(len(stream))
+
+
 def report(ctx, db):
     j = json.loads(run([ctx.edo, "report", "--json", db], os.environ.copy(), what="edo report --json").stdout)
     text = run([ctx.edo, "report", "--wide", db], os.environ.copy(), what="edo report").stdout
@@ -108,6 +131,17 @@ def main_case(ctx):
             expect(names[name]["lookups"] == total and names[name]["ranks"] == [0, 1, 2, 3],
                    "%s: %r lookups from ranks %r, expected %d from all four" % (name, names[name]["lookups"],
                                                                                 names[name]["ranks"], total))
+        for key, name in (("model", model[0]), ("side", side[0])):
+            u = names[name].get("lru_union")
+            if not u or not u.get("available"):
+                expect(False, "%s: no model-parallel LRU curve: %r" % (name, u))
+                continue
+            expect(u["ranks"] == 4 and u["rate"] == 1, "%s: lru_union %r" % (name, u))
+            both = lockstep_union([fed[r]["streams"][key] for r in range(4)])
+            for rows, rate in u["lru_hit_rate"]:
+                want = exact_lru(both, rows)
+                expect(abs(rate - want) < 1e-9, "%s: union LRU of %d rows %.6f, the lock-step union's %.6f" %
+                       (name, rows, rate, want))
         busiest = fed[3]["lookups"]["side"]
         mean = sum(f["lookups"]["side"] for f in fed.values()) / 4.0
         expect("%s: busiest rank 3 with %d lookups, %.2fx the mean" % (side[0], busiest, busiest / mean) in text,

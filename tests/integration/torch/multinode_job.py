@@ -47,19 +47,24 @@ def rank_main(gt_prefix):
     side.table = nn.Embedding(64, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     fed = {"model": 0, "side": 0}
+    streams = {"model": [], "side": []}  # every index in the order read (the union LRU's ground truth)
     for _ in range(STEPS):
         opt.zero_grad()
-        model(torch.randint(0, 500, (16,))).sum().backward()
+        idx = torch.randint(0, 500, (16,))
+        model(idx).sum().backward()
         opt.step()
         n = 2 + 3 * rank  # rank-dependent: the busiest rank is the last
+        side_idx = torch.randint(0, 64, (n,))
         with torch.no_grad():
-            side.table(torch.randint(0, 64, (n,)))
+            side.table(side_idx)
         fed["model"] += 16
         fed["side"] += n
+        streams["model"] += idx.tolist()
+        streams["side"] += side_idx.tolist()
     dist.barrier()
     dist.destroy_process_group()
     with open("%s.rank%d" % (gt_prefix, rank), "w") as f:
-        json.dump({"rank": rank, "lookups": fed}, f)
+        json.dump({"rank": rank, "lookups": fed, "streams": streams}, f)
 
 
 def main():

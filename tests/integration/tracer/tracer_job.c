@@ -43,6 +43,12 @@
  *               the exact bounds (the tracer counts a batch in far less), so that flushes
  *               (EDO_FLUSH_MS) fall between batches of the sampled part, at different places
  *               in every run
+ *       rank_stream  one rank of a job (RANK from the environment, 0 when unset): emb.shared,
+ *               20000 rows, read 100000 * (2 - RANK) times (rank 0 twice as long as rank 1) in
+ *               batches of 4096 by a fixed pseudo-random stream seeded by the rank: 1/4 uniform
+ *               over the rows, 3/4 from a skewed hot set of 1024 rows starting at row 600 * RANK
+ *               (the ranks' hot sets overlap in part). tracer_e2e_test.cpp's union LRU test
+ *               generates the same streams (rank_stream_row there).
  *       flood   40 lookups of 262144 int32 indices (1 MiB each) on a 1000-row table as fast as
  *               possible; prints "accepted N dropped M" (run with EDO_MAX_BUFFER_MB=1)
  *
@@ -198,6 +204,35 @@ static void lru_stream(void) {
   }
 }
 
+/* Row i of rank `rank`'s stream (the test repeats this function). */
+static int64_t rank_stream_row(uint64_t* x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  const uint64_t h = (*x >> 8) % 1024;
+  return (int64_t)((*x & 3) == 0 ? (*x >> 2) % 20000 : h * h / 1024);
+}
+
+static void rank_stream(void) {
+  const char* r = getenv("RANK");
+  const int rank = r ? atoi(r) : 0;
+  int64_t t = edo_table_register("emb.shared", user_w, 20000, 16, EDO_F32, EDO_HOST);
+  check((int)t, "register emb.shared");
+  static int64_t idx[4096];
+  uint64_t x = 0x9e3779b97f4a7c15ULL + (uint64_t)rank * 0x632be59bd9b4e019ULL;
+  const int n = 100000 * (2 - rank);
+  for (int done = 0; done < n;) {
+    const int b = n - done < 4096 ? n - done : 4096;
+    for (int i = 0; i < b; ++i) {
+      const int64_t row = rank_stream_row(&x);
+      idx[i] = row < 1024 ? (row + 600 * rank) % 20000 : row;
+    }
+    check(edo_table_lookup(t, idx, b, EDO_I64, EDO_HOST, NULL), "lookup emb.shared");
+    done += b;
+    edo_step();
+  }
+}
+
 static volatile sig_atomic_t got_term = 0;
 #ifdef EDO_JOB_NVTX
 /* nvtx_fork: a thread registers NVTX domains and strings without pause while the main thread
@@ -332,6 +367,8 @@ int main(int argc, char** argv) {
     basic();
   } else if (!strcmp(mode, "lru_stream")) {
     lru_stream();
+  } else if (!strcmp(mode, "rank_stream")) {
+    rank_stream();
 #ifdef EDO_JOB_NVTX
   } else if (!strcmp(mode, "nvtx_fork")) {
     return nvtx_fork();

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "edo/model/profile.h"
+#include "edo/stats/union_lru.h"
 
 namespace edo::model {
 
@@ -31,6 +33,11 @@ struct TableView {
   std::set<int64_t> ranks;       // the RANKs of those processes (empty: none had one)
   stats::TableAggregate aggregate;  // merged over sessions
   stats::TableSummary summary;
+  // Read on several ranks: the LRU curve of one cache serving the union of their lookups
+  // (model parallel; summary's is each rank with its own cache: data parallel). Filled by
+  // add_union_lru() (edo/model/union_view.h) for the readers that show it (report, dashboard);
+  // nullopt when fewer than two ranks read the table, or when not asked for.
+  std::optional<stats::UnionLru> union_lru;
   std::vector<std::string> tied_with;  // other names on the same weights
   // Set when this name was registered on weights that an earlier name already owns (e.g. an
   // LM head tied to the input embedding): its bytes are that table's, not extra memory.

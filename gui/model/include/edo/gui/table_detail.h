@@ -39,6 +39,9 @@ struct TableDetail {
   std::vector<XY> coverage;
   // LRU hit rate vs cache size in rows (the summary's curve: `edo report`'s numbers).
   std::vector<XY> lru;
+  // Read on several ranks: the LRU curve of one cache for all their lookups (model parallel,
+  // `edo report`'s "lru_union"), at the same cache sizes; empty otherwise or when unavailable.
+  std::vector<XY> lru_union;
   // Jaccard overlap of each drift window's hot set with the previous window's.
   std::vector<XY> drift;
   double mean_drift = 0.0;
