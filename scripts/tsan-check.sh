@@ -20,7 +20,7 @@ tests='^(Ingest/Concurrency|TracerE2E|Faults)\.|^TracerSignals\.SigtermToRecordR
 # threads collide with the parent's in its registry: "dup thread with used id"; Python's
 # multiprocessing pool forks too); the fork tests
 # run in the normal and AddressSanitizer suites instead.
-skip='(ForkWhileThreadsRun|EightProcessesAtOnce|ForkedWorkersAreSessions|ForkedWorkersWriteTheirOwnFiles|PythonPoolWorkers)'
+skip='(ForkWhileThreadsRun|EightProcessesAtOnce|ForkedWorkersAreSessions|ForkedWorkersWriteTheirOwnFiles|PythonPoolWorkers|SurviveForkWhileAnotherThread|StaleFilesOfAnEarlierRunAreNotMerged)'
 
 echo "tsan: configure $build (EDO_SANITIZE=thread)"
 cmake -S . -B "$build" "${generator[@]}" -DEDO_SANITIZE=thread -DEDO_GUI=OFF -DEDO_CUDA=OFF -DEDO_BUILD_BENCH=OFF \

@@ -1,8 +1,8 @@
 #include "support/help_format.h"
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
-#include <regex>
 #include <vector>
 
 namespace edo::cli {
@@ -38,6 +38,20 @@ std::vector<std::string> split_validators(const std::string& s) {
   return parts;
 }
 
+// CLI11's Range validator text, "<TYPE> in [<lo> - <hi>]" (CLI/Validators.hpp, Range): true and
+// the two limits when `v` is one. Parsed by hand: <regex> alone cost this file 10 s of compiling.
+bool range_limits(const std::string& v, std::string& lo, std::string& hi) {
+  size_t i = 0;
+  while (i < v.size() && (std::isalnum(static_cast<unsigned char>(v[i])) || v[i] == '_')) ++i;
+  if (i == 0 || v.size() < i + 6 || v.compare(i, 5, " in [") != 0 || v.back() != ']') return false;
+  const std::string inner = v.substr(i + 5, v.size() - i - 6);
+  const size_t dash = inner.rfind(" - ");  // the last one: a limit may be negative ("-5 - 10")
+  if (dash == std::string::npos) return false;
+  lo = inner.substr(0, dash);
+  hi = inner.substr(dash + 3);
+  return true;
+}
+
 }  // namespace
 
 std::string readable_type(const std::string& cli11_type, const std::string& default_value) {
@@ -46,11 +60,10 @@ std::string readable_type(const std::string& cli11_type, const std::string& defa
   if (type == "UINT" || type == "INT") type = "N";
   else if (type == "FLOAT") type = "X";
   std::string limits;
-  static const std::regex range(R"(^\w+ in \[(.*) - (.*)\]$)");
   for (size_t i = 1; i < parts.size(); ++i) {
-    std::smatch m;
     const std::string& v = parts[i];
-    if (std::regex_match(v, m, range)) limits = "[" + readable_number(m[1]) + ".." + readable_number(m[2]) + "]";
+    std::string lo, hi;
+    if (range_limits(v, lo, hi)) limits = "[" + readable_number(lo) + ".." + readable_number(hi) + "]";
     else if (!v.empty() && v.front() == '{') type = v;  // a set of names says more than TEXT
     else if (v == "POSITIVE") limits = ">0";
     else if (v == "NONNEGATIVE") limits = ">=0";

@@ -31,6 +31,8 @@ TEST(Help, OptionTypesReadLikeWords) {
   EXPECT_EQ(edo::cli::readable_type("TEXT:{fp32,fp16,bf16}", "fp32"), "{fp32,fp16,bf16}=fp32");
   EXPECT_EQ(edo::cli::readable_type("FLOAT:POSITIVE", "1.05"), "X=1.05 >0");
   EXPECT_EQ(edo::cli::readable_type("TEXT", ""), "TEXT");
+  EXPECT_EQ(edo::cli::readable_type("FLOAT:FLOAT in [-5 - 10]", ""), "X [-5..10]");  // a negative limit
+  EXPECT_EQ(edo::cli::readable_type("TEXT:in [1 - 2]", ""), "TEXT in [1 - 2]");      // not a range: kept
 }
 
 // Defect: EDO_CHANNEL, EDO_ROOT_PID and EDO_TRACE_LIB were listed beside the variables a user sets.

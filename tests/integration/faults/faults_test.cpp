@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -353,9 +354,17 @@ DiskFullResult disk_full_run(const std::string& db, const std::string& out_path,
   try {
     const auto p = load(db);
     r.tables_after = p.tables.size();
+    // Every kept table is whole, except that the last save may have caught the newest one
+    // between its registration and its lookups (a slow job, e.g. under ThreadSanitizer): that
+    // one holds a prefix of its reads, each row at most once.
+    size_t newest = 0;
+    for (const auto& t : p.tables) newest = std::max<size_t>(newest, std::stoul(t.name.substr(t.name.rfind('.') + 1)));
     r.counts_exact = true;
-    for (const auto& t : p.tables)
-      r.counts_exact &= t.aggregate.lookups() == 50000 && t.aggregate.unique_rows() == 50000 && t.aggregate.count(49999) == 1;
+    for (const auto& t : p.tables) {
+      const bool whole = t.aggregate.lookups() == 50000 && t.aggregate.unique_rows() == 50000 && t.aggregate.count(49999) == 1;
+      const bool prefix = t.aggregate.lookups() <= 50000 && t.aggregate.unique_rows() == t.aggregate.lookups();
+      r.counts_exact &= whole || (prefix && std::stoul(t.name.substr(t.name.rfind('.') + 1)) == newest);
+    }
   } catch (const std::exception& e) {
     r.load_error = e.what();
   }

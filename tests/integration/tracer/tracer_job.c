@@ -239,11 +239,11 @@ static volatile sig_atomic_t got_term = 0;
  * forks 40 children; each child registers a domain and a string and exits. A child that
  * inherited the tracer's NVTX name lock held by the (absent) thread hangs: the parent waits
  * for each child up to 60 s, then kills it and counts it. Prints "nvtx_fork_hung N". */
-static volatile int nvtx_stop = 0;
+static int nvtx_stop = 0; /* __atomic: the hammer thread reads it (a data race under ThreadSanitizer as volatile) */
 static void* nvtx_hammer(void* arg) {
   (void)arg;
   char name[32];
-  for (unsigned i = 0; !nvtx_stop; ++i) {
+  for (unsigned i = 0; !__atomic_load_n(&nvtx_stop, __ATOMIC_RELAXED); ++i) {
     snprintf(name, sizeof name, "dom%u", i % 64);
     nvtxDomainHandle_t d = nvtxDomainCreateA(name);
     nvtxDomainRegisterStringA(d, name);
@@ -283,7 +283,7 @@ static int nvtx_fork(void) {
       nanosleep(&ms, NULL);
     }
   }
-  nvtx_stop = 1;
+  __atomic_store_n(&nvtx_stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
   printf("nvtx_fork_hung %d\n", hung);
   return 0;
@@ -296,12 +296,12 @@ static int nvtx_fork(void) {
  * (the frames waiting for a flush belong to the parent's session): a child must neither hang
  * nor lose its snapshot. Each child is waited for up to 60 s, then killed and counted.
  * Prints "weights_fork_hung N". */
-static volatile int weights_stop = 0;
+static int weights_stop = 0; /* __atomic, as nvtx_stop */
 static int64_t weights_table = -1;
 static void* weights_hammer(void* arg) {
   (void)arg;
   struct timespec ms = {0, 1000000};  /* a throttle (64 KB per snapshot), not a wait */
-  while (!weights_stop) {
+  while (!__atomic_load_n(&weights_stop, __ATOMIC_RELAXED)) {
     edo_table_weights(weights_table, user_w, 0, EDO_HOST, NULL);
     nanosleep(&ms, NULL);
   }
@@ -338,7 +338,7 @@ static int weights_fork(void) {
       nanosleep(&ms, NULL);
     }
   }
-  weights_stop = 1;
+  __atomic_store_n(&weights_stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
   printf("weights_fork_hung %d\n", hung);
   return 0;
