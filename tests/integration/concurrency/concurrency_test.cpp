@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
+#include "../sanitizer_fork.h"
 
 namespace fs = std::filesystem;
 
@@ -133,6 +134,7 @@ TEST_P(Concurrency, ThreadsCountExactly) {
 // Four children forked one after the other while 8 threads read: each child records its own
 // table and 100 reads of shared.emb row 999; the parent's threads lose nothing.
 TEST_P(Concurrency, ForkWhileThreadsRun) {
+  EDO_SKIP_FORK_WITH_THREADS_UNDER_ASAN();
   constexpr int kThreads = 8, kN = 1000;
   const std::string db = temp_dir() + "/fork.edodb";
   const Result r = record(db, {"fork", std::to_string(kThreads), std::to_string(kN)}, GetParam());

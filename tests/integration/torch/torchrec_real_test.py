@@ -6,7 +6,8 @@ torchrec (EmbeddingBagCollection, KeyedJaggedTensor) recorded by `edo record`, t
 fused_params). Checks: the recording names each table by its TorchRec config; the plan file
 imports under the real torchrec and fbgemm_gpu with nothing but its fixed text; every constraint
 is found by the planner and honoured (the compute kernel, an offload's LRU cache and load
-factor, the data type) on a 2-device topology of the budget's size.
+factor, the data type) on a 2-device topology of the budget's size; and a training plan made
+for those 2 devices (`edo tune --devices 2`): TorchRec shards each table a way it allows.
 
 Needs a Python with torch 2.x, torchrec and fbgemm-gpu-cpu: EDO_TORCHREC_PYTHON, or
 BUILD/torchrec-venv (scripts/torchrec-venv.sh makes it; `make torchrec` makes it and runs this).
@@ -44,8 +45,9 @@ def torchrec_python(build):
          % cands[1])
 
 
-def record_tune_export(edo_bin, py, env, tmp, mode, strategies, budget_of_total, max_error):
-    db, plan = os.path.join(tmp, mode + ".edodb"), os.path.join(tmp, mode + "_plan.py")
+def record_tune_export(edo_bin, py, env, tmp, mode, strategies, budget_of_total, max_error, devices=1):
+    label = mode if devices == 1 else "%s-%d-devices" % (mode, devices)
+    db, plan = os.path.join(tmp, label + ".edodb"), os.path.join(tmp, label + "_plan.py")
     job = [py, os.path.join(HERE, "torchrec_job.py")] + (["--infer"] if mode == "infer" else [])
     run([edo_bin, "record", "-o", db, "--"] + job, env)
     con = sqlite3.connect(db)
@@ -55,7 +57,7 @@ def record_tune_export(edo_bin, py, env, tmp, mode, strategies, budget_of_total,
     total = sum(t.get("total_bytes", t.get("weight_bytes", 0)) for t in report.get("tables", []))
     budget = budget_of_total(total)
     run([edo_bin, "tune", db, "--budget", str(budget), "--strategies", strategies, "--max-error", max_error,
-         "--time-limit", "120", "--reps", "2"], env)
+         "--time-limit", "120", "--reps", "2", "--devices", str(devices)], env)
     run([edo_bin, "export", db, "--format", "torchrec", "-o", plan], env)
     run([edo_bin, "export", db, "--format", "json", "-o", plan + ".json"], env)
     return notes, plan, json.load(open(plan + ".json")), budget
@@ -96,6 +98,8 @@ def check(mode, notes, plan_path, plan_json, budget, py, source, env, tmp, failu
             failures.append("%s: %s: TorchRec chose kernel %s, the plan allows %s" % (mode, name, p["compute_kernel"], c["compute_kernels"]))
         if c["algorithm"] is not None and (p["cache_algorithm"] != c["algorithm"] or p["load_factor"] != c["load_factor"]):
             failures.append("%s: %s: TorchRec's cache %s/%s, the plan's %s/%s" % (mode, name, p["cache_algorithm"], p["load_factor"], c["algorithm"], c["load_factor"]))
+        if c.get("sharding_types") and p["sharding_type"] not in c["sharding_types"]:
+            failures.append("%s: %s: TorchRec sharded it %s, the plan allows %s" % (mode, name, p["sharding_type"], c["sharding_types"]))
         if p["data_type"] != got["data_types"].get(name):
             failures.append("%s: %s: TorchRec's data type %s, the plan's %s" % (mode, name, p["data_type"], got["data_types"].get(name)))
         t = by_name.get("sparse_arch.ebc.embedding_bags." + name)
@@ -117,10 +121,19 @@ def main():
     notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "train", "fp16,offload",
                                                         lambda total: int(total * 0.55), "0.02")
     check("train", notes, plan, plan_json, budget, py, source, env, tmp, failures)
+    # Training planned over the topology's 2 devices (edo tune --devices 2, the budget per device):
+    # TorchRec shards every table one of the ways edo's plan allows (sharding_types).
+    notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "train", "fp16,offload",
+                                                        lambda total: int(total * 0.55) // WORLD, "0.02", devices=WORLD)
+    if plan_json.get("devices") != WORLD or len(plan_json.get("per_device", [])) != WORLD:
+        failures.append("train over %d devices: the plan has devices %s, per_device %s"
+                        % (WORLD, plan_json.get("devices"), plan_json.get("per_device")))
+    check("train", notes, plan, plan_json, budget, py, source, env, tmp, failures)
     for f in failures:
         print("FAIL: " + f)
     if not failures:
-        print("torchrec_real_test: TorchRec's planner found and honoured every constraint (serving and training)")
+        print("torchrec_real_test: TorchRec's planner found and honoured every constraint (serving, training, "
+              "training over %d devices)" % WORLD)
     return 1 if failures else 0
 
 

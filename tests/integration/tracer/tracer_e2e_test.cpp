@@ -20,6 +20,7 @@
 
 #include "e2e_support.h"
 #include "edo/db/weight_store.h"
+#include "../sanitizer_fork.h"
 
 namespace fs = std::filesystem;
 using edo::model::Profile;
@@ -263,6 +264,7 @@ TEST(TracerE2E, EdoRecordAsksForAFlushBeforePassingASignalOn) {
 // fork(): a child forked while another thread registers a domain never inherits that lock held
 // (before, g_dom_mu was not taken across fork, and such a child hung in nvtxDomainCreateA).
 TEST(TracerE2E, NvtxNamesSurviveForkWhileAnotherThreadRegisters) {
+  EDO_SKIP_FORK_WITH_THREADS_UNDER_ASAN();
   const std::string db = tmp_path("nvtx_fork.edodb");
   Result r = run({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "nvtx_fork", "0"}, kClean);
   EXPECT_EQ(r.status, 0) << r.err;
@@ -277,6 +279,7 @@ TEST(TracerE2E, NvtxNamesSurviveForkWhileAnotherThreadRegisters) {
 // thread takes snapshots without pause: none hangs, and each child's snapshot is recorded in
 // its own session.
 TEST(TracerE2E, WeightSnapshotsSurviveForkWhileAnotherThreadTakesThem) {
+  EDO_SKIP_FORK_WITH_THREADS_UNDER_ASAN();
   const std::string db = tmp_path("weights_fork.edodb");
   Result r = run({EDO_BIN, "record", "--weights", "-o", db, "--", TRACER_JOB, "weights_fork", "0"}, kClean);
   EXPECT_EQ(r.status, 0) << r.err;
