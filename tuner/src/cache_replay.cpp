@@ -1,5 +1,7 @@
 #include "cache_replay.h"
 
+#include "edo/stats/che_lru.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -181,38 +183,9 @@ CacheReplay::Model CacheReplay::che_lru(double k, size_t above) const {
   Model out;
   out.rate.fill(-1.0);
   if (!stratified_ || lookups_ <= 0) return out;
-  // Che's approximation: an LRU of k rows keeps a row read with probability p for the
-  // characteristic time T that solves sum_rows (1 - exp(-p T)) = k; each reference of it hits
-  // with probability 1 - exp(-p T), and the row is in the cache with that probability.
-  double distinct = 0;
-  for (const auto& [c, n] : count_rows_) distinct += static_cast<double>(n);
-  auto in_cache = [&](uint64_t c, double t) { return k >= distinct ? 1.0 : -std::expm1(-static_cast<double>(c) / lookups_ * t); };
-  double t = 0;
-  if (k < distinct) {
-    auto filled = [&](double x) {
-      double f = 0;
-      for (const auto& [c, n] : count_rows_) f += static_cast<double>(n) * in_cache(c, x);
-      return f;
-    };
-    double lo = 0, hi = lookups_;
-    for (int i = 0; i < 200 && filled(hi) < k; ++i) hi *= 2;
-    for (int i = 0; i < 64; ++i) {
-      const double mid = 0.5 * (lo + hi);
-      (filled(mid) < k ? lo : hi) = mid;
-    }
-    t = 0.5 * (lo + hi);
-  }
-  Rates hits{}, refs{};
-  for (const auto& [c, n] : count_rows_) {
-    const size_t cls = static_cast<size_t>(std::bit_width(c));
-    if (cls <= above) continue;
-    const double lookups = static_cast<double>(c) * static_cast<double>(n);
-    hits[cls] += lookups * in_cache(c, t);
-    refs[cls] += lookups;
-    out.rows_held += static_cast<double>(n) * in_cache(c, t);
-  }
-  for (size_t c = 0; c < kClasses; ++c)
-    if (refs[c] > 0) out.rate[c] = hits[c] / refs[c];
+  const stats::CheLru m = stats::che_lru(count_rows_, lookups_, k, above);
+  out.rate = m.rate;
+  out.rows_held = m.rows_held;
   return out;
 }
 

@@ -1,6 +1,8 @@
 // The union LRU curve of several ranks' streams (edo/stats/union_lru.h).
 #include "edo/stats/union_lru.h"
 
+#include "edo/stats/che_lru.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -79,7 +81,7 @@ struct UnionLru::Estimator {
   // (count, rows with about that count), most read first; counts above 1024 binned (128 bins
   // an octave, each at its rows' mean) so that Che's fixed point sums a few thousand terms.
   std::vector<std::pair<uint64_t, uint64_t>> count_rows;
-  double lookups = 0.0, distinct = 0.0;
+  double lookups = 0.0;
 
   double hit(uint64_t cache_rows) const {
     if (cache_rows == 0 || expected <= 0.0) return 0.0;
@@ -99,7 +101,11 @@ struct UnionLru::Estimator {
     Rates model;
     model.fill(-1.0);
     double rows_held = 0.0;
-    if (needs_model) rows_held = che(k, hottest, model);
+    if (needs_model) {
+      const CheLru m = che_lru(count_rows, lookups, k, hottest);
+      model = m.rate;
+      rows_held = m.rows_held;
+    }
     // The rows of the classes the sample missed take their room first; the sampled rows stand
     // for the others (SHARDS scaling on what is left).
     const double slots = std::max(0.0, k - rows_held) * rate;
@@ -134,41 +140,6 @@ struct UnionLru::Estimator {
     return std::clamp(wsum > 0 ? sum / wsum : 0.0, 0.0, ceiling);
   }
 
-  // Che's approximation (Che, Tung and Wang, IEEE JSAC 2002): an LRU of k rows keeps a row read
-  // with probability p for the characteristic time T solving sum_rows (1 - exp(-p T)) = k; each
-  // of its references hits with probability 1 - exp(-p T). Fills the rates of the classes above
-  // `above`; returns the rows of those classes the cache holds.
-  double che(double k, size_t above, Rates& out) const {
-    auto in_cache = [&](uint64_t c, double t) { return k >= distinct ? 1.0 : -std::expm1(-static_cast<double>(c) / lookups * t); };
-    double t = 0.0;
-    if (k < distinct) {
-      auto filled = [&](double x) {
-        double f = 0.0;
-        for (const auto& [c, n] : count_rows) f += static_cast<double>(n) * in_cache(c, x);
-        return f;
-      };
-      double lo = 0.0, hi = lookups;
-      for (int i = 0; i < 200 && filled(hi) < k; ++i) hi *= 2;
-      for (int i = 0; i < 64; ++i) {
-        const double mid = 0.5 * (lo + hi);
-        (filled(mid) < k ? lo : hi) = mid;
-      }
-      t = 0.5 * (lo + hi);
-    }
-    Rates hits{}, refs{};
-    double held = 0.0;
-    for (const auto& [c, n] : count_rows) {
-      const size_t cls = static_cast<size_t>(std::bit_width(c));
-      if (cls <= above) continue;
-      const double l = static_cast<double>(c) * static_cast<double>(n);
-      hits[cls] += l * in_cache(c, t);
-      refs[cls] += l;
-      held += static_cast<double>(n) * in_cache(c, t);
-    }
-    for (size_t c = 0; c < kClasses; ++c)
-      if (refs[c] > 0) out[c] = hits[c] / refs[c];
-    return held;
-  }
 };
 
 double UnionLru::hit_rate(uint64_t cache_rows) const { return available && estimator ? estimator->hit(cache_rows) : 0.0; }
@@ -210,7 +181,6 @@ UnionLru union_lru(const std::vector<RankSample>& ranks, const TableAggregate& m
     merged.for_each_nonzero([&](uint64_t, uint64_t c) {
       e->weight[static_cast<size_t>(std::bit_width(c))] += static_cast<double>(c);
       e->lookups += static_cast<double>(c);
-      e->distinct += 1.0;
       const auto w = static_cast<uint64_t>(std::bit_width(c));
       auto& b = bins[c <= 1024 ? c : (w << 32) | ((c >> (w - 8)) & 0x7f)];
       b.first += 1.0;
