@@ -53,10 +53,11 @@ endif()
 # Debug information as line tables (-g1) in the default RelWithDebInfo build: backtraces,
 # debuggers' stepping and sanitizer reports still name file and line, and a cold build is a
 # third cheaper in CPU time than with full -g (measured on cli/cmd_report.cpp, whose CLI11 and
-# nlohmann-json instantiations dominate: 13.2 s with -g, 9.4 s without). A build type or flags
-# chosen on the command line are left as they are.
+# nlohmann-json instantiations dominate: 13.2 s with -g, 9.4 s without). Flags given with -D,
+# or kept in the cache from an earlier configure, are left as they are.
 foreach(_lang C CXX)
-  if(CMAKE_${_lang}_COMPILER_ID MATCHES "GNU|Clang" AND CMAKE_${_lang}_FLAGS_RELWITHDEBINFO STREQUAL "-O2 -g -DNDEBUG")
+  if(NOT EDO_${_lang}_RELWITHDEBINFO_GIVEN AND CMAKE_${_lang}_COMPILER_ID MATCHES "GNU|Clang" AND
+     CMAKE_${_lang}_FLAGS_RELWITHDEBINFO STREQUAL "-O2 -g -DNDEBUG")
     set(CMAKE_${_lang}_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG" CACHE STRING
         "Flags used by the ${_lang} compiler during RelWithDebInfo builds (edo: line tables only)" FORCE)
   endif()
