@@ -157,7 +157,8 @@ TEST(TuneDevicesCli, InfeasibleNamesTheSmallestPerDeviceBudget) {
   EXPECT_NE(why.find("run again with --budget 38400000"), std::string::npos) << why;
   r = run_command(kEdo + " tune " + db + " --devices 4 --budget 38400000" + kLossless + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& d : json::parse(r.out)["per_device"]) EXPECT_EQ(d["device_bytes"], 38'400'000u);
+  const json plan = json::parse(r.out);  // named: a range-for over parse(...)[key] reads a freed temporary
+  for (const auto& d : plan["per_device"]) EXPECT_EQ(d["device_bytes"], 38'400'000u);
 }
 
 TEST(TuneDevicesCli, OneDeviceIsTodaysPlan) {
