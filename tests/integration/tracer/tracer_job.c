@@ -234,6 +234,25 @@ static void rank_stream(void) {
 }
 
 static volatile sig_atomic_t got_term = 0;
+/* Waits for child `c` up to `seconds`; a child still running then is killed and counted as
+ * hung (1), else 0. The fork-while-a-thread-runs modes below count their children with it. */
+static int hung_after(pid_t c, int seconds) {
+  int st = 0;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    if (waitpid(c, &st, WNOHANG) == c) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec > seconds) {
+      kill(c, SIGKILL);
+      waitpid(c, &st, 0);
+      return 1;
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
 #ifdef EDO_JOB_NVTX
 /* nvtx_fork: a thread registers NVTX domains and strings without pause while the main thread
  * forks 40 children; each child registers a domain and a string and exits. A child that
@@ -266,22 +285,7 @@ static int nvtx_fork(void) {
       nvtxDomainRegisterStringA(d, "child");
       _exit(0);
     }
-    if (c < 0) continue;
-    int st = 0;
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-      if (waitpid(c, &st, WNOHANG) == c) break;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if (now.tv_sec - start.tv_sec > 60) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
-        ++hung;
-        break;
-      }
-      struct timespec ms = {0, 1000000};
-      nanosleep(&ms, NULL);
-    }
+    if (c > 0) hung += hung_after(c, 60);
   }
   __atomic_store_n(&nvtx_stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
@@ -321,22 +325,7 @@ static int weights_fork(void) {
       check(edo_table_weights(weights_table, user_w, 0, EDO_HOST, NULL), "child snapshot");
       exit(0);
     }
-    if (c < 0) continue;
-    int st = 0;
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-      if (waitpid(c, &st, WNOHANG) == c) break;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if (now.tv_sec - start.tv_sec > 60) {
-        kill(c, SIGKILL);
-        waitpid(c, &st, 0);
-        ++hung;
-        break;
-      }
-      struct timespec ms = {0, 1000000};
-      nanosleep(&ms, NULL);
-    }
+    if (c > 0) hung += hung_after(c, 60);
   }
   __atomic_store_n(&weights_stop, 1, __ATOMIC_RELAXED);
   pthread_join(t, NULL);
