@@ -14,7 +14,7 @@
 #include "support/trace_library.h"
 #include "edo/db/profile_store.h"
 
-namespace edo::cli {
+namespace edo::cli::dashboard_command {
 namespace {
 
 struct DashboardOptions {
@@ -72,4 +72,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("dashboard", "open a recording in the Qt desktop dashboard (edo-dashboard)", 70, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::dashboard_command

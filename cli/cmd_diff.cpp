@@ -17,7 +17,7 @@
 #include "support/report_json.h"
 #include "support/terminal.h"
 
-namespace edo::cli {
+namespace edo::cli::diff_command {
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -231,4 +231,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("diff", "compare two recordings table by table", 30, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::diff_command

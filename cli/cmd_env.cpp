@@ -11,7 +11,7 @@
 #include "command.h"
 #include "support/trace_library.h"
 
-namespace edo::cli {
+namespace edo::cli::env_command {
 namespace {
 
 struct EnvOptions {
@@ -73,4 +73,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("env", "print the variables that trace a job without edo record", 16, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::env_command

@@ -18,7 +18,7 @@
 #include "support/plan_source.h"
 #include "support/terminal.h"
 
-namespace edo::cli {
+namespace edo::cli::export_command {
 namespace {
 
 struct ExportOptions {
@@ -127,4 +127,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("export", "write a recording's plan as JSON, YAML or TorchRec ParameterConstraints", 27, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::export_command

@@ -17,7 +17,7 @@
 #include "support/terminal.h"
 #include "version.h"
 
-namespace edo::cli {
+namespace edo::cli::import_command {
 namespace {
 
 struct ImportOptions {
@@ -104,4 +104,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("import", "turn EDO_OUTPUT trace files into an .edodb", 15, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::import_command

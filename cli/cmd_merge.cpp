@@ -12,7 +12,7 @@
 #include "support/output_file.h"
 #include "support/terminal.h"
 
-namespace edo::cli {
+namespace edo::cli::merge_command {
 namespace {
 
 struct MergeOptions {
@@ -81,4 +81,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("merge", "merge the recordings of one multi-node job (one per node) into one", 17, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::merge_command

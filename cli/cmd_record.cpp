@@ -25,7 +25,7 @@
 
 extern char** environ;
 
-namespace edo::cli {
+namespace edo::cli::record_command {
 namespace {
 
 struct RecordOptions {
@@ -264,4 +264,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("record", "run a job with the tracer attached and write an .edodb", 10, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::record_command

@@ -28,7 +28,7 @@
 #include "support/terminal.h"
 #include "support/text_width.h"
 
-namespace edo::cli {
+namespace edo::cli::report_command {
 namespace {
 
 struct ReportOptions {
@@ -425,4 +425,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("report", "summarise a recording: memory, lookups, skew, cache hit rates per table", 20, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::report_command

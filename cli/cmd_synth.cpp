@@ -18,7 +18,7 @@
 #include "support/progress.h"
 #include "version.h"
 
-namespace edo::cli {
+namespace edo::cli::synth_command {
 namespace {
 
 struct SynthOptions {
@@ -220,4 +220,4 @@ Runner setup(CLI::App& sub) {
 
 EDO_REGISTER_COMMAND("synth", "write a synthetic Zipf workload's profile (tests, demos, trying the tools)", 40, setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::synth_command

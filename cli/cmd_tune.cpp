@@ -25,7 +25,7 @@
 #include "support/plan_text.h"
 #include "support/terminal.h"
 
-namespace edo::cli {
+namespace edo::cli::tune_command {
 namespace {
 
 // Without --time-limit, measuring stops after five minutes: the candidates most plans are made
@@ -318,4 +318,4 @@ Runner setup(CLI::App& sub) {
 EDO_REGISTER_COMMAND("tune", "measure every strategy per table on this GPU/CPU and recommend a plan under a memory budget", 25,
                      setup);
 
-}  // namespace edo::cli
+}  // namespace edo::cli::tune_command

@@ -52,4 +52,4 @@ class UsageError : public std::runtime_error {
 #define EDO_CLI_CONCAT(a, b) EDO_CLI_CONCAT2(a, b)
 #define EDO_REGISTER_COMMAND(name, description, order, setup)                       \
   static const ::edo::cli::CommandRegistrar EDO_CLI_CONCAT(edo_command_registrar_, \
-                                                           __LINE__){name, description, order, setup}
+                                                           __COUNTER__){name, description, order, setup}

@@ -28,6 +28,12 @@ if(CUDAToolkit_FOUND)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # Line tables for the host code, as for C++ (cmake/EdoCompilerFlags.cmake): nvcc's -g is
+    # full host debug info, a sixth of a .cu file's compile time; -G (device debug) stays off.
+    if(NOT EDO_CUDA_RELWITHDEBINFO_GIVEN AND CMAKE_CUDA_FLAGS_RELWITHDEBINFO STREQUAL "-O2 -g -DNDEBUG")
+      set(CMAKE_CUDA_FLAGS_RELWITHDEBINFO "-O2 -Xcompiler=-g1 -DNDEBUG" CACHE STRING
+          "Flags used by the CUDA compiler during RelWithDebInfo builds (edo: host line tables only)" FORCE)
+    endif()
     # CMake 3.25 does not know nvcc 13's C++20 dialect flag; the .cu sources need C++17 only.
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

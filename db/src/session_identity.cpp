@@ -7,7 +7,7 @@
 namespace edo::db {
 namespace {
 
-void bind_opt(SQLite::Statement& st, int i, const std::optional<int64_t>& v) {
+void bind_optional_int(SQLite::Statement& st, int i, const std::optional<int64_t>& v) {
   if (v) st.bind(i, *v);
   else st.bind(i);
 }
@@ -34,9 +34,9 @@ void save_session_identity(SQLite::Database& d, const model::Profile& p) {
     put.bind(1, s.id);
     put.bind(2, s.identity.job_id);
     put.bind(3, s.identity.master);
-    bind_opt(put, 4, s.identity.world_size);
-    bind_opt(put, 5, s.identity.group_rank);
-    bind_opt(put, 6, s.identity.local_world_size);
+    bind_optional_int(put, 4, s.identity.world_size);
+    bind_optional_int(put, 5, s.identity.group_rank);
+    bind_optional_int(put, 6, s.identity.local_world_size);
     put.bind(7, s.identity.clock_shift_ns);
     put.exec();
   }

@@ -23,7 +23,7 @@ void bind_real(SQLite::Statement& s, int i, double v) {
   if (std::isfinite(v)) s.bind(i, v);
   else s.bind(i);
 }
-void bind_opt(SQLite::Statement& s, int i, const std::optional<double>& v) {
+void bind_optional_real(SQLite::Statement& s, int i, const std::optional<double>& v) {
   if (v && std::isfinite(*v)) s.bind(i, *v);
   else s.bind(i);
 }
@@ -179,8 +179,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       cand.bind(8, i64(c.host_bytes));
       bind_real(cand, 9, c.step_us);
       bind_real(cand, 10, c.error);
-      bind_opt(cand, 11, c.hit_rate);
-      bind_opt(cand, 12, c.recorded_hit_rate);
+      bind_optional_real(cand, 11, c.hit_rate);
+      bind_optional_real(cand, 12, c.recorded_hit_rate);
       cand.bind(13, c.needs_retraining ? 1 : 0);
       cand.bind(14, c.measured ? 1 : 0);
       cand.bind(15, i64(c.measured_rows));
@@ -191,7 +191,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       bind_real(cand, 20, c.forward_us);
       bind_real(cand, 21, c.backward_us);
       bind_real(cand, 22, c.update_us);
-      bind_opt(cand, 23, c.heldout_hit_rate);
+      bind_optional_real(cand, 23, c.heldout_hit_rate);
       cand.bind(24, c.timing_kind);
       cand.bind(25, c.timing_from);
       cand.exec();

@@ -10,30 +10,11 @@
 #include "edo/gui/kernels_model.h"
 #include "edo/gui/model_roles.h"
 #include "share_bar_delegate.h"
+#include "sorted_table.h"
 
 namespace edo::gui {
 
 namespace {
-
-QTableView* make_sorted_table(QAbstractItemModel* model, int sort_column, int stretch_column, QWidget* parent) {
-  auto* proxy = new QSortFilterProxyModel(parent);
-  proxy->setSourceModel(model);
-  proxy->setSortRole(SortRole);
-  auto* view = new QTableView(parent);
-  view->setModel(proxy);
-  view->setSortingEnabled(true);
-  view->sortByColumn(sort_column, Qt::DescendingOrder);
-  view->verticalHeader()->hide();
-  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
-  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  view->horizontalHeader()->setResizeContentsPrecision(64);
-  view->horizontalHeader()->setSectionResizeMode(stretch_column, QHeaderView::Stretch);
-  view->setSelectionBehavior(QAbstractItemView::SelectRows);
-  view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  view->setAlternatingRowColors(true);
-  view->setWordWrap(false);
-  return view;
-}
 
 QLabel* make_empty_label(const QString& text, QWidget* parent) {
   auto* label = new QLabel(text, parent);
@@ -55,7 +36,8 @@ KernelsView::KernelsView(QWidget* parent) : QWidget(parent) {
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
   top_layout->addWidget(new QLabel(tr("<b>GPU kernels by GPU time</b>"), top));
-  kernels_view_ = make_sorted_table(kernels_, KernelsModel::kTime, KernelsModel::kTables, top);
+  kernels_view_ = make_sorted_table(kernels_, KernelsModel::kTime, Qt::DescendingOrder, top);
+  kernels_view_->horizontalHeader()->setSectionResizeMode(KernelsModel::kTables, QHeaderView::Stretch);
   kernels_view_->setItemDelegateForColumn(KernelsModel::kShare, new ShareBarDelegate(kernels_view_));
   kernels_view_->horizontalHeader()->setSectionResizeMode(KernelsModel::kName, QHeaderView::Interactive);
   kernels_view_->horizontalHeader()->resizeSection(KernelsModel::kName, 380);
@@ -70,7 +52,8 @@ KernelsView::KernelsView(QWidget* parent) : QWidget(parent) {
   auto* bottom_layout = new QVBoxLayout(bottom);
   bottom_layout->setContentsMargins(0, 0, 0, 0);
   bottom_layout->addWidget(new QLabel(tr("<b>NVTX ranges</b>"), bottom));
-  ranges_view_ = make_sorted_table(ranges_, RangesModel::kTime, RangesModel::kName, bottom);
+  ranges_view_ = make_sorted_table(ranges_, RangesModel::kTime, Qt::DescendingOrder, bottom);
+  ranges_view_->horizontalHeader()->setSectionResizeMode(RangesModel::kName, QHeaderView::Stretch);
   ranges_empty_ = make_empty_label(
       tr("No NVTX ranges in this recording. Ranges are recorded when the job annotates its code with NVTX "
          "(torch.cuda.nvtx.range_push, nvtxRangePushA) under 'edo record'."),

@@ -12,32 +12,9 @@
 #include "edo/gui/model_roles.h"
 #include "edo/gui/ranks_model.h"
 #include "share_bar_delegate.h"
+#include "sorted_table.h"
 
 namespace edo::gui {
-
-namespace {
-
-QTableView* make_table(QAbstractItemModel* model, int sort_column, Qt::SortOrder order, QWidget* parent) {
-  auto* proxy = new QSortFilterProxyModel(parent);
-  proxy->setSourceModel(model);
-  proxy->setSortRole(SortRole);
-  auto* view = new QTableView(parent);
-  view->setModel(proxy);
-  view->setSortingEnabled(true);
-  view->sortByColumn(sort_column, order);
-  view->verticalHeader()->hide();
-  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 6);
-  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  view->horizontalHeader()->setResizeContentsPrecision(64);
-  view->setSelectionBehavior(QAbstractItemView::SelectRows);
-  view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  view->setAlternatingRowColors(true);
-  view->setWordWrap(false);
-  view->setItemDelegate(new ShareBarDelegate(view));  // cells without a share draw as usual
-  return view;
-}
-
-}  // namespace
 
 RanksView::RanksView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -51,14 +28,17 @@ RanksView::RanksView(QWidget* parent) : QWidget(parent) {
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
   top_layout->addWidget(new QLabel(tr("<b>Imbalance per table</b> (the busiest rank against the mean)"), top));
-  imbalance_view_ = make_table(imbalance_, ImbalanceModel::kImbalance, Qt::DescendingOrder, top);
+  // Cells without a share draw as usual.
+  imbalance_view_ = make_sorted_table(imbalance_, ImbalanceModel::kImbalance, Qt::DescendingOrder, top);
+  imbalance_view_->setItemDelegate(new ShareBarDelegate(imbalance_view_));
   imbalance_view_->horizontalHeader()->setSectionResizeMode(ImbalanceModel::kImbalance, QHeaderView::Stretch);
   top_layout->addWidget(imbalance_view_, 1);
   auto* bottom = new QWidget(splitter);
   auto* bottom_layout = new QVBoxLayout(bottom);
   bottom_layout->setContentsMargins(0, 0, 0, 0);
   bottom_layout->addWidget(new QLabel(tr("<b>Ranks</b> (lookups of each table; bars against the busiest rank)"), bottom));
-  ranks_view_ = make_table(ranks_, RanksModel::kRank, Qt::AscendingOrder, bottom);
+  ranks_view_ = make_sorted_table(ranks_, RanksModel::kRank, Qt::AscendingOrder, bottom);
+  ranks_view_->setItemDelegate(new ShareBarDelegate(ranks_view_));
   bottom_layout->addWidget(ranks_view_, 1);
   splitter->addWidget(top);
   splitter->addWidget(bottom);

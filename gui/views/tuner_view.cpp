@@ -41,7 +41,7 @@ namespace edo::gui {
 
 namespace {
 
-QTableView* make_table(QAbstractItemModel* model, QWidget* parent) {
+QTableView* make_table_view(QAbstractItemModel* model, QWidget* parent) {
   auto* view = new QTableView(parent);
   view->setModel(model);
   view->setSortingEnabled(true);
@@ -148,7 +148,7 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   auto* plan_layout = new QVBoxLayout(plan_host);
   plan_layout->setContentsMargins(0, 0, 0, 0);
   plan_layout->addWidget(new QLabel(tr("<b>The plan</b>"), plan_host));
-  plan_view_ = make_table(plan_proxy, plan_host);
+  plan_view_ = make_table_view(plan_proxy, plan_host);
   // The reason is a sentence: it takes the room the numbers leave, elided, whole in its tooltip
   // (sized to its contents it pushed the table wider than the view and showed "bf1").
   plan_view_->horizontalHeader()->setSectionResizeMode(PlanModel::kWhy, QHeaderView::Stretch);
@@ -176,7 +176,7 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   candidates_proxy_->setSourceModel(candidates_);
   candidates_proxy_->setSortRole(SortRole);
   candidates_proxy_->setFilterKeyColumn(CandidatesModel::kTable);
-  candidates_view_ = make_table(candidates_proxy_, bottom);
+  candidates_view_ = make_table_view(candidates_proxy_, bottom);
   bottom_layout->addWidget(candidates_view_);
   vertical->addWidget(top);
   vertical->addWidget(bottom);

@@ -9,12 +9,11 @@
 
 #include "edo/kernels/bench.h"
 #include "edo/kernels/host_buffer.h"
+#include "stopwatch.h"
 
 namespace edo::kernels {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];

@@ -17,12 +17,11 @@
 #include "edo/kernels/encode.h"
 #include "edo/kernels/host_buffer.h"
 #include "edo/kernels/workload.h"
+#include "stopwatch.h"
 
 namespace edo::kernels {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -13,7 +13,7 @@
 
 namespace edo::tuner {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 
 std::string baseline_spec(const std::string& dtype) {
   const auto t = parse_dtype(dtype);
@@ -46,7 +46,7 @@ std::vector<uint64_t> offload_cache_rows(const stats::TableSummary& summary, uin
 
 namespace {
 
-std::string number(double v) {
+std::string round_trip_number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
@@ -66,7 +66,7 @@ struct Builder {
 
   bool training() const { return g.optimizer_bytes > 0 || g.grad_bytes > 0; }
 
-  void add(const std::string& strategy, const std::string& spec, json params, int level, bool retrain, Trainable tr,
+  void add(const std::string& strategy, const std::string& spec, ordered_json params, int level, bool retrain, Trainable tr,
            uint64_t cache_rows = 0, std::optional<double> recorded = std::nullopt, bool baseline = false) {
     Candidate c;
     c.strategy = strategy;
@@ -92,7 +92,7 @@ struct Builder {
     c.device_bytes = w.device_bytes + (offload ? 0 : state + grads) + (apart ? g.identical_bytes : 0);
     c.host_bytes = w.host_bytes + (offload ? state + grads : 0);
     if (apart || shared) {
-      json p = json::parse(c.params_json);
+      ordered_json p = ordered_json::parse(c.params_json);
       p[apart ? "apart_from" : "shared_by"] = g.identical;
       c.params_json = p.dump();
       c.needs_retraining = c.needs_retraining || (shared && training());
@@ -127,26 +127,26 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   if (base.empty() || g.rows == 0 || g.dim == 0) return {};
   const double R = static_cast<double>(g.rows), D = g.dim;
   const Trainable dense{R * D, R};
-  b.add(base, base, json::object(), 0, false, dense, 0, std::nullopt, true);
+  b.add(base, base, ordered_json::object(), 0, false, dense, 0, std::nullopt, true);
   // Identical tables: their baseline format with one shared copy (measured as the baseline:
   // the same spec on the same lookups).
   if (!g.identical.empty()) {
     const size_t at = b.out.size();
-    b.add(base, base, json::object(), 1, false, dense);
+    b.add(base, base, ordered_json::object(), 1, false, dense);
     b.out[at].measure_as = 0;
   }
   // Row formats no larger than the baseline.
   if (base == "fp32") {
-    b.add("fp16", "fp16", json::object(), 1, false, dense);
-    b.add("bf16", "bf16", json::object(), 1, false, dense);
+    b.add("fp16", "fp16", ordered_json::object(), 1, false, dense);
+    b.add("bf16", "bf16", ordered_json::object(), 1, false, dense);
   } else if (base == "fp16") {
-    b.add("bf16", "bf16", json::object(), 2, false, dense);
+    b.add("bf16", "bf16", ordered_json::object(), 2, false, dense);
   } else if (base == "bf16") {
-    b.add("fp16", "fp16", json::object(), 2, false, dense);
+    b.add("fp16", "fp16", ordered_json::object(), 2, false, dense);
   }
-  b.add("int8", "int8", json::object(), 1, false, dense);
-  b.add("int4", "int4", json::object(), 1, false, dense);
-  if (base != "fp8") b.add("fp8", "fp8", json{{"scale", "row"}}, 2, false, dense);
+  b.add("int8", "int8", ordered_json::object(), 1, false, dense);
+  b.add("int4", "int4", ordered_json::object(), 1, false, dense);
+  if (base != "fp8") b.add("fp8", "fp8", ordered_json{{"scale", "row"}}, 2, false, dense);
   // Offload with a hot-row cache (the first size at level 2, the others at 3). With the
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
@@ -157,12 +157,12 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
     // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
-    const std::string frac = number((static_cast<double>(k) + 0.5) / R);
+    const std::string frac = round_trip_number((static_cast<double>(k) + 0.5) / R);
     const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
     const double cov = stats::coverage_of_top(g.counts, k);
     for (const char* policy : {"lru", "static"}) {
       const bool is_lru = std::string(policy) == "lru";
-      json params{{"cache_rows", k}, {"policy", policy}};
+      ordered_json params{{"cache_rows", k}, {"policy", policy}};
       if (replay) {
         params["heldout"] = {{"fit_fraction", CacheReplay::kFitFraction}, {"sample_rate", replay->rate()},
                              {"heldout_sampled_refs", replay->held_out_refs()}};
@@ -183,7 +183,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     // there; the second half's lookups on rows first read after it are what such a table
     // loses on lookups it was not fitted to. Each returns a zero row: the access-weighted
     // relative L2 error is sqrt(lost fraction) (rows of about equal norm).
-    json params{{"kept_rows", b.kept_rows}};
+    ordered_json params{{"kept_rows", b.kept_rows}};
     const model::HeldOut h = model::held_out_split(g.first_seen, g.counts.lookups());
     if (h.valid) {
       params["held_out_lost_fraction"] = h.lost_fraction();
@@ -201,14 +201,14 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
       const uint32_t r = std::max(1u, g.dim / div);
       if (r == last || r >= g.dim) continue;
       last = r;
-      b.add("lowrank", "lowrank:rank=" + std::to_string(r), json{{"rank", r}}, 4, false, Trainable{R * r + double(r) * D, R + r});
+      b.add("lowrank", "lowrank:rank=" + std::to_string(r), ordered_json{{"rank", r}}, 4, false, Trainable{R * r + double(r) * D, R + r});
     }
     // 8 and 16 columns per sub-space (4 would cost more bytes than int8 and far more time to
     // encode); k-means on a 16384-row sample, 5 rounds: the encoding the plan names.
     for (uint32_t dsub : {8u, 16u}) {
       if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
       const uint32_t m = g.dim / dsub;
-      b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
+      b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", ordered_json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
             false, Trainable{256.0 * m * dsub, 256.0 * m});
     }
   }
@@ -216,12 +216,12 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   if (g.rows >= 1024) {
     for (uint64_t div : {4u, 16u}) {
       const uint64_t buckets = g.rows / div;
-      b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", json{{"buckets", buckets}, {"k", 2}}, 5, true,
+      b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,
             Trainable{static_cast<double>(buckets) * D, static_cast<double>(buckets)});
     }
     for (uint64_t m : {4u, 16u}) {
       const double q = std::ceil(R / static_cast<double>(m));
-      b.add("qr", "qr:m=" + std::to_string(m), json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
+      b.add("qr", "qr:m=" + std::to_string(m), ordered_json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
     }
   }
   return std::move(b.out);

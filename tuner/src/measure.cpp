@@ -346,11 +346,6 @@ namespace {
 // (docs/tuning.md "Measurement").
 constexpr bool kBag = true;
 
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 // The interval of the repetitions: their whole range. A wide interval only makes more ties,
 // which the plan breaks by loss and bytes: a candidate counts as faster only when every
 // repetition says so.
@@ -469,6 +464,11 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
     out.note += "measured on " + std::to_string(rows_) + " of " + std::to_string(g_.rows) + " rows (scaled)";
   }
   return out;
+}
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace edo::tuner

@@ -184,4 +184,7 @@ bool row_format(const std::string& strategy);
 // Strategies that lose nothing on the rows the job reads (no error gate).
 bool lossless(const std::string& strategy, bool baseline);
 
+// The median of repeated timings (the upper middle one of an even count); v is not empty.
+double median_of(std::vector<double> v);
+
 }  // namespace edo::tuner

@@ -17,11 +17,6 @@
 namespace edo::tuner {
 namespace {
 
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 struct Phases {
   double fwd = 0, bwd = 0, upd = 0;
   double total() const { return fwd + bwd + upd; }

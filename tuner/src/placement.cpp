@@ -102,12 +102,6 @@ class Packer {
   double mean_bytes_, mean_lookups_;
 };
 
-const model::TuneTable* table_named(const model::TuneResult& r, const std::string& name) {
-  for (const auto& t : r.tables)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
 // What the placement sees of a plan: one item per choice that holds its own bytes (a tied table
 // that shares its owner's weights follows the owner; its lookups are the owner's item's).
 struct PlanItems {
@@ -121,7 +115,7 @@ PlanItems items_of(const model::TuneResult& r) {
   for (size_t i = 0; i < r.choices.size(); ++i) {
     const model::TuneChoice& ch = r.choices[i];
     if (!ch.shares_with.empty() && ch.device_bytes == 0) continue;
-    const model::TuneTable* t = table_named(r, ch.table);
+    const model::TuneTable* t = r.table_named(ch.table);
     const model::TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size()
                                         ? &r.candidates[static_cast<size_t>(ch.candidate)]
                                         : nullptr;
@@ -144,7 +138,7 @@ PlanItems items_of(const model::TuneResult& r) {
   for (const auto& ch : r.choices) {
     if (ch.shares_with.empty() || ch.device_bytes != 0) continue;
     auto it = item_of_owner.find(ch.shares_with);
-    const model::TuneTable* t = table_named(r, ch.table);
+    const model::TuneTable* t = r.table_named(ch.table);
     if (it != item_of_owner.end() && t && std::isfinite(t->lookups_per_step)) out.items[it->second].lookups_per_step += t->lookups_per_step;
   }
   return out;

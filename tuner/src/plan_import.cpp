@@ -15,7 +15,7 @@
 
 namespace edo::tuner {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 using model::TuneCandidate;
 using model::TuneChoice;
 using model::TuneResult;
@@ -68,13 +68,13 @@ void check_indent(const std::string& text) {
   }
 }
 
-json scalar_to_json(const YAML::Node& n) {
+ordered_json scalar_to_json(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   if (n.Tag() == "!") return s;  // quoted: a string, whatever it looks like
   if (s == "~" || s == "null" || s == "Null" || s == "NULL" || s.empty()) return nullptr;
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  json number = json::parse(s, nullptr, /*allow_exceptions=*/false);
+  ordered_json number = ordered_json::parse(s, nullptr, /*allow_exceptions=*/false);
   if (number.is_number()) return number;
   if (s == ".inf" || s == "+.inf") return std::numeric_limits<double>::infinity();
   if (s == "-.inf") return -std::numeric_limits<double>::infinity();
@@ -84,13 +84,13 @@ json scalar_to_json(const YAML::Node& n) {
 
 // `budget` counts the nodes converted: aliases can make a small text name a huge tree
 // ("billion laughs"), so the walk stops at kMaxItems nodes whatever the text's size.
-json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
+ordered_json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
   if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
   if (budget == 0) fail("more than " + std::to_string(kMaxItems) + " values (aliases expanding?)");
   --budget;
   switch (n.Type()) {
     case YAML::NodeType::Map: {
-      json j = json::object();
+      ordered_json j = ordered_json::object();
       for (const auto& kv : n) {
         if (!kv.first.IsScalar()) fail("a mapping key is not text");
         j[kv.first.Scalar()] = yaml_to_json(kv.second, depth + 1, budget);
@@ -98,7 +98,7 @@ json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
       return j;
     }
     case YAML::NodeType::Sequence: {
-      json j = json::array();
+      ordered_json j = ordered_json::array();
       if (n.size() > kMaxItems) fail("a list is too long");
       for (const auto& x : n) j.push_back(yaml_to_json(x, depth + 1, budget));
       return j;
@@ -111,14 +111,14 @@ json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
 }
 
 // ---- typed access ------------------------------------------------------------------------
-const json& field(const json& obj, const char* key, const std::string& where) {
+const ordered_json& field(const ordered_json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end()) fail(where + " has no \"" + key + "\"");
   return *it;
 }
 
-uint64_t get_u64(const json& obj, const char* key, const std::string& where) {
-  const json& v = field(obj, key, where);
+uint64_t get_u64(const ordered_json& obj, const char* key, const std::string& where) {
+  const ordered_json& v = field(obj, key, where);
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
   if (v.is_number_float()) {
@@ -129,8 +129,8 @@ uint64_t get_u64(const json& obj, const char* key, const std::string& where) {
 }
 
 // A finite number >= 0, or NaN when the key holds null and null is allowed.
-double get_number(const json& obj, const char* key, const std::string& where, bool null_ok, double if_null) {
-  const json& v = field(obj, key, where);
+double get_number(const ordered_json& obj, const char* key, const std::string& where, bool null_ok, double if_null) {
+  const ordered_json& v = field(obj, key, where);
   if (v.is_null() && null_ok) return if_null;
   if (v.is_number()) {
     const double d = v.get<double>();
@@ -139,33 +139,33 @@ double get_number(const json& obj, const char* key, const std::string& where, bo
   fail(where + ": \"" + key + "\" is not a number >= 0" + (null_ok ? " or null" : ""));
 }
 
-std::string get_string(const json& obj, const char* key, const std::string& where) {
-  const json& v = field(obj, key, where);
+std::string get_string(const ordered_json& obj, const char* key, const std::string& where) {
+  const ordered_json& v = field(obj, key, where);
   if (!v.is_string()) fail(where + ": \"" + key + "\" is not text");
   return v.get<std::string>();
 }
 
-std::string opt_string(const json& obj, const char* key, const std::string& where) {
+std::string opt_string(const ordered_json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return "";
   if (!it->is_string()) fail(where + ": \"" + key + "\" is not text");
   return it->get<std::string>();
 }
 
-bool get_bool(const json& obj, const char* key, const std::string& where) {
-  const json& v = field(obj, key, where);
+bool get_bool(const ordered_json& obj, const char* key, const std::string& where) {
+  const ordered_json& v = field(obj, key, where);
   if (!v.is_boolean()) fail(where + ": \"" + key + "\" is not true or false");
   return v.get<bool>();
 }
 
-std::optional<double> opt_rate(const json& obj, const char* key, const std::string& where) {
+std::optional<double> opt_rate(const ordered_json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
   if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() <= 1)) fail(where + ": \"" + key + "\" is not a rate in [0, 1] or null");
   return it->get<double>();
 }
 
-std::string describe(const std::string& name) {
+std::string printable_name(const std::string& name) {
   // Names in messages: printable ASCII only, bounded (a message is one line).
   std::string out;
   for (char c : name) {
@@ -183,7 +183,7 @@ std::string describe(const std::string& name) {
 // plus "shared" and "unchanged"), its spec must parse as that strategy, and each params key is
 // one the tuner writes for it (candidates.cpp), with the type it writes. Anything else (a
 // strategy string carrying code, a cache_rows of 1e308 or "lots") is refused with one line.
-bool is_count(const json& v) {
+bool is_count(const ordered_json& v) {
   if (v.is_number_unsigned()) return true;
   if (v.is_number_integer()) return v.get<int64_t>() >= 0;
   if (v.is_number_float()) {
@@ -193,13 +193,13 @@ bool is_count(const json& v) {
   return false;
 }
 
-void check_names(const json& v, const std::string& key, const std::string& where) {
+void check_names(const ordered_json& v, const std::string& key, const std::string& where) {
   if (!v.is_array()) fail(where + ": params \"" + key + "\" is not a list of table names");
   for (const auto& x : v)
     if (!x.is_string()) fail(where + ": params \"" + key + "\" holds something that is not a table name");
 }
 
-void check_choice(const std::string& strategy, const std::string& spec, const json& params, const std::string& optimizer,
+void check_choice(const std::string& strategy, const std::string& spec, const ordered_json& params, const std::string& optimizer,
                   uint64_t rows, const std::string& where) {
   const auto& names = kernels::strategy_names();
   const bool row_format = strategy == "fp32" || strategy == "fp16" || strategy == "bf16" || strategy == "fp8" ||
@@ -207,17 +207,17 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
   if (strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
     std::string all;
     for (const auto& n : names) all += n + ", ";
-    fail(where + ": strategy \"" + describe(strategy) + "\" is not one of edo's (" + all + "shared, unchanged)");
+    fail(where + ": strategy \"" + printable_name(strategy) + "\" is not one of edo's (" + all + "shared, unchanged)");
   }
   if (!spec.empty() && strategy != "shared" && strategy != "unchanged") {
     try {
-      if (kernels::StrategySpec::parse(spec).name != strategy) fail(where + ": spec \"" + describe(spec) + "\" is not a " + strategy + " spec");
+      if (kernels::StrategySpec::parse(spec).name != strategy) fail(where + ": spec \"" + printable_name(spec) + "\" is not a " + strategy + " spec");
     } catch (const std::invalid_argument&) {
-      fail(where + ": spec \"" + describe(spec) + "\" is not an edo strategy spec");
+      fail(where + ": spec \"" + printable_name(spec) + "\" is not an edo strategy spec");
     }
   }
   if (!optimizer.empty() && optimizer != "rowwise_adagrad")
-    fail(where + ": optimizer \"" + describe(optimizer) + "\" is not \"rowwise_adagrad\" or empty");
+    fail(where + ": optimizer \"" + printable_name(optimizer) + "\" is not \"rowwise_adagrad\" or empty");
   // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
   // object of finite numbers (what edo tune says about how a figure was obtained).
   std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
@@ -230,28 +230,28 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
   else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
   else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
   else if (strategy == "qr") allowed["m"] = 'c';
-  else if (!row_format) fail(where + ": strategy \"" + describe(strategy) + "\" has no documented params");
+  else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
-    if (a == allowed.end()) fail(where + ": params key \"" + describe(it.key()) + "\" is not one a " + strategy + " choice has");
-    const json& v = it.value();
+    if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");
+    const ordered_json& v = it.value();
     if (a->second == 'c' && !is_count(v))
       fail(where + ": params \"" + it.key() + "\" is not a finite whole number >= 0 (at most 2^53)");
     if (a->second == 's' && !v.is_string()) fail(where + ": params \"" + it.key() + "\" is not text");
     if (a->second == 'n') check_names(v, it.key(), where);
-    auto finite = [](const json& x) { return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0; };
+    auto finite = [](const ordered_json& x) { return x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() >= 0; };
     if (a->second == 'f' && !finite(v)) fail(where + ": params \"" + it.key() + "\" is not a finite number >= 0");
     if (a->second == 'o') {
       if (!v.is_object()) fail(where + ": params \"" + it.key() + "\" is not an object");
       for (auto f = v.begin(); f != v.end(); ++f)
         if (!finite(f.value()))
-          fail(where + ": params \"" + it.key() + "\" key \"" + describe(f.key()) + "\" is not a finite number >= 0");
+          fail(where + ": params \"" + it.key() + "\" key \"" + printable_name(f.key()) + "\" is not a finite number >= 0");
     }
   }
   if (strategy == "offload") {
     if (!params.contains("cache_rows")) fail(where + ": an offload choice's params have no \"cache_rows\"");
     const std::string policy = params.contains("policy") ? params["policy"].get<std::string>() : "lru";
-    if (policy != "lru" && policy != "static") fail(where + ": params \"policy\" is \"" + describe(policy) + "\", not lru or static");
+    if (policy != "lru" && policy != "static") fail(where + ": params \"policy\" is \"" + printable_name(policy) + "\", not lru or static");
     if (rows > 0 && params["cache_rows"].get<double>() > static_cast<double>(rows))
       fail(where + ": params \"cache_rows\" is larger than the table's " + std::to_string(rows) + " rows");
   }
@@ -260,7 +260,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const js
 
 // A table's "sharding" in a plan over `devices` devices: its type, its shards (device, first
 // row or column, how many, bytes, lookups per step) and the "devices" list the shards name.
-void read_sharding(const json& t, uint32_t devices, TuneChoice& ch, const std::string& where) {
+void read_sharding(const ordered_json& t, uint32_t devices, TuneChoice& ch, const std::string& where) {
   auto it = t.find("sharding");
   if (it == t.end() || it->is_null()) {
     if (devices > 1) fail(where + " has no \"sharding\" (the plan is for " + std::to_string(devices) + " devices)");
@@ -271,16 +271,16 @@ void read_sharding(const json& t, uint32_t devices, TuneChoice& ch, const std::s
   if (!it->is_object()) fail(what + " is not an object");
   ch.sharding = get_string(*it, "type", what);
   if (ch.sharding != "table_wise" && ch.sharding != "row_wise" && ch.sharding != "column_wise")
-    fail(what + " type \"" + describe(ch.sharding) + "\" is not table_wise, row_wise or column_wise");
-  const json& list = field(*it, "devices", what);
-  const json& shards = field(*it, "shards", what);
+    fail(what + " type \"" + printable_name(ch.sharding) + "\" is not table_wise, row_wise or column_wise");
+  const ordered_json& list = field(*it, "devices", what);
+  const ordered_json& shards = field(*it, "shards", what);
   if (!list.is_array() || !shards.is_array() || shards.empty() || list.size() != shards.size())
     fail(what + " needs \"devices\" and \"shards\" lists of the same length (at least one)");
   if (ch.sharding == "table_wise" && shards.size() != 1) fail(what + " is table_wise but has " + std::to_string(shards.size()) + " shards");
   std::set<uint64_t> seen;
   uint64_t bytes = 0;
   for (size_t i = 0; i < shards.size(); ++i) {
-    const json& sh = shards[i];
+    const ordered_json& sh = shards[i];
     const std::string w = what + " shard " + std::to_string(i);
     if (!sh.is_object()) fail(w + " is not an object");
     model::TuneShard s;
@@ -304,28 +304,28 @@ void read_sharding(const json& t, uint32_t devices, TuneChoice& ch, const std::s
 
 }  // namespace
 
-TuneResult plan_from_json(const json& doc) {
+TuneResult plan_from_json(const ordered_json& doc) {
   if (!doc.is_object()) fail("the document is not an object");
   auto schema = doc.find("schema");
   if (schema == doc.end() || !schema->is_string()) fail("no \"schema\" (expected \"" + std::string(kPlanSchema) + "\")");
   if (schema->get<std::string>() != kPlanSchema)
-    fail("schema \"" + describe(schema->get<std::string>()) + "\" is not \"" + kPlanSchema + "\" (written by another edo version?)");
+    fail("schema \"" + printable_name(schema->get<std::string>()) + "\" is not \"" + kPlanSchema + "\" (written by another edo version?)");
   TuneResult r;
   const std::string top = "the plan";
   r.budget_bytes = get_u64(doc, "budget_bytes", top);
   r.max_error = get_number(doc, "max_error", top, true, std::numeric_limits<double>::infinity());
   r.backend = get_string(doc, "backend", top);
-  if (r.backend != "cpu" && r.backend != "cuda") fail("backend \"" + describe(r.backend) + "\" is neither cpu nor cuda");
+  if (r.backend != "cpu" && r.backend != "cuda") fail("backend \"" + printable_name(r.backend) + "\" is neither cpu nor cuda");
   r.device = get_string(doc, "device", top);
   r.weights = get_string(doc, "weights", top);
   if (r.weights != "recorded" && r.weights != "synthetic" && r.weights != "mixed")
-    fail("weights \"" + describe(r.weights) + "\" is not recorded, synthetic or mixed");
-  const json& base = field(doc, "baseline", top);
+    fail("weights \"" + printable_name(r.weights) + "\" is not recorded, synthetic or mixed");
+  const ordered_json& base = field(doc, "baseline", top);
   if (!base.is_object()) fail("\"baseline\" is not an object");
   r.baseline_device_bytes = get_u64(base, "device_bytes", "baseline");
   r.baseline_step_us = get_number(base, "step_us", "baseline", true, 0.0);
   if (base.contains("host_bytes")) r.baseline_host_bytes = get_u64(base, "host_bytes", "baseline");
-  const json& plan = field(doc, "plan", top);
+  const ordered_json& plan = field(doc, "plan", top);
   if (plan.is_object()) {
     r.feasible = true;
     r.plan_device_bytes = get_u64(plan, "device_bytes", "plan");
@@ -348,18 +348,18 @@ TuneResult plan_from_json(const json& doc) {
   // Plans written before the timing was recorded were measured on their backend's device.
   r.timing_device = r.device;
   if (doc.contains("timing")) {
-    const json& timing = field(doc, "timing", top);
+    const ordered_json& timing = field(doc, "timing", top);
     if (!timing.is_object()) fail("\"timing\" is not an object");
     r.timing_kind = get_string(timing, "kind", "timing");
     if (r.timing_kind != "measured" && r.timing_kind != "modelled")
-      fail("timing kind \"" + describe(r.timing_kind) + "\" is neither measured nor modelled");
+      fail("timing kind \"" + printable_name(r.timing_kind) + "\" is neither measured nor modelled");
     r.timing_device = get_string(timing, "device", "timing");
   }
   // Plans written before objectives were recorded were the fastest within the error limit.
   if (doc.contains("objective")) {
     r.objective = get_string(doc, "objective", top);
     if (r.objective != "least-change" && r.objective != "speed")
-      fail("objective \"" + describe(r.objective) + "\" is neither least-change nor speed");
+      fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
   }
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
@@ -376,16 +376,16 @@ TuneResult plan_from_json(const json& doc) {
     r.devices = static_cast<uint32_t>(n);
   }
 
-  const json& tables = field(doc, "tables", top);
+  const ordered_json& tables = field(doc, "tables", top);
   if (!tables.is_array()) fail("\"tables\" is not a list");
   if (!r.feasible && !tables.empty()) fail("an infeasible plan (\"plan\": null) lists tables");
   std::set<std::string> names;
   for (size_t i = 0; i < tables.size(); ++i) {
-    const json& t = tables[i];
+    const ordered_json& t = tables[i];
     std::string where = "table " + std::to_string(i);
     if (!t.is_object()) fail(where + " is not an object");
     const std::string name = get_string(t, "name", where);
-    where = "table \"" + describe(name) + "\"";
+    where = "table \"" + printable_name(name) + "\"";
     if (!names.insert(name).second) fail(where + " is listed twice");
     TuneTable tt;
     tt.name = name;
@@ -403,7 +403,7 @@ TuneResult plan_from_json(const json& doc) {
     tt.weights = r.weights;
 
     const std::string strategy = get_string(t, "strategy", where);
-    const json& params = field(t, "params", where);
+    const ordered_json& params = field(t, "params", where);
     if (!params.is_object()) fail(where + ": \"params\" is not an object");
     check_choice(strategy, opt_string(t, "spec", where), params, opt_string(t, "optimizer", where), tt.rows, where);
     TuneChoice ch;
@@ -428,7 +428,7 @@ TuneResult plan_from_json(const json& doc) {
       c.table = ch.shares_with.empty() ? name : ch.shares_with;
       c.strategy = strategy;
       c.spec = opt_string(t, "spec", where);
-      c.params_json = params.dump(-1, ' ', false, json::error_handler_t::replace);
+      c.params_json = params.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
       c.optimizer = opt_string(t, "optimizer", where);
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;
@@ -464,7 +464,7 @@ TuneResult plan_from_json(const json& doc) {
         if (!ts->is_object()) fail(what + " is not an object");
         c.timing_kind = get_string(*ts, "kind", what);
         if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
-          fail(what + " kind \"" + describe(c.timing_kind) + "\" is not measured, twin or predicted");
+          fail(what + " kind \"" + printable_name(c.timing_kind) + "\" is not measured, twin or predicted");
         c.timing_from = opt_string(*ts, "from", what);
       }
       ch.candidate = static_cast<int64_t>(r.candidates.size());
@@ -477,7 +477,7 @@ TuneResult plan_from_json(const json& doc) {
   }
   for (const auto& ch : r.choices)
     if (!ch.shares_with.empty() && !names.count(ch.shares_with))
-      fail("table \"" + describe(ch.table) + "\" is shared with \"" + describe(ch.shares_with) + "\", which the plan does not list");
+      fail("table \"" + printable_name(ch.table) + "\" is shared with \"" + printable_name(ch.shares_with) + "\", which the plan does not list");
 
   // Each device's totals are its shards' (per_device, when given, must say the same) and within
   // the budget.
@@ -501,11 +501,11 @@ TuneResult plan_from_json(const json& doc) {
     }
   }
 
-  const json& frontier = field(doc, "frontier", top);
+  const ordered_json& frontier = field(doc, "frontier", top);
   if (!frontier.is_array()) fail("\"frontier\" is not a list");
   for (const auto& p : frontier) {
     if (!p.is_array() || p.size() != 2) fail("a frontier point is not a [bytes, step_us] pair");
-    json pair = {{"b", p[0]}, {"t", p[1]}};
+    ordered_json pair = {{"b", p[0]}, {"t", p[1]}};
     r.frontier.emplace_back(get_u64(pair, "b", "a frontier point"), get_number(pair, "t", "a frontier point", false, 0));
   }
   return r;
@@ -515,15 +515,15 @@ TuneResult plan_from_text(const std::string& text) {
   if (text.size() > kMaxText) fail("larger than " + std::to_string(kMaxText >> 20) + " MiB");
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) fail("the document is empty");
-  json doc;
+  ordered_json doc;
   if (text[first] == '{') {
-    auto depth_guard = [](int depth, json::parse_event_t, json&) {
+    auto depth_guard = [](int depth, ordered_json::parse_event_t, ordered_json&) {
       if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
       return true;
     };
     try {
-      doc = json::parse(text, depth_guard);
-    } catch (const json::exception& e) {
+      doc = ordered_json::parse(text, depth_guard);
+    } catch (const ordered_json::exception& e) {
       fail(std::string("JSON: ") + e.what());
     }
   } else {

@@ -27,17 +27,11 @@ ordered_json params_of(const TuneCandidate& c) {
   return p.is_object() ? p : ordered_json::object();
 }
 
-const model::TuneTable* table_named(const TuneResult& r, const std::string& name) {
-  for (const auto& t : r.tables)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
 ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   const TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size()
                                ? &r.candidates[static_cast<size_t>(ch.candidate)]
                                : nullptr;
-  const model::TuneTable* t = table_named(r, ch.table);
+  const model::TuneTable* t = r.table_named(ch.table);
   ordered_json j;
   j["name"] = valid_utf8(ch.table);
   if (!ch.shares_with.empty()) {

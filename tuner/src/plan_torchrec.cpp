@@ -17,7 +17,7 @@ using model::TuneResult;
 
 namespace {
 
-std::string number(double v) {
+std::string python_number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
@@ -110,7 +110,7 @@ uint64_t fbgemm_lru_device_bytes(uint64_t rows, uint32_t dim, uint64_t element_b
 std::string number_list(const std::vector<double>& v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) {
-    std::string x = number(v[i]);
+    std::string x = python_number(v[i]);
     if (x.find_first_of(".eni") == std::string::npos) x += ".0";  // a float literal, as TorchRec types them
     out += (i ? ", " : "") + x;
   }
@@ -149,9 +149,9 @@ std::string statistics_of(const TorchRecFacts* f) {
   if (!f || f->expected_lookups < 0 || f->miss_curve.empty()) return "";
   std::string curve = "[";
   for (size_t i = 0; i < f->miss_curve.size(); ++i)
-    curve += (i ? ", " : "") + std::string("(") + number(f->miss_curve[i].first) + ", " + number(f->miss_curve[i].second) + ")";
+    curve += (i ? ", " : "") + std::string("(") + python_number(f->miss_curve[i].first) + ", " + python_number(f->miss_curve[i].second) + ")";
   curve += "]";
-  return "EdoCacheStatistics(" + number(f->expected_lookups) + ", " + curve + ", " + number(f->cacheability) + ")";
+  return "EdoCacheStatistics(" + python_number(f->expected_lookups) + ", " + curve + ", " + python_number(f->cacheability) + ")";
 }
 
 std::string stats_of(const TorchRecFacts* f) {
@@ -334,7 +334,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
       const double lf = cache_load_factor(c, rows);
-      extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + number(lf) + stats_of(f) + "),\n";
+      extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=" + python_number(lf) + stats_of(f) + "),\n";
       const uint64_t fb = fbgemm_lru_device_bytes(rows, dim, element_bytes, lf);
       fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
       fbgemm_total += fb - std::min(fb, ch.device_bytes);

@@ -41,12 +41,6 @@ const model::TuneCandidate* candidate_of(const model::TuneResult& r, const model
   return &r.candidates[static_cast<size_t>(ch.candidate)];
 }
 
-const model::TuneTable* table_of(const model::TuneResult& r, const std::string& name) {
-  for (const auto& t : r.tables)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
 QString step_time(double us) { return std::isfinite(us) ? format_duration_ns(us * 1e3) : QStringLiteral("–"); }
 QString error_text(double e) { return std::isfinite(e) ? QString::number(e, 'g', 3) : QStringLiteral("–"); }
 double sortable(double v) { return std::isfinite(v) ? v : -1.0; }
@@ -81,7 +75,7 @@ int PlanModel::rows() const { return result_ ? static_cast<int>(result_->choices
 QVariant PlanModel::cell(int row, int column, int role) const {
   const model::TuneChoice& ch = result_->choices[static_cast<size_t>(row)];
   const model::TuneCandidate* c = candidate_of(*result_, ch);
-  const model::TuneTable* t = table_of(*result_, ch.table);
+  const model::TuneTable* t = result_->table_named(ch.table);
   const uint64_t recorded = t ? t->device_bytes : 0;
   const double saved = static_cast<double>(recorded) - static_cast<double>(ch.device_bytes);
   if (role == TableNameRole) return QString::fromStdString(ch.table);

@@ -1,4 +1,5 @@
 #include "cuda_driver.h"
+#include "dl_symbol.h"
 
 #include <dlfcn.h>
 
@@ -11,11 +12,6 @@ namespace {
 Driver drv;
 std::once_flag drv_once;
 std::atomic<const Driver*> drv_ready{nullptr};
-
-template <class T>
-void sym(void* h, T& f, const char* name) {
-  f = reinterpret_cast<T>(dlsym(h, name));
-}
 
 thread_local int internal_depth = 0;
 
@@ -68,43 +64,43 @@ const Driver* load_driver() {
   std::call_once(drv_once, [] {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
-    sym(h, drv.cuMemHostAlloc, "cuMemHostAlloc");
-    sym(h, drv.cuMemFreeHost, "cuMemFreeHost");
-    sym(h, drv.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    sym(h, drv.cuEventCreate, "cuEventCreate");
-    sym(h, drv.cuEventRecord, "cuEventRecord");
-    sym(h, drv.cuEventQuery, "cuEventQuery");
-    sym(h, drv.cuEventDestroy, "cuEventDestroy_v2");
-    sym(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
-    sym(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
-    sym(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
-    sym(h, drv.cuStreamGetCtx, "cuStreamGetCtx");
-    sym(h, drv.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    sym(h, drv.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
-    sym(h, drv.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
-    sym(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
-    sym(h, drv.cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
-    sym(h, drv.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
+    load_symbol(h, drv.cuMemHostAlloc, "cuMemHostAlloc");
+    load_symbol(h, drv.cuMemFreeHost, "cuMemFreeHost");
+    load_symbol(h, drv.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    load_symbol(h, drv.cuEventCreate, "cuEventCreate");
+    load_symbol(h, drv.cuEventRecord, "cuEventRecord");
+    load_symbol(h, drv.cuEventQuery, "cuEventQuery");
+    load_symbol(h, drv.cuEventDestroy, "cuEventDestroy_v2");
+    load_symbol(h, drv.cuCtxGetCurrent, "cuCtxGetCurrent");
+    load_symbol(h, drv.cuCtxPushCurrent, "cuCtxPushCurrent_v2");
+    load_symbol(h, drv.cuCtxPopCurrent, "cuCtxPopCurrent_v2");
+    load_symbol(h, drv.cuStreamGetCtx, "cuStreamGetCtx");
+    load_symbol(h, drv.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    load_symbol(h, drv.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    load_symbol(h, drv.cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
+    load_symbol(h, drv.cuStreamIsCapturing, "cuStreamIsCapturing");
+    load_symbol(h, drv.cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
+    load_symbol(h, drv.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
 #if CUDA_VERSION >= 12040
-    sym(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
-    sym(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
+    load_symbol(h, drv.cuFuncGetParamInfo, "cuFuncGetParamInfo");  // guarded: older drivers lack them
+    load_symbol(h, drv.cuKernelGetParamInfo, "cuKernelGetParamInfo");
 #endif
-    sym(h, drv.cuFuncGetName, "cuFuncGetName");
-    sym(h, drv.cuKernelGetName, "cuKernelGetName");
-    sym(h, drv.cuModuleLoadData, "cuModuleLoadData");
-    sym(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
-    sym(h, drv.cuLaunchKernel, "cuLaunchKernel");
-    sym(h, drv.cuStreamCreate, "cuStreamCreate");
-    sym(h, drv.cuStreamDestroy, "cuStreamDestroy_v2");
-    sym(h, drv.cuStreamWaitEvent, "cuStreamWaitEvent");
-    sym(h, drv.cuStreamSynchronize, "cuStreamSynchronize");
-    sym(h, drv.cuMemAlloc, "cuMemAlloc_v2");
-    sym(h, drv.cuMemFree, "cuMemFree_v2");
-    sym(h, drv.cuMemsetD32Async, "cuMemsetD32Async");
-    sym(h, drv.cuCtxGetDevice, "cuCtxGetDevice");
-    sym(h, drv.cuDeviceGetName, "cuDeviceGetName");
-    sym(h, drv.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    sym(h, drv.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
+    load_symbol(h, drv.cuFuncGetName, "cuFuncGetName");
+    load_symbol(h, drv.cuKernelGetName, "cuKernelGetName");
+    load_symbol(h, drv.cuModuleLoadData, "cuModuleLoadData");
+    load_symbol(h, drv.cuModuleGetFunction, "cuModuleGetFunction");
+    load_symbol(h, drv.cuLaunchKernel, "cuLaunchKernel");
+    load_symbol(h, drv.cuStreamCreate, "cuStreamCreate");
+    load_symbol(h, drv.cuStreamDestroy, "cuStreamDestroy_v2");
+    load_symbol(h, drv.cuStreamWaitEvent, "cuStreamWaitEvent");
+    load_symbol(h, drv.cuStreamSynchronize, "cuStreamSynchronize");
+    load_symbol(h, drv.cuMemAlloc, "cuMemAlloc_v2");
+    load_symbol(h, drv.cuMemFree, "cuMemFree_v2");
+    load_symbol(h, drv.cuMemsetD32Async, "cuMemsetD32Async");
+    load_symbol(h, drv.cuCtxGetDevice, "cuCtxGetDevice");
+    load_symbol(h, drv.cuDeviceGetName, "cuDeviceGetName");
+    load_symbol(h, drv.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    load_symbol(h, drv.cuMemGetAddressRange, "cuMemGetAddressRange_v2");
     drv.loaded = drv.cuMemHostAlloc && drv.cuMemcpyDtoHAsync && drv.cuEventCreate && drv.cuEventRecord &&
                  drv.cuEventQuery && drv.cuCtxGetCurrent && drv.cuCtxPushCurrent && drv.cuCtxPopCurrent;
     if (drv.loaded) drv_ready.store(&drv, std::memory_order_release);

@@ -18,6 +18,7 @@
 #include "cupti_locate.h"
 #include "cupti_state.h"
 #include "cupti_subscriber.h"
+#include "dl_symbol.h"
 #include "cuda_side.h"
 #include "events.h"
 #include "tracer_log.h"
@@ -28,11 +29,6 @@
 
 namespace edo::capture {
 namespace {
-
-template <class T>
-void sym(void* h, T& f, const char* name) {
-  f = reinterpret_cast<T>(dlsym(h, name));
-}
 
 // The process's CUPTI side (cupti_state.h): kept for the process's life, across fork().
 constinit CuptiProcess side_storage;
@@ -261,17 +257,17 @@ void cupti_start_now() {
   record_note("cupti.library", used.empty() ? "unknown" : used);
   tracer_verbose("CUPTI from " + (used.empty() ? std::string("an unknown file") : used));
   CuptiApi& a = side->api;
-  sym(h, a.cuptiSubscribe, "cuptiSubscribe");
-  sym(h, a.cuptiSubscribe_v2, "cuptiSubscribe_v2");
-  sym(h, a.cuptiEnableCallback, "cuptiEnableCallback");
-  sym(h, a.cuptiActivityEnable, "cuptiActivityEnable");
-  sym(h, a.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
-  sym(h, a.cuptiActivityFlushAll, "cuptiActivityFlushAll");
-  sym(h, a.cuptiActivityDisable, "cuptiActivityDisable");
-  sym(h, a.cuptiUnsubscribe, "cuptiUnsubscribe");
-  sym(h, a.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
-  sym(h, a.cuptiActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
-  sym(h, a.cuptiGetResultString, "cuptiGetResultString");
+  load_symbol(h, a.cuptiSubscribe, "cuptiSubscribe");
+  load_symbol(h, a.cuptiSubscribe_v2, "cuptiSubscribe_v2");
+  load_symbol(h, a.cuptiEnableCallback, "cuptiEnableCallback");
+  load_symbol(h, a.cuptiActivityEnable, "cuptiActivityEnable");
+  load_symbol(h, a.cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
+  load_symbol(h, a.cuptiActivityFlushAll, "cuptiActivityFlushAll");
+  load_symbol(h, a.cuptiActivityDisable, "cuptiActivityDisable");
+  load_symbol(h, a.cuptiUnsubscribe, "cuptiUnsubscribe");
+  load_symbol(h, a.cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord");
+  load_symbol(h, a.cuptiActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
+  load_symbol(h, a.cuptiGetResultString, "cuptiGetResultString");
   if ((!a.cuptiSubscribe && !a.cuptiSubscribe_v2) || !a.cuptiEnableCallback) {
     unavailable("libcupti lacks cuptiSubscribe");
     return;

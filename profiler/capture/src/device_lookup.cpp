@@ -40,34 +40,34 @@ struct DeviceSide {
 // library's constructor (priority 101) starts the background thread, which polls the device
 // side, before this file's dynamic initialisers would run, and exit handlers poll it after
 // destructors would have run.
-constinit DeviceSide side_storage;
-DeviceSide* const side = &side_storage;
+constinit DeviceSide device_side_storage;
+DeviceSide* const device_side = &device_side_storage;
 std::atomic<bool> cuda_dead_after_fork{false};
 
 DeviceStaging* staging() {
-  if (DeviceStaging* s = side->staging.load(std::memory_order_acquire)) return s;
+  if (DeviceStaging* s = device_side->staging.load(std::memory_order_acquire)) return s;
   const Driver* drv = load_driver();
   if (!drv) return nullptr;
-  std::lock_guard<std::mutex> lk(side->setup_mu);
-  if (!side->staging.load()) side->staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
-  return side->staging.load();
+  std::lock_guard<std::mutex> lk(device_side->setup_mu);
+  if (!device_side->staging.load()) device_side->staging.store(new DeviceStaging(*drv, tracer_config().max_buffer_mb << 20));
+  return device_side->staging.load();
 }
 
 DeviceCounting* counting() {
-  if (side->counting_tried.load(std::memory_order_acquire)) return side->counting.load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> lk(side->setup_mu);
-  if (side->counting_tried.load()) return side->counting.load();
+  if (device_side->counting_tried.load(std::memory_order_acquire)) return device_side->counting.load(std::memory_order_acquire);
+  std::lock_guard<std::mutex> lk(device_side->setup_mu);
+  if (device_side->counting_tried.load()) return device_side->counting.load();
 #if defined(EDO_HAVE_DEVICE_COUNTING)
   const Driver* drv = load_driver();
   if (drv && drv->can_count_on_device()) {
     // The arena takes at most a quarter of EDO_MAX_DEVICE_MB: the rest is for the counters.
     const uint64_t device_budget = tracer_config().max_device_mb << 20;
     const uint64_t arena = std::min<uint64_t>({tracer_config().max_buffer_mb << 20, uint64_t{32} << 20, device_budget / 4});
-    side->counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats, device_budget));
+    device_side->counting.store(new DeviceCounting(*drv, kCountFatbin, arena, process()->stats, device_budget));
   }
 #endif
-  side->counting_tried.store(true, std::memory_order_release);
-  return side->counting.load();
+  device_side->counting_tried.store(true, std::memory_order_release);
+  return device_side->counting.load();
 }
 
 }  // namespace
@@ -95,20 +95,20 @@ int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, vo
 
 void cuda_poll(bool wait_all) {
   if (!cuda_usable()) return;
-  if (DeviceCounting* c = side->counting.load(std::memory_order_acquire)) c->poll(wait_all);
-  if (DeviceStaging* s = side->staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
+  if (DeviceCounting* c = device_side->counting.load(std::memory_order_acquire)) c->poll(wait_all);
+  if (DeviceStaging* s = device_side->staging.load(std::memory_order_acquire)) s->poll(wait_all, ingest_indices);
 }
 
 void cuda_collect(bool final) {
   if (!cuda_usable()) return;
-  DeviceCounting* c = side->counting.load(std::memory_order_acquire);
+  DeviceCounting* c = device_side->counting.load(std::memory_order_acquire);
   if (!c) return;
   c->collect(final, [](uint32_t table, const stats::CountedSegment& seg) { ingest_counted(table, seg); });
   const auto t = c->totals();
   // edo's own device memory is part of what the job sees (`edo report`): noted when it changes.
-  if (t.device_bytes != side->noted_device.exchange(t.device_bytes)) record_note("edo.device_bytes", std::to_string(t.device_bytes));
-  if (t.pinned_bytes != side->noted_pinned.exchange(t.pinned_bytes)) record_note("edo.pinned_bytes", std::to_string(t.pinned_bytes));
-  if (final && !side->noted_final.exchange(true)) {
+  if (t.device_bytes != device_side->noted_device.exchange(t.device_bytes)) record_note("edo.device_bytes", std::to_string(t.device_bytes));
+  if (t.pinned_bytes != device_side->noted_pinned.exchange(t.pinned_bytes)) record_note("edo.pinned_bytes", std::to_string(t.pinned_bytes));
+  if (final && !device_side->noted_final.exchange(true)) {
     if (t.batches)
       record_note("device_counting", std::to_string(t.batches) + " batches, " + std::to_string(t.indices) +
                                          " indices counted on the device; " + std::to_string(t.samples) +
@@ -123,7 +123,7 @@ void cuda_collect(bool final) {
 
 bool cuda_owns_address(uint64_t address) {
   if (!cuda_usable()) return false;  // a forked child: the parent's objects are not touched
-  DeviceCounting* c = side->counting.load(std::memory_order_acquire);
+  DeviceCounting* c = device_side->counting.load(std::memory_order_acquire);
   return c && c->owns(address);
 }
 

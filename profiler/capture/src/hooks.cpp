@@ -36,20 +36,20 @@ kill_t real_kill = nullptr;
 raise_t real_raise = nullptr;
 
 template <class T>
-void resolve(T& f, const char* name) {
+void resolve_next(T& f, const char* name) {
   if (!f) f = reinterpret_cast<T>(dlsym(RTLD_NEXT, name));
 }
 
 __attribute__((constructor(102))) void resolve_all() {
-  resolve(real_execve, "execve");
-  resolve(real_execv, "execv");
-  resolve(real_execvp, "execvp");
-  resolve(real_execvpe, "execvpe");
-  resolve(real_fexecve, "fexecve");
-  resolve(real__exit, "_exit");
-  resolve(real__Exit, "_Exit");
-  resolve(real_kill, "kill");
-  resolve(real_raise, "raise");
+  resolve_next(real_execve, "execve");
+  resolve_next(real_execv, "execv");
+  resolve_next(real_execvp, "execvp");
+  resolve_next(real_execvpe, "execvpe");
+  resolve_next(real_fexecve, "fexecve");
+  resolve_next(real__exit, "_exit");
+  resolve_next(real__Exit, "_Exit");
+  resolve_next(real_kill, "kill");
+  resolve_next(real_raise, "raise");
 }
 
 void before_exec() {
@@ -112,7 +112,7 @@ constexpr int kMaxArgs = 4096;
 extern "C" {
 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
-  resolve(real_execve, "execve");
+  resolve_next(real_execve, "execve");
   before_exec();
   const int rc = real_execve(path, argv, envp);
   after_failed_exec();
@@ -120,7 +120,7 @@ __attribute__((visibility("default"))) int execve(const char* path, char* const 
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
-  resolve(real_execv, "execv");
+  resolve_next(real_execv, "execv");
   before_exec();
   const int rc = real_execv(path, argv);
   after_failed_exec();
@@ -128,7 +128,7 @@ __attribute__((visibility("default"))) int execv(const char* path, char* const a
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
-  resolve(real_execvp, "execvp");
+  resolve_next(real_execvp, "execvp");
   before_exec();
   const int rc = real_execvp(file, argv);
   after_failed_exec();
@@ -136,7 +136,7 @@ __attribute__((visibility("default"))) int execvp(const char* file, char* const 
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  resolve(real_execvpe, "execvpe");
+  resolve_next(real_execvpe, "execvpe");
   before_exec();
   const int rc = real_execvpe(file, argv, envp);
   after_failed_exec();
@@ -144,7 +144,7 @@ __attribute__((visibility("default"))) int execvpe(const char* file, char* const
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
-  resolve(real_fexecve, "fexecve");
+  resolve_next(real_fexecve, "fexecve");
   before_exec();
   const int rc = real_fexecve(fd, argv, envp);
   after_failed_exec();
@@ -183,27 +183,27 @@ __attribute__((visibility("default"))) int execle(const char* path, const char* 
 }
 
 __attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
-  resolve(real_kill, "kill");
+  resolve_next(real_kill, "kill");
   // pid 0 and -pgrp name the caller's own process group, which holds the caller.
   before_own_signal(pid == getpid() || pid == 0 || (pid < -1 && -pid == getpgrp()), sig);
   return real_kill(pid, sig);
 }
 
 __attribute__((visibility("default"))) int raise(int sig) {
-  resolve(real_raise, "raise");
+  resolve_next(real_raise, "raise");
   before_own_signal(true, sig);
   return real_raise(sig);
 }
 
 __attribute__((visibility("default"))) void _exit(int code) {
-  resolve(real__exit, "_exit");
+  resolve_next(real__exit, "_exit");
   before_exit(code);
   real__exit(code);
   __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) void _Exit(int code) {
-  resolve(real__Exit, "_Exit");
+  resolve_next(real__Exit, "_Exit");
   before_exit(code);
   real__Exit(code);
   __builtin_unreachable();

@@ -158,6 +158,13 @@ struct TuneResult {
   std::vector<TuneChoice> choices;
   // Non-dominated (device bytes, step us) pairs of whole plans, bytes ascending.
   std::vector<std::pair<uint64_t, double>> frontier;
+
+  // The tuned table called `name`, or nullptr.
+  const TuneTable* table_named(const std::string& name) const {
+    for (const auto& t : tables)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
 };
 
 }  // namespace edo::model
