@@ -236,6 +236,14 @@ void migrate_to_v12(SQLite::Database& db) {
           " PRIMARY KEY (plan_id, table_name, position))");
 }
 
+// Version 13: whether each tuned table trains (gradients or optimizer state recorded): a table
+// trained by plain SGD has no optimizer state, and was taken for an inference table. Runs saved
+// before knew the optimizer's state only.
+void migrate_to_v13(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_tables", "training", "INTEGER NOT NULL DEFAULT 0");
+  db.exec("UPDATE tune_tables SET training = 1 WHERE optimizer != ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -250,6 +258,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 10) migrate_to_v10(db);
   if (from < 11) migrate_to_v11(db);
   if (from < 12) migrate_to_v12(db);
+  if (from < 13) migrate_to_v13(db);
 }
 
 }  // namespace

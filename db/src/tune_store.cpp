@@ -147,7 +147,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     r.run_id = d.getLastInsertRowid();
     SQLite::Statement table(d,
         "INSERT INTO tune_tables(run_id, name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with,"
-        " weights, optimizer) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+        " weights, optimizer, training) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const TuneTable& t : r.tables) {
       table.reset();
       table.bind(1, r.run_id);
@@ -161,6 +161,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       table.bind(9, t.shares_with);
       table.bind(10, t.weights);
       table.bind(11, t.optimizer);
+      table.bind(12, t.trains() ? 1 : 0);
       table.exec();
     }
     SQLite::Statement cand(d,
@@ -270,7 +271,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     }
 
     SQLite::Statement tables(d,
-        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights, optimizer FROM tune_tables"
+        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights, optimizer, training"
+        " FROM tune_tables"
         " WHERE run_id = ? ORDER BY rowid");
     tables.bind(1, run_id);
     while (tables.executeStep()) {
@@ -287,6 +289,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       t.shares_with = tables.getColumn(7).getString();
       t.weights = tables.getColumn(8).getString();
       t.optimizer = tables.getColumn(9).getString();
+      t.training = tables.getColumn(10).getInt() != 0;
       r.tables.push_back(std::move(t));
     }
 

@@ -399,6 +399,8 @@ TuneResult plan_from_json(const ordered_json& doc) {
     if (t.contains("recorded_device_bytes")) tt.device_bytes = get_u64(t, "recorded_device_bytes", where);
     if (t.contains("lookups_per_step")) tt.lookups_per_step = get_number(t, "lookups_per_step", where, true, 0.0);
     tt.optimizer = opt_string(t, "recorded_optimizer", where);
+    // Plans written before "training" was: a table trains when its optimizer's state was recorded.
+    tt.training = t.contains("training") ? get_bool(t, "training", where) : !tt.optimizer.empty();
     if (t.contains("tuned")) tt.tuned = get_bool(t, "tuned", where);
     tt.weights = r.weights;
 

@@ -217,6 +217,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       t.shares_with = owner;
       t.weights = weights;
       t.optimizer = g.optimizer;
+      t.training = training_step_of(g).training;
       r.tables.push_back(std::move(t));
     };
     for (size_t k = 0; k < g.lookups_by_name.size(); ++k)

@@ -351,8 +351,9 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
     """Converts, in place, each table of ``model`` that ``plan`` names to the plan's choice.
 
     ``plan``: a JSON/YAML plan file (``edo export``), an ``.edodb`` with a plan (``edo tune``),
-    or an edo.plan/1 dict. ``training``: None takes each table's recorded optimizer (a table
-    recorded with one is a training table); True/False overrides. ``rows_read``: {name: row
+    or an edo.plan/1 dict. ``training``: None takes the plan's word for each table (its
+    "training": gradients or optimizer state were recorded; in older plans, a recorded optimizer);
+    True/False overrides. ``rows_read``: {name: row
     ids} for pruned choices. ``prefix``: what the recording put in front of the model's module
     names (``edo.instrument(model, prefix)``).
 
@@ -391,7 +392,8 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
             continue
         before = module_bytes(m)
         entry["before_bytes"] = entry["after_bytes"] = before
-        is_training = bool(t.get("recorded_optimizer")) if training is None else bool(training)
+        # Plans before "training" was written: a table trains when its optimizer state was recorded.
+        is_training = bool(t.get("training", bool(t.get("recorded_optimizer")))) if training is None else bool(training)
         if strategy == "shared":
             owner = params.get("with", "")
             om = modules.get(owner)

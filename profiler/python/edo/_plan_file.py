@@ -80,9 +80,14 @@ def _from_edodb(path):
                             % (path, path))
         plan_id, run_id = row
         shapes = {}
-        for name, rows, dim, dtype, opt in db.execute(
-                "SELECT name, rows, dim, dtype, optimizer FROM tune_tables WHERE run_id = ?", (run_id,)):
-            shapes[name] = dict(rows=rows, dim=dim, dtype=dtype, recorded_optimizer=opt)
+        try:
+            rows_of = db.execute("SELECT name, rows, dim, dtype, optimizer, training FROM tune_tables WHERE run_id = ?",
+                                 (run_id,)).fetchall()
+        except sqlite3.OperationalError:  # schema before 13: a table trains when its optimizer state was recorded
+            rows_of = [r + (r[4] != "",) for r in db.execute(
+                "SELECT name, rows, dim, dtype, optimizer FROM tune_tables WHERE run_id = ?", (run_id,))]
+        for name, rows, dim, dtype, opt, trains in rows_of:
+            shapes[name] = dict(rows=rows, dim=dim, dtype=dtype, recorded_optimizer=opt, training=bool(trains))
         out = []
         for table, cand, shares, dev, host, why in db.execute(
                 "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, why "

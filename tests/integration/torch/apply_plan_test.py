@@ -9,6 +9,7 @@ package runs with EDO_TORCH=0. Exits 77 (ctest: skipped) without torch.
 import json
 import math
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -38,10 +39,13 @@ import dlrm_like  # noqa: E402
 DIM = 16
 
 
-def entry(name, strategy, params=None, optimizer="", recorded_optimizer="", error=0.01, device_bytes=0):
-    return dict(name=name, strategy=strategy, params=params or {}, device_bytes=device_bytes, host_bytes=0,
-                step_us=1.0, error=error, hit_rate=None, needs_retraining=False, why="",
-                optimizer=optimizer, recorded_optimizer=recorded_optimizer)
+def entry(name, strategy, params=None, optimizer="", recorded_optimizer="", error=0.01, device_bytes=0, training=None):
+    e = dict(name=name, strategy=strategy, params=params or {}, device_bytes=device_bytes, host_bytes=0,
+             step_us=1.0, error=error, hit_rate=None, needs_retraining=False, why="",
+             optimizer=optimizer, recorded_optimizer=recorded_optimizer)
+    if training is not None:  # plans before schema 13 had no "training"
+        e["training"] = training
+    return e
 
 
 def plan(*tables):
@@ -230,6 +234,41 @@ class Conversions(unittest.TestCase):
         # training=False applies int8 to a training-recorded table (the serving model).
         r = edo.apply_plan(m, plan(entry("sparse.user", "int8", recorded_optimizer="adam")), training=False)
         self.assertTrue(r["sparse.user"]["applied"])
+
+    def test_a_table_trained_with_plain_sgd_is_a_training_table(self):
+        # Plain SGD keeps no optimizer state: the plan says "training" (from the recorded
+        # gradients), and int8 is refused as for any trained table.
+        m = model()
+        r = edo.apply_plan(m, plan(entry("ad", "int8", training=True), entry("sparse.user", "int8", training=False)))
+        self.assertFalse(r["ad"]["applied"])
+        self.assertIn("inference", r["ad"]["why"])
+        self.assertTrue(r["sparse.user"]["applied"], r["sparse.user"]["why"])
+        # The same from an .edodb of schema 13 (tune_tables.training).
+        p = os.path.join(tempfile.mkdtemp(prefix="edo-apply-sgd-"), "run.edodb")
+        db = sqlite3.connect(p)
+        db.executescript("""
+          CREATE TABLE tune_tables (run_id INTEGER, name TEXT, rows INTEGER, dim INTEGER, dtype TEXT,
+            device_bytes INTEGER, lookups_per_step REAL, tuned INTEGER, shares_with TEXT, weights TEXT, optimizer TEXT,
+            training INTEGER);
+          CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER, table_name TEXT, strategy TEXT,
+            spec TEXT, params TEXT, optimizer TEXT, device_bytes INTEGER, host_bytes INTEGER, step_us REAL, error REAL,
+            hit_rate REAL, recorded_hit_rate REAL, needs_retraining INTEGER, measured INTEGER, measured_rows INTEGER,
+            note TEXT);
+          CREATE TABLE tune_plans (id INTEGER PRIMARY KEY, run_id INTEGER);
+          CREATE TABLE tune_choices (plan_id INTEGER, table_name TEXT, candidate_id INTEGER, shares_with TEXT,
+            device_bytes INTEGER, host_bytes INTEGER, step_us REAL, why TEXT);
+          INSERT INTO tune_tables VALUES (1, 'ad', 10000, 16, 'fp32', 640000, 100, 1, '', 'recorded', '', 1);
+          INSERT INTO tune_candidates VALUES (4, 1, 'ad', 'int8', 'int8', '{}', '', 200000, 0, 1, 0.01,
+            NULL, NULL, 0, 1, 10000, '');
+          INSERT INTO tune_plans VALUES (1, 1);
+          INSERT INTO tune_choices VALUES (1, 'ad', 4, '', 200000, 0, 1, 'int8');
+        """)
+        db.commit()
+        db.close()
+        r = edo.apply_plan(model(), p)
+        self.assertFalse(r["ad"]["applied"])
+        self.assertIn("inference", r["ad"]["why"])
+        shutil.rmtree(os.path.dirname(p))
 
 
 class RowwiseAdagradTest(unittest.TestCase):

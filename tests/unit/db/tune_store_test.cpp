@@ -373,6 +373,37 @@ TEST(TuneStore, CandidatesKeepWhatTheirStepTimeCovers) {
             std::to_string(current_schema_version()));
 }
 
+// Schema step 13: whether each tuned table trains. A table trained with plain SGD has no
+// optimizer state and says so; a schema-12 file knew only the optimizer, and migrates to that.
+TEST(TuneStore, ATableTrainedWithoutOptimizerStateIsKeptAsTraining) {
+  const std::string path = temp_path("tune-training.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  r.tables.push_back({"model.emb.sgd", 500, 8, "f32", 16000, 10, true, "", "synthetic", "", true});
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    ASSERT_EQ(q.tables.size(), 3u);
+    EXPECT_TRUE(q.tables[0].training) << "adam state recorded";
+    EXPECT_FALSE(q.tables[1].training) << "no gradients, no state";
+    EXPECT_TRUE(q.tables[2].training) << "plain SGD";
+    EXPECT_EQ(q.tables[2].optimizer, "");
+  }
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE tune_tables DROP COLUMN training");
+    db.exec("DELETE FROM schema_migrations WHERE version >= 13");
+    db.exec("UPDATE edo_meta SET value = '12' WHERE key = 'schema_version'");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult old = load_tune_result(store, r.run_id);
+  EXPECT_TRUE(old.tables[0].training);
+  EXPECT_FALSE(old.tables[1].training);
+  EXPECT_FALSE(old.tables[2].training) << "a schema-12 file knew only the optimizer";
+  EXPECT_GE(current_schema_version(), 13);
+}
+
 // Schema step 10 (issue 19 point 6): each offload candidate's held-out hit rate (replayed from
 // the recorded order) beside the recorded one; unknown in older files.
 TEST(TuneStore, AnOffloadCandidatesHeldOutHitRateIsKeptAndOlderFilesHaveNone) {

@@ -303,6 +303,58 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
   EXPECT_FALSE(j["data_types"].contains("t_dup"));
 }
 
+// A table trained with plain SGD has gradients but no optimizer state: TorchRec must train it
+// (FUSED, a trainable data type), never serve it (QUANT). The `ad` table of examples/dlrm_like.py
+// was exported as QUANT before TuneTable::training.
+TEST(PlanTorchRec, ATableTrainedWithPlainSgdIsATrainingTable) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  auto add = [&](const std::string& name, bool training, const std::string& strategy) {
+    TuneTable t;
+    t.name = name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = "fp32";
+    t.training = training;  // no optimizer state recorded either way
+    t.tuned = true;
+    r.tables.push_back(t);
+    r.candidates.push_back(cand(name, strategy, strategy, "{}", 1, 0, 1, 0));
+    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
+  };
+  add("ebc.embedding_bags.t_sgd", true, "fp32");
+  add("ebc.embedding_bags.t_sgd_int8", true, "int8");
+  add("ebc.embedding_bags.t_served", false, "fp32");
+  const std::string path = temp_file("plain_sgd.py", plan_to_torchrec(r));
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["constraints"]["t_sgd"]["compute_kernels"], nlohmann::json::array({"fused"}));
+  EXPECT_EQ(j["data_types"]["t_sgd"], "FP32");
+  EXPECT_FALSE(j["constraints"].contains("t_sgd_int8")) << "int8 has no training kernel";
+  EXPECT_NE(j["edo_only_why"]["t_sgd_int8"].get<std::string>().find("inference-only"), std::string::npos);
+  EXPECT_EQ(j["constraints"]["t_served"]["compute_kernels"], nlohmann::json::array({"quant"}));
+
+  // The plan file keeps the word; a plan written before it was takes the recorded optimizer.
+  const TuneResult back = plan_from_text(plan_to_json_text(r));
+  ASSERT_EQ(back.tables.size(), 3u);
+  EXPECT_TRUE(back.tables[0].training);
+  EXPECT_TRUE(back.tables[0].optimizer.empty());
+  EXPECT_FALSE(back.tables[2].training);
+  nlohmann::json old = nlohmann::json::parse(plan_to_json_text(r));
+  for (auto& t : old["tables"]) {
+    t.erase("training");
+    t["recorded_optimizer"] = t["name"] == "ebc.embedding_bags.t_sgd" ? "adam" : "";
+  }
+  const TuneResult before = plan_from_text(old.dump());
+  EXPECT_TRUE(before.tables[0].trains());
+  EXPECT_FALSE(before.tables[1].trains());
+}
+
 // A plan of 1000 x 16 tables, each {module path, optimizer ("" = inference), recorded dtype,
 // strategy, params}, exported for TorchRec and read back by check_torchrec_plan.py.
 struct TorchRecRow {

@@ -33,6 +33,7 @@ double forward_s(const std::string& strategy) {
 double update_s(const kernels::TrainingSpec& spec) {
   if (spec.optimizer == OptimizerKind::Adam && spec.dense_gradient) return 3.0e-3;
   if (spec.optimizer == OptimizerKind::RowwiseAdagrad && !spec.dense_gradient) return 0.2e-3;
+  if (spec.optimizer == OptimizerKind::Sgd) return 0.1e-3;
   ADD_FAILURE() << "unexpected optimizer " << kernels::optimizer_name(spec.optimizer) << " dense " << spec.dense_gradient;
   return 1.0;
 }
@@ -150,6 +151,26 @@ TEST(StepTiming, AnInferenceRecordingTimesTheForwardPooledBag) {
     EXPECT_TRUE(c.optimizer.empty());
   }
   EXPECT_EQ(plan_to_json(r)["tables"][0]["step_covers"], "forward pooled bag");
+  EXPECT_FALSE(r.tables.at(0).training);
+  EXPECT_EQ(plan_to_json(r)["tables"][0]["training"], false);
+}
+
+// Plain SGD keeps no optimizer state: gradients alone make the table a training table (the
+// TorchRec export and edo.apply_plan read "training"; "recorded_optimizer" is "").
+TEST(StepTiming, GradientsWithoutOptimizerStateAreATrainingTable) {
+  auto t = adam_table(false);
+  t.grad_bytes = t.weight_bytes;
+  t.extra_by_kind = {{"grad", t.weight_bytes}};
+  const auto p = testing::synthetic_profile({t}, 10);
+  PhasedBackend backend;
+  const model::TuneResult r = tune(p, {}, speed_options("fp16"), backend);
+  EXPECT_GT(backend.training_loads, 0);
+  ASSERT_EQ(r.tables.size(), 1u);
+  EXPECT_TRUE(r.tables[0].training);
+  EXPECT_EQ(r.tables[0].optimizer, "");
+  const auto j = plan_to_json(r);
+  EXPECT_EQ(j["tables"][0]["training"], true);
+  EXPECT_EQ(j["tables"][0]["recorded_optimizer"], "");
 }
 
 // int8 cannot be trained in place: in a training plan it needs retraining, its forward is

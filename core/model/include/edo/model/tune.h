@@ -104,8 +104,15 @@ struct TuneTable {
   std::string shares_with;     // tied to this owner
   std::string weights;         // "recorded" or "synthetic"
   // The optimizer whose state the recording saw ("adam", "adagrad", ... from the state's kind);
-  // "" for an inference job (no optimizer state recorded).
+  // "" when none was recorded: an inference table, or one trained by plain SGD (no state).
   std::string optimizer;
+  // Gradients or optimizer state were recorded: the job trains this table (with plain SGD
+  // when `optimizer` is "").
+  bool training = false;
+
+  // Whether the job trains the table: plans made before `training` was kept knew only the
+  // optimizer's state.
+  bool trains() const { return training || !optimizer.empty(); }
 };
 
 struct TuneResult {
