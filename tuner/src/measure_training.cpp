@@ -182,7 +182,11 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
     double hit = loaded->hit_rate();
     const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
     const auto policy = s.params.find("policy");
-    if (policy != s.params.end() && policy->second == "lru") {
+    if (c.heldout_hit_rate) {
+      // The recorded order, held out (cache_replay.h), as measure() takes it: the plan's hit
+      // rate and the host link's traffic are what the cache hits on lookups it was not fitted to.
+      hit = *c.heldout_hit_rate;
+    } else if (policy != s.params.end() && policy->second == "lru") {
       const auto cache = s.params.find("cache");
       const double f = cache == s.params.end() ? 0.1 : std::stod(cache->second);
       hit = lru_hit_rate(std::min<uint64_t>(rows_, static_cast<uint64_t>(f * static_cast<double>(rows_))), o.seed);
