@@ -42,7 +42,7 @@ QChart* make_pareto_chart(const model::TuneResult& r) {
   const AxisUnit time = time_unit(y_hi * 1e-6);
   const double xs = 1.0 / bytes.divisor, ys = 1e-6 / time.divisor;  // bytes -> unit, us -> unit
   const QString x_title = QObject::tr("device memory of the tables (%1)").arg(bytes.name);
-  const QString y_title = QObject::tr("lookup time per step (%1)").arg(time.name);
+  const QString y_title = QObject::tr("step time (%1)").arg(time.name);
   QAbstractAxis* x;
   QAbstractAxis* y;
   // Memory on a log axis from one decade on (not two, as elsewhere): the frontier's knee sits

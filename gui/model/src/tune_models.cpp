@@ -59,7 +59,7 @@ PlanModel::PlanModel(QObject* parent)
                       {tr("Recorded"), tr("Device memory as recorded: weights + optimizer state"), true},
                       {tr("Planned"), tr("Device memory under the plan (weights + optimizer state + metadata)"), true},
                       {tr("Saved"), tr("Recorded minus planned"), true},
-                      {tr("Step time"), tr("The table's lookup time per step with the chosen strategy (measured)"), true},
+                      {tr("Step time"), tr("The table's time per step with the chosen strategy: forward, backward and update for a training table, the forward for an inference one (the Why says what was measured and what modelled)"), true},
                       {tr("Error"), tr("Access-weighted relative L2 error of the strategy's rows"), true},
                       {tr("Why"), {}, false}},
                      parent) {}
