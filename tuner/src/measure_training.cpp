@@ -218,6 +218,12 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
       hi += med.bwd + med.upd;
     }
   }
+  if (c.strategy == "offload" && !out.hit_rate) {
+    // A backend that trains the offloaded table itself (or times its forward only): the plan's
+    // hit rate is still the held-out one, else what the forward's cache hit.
+    if (c.heldout_hit_rate) out.hit_rate = *c.heldout_hit_rate;
+    else if (loaded && loaded->hit_rate() >= 0) out.hit_rate = loaded->hit_rate();
+  }
   out.forward_us = med.fwd;
   out.backward_us = med.bwd;
   out.update_us = med.upd;
