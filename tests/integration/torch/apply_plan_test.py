@@ -52,6 +52,32 @@ def plan(*tables):
     return {"schema": "edo.plan/1", "tables": list(tables)}
 
 
+def plan_edodb(path, table, strategy, rows, device_bytes, training=None):
+    """An .edodb holding one plan, as `edo tune` writes its tables (db/src/schema.cpp), filled by
+    hand: one table of `rows` x 16 fp32 whose choice is `strategy`. training=None: a schema
+    before 13 (no tune_tables.training column); else that column's value."""
+    db = sqlite3.connect(path)
+    db.executescript("""
+      CREATE TABLE tune_tables (run_id INTEGER, name TEXT, rows INTEGER, dim INTEGER, dtype TEXT,
+        device_bytes INTEGER, lookups_per_step REAL, tuned INTEGER, shares_with TEXT, weights TEXT, optimizer TEXT%s);
+      CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER, table_name TEXT, strategy TEXT,
+        spec TEXT, params TEXT, optimizer TEXT, device_bytes INTEGER, host_bytes INTEGER, step_us REAL, error REAL,
+        hit_rate REAL, recorded_hit_rate REAL, needs_retraining INTEGER, measured INTEGER, measured_rows INTEGER,
+        note TEXT);
+      CREATE TABLE tune_plans (id INTEGER PRIMARY KEY, run_id INTEGER);
+      CREATE TABLE tune_choices (plan_id INTEGER, table_name TEXT, candidate_id INTEGER, shares_with TEXT,
+        device_bytes INTEGER, host_bytes INTEGER, step_us REAL, why TEXT);
+    """ % ("" if training is None else ", training INTEGER"))
+    db.execute("INSERT INTO tune_tables VALUES (1, ?, ?, 16, 'fp32', ?, 100, 1, '', 'recorded', ''%s)"
+               % ("" if training is None else ", %d" % int(training)), (table, rows, rows * 64))
+    db.execute("INSERT INTO tune_candidates VALUES (4, 1, ?, ?, ?, '{}', '', ?, 0, 1, 0.09, NULL, NULL, 0, 1, ?, '')",
+               (table, strategy, strategy, device_bytes, rows))
+    db.execute("INSERT INTO tune_plans VALUES (1, 1)")
+    db.execute("INSERT INTO tune_choices VALUES (1, ?, 4, '', ?, 0, 1, ?)", (table, device_bytes, strategy))
+    db.commit()
+    db.close()
+
+
 class Args(object):
     steps, warmup, batch, pooling, ad_rows, side_rows = 4, 0, 64, 6, 10000, 300
 
@@ -245,26 +271,7 @@ class Conversions(unittest.TestCase):
         self.assertTrue(r["sparse.user"]["applied"], r["sparse.user"]["why"])
         # The same from an .edodb of schema 13 (tune_tables.training).
         p = os.path.join(tempfile.mkdtemp(prefix="edo-apply-sgd-"), "run.edodb")
-        db = sqlite3.connect(p)
-        db.executescript("""
-          CREATE TABLE tune_tables (run_id INTEGER, name TEXT, rows INTEGER, dim INTEGER, dtype TEXT,
-            device_bytes INTEGER, lookups_per_step REAL, tuned INTEGER, shares_with TEXT, weights TEXT, optimizer TEXT,
-            training INTEGER);
-          CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER, table_name TEXT, strategy TEXT,
-            spec TEXT, params TEXT, optimizer TEXT, device_bytes INTEGER, host_bytes INTEGER, step_us REAL, error REAL,
-            hit_rate REAL, recorded_hit_rate REAL, needs_retraining INTEGER, measured INTEGER, measured_rows INTEGER,
-            note TEXT);
-          CREATE TABLE tune_plans (id INTEGER PRIMARY KEY, run_id INTEGER);
-          CREATE TABLE tune_choices (plan_id INTEGER, table_name TEXT, candidate_id INTEGER, shares_with TEXT,
-            device_bytes INTEGER, host_bytes INTEGER, step_us REAL, why TEXT);
-          INSERT INTO tune_tables VALUES (1, 'ad', 10000, 16, 'fp32', 640000, 100, 1, '', 'recorded', '', 1);
-          INSERT INTO tune_candidates VALUES (4, 1, 'ad', 'int8', 'int8', '{}', '', 200000, 0, 1, 0.01,
-            NULL, NULL, 0, 1, 10000, '');
-          INSERT INTO tune_plans VALUES (1, 1);
-          INSERT INTO tune_choices VALUES (1, 'ad', 4, '', 200000, 0, 1, 'int8');
-        """)
-        db.commit()
-        db.close()
+        plan_edodb(p, "ad", "int8", 10000, 200000, training=True)
         r = edo.apply_plan(model(), p)
         self.assertFalse(r["ad"]["applied"])
         self.assertIn("inference", r["ad"]["why"])
@@ -331,27 +338,9 @@ class PlanFiles(unittest.TestCase):
         self.assertTrue(edo.apply_plan(model(), p)["sparse.user"]["applied"])
 
     def test_an_edodb_plan_is_read_with_sqlite3(self):
-        # The tables `edo tune` writes (db/src/schema.cpp, version 3), filled by hand.
+        # A schema before 13: the table trains only when an optimizer was recorded (none here).
         p = os.path.join(self.dir, "run.edodb")
-        db = sqlite3.connect(p)
-        db.executescript("""
-          CREATE TABLE tune_tables (run_id INTEGER, name TEXT, rows INTEGER, dim INTEGER, dtype TEXT,
-            device_bytes INTEGER, lookups_per_step REAL, tuned INTEGER, shares_with TEXT, weights TEXT, optimizer TEXT);
-          CREATE TABLE tune_candidates (id INTEGER PRIMARY KEY, run_id INTEGER, table_name TEXT, strategy TEXT,
-            spec TEXT, params TEXT, optimizer TEXT, device_bytes INTEGER, host_bytes INTEGER, step_us REAL, error REAL,
-            hit_rate REAL, recorded_hit_rate REAL, needs_retraining INTEGER, measured INTEGER, measured_rows INTEGER,
-            note TEXT);
-          CREATE TABLE tune_plans (id INTEGER PRIMARY KEY, run_id INTEGER);
-          CREATE TABLE tune_choices (plan_id INTEGER, table_name TEXT, candidate_id INTEGER, shares_with TEXT,
-            device_bytes INTEGER, host_bytes INTEGER, step_us REAL, why TEXT);
-          INSERT INTO tune_tables VALUES (1, 'sparse.user', 20000, 16, 'fp32', 1280000, 100, 1, '', 'recorded', '');
-          INSERT INTO tune_candidates VALUES (4, 1, 'sparse.user', 'int4', 'int4', '{}', '', 240000, 0, 1, 0.09,
-            NULL, NULL, 0, 1, 20000, '');
-          INSERT INTO tune_plans VALUES (1, 1);
-          INSERT INTO tune_choices VALUES (1, 'sparse.user', 4, '', 240000, 0, 1, 'int4');
-        """)
-        db.commit()
-        db.close()
+        plan_edodb(p, "sparse.user", "int4", 20000, 240000)
         r = edo.apply_plan(model(), p)
         self.assertEqual(r["sparse.user"]["strategy"], "int4")
         self.assertEqual(r["sparse.user"]["after_bytes"], 240000)

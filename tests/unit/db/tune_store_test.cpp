@@ -230,6 +230,20 @@ TuneResult sample_result() {
   return r;
 }
 
+// Turns the file at `path` back into one of schema `version`, as an older edo wrote it: each
+// "table.column" of `drop` dropped (a bare name drops the table), the later migrations
+// forgotten. Opening it again migrates it forward.
+void as_schema_version(const std::string& path, int version, const std::vector<std::string>& drop) {
+  SQLite::Database db(path, SQLite::OPEN_READWRITE);
+  for (const auto& d : drop) {
+    const auto dot = d.find('.');
+    db.exec(dot == std::string::npos ? "DROP TABLE " + d
+                                     : "ALTER TABLE " + d.substr(0, dot) + " DROP COLUMN " + d.substr(dot + 1));
+  }
+  db.exec("DELETE FROM schema_migrations WHERE version > " + std::to_string(version));
+  db.exec("UPDATE edo_meta SET value = '" + std::to_string(version) + "' WHERE key = 'schema_version'");
+}
+
 TEST(TuneStore, RoundTripKeepsEverything) {
   const std::string path = temp_path("tune.edodb");
   { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
@@ -320,12 +334,7 @@ TEST(TuneStore, ThePlanRecordsItsObjectiveAndOlderPlansWereSpeed) {
   }
   {
     // A schema-5 file: the column did not exist; migrating adds it as 'speed'.
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    db.exec("ALTER TABLE tune_plans DROP COLUMN objective");
-    db.exec("ALTER TABLE tune_candidates DROP COLUMN step_us_lo");
-    db.exec("ALTER TABLE tune_candidates DROP COLUMN step_us_hi");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 6");
-    db.exec("UPDATE edo_meta SET value = '5' WHERE key = 'schema_version'");
+    as_schema_version(path, 5, {"tune_plans.objective", "tune_candidates.step_us_lo", "tune_candidates.step_us_hi"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   EXPECT_EQ(load_tune_result(store, r.run_id).objective, "speed");
@@ -358,11 +367,8 @@ TEST(TuneStore, CandidatesKeepWhatTheirStepTimeCovers) {
   }
   {
     // A schema-6 file: the columns did not exist; migrating adds them empty.
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    for (const char* c : {"step_covers", "forward_us", "backward_us", "update_us"})
-      db.exec(std::string("ALTER TABLE tune_candidates DROP COLUMN ") + c);
-    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
-    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+    as_schema_version(path, 6, {"tune_candidates.step_covers", "tune_candidates.forward_us", "tune_candidates.backward_us",
+                                "tune_candidates.update_us"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult old = load_tune_result(store, r.run_id);
@@ -391,10 +397,7 @@ TEST(TuneStore, ATableTrainedWithoutOptimizerStateIsKeptAsTraining) {
     EXPECT_EQ(q.tables[2].optimizer, "");
   }
   {
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    db.exec("ALTER TABLE tune_tables DROP COLUMN training");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 13");
-    db.exec("UPDATE edo_meta SET value = '12' WHERE key = 'schema_version'");
+    as_schema_version(path, 12, {"tune_tables.training"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult old = load_tune_result(store, r.run_id);
@@ -421,10 +424,7 @@ TEST(TuneStore, AnOffloadCandidatesHeldOutHitRateIsKeptAndOlderFilesHaveNone) {
   }
   {
     // A schema-6 file: no such column; migrating adds it, empty.
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    db.exec("ALTER TABLE tune_candidates DROP COLUMN heldout_hit_rate");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
-    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+    as_schema_version(path, 6, {"tune_candidates.heldout_hit_rate"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult old = load_tune_result(store, r.run_id);
@@ -456,11 +456,7 @@ TEST(TuneStore, CandidatesRecordWhereTheirTimeComesFrom) {
   }
   {
     // A schema-6 file: the columns did not exist; migrating adds them empty (unknown).
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    db.exec("ALTER TABLE tune_candidates DROP COLUMN timing_kind");
-    db.exec("ALTER TABLE tune_candidates DROP COLUMN timing_from");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 7");
-    db.exec("UPDATE edo_meta SET value = '6' WHERE key = 'schema_version'");
+    as_schema_version(path, 6, {"tune_candidates.timing_kind", "tune_candidates.timing_from"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult q = load_tune_result(store, r.run_id);
@@ -564,12 +560,7 @@ TEST(TuneStore, APlanOverSeveralDevicesKeepsItsPlacement) {
   {
     // A schema-11 file: no device count, sharding or shards; migrating makes its plans
     // single-device ones.
-    SQLite::Database db(path, SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE tune_shards");
-    db.exec("ALTER TABLE tune_plans DROP COLUMN devices");
-    db.exec("ALTER TABLE tune_choices DROP COLUMN sharding");
-    db.exec("DELETE FROM schema_migrations WHERE version >= 12");
-    db.exec("UPDATE edo_meta SET value = '11' WHERE key = 'schema_version'");
+    as_schema_version(path, 11, {"tune_shards", "tune_plans.devices", "tune_choices.sharding"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult old = load_tune_result(store, r.run_id);

@@ -136,14 +136,19 @@ const model::TuneCandidate* offload(const model::TuneResult& r, const std::strin
   return nullptr;
 }
 
-TEST(CacheReplay, ThePlanReportsEachCachesHeldOutHitRateBesideTheRecordedOne) {
-  auto p = testing::synthetic_profile({recorded("scan", scan()), recorded("late", late_rows()), recorded("old", scan(), 0)}, 10);
+// Every offload candidate, once each, on the CPU, under a budget every table fits.
+TuneOptions offload_only() {
   TuneOptions o;
   o.backend = "cpu";
   o.strategies = "offload";
   o.reps = 1;
   o.budget_bytes = uint64_t{1} << 30;
-  const model::TuneResult r = tune(p, {}, o);
+  return o;
+}
+
+TEST(CacheReplay, ThePlanReportsEachCachesHeldOutHitRateBesideTheRecordedOne) {
+  auto p = testing::synthetic_profile({recorded("scan", scan()), recorded("late", late_rows()), recorded("old", scan(), 0)}, 10);
+  const model::TuneResult r = tune(p, {}, offload_only());
   // The scan: one size fitted (1000 rows), which hits every held-out reference.
   const auto* scan_lru = offload(r, "scan", "lru", 1000);
   ASSERT_NE(scan_lru, nullptr);
@@ -200,12 +205,7 @@ TEST(CacheReplay, ATrainingTablesOffloadUsesTheHeldOutHitRate) {
   t.grad_bytes = t.weight_bytes;
   t.extra_by_kind = {{"adam.exp_avg", t.weight_bytes}, {"adam.exp_avg_sq", t.weight_bytes}, {"grad", t.weight_bytes}};
   auto p = testing::synthetic_profile({t}, 10);
-  TuneOptions o;
-  o.backend = "cpu";
-  o.strategies = "offload";
-  o.reps = 1;
-  o.budget_bytes = uint64_t{1} << 30;
-  const model::TuneResult r = tune(p, {}, o);
+  const model::TuneResult r = tune(p, {}, offload_only());
   ASSERT_TRUE(r.tables.at(0).training);
   int offloads = 0;
   for (const auto& c : r.candidates) {

@@ -210,6 +210,16 @@ TEST(PlanImport, PythonReadsTheYamlAsTheSameDocumentAsTheJson) {
   EXPECT_EQ(same, "True\n");
 }
 
+// What check_torchrec_plan.py reads from a TorchRec plan file under the fake torchrec (a JSON
+// object; discarded, with the output shown, when the file does not run).
+nlohmann::json check_torchrec_file(const std::string& path) {
+  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
+                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << out;
+  return j;
+}
+
 TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   const TuneResult r = sample_plan();
@@ -217,11 +227,9 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_EQ(py.find('\x1b'), std::string::npos);  // names are escaped, even inside literals
   const std::string path = temp_file("plan.py", py);
   std::filesystem::remove("/tmp/pwned");
-  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
-                              " " + EDO_FAKE_TORCHREC + " 2>&1");
+  const nlohmann::json j = check_torchrec_file(path);
   EXPECT_FALSE(std::filesystem::exists("/tmp/pwned"));
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_FALSE(j.is_discarded());
   // Parsed as Python, the file holds only the expected names and calls: every recorded name
   // stayed inside a string literal.
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
@@ -244,6 +252,42 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_FALSE(j["constraints"].contains(n[3]));
   EXPECT_EQ(j["shared_with"][n[4]], n[0]);
   EXPECT_FALSE(j["constraints"].contains(n[5]));  // not tuned
+}
+
+// The TorchRec file of a plan, read back by check_torchrec_plan.py under the fake torchrec.
+nlohmann::json read_torchrec(const TuneResult& r, const std::string& file) {
+  return check_torchrec_file(temp_file(file, plan_to_torchrec(r)));
+}
+
+// A feasible CPU plan of 1000 x 16 tables, each {module path, optimizer ("" = none recorded),
+// recorded dtype, strategy, params, training (gradients recorded; an optimizer implies it)}.
+struct TorchRecRow {
+  std::string name, optimizer, dtype, strategy, params;
+  bool training = false;
+};
+TuneResult torchrec_rows_plan(const std::vector<TorchRecRow>& rows) {
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  for (const auto& row : rows) {
+    TuneTable t;
+    t.name = row.name;
+    t.rows = 1000;
+    t.dim = 16;
+    t.dtype = row.dtype;
+    t.optimizer = row.optimizer;
+    t.training = row.training;
+    t.tuned = true;
+    r.tables.push_back(t);
+    r.candidates.push_back(cand(row.name, row.strategy, row.strategy, row.params, 1, 0, 1, 0));
+    r.choices.push_back({row.name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
+  }
+  return r;
+}
+nlohmann::json torchrec_readback(const std::vector<TorchRecRow>& rows, const std::string& file) {
+  return read_torchrec(torchrec_rows_plan(rows), file);
 }
 
 // Issue 20 section 1: the TorchRec file keys by config name (what TorchRec's planner looks up),
@@ -278,11 +322,8 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
   add("model.ec.embeddings.t_hot", "", "offload", R"({"cache_rows":100,"policy":"static"})", "");
   add("a.embedding_bags.t_dup", "", "int8", "{}", "");
   add("b.embedding_bags.t_dup", "", "int8", "{}", "");
-  const std::string path = temp_file("config_names.py", plan_to_torchrec(r));
-  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
-                              " " + EDO_FAKE_TORCHREC + " 2>&1");
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
+  const nlohmann::json j = read_torchrec(r, "config_names.py");
+  ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
   EXPECT_EQ(j["constraints"]["t_user"]["compute_kernels"], nlohmann::json::array({"fused"}));
   EXPECT_EQ(j["data_types"]["t_user"], "FP16");
@@ -303,36 +344,18 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
   EXPECT_FALSE(j["data_types"].contains("t_dup"));
 }
 
+
 // A table trained with plain SGD has gradients but no optimizer state: TorchRec must train it
 // (FUSED, a trainable data type), never serve it (QUANT). The `ad` table of examples/dlrm_like.py
 // was exported as QUANT before TuneTable::training.
 TEST(PlanTorchRec, ATableTrainedWithPlainSgdIsATrainingTable) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
-  TuneResult r;
-  r.backend = "cpu";
-  r.device = "cpu";
-  r.weights = "recorded";
-  r.feasible = true;
-  auto add = [&](const std::string& name, bool training, const std::string& strategy) {
-    TuneTable t;
-    t.name = name;
-    t.rows = 1000;
-    t.dim = 16;
-    t.dtype = "fp32";
-    t.training = training;  // no optimizer state recorded either way
-    t.tuned = true;
-    r.tables.push_back(t);
-    r.candidates.push_back(cand(name, strategy, strategy, "{}", 1, 0, 1, 0));
-    r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
-  };
-  add("ebc.embedding_bags.t_sgd", true, "fp32");
-  add("ebc.embedding_bags.t_sgd_int8", true, "int8");
-  add("ebc.embedding_bags.t_served", false, "fp32");
-  const std::string path = temp_file("plain_sgd.py", plan_to_torchrec(r));
-  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
-                              " " + EDO_FAKE_TORCHREC + " 2>&1");
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
+  // No optimizer state recorded for any of them.
+  const TuneResult r = torchrec_rows_plan({{"ebc.embedding_bags.t_sgd", "", "fp32", "fp32", "{}", true},
+                                           {"ebc.embedding_bags.t_sgd_int8", "", "fp32", "int8", "{}", true},
+                                           {"ebc.embedding_bags.t_served", "", "fp32", "fp32", "{}", false}});
+  const nlohmann::json j = read_torchrec(r, "plain_sgd.py");
+  ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["constraints"]["t_sgd"]["compute_kernels"], nlohmann::json::array({"fused"}));
   EXPECT_EQ(j["data_types"]["t_sgd"], "FP32");
   EXPECT_FALSE(j["constraints"].contains("t_sgd_int8")) << "int8 has no training kernel";
@@ -353,37 +376,6 @@ TEST(PlanTorchRec, ATableTrainedWithPlainSgdIsATrainingTable) {
   const TuneResult before = plan_from_text(old.dump());
   EXPECT_TRUE(before.tables[0].trains());
   EXPECT_FALSE(before.tables[1].trains());
-}
-
-// A plan of 1000 x 16 tables, each {module path, optimizer ("" = inference), recorded dtype,
-// strategy, params}, exported for TorchRec and read back by check_torchrec_plan.py.
-struct TorchRecRow {
-  std::string name, optimizer, dtype, strategy, params;
-};
-nlohmann::json torchrec_readback(const std::vector<TorchRecRow>& rows, const std::string& file) {
-  TuneResult r;
-  r.backend = "cpu";
-  r.device = "cpu";
-  r.weights = "recorded";
-  r.feasible = true;
-  for (const auto& row : rows) {
-    TuneTable t;
-    t.name = row.name;
-    t.rows = 1000;
-    t.dim = 16;
-    t.dtype = row.dtype;
-    t.optimizer = row.optimizer;
-    t.tuned = true;
-    r.tables.push_back(t);
-    r.candidates.push_back(cand(row.name, row.strategy, row.strategy, row.params, 1, 0, 1, 0));
-    r.choices.push_back({row.name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});
-  }
-  const std::string path = temp_file(file, plan_to_torchrec(r));
-  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
-                              " " + EDO_FAKE_TORCHREC + " 2>&1");
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << out;
-  return j;
 }
 
 // Issue 20 section 1, "for inference num_embeddings_post_pruning": an inference table pruned to
@@ -574,13 +566,10 @@ TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
   f.miss_curve = {{0.01, 0.8}, {0.1, 0.4}, {0.5, 0.1}, {1.0, 0.0}};
   f.cacheability = 0.25;
   const std::map<std::string, TorchRecFacts> facts{{"sparse.collection.embedding_bags.t0", f}};
-  const std::string path = temp_file("facts.py", plan_to_torchrec(r, facts));
-  const std::string out = run(std::string(EDO_PYTHON) + " " + std::string(EDO_FAKE_TORCHREC) + "/../check_torchrec_plan.py " + path +
-                              " " + EDO_FAKE_TORCHREC + " 2>&1");
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
+  const nlohmann::json j = check_torchrec_file(temp_file("facts.py", plan_to_torchrec(r, facts)));
+  ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
-  ASSERT_TRUE(j["constraints"].contains("user_table")) << out;
+  ASSERT_TRUE(j["constraints"].contains("user_table")) << j.dump();
   EXPECT_FALSE(j["constraints"].contains("t0"));
   EXPECT_EQ(j["module_paths"]["user_table"], "sparse.collection.embedding_bags.t0");
   const auto& c = j["constraints"]["user_table"];
