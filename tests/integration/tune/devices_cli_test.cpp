@@ -4,7 +4,6 @@
 // text, the plan exported from the database, the TorchRec file's sharding_types; an infeasible
 // budget names the smallest per-device one; --devices 1 is today's plan; bad values are one line.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <set>
 
 #include "run_command.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using edo::testing::run_command;
@@ -22,15 +22,7 @@ namespace {
 
 const std::string kEdo = EDO_BIN;
 
-std::string dir() {
-  static const std::string d = [] {
-    fs::path p = fs::path(::testing::TempDir()) / ("edo_tune_devices_" + std::to_string(getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p.string();
-  }();
-  return d;
-}
+std::string dir() { return edo::testing::process_temp_dir("edo_tune_devices_"); }
 
 // Three 200000 x 64 fp32 tables: 51.2 MB each, 153.6 MB in all.
 const std::string& recording() {

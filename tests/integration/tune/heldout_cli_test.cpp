@@ -3,12 +3,12 @@
 // `edo record` through the tracer, then `edo tune --json`: each offload cache's held-out hit
 // rate beside the recorded one, and the words of the plan.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using edo::testing::run_command;
@@ -20,10 +20,7 @@ const std::string kEdo = EDO_BIN;
 
 std::string recording() {
   static const std::string path = [] {
-    fs::path d = fs::path(::testing::TempDir()) / ("edo_heldout_cli_" + std::to_string(getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    const std::string p = (d / "job.edodb").string();
+    const std::string p = (fs::path(edo::testing::process_temp_dir("edo_heldout_cli_")) / "job.edodb").string();
     const auto r = run_command(kEdo + " record -o " + p + " -- " + HELDOUT_JOB);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return p;

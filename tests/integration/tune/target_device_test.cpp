@@ -3,7 +3,6 @@
 // without a stored profile is measured with a note, bad targets are usage errors naming the
 // stored devices, and `edo bench --save-device` stores a profile `edo tune` then models.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using edo::testing::run_command;
@@ -22,10 +22,9 @@ const std::string kEdo = EDO_BIN;
 
 std::string dir() {
   static const std::string d = [] {
-    fs::path p = fs::path(::testing::TempDir()) / ("edo_target_device_" + std::to_string(getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p / "devices");
-    return p.string();
+    const std::string p = edo::testing::process_temp_dir("edo_target_device_");
+    fs::create_directories(fs::path(p) / "devices");
+    return p;
   }();
   return d;
 }

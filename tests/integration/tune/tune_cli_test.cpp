@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include <sstream>
 
 #include "run_command.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using edo::testing::run_command;
@@ -26,15 +26,7 @@ namespace {
 
 const std::string kEdo = EDO_BIN;
 
-std::string dir() {
-  static const std::string d = [] {
-    fs::path p = fs::path(::testing::TempDir()) / ("edo_tune_cli_" + std::to_string(getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p.string();
-  }();
-  return d;
-}
+std::string dir() { return edo::testing::process_temp_dir("edo_tune_cli_"); }
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
