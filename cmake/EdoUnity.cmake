@@ -1,7 +1,7 @@
 # Unity builds of the product (EDO_UNITY_BUILD, on by default): each library's and program's C++
 # sources are compiled in batches of EDO_UNITY_BATCH files, so that the headers every file
 # includes (CLI11, nlohmann-json, Qt, Eigen) are parsed and instantiated once a batch. A cold
-# `make demo` build took 466 s of CPU file by file and 270 s in batches of 16 (2 cores; see
+# `make demo` build took 466 s of CPU file by file and 206 s in batches of 16 (2 cores; see
 # docs/development.md). The tests, benchmarks and examples stay file by file.
 #
 # What a batch changes: the file-local helpers (anonymous namespace, static) of all its files
