@@ -52,9 +52,10 @@ for f in "${bins[@]}"; do
   # the CUDA job links the runtime shared (as PyTorch does) and our
   # library; the GPU machine has the CUDA 13 toolkit
   [[ $f == */tracer_gpu_job || $f == */bench_device_counting ]] && allowed="$allowed|libcudart\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
+  # the probe of runtime launch paths: a CUPTI client with the shared runtime (libcupti.so.13
+  # itself needs glibc's libutil.so.1)
+  [[ $f == */launch_paths_probe ]] && allowed="$allowed|libcupti\\.so|libutil\\.so|libcudart\\.so|libstdc\\+\\+|libgcc_s"
   # a job that is a CUPTI client itself: the toolkit's libcupti (static runtime)
-  # the probe of runtime launch paths: a CUPTI client with the shared runtime
-  [[ $f == */launch_paths_probe ]] && allowed="$allowed|libcupti\\.so|libcudart\\.so|libstdc\\+\\+|libgcc_s"
   [[ $f == */cupti_holder_job ]] && allowed="$allowed|libcupti\\.so|libutil\\.so|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
   # the overhead benchmark calls the C API of our library (which brings libstdc++)
   [[ $f == */bench_trace_overhead ]] && allowed="$allowed|libedo_trace\\.so|libstdc\\+\\+|libgcc_s"
