@@ -161,7 +161,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       table.bind(9, t.shares_with);
       table.bind(10, t.weights);
       table.bind(11, t.optimizer);
-      table.bind(12, t.trains() ? 1 : 0);
+      table.bind(12, t.training ? 1 : 0);
       table.exec();
     }
     SQLite::Statement cand(d,

@@ -90,7 +90,7 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["recorded_device_bytes"] = t->device_bytes;
     j["lookups_per_step"] = number_or_null(t->lookups_per_step);
     j["recorded_optimizer"] = valid_utf8(t->optimizer);
-    j["training"] = t->trains();
+    j["training"] = t->training;
     j["tuned"] = t->tuned;
   }
   // A plan over several devices: where the table is (docs/tuning.md "Placement").

@@ -289,7 +289,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         rows = t.rows;
         dim = t.dim;
         element_bytes = t.dtype == "fp16" || t.dtype == "bf16" ? 2 : 4;
-        training = t.trains();
+        training = t.training;
         if (!t.dtype.empty()) table_dtype = t.dtype;
       }
     std::string why_not;

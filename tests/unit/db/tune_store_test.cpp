@@ -187,7 +187,7 @@ TuneResult sample_result() {
   r.stop_reason = "time limit";
   r.candidates_total = 3;
   r.candidates_measured = 2;
-  r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic", "adam"});
+  r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic", "adam", true});
   r.tables.push_back({"model.lm_head", 1000, 16, "f32", 0, 100, true, "model.emb.user", "synthetic", ""});
   r.notes = {"weights: synthetic (no snapshot recorded)", "offload transfers modelled"};
   TuneCandidate a;

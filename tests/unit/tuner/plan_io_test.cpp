@@ -87,6 +87,7 @@ TuneResult sample_plan() {
     t.shares_with = owner;
     t.weights = "recorded";
     t.optimizer = opt;
+    t.training = !opt.empty();  // as the tuner records a table with optimizer state
     r.tables.push_back(t);
   };
   table(n[0], "", true, "adam");
@@ -278,7 +279,7 @@ TuneResult torchrec_rows_plan(const std::vector<TorchRecRow>& rows) {
     t.dim = 16;
     t.dtype = row.dtype;
     t.optimizer = row.optimizer;
-    t.training = row.training;
+    t.training = row.training || !row.optimizer.empty();
     t.tuned = true;
     r.tables.push_back(t);
     r.candidates.push_back(cand(row.name, row.strategy, row.strategy, row.params, 1, 0, 1, 0));
@@ -308,6 +309,7 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
     t.dim = 16;
     t.dtype = "fp32";
     t.optimizer = opt;
+    t.training = !opt.empty();  // as the tuner records a table with optimizer state
     t.tuned = true;
     r.tables.push_back(t);
     TuneCandidate c = cand(name, strategy, strategy == "offload" ? "offload:cache=0.1:policy=lru" : strategy, params, 1, 0, 1, 0);
@@ -374,8 +376,8 @@ TEST(PlanTorchRec, ATableTrainedWithPlainSgdIsATrainingTable) {
     t["recorded_optimizer"] = t["name"] == "ebc.embedding_bags.t_sgd" ? "adam" : "";
   }
   const TuneResult before = plan_from_text(old.dump());
-  EXPECT_TRUE(before.tables[0].trains());
-  EXPECT_FALSE(before.tables[1].trains());
+  EXPECT_TRUE(before.tables[0].training);
+  EXPECT_FALSE(before.tables[1].training);
 }
 
 // Issue 20 section 1, "for inference num_embeddings_post_pruning": an inference table pruned to
@@ -552,6 +554,7 @@ TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
     t.dim = 16;
     t.dtype = "fp32";
     t.optimizer = "adagrad";
+    t.training = true;
     r.tables.push_back(t);
     r.candidates.push_back(cand(name, "offload", "offload:cache=0.1:policy=lru", R"({"cache_rows":100,"policy":"lru"})", 1, 0, 1, 0));
     r.choices.push_back({name, static_cast<int64_t>(r.candidates.size() - 1), "", 1, 0, 1, "why", "", {}});

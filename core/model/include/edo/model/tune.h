@@ -107,12 +107,9 @@ struct TuneTable {
   // "" when none was recorded: an inference table, or one trained by plain SGD (no state).
   std::string optimizer;
   // Gradients or optimizer state were recorded: the job trains this table (with plain SGD
-  // when `optimizer` is "").
+  // when `optimizer` is ""). Plans and runs saved before it was kept read it back as "an
+  // optimizer was recorded" (plan import, schema step 13).
   bool training = false;
-
-  // Whether the job trains the table: plans made before `training` was kept knew only the
-  // optimizer's state.
-  bool trains() const { return training || !optimizer.empty(); }
 };
 
 struct TuneResult {
