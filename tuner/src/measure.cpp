@@ -338,6 +338,18 @@ double TableBench::lru_hit_rate(uint64_t slots, uint64_t seed) const {
   return counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
 }
 
+double TableBench::offload_hit_rate(const Candidate& c, const std::string& spec, double measured, bool fresh_lru,
+                                    const TuneOptions& o) const {
+  if (c.heldout_hit_rate) return *c.heldout_hit_rate;
+  if (!fresh_lru) return measured;
+  const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
+  const auto policy = s.params.find("policy");
+  if (policy == s.params.end() || policy->second != "lru") return measured;
+  const auto cache = s.params.find("cache");
+  const double f = cache == s.params.end() ? 0.1 : std::stod(cache->second);
+  return lru_hit_rate(std::min<uint64_t>(rows_, static_cast<uint64_t>(f * static_cast<double>(rows_))), o.seed);
+}
+
 namespace {
 
 // What a pass times: the forward of an embedding bag, one step's lookups pooled (sum) into
@@ -425,23 +437,8 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
     out.step_us_lo = lo * per_s;
     out.step_us_hi = hi * per_s;
   }
-  double hit = loaded->hit_rate();
-  if (hit >= 0 && c.heldout_hit_rate) {
-    // The recorded order, held out (cache_replay.h): what the cache hits on lookups it was not
-    // fitted to, rather than on batches drawn from the counts.
-    hit = *c.heldout_hit_rate;
-  } else if (modelled && hit >= 0) {
-    // The index batches repeat: an LRU cache that holds all the rows they read would hit
-    // every access after the first pass. The LRU's hit rate comes from a fresh stream drawn
-    // from the same access model instead (warm-up, then as many counted accesses).
-    const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
-    const auto policy = s.params.find("policy");
-    if (policy != s.params.end() && policy->second == "lru") {
-      const auto cache = s.params.find("cache");
-      const double f = cache == s.params.end() ? 0.1 : std::stod(cache->second);
-      hit = lru_hit_rate(std::min<uint64_t>(rows_, static_cast<uint64_t>(f * static_cast<double>(rows_))), o.seed);
-    }
-  }
+  double hit = loaded->hit_rate();  // < 0: not a cached table
+  if (hit >= 0) hit = offload_hit_rate(c, spec, hit, modelled, o);
   if (hit >= 0) {
     out.hit_rate = hit;
     if (cpu) {

@@ -115,6 +115,15 @@ class TableBench {
   // counted ones, each at least a pass and four times the slots), deterministic for a seed.
   double lru_hit_rate(uint64_t slots, uint64_t seed) const;
 
+  // The hit rate the plan gives an offload candidate (`spec` as measured): the held-out replay
+  // of the recorded order when there is one (cache_replay.h: what the cache hits on lookups it
+  // was not fitted to); else, with `fresh_lru` (the index batches repeat, so an LRU holding
+  // all the rows they read would hit every access after the first pass), an LRU policy's rate
+  // on a fresh stream from the access model (lru_hit_rate()); else `measured`, what the
+  // backend's cache hit (< 0: none).
+  double offload_hit_rate(const Candidate& c, const std::string& spec, double measured, bool fresh_lru,
+                          const TuneOptions& o) const;
+
   // Encodes, checks the error, times the lookups. Throws std::invalid_argument for a spec the
   // kernels refuse (reported as the candidate's note) and std::bad_alloc when it does not fit.
   //

@@ -179,19 +179,7 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
     // The baseline's forward plus the host link: each missed row fetched for the forward and
     // written back after its update, and the optimizer state (kept on the host with offload)
     // of every updated row read and written; the backward and update as modelled above.
-    double hit = loaded->hit_rate();
-    const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
-    const auto policy = s.params.find("policy");
-    if (c.heldout_hit_rate) {
-      // The recorded order, held out (cache_replay.h), as measure() takes it: the plan's hit
-      // rate and the host link's traffic are what the cache hits on lookups it was not fitted to.
-      hit = *c.heldout_hit_rate;
-    } else if (policy != s.params.end() && policy->second == "lru") {
-      const auto cache = s.params.find("cache");
-      const double f = cache == s.params.end() ? 0.1 : std::stod(cache->second);
-      hit = lru_hit_rate(std::min<uint64_t>(rows_, static_cast<uint64_t>(f * static_cast<double>(rows_))), o.seed);
-    }
-    hit = std::max(0.0, hit);
+    const double hit = std::max(0.0, offload_hit_rate(c, spec, loaded->hit_rate(), true, o));
     out.hit_rate = hit;
     const double row = 4.0 * g_.dim;
     const double state = static_cast<double>(kernels::state_floats_per_row(step.spec.optimizer, g_.dim)) * 4.0;
@@ -219,10 +207,9 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
     }
   }
   if (c.strategy == "offload" && !out.hit_rate) {
-    // A backend that trains the offloaded table itself (or times its forward only): the plan's
-    // hit rate is still the held-out one, else what the forward's cache hit.
-    if (c.heldout_hit_rate) out.hit_rate = *c.heldout_hit_rate;
-    else if (loaded && loaded->hit_rate() >= 0) out.hit_rate = loaded->hit_rate();
+    // A backend that trains the offloaded table itself (or times its forward only).
+    if (const double hit = offload_hit_rate(c, spec, loaded ? loaded->hit_rate() : -1.0, false, o); hit >= 0)
+      out.hit_rate = hit;
   }
   out.forward_us = med.fwd;
   out.backward_us = med.bwd;
