@@ -12,6 +12,7 @@
 #include <set>
 
 #include "run_command.h"
+#include "synth_recording.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -26,19 +27,10 @@ std::string dir() { return edo::testing::process_temp_dir("edo_tune_devices_"); 
 
 // Three 200000 x 64 fp32 tables: 51.2 MB each, 153.6 MB in all.
 const std::string& recording() {
-  static const std::string path = [] {
-    const std::string a = dir() + "/job.edodb";
-    EXPECT_EQ(run_command(kEdo + " synth -o " + a + " --tables 3 --rows 200000 --dim 64 --zipf 1.1 --lookups 300000 --seed 3").exit_code, 0);
-    return a;
-  }();
-  return path;
+  return edo::testing::synth_once(kEdo, dir() + "/job.edodb", "--tables 3 --rows 200000 --dim 64 --zipf 1.1 --lookups 300000 --seed 3");
 }
 
-std::string copy_of(const std::string& name) {
-  const std::string p = dir() + "/" + name;
-  fs::copy_file(recording(), p, fs::copy_options::overwrite_existing);
-  return p;
-}
+std::string copy_of(const std::string& name) { return edo::testing::copy_recording(recording(), dir(), name); }
 
 constexpr uint64_t kTable = 200000ull * 64 * 4;
 // Only the tables as recorded are within --max-error 0 (fp16 is timed for nothing: over the limit).

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "run_command.h"
+#include "synth_recording.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -37,19 +38,10 @@ std::string slurp(const std::string& path) {
 
 // A 2-table recording: two 50000 x 32 tables (Zipf 1.2).
 const std::string& recording() {
-  static const std::string path = [] {
-    const std::string a = dir() + "/a.edodb";
-    EXPECT_EQ(run_command(kEdo + " synth -o " + a + " --tables 2 --rows 50000 --dim 32 --zipf 1.2 --lookups 200000 --seed 1").exit_code, 0);
-    return a;
-  }();
-  return path;
+  return edo::testing::synth_once(kEdo, dir() + "/a.edodb", "--tables 2 --rows 50000 --dim 32 --zipf 1.2 --lookups 200000 --seed 1");
 }
 
-std::string copy_of(const std::string& name) {
-  const std::string p = dir() + "/" + name;
-  fs::copy_file(recording(), p, fs::copy_options::overwrite_existing);
-  return p;
-}
+std::string copy_of(const std::string& name) { return edo::testing::copy_recording(recording(), dir(), name); }
 
 const uint64_t kBaseline = 2 * 50000 * 32 * 4;
 

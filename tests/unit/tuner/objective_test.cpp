@@ -11,6 +11,7 @@
 #include "candidates.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
+#include "hand_built_plan.h"
 #include "synthetic.h"
 #include "workload.h"
 
@@ -22,52 +23,14 @@ using model::TuneResult;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-struct Opt {
-  std::string strategy;
-  uint64_t bytes;
-  double us;
-  double error = 0;
-  bool retrain = false;
-  std::string optimizer = "";
-};
+using testing::Opt;
 
-// One tuned table per entry, its first option the baseline.
 TuneResult hand_built(const std::vector<std::pair<std::string, std::vector<Opt>>>& tables, const std::string& objective) {
-  TuneResult r;
-  r.backend = "cpu";
-  r.device = "test";
-  r.weights = "synthetic";
-  r.objective = objective;
-  for (const auto& [name, opts] : tables) {
-    model::TuneTable t;
-    t.name = name;
-    t.rows = 1000;
-    t.dim = 16;
-    t.dtype = "fp32";
-    t.device_bytes = opts.front().bytes;
-    t.lookups_per_step = 100;
-    t.weights = "synthetic";
-    r.tables.push_back(t);
-    for (const Opt& o : opts) {
-      TuneCandidate c;
-      c.table = name;
-      c.strategy = o.strategy;
-      c.spec = o.strategy;
-      c.device_bytes = o.bytes;
-      c.step_us = o.us;
-      c.error = o.error;
-      c.needs_retraining = o.retrain;
-      c.optimizer = o.optimizer;
-      c.measured = true;
-      r.candidates.push_back(c);
-    }
-  }
-  return r;
+  return testing::hand_built(tables, {.objective = objective});
 }
 
 const TuneCandidate& pick(const TuneResult& r, const std::string& table) {
-  for (const auto& ch : r.choices)
-    if (ch.table == table && ch.candidate >= 0) return r.candidates[static_cast<size_t>(ch.candidate)];
+  if (const TuneCandidate* c = testing::chosen(r, table)) return *c;
   throw std::runtime_error("no choice for " + table);
 }
 

@@ -14,6 +14,7 @@
 #include "edo/tuner/placement.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/summary.h"
+#include "hand_built_plan.h"
 #include "edo/tuner/tuner.h"
 
 namespace edo::tuner {
@@ -183,51 +184,17 @@ TEST(Placement, IsDeterministic) {
 
 // ---- replan() over several devices --------------------------------------------------------
 
-struct Opt {
-  std::string strategy;
-  uint64_t bytes;
-  double us;
-  double error = 0;
-};
+using testing::Opt;
 
 // Tables of one row (they cannot be split): each with the options given, the first its baseline.
 model::TuneResult hand_built(const std::vector<std::pair<std::string, std::vector<Opt>>>& tables, uint32_t devices,
                              uint64_t rows = 1) {
-  model::TuneResult r;
-  r.backend = "cpu";
-  r.device = "test";
-  r.weights = "synthetic";
-  r.objective = "least-change";
-  r.devices = devices;
-  for (const auto& [name, opts] : tables) {
-    model::TuneTable t;
-    t.name = name;
-    t.rows = rows;
-    t.dim = 1;
-    t.dtype = "fp32";
-    t.device_bytes = opts.front().bytes;
-    t.lookups_per_step = 100;
-    t.weights = "synthetic";
-    r.tables.push_back(t);
-    for (const Opt& o : opts) {
-      model::TuneCandidate c;
-      c.table = name;
-      c.strategy = o.strategy;
-      c.spec = o.strategy;
-      c.device_bytes = o.bytes;
-      c.step_us = o.us;
-      c.error = o.error;
-      c.measured = true;
-      r.candidates.push_back(c);
-    }
-  }
-  return r;
+  return testing::hand_built(tables, {.devices = devices, .rows = rows, .dim = 1});
 }
 
 std::string strategy_of(const model::TuneResult& r, const std::string& table) {
-  for (const auto& ch : r.choices)
-    if (ch.table == table && ch.candidate >= 0) return r.candidates[static_cast<size_t>(ch.candidate)].strategy;
-  return "";
+  const model::TuneCandidate* c = testing::chosen(r, table);
+  return c ? c->strategy : "";
 }
 
 const std::vector<Opt> kOpts{{"fp32", 65 * kMB, 100}, {"int8", 17 * kMB, 50, 0.005}};
