@@ -19,6 +19,25 @@ namespace edo::model {
 // a + b, or the largest uint64_t when that overflows (sizes read from a damaged file).
 inline uint64_t saturating_add(uint64_t a, uint64_t b) { return a + b < a ? ~uint64_t{0} : a + b; }
 
+// One step's loss (Session::losses).
+struct StepLoss {
+  uint64_t step = 0;
+  double loss = 0;
+};
+
+// The job's optimizer for one table, as its param_groups said (the PyTorch hooks' "pytorch.optimizer"
+// note). Values the optimizer does not have stay at 0 (e.g. betas of Adagrad).
+struct OptimizerParams {
+  std::string kind;                   // torch class name, lower case: "adam", "adamw", "adagrad", "sgd", "sparseadam", "rmsprop", ...
+  double lr = 0;
+  double eps = 0;
+  double weight_decay = 0;
+  double beta1 = 0, beta2 = 0;        // adam, adamw, sparseadam
+  double momentum = 0;                // sgd, rmsprop
+  double initial_accumulator_value = 0;  // adagrad
+  bool maximize = false;
+};
+
 // One traced process (or one `edo synth` run).
 struct Session {
   int64_t id = 0;               // assigned by the store; 0 = not yet stored
@@ -37,6 +56,11 @@ struct Session {
   std::map<std::string, uint64_t> drops;  // every loss counter by name (edo/model/drops.h)
   uint64_t steps = 0;                 // edo_step() calls
   RankIdentity identity;              // the job and node this process belongs to (rank_identity.h)
+  // The training loss per step: the scalar the job called backward() on, read by the PyTorch
+  // hooks without a device synchronisation (the "pytorch.loss" notes, docs/database.md). `step` is
+  // the session's step count when backward() ran (0 before the first step mark). Non-finite
+  // losses are kept as they are (NaN, +-inf). Empty when the job had no loss to see.
+  std::vector<StepLoss> losses;
 };
 
 // One embedding table seen in a session.
@@ -61,6 +85,14 @@ struct Table {
   // When rows were first read (first_seen.h): the held-out validation of what the tuner fits
   // to the access stream. Empty when unknown.
   FirstSeenCurve first_seen;
+  // The job's optimizer and its hyperparameters for this table (unset: not recorded, e.g. a
+  // C job or an older recording; then only extra_by_kind says which optimizer it was).
+  std::optional<OptimizerParams> optimizer_params;
+  // The weight is also read whole by something other than its lookups (a tied LM head through
+  // F.linear / matmul, any op reading the full weight): what the hooks saw, e.g. "the gradient
+  // reached 50257 of 50257 rows in a step whose lookups read 812" ("" when not seen). Such a
+  // table is never offloaded, pruned or hashed (docs/tuning.md).
+  std::string dense_use;  // the "pytorch.dense_use" note
 };
 
 // The kinds of extra memory a tracer reports per table: "grad" (or "grad.<anything>") is a
