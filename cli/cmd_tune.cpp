@@ -49,6 +49,7 @@ struct TuneCliOptions {
   std::string measure_bytes;
   std::string devices = "1";
   bool every_table = false;
+  bool allow_unvalidated = false;
   bool json = false;
 };
 
@@ -156,6 +157,7 @@ int run_tune(const TuneCliOptions& o) {
   t.tables = o.tables;
   t.strategies = o.strategies;
   t.objective = o.objective;
+  t.allow_unvalidated = o.allow_unvalidated;
   t.time_limit_s = o.time_limit;
   t.seed = o.seed;
   t.threads = o.threads;
@@ -246,6 +248,13 @@ Runner setup(CLI::App& sub) {
       "that changes least (no lossy format and no retraining unless the budget needs them; then the fastest),\n"
       "with --objective speed the fastest. Each table's WHY says what its choice saves and costs and what kept\n"
       "the others out. Everything measured, the plan and the frontier are saved in FILE, one run per tune\n"
+      "Advice that cannot hurt the job: for a training table the job's own optimizer (as recorded: kind, lr, eps,\n"
+      "betas, weight decay) is simulated in each fp16/bf16 candidate's format (fp32 optimizer state, stochastic\n"
+      "rounding, as edo.apply_plan trains it); one that goes non-finite or loses its updates is rejected, with the\n"
+      "reason in the WHY. A table read whole every step (a tied LM head) is never offloaded, pruned or hashed.\n"
+      "Pruning is chosen only when its loss was measured on held-out lookups (its ERROR says \"not validated\"\n"
+      "otherwise; --allow-unvalidated takes it anyway). Prove a plan on the job: edo record --apply-plan PLAN,\n"
+      "then edo diff --plan PLAN TRIAL.edodb BASELINE.edodb.\n"
       "(edo report lists them; edo export takes the latest that found a plan, or --run N).\n"
       "Tables alike in dim, dtype, rows and lookups per step (within a factor of 4) and LRU curve shape form a class:\n"
       "one representative per class is timed and the others' times are predicted from its per-lookup time (each\n"
@@ -280,6 +289,9 @@ Runner setup(CLI::App& sub) {
                  "least-change: the plan that fits with the least loss (error, retraining), then the fastest; speed: the "
                  "fastest within --max-error")
       ->check(CLI::IsMember({"least-change", "speed"}))->capture_default_str();
+  sub.add_flag("--allow-unvalidated", o->allow_unvalidated,
+               "also choose candidates that drop rows (pruning) whose loss could not be measured on held-out lookups "
+               "(the recording does not say when rows were first read): their ERROR stays \"not validated\"");
   sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   sub.add_option("--target-device", o->target_device,

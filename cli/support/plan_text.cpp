@@ -29,8 +29,18 @@ std::string plan_text(const model::TuneResult& r) {
     width = std::max(width, display_width(names.back()));
   }
   width = std::min<size_t>(width, 40);
-  out += fmt::format("\n{} {:<10} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right("TABLE", width), "STRATEGY", "DEVICE",
-                     "HOST", "STEP", "ERROR", "HIT", "WHY");
+  // The whole change each choice makes (tuner::strategy_label: format, training precision,
+  // optimizer): the column is as wide as the longest.
+  std::vector<std::string> labels;
+  size_t label_width = 10;
+  for (const auto& ch : r.choices) {
+    const model::TuneCandidate* c =
+        ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size() ? &r.candidates[static_cast<size_t>(ch.candidate)] : nullptr;
+    labels.push_back(!ch.shares_with.empty() ? "shared" : c ? terminal_safe(tuner::strategy_label(r, *c)) : "unchanged");
+    label_width = std::max(label_width, display_width(labels.back()));
+  }
+  out += fmt::format("\n{} {} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right("TABLE", width), pad_right("STRATEGY", label_width),
+                     "DEVICE", "HOST", "STEP", "ERROR", "HIT", "WHY");
   for (size_t i = 0; i < r.choices.size(); ++i) {
     const auto& ch = r.choices[i];
     const model::TuneCandidate* c =
@@ -40,10 +50,9 @@ std::string plan_text(const model::TuneResult& r) {
       out += name + "\n";
       name.clear();
     }
-    const std::string strategy = !ch.shares_with.empty() ? "shared" : c ? terminal_safe(c->strategy) : "unchanged";
-    out += fmt::format("{} {:<10} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right(name, width), strategy,
+    out += fmt::format("{} {} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right(name, width), pad_right(labels[i], label_width),
                        model::format_bytes(ch.device_bytes), model::format_bytes(ch.host_bytes), c ? us(ch.step_us) : "-",
-                       c && std::isfinite(c->error) ? fmt::format("{:.3g}", c->error) : "-",
+                       c ? tuner::error_text(*c) : "-",
                        c && c->hit_rate ? fmt::format("{:.0f}%", 100.0 * *c->hit_rate) : "-", terminal_safe(ch.why));
   }
   // Over several devices: each device's totals and each table's place.

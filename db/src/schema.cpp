@@ -244,6 +244,19 @@ void migrate_to_v13(SQLite::Database& db) {
   db.exec("UPDATE tune_tables SET training = 1 WHERE optimizer != ''");
 }
 
+// Version 15 (issue 29): what keeps a plan from hurting its job. Per candidate whether its loss
+// was measured on held-out lookups (validated) and why it is never offered (rejected: the
+// job's optimizer simulated in its format went non-finite or lost its updates); per tuned table
+// what read its weights whole (dense_use); per run whether unvalidated candidates were allowed.
+// Older runs: every candidate validated, nothing rejected (they were planned that way).
+// (Step 14 is the recording's losses, optimizer parameters and dense use.)
+void migrate_to_v15(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_candidates", "validated", "INTEGER NOT NULL DEFAULT 1");
+  add_column_if_missing(db, "tune_candidates", "rejected", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_tables", "dense_use", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_runs", "allow_unvalidated", "INTEGER NOT NULL DEFAULT 0");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -259,6 +272,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 11) migrate_to_v11(db);
   if (from < 12) migrate_to_v12(db);
   if (from < 13) migrate_to_v13(db);
+  if (from < 15) migrate_to_v15(db);
 }
 
 }  // namespace

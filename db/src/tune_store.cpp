@@ -123,7 +123,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Statement run(d,
         "INSERT INTO tune_runs(created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed,"
         " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind,"
-        " timing_device) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " timing_device, allow_unvalidated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     run.bind(1, r.created_unix);
     run.bind(2, r.backend);
     run.bind(3, r.device);
@@ -143,11 +143,12 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     run.bind(15, notes);
     run.bind(16, r.timing_kind);
     run.bind(17, r.timing_device);
+    run.bind(18, r.allow_unvalidated ? 1 : 0);
     run.exec();
     r.run_id = d.getLastInsertRowid();
     SQLite::Statement table(d,
         "INSERT INTO tune_tables(run_id, name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with,"
-        " weights, optimizer, training) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+        " weights, optimizer, training, dense_use) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (const TuneTable& t : r.tables) {
       table.reset();
       table.bind(1, r.run_id);
@@ -162,12 +163,14 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       table.bind(10, t.weights);
       table.bind(11, t.optimizer);
       table.bind(12, t.training ? 1 : 0);
+      table.bind(13, t.dense_use);
       table.exec();
     }
     SQLite::Statement cand(d,
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
         " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
-        " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate, timing_kind, timing_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate, timing_kind, timing_from, validated,"
+        " rejected) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -195,6 +198,8 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       bind_optional_real(cand, 23, c.heldout_hit_rate);
       cand.bind(24, c.timing_kind);
       cand.bind(25, c.timing_from);
+      cand.bind(26, c.validated ? 1 : 0);
+      cand.bind(27, c.rejected);
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -237,8 +242,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Database& d = store.database();
     SQLite::Statement run(d,
         "SELECT id, created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed, time_limit_s,"
-        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind, timing_device FROM tune_runs"
-        " WHERE id = ?");
+        " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind, timing_device,"
+        " allow_unvalidated FROM tune_runs WHERE id = ?");
     run.bind(1, run_id);
     if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
     r.run_id = run.getColumn(0).getInt64();
@@ -255,6 +260,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.complete = run.getColumn(11).getInt() != 0;
     r.stop_reason = run.getColumn(12).getString();
     r.candidates_total = u64(run.getColumn(13));
+    r.allow_unvalidated = run.getColumn(18).getInt() != 0;
     r.candidates_measured = u64(run.getColumn(14));
     r.timing_kind = run.getColumn(16).getString();
     r.timing_device = run.getColumn(17).getString();
@@ -271,8 +277,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     }
 
     SQLite::Statement tables(d,
-        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights, optimizer, training"
-        " FROM tune_tables"
+        "SELECT name, rows, dim, dtype, device_bytes, lookups_per_step, tuned, shares_with, weights, optimizer, training,"
+        " dense_use FROM tune_tables"
         " WHERE run_id = ? ORDER BY rowid");
     tables.bind(1, run_id);
     while (tables.executeStep()) {
@@ -290,6 +296,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       t.weights = tables.getColumn(8).getString();
       t.optimizer = tables.getColumn(9).getString();
       t.training = tables.getColumn(10).getInt() != 0;
+      t.dense_use = tables.getColumn(11).getString();
       r.tables.push_back(std::move(t));
     }
 
@@ -297,7 +304,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
         " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi, step_covers, forward_us,"
-        " backward_us, update_us, heldout_hit_rate, timing_kind, timing_from FROM tune_candidates"
+        " backward_us, update_us, heldout_hit_rate, timing_kind, timing_from, validated, rejected FROM tune_candidates"
         " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
@@ -327,6 +334,8 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       if (!cand.getColumn(22).isNull()) c.heldout_hit_rate = cand.getColumn(22).getDouble();
       c.timing_kind = cand.getColumn(23).getString();
       c.timing_from = cand.getColumn(24).getString();
+      c.validated = cand.getColumn(25).getInt() != 0;
+      c.rejected = cand.getColumn(26).getString();
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }

@@ -644,7 +644,7 @@ class ModelTests : public QObject {
     plan.setResult(r);
     check_model(plan);
     QCOMPARE(plan.rowCount(), 3);
-    QCOMPARE(plan.index(0, PlanModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    QCOMPARE(plan.index(0, PlanModel::kStrategy).data().toString(), QStringLiteral("fp16+rowwise_adagrad(sparse)"));  // the whole change, as the CLI says it
     QCOMPARE(plan.index(0, PlanModel::kStrategy).data(SortRole).toString(), QStringLiteral("fp16"));
     QCOMPARE(plan.index(0, PlanModel::kSaved).data(SortRole).toDouble(), 156000.0);
     QCOMPARE(plan.index(1, PlanModel::kStrategy).data().toString(), QStringLiteral("shared (with enc)"));
@@ -654,7 +654,7 @@ class ModelTests : public QObject {
     CandidatesModel candidates;
     candidates.setResult(r);
     check_model(candidates);
-    QCOMPARE(candidates.index(0, CandidatesModel::kStrategy).data().toString(), QStringLiteral("fp16 + rowwise_adagrad"));
+    QCOMPARE(candidates.index(0, CandidatesModel::kStrategy).data().toString(), QStringLiteral("fp16+rowwise_adagrad(sparse)"));
     // An offload cache's hit rate: held out (replayed on the recorded order, issue 19) or
     // estimated, with the whole recording's in parentheses; the tooltip says which.
     model::TuneCandidate held = fp16, estimated = fp16;

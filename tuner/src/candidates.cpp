@@ -66,6 +66,18 @@ struct Builder {
 
   bool training() const { return g.optimizer_bytes > 0 || g.grad_bytes > 0; }
 
+  // A table trained in fp16/bf16 the way edo.apply_plan trains it (numerics.h: fp32 optimizer
+  // state, stochastic rounding) keeps its gradient in the weights' dtype, as autograd makes
+  // it: a dense gradient scales with the element size; a sparse one (values and one int64
+  // index per looked-up row) in its values only. The state stays as recorded (fp32).
+  double grad_scale(const std::string& strategy) const {
+    if (!training() || (strategy != "fp16" && strategy != "bf16")) return 1.0;
+    const double from = model::dtype_size(g.dtype), to = 2.0, D = g.dim;
+    if (from <= to || g.grad_bytes == 0) return 1.0;
+    const bool dense_grad = g.grad_bytes == g.weight_bytes + g.identical_bytes;
+    return dense_grad ? to / from : (D * to + 8.0) / (D * from + 8.0);
+  }
+
   void add(const std::string& strategy, const std::string& spec, ordered_json params, int level, bool retrain, Trainable tr,
            uint64_t cache_rows = 0, std::optional<double> recorded = std::nullopt, bool baseline = false) {
     Candidate c;
@@ -88,7 +100,7 @@ struct Builder {
     const double base = static_cast<double>(g.rows) * g.dim / (shared ? one : 1.0);
     // The recorded optimizer, sized to the format's parameters; offload keeps it on the host.
     const auto state = static_cast<uint64_t>(std::llround(static_cast<double>(g.optimizer_bytes) * tr.elements / base));
-    const auto grads = static_cast<uint64_t>(std::llround(static_cast<double>(g.grad_bytes) * tr.elements / base));
+    const auto grads = static_cast<uint64_t>(std::llround(static_cast<double>(g.grad_bytes) * tr.elements / base * grad_scale(strategy)));
     c.device_bytes = w.device_bytes + (offload ? 0 : state + grads) + (apart ? g.identical_bytes : 0);
     c.host_bytes = w.host_bytes + (offload ? state + grads : 0);
     if (apart || shared) {
@@ -103,7 +115,7 @@ struct Builder {
     // that holds more than 1.5 floats per row. Never for weights tied to another layer (a
     // tied LM head): the output layer's gradient reaches every row at every step, so it is
     // dense and a sparse-gradient optimizer cannot train it.
-    if (training() && g.optimizer_bytes > 6 * g.rows && g.members.size() == g.identical.size()) {
+    if (training() && g.optimizer_bytes > 6 * g.rows && g.members.size() == g.identical.size() && g.dense_use.empty()) {
       Candidate v = c;
       v.optimizer = "rowwise_adagrad";
       v.needs_retraining = true;
@@ -151,9 +163,13 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
   // from the recorded LRU curve and the hit rates are estimated (said in the params).
+  // A table read whole every step (a tied LM head) keeps every row on the device: its dense
+  // read would fetch the whole table from the host at every step, and dropped or merged rows
+  // would be read by it too (docs/tuning.md "Dense use").
+  const bool read_whole = !g.dense_use.empty();
   std::string why_no_replay;
-  const auto replay = CacheReplay::of(g.counts, why_no_replay);
-  const auto sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
+  const auto replay = read_whole ? std::optional<CacheReplay>{} : CacheReplay::of(g.counts, why_no_replay);
+  const auto sizes = read_whole ? std::vector<uint64_t>{} : replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
     // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
@@ -177,22 +193,25 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     }
   }
   // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
-  if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
+  if (!read_whole && g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
     b.kept_rows = g.counts.unique_rows();
     // Held out: the rows read in the first half of the recording are the pruned set fitted
     // there; the second half's lookups on rows first read after it are what such a table
     // loses on lookups it was not fitted to. Each returns a zero row: the access-weighted
     // relative L2 error is sqrt(lost fraction) (rows of about equal norm).
     ordered_json params{{"kept_rows", b.kept_rows}};
-    const model::HeldOut h = model::held_out_split(g.first_seen, g.counts.lookups());
+    const model::HeldOut h = held_out_of(g);
     if (h.valid) {
       params["held_out_lost_fraction"] = h.lost_fraction();
       params["held_out_lookups"] = h.held_out_lookups;
     }
+    if (h.valid && g.first_seen.size() > 1) params["held_out_streams"] = g.first_seen.size();
     const size_t at = b.out.size();
     b.add("pruned", "pruned", params, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
-    for (size_t i = at; i < b.out.size(); ++i)
+    for (size_t i = at; i < b.out.size(); ++i) {
       if (h.valid) b.out[i].held_out_error = std::sqrt(h.lost_fraction());
+      b.out[i].validated = h.valid;
+    }
   }
   // Low rank and product quantisation.
   if (g.dim >= 8) {
@@ -213,7 +232,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     }
   }
   // Hashing and quotient-remainder: the model must be trained with them.
-  if (g.rows >= 1024) {
+  if (!read_whole && g.rows >= 1024) {
     for (uint64_t div : {4u, 16u}) {
       const uint64_t buckets = g.rows / div;
       b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,

@@ -42,6 +42,8 @@ struct Candidate {
   // Pruning: the error on held-out lookups (model::held_out_split), replacing the measured
   // one (0 on the rows the whole recording read); unset when the recording cannot say.
   std::optional<double> held_out_error;
+  // Pruning: its loss was measured on held-out lookups (model::TuneCandidate::validated).
+  bool validated = true;
 };
 
 // Cache sizes (rows) for offload: the recorded LRU curve's first points at or above 50, 80, 90,

@@ -9,6 +9,7 @@
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
+#include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
 
 namespace edo::tuner {
@@ -106,7 +107,7 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     const double dt = c.step_us - base->step_us;
     s += ", step time " + format_duration_us(dt, true);
     if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-    s += ", error " + number(c.error, "%.3g") + limit;
+    s += ", error " + error_text(c) + (c.validated ? limit : " (its loss was not measured on held-out lookups; taken because of --allow-unvalidated)");
   }
   s += hit_rate_words(c, r.timing_kind == "modelled");
   if (c.needs_retraining) s += "; needs retraining";
@@ -117,14 +118,19 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   const bool is_base = !base || &c == base;
   const int64_t loss = candidate_loss(c, is_base);
   size_t better = 0, over = 0;  // better: faster (speed), or losing less (least change)
+  size_t rejected = 0, unvalidated = 0;  // never offered: numerically unsafe, or loss not measured on held-out lookups
   const model::TuneCandidate* closest = nullptr;  // over the limit, least error
   for (const auto& o : r.candidates) {
     if (o.table != c.table || &o == &c) continue;
     if (!std::isnan(o.error) && o.error > max_error) {
       ++over;
       if (!closest || o.error < closest->error) closest = &o;
-    } else if (o.usable() && (least_change ? candidate_loss(o, &o == base) < loss : o.step_us < c.step_us)) {
+    } else if (o.plannable(r.allow_unvalidated) && (least_change ? candidate_loss(o, &o == base) < loss : o.step_us < c.step_us)) {
       ++better;
+    } else if (o.usable() && !o.rejected.empty()) {
+      ++rejected;
+    } else if (o.usable() && !o.plannable(r.allow_unvalidated)) {
+      ++unvalidated;
     }
   }
   if (least_change) {
@@ -142,6 +148,17 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   if (over)
     s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +
          number(closest->error, "%.3g") + ")";
+  if (rejected) {
+    const model::TuneCandidate* first = nullptr;
+    for (const auto& o : r.candidates)
+      if (o.table == c.table && o.usable() && !o.rejected.empty()) {
+        first = &o;
+        break;
+      }
+    s += "; " + std::to_string(rejected) + " rejected as unsafe for the job's training (" + first->strategy + ": " + first->rejected + ")";
+  }
+  if (unvalidated) s += "; " + std::to_string(unvalidated) + " not validated on held-out lookups, not chosen (--allow-unvalidated to allow)";
+  if (!t.dense_use.empty()) s += "; read whole every step (" + t.dense_use + "): never offloaded, pruned or hashed";
   return s;
 }
 

@@ -76,9 +76,6 @@ double weighted_error(const kernels::EncodedTable& table, const ReferenceRows& r
   return std::sqrt(num / den);
 }
 
-namespace {
-
-// Snapshot values (fp32, fp16 or bf16) as fp32.
 std::vector<float> snapshot_fp32(const model::WeightSnapshot& s) {
   const size_t n = s.rows.size() * s.dim;
   std::vector<float> out(n);
@@ -94,6 +91,8 @@ std::vector<float> snapshot_fp32(const model::WeightSnapshot& s) {
   }
   return out;
 }
+
+namespace {
 
 // Walker's alias table over the hot rows plus one "tail" bucket.
 struct Alias {

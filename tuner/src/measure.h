@@ -196,4 +196,7 @@ bool lossless(const std::string& strategy, bool baseline);
 // The median of repeated timings (the upper middle one of an even count); v is not empty.
 double median_of(std::vector<double> v);
 
+// A weight snapshot's values (fp32, fp16 or bf16) as fp32, row-major.
+std::vector<float> snapshot_fp32(const model::WeightSnapshot& s);
+
 }  // namespace edo::tuner

@@ -74,7 +74,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     if (t.tuned)
       for (size_t ci = 0; ci < r.candidates.size(); ++ci) {
         const auto& c = r.candidates[ci];
-        if (c.table == t.name && c.usable() && c.error <= max_error)
+        if (c.table == t.name && c.plannable(r.allow_unvalidated) && c.error <= max_error)
           item.options.push_back({c.device_bytes, c.host_bytes, c.step_us, ci, candidate_loss(c, baseline_of.count(t.name) && baseline_of.at(t.name) == &c)});
       }
     auto base = baseline_of.find(t.name);

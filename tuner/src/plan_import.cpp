@@ -361,6 +361,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
     if (r.objective != "least-change" && r.objective != "speed")
       fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
   }
+  if (doc.contains("allow_unvalidated")) r.allow_unvalidated = get_bool(doc, "allow_unvalidated", top);
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
     for (const auto& n : *it) {
@@ -402,6 +403,15 @@ TuneResult plan_from_json(const ordered_json& doc) {
     // Plans written before "training" was: a table trains when its optimizer's state was recorded.
     tt.training = t.contains("training") ? get_bool(t, "training", where) : !tt.optimizer.empty();
     if (t.contains("tuned")) tt.tuned = get_bool(t, "tuned", where);
+    if (auto du = t.find("dense_use"); du != t.end() && !du->is_null()) tt.dense_use = get_string(t, "dense_use", where);
+    if (auto tp = t.find("train_precision"); tp != t.end() && !tp->is_null()) {
+      if (!tp->is_object() || tp->value("optimizer_state", "") != "fp32" || tp->value("rounding", "") != "stochastic")
+        fail(where + ": \"train_precision\" is not {\"optimizer_state\": \"fp32\", \"rounding\": \"stochastic\"}");
+    }
+    if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense")))
+      fail(where + ": \"gradient\" is not \"sparse\" or \"dense\"");
+    if (auto sl = t.find("strategy_label"); sl != t.end() && !sl->is_null()) (void)get_string(t, "strategy_label", where);
+    const bool validated = t.contains("validated") ? get_bool(t, "validated", where) : true;
     tt.weights = r.weights;
 
     const std::string strategy = get_string(t, "strategy", where);
@@ -435,7 +445,10 @@ TuneResult plan_from_json(const ordered_json& doc) {
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;
       c.step_us = ch.step_us;
-      c.error = error;
+      // Not validated: no error was measured on held-out lookups (null in the file); the plan
+      // took it at --allow-unvalidated, so it stays plannable with no loss of its own.
+      c.validated = validated;
+      c.error = validated ? error : (std::isnan(error) ? 0.0 : error);
       c.hit_rate = hit;
       c.recorded_hit_rate = opt_rate(t, "recorded_hit_rate", where);
       c.heldout_hit_rate = opt_rate(t, "heldout_hit_rate", where);

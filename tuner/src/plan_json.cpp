@@ -53,7 +53,8 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["device_bytes"] = ch.device_bytes;
   j["host_bytes"] = ch.host_bytes;
   j["step_us"] = c ? number_or_null(ch.step_us) : ordered_json(nullptr);
-  j["error"] = c ? number_or_null(c->error) : ordered_json(0.0);
+  // An error that was not measured on held-out lookups is null, never 0 ("validated": false).
+  j["error"] = c ? (c->validated ? number_or_null(c->error) : ordered_json(nullptr)) : ordered_json(0.0);
   j["hit_rate"] = c ? opt_or_null(c->hit_rate) : ordered_json(nullptr);
   j["needs_retraining"] = c ? c->needs_retraining : false;
   j["why"] = valid_utf8(ch.why);
@@ -83,6 +84,18 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   } else {
     j["timing_source"] = nullptr;
   }
+  // The whole change (summary.h strategy_label), and what it assumes of training: the gradient
+  // the optimizer is given and, for a training table in fp16/bf16, fp32 optimizer state with
+  // stochastic rounding of the weight update (what edo.apply_plan installs).
+  j["strategy_label"] = valid_utf8(!ch.shares_with.empty() ? std::string("shared") : c ? strategy_label(r, *c) : std::string("unchanged"));
+  j["validated"] = c ? c->validated : true;
+  if (c && t && t->training) {
+    const bool sparse = c->optimizer == "rowwise_adagrad" || c->step_covers.find("(sparse gradient)") != std::string::npos;
+    j["gradient"] = sparse ? "sparse" : "dense";
+    if (strategy_label(r, *c).find("+fp32_state+sr") != std::string::npos)
+      j["train_precision"] = {{"optimizer_state", "fp32"}, {"rounding", "stochastic"}};
+  }
+  j["dense_use"] = t && !t->dense_use.empty() ? ordered_json(valid_utf8(t->dense_use)) : ordered_json(nullptr);
   if (t) {
     j["rows"] = t->rows;
     j["dim"] = t->dim;
@@ -184,6 +197,7 @@ ordered_json plan_to_json(const TuneResult& r) {
   // What the plan optimises ("least-change" or "speed"), and the weights in the words of the
   // plan's header ("recorded for 4 of 5 tables ...").
   j["objective"] = valid_utf8(r.objective);
+  j["allow_unvalidated"] = r.allow_unvalidated;
   j["weights_text"] = valid_utf8(weights_text(r));
   // Every step time of the plan is either measured on this device or modelled for it.
   j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};

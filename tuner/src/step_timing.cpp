@@ -48,6 +48,9 @@ TrainingStep training_step_of(const TableGroup& g) {
   if (tied) {
     s.spec.dense_gradient = true;
     why = "dense gradient: tied to another layer, whose gradient reaches every row";
+  } else if (!g.dense_use.empty()) {
+    s.spec.dense_gradient = true;
+    why = "dense gradient: read whole every step (" + g.dense_use + ")";
   } else if (g.optimizer == "sparseadam") {
     s.spec.dense_gradient = false;
     why = "sparse gradient: sparseadam takes sparse gradients only";

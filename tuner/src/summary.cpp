@@ -55,6 +55,23 @@ std::string run_text(const model::TuneResult& r) {
   return s + "; stopped early" + (r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")");
 }
 
+std::string strategy_label(const model::TuneResult& r, const model::TuneCandidate& c) {
+  std::string s = c.strategy;
+  const model::TuneTable* t = r.table_named(c.table);
+  const bool from_fp32 = t && (t->dtype == "fp32" || t->dtype == "f32");
+  if (t && t->training && from_fp32 && (c.strategy == "fp16" || c.strategy == "bf16")) s += "+fp32_state+sr";
+  if (c.optimizer == "rowwise_adagrad") s += "+rowwise_adagrad(sparse)";
+  return s;
+}
+
+std::string error_text(const model::TuneCandidate& c) {
+  if (!c.validated) return "not validated";
+  if (!std::isfinite(c.error)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", c.error);
+  return b;
+}
+
 std::string verdict_text(const model::TuneResult& r) {
   // An early stop leaves candidates unmeasured: a verdict about budgets is about the measured
   // ones only, and says so.

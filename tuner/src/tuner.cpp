@@ -24,6 +24,7 @@
 #include "edo/tuner/optimizer.h"
 #include "explain.h"
 #include "measure.h"
+#include "numerics.h"
 #include "modelled.h"
 #include "representatives.h"
 #include "step_timing.h"
@@ -139,8 +140,11 @@ void apply_held_out(model::TuneCandidate& m, const Candidate& c) {
     m.error = *c.held_out_error;
     m.note += sep + "error on held-out lookups: fitted on the first half of the recording, scored on the second";
   } else {
-    m.note += sep + "not validated on held-out lookups (the recording does not say when rows were first read): error 0 on the rows it read";
+    // Its measured error (0 on the rows the whole recording read) is no measurement of what it
+    // loses: the plan does not take it unless asked (--allow-unvalidated).
+    m.note += sep + "not validated on held-out lookups (the recording does not say when rows were first read)";
   }
+  m.validated = c.validated;
 }
 
 // The strategies --strategies allows (empty: all); throws std::invalid_argument naming an
@@ -218,6 +222,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       t.weights = weights;
       t.optimizer = g.optimizer;
       t.training = training_step_of(g).training;
+      t.dense_use = g.dense_use;
       r.tables.push_back(std::move(t));
     };
     for (size_t k = 0; k < g.lookups_by_name.size(); ++k)
@@ -255,6 +260,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       m.recorded_hit_rate = c.recorded_hit_rate;
       m.heldout_hit_rate = c.heldout_hit_rate;
       m.needs_retraining = c.needs_retraining;
+      m.validated = c.validated;
       index[gi].push_back(r.candidates.size());
       r.candidates.push_back(std::move(m));
     }
@@ -581,6 +587,7 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   r.seed = o.seed;
   r.time_limit_s = o.time_limit_s;
   r.objective = o.objective;
+  r.allow_unvalidated = o.allow_unvalidated;
   // Measured on the backend, or modelled for a GPU that is not here: one or the other for
   // every candidate.
   const TimingTarget target = choose_timing(profile, o, r.backend);
@@ -589,6 +596,12 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   Enumerated e = enumerate(profile, snapshots, o, r);
   if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
   const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
+  // Numerical safety: the job's optimizer simulated in each low-precision candidate's format.
+  for (size_t gi = 0; gi < e.w.groups.size(); ++gi) {
+    std::vector<model::TuneCandidate*> results;
+    for (size_t at : e.index[gi]) results.push_back(&r.candidates[at]);
+    check_training_numerics(e.w.groups[gi], e.cands[gi], results, o.seed ^ fnv1a(e.w.groups[gi].name));
+  }
   // Plan.
   size_t gated = 0;
   for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;

@@ -75,7 +75,9 @@ void merge_identical(Workload& w) {
       if (!g.counts.merge(o.counts)) continue;
       g.summary = stats::summarize(g.counts);
       g.members.push_back(o.name);
-      g.first_seen.clear();
+      for (auto& c : o.first_seen) g.first_seen.push_back(std::move(c));
+      if (g.dense_use.empty()) g.dense_use = o.dense_use;
+      if (!g.optimizer_params) g.optimizer_params = o.optimizer_params;
       g.identical.push_back(o.name);
       g.identical_bytes += o.weight_bytes;
       g.optimizer_bytes += o.optimizer_bytes;
@@ -92,7 +94,36 @@ void merge_identical(Workload& w) {
   w.groups = std::move(kept);
 }
 
+// Each session's table `name` is one stream of `g` (a curve that does not cover the table's
+// lookups there cannot score them: an empty curve); its dense use and optimizer are g's too.
+void add_sessions_of(TableGroup& g, const model::Profile& profile, const std::string& name) {
+  for (const auto& t : profile.tables) {
+    if (t.name != name) continue;
+    uint64_t covered = 0;
+    for (const auto& s : t.first_seen) covered += s.lookups;  // a row's lookups sit where it was first read
+    g.first_seen.push_back(covered == t.aggregate.lookups() ? t.first_seen : model::FirstSeenCurve{});
+    if (g.dense_use.empty()) g.dense_use = t.dense_use;
+    if (!g.optimizer_params) g.optimizer_params = t.optimizer_params;
+  }
+}
+
 }  // namespace
+
+model::HeldOut held_out_of(const TableGroup& g) {
+  model::HeldOut sum;
+  for (const auto& c : g.first_seen) {
+    uint64_t lookups = 0;
+    for (const auto& s : c) lookups += s.lookups;
+    const model::HeldOut h = model::held_out_split(c, lookups);
+    if (!h.valid) return model::HeldOut{};
+    sum.fit_lookups += h.fit_lookups;
+    sum.held_out_lookups += h.held_out_lookups;
+    sum.lost += h.lost;
+    sum.rows_first_read_after += h.rows_first_read_after;
+  }
+  sum.valid = sum.held_out_lookups > 0;
+  return sum;
+}
 
 Workload build_workload(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
                         const std::string& glob) {
@@ -118,16 +149,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     g.summary = v.summary;
     g.lookups_by_name.emplace_back(v.name, static_cast<double>(v.aggregate.lookups()));
     g.tuned = glob_match(glob, v.name);
-    // When its rows were first read: known for a table of one session (the segments of two
-    // processes' streams do not line up).
-    const model::Table* only = nullptr;
-    size_t sessions = 0;
-    for (const auto& t : profile.tables)
-      if (t.name == v.name) {
-        only = &t;
-        ++sessions;
-      }
-    if (sessions == 1 && only->aggregate.lookups() == v.aggregate.lookups()) g.first_seen = only->first_seen;
+    add_sessions_of(g, profile, v.name);
     group_of[v.name] = w.groups.size();
     w.groups.push_back(std::move(g));
   }
@@ -137,7 +159,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     if (it == group_of.end()) continue;
     TableGroup& g = w.groups[it->second];
     g.members.push_back(v.name);
-    g.first_seen.clear();  // the members' streams are not one stream
+    add_sessions_of(g, profile, v.name);
     g.optimizer_bytes += v.optimizer_bytes;
     g.grad_bytes += v.grad_bytes;
     if (g.optimizer.empty()) g.optimizer = optimizer_of(kinds[v.name]);

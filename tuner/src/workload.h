@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,14 @@ struct TableGroup {
   std::vector<std::pair<std::string, double>> lookups_by_name;  // owner first, then members
   stats::TableAggregate counts;          // merged over sessions and members
   stats::TableSummary summary;           // of `counts`
-  model::FirstSeenCurve first_seen;      // when its rows were first read (empty: unknown)
+  // When its rows were first read, per stream: each session's table (ranks, processes, merged
+  // files) and each tied member reads its own stream, whose segments do not line up with the
+  // others'. An empty curve: a stream that cannot say (then no held-out split: held_out_of()).
+  std::vector<model::FirstSeenCurve> first_seen;
+  // Read whole by something other than its lookups (model::Table::dense_use of any member).
+  std::string dense_use;
+  // The job's optimizer hyperparameters (the first member's that has them), when recorded.
+  std::optional<model::OptimizerParams> optimizer_params;
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
 
@@ -50,6 +58,12 @@ struct Workload {
 // match `glob` are kept (their memory counts against the budget) with tuned = false.
 Workload build_workload(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
                         const std::string& glob);
+
+// The held-out split of a group's lookups (model::held_out_split at half of each stream): of
+// its one stream, or summed over its streams, each scored alone. Every stream's fitted rows
+// are kept, so the union of them loses at most that sum: an upper bound, never an
+// underestimate. `valid` false when some stream cannot say.
+model::HeldOut held_out_of(const TableGroup& g);
 
 // The optimizer a table's extra-bytes kinds name ("adam.exp_avg" -> "adam"), or "".
 std::string optimizer_of(const std::map<std::string, uint64_t>& extra_by_kind);

@@ -8,6 +8,7 @@
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
+#include "edo/tuner/summary.h"
 
 namespace edo::gui {
 
@@ -43,6 +44,8 @@ const model::TuneCandidate* candidate_of(const model::TuneResult& r, const model
 
 QString step_time(double us) { return std::isfinite(us) ? format_duration_ns(us * 1e3) : QStringLiteral("–"); }
 QString error_text(double e) { return std::isfinite(e) ? QString::number(e, 'g', 3) : QStringLiteral("–"); }
+// A candidate's error: "not validated" when its loss was not measured on held-out lookups.
+QString candidate_error(const model::TuneCandidate& c) { return c.validated ? error_text(c.error) : QObject::tr("not validated"); }
 double sortable(double v) { return std::isfinite(v) ? v : -1.0; }
 
 }  // namespace
@@ -89,7 +92,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
       // Shown with the optimizer lever (its bytes are in Planned); sorted and compared by the
       // strategy alone, as `edo tune --json` names it.
       QString shown = choice_strategy(*result_, ch);
-      if (c && ch.shares_with.empty() && !c->optimizer.empty()) shown += QStringLiteral(" + ") + QString::fromStdString(c->optimizer);
+      if (c && ch.shares_with.empty()) shown = QString::fromStdString(tuner::strategy_label(*result_, *c));
       return answer(role, shown, choice_strategy(*result_, ch));
     }
     case kRecorded: return answer(role, format_bytes(recorded), qulonglong(recorded));
@@ -98,7 +101,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
       return answer(role, saved >= 0 ? format_bytes(static_cast<uint64_t>(saved)) : QStringLiteral("-") + format_bytes(static_cast<uint64_t>(-saved)),
                     saved);
     case kStepTime: return answer(role, c ? step_time(ch.step_us) : QStringLiteral("–"), c ? sortable(ch.step_us) : -1.0);
-    case kError: return answer(role, c ? error_text(c->error) : QStringLiteral("0"), c ? sortable(c->error) : 0.0);
+    case kError: return answer(role, c ? candidate_error(*c) : QStringLiteral("0"), c ? sortable(c->error) : 0.0);
     case kWhy: return answer(role, dashboard_wording(QString::fromStdString(ch.why)), QString::fromStdString(ch.why));
   }
   return {};
@@ -138,7 +141,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
     f.setBold(true);
     return f;
   }
-  if (role == Qt::ForegroundRole && !c.usable()) return QColor(Qt::gray);
+  if (role == Qt::ForegroundRole && !c.plannable(result_->allow_unvalidated)) return QColor(Qt::gray);
   if (role == Qt::ToolTipRole) {
     if (column == kStrategy) return QString::fromStdString(c.spec);
     if (column == kNote || column == kTable) return column == kNote ? dashboard_wording(QString::fromStdString(c.note)) : QString::fromStdString(c.table);
@@ -154,15 +157,14 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
     hit = format_share(*c.hit_rate);
     if (c.recorded_hit_rate) hit += QStringLiteral(" (%1)").arg(format_share(*c.recorded_hit_rate));
   }
-  QString strategy = QString::fromStdString(c.strategy);
-  if (!c.optimizer.empty()) strategy += QStringLiteral(" + ") + QString::fromStdString(c.optimizer);
+  const QString strategy = QString::fromStdString(tuner::strategy_label(*result_, c));
   switch (column) {
     case kTable: return answer(role, QString::fromStdString(c.table), QString::fromStdString(c.table));
     case kStrategy: return answer(role, strategy, strategy);
     case kDevice: return answer(role, format_bytes(c.device_bytes), qulonglong(c.device_bytes));
     case kHost: return answer(role, format_bytes(c.host_bytes), qulonglong(c.host_bytes));
     case kStepTime: return answer(role, c.measured ? step_time(c.step_us) : QStringLiteral("–"), c.measured ? sortable(c.step_us) : -1.0);
-    case kError: return answer(role, error_text(c.error), sortable(c.error));
+    case kError: return answer(role, candidate_error(c), sortable(c.error));
     case kHitRate: return answer(role, hit, c.hit_rate ? *c.hit_rate : -1.0);
     case kRetraining: return answer(role, c.needs_retraining ? tr("yes") : tr("no"), c.needs_retraining ? 1 : 0);
     case kInPlan: return answer(role, in_plan ? QStringLiteral("✓") : QString(), in_plan ? 1 : 0);

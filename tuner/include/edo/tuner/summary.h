@@ -32,6 +32,16 @@ std::string verdict_text(const model::TuneResult& result);
 // (rows 0-16666 on 0 ...)"); none for a single-device plan or when there is no plan.
 std::vector<std::string> placement_lines(const model::TuneResult& result);
 
+// The whole change a candidate makes, as STRATEGY columns and the plan's "strategy_label" say
+// it: the format, then what it changes in training: "fp16+fp32_state+sr" (a training table
+// trained in fp16 with fp32 optimizer state and stochastic rounding, as edo.apply_plan does),
+// "+rowwise_adagrad(sparse)" (the optimizer-state lever: row-wise Adagrad on sparse gradients).
+std::string strategy_label(const model::TuneResult& result, const model::TuneCandidate& c);
+
+// A candidate's error as every reader shows it: "0.0012", or "not validated" when its loss was
+// not measured on held-out lookups (never a 0 that was not measured).
+std::string error_text(const model::TuneCandidate& c);
+
 // Every line of the summary: timing (timing_text), weights and run, budget and objective, notes ("note:
 // ..."), baseline, verdict.
 std::vector<std::string> summary_lines(const model::TuneResult& result);

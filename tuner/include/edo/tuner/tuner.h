@@ -57,6 +57,10 @@ struct TuneOptions {
   //    no lossy format and no retraining unless the budget needs them;
   //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
   std::string objective = "least-change";
+  // Candidates that drop or merge rows by what they were fitted on (pruning) are chosen only
+  // when their loss was measured on held-out lookups, unless this is set (`edo tune
+  // --allow-unvalidated`): the recording could not say, and the user takes the risk.
+  bool allow_unvalidated = false;
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
   // A GPU to model the times for instead of measuring them (a stored profile's name or an
   // edo.device/1 / edo.bench/1 file: edo/tuner/device_profile.h); "": measured, except that a

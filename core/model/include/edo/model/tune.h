@@ -58,8 +58,19 @@ struct TuneCandidate {
   // stored before this was recorded).
   std::string timing_kind;
   std::string timing_from;
+  // False for a candidate that drops or merges rows by what it was fitted on (pruning) whose
+  // loss could not be measured on held-out lookups: its error is not a measurement (never
+  // shown as 0), and the plan takes it only when asked to (TuneResult::allow_unvalidated).
+  bool validated = true;
+  // Why the candidate is never offered, although measured (docs/tuning.md "Numerical safety"):
+  // e.g. the job's own optimizer, simulated in the candidate's storage format, made a row
+  // non-finite. "" when it may be offered.
+  std::string rejected;
 
   bool usable() const { return measured && std::isfinite(step_us) && !std::isnan(error); }
+  // What the plan may take (beside the error limit): measured, not rejected, and validated
+  // unless unvalidated candidates were allowed.
+  bool plannable(bool allow_unvalidated) const { return usable() && rejected.empty() && (validated || allow_unvalidated); }
 };
 
 // One piece of a table placed on one device of a plan over N devices (`edo tune --devices N`,
@@ -110,6 +121,9 @@ struct TuneTable {
   // when `optimizer` is ""). Plans and runs saved before it was kept read it back as "an
   // optimizer was recorded" (plan import, schema step 13).
   bool training = false;
+  // The weight is also read whole every step (a tied LM head: model::Table::dense_use says
+  // what was seen): never offloaded, pruned or hashed. "" when not seen.
+  std::string dense_use;
 };
 
 struct TuneResult {
@@ -138,6 +152,9 @@ struct TuneResult {
   // fits the budget, then the fastest) or "speed" (the fastest within the error limit; every
   // plan before objectives were recorded).
   std::string objective = "speed";
+  // Candidates whose loss was not measured on held-out lookups may be chosen (`edo tune
+  // --allow-unvalidated`); by default they are not (TuneCandidate::validated).
+  bool allow_unvalidated = false;
   // How it went.
   double elapsed_s = 0;
   bool complete = true;        // false: stopped (time limit, Ctrl-C) before every candidate was measured
