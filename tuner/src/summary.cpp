@@ -75,7 +75,9 @@ std::string error_text(const model::TuneCandidate& c) {
 std::string verdict_text(const model::TuneResult& r) {
   // An early stop leaves candidates unmeasured: a verdict about budgets is about the measured
   // ones only, and says so.
-  const std::string measured = r.complete ? "" : " among the candidates measured before the run stopped";
+  const std::string measured =
+      r.complete ? "" : r.stop_reason == "time limit" ? " among the candidates measured before --time-limit stopped the run"
+                                                      : " among the candidates measured before the run stopped";
   if (!r.feasible) {
     if (r.min_feasible_bytes == UINT64_MAX)
       return "plan: none: some table has no measured candidate within the error limit" + measured +

@@ -283,6 +283,54 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
   return e;
 }
 
+// Expected to pass --max-error without measuring (the defaults' bounds: docs/tuning.md "Error
+// gate"), and lossless or trained in place: a candidate a plan can count on.
+bool sure_to_pass(const Candidate& c, double max_error) {
+  if (c.needs_retraining || !c.optimizer.empty()) return false;
+  if (c.strategy == "offload" || c.strategy == "fp16") return true;
+  if (c.strategy == "bf16") return max_error >= 0.005;
+  if (c.strategy == "int8") return max_error >= 0.01;
+  if (c.strategy == "int4") return max_error >= 0.15;
+  return false;
+}
+
+// A run the time limit stops must still have a plan when one exists (issue 29 point 7): when
+// the tables as recorded do not fit the budget, each table's smallest candidate that is sure to
+// pass the error limit is measured with the baselines (level 0), largest saving first, until
+// they would fit. A class member's representative gets the same promotion (it takes its times).
+void promote_sure_fits(const Workload& w, const std::vector<std::vector<Candidate>>& cands, const TuneOptions& o,
+                       const std::vector<int>& source, const std::vector<std::vector<int>>& match,
+                       std::vector<std::vector<int>>& level_of) {
+  if (o.budget_bytes == 0) return;
+  const double budget = static_cast<double>(o.budget_bytes) * std::max<uint32_t>(1, o.devices);
+  double total = 0;
+  struct Saving {
+    double bytes;
+    size_t group, cand;
+  };
+  std::vector<Saving> savings;
+  for (size_t gi = 0; gi < w.groups.size(); ++gi) {
+    total += static_cast<double>(w.groups[gi].recorded_device_bytes());
+    int best = -1;
+    for (size_t ci = 0; ci < cands[gi].size(); ++ci)
+      if (sure_to_pass(cands[gi][ci], o.max_error) &&
+          (best < 0 || cands[gi][ci].device_bytes < cands[gi][static_cast<size_t>(best)].device_bytes))
+        best = static_cast<int>(ci);
+    if (best >= 0 && !cands[gi].empty())
+      savings.push_back({static_cast<double>(cands[gi][0].device_bytes) - static_cast<double>(cands[gi][static_cast<size_t>(best)].device_bytes),
+                         gi, static_cast<size_t>(best)});
+  }
+  // Ties by group index (the workload's order): the same schedule every run.
+  std::stable_sort(savings.begin(), savings.end(), [](const Saving& a, const Saving& b) { return a.bytes > b.bytes; });
+  for (const Saving& s : savings) {
+    if (total <= budget || s.bytes <= 0) break;
+    total -= s.bytes;
+    level_of[s.group][s.cand] = 0;
+    const int k = match[s.group][s.cand];
+    if (source[s.group] >= 0 && k >= 0) level_of[static_cast<size_t>(source[s.group])][static_cast<size_t>(k)] = 0;
+  }
+}
+
 // Schedule and measure: level by level (every table's baseline first, then the cheap formats,
 // then the rest), within a level the tables whose setup is still in memory first; what would
 // not finish within the time limit is skipped with a note. Fills each candidate's
@@ -308,6 +356,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
       level_of[gi].push_back(k >= 0 ? std::max(cands[gi][ci].level, cands[static_cast<size_t>(source[gi])][static_cast<size_t>(k)].level)
                                     : cands[gi][ci].level);
     }
+  promote_sure_fits(w, cands, o, source, match, level_of);
   // Planning and saving walk every candidate of every table, as enumerating did: measuring
   // stops as long before the limit as enumerating took (at most a tenth of the limit), so
   // that on a thousand tables the whole run, not only its measuring, ends within the limit.

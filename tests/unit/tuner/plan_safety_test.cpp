@@ -6,6 +6,7 @@
 // low-precision training.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -282,6 +283,24 @@ TEST(PlanSafety, ACandidateTheJobsOptimizerBreaksIsRejectedWithItsReasonInTheWhy
   EXPECT_EQ(chosen(r, "emb")->strategy, "bf16");
   EXPECT_NE(choice(r, "emb")->why.find("rejected as unsafe for the job's training (fp16:"), std::string::npos)
       << choice(r, "emb")->why;
+}
+
+// A run stopped early (the time limit, Ctrl-C) keeps the best feasible plan it has: what is
+// sure to fit is measured with the baselines. Stopped once as many candidates as the baselines
+// and one per table are done, a budget that needs every table halved still gets a plan.
+TEST(PlanSafety, ARunStoppedAfterTheBaselinesStillHasAPlanWhenOneFits) {
+  std::vector<model::Table> tables;
+  for (int i = 0; i < 3; ++i) tables.push_back(testing::synthetic_table("t" + std::to_string(i), 8192, 16, 1.05, 40000, 10 + i));
+  const auto p = testing::synthetic_profile(tables, 10);
+  const uint64_t w = tables[0].weight_bytes;
+  std::atomic<bool> cancel{false};
+  TuneOptions o = cpu_options(3 * w * 55 / 100, "fp16,bf16,int8,int4,offload");
+  o.representatives = false;  // each table measured (a class would lend its times to all three)
+  const model::TuneResult r = tune(p, {}, o,
+                                   [&](const TuneProgress& pr) { if (pr.done >= 6) cancel = true; }, &cancel);
+  EXPECT_FALSE(r.complete);
+  ASSERT_TRUE(r.feasible) << verdict_text(r);
+  EXPECT_LE(r.plan_device_bytes, 3 * w * 55 / 100);
 }
 
 }  // namespace
