@@ -244,6 +244,23 @@ void migrate_to_v13(SQLite::Database& db) {
   db.exec("UPDATE tune_tables SET training = 1 WHERE optimizer != ''");
 }
 
+// Version 14 (issue 29): what the PyTorch hooks saw of the training itself. The loss per step
+// (session_losses, in the order noted: `position`; `loss` is NULL when not finite and
+// `nonfinite` says which, 'nan', 'inf' or '-inf', since SQLite stores a NaN as NULL), each
+// table's optimizer and hyperparameters (optimizer_kind NULL: not recorded, as in older files)
+// and what read its weight whole (dense_use, '' when nothing did or older files).
+void migrate_to_v14(SQLite::Database& db) {
+  db.exec("CREATE TABLE IF NOT EXISTS session_losses (session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+          " position INTEGER NOT NULL, step INTEGER NOT NULL, loss REAL, nonfinite TEXT NOT NULL DEFAULT '',"
+          " PRIMARY KEY (session_id, position))");
+  add_column_if_missing(db, "tables", "optimizer_kind", "TEXT");
+  for (const char* c : {"optimizer_lr", "optimizer_eps", "optimizer_weight_decay", "optimizer_beta1", "optimizer_beta2",
+                        "optimizer_momentum", "optimizer_initial_accumulator_value"})
+    add_column_if_missing(db, "tables", c, "REAL NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tables", "optimizer_maximize", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tables", "dense_use", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -259,6 +276,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 11) migrate_to_v11(db);
   if (from < 12) migrate_to_v12(db);
   if (from < 13) migrate_to_v13(db);
+  if (from < 14) migrate_to_v14(db);
 }
 
 }  // namespace
