@@ -168,12 +168,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
           t.base_address = v.base;
           t.weight_bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
-          // Training facts the hooks noted before the registration arrived.
-          if (auto pf = pending_facts_.find({ses->id, t.name}); pf != pending_facts_.end()) {
-            if (pf->second.optimizer) t.optimizer_params = pf->second.optimizer;
-            if (pf->second.dense_use) t.dense_use = *pf->second.dense_use;
-            pending_facts_.erase(pf);
-          }
+          take_pending_facts(t);
           profile_.tables.push_back(std::move(t));
           s.tables[v.id] = profile_.tables.size() - 1;
         } else if constexpr (std::is_same_v<T, wire::Tie>) {

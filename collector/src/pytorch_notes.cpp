@@ -116,6 +116,14 @@ void ProfileBuilder::malformed_note(const std::string& stream, const std::string
   }
 }
 
+void ProfileBuilder::take_pending_facts(model::Table& t) {
+  auto pf = pending_facts_.find({t.session_id, t.name});
+  if (pf == pending_facts_.end()) return;
+  if (pf->second.optimizer) t.optimizer_params = pf->second.optimizer;
+  if (pf->second.dense_use) t.dense_use = *pf->second.dense_use;
+  pending_facts_.erase(pf);
+}
+
 bool ProfileBuilder::apply_training_note(const std::string& stream, model::Session& ses, const wire::Note& v, uint64_t offset) {
   if (v.key == kLossNote) {
     size_t bad = 0;

@@ -63,6 +63,8 @@ class ProfileBuilder {
   // pytorch_notes.cpp): into the session's and its tables' fields. Returns false for any other
   // key (kept as metadata).
   bool apply_training_note(const std::string& stream, model::Session& ses, const wire::Note& v, uint64_t offset);
+  // A table being registered gets the facts noted for it before its registration arrived.
+  void take_pending_facts(model::Table& t);
   // A malformed training note: the first of its key in a stream is an issue, later ones count in it.
   void malformed_note(const std::string& stream, const std::string& key, uint64_t offset, const std::string& why);
   model::Session* session(Stream& s);
