@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "command.h"
 #include "edo/db/profile_store.h"
 #include "edo/model/profile_summary.h"
+#include "edo/model/training.h"
 #include "support/plan_source.h"
+#include "support/plan_trial.h"
 #include "support/report_json.h"
 #include "support/terminal.h"
 
@@ -26,6 +29,10 @@ struct DiffOptions {
   std::vector<std::string> files;
   std::string plan;
   bool json = false;
+  double max_loss_delta = 0.10;  // --max-loss-delta: the final loss's largest relative change
+  // Loaded by run_plan_diff for the JSON's loss summaries.
+  const model::Profile* trial = nullptr;
+  const model::Profile* baseline = nullptr;
 };
 
 struct Loaded {
@@ -78,71 +85,105 @@ std::string change(const json& va, const json& vb, bool share) {
   return fmt::format("{:+.1f}%", 100.0 * (b - a) / a);
 }
 
-// Planned device bytes against the recorded bytes of the applied job, table by table. The plan's
-// bytes include optimizer state and gradients for a training table; so do the recorded ones
-// (TableView::total_bytes()). A table the plan changes that the recording does not hold is
-// listed under "missing" (not applied, or recorded under another name).
-int run_plan_diff(const DiffOptions& o) {
-  const model::TuneResult plan = load_plan_source(o.plan);
-  const std::string& after_path = o.files[0];
-  Loaded b = load(after_path);
-  std::map<std::string, const model::TableView*> in_b;
-  for (const auto& t : b.tables) in_b[t.table_name] = &t;
-  json out = {{"schema", "edo.plan-diff/1"}, {"plan", o.plan}, {"after", after_path}};
+json trial_table_json(const TrialTable& t) {
+  json e = {{"name", t.name},
+            {"strategy", t.strategy},
+            {"planned_device_bytes", t.planned_device_bytes},
+            {"planned_host_bytes", t.planned_host_bytes},
+            {"planned_error", t.planned_error ? json(*t.planned_error) : json(nullptr)},
+            {"measured_bytes", t.recorded_bytes ? json(*t.recorded_bytes) : json(nullptr)}};
+  if (t.recorded_bytes) e["measured_shape"] = t.recorded_shape;
+  e["bytes_change"] = t.bytes_change ? json(*t.bytes_change) : json(nullptr);
+  e["applied"] = t.applied;
+  e["not_applied_why"] = t.applied ? json(nullptr) : json(t.not_applied_why);
+  e["judged"] = t.judged;
+  e["note"] = t.note.empty() ? json(nullptr) : json(t.note);
+  return e;
+}
+
+json plan_trial_json(const DiffOptions& o, const PlanTrial& r) {
+  json out = {{"schema", "edo.plan-diff/1"}, {"plan", o.plan}, {"after", o.files[0]}};
+  out["baseline"] = r.has_baseline ? json(o.files[1]) : json(nullptr);
   json rows = json::array(), missing = json::array();
-  for (const auto& ch : plan.choices) {
-    const model::TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < plan.candidates.size()
-                                        ? &plan.candidates[static_cast<size_t>(ch.candidate)]
-                                        : nullptr;
-    json e = {{"name", ch.table},
-              {"strategy", !ch.shares_with.empty() ? std::string("shared") : c ? c->strategy : std::string("unchanged")},
-              {"planned_device_bytes", ch.device_bytes},
-              {"planned_host_bytes", ch.host_bytes},
-              {"planned_error", c && std::isfinite(c->error) ? json(c->error) : json(nullptr)}};
-    auto it = in_b.find(ch.table);
-    if (it == in_b.end()) {
-      e["measured_bytes"] = nullptr;
-      e["bytes_change"] = nullptr;
-      missing.push_back(ch.table);
-    } else {
-      const model::TableView& t = *it->second;
-      const uint64_t measured = t.total_bytes();
-      e["measured_bytes"] = measured;
-      e["measured_shape"] = fmt::format("{} x {} {}", t.rows, t.dim, t.dtype);
-      e["bytes_change"] = ch.device_bytes ? json((static_cast<double>(measured) - static_cast<double>(ch.device_bytes)) /
-                                                 static_cast<double>(ch.device_bytes))
-                                          : json(nullptr);
-    }
-    rows.push_back(e);
+  for (const auto& t : r.tables) {
+    rows.push_back(trial_table_json(t));
+    if (!t.recorded_bytes) missing.push_back(t.name);
   }
   out["tables"] = rows;
   out["missing_in_after"] = missing;
-  if (o.json) {
-    std::puts(out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-    return 0;
-  }
-  fmt::print("plan:  {}\nafter: {}\n\n", terminal_safe(o.plan), terminal_safe(after_path));
-  fmt::print("{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", "table", "strategy", "planned", "measured", "change", "planned error",
-             "measured as");
-  for (const auto& e : rows) {
-    const std::string planned_err = e["planned_error"].is_null() ? "-" : fmt::format("{:.4g}", e["planned_error"].get<double>());
-    const bool have = !e["measured_bytes"].is_null();
-    fmt::print("{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", terminal_safe(e["name"].get<std::string>()),
-               terminal_safe(e["strategy"].get<std::string>()), model::format_bytes(e["planned_device_bytes"].get<uint64_t>()),
-               have ? model::format_bytes(e["measured_bytes"].get<uint64_t>()) : std::string("-"),
-               e["bytes_change"].is_null() ? std::string("-") : fmt::format("{:+.1f}%", 100.0 * e["bytes_change"].get<double>()),
-               planned_err, have ? terminal_safe(e["measured_shape"].get<std::string>()) : std::string("not recorded"));
-  }
-  if (!missing.empty())
-    fmt::print("\n{} planned table(s) not in the recording: not applied, or recorded under another name\n", missing.size());
-  return 0;
+  const auto step = [](const std::optional<double>& s) { return s ? json(*s) : json(nullptr); };
+  out["step_time_s"] = {{"trial", step(r.trial_step_s)}, {"baseline", step(r.baseline_step_s)}};
+  out["losses"] = {{"trial", r.trial_loss.count ? losses_json(model::loss_session(*o.trial)->losses) : json(nullptr)},
+                   {"baseline", r.baseline_loss.count ? losses_json(model::loss_session(*o.baseline)->losses) : json(nullptr)},
+                   {"final_change", r.loss_change && std::isfinite(*r.loss_change) ? json(*r.loss_change) : json(nullptr)},
+                   {"max_final_change", o.max_loss_delta}};
+  out["notes"] = r.notes;
+  out["held"] = r.held;
+  out["verdict"] = r.verdict;
+  return out;
 }
 
-int run_diff(const DiffOptions& o) {
-  if (!o.plan.empty()) {
-    if (o.files.size() != 1) throw UsageError("--plan takes one recording: edo diff --plan PLAN AFTER.edodb");
-    return run_plan_diff(o);
+std::string loss_line(const model::LossSummary& l) {
+  if (l.count == 0) return "none recorded";
+  std::string s = fmt::format("{} step(s), {} (step {}) to {} (step {}), final {} (mean of the last {})", l.count,
+                              loss_text(l.first->loss), l.first->step, loss_text(l.last->loss), l.last->step,
+                              loss_text(l.final_loss), l.final_count);
+  if (l.first_nonfinite) s += fmt::format("; first non-finite at step {} ({})", l.first_nonfinite->step, loss_text(l.first_nonfinite->loss));
+  return s;
+}
+
+void print_plan_trial(const DiffOptions& o, const PlanTrial& r) {
+  fmt::print("plan:     {}\ntrial:    {}\n", terminal_safe(o.plan), terminal_safe(o.files[0]));
+  if (r.has_baseline) fmt::print("baseline: {}\n", terminal_safe(o.files[1]));
+  fmt::print("\n{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", "table", "strategy", "planned", "measured", "change",
+             "planned error", "measured as");
+  for (const auto& t : r.tables) {
+    const std::string err = t.planned_error ? fmt::format("{:.4g}", *t.planned_error) : std::string("-");
+    std::string as = t.recorded_bytes ? terminal_safe(t.recorded_shape) : std::string("not recorded");
+    if (!t.judged && t.recorded_bytes) as += "; " + terminal_safe(t.note);
+    else if (!t.applied) as = terminal_safe(t.note);
+    fmt::print("{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", terminal_safe(t.name), terminal_safe(t.strategy),
+               model::format_bytes(t.planned_device_bytes), t.recorded_bytes ? model::format_bytes(*t.recorded_bytes) : "-",
+               t.bytes_change ? fmt::format("{:+.1f}%", 100.0 * *t.bytes_change) : std::string("-"), err, as);
   }
+  const auto ms = [](const std::optional<double>& s) { return s ? fmt::format("{:.3g} ms", 1e3 * *s) : std::string("unknown"); };
+  fmt::print("\nstep time: {} (trial)", ms(r.trial_step_s));
+  if (r.has_baseline) {
+    fmt::print(" vs {} (baseline)", ms(r.baseline_step_s));
+    if (r.trial_step_s && r.baseline_step_s && *r.baseline_step_s > 0)
+      fmt::print(": {:+.1f} %", 100.0 * (*r.trial_step_s - *r.baseline_step_s) / *r.baseline_step_s);
+  }
+  fmt::print("  (duration / steps of each recording)\nloss (trial):    {}\n", loss_line(r.trial_loss));
+  if (r.has_baseline) fmt::print("loss (baseline): {}\n", loss_line(r.baseline_loss));
+  if (r.loss_change)
+    fmt::print("final loss: {} vs {}: {:+.1f} % (limit {:.4g} %)\n", loss_text(r.trial_loss.final_loss),
+               loss_text(r.baseline_loss.final_loss), 100.0 * *r.loss_change, 100.0 * o.max_loss_delta);
+  for (const auto& n : r.notes) fmt::print("note: {}\n", terminal_safe(n));
+  fmt::print("verdict: {}\n", terminal_safe(r.verdict));
+}
+
+// A plan beside the trial run of the job it was applied to (and, given, the baseline run
+// without it): the verdict decides the exit code (0 held, 1 not).
+int run_plan_diff(DiffOptions& o) {
+  model::TuneResult plan;
+  try {
+    plan = load_plan_source(o.plan);
+  } catch (const UsageError& e) {
+    throw Failure(e.what());  // an unreadable plan is bad input, not a bad command line
+  }
+  Loaded trial = load(o.files[0]);
+  std::optional<Loaded> baseline;
+  if (o.files.size() == 2) baseline = load(o.files[1]);
+  o.trial = &trial.profile;
+  o.baseline = baseline ? &baseline->profile : nullptr;
+  const PlanTrial r = judge_plan_trial(plan, trial.profile, trial.tables, o.baseline, o.max_loss_delta);
+  if (o.json) std::puts(plan_trial_json(o, r).dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  else print_plan_trial(o, r);
+  return r.held ? 0 : 1;
+}
+
+int run_diff(DiffOptions& o) {
+  if (!o.plan.empty()) return run_plan_diff(o);
   if (o.files.size() != 2) throw UsageError("give two recordings (edo diff BEFORE AFTER), or --plan PLAN AFTER");
   const std::string& before = o.files[0];
   const std::string& after = o.files[1];
@@ -217,14 +258,36 @@ Runner setup(CLI::App& sub) {
       "lookups, unique rows, coverage and LRU hit rates, and lists tables found in only one of the two\n"
       "recordings. Unchanged numbers are not printed (they are in --json: counts and bytes as integers,\n"
       "shares as fractions).\n\n"
-      "With --plan PLAN (a plan file from 'edo export', or an .edodb with a plan) and one recording of the job\n"
-      "the plan was applied to (edo.apply_plan): each planned table's device bytes and error estimate beside the\n"
-      "bytes recorded (weights + optimizer state + gradients, as the plan counts them).\n\n"
-      "Examples:\n  edo diff baseline.edodb int8.edodb\n  edo diff --plan plan.json after.edodb");
-  sub.add_option("files", o->files, "BEFORE AFTER (.edodb), or AFTER with --plan")->required()->expected(1, 2);
-  sub.add_option("--plan", o->plan, "a plan (JSON/YAML from 'edo export', or an .edodb with a plan) to compare AFTER with");
+      "With --plan PLAN TRIAL [BASELINE]: a plan proven by a trial run on the job itself. PLAN is a plan file from\n"
+      "'edo export' (or an .edodb with a plan), TRIAL a recording of the job with the plan applied ('edo record\n"
+      "--apply-plan', edo.apply_plan), BASELINE one of the same job without it. Per planned table: the plan's device\n"
+      "bytes and error estimate beside the bytes recorded (weights + optimizer state + gradients, as the plan counts\n"
+      "them), or 'not applied' with the apply's reason (e.g. needs TorchRec/FBGEMM) when the trial's apply said so;\n"
+      "then the step time of each run (its duration over its steps) and the two loss curves: steps with a loss,\n"
+      "first and last, the first non-finite loss, and the final loss, the mean of the last 10 % of the steps with a\n"
+      "loss (at least one). One verdict line ends it:\n"
+      "  verdict: the plan held (...)              every loss of the trial finite, every applied table's bytes within\n"
+      "                                             1 % of the plan's, the final loss within --max-loss-delta of the\n"
+      "                                             baseline's (without BASELINE the loss is not compared)\n"
+      "  verdict: the plan broke training at step N (loss nan)\n"
+      "  verdict: the plan's loss is off by X % (limit Y %)\n"
+      "  verdict: the plan's bytes are off by X % for TABLE\n"
+      "Exit code with --plan: 0 when the plan held, 1 when it did not or an input is missing or unreadable, 2 for a\n"
+      "bad command line. --json adds \"held\", \"verdict\", \"losses\", \"step_time_s\" and per table \"applied\",\n"
+      "\"not_applied_why\", \"judged\" (schema edo.plan-diff/1).\n\n"
+      "Examples:\n  edo diff baseline.edodb int8.edodb\n  edo diff --plan plan.json trial.edodb baseline.edodb");
+  sub.add_option("files", o->files, "BEFORE AFTER (.edodb), or TRIAL [BASELINE] with --plan")->required()->expected(1, 2);
+  sub.add_option("--plan", o->plan, "a plan (JSON/YAML from 'edo export', or an .edodb with a plan) to judge TRIAL by");
+  sub.add_option("--max-loss-delta", o->max_loss_delta,
+                 "with --plan and BASELINE: the largest relative change of the final loss that holds (0.10 = 10 %)")
+      ->type_name("X")
+      ->default_str("0.10")
+      ->check(CLI::Range(0.0, 1e6).description(""));
   sub.add_flag("--json", o->json, "print JSON (schema edo.diff/2)");
-  return [o] { return run_diff(*o); };
+  return [o, &sub] {
+    if (!o->plan.empty() || sub.count("--max-loss-delta") == 0) return run_diff(*o);
+    throw UsageError("--max-loss-delta goes with --plan PLAN TRIAL BASELINE");
+  };
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
+#include "edo/model/training.h"
 #include "edo/model/union_view.h"
 #include "edo/db/tune_store.h"
 #include "edo/tuner/duration.h"
@@ -325,6 +326,33 @@ void print_union_lru(const std::vector<model::TableView>& tables) {
   for (const auto& l : lines) print_note("  " + l, "    ");
 }
 
+std::string loss_text(const model::StepLoss& l) { return fmt::format("{:.4g} (step {})", l.loss, l.step); }
+
+// What the PyTorch hooks saw of the training: each table's optimizer and dense use where known,
+// and the loss curve of each process that had one, in a line each.
+void print_training(const model::Profile& profile, const std::vector<model::TableView>& tables) {
+  std::vector<std::pair<std::string, std::string>> facts;
+  for (const auto& t : tables) {
+    if (t.optimizer_params) facts.emplace_back(t.name, terminal_safe(model::describe_optimizer(*t.optimizer_params)));
+    if (!t.dense_use.empty()) facts.emplace_back(t.name, "read whole: " + terminal_safe(t.dense_use));
+  }
+  std::vector<const model::Session*> with_losses;
+  for (const auto& s : profile.sessions)
+    if (!s.losses.empty()) with_losses.push_back(&s);
+  if (facts.empty() && with_losses.empty()) return;
+  fmt::print("\ntraining (what the PyTorch hooks saw):\n");
+  for (const auto& [name, text] : facts) print_note("  " + terminal_safe(name) + ": " + text, "    ");
+  for (const model::Session* s : with_losses) {
+    const model::LossSummary l = model::summarize_losses(s->losses);
+    std::string who = with_losses.size() > 1 ? fmt::format(" (pid {}{})", s->pid, s->rank ? fmt::format(", rank {}", *s->rank) : "") : "";
+    std::string line = fmt::format("  loss{}: {} from {} to {}, final {:.4g} (mean of the last {})", who,
+                                   plural(l.count, "step", "steps"), loss_text(*l.first), loss_text(*l.last), l.final_loss,
+                                   l.final_count);
+    if (l.first_nonfinite) line += fmt::format("; first non-finite: step {} ({})", l.first_nonfinite->step, l.first_nonfinite->loss);
+    print_note(line, "    ");
+  }
+}
+
 void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables,
                 const std::vector<model::RankView>& ranks, size_t top) {
   print_job(profile, model::job_view(profile), ranks);
@@ -334,6 +362,7 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
     return;
   }
   print_tables(tables);
+  print_training(profile, tables);
   print_imbalance(ranks);
   print_union_lru(tables);
   print_kernel_tables(profile);
@@ -401,10 +430,15 @@ Runner setup(CLI::App& sub) {
       "  {\"schema\",\"job\",\"session\",\"sessions\",\"memory\":{\"peak_bytes\",\"table_bytes\",\"weight_bytes\",\"optimizer_bytes\",\n"
       "   \"grad_bytes\"},\"tables\":[{\"name\",\"table_name\",\"rows\",\"dim\",\"dtype\",\"device\",\"weight_bytes\",\n"
       "   \"optimizer_bytes\",\"grad_bytes\",\"total_bytes\",\"ranks\",\"lookups\",\"unique_rows\",\"counts\",\"zipf_alpha\",\n"
-      "   \"coverage\",\"lru_hit_rate\",\"lru_union\",\"tied_with\"}],\"dropped_events\",\"drops\":{COUNTER: N},\n"
+      "   \"coverage\",\"lru_hit_rate\",\"lru_union\",\"tied_with\",\"optimizer_params\",\"dense_use\"}],\"dropped_events\",\n"
+      "   \"drops\":{COUNTER: N},\n"
       "   \"plan\",\"ranks\":[{\"rank\",\"world_size\",\"node\",\"pid\",\"lookups_by_table\":{TABLE: N},\"peak_bytes\",\"steps\",\n"
       "   \"duration_s\",...}]}\n"
-      "  (drops: every loss by name, docs/losses.md; each session carries its own)\n"
+      "  (drops: every loss by name, docs/losses.md; each session carries its own, and \"losses\": its training loss\n"
+      "  {\"steps_with_loss\",\"first\",\"last\",\"final\",\"first_nonfinite_step\"} or null; non-finite losses are\n"
+      "  \"nan\", \"inf\", \"-inf\". \"optimizer_params\": the job's optimizer for a table, {\"kind\",\"lr\",\"eps\",\n"
+      "  \"weight_decay\",\"betas\",\"momentum\",\"initial_accumulator_value\",\"maximize\"} or null; \"dense_use\": what\n"
+      "  read the table's weight whole, or null)\n"
       "A table read on several ranks also has the LRU curve of one cache for all their lookups (model parallel,\n"
       "\"lru_union\"; estimated from the ranks' ordered samples, ranks assumed in lock-step; docs/multi-node.md).\n"
       "A recording 'edo tune' ran on also shows its latest plan (savings, step time change, each table's choice and\n"

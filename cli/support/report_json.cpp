@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "edo/model/processes.h"
+#include "edo/model/training.h"
 #include "support/report_union.h"
 
 namespace edo::cli {
@@ -13,6 +14,35 @@ namespace {
 // NaN/inf are not JSON: write null instead.
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 }  // namespace
+
+json loss_value(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+
+json losses_json(const std::vector<model::StepLoss>& losses) {
+  if (losses.empty()) return nullptr;
+  const model::LossSummary s = model::summarize_losses(losses);
+  const auto point = [](const model::StepLoss& l) { return json{{"step", l.step}, {"loss", loss_value(l.loss)}}; };
+  return {{"steps_with_loss", s.count},
+          {"first", point(*s.first)},
+          {"last", point(*s.last)},
+          {"final", loss_value(s.final_loss)},
+          {"final_of", s.final_count},
+          {"first_nonfinite_step", s.first_nonfinite ? json(s.first_nonfinite->step) : json(nullptr)}};
+}
+
+json optimizer_json(const std::optional<model::OptimizerParams>& o) {
+  if (!o) return nullptr;
+  return {{"kind", o->kind},
+          {"lr", number_or_null(o->lr)},
+          {"eps", number_or_null(o->eps)},
+          {"weight_decay", number_or_null(o->weight_decay)},
+          {"betas", json::array({number_or_null(o->beta1), number_or_null(o->beta2)})},
+          {"momentum", number_or_null(o->momentum)},
+          {"initial_accumulator_value", number_or_null(o->initial_accumulator_value)},
+          {"maximize", o->maximize}};
+}
 
 json session_json(const model::Session& s) {
   json j = {{"id", s.id},
@@ -36,6 +66,7 @@ json session_json(const model::Session& s) {
   j["job_id"] = s.identity.job_id.empty() ? json(nullptr) : json(s.identity.job_id);
   j["master"] = s.identity.master.empty() ? json(nullptr) : json(s.identity.master);
   j["clock_shift_ns"] = s.identity.clock_shift_ns;
+  j["losses"] = losses_json(s.losses);  // the training loss the hooks saw, summarised; null: none
   return j;
 }
 
@@ -73,6 +104,9 @@ json table_json(const model::TableView& t, size_t top_rows) {
             {"drift_mean_jaccard", number_or_null(s.mean_drift_jaccard)},
             {"tied_with", t.tied_with}};
   j["shares_weights_of"] = t.shares_weights_of.empty() ? json(nullptr) : json(t.shares_weights_of);
+  // The job's optimizer for the table and what read its weight whole (null: not recorded).
+  j["optimizer_params"] = optimizer_json(t.optimizer_params);
+  j["dense_use"] = t.dense_use.empty() ? json(nullptr) : json(t.dense_use);
   // A tied table that read nothing itself: its module's reads are counted in the owner table.
   j["lookups_counted_in"] =
       !t.shares_weights_of.empty() && s.lookups == 0 ? json(t.shares_weights_of) : json(nullptr);

@@ -168,6 +168,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
           t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
           t.base_address = v.base;
           t.weight_bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
+          take_pending_facts(t);
           profile_.tables.push_back(std::move(t));
           s.tables[v.id] = profile_.tables.size() - 1;
         } else if constexpr (std::is_same_v<T, wire::Tie>) {
@@ -244,6 +245,7 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
             const std::string list = "," + ses->gpus + ",";
             if (list.find("," + v.value + ",") == std::string::npos) ses->gpus += (ses->gpus.empty() ? "" : ",") + v.value;
           }
+          if (apply_training_note(s.label, *ses, v, offset)) return;
           profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
           profile_.metadata[v.key] = v.value;
         } else if constexpr (std::is_same_v<T, wire::WeightRows>) {

@@ -26,6 +26,7 @@
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
+#include "training_facts.h"
 
 namespace edo::db {
 
@@ -532,6 +533,7 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   save_session_identity(d, p);
   save_first_seen(d, p);
   save_weight_snapshots(d, p, weights_written);
+  save_training_facts(d, p);
   txn.commit();
 }
 
@@ -672,6 +674,7 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
   load_table_extras(d, p);
   load_session_identity(d, p);
   load_first_seen(d, p);
+  load_training_facts(d, p);
   return p;
 }
 

@@ -244,12 +244,28 @@ void migrate_to_v13(SQLite::Database& db) {
   db.exec("UPDATE tune_tables SET training = 1 WHERE optimizer != ''");
 }
 
+// Version 14 (issue 29): what the PyTorch hooks saw of the training itself. The loss per step
+// (session_losses, in the order noted: `position`; `loss` is NULL when not finite and
+// `nonfinite` says which, 'nan', 'inf' or '-inf', since SQLite stores a NaN as NULL), each
+// table's optimizer and hyperparameters (optimizer_kind NULL: not recorded, as in older files)
+// and what read its weight whole (dense_use, '' when nothing did or older files).
+void migrate_to_v14(SQLite::Database& db) {
+  db.exec("CREATE TABLE IF NOT EXISTS session_losses (session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+          " position INTEGER NOT NULL, step INTEGER NOT NULL, loss REAL, nonfinite TEXT NOT NULL DEFAULT '',"
+          " PRIMARY KEY (session_id, position))");
+  add_column_if_missing(db, "tables", "optimizer_kind", "TEXT");
+  for (const char* c : {"optimizer_lr", "optimizer_eps", "optimizer_weight_decay", "optimizer_beta1", "optimizer_beta2",
+                        "optimizer_momentum", "optimizer_initial_accumulator_value"})
+    add_column_if_missing(db, "tables", c, "REAL NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tables", "optimizer_maximize", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tables", "dense_use", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Version 15 (issue 29): what keeps a plan from hurting its job. Per candidate whether its loss
 // was measured on held-out lookups (validated) and why it is never offered (rejected: the
 // job's optimizer simulated in its format went non-finite or lost its updates); per tuned table
 // what read its weights whole (dense_use); per run whether unvalidated candidates were allowed.
 // Older runs: every candidate validated, nothing rejected (they were planned that way).
-// (Step 14 is the recording's losses, optimizer parameters and dense use.)
 void migrate_to_v15(SQLite::Database& db) {
   add_column_if_missing(db, "tune_candidates", "validated", "INTEGER NOT NULL DEFAULT 1");
   add_column_if_missing(db, "tune_candidates", "rejected", "TEXT NOT NULL DEFAULT ''");
@@ -272,6 +288,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 11) migrate_to_v11(db);
   if (from < 12) migrate_to_v12(db);
   if (from < 13) migrate_to_v13(db);
+  if (from < 14) migrate_to_v14(db);
   if (from < 15) migrate_to_v15(db);
 }
 

@@ -1,6 +1,8 @@
 #include "fake_gpu_recording.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -14,6 +16,19 @@ namespace {
 
 int64_t ns(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
+// A training loss per step: decaying from 2.5 towards 0.5 (times the scale), with seeded noise.
+std::vector<model::StepLoss> fake_losses(const FakeGpuRecordingOptions& o) {
+  std::mt19937_64 rng(o.seed * 7919 + 17);
+  std::normal_distribution<double> noise(0.0, 0.04);
+  std::vector<model::StepLoss> out;
+  const double tau = std::max(1.0, static_cast<double>(o.steps) / 5.0);
+  for (uint64_t step = 1; step <= o.steps; ++step) {
+    double loss = o.loss_scale * (0.5 + 2.0 * std::exp(-static_cast<double>(step) / tau)) * (1.0 + noise(rng));
+    if (o.loss_nan_at && step >= o.loss_nan_at) loss = std::numeric_limits<double>::quiet_NaN();
+    out.push_back({step, loss});
+  }
+  return out;
+}
 }  // namespace
 
 model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
@@ -42,6 +57,7 @@ model::Profile make_fake_gpu_profile(const FakeGpuRecordingOptions& o) {
     if (s == 0) session.drops = o.drops;
     session.dropped_events = model::dropped_events_of(session.drops);
     session.steps = o.steps;
+    if (s == 0 && o.loss_scale > 0) session.losses = fake_losses(o);
     p.sessions.push_back(session);
 
     // Tables: real aggregates from the statistics engine.

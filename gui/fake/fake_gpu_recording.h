@@ -29,6 +29,11 @@ struct FakeGpuRecordingOptions {
   std::map<std::string, uint64_t> drops;
   bool tie_last_table = true;      // register the last table's weights under a second name too
   bool tied_name_reads = true;     // false: the second name reads nothing (counted with the owner)
+  // The training loss per step of the first session (what the PyTorch hooks record): 0 records
+  // none; otherwise a decaying curve times this scale, with seeded noise. From step
+  // loss_nan_at on (0: never) the loss is NaN, a training the plan broke.
+  double loss_scale = 0;
+  uint64_t loss_nan_at = 0;
   uint64_t seed = 1;
 };
 

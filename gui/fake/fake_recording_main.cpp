@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   app.add_option("--duration", o.duration_s, "seconds")->capture_default_str()->check(CLI::Range(0.001, 1e6));
   uint64_t dropped = 0;
   app.add_option("--dropped", dropped, "host lookup batches the first process dropped (the 'batches' loss counter)")->capture_default_str();
+  app.add_option("--loss", o.loss_scale, "record a training loss per step of the first process, this scale (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--loss-nan-at", o.loss_nan_at, "the loss is NaN from this step on (0: never)")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (dropped) o.drops["batches"] = dropped;

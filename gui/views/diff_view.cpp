@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QHorizontalBarSeries>
 #include <QLabel>
+#include <QLineSeries>
 #include <QLegend>
 #include <QPushButton>
 #include <QSplitter>
@@ -14,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 #include "chart_util.h"
 #include "edo/gui/diff_model.h"
@@ -76,6 +78,66 @@ QChart* make_bytes_chart(const RecordingDiff& d) {
   return chart;
 }
 
+// One recording's loss curve as a line (its points are downsampled already: LossCurve).
+QLineSeries* loss_series(const LossCurve& c, const QString& name, const QColor& color) {
+  auto* line = new QLineSeries();
+  line->setName(c.first_nonfinite_step ? QObject::tr("%1 (not finite from step %2)").arg(name).arg(*c.first_nonfinite_step) : name);
+  QPen pen(color);
+  pen.setWidthF(1.5);
+  line->setPen(pen);
+  QList<QPointF> points;
+  points.reserve(static_cast<int>(c.step.size()));
+  for (size_t i = 0; i < c.step.size(); ++i) points.append(QPointF(c.step[i], c.loss[i]));
+  line->replace(points);
+  return line;
+}
+
+// Both recordings' training losses over the steps ("before" grey, "after" in colour), with a
+// dashed red line where a curve's loss first stopped being finite. nullptr when neither has a loss.
+QChart* make_loss_chart(const RecordingDiff& d) {
+  if (d.loss_before.empty() && d.loss_after.empty()) return nullptr;
+  QChart* chart = charts::make_chart(QObject::tr("Training loss per step, before and after"));
+  double x_max = 1.0, y_lo = HUGE_VAL, y_hi = -HUGE_VAL;
+  for (const LossCurve* c : {&d.loss_before, &d.loss_after}) {
+    for (size_t i = 0; i < c->step.size(); ++i) {
+      x_max = std::max(x_max, c->step[i]);
+      y_lo = std::min(y_lo, c->loss[i]);
+      y_hi = std::max(y_hi, c->loss[i]);
+    }
+    if (c->first_nonfinite_step) x_max = std::max(x_max, static_cast<double>(*c->first_nonfinite_step));
+  }
+  if (y_lo > y_hi) y_lo = 0.0, y_hi = 1.0;  // no finite loss at all
+  const double pad = std::max((y_hi - y_lo) * 0.05, 1e-9);
+  auto* x = charts::linear_axis(QObject::tr("step"), 0.0, charts::nice_ceiling(x_max), 6, QStringLiteral("%.0f"));
+  auto* y = charts::linear_axis(QObject::tr("loss"), y_lo - pad, y_hi + pad, 6);
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  const std::pair<const LossCurve*, QString> sides[] = {{&d.loss_before, QObject::tr("before")}, {&d.loss_after, QObject::tr("after")}};
+  for (const auto& [c, name] : sides) {
+    if (c->empty()) continue;
+    const QColor color = c == &d.loss_before ? charts::other_color() : charts::series_color(0);
+    QLineSeries* line = loss_series(*c, name, color);
+    chart->addSeries(line);
+    line->attachAxis(x);
+    line->attachAxis(y);
+    if (!c->first_nonfinite_step) continue;
+    // A dashed vertical line at the first non-finite step, in the curve's colour.
+    auto* mark = new QLineSeries();
+    mark->setName(QObject::tr("%1: first non-finite loss").arg(name));
+    QPen pen(QColor(0xd6, 0x27, 0x28));
+    pen.setStyle(Qt::DashLine);
+    pen.setWidthF(1.5);
+    mark->setPen(pen);
+    const double at = static_cast<double>(*c->first_nonfinite_step);
+    mark->append(at, y_lo - pad);
+    mark->append(at, y_hi + pad);
+    chart->addSeries(mark);
+    mark->attachAxis(x);
+    mark->attachAxis(y);
+  }
+  return chart;
+}
+
 }  // namespace
 
 DiffView::DiffView(QWidget* parent) : QWidget(parent) {
@@ -102,10 +164,14 @@ DiffView::DiffView(QWidget* parent) : QWidget(parent) {
   tree_->header()->setResizeContentsPrecision(64);
   for (int c = DiffModel::kBefore; c < DiffModel::kColumnCount; ++c) tree_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
   chart_view_ = charts::make_view(charts::make_chart(tr("Bytes per table, before and after")), splitter);
+  loss_view_ = charts::make_view(charts::make_chart(tr("Training loss per step, before and after")), splitter);
+  loss_view_->hide();
   splitter->addWidget(tree_);
   splitter->addWidget(chart_view_);
+  splitter->addWidget(loss_view_);
   splitter->setStretchFactor(0, 2);
   splitter->setStretchFactor(1, 3);
+  splitter->setStretchFactor(2, 3);
   layout->addWidget(splitter, 1);
 
   loader_ = new RecordingLoader(this);
@@ -134,6 +200,7 @@ void DiffView::recompute() {
   QChart* old = chart_view_->chart();
   if (!open_ || !other_ || !open_->has_statistics) {
     model_->setDiff(nullptr);
+    loss_view_->hide();
     diff_before_.clear();
     diff_after_.clear();
     QChart* chart = charts::make_chart(tr("Bytes per table, before and after"));
@@ -153,6 +220,14 @@ void DiffView::recompute() {
   tree_->expandAll();
   chart_view_->setChart(make_bytes_chart(*diff));
   delete old;
+  if (QChart* losses = make_loss_chart(*diff)) {
+    QChart* old_losses = loss_view_->chart();
+    loss_view_->setChart(losses);
+    delete old_losses;
+    loss_view_->show();
+  } else {
+    loss_view_->hide();
+  }
   header_->setText(tr("<b>before</b> %1<br><b>after</b> %2<br>peak memory %3 → %4 · table memory %5 → %6")
                        .arg(other_->path.toHtmlEscaped(), open_->path.toHtmlEscaped())
                        .arg(format_bytes(static_cast<uint64_t>(std::max<int64_t>(diff->peak_before, 0))))

@@ -1,5 +1,7 @@
 // Diff: a second recording beside the open one; per-table changes side by side (the
-// comparison `edo diff` prints) and the tables' bytes before and after as bars.
+// comparison `edo diff` prints), the tables' bytes before and after as bars, and, when the
+// recordings have a training loss (the PyTorch hooks'), both loss curves over the steps (a
+// plan's trial run beside its baseline, `edo diff --plan`).
 // The second recording is "before" and the open one "after", as the docs say:
 // `edo dashboard after.edodb --compare before.edodb` shows `edo diff before.edodb after.edodb`.
 #pragma once
@@ -51,6 +53,7 @@ class DiffView : public QWidget {
   QPushButton* open_button_;
   QTreeView* tree_;
   QChartView* chart_view_;
+  QChartView* loss_view_;  // hidden when neither recording has a loss
 };
 
 }  // namespace edo::gui

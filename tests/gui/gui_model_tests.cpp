@@ -18,6 +18,7 @@
 #include "edo/gui/diff_model.h"
 #include "edo/gui/format.h"
 #include "edo/gui/kernels_model.h"
+#include "edo/gui/loss_curve.h"
 #include "edo/gui/memory_timeline.h"
 #include "edo/gui/model_roles.h"
 #include "edo/gui/ranks_model.h"
@@ -73,6 +74,30 @@ void check_model(Model& model) {
 class ModelTests : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  // Issue 29: the loss curve the Diff view draws. 10,000 steps become about 2 x 100 points
+  // (buckets of 100), each bucket's lowest and highest loss, so a one-step spike survives; the
+  // first non-finite loss is kept as a step (the line has finite points only).
+  void lossCurveIsDownsampledKeepingSpikes() {
+    model::Profile p;
+    model::Session s;
+    s.id = 1;
+    for (uint64_t step = 1; step <= 10'000; ++step) s.losses.push_back({step, 1.0 + 1.0 / static_cast<double>(step)});
+    s.losses[4'999].loss = 50.0;                                        // step 5000: a spike
+    s.losses[7'999].loss = std::numeric_limits<double>::quiet_NaN();    // step 8000
+    p.sessions.push_back(s);
+    const LossCurve c = build_loss_curve(p, 100);
+    QCOMPARE(c.count, size_t{10'000});
+    QVERIFY(c.first_nonfinite_step.has_value());
+    QCOMPARE(*c.first_nonfinite_step, uint64_t{8000});
+    QVERIFY(c.step.size() <= 200);
+    QVERIFY(c.step.size() >= 100);
+    QVERIFY(std::is_sorted(c.step.begin(), c.step.end()));
+    QCOMPARE(*std::max_element(c.loss.begin(), c.loss.end()), 50.0);
+    QCOMPARE(c.loss.front(), 2.0);  // step 1: the first bucket's highest
+    for (double l : c.loss) QVERIFY(std::isfinite(l));
+    QVERIFY(build_loss_curve(model::Profile{}).empty());
+  }
+
   // The Ranks view's models (issue 22): one row per rank with its lookups of each table (the
   // numbers of `edo report --json`'s "ranks"), the same from the outline and the full load, and
   // per table the busiest rank against the mean.

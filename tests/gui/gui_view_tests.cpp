@@ -14,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineSeries>
 #include <QLogValueAxis>
 #include <QMessageBox>
 #include <QMimeData>
@@ -29,6 +30,7 @@
 #include <cmath>
 
 #include "diff_view.h"
+#include "fake_gpu_recording.h"
 #include "edo/gui/diff_model.h"
 #include "edo/gui/format.h"
 #include "edo/gui/kernels_model.h"
@@ -270,6 +272,52 @@ class ViewTests : public QObject {
     QVERIFY2(header.contains(QStringLiteral("<b>before</b> %1").arg(before)) && header.contains(QStringLiteral("<b>after</b> %1").arg(after)),
              qPrintable(header));
     QVERIFY(chart_with_title(w.diffView(), QStringLiteral("before and after")));
+    // Neither recording has a training loss: no loss chart is shown.
+    for (QChartView* v : w.diffView()->findChildren<QChartView*>())
+      if (v->chart()->title().contains(QStringLiteral("Training loss"))) QVERIFY(v->isHidden());
+  }
+
+  // Issue 29: a plan's trial run beside its baseline. Both loss curves are drawn over the steps,
+  // and the trial's first non-finite loss is marked and named.
+  void diffDrawsBothLossCurves() {
+    const auto write = [](const QString& name, uint64_t nan_at, uint64_t seed) {
+      const QString path = temp_dir() + QLatin1Char('/') + name;
+      fake::FakeGpuRecordingOptions o;
+      o.tables = 2;
+      o.rows = 5'000;
+      o.lookups = 10'000;
+      o.memory_events = 500;
+      o.steps = 60;
+      o.loss_scale = 1.0;
+      o.loss_nan_at = nan_at;
+      o.seed = seed;
+      fake::write_fake_gpu_recording(path.toStdString(), o);
+      return path;
+    };
+    const QString trial = write(QStringLiteral("trial.edodb"), 40, 5), base = write(QStringLiteral("base.edodb"), 0, 6);
+    MainWindow w(false);
+    QVERIFY(open_and_wait(w, trial));
+    QSignalSpy ready(w.diffView(), &DiffView::diffReady);
+    w.compareWith(base);
+    QVERIFY(ready.count() > 0 || ready.wait(240'000));
+    const RecordingDiff* diff = w.diffView()->model()->diff();
+    QVERIFY(diff);
+    QCOMPARE(diff->loss_before.count, size_t{60});
+    QCOMPARE(diff->loss_after.count, size_t{60});
+    QCOMPARE(diff->loss_after.step.size(), size_t{39});  // steps 1..39 finite, each its own bucket
+    QChart* chart = chart_with_title(w.diffView(), QStringLiteral("Training loss"));
+    QVERIFY(chart);
+    QStringList names;
+    for (QAbstractSeries* s : chart->series()) {
+      auto* line = qobject_cast<QLineSeries*>(s);
+      QVERIFY(line);
+      names << line->name();
+      if (line->name() == QStringLiteral("before")) QCOMPARE(line->count(), 60);
+    }
+    QCOMPARE(names, (QStringList{QStringLiteral("before"), QStringLiteral("after (not finite from step 40)"),
+                                 QStringLiteral("after: first non-finite loss")}));
+    for (QChartView* v : w.diffView()->findChildren<QChartView*>())
+      if (v->chart() == chart) QVERIFY(!v->isHidden());
   }
 
   // A file that fails to open leaves the window as it was: title and views of the recording

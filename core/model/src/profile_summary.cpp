@@ -20,6 +20,8 @@ bool merge_into(TableView& v, const Table& t) {
     else if (!v.aggregate.merge(t.aggregate)) return false;
   }
   v.sessions += 1;
+  if (!v.optimizer_params) v.optimizer_params = t.optimizer_params;
+  if (v.dense_use.empty()) v.dense_use = t.dense_use;
   v.optimizer_bytes = std::max(v.optimizer_bytes, t.optimizer_bytes);
   v.grad_bytes = std::max(v.grad_bytes, t.grad_bytes);
   return true;
@@ -73,6 +75,8 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
     v.weight_bytes = t.weight_bytes;
     v.optimizer_bytes = t.optimizer_bytes;
     v.grad_bytes = t.grad_bytes;
+    v.optimizer_params = t.optimizer_params;
+    v.dense_use = t.dense_use;
     v.sessions = 1;
     if (s && s->rank) v.ranks.insert(*s->rank);
     v.aggregate = t.aggregate;

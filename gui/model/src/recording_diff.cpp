@@ -44,6 +44,8 @@ RecordingDiff diff_recordings(const Recording& before, const Recording& after) {
   d.peak_after = after.peak_bytes;
   d.memory_before = before.table_memory;
   d.memory_after = after.table_memory;
+  d.loss_before = build_loss_curve(before.profile);
+  d.loss_after = build_loss_curve(after.profile);
   std::map<std::string, const model::TableView*> in_a, in_b;
   for (const auto& t : before.tables) in_a[t.name] = &t;
   for (const auto& t : after.tables) in_b[t.name] = &t;

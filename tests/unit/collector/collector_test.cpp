@@ -3,7 +3,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -569,4 +571,85 @@ TEST(Collector, SummaryCountsTablesAsTheReportListsThem) {
   EXPECT_EQ(lines[0],
             "3 session(s), 2 table(s) (6 registrations: a table several processes registered counts once), 30 lookups, "
             "1 tie(s)");
+}
+
+// Issue 29: the PyTorch hooks' training facts become the model's fields, not metadata. The
+// optimizer note may come before the table's registration (pending until it arrives) or after
+// it; a later one replaces the earlier; malformed values are skipped with one issue per key.
+TEST(Collector, TrainingNotesFillLossesOptimizerAndDenseUse) {
+  std::string s;
+  Hello h;
+  h.pid = 7;
+  encode(h, s);
+  encode(Note{"pytorch.optimizer", R"({"table": "emb", "kind": "sgd", "lr": 0.5})"}, s);
+  encode(Note{"pytorch.optimizer", R"({"table": "emb", "kind": "adam", "lr": 0.001, "eps": 1e-8, "betas": [0.9, 0.999],)"
+                                   R"( "weight_decay": 0.01, "maximize": true})"},
+         s);
+  encode(TableReg{0, "emb", 0x1000, 100, 4, 0, 0, -1}, s);
+  encode(TableReg{1, "head", 0x9000, 100, 4, 0, 0, -1}, s);
+  encode(Note{"pytorch.optimizer", R"({"table": "head", "kind": "adagrad", "lr": 0.01, "initial_accumulator_value": 0.1})"}, s);
+  encode(Note{"pytorch.dense_use", R"({"table": "head", "why": "the gradient reached\n100 of 100 rows"})"}, s);
+  encode(Note{"pytorch.loss", "1:0.75 2:0.5"}, s);
+  encode(Note{"pytorch.loss", "3:nan 4:inf 5:-inf"}, s);
+  encode(Note{"pytorch.loss", "6:0.25 x:1 7"}, s);             // two bad pairs, one good
+  encode(Note{"pytorch.loss", "oops"}, s);                     // counted in the same issue
+  encode(Note{"pytorch.optimizer", "{not json"}, s);
+  encode(Note{"pytorch.optimizer", R"({"table": "emb", "lr": "fast"})"}, s);
+  encode(Note{"pytorch.dense_use", R"({"why": "no table"})"}, s);
+  encode(Note{"pytorch.plan_applied", R"({"plan": "p.json", "tables": {}})"}, s);
+  collector::ProfileBuilder b("record");
+  build(b, s);
+  const model::Profile& p = b.profile();
+  ASSERT_EQ(p.sessions.size(), 1u);
+  const auto& l = p.sessions[0].losses;
+  ASSERT_EQ(l.size(), 6u);
+  EXPECT_EQ(l[0].step, 1u);
+  EXPECT_DOUBLE_EQ(l[0].loss, 0.75);
+  EXPECT_TRUE(std::isnan(l[2].loss));
+  EXPECT_EQ(l[3].loss, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(l[4].loss, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(l[5].step, 6u);
+  ASSERT_EQ(p.tables.size(), 2u);
+  ASSERT_TRUE(p.tables[0].optimizer_params.has_value());  // the later note before registration won
+  EXPECT_EQ(p.tables[0].optimizer_params->kind, "adam");
+  EXPECT_DOUBLE_EQ(p.tables[0].optimizer_params->lr, 0.001);
+  EXPECT_DOUBLE_EQ(p.tables[0].optimizer_params->beta2, 0.999);
+  EXPECT_DOUBLE_EQ(p.tables[0].optimizer_params->weight_decay, 0.01);
+  EXPECT_TRUE(p.tables[0].optimizer_params->maximize);
+  EXPECT_EQ(p.tables[0].dense_use, "");
+  ASSERT_TRUE(p.tables[1].optimizer_params.has_value());
+  EXPECT_EQ(p.tables[1].optimizer_params->kind, "adagrad");
+  EXPECT_DOUBLE_EQ(p.tables[1].optimizer_params->initial_accumulator_value, 0.1);
+  EXPECT_DOUBLE_EQ(p.tables[1].optimizer_params->beta1, 0.0);
+  EXPECT_EQ(p.tables[1].dense_use, "the gradient reached 100 of 100 rows");
+  for (const auto& [k, v] : p.metadata) {
+    EXPECT_EQ(k.find("pytorch.loss"), std::string::npos) << k;
+    EXPECT_EQ(k.find("pytorch.optimizer"), std::string::npos) << k;
+    EXPECT_EQ(k.find("pytorch.dense_use"), std::string::npos) << k;
+  }
+  EXPECT_EQ(p.metadata.count("session.1.pytorch.plan_applied"), 1u);
+  // One issue per key, the count of its malformed notes in it.
+  ASSERT_EQ(b.issues().size(), 3u);
+  EXPECT_NE(b.issues()[0].message.find("pytorch.loss"), std::string::npos);
+  EXPECT_NE(b.issues()[0].message.find("2 such notes"), std::string::npos) << b.issues()[0].message;
+  EXPECT_NE(b.issues()[1].message.find("pytorch.optimizer"), std::string::npos);
+  EXPECT_NE(b.issues()[1].message.find("2 such notes"), std::string::npos) << b.issues()[1].message;
+  EXPECT_NE(b.issues()[2].message.find("no \"table\""), std::string::npos) << b.issues()[2].message;
+}
+
+// A fact noted in one flush for a table registered in a later flush (another feed) still lands.
+TEST(Collector, OptimizerNoteBeforeTheRegistrationInAnEarlierFlush) {
+  std::string first, second;
+  encode(Hello{}, first);
+  encode(Note{"pytorch.dense_use", R"({"table": "t", "why": "F.linear"})"}, first);
+  encode(TableReg{3, "t", 0x1000, 10, 4, 0, 0, -1}, second);
+  collector::ProfileBuilder b("record");
+  const int st = b.open_stream("test");
+  b.feed(st, first.data(), first.size());
+  EXPECT_TRUE(b.profile().tables.empty());
+  b.feed(st, second.data(), second.size());
+  b.close_stream(st);
+  ASSERT_EQ(b.profile().tables.size(), 1u);
+  EXPECT_EQ(b.profile().tables[0].dense_use, "F.linear");
+  EXPECT_FALSE(b.profile().tables[0].optimizer_params.has_value());
 }

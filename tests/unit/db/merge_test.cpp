@@ -70,6 +70,7 @@ Profile node_recording(const std::string& host, int64_t group_rank, std::vector<
     s.identity.world_size = world;
     s.identity.group_rank = group_rank;
     s.identity.local_world_size = 2;
+    s.losses = {{1, 1.0 + double(r.rank)}, {2, 0.5 + double(r.rank)}};  // rank r's curve starts at 1 + r
     p.sessions.push_back(s);
     for (auto [name, rows, cfg] : {std::tuple{"emb.small", uint64_t(200), exact}, std::tuple{"emb.big", uint64_t(5000), sketch}}) {
       Table t;
@@ -88,6 +89,8 @@ Profile node_recording(const std::string& host, int64_t group_rank, std::vector<
       ing.add(idx.data(), idx.size());
       ing.close_window();
       t.aggregate = ing.take_delta();
+      if (rows == 200) t.optimizer_params = OptimizerParams{"adagrad", 0.01 * double(r.rank + 1), 1e-10, 0, 0, 0, 0, 0, false};
+      else t.dense_use = "read whole on rank " + std::to_string(r.rank);
       p.tables.push_back(std::move(t));
     }
     p.memory_events.push_back({s.id, 10, 6400, 0x1000, 0, 0, "cudaMalloc", "emb.small"});
@@ -358,6 +361,43 @@ TEST(Merge, JobIdentityIsStoredAndOlderFilesOpenWithout) {
   q.sessions[1].identity = p.sessions[1].identity;
   ProfileStore(path, ProfileStore::Mode::kReadWrite).save(q);
   EXPECT_EQ(ProfileStore(path, ProfileStore::Mode::kReadOnly).load().sessions[1].identity, p.sessions[1].identity);
+}
+
+// Issue 29: each rank's losses, and each table's optimizer hyperparameters and dense use, stay
+// with their rank's session through a merge.
+TEST(Merge, LossesOptimizerAndDenseUseStayWithTheirRank) {
+  const std::string a = save("train-a.edodb", node_recording("a", 0, {{0, 1}, {1, 2}}, kT0));
+  const std::string b = save("train-b.edodb", node_recording("b", 1, {{2, 3}, {3, 4}}, kT0 + 50));
+  const Profile m = ProfileStore(merged({a, b}, "train-merged.edodb"), ProfileStore::Mode::kReadOnly).load();
+  std::map<int64_t, int64_t> rank_of;
+  int ranks = 0;
+  for (const auto& s : m.sessions) {
+    if (!s.rank) {
+      EXPECT_TRUE(s.losses.empty());
+      continue;
+    }
+    ++ranks;
+    rank_of[s.id] = *s.rank;
+    ASSERT_EQ(s.losses.size(), 2u);
+    EXPECT_EQ(s.losses[0].loss, 1.0 + double(*s.rank));
+    EXPECT_EQ(s.losses[1].step, 2u);
+  }
+  EXPECT_EQ(ranks, 4);
+  int small = 0, big = 0;
+  for (const auto& t : m.tables) {
+    const int64_t r = rank_of.at(t.session_id);
+    if (t.name == "emb.small") {
+      ++small;
+      ASSERT_TRUE(t.optimizer_params.has_value());
+      EXPECT_EQ(t.optimizer_params->kind, "adagrad");
+      EXPECT_EQ(t.optimizer_params->lr, 0.01 * double(r + 1));
+    } else {
+      ++big;
+      EXPECT_EQ(t.dense_use, "read whole on rank " + std::to_string(r));
+    }
+  }
+  EXPECT_EQ(small, 4);
+  EXPECT_EQ(big, 4);
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -436,13 +439,101 @@ TEST(ProfileStore, CreatedAndMigratedSchemasAgree) {
   };
   const std::string created = temp_path("created.edodb");
   { ProfileStore(created, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
-  for (const char* fixture : {"schema_v1.sql", "schema_v2.sql", "schema_v3.sql"}) {
+  for (const char* fixture : {"schema_v1.sql", "schema_v2.sql", "schema_v3.sql", "schema_v13.sql"}) {
     SCOPED_TRACE(fixture);
     const std::string migrated = temp_path(std::string("migrated-") + fixture + ".edodb");
     write_fixture(fixture, migrated);
     { ProfileStore(migrated, ProfileStore::Mode::kReadOnly).load(); }
     EXPECT_EQ(schema(created), schema(migrated));
   }
+}
+
+// Issue 29 (schema 14): step losses (NaN and the infinities too: SQLite alone would read a NaN
+// back as NULL), optimizer hyperparameters and dense use survive a save and a load; a recording
+// appends losses between saves, and a save of other losses replaces them.
+void expect_same_losses(const std::vector<StepLoss>& a, const std::vector<StepLoss>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].step, b[i].step) << i;
+    if (std::isnan(a[i].loss)) EXPECT_TRUE(std::isnan(b[i].loss)) << i;
+    else EXPECT_EQ(std::memcmp(&a[i].loss, &b[i].loss, sizeof(double)), 0) << i << ": " << a[i].loss << " vs " << b[i].loss;
+  }
+}
+
+TEST(ProfileStore, TrainingFactsRoundTripWithNonFiniteLosses) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::string path = temp_path("training-facts.edodb");
+  Profile p = sample_profile();
+  p.sessions[0].losses = {{0, 2.5}, {1, 0.693147180559945}, {2, 0.0}, {3, std::nan("")}, {4, inf}, {5, -inf}, {5, 1e-300}};
+  p.sessions[1].losses = {{10, 1.0}};
+  OptimizerParams adam;
+  adam.kind = "adam";
+  adam.lr = 1e-3;
+  adam.eps = 1e-8;
+  adam.beta1 = 0.9;
+  adam.beta2 = 0.999;
+  adam.weight_decay = 0.01;
+  adam.maximize = true;
+  p.tables[0].optimizer_params = adam;
+  p.tables[2].dense_use = "the gradient reached 1000 of 1000 rows in a step whose lookups read 1";
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  store.save(p);
+  Profile q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  expect_same_losses(p.sessions[0].losses, q.sessions[0].losses);
+  expect_same_losses(p.sessions[1].losses, q.sessions[1].losses);
+  ASSERT_TRUE(q.tables[0].optimizer_params.has_value());
+  EXPECT_EQ(q.tables[0].optimizer_params->kind, "adam");
+  EXPECT_EQ(q.tables[0].optimizer_params->lr, 1e-3);
+  EXPECT_EQ(q.tables[0].optimizer_params->eps, 1e-8);
+  EXPECT_EQ(q.tables[0].optimizer_params->beta1, 0.9);
+  EXPECT_EQ(q.tables[0].optimizer_params->beta2, 0.999);
+  EXPECT_EQ(q.tables[0].optimizer_params->weight_decay, 0.01);
+  EXPECT_TRUE(q.tables[0].optimizer_params->maximize);
+  EXPECT_FALSE(q.tables[1].optimizer_params.has_value());
+  EXPECT_EQ(q.tables[2].dense_use, p.tables[2].dense_use);
+  EXPECT_EQ(q.tables[0].dense_use, "");
+  // Appended between saves (a recording's periodic save), then replaced by other values.
+  p.sessions[0].losses.push_back({6, std::nan("")});
+  p.sessions[0].losses.push_back({7, 0.125});
+  p.tables[0].optimizer_params.reset();
+  store.save(p);
+  q = store.load();
+  expect_same_losses(p.sessions[0].losses, q.sessions[0].losses);
+  EXPECT_FALSE(q.tables[0].optimizer_params.has_value());
+  p.sessions[0].losses = {{1, 3.0}, {2, -inf}};
+  store.save(p);
+  q = store.load();
+  expect_same_losses(p.sessions[0].losses, q.sessions[0].losses);
+  p.sessions[0].losses = {{1, 3.0}, {2, inf}, {3, 1.0}};  // the last stored one changed: all rewritten
+  store.save(p);
+  expect_same_losses(p.sessions[0].losses, store.load().sessions[0].losses);
+}
+
+// A schema-13 file (from the version-13 edo) opens as schema 14 with no losses, no optimizer
+// and no dense use, and takes them afterwards.
+TEST(ProfileStore, SchemaV13FileMigratesToTrainingFacts) {
+  const std::string path = temp_path("v13.edodb");
+  write_fixture("schema_v13.sql", path);
+  Profile q = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  ASSERT_EQ(q.sessions.size(), 1u);
+  ASSERT_EQ(q.tables.size(), 1u);
+  EXPECT_EQ(q.tables[0].aggregate.lookups(), 200u);
+  EXPECT_TRUE(q.sessions[0].losses.empty());
+  EXPECT_FALSE(q.tables[0].optimizer_params.has_value());
+  EXPECT_EQ(q.tables[0].dense_use, "");
+  {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    EXPECT_TRUE(db.tableExists("session_losses"));
+    EXPECT_EQ(db.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(), "14");
+    EXPECT_EQ(current_schema_version(), 14);
+  }
+  q.sessions[0].losses = {{1, std::nan("")}};
+  q.tables[0].optimizer_params = OptimizerParams{"sgd", 0.1, 0, 0, 0, 0, 0.9, 0, false};
+  ProfileStore(path, ProfileStore::Mode::kReadWrite).save(q);
+  Profile r = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+  expect_same_losses(q.sessions[0].losses, r.sessions[0].losses);
+  ASSERT_TRUE(r.tables[0].optimizer_params.has_value());
+  EXPECT_EQ(r.tables[0].optimizer_params->momentum, 0.9);
 }
 
 TEST(ProfileStore, CreateInMissingFolderNamesTheFolder) {

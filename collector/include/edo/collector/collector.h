@@ -59,6 +59,14 @@ class ProfileBuilder {
   void drain(Stream& s);  // applies every message the stream's decoder has ready
   void apply(Stream& s, wire::Message& m, uint64_t offset);
   void apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset);
+  // The PyTorch hooks' training facts (pytorch.loss, pytorch.optimizer, pytorch.dense_use;
+  // pytorch_notes.cpp): into the session's and its tables' fields. Returns false for any other
+  // key (kept as metadata).
+  bool apply_training_note(const std::string& stream, model::Session& ses, const wire::Note& v, uint64_t offset);
+  // A table being registered gets the facts noted for it before its registration arrived.
+  void take_pending_facts(model::Table& t);
+  // A malformed training note: the first of its key in a stream is an issue, later ones count in it.
+  void malformed_note(const std::string& stream, const std::string& key, uint64_t offset, const std::string& why);
   model::Session* session(Stream& s);
   void end_session(Stream& s);
   void attribute();
@@ -75,6 +83,15 @@ class ProfileBuilder {
   // Per table (index in profile_.tables): when its rows were first read, delta by delta.
   std::map<size_t, model::FirstSeenTracker> first_seen_;
   std::optional<std::string> only_run_;
+  // Optimizer / dense-use facts for a table the session has not registered (yet): applied when
+  // its registration frame arrives. (session id, table name) -> the facts.
+  struct PendingFacts {
+    std::optional<model::OptimizerParams> optimizer;
+    std::optional<std::string> dense_use;
+  };
+  std::map<std::pair<int64_t, std::string>, PendingFacts> pending_facts_;
+  // (stream label, note key) -> (index into issues_, malformed notes so far)
+  std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> malformed_;
   uint64_t skipped_sessions_ = 0;
 };
 

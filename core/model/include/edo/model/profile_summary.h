@@ -42,6 +42,10 @@ struct TableView {
   // Set when this name was registered on weights that an earlier name already owns (e.g. an
   // LM head tied to the input embedding): its bytes are that table's, not extra memory.
   std::string shares_weights_of;
+  // The job's optimizer for it and what read it whole (Table's fields; from the first process
+  // that recorded them).
+  std::optional<OptimizerParams> optimizer_params;
+  std::string dense_use;
 
   // The memory this table adds: weights + optimizer state + gradients, except that the
   // weights of a table that shares another's (shares_weights_of) are counted with that one.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "edo/gui/loss_curve.h"
 #include "edo/gui/recording.h"
 
 namespace edo::gui {
@@ -32,6 +33,7 @@ struct RecordingDiff {
   std::vector<TableDiff> tables;  // in both (by name), then only before, then only after
   int64_t peak_before = 0, peak_after = 0;
   model::TableMemory memory_before, memory_after;  // table memory in its named parts
+  LossCurve loss_before, loss_after;               // the training loss of each (empty: none recorded)
 };
 
 RecordingDiff diff_recordings(const Recording& before, const Recording& after);

@@ -1,0 +1,136 @@
+#include "training_facts.h"
+
+#include <SQLiteCpp/Statement.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+
+namespace edo::db {
+namespace {
+
+// SQLite stores a NaN as NULL and has no literal for the infinities: a non-finite loss is
+// stored as NULL plus its name.
+const char* nonfinite_name(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return "";
+}
+
+double from_nonfinite(const std::string& name) {
+  if (name == "inf") return std::numeric_limits<double>::infinity();
+  if (name == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();  // "nan", or a word a later edo may add
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The losses a session has in the file that the profile has too: a recording appends to its
+// losses between saves, so only the new ones are written. 0 when the stored ones are not a
+// prefix of the profile's (then they are all rewritten).
+size_t stored_prefix(SQLite::Database& d, const model::Session& s) {
+  SQLite::Statement q(d, "SELECT COUNT(*), MAX(position) FROM session_losses WHERE session_id = ?");
+  q.bind(1, s.id);
+  if (!q.executeStep()) return 0;
+  const int64_t n = q.getColumn(0).getInt64();
+  if (n == 0 || n > static_cast<int64_t>(s.losses.size()) || q.getColumn(1).getInt64() != n - 1) return 0;
+  SQLite::Statement last(d, "SELECT step, loss, nonfinite FROM session_losses WHERE session_id = ? AND position = ?");
+  last.bind(1, s.id);
+  last.bind(2, n - 1);
+  if (!last.executeStep()) return 0;
+  const model::StepLoss& m = s.losses[static_cast<size_t>(n - 1)];
+  const double stored = last.getColumn(1).isNull() ? from_nonfinite(last.getColumn(2).getString()) : last.getColumn(1).getDouble();
+  const bool same = static_cast<uint64_t>(last.getColumn(0).getInt64()) == m.step &&
+                    (std::isnan(m.loss) ? std::isnan(stored) : same_bits(stored, m.loss));
+  return same ? static_cast<size_t>(n) : 0;
+}
+
+void save_losses(SQLite::Database& d, const model::Session& s) {
+  const size_t from = stored_prefix(d, s);
+  if (from == 0) {
+    SQLite::Statement del(d, "DELETE FROM session_losses WHERE session_id = ?");
+    del.bind(1, s.id);
+    del.exec();
+  }
+  SQLite::Statement put(d, "INSERT INTO session_losses(session_id, position, step, loss, nonfinite) VALUES (?,?,?,?,?)");
+  for (size_t i = from; i < s.losses.size(); ++i) {
+    const model::StepLoss& l = s.losses[i];
+    put.reset();
+    put.bind(1, s.id);
+    put.bind(2, static_cast<int64_t>(i));
+    put.bind(3, static_cast<int64_t>(l.step));
+    if (std::isfinite(l.loss)) put.bind(4, l.loss); else put.bind(4);
+    put.bind(5, nonfinite_name(l.loss));
+    put.exec();
+  }
+}
+
+void save_table_facts(SQLite::Database& d, const model::Profile& p) {
+  SQLite::Statement put(d,
+      "UPDATE tables SET optimizer_kind = ?, optimizer_lr = ?, optimizer_eps = ?, optimizer_weight_decay = ?,"
+      " optimizer_beta1 = ?, optimizer_beta2 = ?, optimizer_momentum = ?, optimizer_initial_accumulator_value = ?,"
+      " optimizer_maximize = ?, dense_use = ? WHERE id = ?");
+  // A NaN hyperparameter (SQLite: NULL) is stored as 0, what the model reads for "not set".
+  const auto num = [](double v) { return std::isnan(v) ? 0.0 : v; };
+  for (const auto& t : p.tables) {
+    put.reset();
+    const model::OptimizerParams o = t.optimizer_params.value_or(model::OptimizerParams{});
+    if (t.optimizer_params) put.bind(1, o.kind); else put.bind(1);
+    put.bind(2, num(o.lr));
+    put.bind(3, num(o.eps));
+    put.bind(4, num(o.weight_decay));
+    put.bind(5, num(o.beta1));
+    put.bind(6, num(o.beta2));
+    put.bind(7, num(o.momentum));
+    put.bind(8, num(o.initial_accumulator_value));
+    put.bind(9, o.maximize ? 1 : 0);
+    put.bind(10, t.dense_use);
+    put.bind(11, t.id);
+    put.exec();
+  }
+}
+
+}  // namespace
+
+void save_training_facts(SQLite::Database& d, const model::Profile& p) {
+  for (const auto& s : p.sessions) save_losses(d, s);
+  save_table_facts(d, p);
+}
+
+void load_training_facts(SQLite::Database& d, model::Profile& p) {
+  std::map<int64_t, model::Session*> sessions;
+  for (auto& s : p.sessions) sessions[s.id] = &s;
+  SQLite::Statement q(d, "SELECT session_id, step, loss, nonfinite FROM session_losses ORDER BY session_id, position");
+  while (q.executeStep()) {
+    auto it = sessions.find(q.getColumn(0).getInt64());
+    if (it == sessions.end()) continue;
+    const double loss = q.getColumn(2).isNull() ? from_nonfinite(q.getColumn(3).getString()) : q.getColumn(2).getDouble();
+    it->second->losses.push_back({static_cast<uint64_t>(q.getColumn(1).getInt64()), loss});
+  }
+  std::map<int64_t, model::Table*> tables;
+  for (auto& t : p.tables) tables[t.id] = &t;
+  SQLite::Statement t(d,
+      "SELECT id, optimizer_kind, optimizer_lr, optimizer_eps, optimizer_weight_decay, optimizer_beta1, optimizer_beta2,"
+      " optimizer_momentum, optimizer_initial_accumulator_value, optimizer_maximize, dense_use FROM tables");
+  while (t.executeStep()) {
+    auto it = tables.find(t.getColumn(0).getInt64());
+    if (it == tables.end()) continue;
+    it->second->dense_use = t.getColumn(10).getString();
+    if (t.getColumn(1).isNull()) continue;
+    model::OptimizerParams o;
+    o.kind = t.getColumn(1).getString();
+    o.lr = t.getColumn(2).getDouble();
+    o.eps = t.getColumn(3).getDouble();
+    o.weight_decay = t.getColumn(4).getDouble();
+    o.beta1 = t.getColumn(5).getDouble();
+    o.beta2 = t.getColumn(6).getDouble();
+    o.momentum = t.getColumn(7).getDouble();
+    o.initial_accumulator_value = t.getColumn(8).getDouble();
+    o.maximize = t.getColumn(9).getInt() != 0;
+    it->second->optimizer_params = o;
+  }
+}
+
+}  // namespace edo::db
