@@ -59,7 +59,7 @@ TEST(Summary, ATimeLimitStopSaysSoAndNamesTheOption) {
   r.budget_bytes = 300u << 20;
   r.min_feasible_bytes = 714u << 20;
   const std::string v = verdict_text(r);
-  EXPECT_NE(v.find("among the candidates measured before the run stopped"), std::string::npos) << v;
+  EXPECT_NE(v.find("among the candidates measured before --time-limit stopped the run"), std::string::npos) << v;
   EXPECT_NE(v.find("--time-limit"), std::string::npos) << v;
   r.complete = true;
   r.stop_reason.clear();
