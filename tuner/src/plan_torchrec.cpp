@@ -248,6 +248,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       placement;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
+  // Every training table given TorchRec's fused kernel (the sharder's fused_params reach them
+  // all), and the ones the plan moved to row-wise Adagrad.
+  std::string fused_tables, rowwise_tables;
+  size_t fused_count = 0, rowwise_count = 0;
   // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
   // either; such tables keep their module paths as keys rather than overwrite each other.
   // The config name the hook recorded, else the module-path rule.
@@ -325,7 +329,15 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
       continue;
     }
-    if (training && c.optimizer == "rowwise_adagrad") rowwise_adagrad = true;
+    if (training && c.optimizer == "rowwise_adagrad") {
+      rowwise_adagrad = true;
+      rowwise_tables += "    " + name + ",\n";
+      ++rowwise_count;
+    }
+    if (training) {
+      fused_tables += "    " + name + ",\n";
+      ++fused_count;
+    }
     data_types += comment + "    " + name + ": DataType." + dt + ",\n";
     if (kept > 0) post_pruning += comment + "    " + name + ": " + std::to_string(kept) + ",\n";
     std::string kernel = training ? "FUSED" : "QUANT";
@@ -399,6 +411,17 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "# places the sharding type given in constraints itself; this is edo's balance of bytes and lookups.\n";
   out += "edo_placement = {\n" + placement + "}\n\n";
   out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
+  // The whole change (issue 29 point 5): a sharder's fused_params reach every table it shards, so
+  // the tables the plan did not move to row-wise Adagrad are named too.
+  out += "\n# The plan moves these " + std::to_string(rowwise_count) + " table(s) to row-wise Adagrad (sparse gradient):\n";
+  out += "rowwise_adagrad_tables = [\n" + rowwise_tables + "]\n";
+  out += "# fused_params reaches every training table its sharder shards: these " + std::to_string(fused_count) +
+         " with FUSED kernels.\n";
+  if (rowwise_adagrad && fused_count > rowwise_count)
+    out += "# " + std::to_string(fused_count - rowwise_count) +
+           " of them are not in rowwise_adagrad_tables: the plan's bytes for those assume the job's own optimizer, so\n"
+           "# shard them with a second sharder (fused_params={}) or accept row-wise Adagrad for them too.\n";
+  out += "fused_params_reaches = [\n" + fused_tables + "]\n";
   return out;
 }
 

@@ -12,7 +12,8 @@ import sys
 ALLOWED_NAMES = {"CacheStatistics", "EdoCacheStatistics", "CacheAlgorithm", "EmbeddingComputeKernel", "ParameterConstraints", "CacheParams", "DataType",
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
                  "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes",
-                 "cache_statistics", "num_embeddings_post_pruning", "edo_placement"}
+                 "cache_statistics", "num_embeddings_post_pruning", "edo_placement", "rowwise_adagrad_tables",
+                 "fused_params_reaches"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
                  "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics"}
@@ -73,7 +74,9 @@ out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_
        "module_paths": plan.module_paths, "fbgemm_offload_device_bytes": plan.fbgemm_offload_device_bytes,
        "fused_params": {k: getattr(v, "name", v) for k, v in plan.fused_params.items()},
        "num_embeddings_post_pruning": getattr(plan, "num_embeddings_post_pruning", {}),
-       "edo_placement": getattr(plan, "edo_placement", {})}
+       "edo_placement": getattr(plan, "edo_placement", {}),
+       "rowwise_adagrad_tables": getattr(plan, "rowwise_adagrad_tables", None),
+       "fused_params_reaches": getattr(plan, "fused_params_reaches", None)}
 # Every pruned count goes where TorchRec reads it: an EmbeddingBagConfig built with it.
 from torchrec.modules.embedding_configs import EmbeddingBagConfig  # noqa: E402
 for name, n in out["num_embeddings_post_pruning"].items():

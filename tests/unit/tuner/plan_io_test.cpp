@@ -324,7 +324,13 @@ TEST(PlanTorchRec, ConfigNamesFbgemmPairsAndTheOptimizer) {
   add("model.ec.embeddings.t_hot", "", "offload", R"({"cache_rows":100,"policy":"static"})", "");
   add("a.embedding_bags.t_dup", "", "int8", "{}", "");
   add("b.embedding_bags.t_dup", "", "int8", "{}", "");
+  add("model.sparse_arch.embedding_bag_collection.embedding_bags.t_geo", "adam", "fp32", "{}", "");  // kept, trains
   const nlohmann::json j = read_torchrec(r, "config_names.py");
+  // The optimizer change is said whole: which tables the plan moves to row-wise Adagrad, and
+  // every training table the sharder's fused_params reach (t_geo too, which the plan keeps).
+  EXPECT_EQ(j["rowwise_adagrad_tables"], nlohmann::json::array({"t_user"}));
+  EXPECT_EQ(j["fused_params_reaches"], nlohmann::json::array({"t_user", "t_geo"}));
+  EXPECT_NE(plan_to_torchrec(r).find("# 1 of them are not in rowwise_adagrad_tables"), std::string::npos);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
   EXPECT_EQ(j["constraints"]["t_user"]["compute_kernels"], nlohmann::json::array({"fused"}));
