@@ -283,6 +283,23 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
   return e;
 }
 
+// The dense read of a table read whole every step (docs/tuning.md "Dense use"): every row once,
+// at the per-row cost of the candidate's own measured lookups (its forward, for a training
+// step), added to its step time and interval.
+void add_dense_read(model::TuneCandidate& c, const TableGroup& g) {
+  if (!c.usable() || !(g.lookups_per_step > 0)) return;
+  const double forward = std::isfinite(c.forward_us) ? c.forward_us : c.step_us;
+  const double read = forward / g.lookups_per_step * static_cast<double>(g.rows);
+  if (!std::isfinite(read) || read <= 0) return;
+  c.step_us += read;
+  if (std::isfinite(c.step_us_lo)) c.step_us_lo += read;
+  if (std::isfinite(c.step_us_hi)) c.step_us_hi += read;
+  if (std::isfinite(c.forward_us)) c.forward_us += read;
+  c.step_covers += (c.step_covers.empty() ? "" : " ") + std::string("+ the dense read of every row");
+  c.note += (c.note.empty() ? "" : "; ") + std::string("step time includes the dense read of all ") + std::to_string(g.rows) +
+            " rows (" + format_duration_us(read) + ", at its measured per-row cost)";
+}
+
 // Expected to pass --max-error without measuring (the defaults' bounds: docs/tuning.md "Error
 // gate"), and lossless or trained in place: a candidate a plan can count on.
 bool sure_to_pass(const Candidate& c, double max_error) {
@@ -645,6 +662,11 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   Enumerated e = enumerate(profile, snapshots, o, r);
   if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
   const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
+  // A table read whole every step (a tied LM head): each candidate's step also reads every row
+  // once, at the per-row cost its own lookups were measured at.
+  for (size_t gi = 0; gi < e.w.groups.size(); ++gi)
+    if (!e.w.groups[gi].dense_use.empty())
+      for (size_t at : e.index[gi]) add_dense_read(r.candidates[at], e.w.groups[gi]);
   // Numerical safety: the job's optimizer simulated in each low-precision candidate's format.
   for (size_t gi = 0; gi < e.w.groups.size(); ++gi) {
     std::vector<model::TuneCandidate*> results;

@@ -163,6 +163,15 @@ TEST(PlanSafety, ATableReadWholeEveryStepIsNeverOffloadedPrunedOrHashed) {
   EXPECT_EQ(chosen(r, "tok")->strategy, "fp16");
   EXPECT_NE(ch->why.find("read whole every step"), std::string::npos) << ch->why;
   EXPECT_EQ(r.table_named("tok")->dense_use, tok.dense_use);
+  // Its step counts the dense read: every row once (4096 rows for ~2000 lookups a step: about
+  // three times the lookups' own time).
+  const model::TuneCandidate* tok_base = nullptr;
+  const model::TuneCandidate* other_base = nullptr;
+  for (const auto& c : r.candidates)
+    if (c.strategy == "fp32") (c.table == "tok" ? tok_base : other_base) = &c;
+  ASSERT_TRUE(tok_base && other_base);
+  EXPECT_NE(tok_base->step_covers.find("dense read"), std::string::npos) << tok_base->step_covers;
+  EXPECT_GT(tok_base->step_us, 2 * other_base->step_us) << tok_base->note;
   const auto j = plan_to_json(r);
   for (const auto& t : j["tables"])
     if (t["name"] == "tok") EXPECT_EQ(t["dense_use"], tok.dense_use);
