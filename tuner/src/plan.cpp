@@ -32,11 +32,21 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
     const double v = cands[options[i].id].step_us_hi;
     return std::isfinite(v) ? std::max(v, options[i].step_us) : options[i].step_us;
   };
+  // A time without an interval is exact: modelled (a device model, or the CPU's offload: the
+  // baseline's measured lookups plus a modelled transfer, so its difference from the baseline
+  // and from the other cache sizes is exactly the transfer). It is compared exactly, never tied
+  // by another option's noise: whether the baseline's interval happened to reach it would decide
+  // the plan run by run (issue 29 point 8: a cache 40x larger in 2 of 5 runs).
+  auto exact = [&](size_t i) {
+    const auto& c = cands[options[i].id];
+    return !std::isfinite(c.step_us_lo) || !std::isfinite(c.step_us_hi);
+  };
   size_t leader = order.empty() ? 0 : order[0];
   double leader_us = order.empty() ? 0 : options[leader].step_us;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
-    if (k > 0 && lo(i) > hi(leader)) {
+    const bool apart = exact(i) != exact(leader) ? options[i].step_us != options[leader].step_us : lo(i) > hi(leader);
+    if (k > 0 && apart) {
       leader = i;
       leader_us = options[i].step_us;
     }

@@ -554,11 +554,11 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
           m.step_us = x.step_us;
           m.step_us_lo = x.step_us_lo;
           m.step_us_hi = x.step_us_hi;
-          if (!std::isfinite(m.step_us_lo) && base.usable() && std::isfinite(base.step_us_lo)) {
-            // Modelled from the baseline's time: the baseline's interval, shifted.
-            m.step_us_lo = m.step_us - (base.step_us - base.step_us_lo);
-            m.step_us_hi = m.step_us + (base.step_us_hi - base.step_us);
-          }
+          // A time modelled from the baseline's (the CPU's offload: its lookups plus a modelled
+          // transfer) keeps no interval: it differs from the baseline, and from the other cache
+          // sizes, by exactly the modelled part, and the plan compares it exactly (plan.cpp
+          // rank_ties). The baseline's interval shifted onto it made the baseline's noise decide
+          // which cache size tied (issue 29 point 8).
           m.error = x.error;
           m.step_covers = x.covers;
           m.forward_us = x.forward_us;

@@ -5,6 +5,8 @@
 // (fp16's error is the least), then bytes.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <map>
 #include <random>
@@ -119,6 +121,48 @@ TEST(StableTiming, OnlyCandidatesWithinTheIntervalAreTies) {
   r.candidates[2].step_us_hi = 88;
   replan(r, 1 << 20, INFINITY);
   EXPECT_EQ(r.candidates[static_cast<size_t>(r.choices[0].candidate)].spec, "bf16");
+}
+
+// A time modelled from the baseline's (the CPU's offload: the baseline's lookups plus the
+// misses' modelled transfer) has no interval of its own: the cache sizes differ by exactly their
+// transfer, and the baseline's noise must not decide which of them ties (issue 29 point 8: 4
+// alike tables, a cache 40x larger in 2 of 5 runs). Whatever the baseline's interval, the plan
+// is the same: the faster (larger) cache where the budget has room for it.
+TEST(StableTiming, TimesModelledFromTheBaselineCompareExactlyWhateverItsNoise) {
+  std::vector<std::string> plans;
+  for (double spread : {1.0, 300.0, 1200.0}) {
+    model::TuneResult r;
+    r.objective = "least-change";
+    model::TuneTable t;
+    t.name = "t";
+    t.rows = 200000;
+    t.dim = 64;
+    t.dtype = "fp32";
+    t.device_bytes = 51200000;
+    t.lookups_per_step = 62500;
+    r.tables.push_back(t);
+    auto cand = [&](const std::string& spec, double us, double lo, double hi, uint64_t bytes) {
+      model::TuneCandidate c;
+      c.table = "t";
+      c.strategy = spec == "fp32" ? "fp32" : "offload";
+      c.spec = spec;
+      c.step_us = us;
+      c.step_us_lo = lo;
+      c.step_us_hi = hi;
+      c.error = 0;
+      c.device_bytes = bytes;
+      c.measured = true;
+      r.candidates.push_back(c);
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    cand("fp32", 2420, 2420 - spread, 2420 + spread, 51200000);
+    cand("offload:cache=0.0024", 2737, nan, nan, 127300);   // 51 % held-out hits
+    cand("offload:cache=0.099", 2536, nan, nan, 5311760);   // 82 %
+    replan(r, 40u << 20, 0.02);
+    ASSERT_TRUE(r.feasible);
+    plans.push_back(r.candidates[static_cast<size_t>(r.choices[0].candidate)].spec);
+  }
+  for (const auto& p : plans) EXPECT_EQ(p, "offload:cache=0.099") << "baseline spreads 1, 300, 1200 us";
 }
 
 }  // namespace
