@@ -57,6 +57,12 @@ class State(object):
         self.tls = threading.local()               # .pending: the table the pre-hook counted
         self.dirty = False                         # lookups since the last automatic step
         self.user_steps = False                    # the job called edo.step()
+        self.steps_marked = 0                      # edo steps marked so far (the losses' step)
+        # Facts for the tuner (_facts): optimizer notes sent, dense use
+        self.opt_sent = {}                         # (table name, id(optimizer)) -> hyperparameters sent
+        self.dense_checks_left = 3                 # optimizer steps that still compare gradients with lookups
+        self.ids_this_step = collections.Counter() # owner table name -> ids its lookups read this step
+        self.dense_sent = set()                    # tables whose pytorch.dense_use was sent
         self.opt_cache = weakref.WeakKeyDictionary()
         self.released = False                      # CUPTI handed to torch.profiler
         # Weight snapshots (_weights)
