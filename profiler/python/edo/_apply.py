@@ -343,8 +343,10 @@ def _cast(m, dtype, undo, training=False):
         _test_lookup(m)
         if training:
             _test_backward(m, dtype)
-    except RuntimeError as e:
+    except BaseException as e:
         m.weight.data = old
+        if not isinstance(e, RuntimeError):
+            raise   # not a missing kernel: apply_plan puts everything back and raises
         msg = str(e).splitlines()[0]
         return "this PyTorch %s has no %s %s kernel on %s (%s)" % (
             torch.__version__, str(dtype).replace("torch.", ""), "gradient" if training and "backward" in msg.lower()

@@ -253,7 +253,7 @@ def install():
                 _wrap_class(cls)
         Opt.__init__ = __init__
         for o in gc.get_objects():
-            if isinstance(o, Opt):
+            if issubclass(type(o), Opt):
                 for cls in type(o).__mro__:
                     if cls is Opt:
                         break

@@ -56,7 +56,7 @@ def make_optimizer(name, params, lr_schedule=False):
     opt = {"adagrad": lambda: torch.optim.Adagrad(params, lr=0.05, eps=1e-10),
            "adam": lambda: torch.optim.Adam(params, lr=0.01),
            "adamw": lambda: torch.optim.AdamW(params, lr=0.01, weight_decay=0.01),
-           "sgd": lambda: torch.optim.SGD(params, lr=0.5, momentum=0.9)}[name]()
+           "sgd": lambda: torch.optim.SGD(params, lr=0.05, momentum=0.9)}[name]()
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5) if lr_schedule else None
     return opt, sched
 
