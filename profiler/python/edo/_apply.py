@@ -328,7 +328,8 @@ def _test_backward(m, dtype):
                                   sparse=bool(m.sparse))
         else:
             out = F.embedding(idx, w, sparse=bool(m.sparse))
-        out.float().sum().backward()
+        # autograd.grad, not backward(): edo's own test is not the job's loss (pytorch.loss)
+        torch.autograd.grad(out.float().sum(), w)
 
 
 def _cast(m, dtype, undo, training=False):
