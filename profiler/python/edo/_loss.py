@@ -82,13 +82,6 @@ def read_later(t, callback):
 
 # ---- the loss ----------------------------------------------------------------------------
 
-class _Losses(object):
-    def __init__(self):
-        self.pid = os.getpid()
-        self.pairs = []
-
-
-_L = _Losses()
 _exit_registered = []
 
 
@@ -96,12 +89,19 @@ def _fmt(step, value):
     return "%d:%r" % (step, float(value))
 
 
+def _pairs():
+    """This process's losses not sent yet (a forked child starts with none of its parent's)."""
+    s = _state.S
+    if s.loss_pid != os.getpid():
+        s.loss_pid, s.loss_pairs = os.getpid(), []
+    return s.loss_pairs
+
+
 def _add(step, value):
     with _lock:
-        if _L.pid != os.getpid():   # a forked child: the parent's values are the parent's
-            _L.pid, _L.pairs = os.getpid(), []
-        _L.pairs.append(_fmt(step, value))
-        full = len(_L.pairs) >= BATCH
+        pairs = _pairs()
+        pairs.append(_fmt(step, value))
+        full = len(pairs) >= BATCH
     if full:
         flush()
 
@@ -112,9 +112,8 @@ def flush(wait=False):
         if wait:
             PENDING.poll(wait=True)
         with _lock:
-            if _L.pid != os.getpid():
-                _L.pid, _L.pairs = os.getpid(), []
-            pairs, _L.pairs = _L.pairs, []
+            pairs = list(_pairs())
+            del _state.S.loss_pairs[:]
         b = _state.backend()
         note = []
         size = 0
@@ -164,7 +163,11 @@ def seen(t):
         if R.backend is None:
             _state.backend()
         ensure_exit()
-        step = _state.S.steps_marked
+        s = _state.S
+        step = s.steps_marked
+        # A backward is a training step too, for the optimizer's step mark: lookups inside a
+        # fullgraph-compiled model are not seen, the loss still is.
+        s.dirty = True
         read_later(t, lambda v, step=step: _add(step, v))
         PENDING.poll()
     except Exception as e:

@@ -248,11 +248,13 @@ def _dynamo_compat(fullgraph=False):
                 R.hook_impl = _not_while_compiling(_counting.pre_hook_body)
                 R.functional_impl = _not_while_compiling(_counting.functional_body)
                 R.hook_impl._edo_mode = "skip"
+                R.functional_impl._edo_mode = "skip"
                 _state.warn("fullgraph", "torch.compile(fullgraph=True): embedding lookups inside "
                       "compiled graphs are not counted (a graph break would be an error)")
         elif R.hook_impl is _counting.pre_hook_body:
             R.hook_impl = disable(_counting.pre_hook_body)
             R.functional_impl = disable(_counting.functional_body)
+        R.loss_impl = None if getattr(R.hook_impl, "_edo_mode", None) == "skip" else disable(_loss.seen)
     except Exception as e:
         _state.internal_error("torch.compile support", e)
 
@@ -333,7 +335,14 @@ def _patch_backward(torch):
 
     @functools.wraps(tb)
     def backward(self, *args, **kwargs):
-        if _loss.in_backward() or _compiling():
+        if _compiling():
+            # Traced by dynamo: the loss is read by a dynamo-disabled function (a graph break that
+            # runs eagerly); under fullgraph=True (a break would be an error) it is not read.
+            impl = R.loss_impl
+            if impl is not None:
+                impl(self)
+            return tb(self, *args, **kwargs)
+        if _loss.in_backward():
             return tb(self, *args, **kwargs)
         _loss.seen(self)
         _loss.enter_backward()

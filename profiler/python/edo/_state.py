@@ -31,6 +31,7 @@ class Runtime(object):
         self.orig = {}             # originals of everything patched, for unpatch()
         self.hook_impl = None      # what the pre-hook calls (_counting; dynamo-wrapped under compile)
         self.functional_impl = None
+        self.loss_impl = None      # _loss.seen, dynamo-disabled, for backward() inside compiled code
         self.raw_stream = None     # torch._C._cuda_getCurrentRawStream, False when absent
 
 
@@ -58,6 +59,8 @@ class State(object):
         self.dirty = False                         # lookups since the last automatic step
         self.user_steps = False                    # the job called edo.step()
         self.steps_marked = 0                      # edo steps marked so far (the losses' step)
+        self.loss_pairs = []                       # "step:loss" not sent yet (_loss)
+        self.loss_pid = os.getpid()                # the process they belong to
         # Facts for the tuner (_facts): optimizer notes sent, dense use
         self.opt_sent = {}                         # (table name, id(optimizer)) -> hyperparameters sent
         self.dense_checks_left = 3                 # optimizer steps that still compare gradients with lookups

@@ -27,6 +27,9 @@ from ._state import R
 
 _done = []
 _handle = []
+# Wrappers that laid out the model's parameters for their own use (gradient buckets, flat
+# parameters) when they were built: a dtype changed under them would break the job.
+_SHARDING_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
 
 
 def plan_path():
@@ -44,7 +47,8 @@ def install(torch):
     if reg is None:
         _state.warn("apply-plan", "this torch has no global forward pre-hook: --apply-plan is not applied")
         return
-    _handle.append(reg(_first_forward))
+    # A first forward inside a torch.compile'd function: the hook runs eagerly (a graph break).
+    _handle.append(reg(_lowp._no_dynamo(_first_forward)))
 
 
 def _say(line):
@@ -80,7 +84,7 @@ def _roots():
             continue
         if not any(isinstance(m, R.emb_classes) for _, m in _naming.walk(inner, "")):
             continue
-        wrapper = type(r).__name__ if inner is not r and "DistributedDataParallel" in type(r).__name__ else None
+        wrapper = type(r).__name__ if inner is not r and type(r).__name__ in _SHARDING_WRAPPERS else None
         out.append((inner, wrapper))
     return out
 

@@ -16,6 +16,10 @@ CASE:
   bad-plan   --apply-plan with a plan that is not valid (strategy "int3"): one line, the job runs
              unchanged (the same losses as the baseline), no pytorch.plan_applied
   cli        --apply-plan with a missing file: exit 1, one line, the job never starts
+  compile    compiled_job.py (torch.compile, aot_eager): every step's loss recorded from a compiled
+             step function that calls backward(), the job's results unchanged by edo; --apply-plan
+             applied before the first compiled forward; fullgraph=True not broken. Skipped (77)
+             on a torch without torch.compile (Debian's 1.13)
 """
 
 import json
@@ -190,7 +194,36 @@ def case_cli(edo, py, env, tmp):
     return c.done()
 
 
-CASES = {"notes": case_notes, "trial": case_trial, "bad-plan": case_bad_plan, "cli": case_cli}
+def case_compile(edo, py, env, tmp):
+    c = Checks()
+    job = os.path.join(HERE, "compiled_job.py")
+    r = subprocess.run([py, job, "--steps", "2"], capture_output=True, text=True, env=dict(env, EDO_TORCH="0"), timeout=900)
+    if r.returncode == 77:
+        print(r.stdout.strip())
+        return 77
+    plain = json.loads(run([py, job], dict(env, EDO_TORCH="0")).stdout.splitlines()[-1])
+    db = os.path.join(tmp, "compiled.edodb")
+    mine = json.loads(run([edo, "record", "-o", db, "--", py, job], env).stdout.splitlines()[-1])
+    c.expect(mine == plain, "edo changed the compiled job's losses: %s vs %s" % (mine, plain))
+    got = losses_of(notes(db).get("pytorch.loss", ""))
+    c.expect(got == list(enumerate(mine)), "pytorch.loss %r, the job's %r" % (got, mine))
+    plan = os.path.join(tmp, "plan.json")
+    write_plan(plan)
+    trial = os.path.join(tmp, "trial.edodb")
+    run([edo, "record", "-o", trial, "--apply-plan", plan, "--", py, job], env)
+    applied = json.loads(notes(trial).get("pytorch.plan_applied", "{}"))
+    c.expect(applied.get("tables", {}).get("item", {}).get("applied") is True, "plan_applied %r" % applied)
+    c.expect(tables(trial).get("item", {}).get("dtype") == "fp16", "item recorded as %r" % tables(trial).get("item"))
+    full = os.path.join(tmp, "fullgraph.edodb")
+    mine = json.loads(run([edo, "record", "-o", full, "--", py, job, "--fullgraph"], env).stdout.splitlines()[-1])
+    plain = json.loads(run([py, job, "--fullgraph"], dict(env, EDO_TORCH="0")).stdout.splitlines()[-1])
+    c.expect(mine == plain, "edo changed the fullgraph job's losses")
+    c.expect(losses_of(notes(full).get("pytorch.loss", "")) == list(enumerate(mine)), "fullgraph: backward runs eagerly, "
+             "its losses are recorded: %r" % notes(full).get("pytorch.loss"))
+    return c.done()
+
+
+CASES = {"compile": case_compile, "notes": case_notes, "trial": case_trial, "bad-plan": case_bad_plan, "cli": case_cli}
 
 
 def main():
