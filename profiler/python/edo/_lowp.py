@@ -8,8 +8,8 @@ weights, ``param.grad`` an fp32 copy of the gradient), so every state tensor the
 or updates is fp32; after the step the fp32 result is stochastically rounded into the original
 fp16/bf16 storage (same data pointer: ties and edo's registration keep it) and the gradient is
 put back. What persists is what FBGEMM keeps: fp16/bf16 weights, fp32 optimizer state, the
-gradient in the weight's dtype. The fp32 copies live only during the step (a transient of
-6 bytes per element of the table: weights, gradient, random bits).
+gradient in the weight's dtype. The fp32 copies live only during the step (a transient of a
+few 4-byte tensors the size of the table: weights, gradient, the rounding's random bits).
 
 Why not a plain cast: the optimizer would keep its state in fp16, where Adagrad's eps (1e-10) is 0
 and small squared gradients underflow: the loss turns to NaN (and torch 1.13's CPU Adagrad has
