@@ -25,6 +25,7 @@ does, at ``import torch``).
 
 import functools
 import gc
+import sys
 import threading
 import weakref
 
@@ -179,19 +180,31 @@ def leave(opt):
                 p.grad = after.to(low.dtype)
 
 
-def _no_dynamo(fn):
-    """Our step hooks move parameters between tensors: never traced into a compiled graph."""
-    d = getattr(getattr(_t(), "compiler", None), "disable", None)
-    if d is None:
-        try:
-            import torch._dynamo as dyn
-            d = dyn.disable
-        except Exception:
-            return fn
+def _compiling():
+    dyn = sys.modules.get("torch._dynamo")   # not loaded: nothing is being compiled
+    if dyn is None:
+        return False
+    f = getattr(getattr(_t(), "compiler", None), "is_compiling", None) or getattr(dyn, "is_compiling", None)
     try:
-        return d(fn)
+        return bool(f()) if f is not None else False
     except Exception:
-        return fn
+        return False
+
+
+def eager(fn):
+    """``fn``, run eagerly when dynamo traces it (a dynamo-disabled call: a graph break), for
+    hooks that move parameters between tensors or apply a plan. torch._dynamo is imported only
+    when something is being compiled (importing it costs seconds)."""
+    disabled = []
+
+    def wrapper(*args):
+        if not _compiling():
+            return fn(*args)
+        if not disabled:
+            dis = getattr(getattr(_t(), "compiler", None), "disable", None) or sys.modules["torch._dynamo"].disable
+            disabled.append(dis(fn))
+        return disabled[0](*args)
+    return wrapper
 
 
 def _pre_hook(opt, args, kwargs):
@@ -238,8 +251,8 @@ def install():
         pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
         post = getattr(optmod, "register_optimizer_step_post_hook", None)
         if pre is not None and post is not None:
-            pre(_no_dynamo(_pre_hook))
-            post(_no_dynamo(_post_hook))
+            pre(eager(_pre_hook))
+            post(eager(_post_hook))
             return
         Opt = torch.optim.Optimizer
         orig_init = Opt.__init__

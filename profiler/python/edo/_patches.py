@@ -266,6 +266,8 @@ def _patch_compile(torch):
 
     @functools.wraps(orig)
     def compile(*args, **kwargs):
+        if args:
+            _trial.before_compile(args[0])
         out = orig(*args, **kwargs)
         _dynamo_compat(bool(kwargs.get("fullgraph", False)))
         return out

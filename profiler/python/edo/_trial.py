@@ -3,8 +3,8 @@
 ``edo record`` passes the plan's absolute path as EDO_APPLY_PLAN. When torch is imported, the
 optimizers' steps are hooked for low-precision training (``_lowp.install``: before any optimizer
 or learning-rate scheduler exists) and a global forward pre-hook waits for the first forward of
-any module. By then the job has built its model (it is running it) and, usually, its optimizer,
-but no optimizer has stepped: every live model that holds embedding tables (the roots found by
+any module (or ``torch.compile(module)``, whichever comes first). By then the job has built its
+model (it is running or compiling it) and, usually, its optimizer, but no optimizer has stepped: every live model that holds embedding tables (the roots found by
 the same scan that names tables) gets ``edo.apply_plan(root, PLAN)``, once, before its first
 lookup. Tables are named as the recording names them, so the converted tables are registered
 under the same names and the trial recording measures their new bytes. The hook then removes
@@ -48,7 +48,16 @@ def install(torch):
         _state.warn("apply-plan", "this torch has no global forward pre-hook: --apply-plan is not applied")
         return
     # A first forward inside a torch.compile'd function: the hook runs eagerly (a graph break).
-    _handle.append(reg(_lowp._no_dynamo(_first_forward)))
+    _handle.append(reg(_lowp.eager(_first_forward)))
+    import atexit
+    atexit.register(_not_applied)
+
+
+def before_compile(obj):
+    """torch.compile(module): the model is built, it is applied now (before the compiled module's
+    first call, which would also warn about a global module hook)."""
+    if _handle and not _done and isinstance(obj, R.torch.nn.Module):
+        _first_forward(obj, ())
 
 
 def _say(line):
@@ -64,7 +73,7 @@ def _first_forward(module, args):
         return None
     _done.append(True)
     try:
-        _handle[0].remove()
+        _handle.pop().remove()
     except Exception:
         pass
     try:
@@ -72,6 +81,11 @@ def _first_forward(module, args):
     except Exception as e:
         _state.internal_error("applying the plan", e)
     return None
+
+
+def _not_applied():
+    if not _done and R.enabled:
+        _say("plan %s was not applied: the job ran no forward pass of a model" % plan_path())
 
 
 def _roots():
