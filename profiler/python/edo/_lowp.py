@@ -237,6 +237,25 @@ def _wrap_class(cls):
     cls.step = wrapped
 
 
+def _patch_grad_scaler(torch):
+    """AMP's GradScaler refuses to unscale fp16 gradients ("Attempting to unscale FP16
+    gradients"): an optimizer holding a table trained here has them by design (FBGEMM's fp16
+    tables keep fp16 gradients too), so they are unscaled in place like the others (an overflow
+    shows as inf and the step is skipped, as AMP intends)."""
+    for owner in (getattr(getattr(torch, "amp", None), "GradScaler", None),
+                  getattr(getattr(getattr(torch, "cuda", None), "amp", None), "GradScaler", None)):
+        orig = getattr(owner, "__dict__", {}).get("_unscale_grads_") if owner is not None else None
+        if orig is None or getattr(orig, "_edo_lowp", False):
+            continue
+
+        def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16, __orig=orig):
+            if not allow_fp16 and _params and _lowp_params(optimizer):
+                allow_fp16 = True
+            return __orig(self, optimizer, inv_scale, found_inf, allow_fp16)
+        _unscale_grads_._edo_lowp = True
+        owner._unscale_grads_ = _unscale_grads_
+
+
 def install():
     """Hooks the optimizers' steps (once per process). Never raises."""
     if _installed:
@@ -247,6 +266,7 @@ def install():
         _installed.append(True)
         torch = _t()
         import importlib
+        _patch_grad_scaler(torch)
         optmod = importlib.import_module("torch.optim.optimizer")
         pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
         post = getattr(optmod, "register_optimizer_step_post_hook", None)

@@ -69,17 +69,19 @@ def _say(line):
 
 
 def _first_forward(module, args):
-    if _done:
-        return None
-    _done.append(True)
-    try:
-        _handle.pop().remove()
-    except Exception:
-        pass
-    try:
-        apply_now(plan_path())
-    except Exception as e:
-        _state.internal_error("applying the plan", e)
+    # Two threads' first forwards: one applies, the other waits until it is done.
+    with R.lock:
+        if _done:
+            return None
+        _done.append(True)
+        try:
+            _handle.pop().remove()
+        except Exception:
+            pass
+        try:
+            apply_now(plan_path())
+        except Exception as e:
+            _state.internal_error("applying the plan", e)
     return None
 
 

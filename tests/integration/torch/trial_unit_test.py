@@ -248,6 +248,34 @@ class LowPrecisionTraining(unittest.TestCase):
         if r is not None:
             self.assertIn("no bfloat16", json.dumps(r))
 
+    def test_amp_grad_scaler_unscales_the_fp16_gradients(self):
+        # GradScaler refuses fp16 gradients ("Attempting to unscale FP16 gradients") unless told
+        # they are expected: they are, for a table trained the FBGEMM way. CPU GradScaler: torch 2.3+.
+        import torch.nn.functional as F
+        try:
+            torch.amp.GradScaler("cpu")
+        except (AttributeError, TypeError, RuntimeError):
+            self.skipTest("no CPU GradScaler in torch %s" % torch.__version__)
+        results = []
+        for mode in ("fp32", "plan"):
+            torch.manual_seed(0)
+            m = trial_job.Recommender()
+            opt = torch.optim.Adam(m.parameters(), lr=0.01)
+            if mode == "plan":
+                edo.apply_plan(m, plan(entry("user", "fp16", training=True), entry("item", "fp16", training=True)))
+            scaler = torch.amp.GradScaler("cpu")
+            losses = []
+            for users, offsets, items, label in trial_job.batches(STEPS):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    loss = F.binary_cross_entropy_with_logits(m(users, offsets, items).float(), label)
+                opt.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                losses.append(float(loss.detach()))
+            results.append(losses)
+        self.assertIsNone(trains_like(results[0], results[1]))
+
     def test_the_old_plain_cast_fails_this_check(self):
         # What apply_plan did before: cast the weights; the optimizer's state follows them in
         # fp16, where Adagrad's eps (1e-10) and Adam's (1e-8) are 0: NaN (torch 1.13's CPU
