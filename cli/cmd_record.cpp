@@ -131,6 +131,11 @@ int run_record(const RecordOptions& o) {
       return 1;
     }
     plan = canonical(o.apply_plan);
+    const char* torch_hooks = getenv("EDO_TORCH");
+    if (torch_hooks && std::string(torch_hooks) == "0") {
+      std::fprintf(stderr, "edo record: --apply-plan needs the PyTorch hooks, which EDO_TORCH=0 turns off (unset it)\n");
+      return 1;
+    }
   }
 
   // ---- the job's environment ----

@@ -27,6 +27,7 @@ from ._state import R
 
 _done = []
 _handle = []
+_installed_pid = []
 # Wrappers that laid out the model's parameters for their own use (gradient buckets, flat
 # parameters) when they were built: a dtype changed under them would break the job.
 _SHARDING_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
@@ -49,6 +50,7 @@ def install(torch):
         return
     # A first forward inside a torch.compile'd function: the hook runs eagerly (a graph break).
     _handle.append(reg(_lowp.eager(_first_forward)))
+    _installed_pid.append(os.getpid())
     import atexit
     atexit.register(_not_applied)
 
@@ -86,7 +88,9 @@ def _first_forward(module, args):
 
 
 def _not_applied():
-    if not _done and R.enabled:
+    # Only the process that installed the hook speaks (a forked child leaving through exit()
+    # ran no model of its own).
+    if not _done and R.enabled and _installed_pid and _installed_pid[0] == os.getpid():
         _say("plan %s was not applied: the job ran no forward pass of a model" % plan_path())
 
 

@@ -15,7 +15,8 @@ CASE:
              gradients (exact bytes), the loss close to the baseline recording's
   bad-plan   --apply-plan with a plan that is not valid (strategy "int3"): one line, the job runs
              unchanged (the same losses as the baseline), no pytorch.plan_applied
-  cli        --apply-plan with a missing file: exit 1, one line, the job never starts
+  cli        --apply-plan with a missing file, or with EDO_TORCH=0 (the hooks that apply it off):
+             exit 1, one line, the job never starts
   compile    compiled_job.py (torch.compile, aot_eager): every step's loss recorded from a compiled
              step function that calls backward(), the job's results unchanged by edo; --apply-plan
              applied before the first compiled forward; fullgraph=True not broken. Skipped (77)
@@ -189,6 +190,12 @@ def case_cli(edo, py, env, tmp):
     c.expect(r.stderr.strip().count("\n") == 0 and "--apply-plan" in r.stderr and "missing.json" in r.stderr
              and "No such file" in r.stderr, "stderr %r" % r.stderr)
     c.expect(not os.path.exists(marker) and not os.path.exists(db), "the job ran, or a database was written")
+    plan = os.path.join(tmp, "plan.json")
+    write_plan(plan)
+    r = subprocess.run([edo, "record", "-o", db, "--apply-plan", plan, "--", "touch", marker], capture_output=True,
+                       text=True, env=dict(env, EDO_TORCH="0"), timeout=120)
+    c.expect(r.returncode == 1 and "EDO_TORCH=0" in r.stderr and not os.path.exists(marker),
+             "EDO_TORCH=0 with --apply-plan: exit %d, %r" % (r.returncode, r.stderr))
     h = subprocess.run([edo, "record", "--help"], capture_output=True, text=True, env=env, timeout=60).stdout
     c.expect("--apply-plan" in h and "edo diff --plan" in h, "help does not teach --apply-plan")
     return c.done()
