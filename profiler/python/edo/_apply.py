@@ -26,6 +26,8 @@ choice with ``"optimizer": "rowwise_adagrad"`` says the plan's bytes assume row-
 train those parameters with ``edo.RowwiseAdagrad``.
 """
 
+import json
+
 from ._plan_file import PlanError, load_plan
 
 _NO_MODULE = {
@@ -481,7 +483,14 @@ def _apply_tables(model, tables, training, rows_read, prefix, undo):
             dtype = torch.float16 if strategy == "fp16" else torch.bfloat16
             reader = _dense_reader(model, m, w)
             dense = t.get("dense_use") or ""
-            if reader is not None or dense:
+            # How the plan says the table trains (the tuner's "train_precision"; default: FBGEMM's).
+            tp = t.get("train_precision") or {}
+            state_dtype = tp.get("optimizer_state", "fp32")
+            rounding = tp.get("rounding", "stochastic")
+            if is_training and (state_dtype not in ("fp32", strategy) or rounding not in ("stochastic", "nearest")):
+                entry["why"] = ("left as it was: train_precision %s is not one edo.apply_plan knows (optimizer_state "
+                                "fp32 or %s, rounding stochastic or nearest)" % (json.dumps(tp, sort_keys=True)[:120], strategy))
+            elif reader is not None or dense:
                 # A tied head (F.linear, matmul) would get low-precision weights against its
                 # fp32 input: the job would fail or change. The plan's word or the model's.
                 entry["why"] = ("left as it was: the weight is read whole by %s as well as by lookups; "
@@ -493,12 +502,15 @@ def _apply_tables(model, tables, training, rows_read, prefix, undo):
                 else:
                     done[key] = (strategy, None)
                     why = "weights cast to %s in place (the output is cast back to the model's dtype)" % strategy
-                    if is_training and isinstance(w, nn.Parameter) and w.requires_grad:
+                    if is_training and isinstance(w, nn.Parameter) and w.requires_grad and state_dtype == "fp32":
                         from . import _lowp
-                        _lowp.register(w)
+                        _lowp.register(w, rounding)
                         undo.append(lambda w=w: _lowp.unregister(w))
                         why += ("; trained the FBGEMM way: the job's optimizer keeps fp32 state and each update "
-                                "is rounded stochastically into the %s weights" % strategy)
+                                "is rounded %s into the %s weights" % (
+                                    "stochastically" if rounding == "stochastic" else "to nearest", strategy))
+                    elif is_training:
+                        why += "; the optimizer's state follows the weights in %s (the plan's train_precision)" % strategy
                     entry.update(applied=True, after_bytes=module_bytes(m), why=why)
         elif strategy in ("int8", "int4"):
             mode = getattr(m, "mode", "sum")

@@ -35,6 +35,7 @@ _active = weakref.WeakKeyDictionary()   # optimizer -> [(param, low-precision da
 _generators = {}                        # device -> torch.Generator of the rounding bits
 _installed = []
 _tls = threading.local()
+ROUNDINGS = ("stochastic", "nearest")
 _torch = None
 
 
@@ -90,12 +91,14 @@ def stochastic_round(x, dtype, generator=None):
 
 # ---- registry ------------------------------------------------------------------------------
 
-def register(param):
-    """Trains ``param`` (already cast to fp16/bf16) with fp32 optimizer state and stochastic
-    rounding from now on."""
+def register(param, rounding="stochastic"):
+    """Trains ``param`` (already cast to fp16/bf16) with fp32 optimizer state from now on, each
+    update rounded into it stochastically (or to nearest: ``rounding="nearest"``)."""
+    if rounding not in ROUNDINGS:
+        raise ValueError("rounding %r is not one of %s" % (rounding, ", ".join(ROUNDINGS)))
     key = id(param)
     with _lock:
-        _params[key] = (weakref.ref(param, lambda _r, k=key: _params.pop(k, None)), param.dtype)
+        _params[key] = (weakref.ref(param, lambda _r, k=key: _params.pop(k, None)), param.dtype, rounding)
     install()
 
 
@@ -104,11 +107,16 @@ def unregister(param):
         _params.pop(id(param), None)
 
 
-def _dtype_of(param):
+def _entry(param):
     e = _params.get(id(param))
     if e is None or e[0]() is not param:
         return None
-    return e[1]
+    return e
+
+
+def _dtype_of(param):
+    e = _entry(param)
+    return e[1] if e is not None else None
 
 
 def registered(param):
@@ -170,7 +178,11 @@ def leave(opt):
         with torch.no_grad():
             new = p.data
             if new is not low:
-                low.copy_(stochastic_round(new, low.dtype))
+                e = _entry(p)
+                if e is not None and e[2] == "nearest":
+                    low.copy_(new)   # round to nearest even
+                else:
+                    low.copy_(stochastic_round(new, low.dtype))
             after = p.grad
             p.grad = None
             p.data = low

@@ -162,6 +162,17 @@ class Validator(unittest.TestCase):
         self.assertFalse(_lowp.registered(w))
         self.assertEqual(m.item.weight.dtype, torch.float32)
 
+    def test_train_precision_is_followed(self):
+        m = self.model()
+        r = edo.apply_plan(m, plan(entry("user", "fp16", training=True, train_precision={"rounding": "nearest"}),
+                                   entry("item", "fp16", training=True, train_precision={"optimizer_state": "fp8"})))
+        self.assertTrue(r["user"]["applied"])
+        self.assertIn("rounded to nearest", r["user"]["why"])
+        self.assertTrue(_lowp.registered(m.user.weight))
+        self.assertFalse(r["item"]["applied"])
+        self.assertIn("train_precision", r["item"]["why"])
+        self.assertEqual(m.item.weight.dtype, torch.float32)
+
     def test_a_table_read_whole_is_not_cast(self):
         m = self.model()
         head = nn.Linear(trial_job.DIM, trial_job.ITEMS, bias=False)
