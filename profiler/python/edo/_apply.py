@@ -11,6 +11,9 @@ Conversions:
   fp16 / bf16   the weight is cast in place (``param.data``); the module's output is cast back
                 to the model's dtype by a forward hook. A dtype the lookup kernel of this PyTorch
                 build lacks (bf16 EmbeddingBag on the CPU in 1.13) is refused after a test lookup.
+                A training table keeps fp32 optimizer state and gets each update stochastically
+                rounded into its fp16/bf16 weights (``_lowp``: FBGEMM's way). A weight that another
+                module reads whole (a tied nn.Linear head, or the plan's "dense_use") is not cast.
   int8 / int4   inference only: rows are packed by FBGEMM's row-wise formats
                 (``quantized::embedding_bag_byte_prepack`` / ``_4bit_prepack``: dim bytes + fp32
                 scale and bias, or dim/2 bytes + fp16 scale and bias per row, the layout
@@ -20,6 +23,10 @@ Conversions:
   pruned        rows never read are dropped: an int32 remap (row -> kept row) and the kept rows
                 plus one default row (zeros) that every dropped row maps to. Which rows were
                 read is not in a plan file: pass ``rows_read={name: row ids}``.
+
+The plan is validated whole before anything changes (``_plan_file.check_tables``, the rules of
+tuner/src/plan_import.cpp): a PlanError leaves the model untouched, and a conversion that raises
+midway is undone before the exception reaches the caller.
 
 Training plans keep fp32/fp16/bf16 parameters (int8/int4 are refused for a training table); a
 choice with ``"optimizer": "rowwise_adagrad"`` says the plan's bytes assume row-wise Adagrad:
