@@ -10,6 +10,7 @@ per-thread token that the functional wrapper consumes, so it is not counted twic
 import functools
 import weakref
 
+from . import _facts
 from . import _native
 from . import _naming
 from . import _state
@@ -66,7 +67,7 @@ def count(tab, idx):
     s = _state.S
     s.dirty = True
     if s.dense_checks_left > 0:   # the first few steps only (_facts: dense use)
-        s.ids_this_step[tab.name] += n
+        _facts.tally(tab.name, n)
     if rc < 0:
         _state.warn("lookup:%d" % rc, "counting lookups of %s failed: %s (counted as dropped; "
                     "further failures are not reported)" % (tab.name, b.strerror(int(rc))))

@@ -11,7 +11,9 @@ than its lookups (a tied LM head ``F.linear(x, emb.weight)``, a matmul, any op):
   * a module of the model other than an embedding holding the same weight Parameter
     (nn.Linear: a tied head; covers inference);
   * in the first ``CHECKS`` optimizer steps, a dense gradient with more non-zero rows than the
-    ids the table's lookups read in that step (then the counting stops: no steady-state cost).
+    ids the table's lookups read since its gradient was last looked at (then the counting
+    stops: no steady-state cost; a job that never steps an optimizer stops after TALLY_CALLS
+    lookups).
     The count of non-zero rows is computed on the table's device and read asynchronously.
 Limits: a step whose lookups read as many ids as the table has rows cannot tell (skipped); a
 dense read that leaves its gradient zero on the rows it did not look up (rare) is not seen;
@@ -27,6 +29,7 @@ from . import _state
 from ._state import R
 
 CHECKS = 3
+TALLY_CALLS = 100000
 _HYPER = ("lr", "eps", "weight_decay", "momentum", "initial_accumulator_value")
 
 
@@ -119,7 +122,9 @@ def check_gradients(params):
         g = p.grad
         if g is None or g.is_sparse or g.dim() != 2:
             continue
-        ids = s.ids_this_step.get(tab.name, 0)
+        # The ids read since this table's gradient was last looked at: the lookups that made
+        # this gradient, whichever optimizer (one of several) marked the step in between.
+        ids = s.ids_this_step.pop(tab.name, 0)
         rows = int(g.shape[0])
         checked = True
         if ids >= rows:
@@ -136,7 +141,16 @@ def check_gradients(params):
         _loss.read_later(nonzero, verdict)
     if checked:
         s.dense_checks_left -= 1
+        if s.dense_checks_left <= 0:
+            s.ids_this_step.clear()
 
 
-def step_marked():
-    _state.S.ids_this_step.clear()
+def tally(tab_name, n):
+    """A lookup of ``n`` ids of a table (its owner's name), while the first steps are watched.
+    A job that never steps an optimizer (serving) stops being watched after TALLY_CALLS lookups."""
+    s = _state.S
+    s.ids_this_step[tab_name] += n
+    s.tally_calls += 1
+    if s.tally_calls >= TALLY_CALLS:
+        s.dense_checks_left = 0
+        s.ids_this_step.clear()

@@ -71,10 +71,9 @@ def _update_extra(opt):
 
 
 def mark_step():
-    """One edo step: the tracer's mark, the losses' step count, the per-step lookup tally."""
+    """One edo step: the tracer's mark and the losses' step count."""
     s = _state.S
     s.steps_marked += 1
-    _facts.step_marked()
     return R.backend.step()
 
 

@@ -64,7 +64,8 @@ class State(object):
         # Facts for the tuner (_facts): optimizer notes sent, dense use
         self.opt_sent = {}                         # (table name, id(optimizer)) -> hyperparameters sent
         self.dense_checks_left = 3                 # optimizer steps that still compare gradients with lookups
-        self.ids_this_step = collections.Counter() # owner table name -> ids its lookups read this step
+        self.ids_this_step = collections.Counter() # owner table name -> ids read since its gradient was checked
+        self.tally_calls = 0                       # lookups tallied (a serving job stops at _facts.TALLY_CALLS)
         self.dense_sent = set()                    # tables whose pytorch.dense_use was sent
         self.opt_cache = weakref.WeakKeyDictionary()
         self.released = False                      # CUPTI handed to torch.profiler

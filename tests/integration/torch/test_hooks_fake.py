@@ -657,6 +657,32 @@ class FactsTest(unittest.TestCase):
         self.assertEqual(_state.S.dense_checks_left, 0)
         self.assertEqual(len(_state.S.ids_this_step), 0)   # no tally after the first steps
 
+    def test_no_dense_use_for_lookups_with_two_optimizers(self):
+        # The first optimizer marks the step; the second one's table was read before that mark
+        # (examples/dlrm_like.py: SGD for one table, Adam for the others).
+        m = nn.Module()
+        m.a = nn.Embedding(100, 4)
+        m.b = nn.Embedding(100, 4)
+        first = torch.optim.SGD([m.a.weight], lr=0.1)
+        second = torch.optim.Adam([m.b.weight], lr=0.1)
+        for i in range(4):
+            loss = (m.a(torch.tensor([i, 7])) * m.b(torch.tensor([i + 1, 9]))).sum()
+            first.zero_grad()
+            second.zero_grad()
+            loss.backward()
+            first.step()
+            second.step()
+        self.assertEqual(self.notes("pytorch.dense_use"), [])
+        self.assertEqual(self.fake.steps, 4)
+        self.assertEqual(_state.S.dense_checks_left, 0)
+
+    def test_a_serving_job_stops_tallying(self):
+        e = nn.Embedding(10, 2)
+        with torch.no_grad():
+            for _ in range(_facts.TALLY_CALLS + 5):
+                e(torch.tensor([1]))
+        self.assertEqual((_state.S.dense_checks_left, len(_state.S.ids_this_step)), (0, 0))
+
     def test_dense_use_of_a_tied_linear_head(self):
         m = nn.Module()
         m.emb = nn.Embedding(30, 4)
