@@ -17,6 +17,7 @@ Under ``torch.cuda.amp.GradScaler`` the recorded loss is the one before ``scaler
 import atexit
 import collections
 import os
+import sys
 import threading
 
 from . import _state
@@ -135,9 +136,17 @@ def _at_exit():
 
 
 def ensure_exit():
+    """The rest is sent at exit: atexit, and multiprocessing's exit finalizers in a child process
+    (torch.multiprocessing.spawn ranks, workers), which leaves through os._exit, not atexit."""
+    pid = os.getpid()
+    if _exit_registered and _exit_registered[-1] == pid:
+        return
     if not _exit_registered:
-        _exit_registered.append(True)
-        atexit.register(_at_exit)
+        atexit.register(_at_exit)   # a forked child inherits it
+    _exit_registered.append(pid)
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.Finalize(None, _at_exit, exitpriority=100)
 
 
 def _unscaled(t):

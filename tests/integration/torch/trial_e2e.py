@@ -9,7 +9,8 @@ notes the PyTorch hooks send read back from the .edodb. The collector keeps ever
 CASE:
   notes      pytorch.loss (the last batch: the job's own losses, steps numbered), pytorch.optimizer
              (Adagrad's hyperparameters, the learning rate a scheduler lowered), pytorch.dense_use
-             (a table also read whole by F.linear; none for a table read by lookups only)
+             (a table also read whole by F.linear; none for a table read by lookups only); the
+             losses of ranks forked by torch.multiprocessing (they leave through os._exit)
   trial      `edo record --apply-plan plan.json` with Adagrad and with Adam: one line on stderr,
              pytorch.plan_applied, the tables recorded in fp16 with fp32 optimizer state and fp16
              gradients (exact bytes), the loss close to the baseline recording's
@@ -109,6 +110,14 @@ def case_notes(edo, py, env, tmp):
     c.expect(opt.get("kind") == "adam" and opt.get("betas") == [0.9, 0.999] and opt.get("lr") == 0.01
              and opt.get("eps") == 1e-08, "pytorch.optimizer %r" % opt)
     c.expect([s for s, _ in losses_of(n2.get("pytorch.loss", ""))] == list(range(6)), "6 steps: %r" % n2.get("pytorch.loss"))
+    # Forked ranks (torch.multiprocessing, fork) leave through os._exit: their losses still arrive.
+    db3 = os.path.join(tmp, "forked.edodb")
+    run([edo, "record", "-o", db3, "--", py, os.path.join(HERE, "forked_losses_job.py")], dict(env, OMP_NUM_THREADS="1"))
+    con = sqlite3.connect(db3)
+    per_rank = [v for (v,) in con.execute("SELECT value FROM metadata WHERE key LIKE 'session.%.pytorch.loss'")]
+    con.close()
+    c.expect(sorted([s for s, _ in losses_of(v)] for v in per_rank) == [list(range(5))] * 2,
+             "forked ranks' losses: %r (expected steps 0..4 from each of 2 sessions)" % per_rank)
     return c.done()
 
 
