@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,7 @@ struct RecordOptions {
   uint64_t flush_ms = 0;
   bool weights = false;        // --weights: EDO_WEIGHTS=1 (weight snapshots for the tuner)
   uint64_t weight_rows = 0;    // --weight-rows: EDO_WEIGHT_ROWS
+  std::string apply_plan;      // --apply-plan: EDO_APPLY_PLAN (absolute), read by the PyTorch hooks
   std::vector<std::string> command;
 };
 
@@ -117,6 +119,24 @@ int run_record(const RecordOptions& o) {
   if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
   const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
   check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
+  std::string plan;
+  if (!o.apply_plan.empty()) {
+    // Checked before the job starts: a trial run that would silently run the baseline is worse
+    // than none. The plan's content is read (and validated whole) by the job's edo.apply_plan.
+    struct stat st;
+    if (stat(o.apply_plan.c_str(), &st) != 0 || S_ISDIR(st.st_mode) || access(o.apply_plan.c_str(), R_OK) != 0) {
+      std::fprintf(stderr, "edo record: --apply-plan %s: %s\n", terminal_safe(o.apply_plan).c_str(),
+                   stat(o.apply_plan.c_str(), &st) != 0 ? std::strerror(errno)
+                   : S_ISDIR(st.st_mode) ? "is a directory, not a plan file" : std::strerror(EACCES));
+      return 1;
+    }
+    plan = canonical(o.apply_plan);
+    const char* torch_hooks = getenv("EDO_TORCH");
+    if (torch_hooks && std::string(torch_hooks) == "0") {
+      std::fprintf(stderr, "edo record: --apply-plan needs the PyTorch hooks, which EDO_TORCH=0 turns off (unset it)\n");
+      return 1;
+    }
+  }
 
   // ---- the job's environment ----
   std::vector<std::string> env;
@@ -126,6 +146,7 @@ int run_record(const RecordOptions& o) {
     std::string k = kv.substr(0, kv.find('='));
     if (k == "LD_PRELOAD" || k == "NVTX_INJECTION64_PATH" || k == "EDO_CHANNEL" || k == "EDO_OUTPUT" ||
         k == "EDO_OUTPUT_OWNER" || k == "EDO_ROOT_PID" || k == "EDO_TRACE_LIB" || k == "PYTHONPATH" ||
+        k == "EDO_APPLY_PLAN" ||
         (k == "EDO_EXACT_ROWS" && o.exact_rows) || (k == "EDO_FLUSH_MS" && o.flush_ms) ||
         (k == "EDO_WEIGHTS" && o.weights) || (k == "EDO_WEIGHT_ROWS" && o.weight_rows))
       continue;
@@ -155,6 +176,7 @@ int run_record(const RecordOptions& o) {
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.weights) env.push_back("EDO_WEIGHTS=1");
   if (o.weight_rows) env.push_back("EDO_WEIGHT_ROWS=" + std::to_string(o.weight_rows));
+  if (!plan.empty()) env.push_back("EDO_APPLY_PLAN=" + plan);
   std::string pythonpath = getv("PYTHONPATH");
   if (getv("EDO_TORCH") != "0") {
     std::string add;
@@ -215,7 +237,8 @@ std::vector<std::string> raw_command() {
   while (i < args.size()) {
     const std::string& a = args[i];
     if (a == "--") return {args.begin() + long(i) + 1, args.end()};
-    if (a == "-o" || a == "--output" || a == "--exact-rows" || a == "--flush-ms" || a == "--weight-rows") {
+    if (a == "-o" || a == "--output" || a == "--exact-rows" || a == "--flush-ms" || a == "--weight-rows" ||
+        a == "--apply-plan") {
       i += 2;
       continue;
     }
@@ -224,7 +247,7 @@ std::vector<std::string> raw_command() {
       continue;
     }
     if (a.rfind("--output=", 0) == 0 || a.rfind("--exact-rows=", 0) == 0 || a.rfind("--flush-ms=", 0) == 0 ||
-        a.rfind("--weight-rows=", 0) == 0 || a == "--weights" || (a.rfind("-o", 0) == 0 && a.size() > 2)) {
+        a.rfind("--weight-rows=", 0) == 0 || a.rfind("--apply-plan=", 0) == 0 || a == "--weights" || (a.rfind("-o", 0) == 0 && a.size() > 2)) {
       ++i;
       continue;
     }
@@ -249,6 +272,12 @@ Runner setup(CLI::App& sub) {
                "C/C++: edo_table_weights())");
   sub.add_option("--weight-rows", o->weight_rows, "rows a weight snapshot keeps per table (EDO_WEIGHT_ROWS, default 65536)")
       ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 24));
+  sub.add_option("--apply-plan", o->apply_plan,
+                 "a trial run of a plan with no code change: the PyTorch hooks apply PLAN (edo export's JSON/YAML, or an "
+                 ".edodb that 'edo tune' wrote to) to the job's model at its first forward, before any optimizer step "
+                 "(fp16/bf16 training tables keep fp32 optimizer state, updated with stochastic rounding), and record "
+                 "the converted tables under the same names; then 'edo diff --plan PLAN this.edodb' (EDO_APPLY_PLAN)")
+      ->type_name("PLAN");
   sub.add_option("command", o->command, "the job to run and its arguments (after --)")->required();
   sub.prefix_command();
   sub.footer(variables_help());

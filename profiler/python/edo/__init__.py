@@ -84,8 +84,10 @@ def snapshot_weights():
 def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
     """Converts each table of ``model`` that ``plan`` (a JSON/YAML plan file, an .edodb with a
     plan, or an edo.plan/1 dict) names to the plan's choice, in place. Returns {table:
-    {"strategy", "before_bytes", "after_bytes", "applied", "why", "optimizer"}}. See
-    edo/_apply.py and docs/tuning.md ("Applying a plan")."""
+    {"strategy", "before_bytes", "after_bytes", "applied", "why", "optimizer"}}. The whole plan is
+    validated first: edo.PlanError (one line) changes nothing. fp16/bf16 training tables keep fp32
+    optimizer state, updated by stochastic rounding. See edo/_apply.py and docs/tuning.md
+    ("Applying a plan")."""
     from ._apply import apply_plan as _apply_plan
     return _apply_plan(model, plan, training=training, rows_read=rows_read, prefix=prefix)
 

@@ -11,6 +11,9 @@ Conversions:
   fp16 / bf16   the weight is cast in place (``param.data``); the module's output is cast back
                 to the model's dtype by a forward hook. A dtype the lookup kernel of this PyTorch
                 build lacks (bf16 EmbeddingBag on the CPU in 1.13) is refused after a test lookup.
+                A training table keeps fp32 optimizer state and gets each update stochastically
+                rounded into its fp16/bf16 weights (``_lowp``: FBGEMM's way). A weight that another
+                module reads whole (a tied nn.Linear head, or the plan's "dense_use") is not cast.
   int8 / int4   inference only: rows are packed by FBGEMM's row-wise formats
                 (``quantized::embedding_bag_byte_prepack`` / ``_4bit_prepack``: dim bytes + fp32
                 scale and bias, or dim/2 bytes + fp16 scale and bias per row, the layout
@@ -21,10 +24,16 @@ Conversions:
                 plus one default row (zeros) that every dropped row maps to. Which rows were
                 read is not in a plan file: pass ``rows_read={name: row ids}``.
 
+The plan is validated whole before anything changes (``_plan_file.check_tables``, the rules of
+tuner/src/plan_import.cpp): a PlanError leaves the model untouched, and a conversion that raises
+midway is undone before the exception reaches the caller.
+
 Training plans keep fp32/fp16/bf16 parameters (int8/int4 are refused for a training table); a
 choice with ``"optimizer": "rowwise_adagrad"`` says the plan's bytes assume row-wise Adagrad:
 train those parameters with ``edo.RowwiseAdagrad``.
 """
+
+import json
 
 from ._plan_file import PlanError, load_plan
 
@@ -313,8 +322,28 @@ def _test_lookup(m):
             torch.nn.functional.embedding(idx, m.weight)
 
 
-def _cast(m, dtype):
-    """fp16/bf16 in place: the Parameter object stays (tied modules and optimizers keep it)."""
+def _test_backward(m, dtype):
+    """A backward through this module's lookup in ``dtype`` (a training table): raises when this
+    PyTorch has no gradient kernel for it."""
+    torch = _torch()
+    F = torch.nn.functional
+    dev = m.weight.device
+    w = torch.zeros(2, int(m.weight.shape[1]), dtype=dtype, device=dev, requires_grad=True)
+    idx = torch.zeros(1, dtype=torch.long, device=dev)
+    with torch.enable_grad():
+        if isinstance(m, torch.nn.EmbeddingBag):
+            off = torch.tensor([0, 1] if m.include_last_offset else [0], device=dev)
+            out = F.embedding_bag(idx, w, off, mode=m.mode, include_last_offset=m.include_last_offset,
+                                  sparse=bool(m.sparse))
+        else:
+            out = F.embedding(idx, w, sparse=bool(m.sparse))
+        # autograd.grad, not backward(): edo's own test is not the job's loss (pytorch.loss)
+        torch.autograd.grad(out.float().sum(), w)
+
+
+def _cast(m, dtype, undo, training=False):
+    """fp16/bf16 in place: the Parameter object stays (tied modules and optimizers keep it).
+    Appends to ``undo`` what puts the module back."""
     torch = _torch()
     old = m.weight.data
     if old.dtype == dtype:
@@ -322,14 +351,38 @@ def _cast(m, dtype):
     m.weight.data = old.to(dtype)
     try:
         _test_lookup(m)
-    except RuntimeError as e:
+        if training:
+            _test_backward(m, dtype)
+    except BaseException as e:
         m.weight.data = old
+        if not isinstance(e, RuntimeError):
+            raise   # not a missing kernel: apply_plan puts everything back and raises
         msg = str(e).splitlines()[0]
-        return "this PyTorch %s has no %s lookup kernel on %s (%s)" % (
-            torch.__version__, str(dtype).replace("torch.", ""), old.device.type, msg[:160])
+        return "this PyTorch %s has no %s %s kernel on %s (%s)" % (
+            torch.__version__, str(dtype).replace("torch.", ""), "gradient" if training and "backward" in msg.lower()
+            else "lookup", old.device.type, msg[:160])
+    handles = []
     if not any(isinstance(h, _OutputCast) for h in m._forward_hooks.values()):
-        m.register_forward_hook(_OutputCast(old.dtype))
-        m.register_forward_pre_hook(_InputCast())
+        handles.append(m.register_forward_hook(_OutputCast(old.dtype)))
+        handles.append(m.register_forward_pre_hook(_InputCast()))
+
+    def back(m=m, old=old, handles=handles):
+        m.weight.data = old
+        for h in handles:
+            h.remove()
+    undo.append(back)
+    return None
+
+
+def _dense_reader(model, m, w):
+    """The name of a module of ``model`` other than the table's own that holds the same weight
+    Parameter (a tied LM head: nn.Linear reads every row), or None."""
+    for n, o in model.named_modules():
+        if o is m or _is_table(o):
+            continue
+        params = getattr(o, "_parameters", None) or {}
+        if any(v is w for v in params.values()):
+            return "%s %r" % (type(o).__name__, n)
     return None
 
 
@@ -362,9 +415,26 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
     with applied False.
     """
     torch = _torch()
+    # The whole plan is checked before anything changes (PlanError: one line, nothing touched).
+    tables = load_plan(plan)
+    undo = []
+    try:
+        with torch.no_grad():
+            return _apply_tables(model, tables, training, rows_read, prefix, undo)
+    except BaseException:
+        # All or nothing: a conversion that failed midway puts back what was converted.
+        for back in reversed(undo):
+            try:
+                back()
+            except Exception:
+                pass
+        raise
+
+
+def _apply_tables(model, tables, training, rows_read, prefix, undo):
+    torch = _torch()
     nn = torch.nn
     Quant, Pruned, _ = _cls()
-    tables = load_plan(plan)
     rows_read = rows_read or {}
     pre = prefix + "." if prefix else ""
     modules = {pre + n: m for n, m in model.named_modules()
@@ -418,13 +488,37 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
             entry["why"] = "left as it was: " + _NO_MODULE[strategy]
         elif strategy in ("fp16", "bf16"):
             dtype = torch.float16 if strategy == "fp16" else torch.bfloat16
-            err = _cast(m, dtype)
-            if err:
-                entry["why"] = "left as it was: " + err
+            reader = _dense_reader(model, m, w)
+            dense = t.get("dense_use") or ""
+            # How the plan says the table trains (the tuner's "train_precision"; default: FBGEMM's).
+            tp = t.get("train_precision") or {}
+            state_dtype = tp.get("optimizer_state", "fp32")
+            rounding = tp.get("rounding", "stochastic")
+            if is_training and (state_dtype not in ("fp32", strategy) or rounding not in ("stochastic", "nearest")):
+                entry["why"] = ("left as it was: train_precision %s is not one edo.apply_plan knows (optimizer_state "
+                                "fp32 or %s, rounding stochastic or nearest)" % (json.dumps(tp, sort_keys=True)[:120], strategy))
+            elif reader is not None or dense:
+                # A tied head (F.linear, matmul) would get low-precision weights against its
+                # fp32 input: the job would fail or change. The plan's word or the model's.
+                entry["why"] = ("left as it was: the weight is read whole by %s as well as by lookups; "
+                                "a cast would give it %s weights" % (reader or "the model (%s)" % dense[:120], strategy))
             else:
-                done[key] = (strategy, None)
-                entry.update(applied=True, after_bytes=module_bytes(m),
-                             why="weights cast to %s in place (the output is cast back to the model's dtype)" % strategy)
+                err = _cast(m, dtype, undo, training=is_training)
+                if err:
+                    entry["why"] = "left as it was: " + err
+                else:
+                    done[key] = (strategy, None)
+                    why = "weights cast to %s in place (the output is cast back to the model's dtype)" % strategy
+                    if is_training and isinstance(w, nn.Parameter) and w.requires_grad and state_dtype == "fp32":
+                        from . import _lowp
+                        _lowp.register(w, rounding)
+                        undo.append(lambda w=w: _lowp.unregister(w))
+                        why += ("; trained the FBGEMM way: the job's optimizer keeps fp32 state and each update "
+                                "is rounded %s into the %s weights" % (
+                                    "stochastically" if rounding == "stochastic" else "to nearest", strategy))
+                    elif is_training:
+                        why += "; the optimizer's state follows the weights in %s (the plan's train_precision)" % strategy
+                    entry.update(applied=True, after_bytes=module_bytes(m), why=why)
         elif strategy in ("int8", "int4"):
             mode = getattr(m, "mode", "sum")
             if is_training:
@@ -441,6 +535,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
                 others = [n for n in by_weight.get(key, []) if n != name]
                 new = Quant(m, 8 if strategy == "int8" else 4, name)
                 _set_module(model, name[len(pre):], new)
+                undo.append(lambda n=name[len(pre):], old=m: _set_module(model, n, old))
                 for o in others:  # a tied table stays tied: the same packed rows
                     om = modules[o]
                     if isinstance(om, (nn.Embedding, nn.EmbeddingBag)):
@@ -452,6 +547,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
                         twin.mode = om.mode if twin.bag else "sum"
                         twin.register_buffer("packed", new.packed)
                         _set_module(model, o[len(pre):], twin)
+                        undo.append(lambda n=o[len(pre):], old=om: _set_module(model, n, old))
                         modules[o] = twin
                 modules[name] = new
                 _register_with_edo(new, name)
@@ -474,6 +570,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
                                     % (new.kept_rows, want))
                 else:
                     _set_module(model, name[len(pre):], new)
+                    undo.append(lambda n=name[len(pre):], old=m: _set_module(model, n, old))
                     modules[name] = new
                     done[key] = (strategy, new)
                     entry.update(applied=True, after_bytes=module_bytes(new),

@@ -10,6 +10,7 @@ per-thread token that the functional wrapper consumes, so it is not counted twic
 import functools
 import weakref
 
+from . import _facts
 from . import _native
 from . import _naming
 from . import _state
@@ -63,7 +64,10 @@ def count(tab, idx):
         return
     b = R.backend
     rc = b.table_lookup(tab.handle, idx.data_ptr(), n, it, dev, stream)
-    _state.S.dirty = True
+    s = _state.S
+    s.dirty = True
+    if s.dense_checks_left > 0:   # the first few steps only (_facts: dense use)
+        _facts.tally(tab.name, n)
     if rc < 0:
         _state.warn("lookup:%d" % rc, "counting lookups of %s failed: %s (counted as dropped; "
                     "further failures are not reported)" % (tab.name, b.strerror(int(rc))))

@@ -20,6 +20,7 @@ import gc
 import os
 import weakref
 
+from . import _facts
 from . import _state
 from . import _tables
 from . import _torchrec
@@ -209,8 +210,12 @@ def register_tree(root, prefix):
         prev = s.tables.get(n)
         if prev is not None and prev.weight_ref() is w and prev.base == _tables.safe_ptr(w):
             continue
-        if _tables.table_for_weight(w) is not None:
+        owner = _tables.table_for_weight(w)
+        if owner is not None:
             _tables.register_weight(n, w, m)
+            if isinstance(m, R.torch.nn.Linear):
+                # A tied head: its forward reads every row of the table (pytorch.dense_use).
+                _facts.send_dense(owner.name, "nn.Linear %r holds the same weight (a tied head reads every row)" % n)
     _torchrec.recognise(paths, s.tables, s.name_owner, _state.backend())   # TorchRec config names, features
     return found
 

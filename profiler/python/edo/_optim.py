@@ -2,6 +2,9 @@
 momentum buffers) and the gradients, recorded with ``edo_table_set_extra_bytes``; one step
 mark per training step (unless the job calls ``edo.step()`` itself)."""
 
+from . import _facts
+from . import _loss
+from . import _lowp
 from . import _state
 from . import _tables
 from ._state import R
@@ -36,7 +39,7 @@ def _update_extra(opt):
             for p in g.get("params", ()):
                 tab = _tables.table_for_weight(p)
                 if tab is not None:
-                    c.params.append((p, tab))
+                    c.params.append((p, tab, g))
         s.opt_cache[opt] = c
     if not c.params:
         return
@@ -44,7 +47,7 @@ def _update_extra(opt):
     prefix = type(opt).__name__.lower()
     state = opt.state
     b = R.backend
-    for p, tab in c.params:
+    for p, tab, _g in c.params:
         st = state.get(p) if hasattr(state, "get") else None
         if st:
             for k, v in st.items():
@@ -62,12 +65,24 @@ def _update_extra(opt):
             if c.sizes.get(key) != nb:
                 c.sizes[key] = nb
                 b.table_set_extra_bytes(tab.handle, "grad", nb)
+    _facts.optimizer_notes(opt, c.params)
+    if _facts.watching():
+        _facts.check_gradients(c.params)
+
+
+def mark_step():
+    """One edo step: the tracer's mark and the losses' step count."""
+    s = _state.S
+    s.steps_marked += 1
+    return R.backend.step()
 
 
 def after_optimizer_step(opt):
     if not R.enabled:
         return
     try:
+        # A low-precision table's fp32 view ends first: its recorded bytes are the ones that stay.
+        _lowp.leave(opt)
         s = _state.S
         if R.backend is None:
             _state.backend()
@@ -77,7 +92,8 @@ def after_optimizer_step(opt):
         # optimizer) with no lookup in between does not mark another step.
         if not s.user_steps and s.dirty:
             s.dirty = False
-            R.backend.step()
+            mark_step()
+        _loss.PENDING.poll()
     except Exception as e:
         _state.internal_error("optimizer step hook", e)
 
@@ -90,7 +106,8 @@ def user_step():
     if not R.enabled:
         return 0
     try:
-        return _state.backend().step()
+        _state.backend()
+        return mark_step()
     except Exception as e:
         _state.internal_error("step", e)
         return 0

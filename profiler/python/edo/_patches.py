@@ -14,6 +14,10 @@
   * ``torch.compile``: hook bodies become ``torch._dynamo.disable``d (graph breaks that run
     eagerly); with ``fullgraph=True`` lookups inside compiled graphs are not counted.
   * ``torch.profiler`` tracing CUDA: edo hands CUPTI over first.
+  * ``torch.Tensor.backward`` / ``torch.autograd.backward`` (and ``GradScaler.scale``): the loss
+    of each step (``_loss``), read without a device synchronisation.
+  * under ``edo record --apply-plan`` (EDO_APPLY_PLAN): the optimizers' steps (``_lowp``) and a
+    global forward pre-hook that applies the plan at the first forward (``_trial``).
 """
 
 import collections
@@ -22,9 +26,11 @@ import sys
 import threading
 
 from . import _counting
+from . import _loss
 from . import _naming
 from . import _optim
 from . import _state
+from . import _trial
 from . import _weights
 from ._state import R
 
@@ -242,11 +248,13 @@ def _dynamo_compat(fullgraph=False):
                 R.hook_impl = _not_while_compiling(_counting.pre_hook_body)
                 R.functional_impl = _not_while_compiling(_counting.functional_body)
                 R.hook_impl._edo_mode = "skip"
+                R.functional_impl._edo_mode = "skip"
                 _state.warn("fullgraph", "torch.compile(fullgraph=True): embedding lookups inside "
                       "compiled graphs are not counted (a graph break would be an error)")
         elif R.hook_impl is _counting.pre_hook_body:
             R.hook_impl = disable(_counting.pre_hook_body)
             R.functional_impl = disable(_counting.functional_body)
+        R.loss_impl = None if getattr(R.hook_impl, "_edo_mode", None) == "skip" else disable(_loss.seen)
     except Exception as e:
         _state.internal_error("torch.compile support", e)
 
@@ -258,6 +266,8 @@ def _patch_compile(torch):
 
     @functools.wraps(orig)
     def compile(*args, **kwargs):
+        if args:
+            _trial.before_compile(args[0])
         out = orig(*args, **kwargs)
         _dynamo_compat(bool(kwargs.get("fullgraph", False)))
         return out
@@ -307,6 +317,81 @@ def _patch_profiler(torch):
 
 
 
+def _compiling():
+    """True while dynamo traces (then our wrappers only call through)."""
+    comp = getattr(R.torch, "compiler", None)
+    f = getattr(comp, "is_compiling", None)
+    if f is None:
+        d = sys.modules.get("torch._dynamo")
+        f = getattr(d, "is_compiling", None)
+    try:
+        return bool(f()) if f is not None else False
+    except Exception:
+        return False
+
+
+def _patch_backward(torch):
+    """The loss of each step: the one-element tensor backward() is called on. Tensor.backward
+    calls torch.autograd.backward: a per-thread depth records it once."""
+    tb = torch.Tensor.backward
+
+    @functools.wraps(tb)
+    def backward(self, *args, **kwargs):
+        if _compiling():
+            # Traced by dynamo: the loss is read by a dynamo-disabled function (a graph break that
+            # runs eagerly); under fullgraph=True (a break would be an error) it is not read.
+            impl = R.loss_impl
+            if impl is not None:
+                impl(self)
+            return tb(self, *args, **kwargs)
+        if _loss.in_backward():
+            return tb(self, *args, **kwargs)
+        _loss.seen(self)
+        _loss.enter_backward()
+        try:
+            return tb(self, *args, **kwargs)
+        finally:
+            _loss.leave_backward()
+    R.orig[(torch.Tensor, "backward")] = tb
+    torch.Tensor.backward = backward
+
+    ab = torch.autograd.backward
+
+    @functools.wraps(ab)
+    def autograd_backward(tensors, *args, **kwargs):
+        if _loss.in_backward() or _compiling():
+            return ab(tensors, *args, **kwargs)
+        t = tensors
+        if isinstance(t, (list, tuple)):
+            t = t[0] if len(t) == 1 else None
+        if t is not None:
+            _loss.seen(t)
+        _loss.enter_backward()
+        try:
+            return ab(tensors, *args, **kwargs)
+        finally:
+            _loss.leave_backward()
+    R.orig[(torch.autograd, "backward")] = ab
+    torch.autograd.backward = autograd_backward
+
+    # GradScaler.scale(loss) is what backward() is called on under AMP: remember the loss.
+    amp = getattr(torch, "amp", None)
+    scaler = getattr(amp, "GradScaler", None) if amp is not None else None
+    if scaler is None or "scale" not in scaler.__dict__:
+        scaler = getattr(getattr(torch.cuda, "amp", None), "GradScaler", None)
+    if scaler is not None and "scale" in scaler.__dict__:
+        orig_scale = scaler.__dict__["scale"]
+
+        @functools.wraps(orig_scale)
+        def scale(self, outputs):
+            out = orig_scale(self, outputs)
+            if R.enabled:
+                _loss.remember_scaled(out, outputs)
+            return out
+        R.orig[(scaler, "scale")] = orig_scale
+        scaler.scale = scale
+
+
 def patch():
     """Installs the hooks into the imported torch. Idempotent; never raises."""
     if R.patched:
@@ -335,6 +420,8 @@ def patch():
             _patch_jit(torch)
             _patch_compile(torch)
             _patch_profiler(torch)
+            _patch_backward(torch)
+            _trial.install(torch)
             _patch_forking_pickler()
             _patch_fork_children()
             _dynamo_compat()

@@ -31,6 +31,7 @@ class Runtime(object):
         self.orig = {}             # originals of everything patched, for unpatch()
         self.hook_impl = None      # what the pre-hook calls (_counting; dynamo-wrapped under compile)
         self.functional_impl = None
+        self.loss_impl = None      # _loss.seen, dynamo-disabled, for backward() inside compiled code
         self.raw_stream = None     # torch._C._cuda_getCurrentRawStream, False when absent
 
 
@@ -57,6 +58,15 @@ class State(object):
         self.tls = threading.local()               # .pending: the table the pre-hook counted
         self.dirty = False                         # lookups since the last automatic step
         self.user_steps = False                    # the job called edo.step()
+        self.steps_marked = 0                      # edo steps marked so far (the losses' step)
+        self.loss_pairs = []                       # "step:loss" not sent yet (_loss)
+        self.loss_pid = os.getpid()                # the process they belong to
+        # Facts for the tuner (_facts): optimizer notes sent, dense use
+        self.opt_sent = {}                         # (table name, id(optimizer)) -> hyperparameters sent
+        self.dense_checks_left = 3                 # optimizer steps that still compare gradients with lookups
+        self.ids_this_step = collections.Counter() # owner table name -> ids read since its gradient was checked
+        self.tally_calls = 0                       # lookups tallied (a serving job stops at _facts.TALLY_CALLS)
+        self.dense_sent = set()                    # tables whose pytorch.dense_use was sent
         self.opt_cache = weakref.WeakKeyDictionary()
         self.released = False                      # CUPTI handed to torch.profiler
         # Weight snapshots (_weights)

@@ -9,6 +9,10 @@ The work is split by job, each in its own module:
   _counting  the forward pre-hook and the functional wrappers
   _optim     optimizer state bytes and step marks
   _weights   weight snapshots (edo record --weights)
+  _loss      each step's loss (pytorch.loss notes), device values read without a sync
+  _facts     the optimizers' hyperparameters and dense use of tables (pytorch.* notes)
+  _trial     edo record --apply-plan: the plan applied at the first forward
+  _lowp      fp16/bf16 training tables: fp32 optimizer state, stochastic rounding (apply_plan)
   _patches   what is patched in torch, patch() and unpatch()
 This module is the entry point the package and the boot hook use.
 

@@ -7,6 +7,7 @@ tests see exactly what the tracer would see. Run with a torch-capable python:
 
 import collections
 import copy
+import json
 import ctypes
 import os
 import pickle
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 
 import edo
 from edo import _native
-from edo import _counting, _patches, _state, _torchrec
+from edo import _counting, _facts, _loss, _patches, _state, _torchrec
 from edo import _torch_hooks as H
 from edo._state import R
 
@@ -85,6 +86,7 @@ class FakeBackend(object):
     def note(self, key, value):
         self.notes = getattr(self, "notes", {})
         self.notes[key] = value
+        self.note_log = getattr(self, "note_log", []) + [(key, value)]
         return 0
 
     def strerror(self, code):
@@ -463,9 +465,11 @@ class HookTest(unittest.TestCase):
         sys.modules["torch._dynamo"] = fake
         try:
             _patches._dynamo_compat(False)
-            self.assertEqual(disabled, [_counting.pre_hook_body, _counting.functional_body])
+            self.assertEqual(disabled, [_counting.pre_hook_body, _counting.functional_body, _loss.seen])
+            self.assertIs(R.loss_impl, _loss.seen)
             R.hook_impl, R.functional_impl = saved
             _patches._dynamo_compat(True)
+            self.assertIsNone(R.loss_impl)   # fullgraph: a graph break would be an error
             e = nn.Embedding(10, 2)
             compiling[0] = True
             e(torch.tensor([1]))
@@ -481,6 +485,7 @@ class HookTest(unittest.TestCase):
             if real_is_compiling is not None:
                 comp.is_compiling = real_is_compiling
             R.hook_impl, R.functional_impl = saved
+            R.loss_impl = None
 
     def test_weights_snapshot_when_the_module_is_released_and_nothing_is_kept(self):
         # edo record --weights, the model in main(): the snapshot is taken as the model goes,
@@ -524,6 +529,169 @@ class HookTest(unittest.TestCase):
         e = nn.Embedding(10, 3)
         out = e(torch.tensor([1, 2]))
         self.assertEqual(out.shape, (2, 3))
+
+
+class FactsTest(unittest.TestCase):
+    """Issue 29's notes: pytorch.loss, pytorch.optimizer, pytorch.dense_use."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+
+    def notes(self, key):
+        return [v for k, v in getattr(self.fake, "note_log", []) if k == key]
+
+    def train(self, model, opt, steps, forward):
+        losses = []
+        for i in range(steps):
+            loss = forward(model, i)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        return losses
+
+    def test_each_steps_loss_batched_by_32_and_the_rest_flushed(self):
+        torch.manual_seed(0)
+        e = nn.Embedding(100, 4)
+        opt = torch.optim.SGD(e.parameters(), lr=0.1)
+        losses = self.train(e, opt, 40, lambda m, i: m(torch.tensor([i % 100, 3])).pow(2).sum())
+        notes = self.notes("pytorch.loss")
+        self.assertEqual(len(notes), 1)   # 32 steps: one note; the rest wait for the exit
+        _loss.flush(wait=True)
+        pairs = [p.split(":") for n in self.notes("pytorch.loss") for p in n.split()]
+        self.assertEqual([int(s) for s, _ in pairs], list(range(40)))
+        self.assertEqual([float(v) for _, v in pairs], losses)
+        self.assertEqual(self.fake.steps, 40)
+
+    def test_one_pair_per_backward_only_for_one_element_tensors(self):
+        w = torch.ones(3, requires_grad=True)
+        (w * 2).sum().backward()                                  # Tensor.backward: once, not twice
+        torch.autograd.backward([(w * 3).sum()])                  # autograd.backward with one tensor
+        (w * 4).backward(torch.ones(3))                           # not a loss: nothing
+        torch.autograd.backward([(w * 5).sum(), (w * 6).sum()])   # several tensors: nothing
+        torch.autograd.grad((w * 7).sum(), w)                     # no backward(): nothing
+        out = (w * 8).sum()
+        scaled = out * 1024.0                                     # what GradScaler.scale returns
+        _loss.remember_scaled(scaled, out)
+        scaled.backward()
+        _loss.flush()
+        self.assertEqual(self.notes("pytorch.loss"), ["0:6.0 0:9.0 0:24.0"])
+        self.assertEqual(self.fake.steps, 0)
+
+    def test_a_note_stays_under_60_KB(self):
+        for i in range(6000):
+            _loss._pairs().append(_loss._fmt(i, 0.1 + i))
+        _loss.flush()
+        notes = self.notes("pytorch.loss")
+        self.assertGreater(len(notes), 1)
+        self.assertTrue(all(len(n.encode()) < 60000 for n in notes))
+        self.assertEqual([int(p.split(":")[0]) for n in notes for p in n.split()], list(range(6000)))
+
+    def test_device_values_are_read_once_their_copy_is_done(self):
+        # The CUDA path's bookkeeping with stand-ins: a value is handed over only after its
+        # event says the copy finished (or at exit, waiting).
+        class Event(object):
+            def __init__(self):
+                self.done, self.waited = False, False
+
+            def query(self):
+                return self.done
+
+            def synchronize(self):
+                self.waited = self.done = True
+        p = _loss._Pending()
+        got = []
+        e1, e2 = Event(), Event()
+        p.add(torch.tensor(1.5), e1, got.append)
+        p.add(torch.tensor(2.5), e2, got.append)
+        p.poll()
+        self.assertEqual(got, [])
+        e2.done = True
+        p.poll()
+        self.assertEqual(got, [])   # in order: the first is not done yet
+        e1.done = True
+        p.poll()
+        self.assertEqual(got, [1.5, 2.5])
+        e3 = Event()
+        p.add(torch.tensor(3.5), e3, got.append)
+        p.poll(wait=True)
+        self.assertEqual((got[-1], e3.waited), (3.5, True))
+
+    def test_optimizer_hyperparameters_once_and_when_they_change(self):
+        m = nn.Module()
+        m.a = nn.Embedding(50, 4)
+        m.b = nn.EmbeddingBag(60, 4)
+        opt = torch.optim.Adagrad(m.parameters(), lr=0.1, eps=1e-10, initial_accumulator_value=0.5)
+        fwd = lambda mod, i: mod.a(torch.tensor([1, 2])).sum() + mod.b(torch.tensor([[3, 4]])).sum()
+        self.train(m, opt, 3, fwd)
+        notes = [json.loads(n) for n in self.notes("pytorch.optimizer")]
+        self.assertEqual(sorted(n["table"] for n in notes), ["a", "b"])
+        self.assertEqual(notes[0], {"table": notes[0]["table"], "kind": "adagrad", "lr": 0.1, "eps": 1e-10,
+                                    "weight_decay": 0.0, "momentum": 0.0, "initial_accumulator_value": 0.5,
+                                    "maximize": False})
+        opt.param_groups[0]["lr"] = 0.105   # 5 %: a scheduler's small move is not sent
+        self.train(m, opt, 1, fwd)
+        self.assertEqual(len(self.notes("pytorch.optimizer")), 2)
+        opt.param_groups[0]["lr"] = 0.05
+        opt.param_groups[0]["eps"] = 1e-8
+        self.train(m, opt, 1, fwd)
+        last = [json.loads(n) for n in self.notes("pytorch.optimizer")][2:]
+        self.assertEqual(sorted((n["table"], n["lr"], n["eps"]) for n in last), [("a", 0.05, 1e-8), ("b", 0.05, 1e-8)])
+
+    def test_dense_use_from_the_gradient_in_the_first_steps_only(self):
+        torch.manual_seed(0)
+        m = nn.Module()
+        m.tok = nn.Embedding(200, 8)
+        m.other = nn.Embedding(200, 8)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+
+        def fwd(mod, i):
+            h = mod.tok(torch.tensor([1, 2, 3])) + mod.other(torch.tensor([4, 5, 6]))
+            return F.linear(h, mod.tok.weight).logsumexp(1).sum()   # an untied functional head
+        self.train(m, opt, 5, fwd)
+        notes = [json.loads(n) for n in self.notes("pytorch.dense_use")]
+        self.assertEqual(notes, [{"table": "tok", "why": "the gradient reached 200 of 200 rows in a step whose lookups read 3 ids"}])
+        self.assertEqual(_state.S.dense_checks_left, 0)
+        self.assertEqual(len(_state.S.ids_this_step), 0)   # no tally after the first steps
+
+    def test_no_dense_use_for_lookups_with_two_optimizers(self):
+        # The first optimizer marks the step; the second one's table was read before that mark
+        # (examples/dlrm_like.py: SGD for one table, Adam for the others).
+        m = nn.Module()
+        m.a = nn.Embedding(100, 4)
+        m.b = nn.Embedding(100, 4)
+        first = torch.optim.SGD([m.a.weight], lr=0.1)
+        second = torch.optim.Adam([m.b.weight], lr=0.1)
+        for i in range(4):
+            loss = (m.a(torch.tensor([i, 7])) * m.b(torch.tensor([i + 1, 9]))).sum()
+            first.zero_grad()
+            second.zero_grad()
+            loss.backward()
+            first.step()
+            second.step()
+        self.assertEqual(self.notes("pytorch.dense_use"), [])
+        self.assertEqual(self.fake.steps, 4)
+        self.assertEqual(_state.S.dense_checks_left, 0)
+
+    def test_a_serving_job_stops_tallying(self):
+        e = nn.Embedding(10, 2)
+        with torch.no_grad():
+            for _ in range(_facts.TALLY_CALLS + 5):
+                e(torch.tensor([1]))
+        self.assertEqual((_state.S.dense_checks_left, len(_state.S.ids_this_step)), (0, 0))
+
+    def test_dense_use_of_a_tied_linear_head(self):
+        m = nn.Module()
+        m.emb = nn.Embedding(30, 4)
+        m.head = nn.Linear(4, 30, bias=False)
+        m.head.weight = m.emb.weight
+        with torch.no_grad():
+            m.head(m.emb(torch.tensor([1])))   # inference: no gradient to look at
+        notes = [json.loads(n) for n in self.notes("pytorch.dense_use")]
+        self.assertEqual(notes, [{"table": "emb", "why": "nn.Linear 'head' holds the same weight (a tied head reads every row)"}])
 
 
 class TorchRecTest(unittest.TestCase):
