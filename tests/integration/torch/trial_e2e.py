@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Issue 29 at the user's level: tests/integration/torch/trial_job.py under `edo record`, the
-notes the PyTorch hooks send read back from the .edodb. The collector keeps every note as metadata
-`session.<id>.<key>` (its last value), which is what is checked here; the rows made from them
-(Session::losses, Table::optimizer_params, Table::dense_use) are the collector's tests.
+facts the PyTorch hooks send read back from the .edodb as the collector stores them: the losses
+(session_losses), each table's optimizer (tables.optimizer_*) and dense use (tables.dense_use),
+and the pytorch.plan_applied note (metadata session.<id>.pytorch.plan_applied).
 
     trial_e2e.py CASE --build BUILD_DIR [--source SOURCE_DIR]
 
 CASE:
-  notes      pytorch.loss (the last batch: the job's own losses, steps numbered), pytorch.optimizer
+  notes      pytorch.loss (every step's loss, the job's own, steps numbered), pytorch.optimizer
              (Adagrad's hyperparameters, the learning rate a scheduler lowered), pytorch.dense_use
              (a table also read whole by F.linear; none for a table read by lookups only); the
              losses of ranks forked by torch.multiprocessing (they leave through os._exit)
@@ -39,12 +39,50 @@ JOB = os.path.join(HERE, "trial_job.py")
 USERS, ITEMS, DIM = 2000, 5000, 16
 
 
-def notes(db):
-    """{key: last value} of the pytorch.* notes of the recording's one session."""
+def plan_applied(db):
+    """The pytorch.plan_applied note (kept as metadata: session.<id>.pytorch.plan_applied), or {}."""
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT key, value FROM metadata WHERE key LIKE 'session.%.pytorch.%'").fetchall()
+    rows = con.execute("SELECT value FROM metadata WHERE key LIKE 'session.%.pytorch.plan_applied'").fetchall()
     con.close()
-    return {k.split(".", 2)[2]: v for k, v in rows}
+    return json.loads(rows[-1][0]) if rows else {}
+
+
+def losses_by_session(db):
+    """{session id: [(step, loss)]} as the collector stored the pytorch.loss notes (session_losses)."""
+    con = sqlite3.connect(db)
+    out = {}
+    for sid, step, loss, nonfinite in con.execute(
+            "SELECT session_id, step, loss, nonfinite FROM session_losses ORDER BY session_id, position"):
+        out.setdefault(sid, []).append((step, float(nonfinite) if nonfinite else loss))
+    con.close()
+    return out
+
+
+def losses(db):
+    """[(step, loss)] of the recording's one session that has losses."""
+    by = losses_by_session(db)
+    return next(iter(by.values())) if by else []
+
+
+def optimizers(db):
+    """{table: its recorded optimizer as the pytorch.optimizer note said it} (tables with one)."""
+    con = sqlite3.connect(db)
+    out = {}
+    for row in con.execute("SELECT name, optimizer_kind, optimizer_lr, optimizer_eps, optimizer_weight_decay, optimizer_beta1,"
+                           " optimizer_beta2, optimizer_momentum, optimizer_initial_accumulator_value, optimizer_maximize"
+                           " FROM tables WHERE optimizer_kind IS NOT NULL"):
+        out[row[0]] = dict(kind=row[1], lr=row[2], eps=row[3], weight_decay=row[4], betas=[row[5], row[6]], momentum=row[7],
+                           initial_accumulator_value=row[8], maximize=bool(row[9]))
+    con.close()
+    return out
+
+
+def dense_uses(db):
+    """{table: what read it whole} for the tables the hooks saw read whole."""
+    con = sqlite3.connect(db)
+    out = dict(con.execute("SELECT name, dense_use FROM tables WHERE dense_use != ''").fetchall())
+    con.close()
+    return out
 
 
 def tables(db):
@@ -55,11 +93,6 @@ def tables(db):
         out[name] = dict(dtype=dtype, weight_bytes=wb, extra=extra)
     con.close()
     return out
-
-
-def losses_of(value):
-    pairs = [p.split(":") for p in value.split()]
-    return [(int(s), float(v)) for s, v in pairs]
 
 
 class Checks(object):
@@ -85,38 +118,35 @@ def case_notes(edo, py, env, tmp):
     c = Checks()
     db, mine = os.path.join(tmp, "notes.edodb"), os.path.join(tmp, "losses.json")
     record(edo, db, py, env, ["--opt", "adagrad", "--steps", "45", "--dense-read", "--lr-schedule", "--losses", mine])
-    n = notes(db)
     job = json.load(open(mine))["losses"]
-    # 45 steps: one note of steps 0..31, then the rest at exit: the metadata keeps the last.
-    got = losses_of(n.get("pytorch.loss", ""))
-    c.expect([s for s, _ in got] == list(range(32, 45)), "pytorch.loss steps %s, expected 32..44" % [s for s, _ in got])
-    c.expect([v for _, v in got] == job[32:45], "pytorch.loss values %s, the job's %s" % ([v for _, v in got][:3], job[32:35]))
-    opt = json.loads(n.get("pytorch.optimizer", "{}"))
-    # StepLR(step_size=10, gamma=0.5) from 0.05: the last step (the 45th) ran at 0.05 / 16.
-    c.expect(opt.get("kind") == "adagrad" and opt.get("eps") == 1e-10 and opt.get("weight_decay") == 0.0
-             and opt.get("initial_accumulator_value") == 0.0 and opt.get("maximize") is False
-             and opt.get("table") in ("user", "item") and "betas" not in opt,
-             "pytorch.optimizer %r" % opt)
-    c.expect(opt.get("lr") == 0.05 / 16, "pytorch.optimizer lr %r, expected %r (the scheduler's)" % (opt.get("lr"), 0.05 / 16))
-    dense = json.loads(n.get("pytorch.dense_use", "{}"))
-    c.expect(dense.get("table") == "item" and "of %d rows" % ITEMS in dense.get("why", ""),
-             "pytorch.dense_use %r (expected item: F.linear reads it whole)" % dense)
+    # 45 steps: one note of steps 0..31, then the rest at exit; the recording holds them all.
+    got = losses(db)
+    c.expect([s for s, _ in got] == list(range(45)), "pytorch.loss steps %s, expected 0..44" % [s for s, _ in got])
+    c.expect([v for _, v in got] == job[:45], "pytorch.loss values %s, the job's %s" % ([v for _, v in got][:3], job[:3]))
+    opts = optimizers(db)
+    c.expect(sorted(opts) == ["item", "user"], "optimizer recorded for %r" % sorted(opts))
+    for name, opt in opts.items():
+        # StepLR(step_size=10, gamma=0.5) from 0.05: the last step (the 45th) ran at 0.05 / 16.
+        c.expect(opt["kind"] == "adagrad" and opt["eps"] == 1e-10 and opt["weight_decay"] == 0.0
+                 and opt["initial_accumulator_value"] == 0.0 and opt["maximize"] is False and opt["betas"] == [0.0, 0.0],
+                 "%s: optimizer %r" % (name, opt))
+        c.expect(opt["lr"] == 0.05 / 16, "%s: optimizer lr %r, expected %r (the scheduler's)" % (name, opt["lr"], 0.05 / 16))
+    dense = dense_uses(db)
+    c.expect(list(dense) == ["item"] and "of %d rows" % ITEMS in dense["item"],
+             "dense use %r (expected item: F.linear reads it whole)" % dense)
     # The same job without the dense read: no dense use, and Adam's hyperparameters.
     db2 = os.path.join(tmp, "plain.edodb")
     record(edo, db2, py, env, ["--opt", "adam", "--steps", "6"])
-    n2 = notes(db2)
-    c.expect("pytorch.dense_use" not in n2, "pytorch.dense_use %r for tables read by lookups only" % n2.get("pytorch.dense_use"))
-    opt = json.loads(n2.get("pytorch.optimizer", "{}"))
-    c.expect(opt.get("kind") == "adam" and opt.get("betas") == [0.9, 0.999] and opt.get("lr") == 0.01
-             and opt.get("eps") == 1e-08, "pytorch.optimizer %r" % opt)
-    c.expect([s for s, _ in losses_of(n2.get("pytorch.loss", ""))] == list(range(6)), "6 steps: %r" % n2.get("pytorch.loss"))
+    c.expect(dense_uses(db2) == {}, "dense use %r for tables read by lookups only" % dense_uses(db2))
+    for name, opt in optimizers(db2).items():
+        c.expect(opt["kind"] == "adam" and opt["betas"] == [0.9, 0.999] and opt["lr"] == 0.01 and opt["eps"] == 1e-08,
+                 "%s: optimizer %r" % (name, opt))
+    c.expect([s for s, _ in losses(db2)] == list(range(6)), "6 steps: %r" % losses(db2))
     # Forked ranks (torch.multiprocessing, fork) leave through os._exit: their losses still arrive.
     db3 = os.path.join(tmp, "forked.edodb")
     run([edo, "record", "-o", db3, "--", py, os.path.join(HERE, "forked_losses_job.py")], dict(env, OMP_NUM_THREADS="1"))
-    con = sqlite3.connect(db3)
-    per_rank = [v for (v,) in con.execute("SELECT value FROM metadata WHERE key LIKE 'session.%.pytorch.loss'")]
-    con.close()
-    c.expect(sorted([s for s, _ in losses_of(v)] for v in per_rank) == [list(range(5))] * 2,
+    per_rank = list(losses_by_session(db3).values())
+    c.expect(sorted([s for s, _ in v] for v in per_rank) == [list(range(5))] * 2,
              "forked ranks' losses: %r (expected steps 0..4 from each of 2 sessions)" % per_rank)
     return c.done()
 
@@ -147,8 +177,7 @@ def case_trial(edo, py, env, tmp):
         c.expect(len(lines) == 1 and lines[0].startswith("edo: applied plan %s: 2 of 3 tables converted (ranking: "
                                                           % os.path.realpath(plan)),
                  "%s: stderr line %r" % (opt, lines))
-        n = notes(trial)
-        applied = json.loads(n.get("pytorch.plan_applied", "{}"))
+        applied = plan_applied(trial)
         c.expect(applied.get("plan") == os.path.realpath(plan), "%s: plan_applied.plan %r" % (opt, applied.get("plan")))
         for name, rows in (("user", USERS), ("item", ITEMS)):
             e = applied.get("tables", {}).get(name, {})
@@ -165,9 +194,9 @@ def case_trial(edo, py, env, tmp):
                      "%s: recorded %s %r, expected fp16, %d bytes, %r" % (opt, name, t, rows * DIM * 2, want))
         c.expect(json.load(open(mine))["item_dtype"] == "torch.float16", "%s: the job's table is not fp16" % opt)
         # The loss: finite every step, the last 10 steps' mean within 0.01 of the baseline's.
-        a = [v for _, v in losses_of(notes(base)["pytorch.loss"])]
-        b = [v for _, v in losses_of(n.get("pytorch.loss", ""))]
-        c.expect(len(a) == len(b) == 18 and all(math.isfinite(v) for v in b), "%s: losses %r" % (opt, b))
+        a = [v for _, v in losses(base)]
+        b = [v for _, v in losses(trial)]
+        c.expect(len(a) == len(b) == 50 and all(math.isfinite(v) for v in b), "%s: losses %r" % (opt, b))
         if len(a) == len(b) and b:
             c.expect(abs(sum(a[-10:]) - sum(b[-10:])) / 10 < 0.01, "%s: loss %r vs baseline %r" % (opt, b[-3:], a[-3:]))
     return c.done()
@@ -185,7 +214,7 @@ def case_bad_plan(edo, py, env, tmp):
     c.expect(len(lines) == 1 and 'table "user": strategy "int3" is not one of edo\'s' in lines[0]
              and lines[0].endswith("the job runs with its model unchanged"), "stderr: %r" % r.stderr[-2000:])
     c.expect(json.load(open(a)) == json.load(open(b)), "the job's losses changed: %s vs %s" % (open(a).read()[:200], open(b).read()[:200]))
-    c.expect("pytorch.plan_applied" not in notes(trial), "pytorch.plan_applied sent for a plan not applied")
+    c.expect(plan_applied(trial) == {}, "pytorch.plan_applied sent for a plan not applied")
     c.expect(tables(trial).get("item", {}).get("dtype") == "fp32", "item recorded as %r" % tables(trial).get("item"))
     return c.done()
 
@@ -221,7 +250,7 @@ def case_compile(edo, py, env, tmp):
     db = os.path.join(tmp, "compiled.edodb")
     mine = json.loads(run([edo, "record", "-o", db, "--", py, job], env).stdout.splitlines()[-1])
     c.expect(mine == plain, "edo changed the compiled job's losses: %s vs %s" % (mine, plain))
-    got = losses_of(notes(db).get("pytorch.loss", ""))
+    got = losses(db)
     c.expect(got == list(enumerate(mine)), "pytorch.loss %r, the job's %r" % (got, mine))
     plan = os.path.join(tmp, "plan.json")
     write_plan(plan)
@@ -229,15 +258,14 @@ def case_compile(edo, py, env, tmp):
     r = run([edo, "record", "-o", trial, "--apply-plan", plan, "--", py, job], env)
     # Applied at torch.compile(model): no global module hook left for the compiled module to warn about.
     c.expect("global hooks" not in r.stderr, "the job's stderr gained a warning:\n" + r.stderr[-1500:])
-    applied = json.loads(notes(trial).get("pytorch.plan_applied", "{}"))
+    applied = plan_applied(trial)
     c.expect(applied.get("tables", {}).get("item", {}).get("applied") is True, "plan_applied %r" % applied)
     c.expect(tables(trial).get("item", {}).get("dtype") == "fp16", "item recorded as %r" % tables(trial).get("item"))
     full = os.path.join(tmp, "fullgraph.edodb")
     mine = json.loads(run([edo, "record", "-o", full, "--", py, job, "--fullgraph"], env).stdout.splitlines()[-1])
     plain = json.loads(run([py, job, "--fullgraph"], dict(env, EDO_TORCH="0")).stdout.splitlines()[-1])
     c.expect(mine == plain, "edo changed the fullgraph job's losses")
-    c.expect(losses_of(notes(full).get("pytorch.loss", "")) == list(enumerate(mine)), "fullgraph: backward runs eagerly, "
-             "its losses are recorded: %r" % notes(full).get("pytorch.loss"))
+    c.expect(losses(full) == list(enumerate(mine)), "fullgraph: backward runs eagerly, its losses are recorded: %r" % losses(full))
     return c.done()
 
 
