@@ -8,6 +8,8 @@
 #  3. edo tune again with the formats edo.apply_plan converts in a plain PyTorch model, and
 #     edo.apply_plan on the bundled model (the bytes it saved);
 #  4. edo-dashboard --screenshot (offscreen) of the recording and of the plan;
+#  5. a trial run of that plan on the unchanged job (edo record --apply-plan) and edo diff --plan's
+#     verdict beside the first recording;
 #  then where each file is, the command that opens the dashboard, and the backend measured on.
 # Without a python3 that imports torch, the PyTorch steps are replaced by `edo synth` (a
 # synthetic Zipf workload) and apply_plan is left out, saying so.
@@ -21,7 +23,7 @@ cpp_job="$build/bin/edo-embedding-job"
 [[ -x $edo ]] || { echo "demo: $edo not found; run 'make demo' (or cmake --build $build --target demo_targets) first" >&2; exit 1; }
 mkdir -p "$out"
 # Each run starts afresh: the files of an earlier demo are replaced.
-rm -f "$out"/{dlrm.edodb,synth.edodb,cpp.edodb,plan.json,plan_torchrec.py,plan-pytorch.json,overview.png,tuner.png,tables.png}
+rm -f "$out"/{dlrm.edodb,synth.edodb,cpp.edodb,trial.edodb,plan.json,plan_torchrec.py,plan-pytorch.json,overview.png,tuner.png,tables.png}
 log="$out/.demo.log"
 
 if [[ -t 1 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
@@ -109,6 +111,18 @@ for name, r in sorted(json.load(sys.stdin).items()):
     if r["applied"] and r["before_bytes"] != r["after_bytes"]:
         print("  %-18s %-5s %9d -> %9d bytes  %s" % (name, r["strategy"], r["before_bytes"], r["after_bytes"], r["why"]))'
     grep -E '^dlrm_like: (apply_plan|[0-9]+ steps)' "$log"
+    # The same plan proven on the job itself, with no code change: the hooks apply it when the
+    # model is built, the recording keeps each step's loss, and edo diff --plan judges the trial
+    # beside the first recording (the baseline).
+    step "5. A trial run of the plan on the unchanged job, judged beside the first recording" \
+         "edo record --apply-plan $out/plan-pytorch.json -o $out/trial.edodb -- $torch_python examples/dlrm_like.py${job_args[*]:+ ${job_args[*]}}; edo diff --plan $out/plan-pytorch.json $out/trial.edodb $db"
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$edo" record --apply-plan "$out/plan-pytorch.json" -o "$out/trial.edodb" -- \
+      "$torch_python" examples/dlrm_like.py "${job_args[@]}" >"$log" 2>&1 ||
+      { cat "$log" >&2; echo "demo: the trial run failed" >&2; exit 1; }
+    grep -E '^edo: applied plan |^dlrm_like: [0-9]+ steps' "$log" || true
+    # Exit 1 means the plan did not hold: the verdict says why, and the demo goes on.
+    "$edo" diff --plan "$out/plan-pytorch.json" "$out/trial.edodb" "$db" >"$log" 2>&1 || true
+    sed -n '/^table /,$p' "$log"
   else
     # No plan of these formats fits half the memory: the tuner names the smallest budget.
     grep -E '^edo tune' "$log" | tail -n 1
@@ -118,13 +132,14 @@ else
 fi
 
 printf '\n%s== Files%s\n' "$bold" "$plain"
-for f in "$db" "$out/cpp.edodb" "$out/plan.json" "$out/plan_torchrec.py" "$out/plan-pytorch.json" \
+for f in "$db" "$out/cpp.edodb" "$out/trial.edodb" "$out/plan.json" "$out/plan_torchrec.py" "$out/plan-pytorch.json" \
          "$out/overview.png" "$out/tables.png" "$out/tuner.png"; do
   if [[ -f $f ]]; then
     case $f in
       *dlrm.edodb) what="the recording, with the tuner's runs (edo report / diff / tune / export)";;
       *synth.edodb) what="the synthetic workload's profile, with the tuner's runs";;
       *cpp.edodb) what="the C++ job's recording";;
+      *trial.edodb) what="the trial run of plan-pytorch.json (edo diff --plan judges it)";;
       *plan.json) what="the plan (edo.plan/1 JSON)";;
       *torchrec.py) what="the plan for TorchRec's sharding planner";;
       *plan-pytorch.json) what="the plan that edo.apply_plan applied";;

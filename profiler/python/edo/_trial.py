@@ -144,8 +144,9 @@ def apply_now(path):
         # not judged on its bytes (edo diff --plan lists it as not applied, with this reason).
         if e.get("optimizer") == "rowwise_adagrad" and e.get("applied"):
             e["applied"] = False
+            done = e.get("why", "").split("; the plan's bytes assume row-wise Adagrad")[0]
             e["why"] = ("%s; not applied: the plan moves it to row-wise Adagrad, which a run without a code change "
-                        "cannot do (the job's optimizer trains it): train it with edo.RowwiseAdagrad" % e.get("why", ""))
+                        "cannot do (the job's optimizer trains it): train it with edo.RowwiseAdagrad" % done)
     for t in plan:
         results.setdefault(t["name"], dict(
             strategy=t.get("strategy", "unchanged"), before_bytes=0, after_bytes=0, applied=False, optimizer="",
