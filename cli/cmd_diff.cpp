@@ -1,6 +1,7 @@
 // `edo diff A B`: what changed between two recordings, table by table. `edo diff --plan PLAN
 // AFTER`: a plan (from `edo tune`/`edo export`) beside a recording of the job it was applied to
 // (`edo.apply_plan`): each planned table's bytes and error estimate next to what was measured.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -135,14 +136,16 @@ std::string loss_line(const model::LossSummary& l) {
 void print_plan_trial(const DiffOptions& o, const PlanTrial& r) {
   fmt::print("plan:     {}\ntrial:    {}\n", terminal_safe(o.plan), terminal_safe(o.files[0]));
   if (r.has_baseline) fmt::print("baseline: {}\n", terminal_safe(o.files[1]));
-  fmt::print("\n{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", "table", "strategy", "planned", "measured", "change",
+  size_t sw = 10;  // the strategy column: as wide as the longest label (fp16+fp32_state+sr, ...)
+  for (const auto& t : r.tables) sw = std::max(sw, terminal_safe(t.strategy).size());
+  fmt::print("\n{:<28} {:<{}} {:>12} {:>12} {:>8} {:>14}  {}\n", "table", "strategy", sw, "planned", "measured", "change",
              "planned error", "measured as");
   for (const auto& t : r.tables) {
     const std::string err = t.planned_error ? fmt::format("{:.4g}", *t.planned_error) : std::string("-");
     std::string as = t.recorded_bytes ? terminal_safe(t.recorded_shape) : std::string("not recorded");
     if (!t.judged && t.recorded_bytes) as += "; " + terminal_safe(t.note);
     else if (!t.applied) as = terminal_safe(t.note);
-    fmt::print("{:<28} {:<10} {:>12} {:>12} {:>8} {:>14}  {}\n", terminal_safe(t.name), terminal_safe(t.strategy),
+    fmt::print("{:<28} {:<{}} {:>12} {:>12} {:>8} {:>14}  {}\n", terminal_safe(t.name), terminal_safe(t.strategy), sw,
                model::format_bytes(t.planned_device_bytes), t.recorded_bytes ? model::format_bytes(*t.recorded_bytes) : "-",
                t.bytes_change ? fmt::format("{:+.1f}%", 100.0 * *t.bytes_change) : std::string("-"), err, as);
   }

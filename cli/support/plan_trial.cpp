@@ -1,5 +1,7 @@
 #include "support/plan_trial.h"
 
+#include "edo/tuner/summary.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -58,7 +60,8 @@ std::vector<TrialTable> compare_tables(const model::TuneResult& plan, const std:
                                         : nullptr;
     TrialTable e;
     e.name = ch.table;
-    e.strategy = !ch.shares_with.empty() ? std::string("shared") : c ? c->strategy : std::string("unchanged");
+    // The whole change (format, training precision, optimizer), as edo tune's STRATEGY says it.
+    e.strategy = !ch.shares_with.empty() ? std::string("shared") : c ? tuner::strategy_label(plan, *c) : std::string("unchanged");
     e.planned_device_bytes = ch.device_bytes;
     e.planned_host_bytes = ch.host_bytes;
     if (c && std::isfinite(c->error)) e.planned_error = c->error;
