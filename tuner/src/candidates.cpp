@@ -147,6 +147,11 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     b.add(base, base, ordered_json::object(), 1, false, dense);
     b.out[at].measure_as = 0;
   }
+  // A table read whole by something other than its lookups (a head's F.linear on its weight)
+  // keeps its recorded format: that reader reads the weight tensor itself, so a cast (an fp16
+  // weight under an fp32 matmul), a packed format or a host copy would break or slow it
+  // (edo.apply_plan leaves such a table as it is for the same reason).
+  if (!g.dense_use.empty()) return std::move(b.out);
   // Row formats no larger than the baseline.
   if (base == "fp32") {
     b.add("fp16", "fp16", ordered_json::object(), 1, false, dense);
@@ -163,13 +168,9 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
   // from the recorded LRU curve and the hit rates are estimated (said in the params).
-  // A table read whole every step (a tied LM head) keeps every row on the device: its dense
-  // read would fetch the whole table from the host at every step, and dropped or merged rows
-  // would be read by it too (docs/tuning.md "Dense use").
-  const bool read_whole = !g.dense_use.empty();
   std::string why_no_replay;
-  const auto replay = read_whole ? std::optional<CacheReplay>{} : CacheReplay::of(g.counts, why_no_replay);
-  const auto sizes = read_whole ? std::vector<uint64_t>{} : replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
+  const auto replay = CacheReplay::of(g.counts, why_no_replay);
+  const auto sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
     // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
@@ -193,7 +194,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     }
   }
   // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
-  if (!read_whole && g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
+  if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
     b.kept_rows = g.counts.unique_rows();
     // Held out: the rows read in the first half of the recording are the pruned set fitted
     // there; the second half's lookups on rows first read after it are what such a table
@@ -232,7 +233,7 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
     }
   }
   // Hashing and quotient-remainder: the model must be trained with them.
-  if (!read_whole && g.rows >= 1024) {
+  if (g.rows >= 1024) {
     for (uint64_t div : {4u, 16u}) {
       const uint64_t buckets = g.rows / div;
       b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,

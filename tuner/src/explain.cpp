@@ -158,7 +158,9 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     s += "; " + std::to_string(rejected) + " rejected as unsafe for the job's training (" + first->strategy + ": " + first->rejected + ")";
   }
   if (unvalidated) s += "; " + std::to_string(unvalidated) + " not validated on held-out lookups, not chosen (--allow-unvalidated to allow)";
-  if (!t.dense_use.empty()) s += "; read whole every step (" + t.dense_use + "): never offloaded, pruned or hashed";
+  if (!t.dense_use.empty())
+    s += "; read whole every step (" + t.dense_use + "): kept in its recorded format (that reader reads the weight as it "
+         "is), never offloaded, pruned, hashed or converted";
   return s;
 }
 
