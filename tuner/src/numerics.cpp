@@ -11,6 +11,7 @@
 #include "edo/kernels/formats/bf16.h"
 #include "edo/kernels/formats/fp16.h"
 #include "candidates.h"
+#include "explain.h"
 #include "measure.h"
 #include "step_timing.h"
 #include "workload.h"
@@ -18,11 +19,7 @@
 namespace edo::tuner {
 namespace {
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
+std::string num(double v) { return number(v, "%g"); }
 
 // x rounded to a storage format, to nearest (ties to even).
 float round_to(WeightStore s, float x) {

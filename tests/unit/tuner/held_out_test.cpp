@@ -70,25 +70,7 @@ TEST(HeldOut, TheTrackerFromDeltasAndFromIndicesAgree) {
 }
 
 model::Table recorded_table(const std::string& name, const std::vector<std::vector<int64_t>>& segments) {
-  stats::StatsConfig cfg;
-  stats::TableIngestor ing(100000, cfg);
-  model::FirstSeenTracker tracker;
-  for (const auto& s : segments) {
-    tracker.begin_segment();
-    tracker.add_indices(s.data(), s.size(), 100000);
-    ing.add(s.data(), s.size());
-  }
-  model::Table t;
-  t.session_id = 1;
-  t.name = name;
-  t.rows = 100000;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device = "cuda";
-  t.weight_bytes = t.rows * t.dim * 4;
-  t.aggregate = ing.take_delta();
-  t.first_seen = tracker.finish(t.aggregate);
-  return t;
+  return testing::segmented_table(name, 100000, segments);
 }
 
 TEST(HeldOut, APrunedTablesErrorIsWhatItsHeldOutLookupsLose) {

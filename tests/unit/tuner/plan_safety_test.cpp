@@ -185,25 +185,7 @@ model::Table drifting_table(const std::string& name, int64_t session, bool with_
     for (int64_t r = 0; r < 1000; ++r) segments[0].push_back(r);
   for (int k = 0; k < 2; ++k)
     for (int64_t r = 0; r < 2000; ++r) segments[1].push_back(r);
-  stats::StatsConfig cfg;
-  stats::TableIngestor ing(4096, cfg);
-  model::FirstSeenTracker tracker;
-  for (const auto& s : segments) {
-    tracker.begin_segment();
-    tracker.add_indices(s.data(), s.size(), 4096);
-    ing.add(s.data(), s.size());
-  }
-  model::Table t;
-  t.session_id = session;
-  t.name = name;
-  t.rows = 4096;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device = "cuda";
-  t.weight_bytes = t.rows * t.dim * 4;
-  t.aggregate = ing.take_delta();
-  if (with_first_seen) t.first_seen = tracker.finish(t.aggregate);
-  return t;
+  return testing::segmented_table(name, 4096, segments, session, with_first_seen);
 }
 
 TEST(PlanSafety, PruningWhoseLossWasNotMeasuredOnHeldOutLookupsIsNotChosenNorShownAsZero) {

@@ -84,31 +84,41 @@ TEST(StableTiming, IdenticalTablesGetTheSamePlanInFiveOfFiveNoisyRuns) {
   for (const auto& plan : plans) EXPECT_EQ(plan, plans.front());
 }
 
+// A result of one table `t` (rows x 16 or x 64 floats) and a helper adding measured candidates.
+model::TuneResult one_table(const std::string& objective, uint64_t rows, uint32_t dim, double lookups_per_step) {
+  model::TuneResult r;
+  r.objective = objective;
+  model::TuneTable t;
+  t.name = "t";
+  t.rows = rows;
+  t.dim = dim;
+  t.dtype = "fp32";
+  t.device_bytes = rows * dim * 4;
+  t.lookups_per_step = lookups_per_step;
+  r.tables.push_back(t);
+  return r;
+}
+
+void add_measured(model::TuneResult& r, const std::string& spec, double us, double lo, double hi, double error, uint64_t bytes) {
+  model::TuneCandidate c;
+  c.table = "t";
+  c.strategy = spec.substr(0, spec.find(':'));
+  c.spec = spec;
+  c.step_us = us;
+  c.step_us_lo = lo;
+  c.step_us_hi = hi;
+  c.error = error;
+  c.device_bytes = bytes;
+  c.measured = true;
+  r.candidates.push_back(c);
+}
+
 // The ties themselves: a candidate clearly faster than the rest (every repetition says so) is
 // not a tie; one within the fastest's interval is, and loses to less loss.
 TEST(StableTiming, OnlyCandidatesWithinTheIntervalAreTies) {
-  model::TuneResult r;
-  r.objective = "speed";
-  model::TuneTable t;
-  t.name = "t";
-  t.rows = 1000;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device_bytes = 64000;
-  t.lookups_per_step = 10;
-  r.tables.push_back(t);
+  model::TuneResult r = one_table("speed", 1000, 16, 10);
   auto cand = [&](const std::string& spec, double us, double lo, double hi, double error, uint64_t bytes) {
-    model::TuneCandidate c;
-    c.table = "t";
-    c.strategy = spec;
-    c.spec = spec;
-    c.step_us = us;
-    c.step_us_lo = lo;
-    c.step_us_hi = hi;
-    c.error = error;
-    c.device_bytes = bytes;
-    c.measured = true;
-    r.candidates.push_back(c);
+    add_measured(r, spec, us, lo, hi, error, bytes);
   };
   cand("fp32", 100, 97, 103, 0, 64000);
   cand("bf16", 79, 76, 83, 0.002, 32000);  // the fastest by its median
@@ -131,28 +141,9 @@ TEST(StableTiming, OnlyCandidatesWithinTheIntervalAreTies) {
 TEST(StableTiming, TimesModelledFromTheBaselineCompareExactlyWhateverItsNoise) {
   std::vector<std::string> plans;
   for (double spread : {1.0, 300.0, 1200.0}) {
-    model::TuneResult r;
-    r.objective = "least-change";
-    model::TuneTable t;
-    t.name = "t";
-    t.rows = 200000;
-    t.dim = 64;
-    t.dtype = "fp32";
-    t.device_bytes = 51200000;
-    t.lookups_per_step = 62500;
-    r.tables.push_back(t);
+    model::TuneResult r = one_table("least-change", 200000, 64, 62500);
     auto cand = [&](const std::string& spec, double us, double lo, double hi, uint64_t bytes) {
-      model::TuneCandidate c;
-      c.table = "t";
-      c.strategy = spec == "fp32" ? "fp32" : "offload";
-      c.spec = spec;
-      c.step_us = us;
-      c.step_us_lo = lo;
-      c.step_us_hi = hi;
-      c.error = 0;
-      c.device_bytes = bytes;
-      c.measured = true;
-      r.candidates.push_back(c);
+      add_measured(r, spec, us, lo, hi, 0.0, bytes);
     };
     const double nan = std::numeric_limits<double>::quiet_NaN();
     cand("fp32", 2420, 2420 - spread, 2420 + spread, 51200000);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "edo/model/first_seen.h"
 #include "edo/model/profile.h"
 #include "edo/stats/table_stats.h"
 
@@ -31,6 +32,31 @@ inline model::Table synthetic_table(const std::string& name, uint64_t rows, uint
   t.device = "cuda";
   t.weight_bytes = rows * dim * model::dtype_size(dtype);
   t.aggregate = ing.take_delta();
+  return t;
+}
+
+// A table read as `segments` (each a flush of the tracer, in order), with its exact counts and,
+// when `with_first_seen`, the record of when its rows were first read.
+inline model::Table segmented_table(const std::string& name, uint64_t rows, const std::vector<std::vector<int64_t>>& segments,
+                                    int64_t session = 1, bool with_first_seen = true) {
+  stats::StatsConfig cfg;
+  stats::TableIngestor ing(rows, cfg);
+  model::FirstSeenTracker tracker;
+  for (const auto& s : segments) {
+    tracker.begin_segment();
+    tracker.add_indices(s.data(), s.size(), rows);
+    ing.add(s.data(), s.size());
+  }
+  model::Table t;
+  t.session_id = session;
+  t.name = name;
+  t.rows = rows;
+  t.dim = 16;
+  t.dtype = "fp32";
+  t.device = "cuda";
+  t.weight_bytes = t.rows * t.dim * 4;
+  t.aggregate = ing.take_delta();
+  if (with_first_seen) t.first_seen = tracker.finish(t.aggregate);
   return t;
 }
 
