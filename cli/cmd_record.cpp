@@ -166,6 +166,7 @@ int run_record(const RecordOptions& o) {
 
   collector::RecordSettings settings;
   settings.output = out;
+  settings.replace_existing = o.force;
   settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
   settings.metadata["edo_version"] = EDO_VERSION;
   settings.metadata["recorded_command"] = [&] {
@@ -179,6 +180,12 @@ int run_record(const RecordOptions& o) {
   });
   const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
   const int code = r.code;
+  if (!r.placed) {
+    // The recording is whole but not at -o (said by the recorder): a runtime failure, unless
+    // the job itself failed, whose code comes first.
+    std::fprintf(stderr, "edo record: wrote %s, not %s\n", terminal_safe(r.written).c_str(), terminal_safe(out).c_str());
+    return code != 0 ? code : 1;
+  }
   if (r.final_save_failed) {
     // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
     // unless the job itself failed, whose code comes first.

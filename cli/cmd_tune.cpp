@@ -15,6 +15,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
 #include "edo/tuner/device_profile.h"
@@ -166,6 +167,19 @@ int run_tune(const TuneCliOptions& o) {
 
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
   const model::Profile profile = store.load();
+  // A shape no embedding table has (a damaged file, a count stored out of range) is the file's
+  // fault, not the command line's: named with its table and file, exit 1.
+  for (const auto& tb : profile.tables) {
+    const uint64_t elem = std::max<uint32_t>(model::dtype_size(tb.dtype), 1);
+    uint64_t bytes = 0;
+    if (tb.rows > (uint64_t{1} << 40) || __builtin_mul_overflow(tb.rows, uint64_t{tb.dim}, &bytes) ||
+        __builtin_mul_overflow(bytes, elem, &bytes))
+      throw Failure(fmt::format("{}: table '{}' has {} rows x {}: more than any embedding table edo can tune (2^40 rows); "
+                                "the recording is damaged: re-record it",
+                                terminal_safe(o.file), terminal_safe(tb.name), tb.rows, tb.dim));
+  }
+  if (const db::RecordingState rec = db::recording_state(profile); !rec.whole())
+    std::fprintf(stderr, "edo tune: %s: %s\n", terminal_safe(o.file).c_str(), terminal_safe(rec.describe()).c_str());
   const auto weights = db::load_weight_snapshots(store);
 
   if (o.time_limit > 0) {

@@ -64,6 +64,10 @@ class ProfileStore {
   // LRU and drift curves) are computed and stored too (slower: do it for the final save).
   void save(model::Profile& profile, bool with_summaries = true);
 
+  // Sets metadata keys (and nothing else) in one transaction: `edo record`'s "still running"
+  // mark between saves of an unchanged profile.
+  void save_metadata(const std::map<std::string, std::string>& entries);
+
   // Reads everything back, except weight snapshots (large; weight_store.h reads them).
   model::Profile load() const;
   // The same, calling on_table(done, total) after each table's statistics are decoded (a
