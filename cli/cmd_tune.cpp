@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -151,6 +152,10 @@ int run_tune(const TuneCliOptions& o) {
     try {
       (void)tuner::resolve_target_device(o.target_device);
     } catch (const std::invalid_argument& e) {
+      // A device file that exists but is not a device profile is a bad file (exit 1); a name
+      // that is neither a stored device nor a file is a bad flag (exit 2).
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(o.target_device, ec)) throw Failure(e.what());
       throw UsageError(e.what());
     }
   }

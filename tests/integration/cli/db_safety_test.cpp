@@ -104,11 +104,16 @@ TEST(DbSafety, ExitCodesFollowOneTable) {
       {" record -o " + q(db) + " -- /bin/true", 1},                            // an existing -o
       {" report " + q(dir + "/missing.edodb"), 1},                             // a missing file
       {" report " + q(bad_plan), 1},                                           // not a recording
+      {" import " + q(dir + "/missing.edotrace") + " -o " + q(dir + "/i.edodb"), 1},  // a missing input
+      {" merge " + q(db) + " " + q(dir + "/missing.edodb") + " -o " + q(dir + "/m.edodb"), 1},
+      {" tune --budget 1GiB --target-device " + q(bad_plan) + " " + q(db), 1},  // a file, not a device profile
       // 2: bad flags
       {" report --no-such-flag " + q(db), 2},
       {" tune --budget lots " + q(db), 2},
       {" export --format xml " + q(db), 2},
       {" record -o " + q(dir + "/x.edodb"), 2},  // no command
+      {" tune --budget 1GiB --target-device no-such-gpu " + q(db), 2},
+      {" import", 2},  // no input
   };
   for (const auto& c : cases) {
     const auto r = run_command(kEdo + c.args);
