@@ -181,9 +181,8 @@ int run_record(const RecordOptions& o) {
   const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
   const int code = r.code;
   if (!r.placed) {
-    // The recording is whole but not at -o (said by the recorder): a runtime failure, unless
-    // the job itself failed, whose code comes first.
-    std::fprintf(stderr, "edo record: wrote %s, not %s\n", terminal_safe(r.written).c_str(), terminal_safe(out).c_str());
+    // The recording is whole but not at -o (the recorder said where, in one line): a runtime
+    // failure, unless the job itself failed, whose code comes first.
     return code != 0 ? code : 1;
   }
   if (r.final_save_failed) {

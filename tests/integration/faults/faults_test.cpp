@@ -589,6 +589,26 @@ TEST(Faults, TwoForcedRecordingsOfOneOutputLeaveOneWholeRecording) {
     EXPECT_EQ(meta(p, "recording.state"), "complete");
     EXPECT_TRUE(edo::db::recording_files_for(db).empty()) << edo::db::recording_files_for(db).front();
   }
+  // Without --force the output is never replaced: one run places its recording, the other says
+  // where it kept its own (or, started after the first ended, refuses the existing output).
+  fs::remove(db);
+  const std::vector<std::string> args = {"record", "--flush-ms", "20", "--output", db, "--", FAULT_JOB,
+                                         "rounds", "20", "1000", "20"};
+  Recording a = start_record(args, dir + "/a.out");
+  Recording b = start_record(args, dir + "/b.out");
+  Finished fa = wait_record(a), fb = wait_record(b);
+  ASSERT_TRUE(fa.exited && fb.exited);
+  EXPECT_EQ((fa.code == 0) + (fb.code == 0), 1) << fa.err << fb.err;
+  EXPECT_EQ((fa.code == 1) + (fb.code == 1), 1) << fa.err << fb.err;
+  const edo::model::Profile placed = load(db);
+  ASSERT_EQ(placed.tables.size(), 1u);
+  EXPECT_EQ(placed.tables[0].aggregate.lookups(), 20u * 1000u);
+  for (const std::string& kept : edo::db::recording_files_for(db)) {
+    EXPECT_NE((fa.err + fb.err).find(kept), std::string::npos) << "a kept recording is named: " << fa.err << fb.err;
+    const edo::model::Profile p = load(kept);
+    ASSERT_EQ(p.tables.size(), 1u);
+    EXPECT_EQ(p.tables[0].aggregate.lookups(), 20u * 1000u);
+  }
 }
 
 // Issue 30 §10: `edo report` on a recording being written said "exit unknown, 0.0 s", and so
