@@ -410,6 +410,12 @@ int run_report(const ReportOptions& o) {
                         : rec.kind == db::RecordingState::Kind::kInProgress ? "in_progress"
                                                                            : "incomplete";
     j["job"]["recording"] = state;
+    // A data-parallel job: which figures sum every rank's replica (the tables list one copy).
+    if (const size_t nranks = model::job_view(profile).ranks.size(); nranks >= 2) {
+      j["memory"]["peak_scope"] = profile.memory_events.empty() ? "all_ranks" : "largest_rank";
+      j["memory"]["table_bytes_scope"] = "all_ranks";
+      j["memory"]["ranks"] = nranks;
+    }
     if (!rec.whole()) {
       const double saved_s = static_cast<double>(rec.saved_duration_ns()) / 1e9;
       if (j["job"]["duration_s"].get<double>() < saved_s) j["job"]["duration_s"] = saved_s;

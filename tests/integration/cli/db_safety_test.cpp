@@ -198,6 +198,10 @@ TEST(DbSafety, TheDataParallelHeadlineSaysPerRankOrAllRanks) {
   EXPECT_NE(head.find("peak 125.00 KiB (all 2 ranks"), std::string::npos) << head;
   EXPECT_NE(head.find("tables 125.00 KiB (all 2 ranks; the table list shows one rank's copy)"), std::string::npos) << head;
   EXPECT_EQ(head.find("% of peak"), std::string::npos) << head;
+  const auto j = run_command(kEdo + " report --json " + q(db));
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"peak_scope\": \"all_ranks\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"table_bytes_scope\": \"all_ranks\""), std::string::npos) << j.out;
 }
 
 }  // namespace
