@@ -80,8 +80,9 @@ int run_import(const ImportOptions& o) {
                     "that EDO_TORCH is not 0");
     throw Failure("no edo trace frames could be decoded from the input (not an EDO_OUTPUT file?)");
   }
-  db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
+  db::ProfileStore store = db::ProfileStore::create_beside(out);  // replaced whole (issue 30 §4)
   store.save(builder.finish(), true);
+  store.publish();
   std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", terminal_safe(out).c_str(),
                static_cast<unsigned long long>(builder.frames()),
                builder.issues().empty() ? "" : ", damaged input reported above");

@@ -31,8 +31,9 @@ model::MergeSummary merge_files(const std::vector<std::string>& inputs, const st
   model::MergeSummary summary;
   model::Profile merged = model::merge_profiles(loaded, options, &summary);
   loaded.clear();
-  ProfileStore out(output, ProfileStore::Mode::kCreate);
+  ProfileStore out = ProfileStore::create_beside(output);  // the output is replaced whole
   out.save(merged, true);
+  out.publish();
   if (tune_runs)
     summary.warnings.push_back(std::to_string(tune_runs) +
                                " tune run(s) of the inputs not carried over: a plan is for the whole job, run "

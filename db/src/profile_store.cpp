@@ -110,6 +110,9 @@ struct ProfileStore::Impl {
   std::string path;
   Mode mode;
   bool in_memory = false;
+  // create_beside(): the file written (`path` is the output it becomes at publish()); removed
+  // when the store goes without publish().
+  std::string temp;
   std::unique_ptr<SQLite::Database> db;
   WrittenSnapshots weights_written;  // weight snapshot revisions this store has written
 
@@ -259,12 +262,56 @@ ProfileStore ProfileStore::in_memory() {
 
 ProfileStore::~ProfileStore() {
   if (!impl_ || !impl_->db || impl_->mode == Mode::kReadOnly || impl_->in_memory) return;
+  if (!impl_->temp.empty()) {
+    // Never published (the work failed): the half-written file goes, the output is untouched.
+    impl_->db.reset();
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(impl_->temp + suffix, ec);
+    return;
+  }
   // Leave a single self-contained file behind: fold the WAL back in.
   try {
     impl_->db->exec("PRAGMA journal_mode=DELETE");
   } catch (const std::exception&) {
     // Another reader holds the file; the WAL stays beside it and SQLite reads it.
   }
+}
+
+ProfileStore ProfileStore::create_beside(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string temp =
+      (p.parent_path() / ("." + p.filename().string() + ".edo-writing-" + std::to_string(::getpid()))).string();
+  std::unique_ptr<ProfileStore> store;
+  try {
+    store = std::make_unique<ProfileStore>(temp, Mode::kCreate);
+  } catch (const DbError& e) {
+    const std::string what = e.what();  // said of the output the user named (the folder is the same)
+    if (what.rfind(temp, 0) != 0) throw;
+    throw DbError(path + what.substr(temp.size()));
+  }
+  store->impl_->temp = temp;
+  store->impl_->path = path;
+  return std::move(*store);
+}
+
+void ProfileStore::publish() {
+  if (impl_->temp.empty() || !impl_->db) return;
+  try {
+    impl_->db->exec("PRAGMA journal_mode=DELETE");  // one self-contained file
+  } catch (const SQLite::Exception& e) {
+    throw DbError(impl_->path + ": cannot write: " + write_failure(*impl_->db, e));
+  }
+  impl_->db.reset();
+  std::error_code ec;
+  // The replaced file's own log must not be read with the new file.
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(impl_->path + suffix, ec);
+  if (::rename(impl_->temp.c_str(), impl_->path.c_str()) != 0) {
+    const int err = errno;
+    std::filesystem::remove(impl_->temp, ec);
+    impl_->temp.clear();
+    throw DbError(impl_->path + ": cannot write: " + std::strerror(err) + "; choose another -o path");
+  }
+  impl_->temp.clear();
 }
 
 ProfileStore::ProfileStore(ProfileStore&&) noexcept = default;
