@@ -62,6 +62,8 @@ std::string RecordingState::describe() const {
     return "recording in progress (edo record, pid " + std::to_string(writer_pid) +
            (writer_host.empty() ? std::string() : " on " + writer_host) + ", is still writing it; " + saved +
            " so far): figures are as of the latest save";
+  if (writer_pid == 0)
+    return "incomplete: merged (edo merge --force) from a recording that was cut short: figures cover what it held";
   return "incomplete: the recording was cut short (edo record, pid " + std::to_string(writer_pid) +
          ", ended before its final save; " + saved + "): figures cover that much, the job's exit is unknown";
 }

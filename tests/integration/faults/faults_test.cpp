@@ -666,6 +666,16 @@ TEST(Faults, ALiveAndACutShortRecordingSaySo) {
   EXPECT_GT(std::strtod(r.out.c_str() + at + 14, nullptr), 0.0) << r.out;
   r = run_edo("tune --budget 1GiB --backend cpu --time-limit 30 '" + live + "'");
   EXPECT_NE(r.out.find("incomplete"), std::string::npos) << r.out;
+  // edo merge does not pass it off as whole: refused, or with --force marked incomplete.
+  const std::string other = dir + "/other.edodb", merged = dir + "/merged.edodb";
+  ASSERT_EQ(run_edo("synth -o '" + other + "' --tables 1 --rows 100 --lookups 100").code, 0);
+  r = run_edo("merge '" + live + "' '" + other + "' -o '" + merged + "'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("incomplete"), std::string::npos) << r.out;
+  r = run_edo("merge --force '" + live + "' '" + other + "' -o '" + merged + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_edo("report --json '" + merged + "'");
+  EXPECT_NE(r.out.find("\"recording\": \"incomplete\""), std::string::npos) << r.out;
   // Let the job end before the folder goes.
   const auto job_gone = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (slurp(dir + "/job.out").find("round 4") == std::string::npos && std::chrono::steady_clock::now() < job_gone)
