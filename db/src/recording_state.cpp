@@ -58,6 +58,10 @@ std::string RecordingState::word() const {
 std::string RecordingState::describe() const {
   if (kind == Kind::kComplete) return "";
   const std::string saved = saved_duration_ns() > 0 ? secs(saved_duration_ns()) + " of the job saved" : "nothing of the job saved yet";
+  if (kind == Kind::kInProgress && writer_elsewhere)
+    return "recording in progress, or cut short (edo record, pid " + std::to_string(writer_pid) + " on " + writer_host +
+           ", had not made its final save; that host cannot be asked from here; " + saved + "): figures are as of the "
+           "latest save";
   if (kind == Kind::kInProgress)
     return "recording in progress (edo record, pid " + std::to_string(writer_pid) +
            (writer_host.empty() ? std::string() : " on " + writer_host) + ", is still writing it; " + saved +
@@ -77,6 +81,7 @@ RecordingState recording_state(const model::Profile& p) {
   if (auto h = p.metadata.find(kRecordingWriterHost); h != p.metadata.end()) s.writer_host = h->second;
   if (it == p.metadata.end() || it->second != "in_progress") return s;
   const bool here = s.writer_host.empty() || s.writer_host == this_host();
+  s.writer_elsewhere = !here;
   s.kind = !here || edo_alive(s.writer_pid) ? RecordingState::Kind::kInProgress : RecordingState::Kind::kIncomplete;
   return s;
 }

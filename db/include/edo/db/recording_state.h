@@ -28,6 +28,7 @@ struct RecordingState {
   int64_t saved_unix_ns = 0;
   int64_t writer_pid = 0;
   std::string writer_host;
+  bool writer_elsewhere = false;  // in progress as far as can be told: its writer is on another host
   // What the file holds of the job's time: latest save - start (0 when unknown).
   int64_t saved_duration_ns() const { return saved_unix_ns > started_unix_ns && started_unix_ns > 0 ? saved_unix_ns - started_unix_ns : 0; }
   bool whole() const { return kind == Kind::kComplete; }
