@@ -168,12 +168,7 @@ void print_plan_trial(const DiffOptions& o, const PlanTrial& r) {
 // A plan beside the trial run of the job it was applied to (and, given, the baseline run
 // without it): the verdict decides the exit code (0 held, 1 not).
 int run_plan_diff(DiffOptions& o) {
-  model::TuneResult plan;
-  try {
-    plan = load_plan_source(o.plan);
-  } catch (const UsageError& e) {
-    throw Failure(e.what());  // an unreadable plan is bad input, not a bad command line
-  }
+  const model::TuneResult plan = load_plan_source(o.plan);  // a bad plan file: Failure (exit 1)
   Loaded trial = load(o.files[0]);
   std::optional<Loaded> baseline;
   if (o.files.size() == 2) baseline = load(o.files[1]);

@@ -85,11 +85,7 @@ int run_export(const ExportOptions& o) {
     // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
     const OutputKind kind{std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
                           [&](const std::string& p) { return is_plan_of_format(p, o.format); }, "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
-    try {
-      check_output_path(o.output, o.force, kind);
-    } catch (const Failure& e) {
-      throw UsageError(terminal_safe(e.what()));
-    }
+    check_output_path(o.output, o.force, kind);  // a Failure (exit 1), as in edo record
   }
   const model::TuneResult r = load_plan_source(o.file, o.run);
   std::string text;

@@ -5,6 +5,7 @@
 // decoded (damage is reported, not fatal: a job killed mid-write leaves a truncated tail),
 // 1 when nothing at all could be decoded (no database is written).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct ImportOptions {
 };
 
 int run_import(const ImportOptions& o) {
+  // A missing input is a bad file (exit 1), not a bad command line (issue 30 §9).
+  for (const auto& path : o.inputs) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw Failure(terminal_safe(path) + ": no such file; give the EDO_OUTPUT file(s) the job wrote (see 'edo env')");
+  }
   const std::string out = o.output.empty() ? o.inputs.front() + ".edodb" : o.output;
   check_output_path(out, o.force);
   // Files of different runs (stale worker files of an earlier run in the same folder) are not
@@ -73,8 +80,9 @@ int run_import(const ImportOptions& o) {
                     "that EDO_TORCH is not 0");
     throw Failure("no edo trace frames could be decoded from the input (not an EDO_OUTPUT file?)");
   }
-  db::ProfileStore store(out, db::ProfileStore::Mode::kCreate);
+  db::ProfileStore store = db::ProfileStore::create_beside(out);  // replaced whole (issue 30 §4)
   store.save(builder.finish(), true);
+  store.publish();
   std::fprintf(stderr, "edo import: wrote %s (%llu frames%s)\n", terminal_safe(out).c_str(),
                static_cast<unsigned long long>(builder.frames()),
                builder.issues().empty() ? "" : ", damaged input reported above");
@@ -84,7 +92,7 @@ int run_import(const ImportOptions& o) {
 
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<ImportOptions>();
-  sub.add_option("trace", o->inputs, "EDO_OUTPUT file(s): the job's <path> and its children's <path>.<pid>")->required()->check(CLI::ExistingFile);
+  sub.add_option("trace", o->inputs, "EDO_OUTPUT file(s): the job's <path> and its children's <path>.<pid>")->required();
   sub.add_option("-o,--output", o->output, "the .edodb to write (default <first trace>.edodb)");
   sub.add_option("--run", o->run,
                  "import only the sessions of this run (a run id from the refusal of files of several runs)");

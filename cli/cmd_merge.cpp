@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct MergeOptions {
 };
 
 int run_merge(const MergeOptions& o) {
+  // A missing input is a bad file (exit 1), not a bad command line (issue 30 §9).
+  for (const auto& path : o.inputs) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw Failure(terminal_safe(path) + ": no such file; give the .edodb files 'edo record' wrote on each node");
+  }
   check_output_path(o.output, o.replace);
   model::MergeOptions mo;
   mo.force = o.force;
@@ -54,8 +61,7 @@ int run_merge(const MergeOptions& o) {
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<MergeOptions>();
   sub.add_option("recordings", o->inputs, "the .edodb files of one job (one per node, from 'edo record' or 'edo merge')")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   sub.add_option("-o,--output", o->output, "the merged .edodb to write")->required();
   sub.add_option("--align", o->align,
                  "how the hosts' timelines are lined up: 'wall' (each host's wall clock as recorded: off by the hosts' "

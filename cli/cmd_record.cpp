@@ -188,6 +188,7 @@ int run_record(const RecordOptions& o) {
 
   collector::RecordSettings settings;
   settings.output = out;
+  settings.replace_existing = o.force;
   settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
   settings.metadata["edo_version"] = EDO_VERSION;
   settings.metadata["recorded_command"] = [&] {
@@ -201,6 +202,11 @@ int run_record(const RecordOptions& o) {
   });
   const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
   const int code = r.code;
+  if (!r.placed) {
+    // The recording is whole but not at -o (the recorder said where, in one line): a runtime
+    // failure, unless the job itself failed, whose code comes first.
+    return code != 0 ? code : 1;
+  }
   if (r.final_save_failed) {
     // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
     // unless the job itself failed, whose code comes first.

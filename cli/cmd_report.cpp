@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/model/drops.h"
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
@@ -55,12 +56,22 @@ std::string seconds(int64_t ns) { return fmt::format("{:.1f} s", static_cast<dou
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
 // The job `edo record` started (not whichever process connected first), then its ranks.
-void print_job(const model::Profile& profile, const model::JobView& job, const std::vector<model::RankView>& rank_views) {
+void print_job(const model::Profile& profile, const model::JobView& job, const std::vector<model::RankView>& rank_views,
+               const db::RecordingState& rec) {
   if (profile.sessions.empty()) {
-    fmt::print("job: (no process recorded)\n");
+    fmt::print("job: (no process recorded){}\n", rec.whole() ? "" : ", " + rec.word());
+    if (!rec.whole()) print_note("  " + terminal_safe(rec.describe()), "    ");
     return;
   }
-  const std::string exit = job.exit_code ? fmt::format("exit {}", *job.exit_code) : "exit unknown";
+  std::string exit = job.exit_code ? fmt::format("exit {}", *job.exit_code) : "exit unknown";
+  // A recording still being written, or cut short, has no exit and no end yet: it says so, with
+  // how much of the job it holds (its latest save - the job's start).
+  std::string duration = seconds(job.duration_ns);
+  if (!rec.whole()) {
+    exit = rec.kind == db::RecordingState::Kind::kInProgress ? "recording in progress" : "incomplete, exit unknown";
+    duration = seconds(std::max(job.duration_ns, rec.saved_duration_ns())) +
+               (rec.kind == db::RecordingState::Kind::kInProgress ? " so far" : " recorded");
+  }
   print_note("job: " + terminal_safe(job.command), "     ");
   // A merged recording (edo merge) has a root on each node: its launcher there.
   std::set<std::string> root_hosts;
@@ -75,7 +86,8 @@ void print_job(const model::Profile& profile, const model::JobView& job, const s
   } else if (!job.host.empty()) {
     where += " on " + terminal_safe(job.host);
   }
-  fmt::print("  {}, {}, {}, {}\n", where, exit, seconds(job.duration_ns), plural(job.steps, "step", "steps"));
+  fmt::print("  {}, {}, {}, {}\n", where, exit, duration, plural(job.steps, "step", "steps"));
+  if (!rec.whole()) print_note("  " + terminal_safe(rec.describe()), "    ");
   if (job.root >= 0 && !multi_node) {
     const model::Session& r = profile.sessions[size_t(job.root)];
     if (r.command != job.command && !r.command.empty()) print_note("  exec'ed into: " + terminal_safe(r.command), "    ");
@@ -113,20 +125,29 @@ void print_job(const model::Profile& profile, const model::JobView& job, const s
   }
 }
 
-void print_memory(const model::Profile& profile) {
+void print_memory(const model::Profile& profile, size_t ranks) {
   const int64_t peak = profile.peak_bytes();
   const model::TableMemory mem = profile.table_memory();
   const uint64_t table_bytes = mem.total_bytes();
-  const std::string head = fmt::format("memory: peak {}{}, tables {}", model::format_bytes(static_cast<uint64_t>(peak)),
-                                       profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "",
-                                       model::format_bytes(table_bytes));
+  // A data-parallel job: each figure says whether it sums the ranks' replicas (the table list
+  // below shows one rank's copy of a table every rank holds). The peak with a device timeline is
+  // the largest of one process's; without, it is the tables' sum, over every rank.
+  std::string peak_note = profile.memory_events.empty() ? " (no device timeline: sum of tables)" : "";
+  std::string tables_note;
+  if (ranks >= 2) {
+    peak_note = profile.memory_events.empty() ? fmt::format(" (all {} ranks: no device timeline, sum of tables)", ranks)
+                                              : " (per rank: the largest rank's)";
+    tables_note = fmt::format(" (all {} ranks; the table list shows one rank's copy)", ranks);
+  }
+  const std::string head = fmt::format("memory: peak {}{}, tables {}{}", model::format_bytes(static_cast<uint64_t>(peak)),
+                                       peak_note, model::format_bytes(table_bytes), tables_note);
   const std::string parts =
       mem.optimizer_bytes + mem.grad_bytes > 0
           ? fmt::format("= weights {} + optimizer state {} + gradients {}", model::format_bytes(mem.weight_bytes),
                         model::format_bytes(mem.optimizer_bytes), model::format_bytes(mem.grad_bytes))
           : "";
   const std::string share =
-      peak > 0 ? fmt::format("({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "";
+      peak > 0 && ranks < 2 ? fmt::format("({:.0f}% of peak)", 100.0 * static_cast<double>(table_bytes) / static_cast<double>(peak)) : "";
   std::string line = head;
   for (const std::string* piece : {&parts, &share}) {  // a piece that does not fit starts a line
     if (piece->empty()) continue;
@@ -355,8 +376,8 @@ void print_training(const model::Profile& profile, const std::vector<model::Tabl
 
 void print_text(const model::Profile& profile, const std::vector<model::TableView>& tables,
                 const std::vector<model::RankView>& ranks, size_t top) {
-  print_job(profile, model::job_view(profile), ranks);
-  print_memory(profile);
+  print_job(profile, model::job_view(profile), ranks, db::recording_state(profile));
+  print_memory(profile, model::job_view(profile).ranks.size());
   if (tables.empty()) {
     fmt::print("no embedding tables recorded\n");
     return;
@@ -382,6 +403,24 @@ int run_report(const ReportOptions& o) {
   if (o.json) {
     // Names are exact; bytes that are not UTF-8 (a damaged file) become U+FFFD: JSON is text.
     auto j = report_json(profile, tables, o.top);
+    // Whether the recording is whole: "complete", "in_progress" (edo record still writes it) or
+    // "incomplete" (cut short); the job's duration is then what the file holds of it.
+    const db::RecordingState rec = db::recording_state(profile);
+    const char* state = rec.kind == db::RecordingState::Kind::kComplete     ? "complete"
+                        : rec.kind == db::RecordingState::Kind::kInProgress ? "in_progress"
+                                                                           : "incomplete";
+    j["job"]["recording"] = state;
+    // A data-parallel job: which figures sum every rank's replica (the tables list one copy).
+    if (const size_t nranks = model::job_view(profile).ranks.size(); nranks >= 2) {
+      j["memory"]["peak_scope"] = profile.memory_events.empty() ? "all_ranks" : "largest_rank";
+      j["memory"]["table_bytes_scope"] = "all_ranks";
+      j["memory"]["ranks"] = nranks;
+    }
+    if (!rec.whole()) {
+      const double saved_s = static_cast<double>(rec.saved_duration_ns()) / 1e9;
+      if (j["job"]["duration_s"].get<double>() < saved_s) j["job"]["duration_s"] = saved_s;
+      j["job"]["recording_note"] = rec.describe();
+    }
     j["ranks"] = ranks_json(ranks);
     j["plan"] = plan ? tuner::plan_to_json(*plan) : nlohmann::ordered_json(nullptr);
     j["plan_run"] = plan ? nlohmann::ordered_json(plan->run_id) : nlohmann::ordered_json(nullptr);
@@ -421,8 +460,12 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<ReportOptions>();
   sub.footer(
       "The header shows the job 'edo record' started (command, exit code, duration), then its ranks when there are\n"
-      "several. Tables are sorted by memory. One table read by several processes (ranks, forked workers) is one row;\n"
-      "a table forked workers inherited is counted once. Different tables under one name are named by rank (or pid).\n"
+      "several. A recording still being written (.NAME.edo-recording-PID beside its output until the job ends) says\n"
+      "'recording in progress', one whose edo record died before its final save 'incomplete', each with the time it\n"
+      "holds (--json: job.recording is complete, in_progress or incomplete). With several ranks, the memory line says\n"
+      "which figures sum every rank's replica and which are per rank. Tables are sorted by memory. One table read by\n"
+      "several processes (ranks, forked workers) is one row; a table forked workers inherited is counted once.\n"
+      "Different tables under one name are named by rank (or pid).\n"
       "Memory has one definition: total_bytes = weight_bytes + optimizer_bytes + grad_bytes (a table tied to another\n"
       "shares its weights: they are counted once, with that table). Names are printed with control characters escaped\n"
       "(\\n, \\t, \\x1b); --json keeps them exact.\n"

@@ -87,8 +87,9 @@ int run_synth(const SynthOptions& o) {
   if (o.min_zipf > o.zipf)
     throw UsageError("--min-zipf is more than --zipf (the most skewed table); give --zipf at least --min-zipf");
   check_output_path(o.output, o.force);
-  // Created before the work, so that an unwritable path is said at once, not after minutes.
-  db::ProfileStore store(o.output, db::ProfileStore::Mode::kCreate);
+  // Created before the work, so that an unwritable path is said at once, not after minutes;
+  // written beside the output and renamed over it once whole (issue 30 §4).
+  db::ProfileStore store = db::ProfileStore::create_beside(o.output);
   const auto start = std::chrono::system_clock::now();
   const auto t0 = std::chrono::steady_clock::now();
   model::Profile profile;
@@ -159,6 +160,7 @@ int run_synth(const SynthOptions& o) {
   profile.sessions.push_back(session);
 
   store.save(profile);
+  store.publish();
   if (o.min_rows > 0 || o.min_zipf >= 0)
     std::fprintf(stderr, "edo synth: wrote %s (%d tables, %llu rows in all, %llu to %llu rows each, %llu lookups each, Zipf %g to %g)\n",
                  o.output.c_str(), o.tables, static_cast<unsigned long long>(total_rows),

@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <string>
 
 #include "command.h"
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
 #include "edo/tuner/device_profile.h"
@@ -150,6 +152,10 @@ int run_tune(const TuneCliOptions& o) {
     try {
       (void)tuner::resolve_target_device(o.target_device);
     } catch (const std::invalid_argument& e) {
+      // A device file that exists but is not a device profile is a bad file (exit 1); a name
+      // that is neither a stored device nor a file is a bad flag (exit 2).
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(o.target_device, ec)) throw Failure(e.what());
       throw UsageError(e.what());
     }
   }
@@ -166,6 +172,19 @@ int run_tune(const TuneCliOptions& o) {
 
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
   const model::Profile profile = store.load();
+  // A shape no embedding table has (a damaged file, a count stored out of range) is the file's
+  // fault, not the command line's: named with its table and file, exit 1.
+  for (const auto& tb : profile.tables) {
+    const uint64_t elem = std::max<uint32_t>(model::dtype_size(tb.dtype), 1);
+    uint64_t bytes = 0;
+    if (tb.rows > (uint64_t{1} << 40) || __builtin_mul_overflow(tb.rows, uint64_t{tb.dim}, &bytes) ||
+        __builtin_mul_overflow(bytes, elem, &bytes))
+      throw Failure(fmt::format("{}: table '{}' has {} rows x {}: more than any embedding table edo can tune (2^40 rows); "
+                                "the recording is damaged: re-record it",
+                                terminal_safe(o.file), terminal_safe(tb.name), tb.rows, tb.dim));
+  }
+  if (const db::RecordingState rec = db::recording_state(profile); !rec.whole())
+    std::fprintf(stderr, "edo tune: %s: %s\n", terminal_safe(o.file).c_str(), terminal_safe(rec.describe()).c_str());
   const auto weights = db::load_weight_snapshots(store);
 
   if (o.time_limit > 0) {

@@ -46,8 +46,9 @@ model::TuneResult load_plan_source(const std::string& path, int64_t run) {
   try {
     return tuner::plan_from_text(ss.str());
   } catch (const tuner::PlanError& e) {
-    // A plan file from outside is input to validate: a bad one is a usage error (exit 2).
-    throw UsageError(terminal_safe(path) + ": " + e.what() + "; give a plan written by 'edo export' or 'edo tune --json'");
+    // A plan file from outside is input to validate: a bad one is a bad file (exit 1), like a
+    // bad recording; exit 2 is for the command line alone.
+    throw Failure(terminal_safe(path) + ": " + e.what() + "; give a plan written by 'edo export' or 'edo tune --json'");
   }
 }
 

@@ -2,15 +2,22 @@
 // unchanged but for the signals (job_launcher.h, issue 18 §1) and the flush wait (issue 24).
 #include "edo/collector/recorder.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/model/processes.h"
 
 namespace edo::collector {
@@ -74,6 +81,47 @@ class RecordingSignals {
   std::vector<std::pair<int, struct sigaction>> saved_;
 };
 
+// Renames the finished recording over `output` (only an edo database, a link or nothing may be
+// there; an existing one only with `replace`); returns where the recording is: `output`, or
+// `recording` when it could not be placed (said in one line).
+std::string place_recording(const std::string& recording, const std::string& output, bool replace,
+                            const Recorder::Say& say) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto keep = [&](const std::string& why) {
+    say(output + " " + why + "; the recording is kept as " + recording + " (rename it yourself)");
+    return recording;
+  };
+  struct stat o;
+  const bool exists = ::lstat(output.c_str(), &o) == 0;
+  if (exists && !replace) {
+    // Created while the job ran (an edo record without --force checked it was not there).
+    return keep("appeared while the job ran (another edo record?) and --force was not given");
+  }
+  if (exists && S_ISREG(o.st_mode) && o.st_size > 0 && !db::is_edo_database(output))
+    return keep("is no longer an edo database (replaced while the job ran)");
+  if (exists && S_ISDIR(o.st_mode)) return keep("is a directory now");
+  // The replaced file's own log must not be read with the new file.
+  if (exists)
+    for (const char* side : {"-wal", "-shm"}) fs::remove(output + side, ec);
+  int rc;
+  if (replace) {
+    rc = ::rename(recording.c_str(), output.c_str());
+  } else {
+    rc = ::renameat2(AT_FDCWD, recording.c_str(), AT_FDCWD, output.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {  // a file system without it
+      rc = ::link(recording.c_str(), output.c_str());
+      if (rc == 0) ::unlink(recording.c_str());
+    }
+    if (rc != 0 && errno == EEXIST) return keep("appeared while the job ran (another edo record?) and --force was not given");
+  }
+  if (rc != 0) return keep(std::string("could not be written (") + std::strerror(errno) + ")");
+  // A save that failed on a full disk may have left the log beside the file: it goes with it.
+  if (fs::exists(recording + "-wal", ec)) fs::rename(recording + "-wal", output + "-wal", ec);
+  fs::remove(recording + "-shm", ec);
+  return output;
+}
+
 }  // namespace
 
 void note_signal_for_job(int sig) {
@@ -94,7 +142,19 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   RecordingSignals signals(st.install_signal_handlers);
   g_pending_signals.store(0);
   ChannelServer server;  // throws with a one-line message
-  db::ProfileStore store(st.output, db::ProfileStore::Mode::kCreate);
+  // The recording goes to a file of its own beside the output, renamed over it at the end
+  // (issue 30 §4): two edo record -o with one output never write one file, the output is
+  // replaced only whole, and a killed edo leaves its file where edo report finds it.
+  const std::string recording = db::recording_file_for(st.output, getpid());
+  std::unique_ptr<db::ProfileStore> store;
+  try {
+    store = std::make_unique<db::ProfileStore>(recording, db::ProfileStore::Mode::kCreate);
+  } catch (const db::DbError& e) {
+    // Said of the output the user named (the folder is the same).
+    const std::string what = e.what();
+    if (what.rfind(recording, 0) != 0) throw;
+    throw db::DbError(st.output + what.substr(recording.size()));
+  }
   builder_ = std::make_unique<ProfileBuilder>("record");
   ProfileBuilder& builder = *builder_;
   for (auto& [k, v] : st.metadata) builder.profile().metadata[k] = v;
@@ -118,10 +178,30 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   bool save_failed = false, final_save_failed = false;
   auto last_good_save = clock::now();
   const auto every_s = std::chrono::duration<double>(st.save_every).count();
+  // Every save says whether the recording is whole (db/recording_state.h): in progress until
+  // the final save, with the job's start and the time of the save.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  bool saved_once = false;
+  auto now_unix_ns = [] {
+    return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch()).count());
+  };
   auto save = [&](bool final_save) {
-    if (!final_save && builder.generation() == saved_gen) return;
     try {
-      store.save(builder.finish(), final_save);
+      if (!final_save && saved_once && builder.generation() == saved_gen) {
+        store->save_metadata({{db::kRecordingSavedNs, now_unix_ns()}});  // nothing new: still running
+        last_good_save = clock::now();
+        return;
+      }
+      auto& meta = builder.profile().metadata;
+      meta[db::kRecordingState] = final_save ? "complete" : "in_progress";
+      meta[db::kRecordingWriterPid] = std::to_string(getpid());
+      meta[db::kRecordingWriterHost] = host;
+      meta[db::kRecordingStartedNs] = std::to_string(job_start_unix_ns);
+      meta[db::kRecordingSavedNs] = now_unix_ns();
+      store->save(builder.finish(), final_save);
+      saved_once = true;
       saved_gen = builder.generation();
       last_good_save = clock::now();
     } catch (const std::exception& e) {
@@ -135,6 +215,7 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       final_save_failed = final_save;
     }
   };
+  save(false);  // from the start, the file says the recording is in progress
   // A signal for the job: ask every traced process for a flush, wait for the replies (a
   // bounded time, said when it runs out), then pass the signals received so far on. A traced
   // process connects when it registers its first table, reads one or counts a step (the
@@ -226,6 +307,9 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   out.code = code;
   out.final_save_failed = final_save_failed;
   out.unsaved_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
+  store.reset();  // closed: its log folded back into the file
+  out.written = place_recording(recording, st.output, st.replace_existing, say_);
+  out.placed = out.written == st.output;
   return out;
 }
 

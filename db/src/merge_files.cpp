@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/db/weight_store.h"
 
 namespace edo::db {
@@ -21,9 +22,18 @@ model::MergeSummary merge_files(const std::vector<std::string>& inputs, const st
   std::vector<model::LabeledProfile> loaded;
   loaded.reserve(inputs.size());
   size_t tune_runs = 0;
+  bool cut_short = false;
   for (const auto& path : inputs) {
     ProfileStore store(path, ProfileStore::Mode::kReadOnly);
     model::LabeledProfile lp{path, store.load()};
+    // A recording still being written, or cut short, is not merged as if it were whole: refused,
+    // or with --force merged and the result marked incomplete (issue 30 §10).
+    if (const RecordingState rs = recording_state(lp.profile); !rs.whole()) {
+      if (!options.force)
+        throw DbError(path + ": " + rs.word() + "; merge recordings whose edo record finished, or add --force to merge " +
+                      "what it holds (the merged recording is then marked incomplete)");
+      cut_short = true;
+    }
     lp.profile.weights = load_weight_snapshots(store);
     tune_runs += size_t(store.database().execAndGet("SELECT COUNT(*) FROM tune_runs").getInt64());
     loaded.push_back(std::move(lp));
@@ -31,8 +41,15 @@ model::MergeSummary merge_files(const std::vector<std::string>& inputs, const st
   model::MergeSummary summary;
   model::Profile merged = model::merge_profiles(loaded, options, &summary);
   loaded.clear();
-  ProfileStore out(output, ProfileStore::Mode::kCreate);
+  for (const char* key : {kRecordingState, kRecordingWriterPid, kRecordingWriterHost, kRecordingStartedNs, kRecordingSavedNs})
+    merged.metadata.erase(key), merged.metadata.erase(std::string("merge.values.") + key);
+  if (cut_short) {
+    merged.metadata[kRecordingState] = "in_progress";  // no writer (pid 0): incomplete
+    merged.metadata[kRecordingWriterPid] = "0";
+  }
+  ProfileStore out = ProfileStore::create_beside(output);  // the output is replaced whole
   out.save(merged, true);
+  out.publish();
   if (tune_runs)
     summary.warnings.push_back(std::to_string(tune_runs) +
                                " tune run(s) of the inputs not carried over: a plan is for the whole job, run "

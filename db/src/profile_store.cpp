@@ -22,7 +22,9 @@
 #include <set>
 #include <string>
 
+#include "edo/db/recording_state.h"
 #include "edo/dtype.h"
+#include "open_safely.h"
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
@@ -57,6 +59,7 @@ std::string sqlite_file_name(const std::string& path) {
 bool is_edo_database(const std::string& path) {
   try {
     SQLite::Database db(sqlite_file_name(path), SQLite::OPEN_READONLY);
+    harden_connection(db);
     if (!db.tableExists("edo_meta")) return false;
     SQLite::Statement q(db, "SELECT value FROM edo_meta WHERE key = 'format'");
     return q.executeStep() && q.getColumn(0).getString() == schema::kFormatTag;
@@ -98,32 +101,6 @@ std::string join_lines(const std::vector<std::string>& names) {
   return out;
 }
 
-// Why a write failed, in the user's words: SQLite says "database or disk is full" or "disk I/O
-// error"; the operating system's errno says which (a full disk, the file size limit, a
-// read-only file system, permissions).
-std::string write_failure(SQLite::Database& db, const SQLite::Exception& e) {
-  // SQLite reports a full disk as SQLITE_FULL without keeping the errno.
-  if (e.getErrorCode() == SQLITE_FULL) return "the disk is full (" + std::string(e.what()) + "); free some space";
-  const int err = sqlite3_system_errno(db.getHandle());
-  switch (err) {
-    case ENOSPC: return "the disk is full (" + std::string(std::strerror(err)) + "); free some space";
-    case EDQUOT: return "the disk quota is used up (" + std::string(std::strerror(err)) + "); free some space";
-    case EFBIG: return "the file size limit is reached (" + std::string(std::strerror(err)) + "; see ulimit -f)";
-    case EROFS: return "the file system is read-only";
-    case EACCES:
-    case EPERM: return "permission denied";
-    default: break;
-  }
-  std::string what = e.what();
-  if (err != 0) what += std::string(": ") + std::strerror(err);
-  // Some failing calls (growing the WAL index) leave no errno behind; a file size limit is
-  // then the likely cause when one is set.
-  rlimit fsize{};
-  if (err == 0 && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
-    return what + " (the file size limit is reached? ulimit -f is " + std::to_string(fsize.rlim_cur) + " bytes)";
-  return what + "; check free disk space and permissions";
-}
-
 int64_t u64_to_i64(uint64_t v) { return static_cast<int64_t>(v); }  // bit pattern kept (addresses)
 uint64_t i64_to_u64(int64_t v) { return static_cast<uint64_t>(v); }
 
@@ -133,6 +110,9 @@ struct ProfileStore::Impl {
   std::string path;
   Mode mode;
   bool in_memory = false;
+  // create_beside(): the file written (`path` is the output it becomes at publish()); removed
+  // when the store goes without publish().
+  std::string temp;
   std::unique_ptr<SQLite::Database> db;
   WrittenSnapshots weights_written;  // weight snapshot revisions this store has written
 
@@ -149,6 +129,14 @@ struct ProfileStore::Impl {
     txn.commit();
   }
 
+  // A count or size column (never negative, as edo writes it): a negative value is damage,
+  // refused naming what holds it, never shown as 18446744073709551615.
+  uint64_t count(const SQLite::Column& c, const std::string& what) const {
+    const int64_t v = c.getInt64();
+    if (v < 0) fail(what + " is " + std::to_string(v) + ", not a count");
+    return static_cast<uint64_t>(v);
+  }
+
   void save(Profile& p, bool with_summaries);
   // with_aggregates false: tables get an empty aggregate (load_outline()).
   Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table) const;
@@ -161,7 +149,15 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
   namespace fs = std::filesystem;
   std::error_code ec;
   if (mode != Mode::kCreate) {
-    if (!fs::exists(path, ec)) throw DbError(path + ": no such file; record one with 'edo record' or 'edo synth'");
+    if (!fs::exists(path, ec)) {
+      // `edo record` writes beside its output until the job ends: say where, so that a live
+      // recording (or one whose edo record was killed) is found.
+      const std::vector<std::string> live = recording_files_for(path);
+      if (!live.empty())
+        throw DbError(path + ": no such file yet; edo record writes it to " + live.back() +
+                      " until the job ends (read that file to see the recording so far)");
+      throw DbError(path + ": no such file; record one with 'edo record' or 'edo synth'");
+    }
     if (fs::is_directory(path, ec)) throw DbError(path + ": is a directory, not an edo database");
     if (fs::file_size(path, ec) == 0) throw DbError(path + ": empty file, not an edo database (was the recording interrupted before its first save?)");
     if (::access(path.c_str(), R_OK) != 0 && errno == EACCES) {
@@ -198,13 +194,17 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
                 : mode == Mode::kReadWrite ? SQLite::OPEN_READWRITE
                                            : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     impl_->db = std::make_unique<SQLite::Database>(sqlite_file_name(path), flags, /*busy timeout ms*/ 5000);
+    harden_connection(*impl_->db);
     if (mode == Mode::kCreate) {
       impl_->db->exec("PRAGMA journal_mode=WAL");
       impl_->db->exec("PRAGMA synchronous=NORMAL");
       impl_->create_schema();
       return;
     }
+    // Another SQLite file is "not an edo database"; an edo database that carries SQL of its own
+    // is refused before anything else is read from it (the connection runs no trigger or view).
     int version = schema::read_version(*impl_->db, path);
+    check_schema_objects(*impl_->db, path);
     if (version > schema::kCurrentVersion) {
       throw DbError(path + ": written by a newer edo (schema " + std::to_string(version) + " > " +
                     std::to_string(schema::kCurrentVersion) + "); upgrade edo to read it");
@@ -214,6 +214,7 @@ ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make
       // Older files are upgraded in place, also when opened for reading.
       try {
         SQLite::Database writer(sqlite_file_name(path), SQLite::OPEN_READWRITE, 5000);
+        harden_connection(writer);
         SQLite::Transaction txn(writer);
         schema::migrate(writer, version);
         txn.commit();
@@ -251,6 +252,7 @@ ProfileStore ProfileStore::in_memory() {
   impl->in_memory = true;
   try {
     impl->db = std::make_unique<SQLite::Database>(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    harden_connection(*impl->db);
     impl->create_schema();
   } catch (const SQLite::Exception& e) {
     throw DbError(std::string("cannot create an edo database in memory (") + e.what() + ")");
@@ -260,12 +262,56 @@ ProfileStore ProfileStore::in_memory() {
 
 ProfileStore::~ProfileStore() {
   if (!impl_ || !impl_->db || impl_->mode == Mode::kReadOnly || impl_->in_memory) return;
+  if (!impl_->temp.empty()) {
+    // Never published (the work failed): the half-written file goes, the output is untouched.
+    impl_->db.reset();
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(impl_->temp + suffix, ec);
+    return;
+  }
   // Leave a single self-contained file behind: fold the WAL back in.
   try {
     impl_->db->exec("PRAGMA journal_mode=DELETE");
   } catch (const std::exception&) {
     // Another reader holds the file; the WAL stays beside it and SQLite reads it.
   }
+}
+
+ProfileStore ProfileStore::create_beside(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string temp =
+      (p.parent_path() / ("." + p.filename().string() + ".edo-writing-" + std::to_string(::getpid()))).string();
+  std::unique_ptr<ProfileStore> store;
+  try {
+    store = std::make_unique<ProfileStore>(temp, Mode::kCreate);
+  } catch (const DbError& e) {
+    const std::string what = e.what();  // said of the output the user named (the folder is the same)
+    if (what.rfind(temp, 0) != 0) throw;
+    throw DbError(path + what.substr(temp.size()));
+  }
+  store->impl_->temp = temp;
+  store->impl_->path = path;
+  return std::move(*store);
+}
+
+void ProfileStore::publish() {
+  if (impl_->temp.empty() || !impl_->db) return;
+  try {
+    impl_->db->exec("PRAGMA journal_mode=DELETE");  // one self-contained file
+  } catch (const SQLite::Exception& e) {
+    throw DbError(impl_->path + ": cannot write: " + write_failure(*impl_->db, e));
+  }
+  impl_->db.reset();
+  std::error_code ec;
+  // The replaced file's own log must not be read with the new file.
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(impl_->path + suffix, ec);
+  if (::rename(impl_->temp.c_str(), impl_->path.c_str()) != 0) {
+    const int err = errno;
+    std::filesystem::remove(impl_->temp, ec);
+    impl_->temp.clear();
+    throw DbError(impl_->path + ": cannot write: " + std::strerror(err) + "; choose another -o path");
+  }
+  impl_->temp.clear();
 }
 
 ProfileStore::ProfileStore(ProfileStore&&) noexcept = default;
@@ -286,13 +332,31 @@ void ProfileStore::save(Profile& profile, bool with_summaries) {
   }
 }
 
+void ProfileStore::save_metadata(const std::map<std::string, std::string>& entries) {
+  if (impl_->mode == Mode::kReadOnly) throw DbError(impl_->path + ": opened read-only, cannot save");
+  try {
+    SQLite::Transaction txn(*impl_->db);
+    SQLite::Statement put(*impl_->db, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
+    for (const auto& [key, value] : entries) {
+      put.reset();
+      put.bind(1, key);
+      put.bind(2, value);
+      put.exec();
+    }
+    txn.commit();
+  } catch (const SQLite::Exception& e) {
+    throw DbError(impl_->path + ": cannot write: " + write_failure(*impl_->db, e));
+  }
+}
+
 Profile ProfileStore::load() const { return load(std::function<void(size_t, size_t)>()); }
 
 Profile ProfileStore::load(const std::function<void(size_t done, size_t total)>& on_table) const {
   try {
     return impl_->load(true, on_table);
-  } catch (const DbError&) {
-    throw;
+  } catch (const DbError& e) {
+    if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
+    impl_->fail(e.what());  // damage found by a part that does not know the file's name
   } catch (const SQLite::Exception& e) {
     impl_->fail(e.what());
   }
@@ -304,8 +368,9 @@ ProfileStore::Outline ProfileStore::load_outline() const {
     o.profile = impl_->load(false, {});
     o.lookups_by_table = impl_->stored_lookups();
     return o;
-  } catch (const DbError&) {
-    throw;
+  } catch (const DbError& e) {
+    if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
+    impl_->fail(e.what());
   } catch (const SQLite::Exception& e) {
     impl_->fail(e.what());
   }
@@ -314,7 +379,8 @@ ProfileStore::Outline ProfileStore::load_outline() const {
 std::map<int64_t, uint64_t> ProfileStore::Impl::stored_lookups() const {
   std::map<int64_t, uint64_t> out;
   SQLite::Statement q(*db, "SELECT table_id, lookups FROM table_stats");
-  while (q.executeStep()) out[q.getColumn(0).getInt64()] = i64_to_u64(q.getColumn(1).getInt64());
+  while (q.executeStep())
+    out[q.getColumn(0).getInt64()] = count(q.getColumn(1), "table " + std::to_string(q.getColumn(0).getInt64()) + ": lookups");
   return out;
 }
 
@@ -558,8 +624,9 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
       if (!q.getColumn(9).isNull()) s.exit_code = q.getColumn(9).getInt();
       s.gpus = q.getColumn(10).getString();
       s.source = q.getColumn(11).getString();
-      s.dropped_events = i64_to_u64(q.getColumn(12).getInt64());
-      s.steps = i64_to_u64(q.getColumn(13).getInt64());
+      const std::string who = "session " + std::to_string(s.id) + " (pid " + std::to_string(s.pid) + ")";
+      s.dropped_events = count(q.getColumn(12), who + ": dropped_events");
+      s.steps = count(q.getColumn(13), who + ": steps");
       p.sessions.push_back(std::move(s));
     }
   }
@@ -569,7 +636,9 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
     SQLite::Statement q(d, "SELECT session_id, name, count FROM session_drops ORDER BY session_id, name");
     while (q.executeStep()) {
       auto it = by_id.find(q.getColumn(0).getInt64());
-      if (it != by_id.end()) it->second->drops[q.getColumn(1).getString()] = i64_to_u64(q.getColumn(2).getInt64());
+      if (it != by_id.end())
+        it->second->drops[q.getColumn(1).getString()] =
+            count(q.getColumn(2), "session " + std::to_string(it->first) + ": drop count " + q.getColumn(1).getString());
     }
   }
   {
@@ -584,16 +653,19 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
       t.id = q.getColumn(0).getInt64();
       t.session_id = q.getColumn(1).getInt64();
       t.name = q.getColumn(2).getString();
-      t.rows = i64_to_u64(q.getColumn(3).getInt64());
-      t.dim = static_cast<uint32_t>(q.getColumn(4).getInt64());
+      const std::string which = "table '" + t.name + "'";
+      t.rows = count(q.getColumn(3), which + ": rows");
+      const uint64_t dim = count(q.getColumn(4), which + ": dim");
+      if (dim > UINT32_MAX) fail(which + ": dim is " + std::to_string(dim) + ", more than any table has");
+      t.dim = static_cast<uint32_t>(dim);
       // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
       // read every spelling as its name in edo/dtype.h.
       t.dtype = std::string(canonical_dtype_name(q.getColumn(5).getString()));
       t.device = q.getColumn(6).getString();
       t.base_address = i64_to_u64(q.getColumn(7).getInt64());
-      t.weight_bytes = i64_to_u64(q.getColumn(8).getInt64());
-      t.optimizer_bytes = i64_to_u64(q.getColumn(9).getInt64());
-      t.grad_bytes = i64_to_u64(q.getColumn(10).getInt64());
+      t.weight_bytes = count(q.getColumn(8), which + ": weight_bytes");
+      t.optimizer_bytes = count(q.getColumn(9), which + ": optimizer_bytes");
+      t.grad_bytes = count(q.getColumn(10), which + ": grad_bytes");
       SQLite::Column blob = q.getColumn(11);
       if (!with_aggregates) {
         // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.

@@ -88,7 +88,13 @@ void load_table_extras(SQLite::Database& d, model::Profile& p) {
   SQLite::Statement q(d, "SELECT table_id, kind, bytes FROM table_extra ORDER BY table_id, kind");
   while (q.executeStep()) {
     auto it = by_id.find(q.getColumn(0).getInt64());
-    if (it != by_id.end()) it->second->extra_by_kind[q.getColumn(1).getString()] = static_cast<uint64_t>(q.getColumn(2).getInt64());
+    if (it == by_id.end()) continue;
+    const int64_t bytes = q.getColumn(2).getInt64();
+    // Never negative as edo writes it: damage, not 18446744073709551615 bytes.
+    if (bytes < 0)
+      throw DbError("table '" + it->second->name + "': extra bytes of kind '" + q.getColumn(1).getString() + "' is " +
+                    std::to_string(bytes) + ", not a count");
+    it->second->extra_by_kind[q.getColumn(1).getString()] = static_cast<uint64_t>(bytes);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include "open_safely.h"
 
 namespace edo::db {
 namespace {
@@ -208,7 +209,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
   } catch (const DbError&) {
     throw;
   } catch (const SQLite::Exception& e) {
-    throw DbError(store.path() + ": cannot write tune results (" + std::string(e.what()) + "); check free disk space and permissions");
+    throw DbError(store.path() + ": cannot write tune results: " + write_failure(store.database(), e));
   }
 }
 
@@ -221,7 +222,7 @@ void save_tune_plan(ProfileStore& store, const TuneResult& r) {
     write_plan(d, r, candidate_ids_of(r));
     txn.commit();
   } catch (const SQLite::Exception& e) {
-    throw DbError(store.path() + ": cannot write tune results (" + std::string(e.what()) + "); check free disk space and permissions");
+    throw DbError(store.path() + ": cannot write tune results: " + write_failure(store.database(), e));
   }
 }
 

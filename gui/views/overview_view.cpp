@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "chart_util.h"
+#include "edo/db/recording_state.h"
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
 #include "edo/gui/sessions_model.h"
@@ -184,6 +185,8 @@ void OverviewView::updateHeader() {
     return;
   }
   const model::Profile& p = recording_->profile;
+  // A recording still being written, or cut short, says so (issue 30 §10), with the time it holds.
+  const db::RecordingState rec = db::recording_state(p);
   QString html = QStringLiteral("<b>%1</b>").arg(recording_->path.toHtmlEscaped());
   if (p.sessions.size() == 1) {
     const model::Session& s = p.sessions.front();
@@ -191,8 +194,8 @@ void OverviewView::updateHeader() {
     QStringList facts;
     facts << tr("pid %1 on %2").arg(s.pid).arg(s.host.empty() ? tr("unknown host") : QString::fromStdString(s.host).toHtmlEscaped());
     facts << (s.gpus.empty() ? tr("no GPU") : QString::fromStdString(s.gpus).toHtmlEscaped());
-    facts << format_duration_ns(static_cast<double>(s.duration_ns));
-    facts << describe_exit(s);
+    facts << format_duration_ns(static_cast<double>(std::max(s.duration_ns, rec.whole() ? 0 : rec.saved_duration_ns())));
+    facts << (rec.whole() ? describe_exit(s) : QString::fromStdString(rec.word()));
     facts << tr("%1 steps").arg(format_count(s.steps));
     // Which edo command wrote it ("record", "synth", "import"): a synthetic profile says so.
     if (!s.source.empty()) facts << tr("written by edo %1").arg(QString::fromStdString(s.source).toHtmlEscaped());
@@ -201,6 +204,7 @@ void OverviewView::updateHeader() {
     // What the processes are, counted as `edo report` counts them (no "ranks" without ranks).
     html += QStringLiteral("<br>") + tr("%1 traced processes (%2)").arg(p.sessions.size()).arg(describe_roles(model::job_view(p)).toHtmlEscaped());
   }
+  if (!rec.whole()) html += QStringLiteral("<br><b>⚠ %1</b>").arg(QString::fromStdString(rec.describe()).toHtmlEscaped());
   header_->setText(html);
   sessions_->setVisible(p.sessions.size() > 1);
   // Tall enough for up to 4 processes without scrolling, never more.

@@ -408,6 +408,28 @@ class ViewTests : public QObject {
     QCOMPARE(sessions->model()->headerData(SessionsModel::kRole, Qt::Horizontal).toString(), QStringLiteral("Role"));
   }
 
+  // Issue 30 §10: a recording whose edo record died before its final save says "incomplete" in
+  // the Overview's header, with the time it holds, not "exit unknown" and 0 s.
+  void overviewSaysARecordingWasCutShort() {
+    model::Profile p;
+    model::Session s;
+    s.id = 1;
+    s.pid = 100;
+    s.parent_pid = 1;
+    s.command = "python3 train.py";
+    p.sessions.push_back(s);
+    p.metadata["recording.state"] = "in_progress";
+    p.metadata["recording.writer_pid"] = "1073741800";  // above any pid_max: no such process
+    p.metadata["recording.started_unix_ns"] = "1000000000000";
+    p.metadata["recording.saved_unix_ns"] = "1012500000000";
+    OverviewView overview;
+    overview.setRecording(make_recording(QStringLiteral("/tmp/cut.edodb"), p));
+    const QString text = visible_text(&overview);
+    QVERIFY2(text.contains(QStringLiteral("incomplete: the recording was cut short")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("12.5 s of the job saved")), qPrintable(text));
+    QVERIFY2(!text.contains(QStringLiteral("exit unknown")), qPrintable(text));
+  }
+
   void tunerShowsThePlanReplansAndExports() {
     QJsonObject plan_json;
     const QString path = tuned_recording(&plan_json);

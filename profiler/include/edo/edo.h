@@ -27,7 +27,10 @@ typedef enum { EDO_HOST, EDO_CUDA } edo_device;
 /* Error codes (negative). */
 enum {
   EDO_OK = 0,
-  EDO_ERR_INVALID_ARGUMENT = -1, /* null name, zero rows or dim, bad enum value */
+  EDO_ERR_INVALID_ARGUMENT = -1, /* null name, zero rows or dim, bad enum value, or a value out of
+                                    range: rows > 2^48, rows x dim x element size > 2^56 bytes, a
+                                    lookup batch > 2^48 indices, extra bytes > 2^56 (a negative
+                                    number passed as unsigned): refused, never recorded */
   EDO_ERR_BAD_HANDLE = -2,       /* table handle not returned by edo_table_register */
   EDO_ERR_NO_MEMORY = -3,        /* bounded buffers full: the batch was dropped and counted */
   EDO_ERR_NO_CUDA = -4,          /* device indices given but no CUDA runtime is usable */

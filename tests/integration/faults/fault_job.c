@@ -163,12 +163,38 @@ static int ranks(const char* self, int n) {
   return bad;
 }
 
+/* fault_job ranges: the C API given values out of range (issue 30 §9), each call's return code
+ * printed as "NAME CODE": a negative row count or batch passed as unsigned, a shape whose bytes
+ * overflow, extra bytes of ~0; then one valid table "ok.emb" (10 x 4 f32) with 64 extra bytes of
+ * kind "adam.exp_avg" and 3 lookups. */
+static int ranges(void) {
+  static int64_t rows3[3] = {0, 1, 2};
+  char line[128];
+  int n;
+#define SAY(name, expr)                                                  \
+  n = snprintf(line, sizeof line, "%s %lld\n", name, (long long)(expr)); \
+  if (write(1, line, (size_t)n) != n) _exit(98);
+  SAY("register_negative_rows", edo_table_register("bad.rows", weights, (uint64_t)-1, 16, EDO_F32, EDO_HOST));
+  SAY("register_overflow", edo_table_register("bad.bytes", weights + 1, (uint64_t)1 << 40, 1u << 30, EDO_F32, EDO_HOST));
+  const int64_t t = edo_table_register("ok.emb", weights + 2, 10, 4, EDO_F32, EDO_HOST);
+  SAY("register_ok", t >= 0 ? 0 : t);
+  SAY("extra_all_ones", edo_table_set_extra_bytes(t, "adam.exp_avg", ~(uint64_t)0));
+  SAY("extra_2_57", edo_table_set_extra_bytes(t, "adam.exp_avg", (uint64_t)1 << 57));
+  SAY("extra_ok", edo_table_set_extra_bytes(t, "adam.exp_avg", 64));
+  SAY("lookup_negative_count", edo_table_lookup(t, rows3, (uint64_t)-3, EDO_I64, EDO_HOST, NULL));
+  SAY("lookup_ok", edo_table_lookup(t, rows3, 3, EDO_I64, EDO_HOST, NULL));
+#undef SAY
+  say_done();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "rounds") && argc >= 5)
     return rounds(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : -1);
   if (!strcmp(mode, "grow") && argc == 5) return grow(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
   if (!strcmp(mode, "ranks") && argc == 3) return ranks(argv[0], atoi(argv[2]));
+  if (!strcmp(mode, "ranges") && argc == 2) return ranges();
   if (!strcmp(mode, "rank") && argc == 3) {
     int k = atoi(argv[2]);
     int64_t t = edo_table_register("shared.emb", weights, 64, 8, EDO_F32, EDO_HOST);
@@ -176,6 +202,6 @@ int main(int argc, char** argv) {
     rank_work(k, t);
     return 0;
   }
-  fprintf(stderr, "usage: fault_job rounds R PER SLEEP_MS [FAULT_AT] | grow TABLES ROWS SLEEP_MS | ranks N\n");
+  fprintf(stderr, "usage: fault_job rounds R PER SLEEP_MS [FAULT_AT] | grow TABLES ROWS SLEEP_MS | ranks N | ranges\n");
   return 2;
 }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/model/profile_summary.h"
 
 namespace fs = std::filesystem;
@@ -293,7 +294,7 @@ TEST(Faults, RealMemoryFault) {
   while (before_fault < 3 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
-      const auto p = load(db);
+      const auto p = load(edo::db::recording_file_for(db, rec.pid));  // written there until the end
       const auto views = edo::model::table_views(p);
       if (const auto* t = view(views, "fault.rows")) before_fault = whole_rounds(t->aggregate, 50);
     } catch (const std::exception&) {
@@ -337,10 +338,12 @@ DiskFullResult disk_full_run(const std::string& db, const std::string& out_path,
   DiskFullResult r;
   Recording rec = start_record({"record", "--flush-ms", "50", "-o", db, "--", FAULT_JOB, "grow", "14", "50000", "300"}, out_path);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  // Until the job ends, edo record writes beside `db` (issue 30 §4).
+  const std::string live = edo::db::recording_file_for(db, rec.pid);
   while (r.tables_before_fault == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
-      r.tables_before_fault = load(db).tables.size();
+      r.tables_before_fault = load(live).tables.size();
     } catch (const std::exception&) {
     }
   }
@@ -526,4 +529,181 @@ TEST(Faults, EightProcessesAtOnce) {
     fs::remove(db);
   }
   std::printf("8 processes at once: %d runs, every count of every process in the database\n", runs);
+}
+
+// ---- issue 30: the output file and what a recording says of itself ----
+namespace {
+
+struct Ran {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Ran run_edo(const std::string& args) {
+  Ran r;
+  FILE* p = popen((std::string(EDO_BIN) + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string meta(const edo::model::Profile& p, const std::string& key) {
+  auto it = p.metadata.find(key);
+  return it == p.metadata.end() ? "" : it->second;
+}
+
+}  // namespace
+
+// Issue 30 §4: two `edo record --force -o same.edodb` at once left an empty 4 KiB file while both
+// said "wrote same.edodb". Each records into a file of its own and renames it over the output
+// at the end: the output is one whole recording (the last to finish), never a mix or nothing,
+// and no recording file is left behind.
+TEST(Faults, TwoForcedRecordingsOfOneOutputLeaveOneWholeRecording) {
+  const std::string dir = temp_dir(), db = dir + "/same.edodb";
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    fs::remove(db);
+    { edo::db::ProfileStore(db, edo::db::ProfileStore::Mode::kCreate); }  // an earlier recording to replace
+    // "--output" (not "-o"): start_record removes an "-o" file, this one must stay.
+    const std::vector<std::string> args = {"record", "--force", "--flush-ms", "20", "--output", db, "--", FAULT_JOB,
+                                           "rounds", "20", "1000", "20"};
+    Recording a = start_record(args, dir + "/a.out");
+    Recording b = start_record(args, dir + "/b.out");
+    Finished fa = wait_record(a), fb = wait_record(b);
+    ASSERT_TRUE(fa.exited && fb.exited);
+    EXPECT_EQ(fa.code, 0) << fa.err;
+    EXPECT_EQ(fb.code, 0) << fb.err;
+    edo::model::Profile p;
+    ASSERT_NO_THROW(p = load(db)) << fa.err << fb.err;
+    uint64_t lookups = 0;
+    size_t tables = 0;
+    for (const auto& t : p.tables)
+      if (t.name == "fault.rows") lookups += t.aggregate.lookups(), ++tables;
+    EXPECT_EQ(tables, 1u) << "one recording, not a mix of two";
+    EXPECT_EQ(lookups, 20u * 1000u);
+    EXPECT_EQ(p.sessions.size(), 1u);
+    EXPECT_EQ(meta(p, "recording.state"), "complete");
+    EXPECT_TRUE(edo::db::recording_files_for(db).empty()) << edo::db::recording_files_for(db).front();
+  }
+  // Without --force the output is never replaced: one run places its recording, the other says
+  // where it kept its own (or, started after the first ended, refuses the existing output).
+  fs::remove(db);
+  const std::vector<std::string> args = {"record", "--flush-ms", "20", "--output", db, "--", FAULT_JOB,
+                                         "rounds", "20", "1000", "20"};
+  Recording a = start_record(args, dir + "/a.out");
+  Recording b = start_record(args, dir + "/b.out");
+  Finished fa = wait_record(a), fb = wait_record(b);
+  ASSERT_TRUE(fa.exited && fb.exited);
+  EXPECT_EQ((fa.code == 0) + (fb.code == 0), 1) << fa.err << fb.err;
+  EXPECT_EQ((fa.code == 1) + (fb.code == 1), 1) << fa.err << fb.err;
+  const edo::model::Profile placed = load(db);
+  ASSERT_EQ(placed.tables.size(), 1u);
+  EXPECT_EQ(placed.tables[0].aggregate.lookups(), 20u * 1000u);
+  for (const std::string& kept : edo::db::recording_files_for(db)) {
+    EXPECT_NE((fa.err + fb.err).find(kept), std::string::npos) << "a kept recording is named: " << fa.err << fb.err;
+    const edo::model::Profile p = load(kept);
+    ASSERT_EQ(p.tables.size(), 1u);
+    EXPECT_EQ(p.tables[0].aggregate.lookups(), 20u * 1000u);
+  }
+}
+
+// Issue 30 §10: `edo report` on a recording being written said "exit unknown, 0.0 s", and so
+// did it on one whose edo record was killed. The live file says "recording in progress"; once
+// its edo record is gone without a final save, "incomplete", with the time it holds.
+TEST(Faults, ALiveAndACutShortRecordingSaySo) {
+  const std::string dir = temp_dir(), db = dir + "/live.edodb", go = dir + "/live.go";
+  fs::remove(go);
+  // The job holds at round 4 until `go` exists (then faults): the recording is live until then.
+  setenv("FAULT_JOB_GO", go.c_str(), 1);
+  Recording rec = start_record({"record", "--flush-ms", "20", "-o", db, "--", FAULT_JOB, "rounds", "10", "50", "20", "4"},
+                               dir + "/job.out");
+  unsetenv("FAULT_JOB_GO");
+  const std::string live = edo::db::recording_file_for(db, rec.pid);
+  int rounds = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  // (An edo record that writes the output itself while the job runs, as before issue 30, fails
+  // here at once.)
+  while (rounds < 3 && std::chrono::steady_clock::now() < deadline && !fs::exists(db)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      const auto views = edo::model::table_views(load(live));
+      if (const auto* t = view(views, "fault.rows")) rounds = whole_rounds(t->aggregate, 50);
+    } catch (const std::exception&) {
+    }
+  }
+  ASSERT_GE(rounds, 3) << "the recording file never held the first rounds";
+
+  Ran r = run_edo("report '" + live + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("recording in progress"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("exit unknown, 0.0 s"), std::string::npos) << r.out;
+  r = run_edo("report --json '" + live + "'");
+  EXPECT_NE(r.out.find("\"recording\": \"in_progress\""), std::string::npos) << r.out;
+  // The output itself does not exist yet: the error says where the recording is.
+  r = run_edo("report '" + db + "'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(live), std::string::npos) << r.out;
+
+  // Cut short: edo record dies before its final save (the job, in its own process group, is let
+  // go and ends by itself).
+  kill(rec.pid, SIGKILL);
+  Finished f = wait_record(rec);
+  EXPECT_FALSE(f.exited);
+  std::ofstream(go) << "go";
+  r = run_edo("report '" + live + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("incomplete"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("recording in progress"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0.0 s"), std::string::npos) << "the real duration: " << r.out;
+  r = run_edo("report --json '" + live + "'");
+  EXPECT_NE(r.out.find("\"recording\": \"incomplete\""), std::string::npos) << r.out;
+  const size_t at = r.out.find("\"duration_s\": ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::strtod(r.out.c_str() + at + 14, nullptr), 0.0) << r.out;
+  r = run_edo("tune --budget 1GiB --backend cpu --time-limit 30 '" + live + "'");
+  EXPECT_NE(r.out.find("incomplete"), std::string::npos) << r.out;
+  // edo merge does not pass it off as whole: refused, or with --force marked incomplete.
+  const std::string other = dir + "/other.edodb", merged = dir + "/merged.edodb";
+  ASSERT_EQ(run_edo("synth -o '" + other + "' --tables 1 --rows 100 --lookups 100").code, 0);
+  r = run_edo("merge '" + live + "' '" + other + "' -o '" + merged + "'");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("incomplete"), std::string::npos) << r.out;
+  r = run_edo("merge --force '" + live + "' '" + other + "' -o '" + merged + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run_edo("report --json '" + merged + "'");
+  EXPECT_NE(r.out.find("\"recording\": \"incomplete\""), std::string::npos) << r.out;
+  // Let the job end before the folder goes.
+  const auto job_gone = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (slurp(dir + "/job.out").find("round 4") == std::string::npos && std::chrono::steady_clock::now() < job_gone)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+// Issue 30 §9: values out of range are refused at the C API (EDO_ERR_INVALID_ARGUMENT = -1), not
+// stored: edo_table_set_extra_bytes(~0) showed as "16.00 EiB (200 % of peak)".
+TEST(Faults, OutOfRangeApiValuesAreRefusedNotRecorded) {
+  const std::string dir = temp_dir(), db = dir + "/ranges.edodb";
+  Recording rec = start_record({"record", "-o", db, "--", FAULT_JOB, "ranges"}, dir + "/job.out");
+  Finished f = wait_record(rec);
+  ASSERT_TRUE(f.exited);
+  ASSERT_EQ(f.code, 0) << f.err;
+  std::map<std::string, long> code;
+  std::istringstream in(f.out);
+  std::string name;
+  long c;
+  while (in >> name >> c) code[name] = c;
+  for (const char* bad : {"register_negative_rows", "register_overflow", "extra_all_ones", "extra_2_57", "lookup_negative_count"})
+    EXPECT_EQ(code.count(bad) ? code[bad] : 99, -1) << bad << "\n" << f.out;
+  for (const char* ok : {"register_ok", "extra_ok", "lookup_ok"}) EXPECT_EQ(code.count(ok) ? code[ok] : 99, 0) << ok;
+  const auto p = load(db);
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_EQ(p.tables[0].name, "ok.emb");
+  EXPECT_EQ(p.tables[0].optimizer_bytes, 64u);
+  EXPECT_EQ(p.tables[0].aggregate.lookups(), 3u);
+  const Ran r = run_edo("report '" + db + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("EiB"), std::string::npos) << r.out;
 }

@@ -253,7 +253,7 @@ TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {
   const std::string bad = dir() + "/bad.json";
   std::ofstream(bad) << "{\"schema\": \"edo.plan/1\", \"budget_bytes\": \"lots\"}";
   r = run_command(kEdo + " export " + bad + " --format yaml");
-  EXPECT_EQ(r.exit_code, 2);  // a plan file from outside is input: a bad one is a usage error
+  EXPECT_EQ(r.exit_code, 1);  // a bad plan file is a bad file (issue 30 §9: exit 2 is for flags only)
   EXPECT_NE(r.err.find("budget_bytes"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_command(kEdo + " export " + recording() + " --format csv");
@@ -261,7 +261,8 @@ TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {
 }
 
 // Issue 20 section 4: `edo export PLAN` refuses a plan whose strategy is not edo's (today it
-// went to the TorchRec file's edo_only) or whose cache_rows is not a count: one line, exit 2.
+// went to the TorchRec file's edo_only) or whose cache_rows is not a count: one line, exit 1
+// (a bad file; issue 30 §9).
 TEST(ExportCli, AStrategyOrCacheRowsOutsideTheSchemaIsRefused) {
   const std::string db = copy_of("strict.edodb");
   ASSERT_EQ(run_command(kEdo + " tune " + db + " --budget " + std::to_string(kBaseline / 3) + " --strategies int8,offload").exit_code, 0);
@@ -272,7 +273,7 @@ TEST(ExportCli, AStrategyOrCacheRowsOutsideTheSchemaIsRefused) {
     const std::string path = dir() + "/strict.json";
     std::ofstream(path, std::ios::trunc) << plan.dump();
     const auto out = run_command(kEdo + " export " + path + " --format torchrec");
-    EXPECT_EQ(out.exit_code, 2) << out.out;
+    EXPECT_EQ(out.exit_code, 1) << out.out;
     EXPECT_EQ(std::count(out.err.begin(), out.err.end(), '\n'), 1) << out.err;
     EXPECT_NE(out.err.find(needle), std::string::npos) << out.err;
     EXPECT_EQ(out.out, "");
@@ -313,7 +314,7 @@ TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
   for (const std::string format : {"json", "yaml", "torchrec"}) {
     for (const std::string force : {"", " --force"}) {
       auto r = run_command(kEdo + " export " + db + " --format " + format + " -o " + script + force);
-      EXPECT_EQ(r.exit_code, 2) << format << force;
+      EXPECT_EQ(r.exit_code, 1) << format << force;  // as edo record -o (issue 30 §9)
       EXPECT_NE(r.err.find("never replaces"), std::string::npos) << r.err;
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
       EXPECT_EQ(slurp(script), code);
@@ -321,7 +322,7 @@ TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
   }
   // The recording itself is not a plan file either.
   auto r = run_command(kEdo + " export " + db + " --format json -o " + db + " --force");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(run_command(kEdo + " report " + db).exit_code, 0);
   for (const std::string format : {"json", "yaml", "torchrec"}) {
     const std::string plan = dir() + "/out." + format;
@@ -329,7 +330,7 @@ TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
     ASSERT_EQ(run_command(kEdo + " export " + db + " --format " + format + " -o " + plan).exit_code, 0);
     const std::string first = slurp(plan);
     r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan);
-    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(r.exit_code, 1) << format;
     EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
     r = run_command(kEdo + " export " + db + " --format " + format + " -o " + plan + " --force");
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -337,7 +338,7 @@ TEST(ExportCli, OutputNeverReplacesAnotherFileAndAPlanOnlyWithForce) {
     // A plan of another format is another kind of file.
     const std::string other = format == "json" ? "yaml" : "json";
     r = run_command(kEdo + " export " + db + " --format " + other + " -o " + plan + " --force");
-    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(r.exit_code, 1) << format;
     EXPECT_EQ(slurp(plan), first);
   }
 }

@@ -18,6 +18,7 @@
 
 #include "edo/collector/recorder.h"
 #include "edo/db/profile_store.h"
+#include "edo/db/recording_state.h"
 #include "edo/model/processes.h"
 #include "edo/stats/table_stats.h"
 #include "edo/wire/wire.h"
@@ -266,7 +267,8 @@ TEST(Recorder, AFlushThatNeverComesIsBoundedAndSaid) {
 TEST(Recorder, TheDatabaseIsSavedWhileTheJobRuns) {
   collector::RecordSettings s = settings("periodic");
   s.save_every = std::chrono::milliseconds(50);
-  const std::string path = s.output;
+  // Until the end the recording is written beside the output (issue 30 §4), in this process.
+  const std::string path = db::recording_file_for(s.output, getpid());
   FakeJob job([path](FakeJob& j) {
     j.send(hello() + table_reg() + delta(1, 10));
     bool seen = false;

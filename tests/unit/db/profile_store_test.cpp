@@ -3,6 +3,7 @@
 #include "edo/db/profile_store.h"
 
 #include <SQLiteCpp/Database.h>
+#include <sqlite3.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -217,6 +218,56 @@ TEST(ProfileStore, NotSqlite) {
   const std::string path = temp_path("text.edodb");
   std::ofstream(path) << "this is a text file, not a database\n" << std::string(5000, 'x');
   expect_error_mentions(path, "not an edo database");
+}
+
+// Issue 30 §8: a write SQLite refuses for a reason that is not the disk ("not authorized", what
+// a planted trigger calling load_extension met) was called "check free disk space".
+TEST(ProfileStore, ARefusedWriteIsNotCalledADiskProblem) {
+  const std::string path = temp_path("refused.edodb");
+  std::filesystem::remove(path);
+  ProfileStore store(path, ProfileStore::Mode::kCreate);
+  sqlite3_set_authorizer(
+      store.database().getHandle(),
+      [](void*, int action, const char*, const char*, const char*, const char*) { return action == SQLITE_INSERT ? SQLITE_DENY : SQLITE_OK; },
+      nullptr);
+  Profile p = sample_profile();
+  try {
+    store.save(p);
+    FAIL() << "expected DbError";
+  } catch (const DbError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("refused the write"), std::string::npos) << what;
+    EXPECT_EQ(what.find("disk space"), std::string::npos) << what;
+  }
+  sqlite3_set_authorizer(store.database().getHandle(), nullptr, nullptr);
+}
+
+// Issue 30 §8: objects edo did not create are refused on open, naming them; a file edo wrote opens.
+TEST(ProfileStore, ForeignSchemaObjectsAreRefused) {
+  for (const std::string sql : {"CREATE TRIGGER t1 AFTER INSERT ON metadata BEGIN DELETE FROM tables; END",
+                                "CREATE VIEW v1 AS SELECT 1", "CREATE TABLE extra_stuff (x)",
+                                "CREATE INDEX idx_evil ON tables(name)"}) {
+    const std::string path = temp_path("foreign.edodb");
+    std::filesystem::remove(path);
+    {
+      ProfileStore store(path, ProfileStore::Mode::kCreate);
+      Profile p = sample_profile();
+      store.save(p);
+    }
+    {
+      SQLite::Database d(path, SQLite::OPEN_READWRITE);
+      d.exec(sql);
+    }
+    for (auto mode : {ProfileStore::Mode::kReadOnly, ProfileStore::Mode::kReadWrite}) {
+      try {
+        ProfileStore store(path, mode);
+        FAIL() << "opened despite: " << sql;
+      } catch (const DbError& e) {
+        EXPECT_NE(std::string(e.what()).find("holds SQL objects edo did not create"), std::string::npos) << e.what();
+      }
+    }
+  }
 }
 
 TEST(ProfileStore, SqliteButNotEdo) {

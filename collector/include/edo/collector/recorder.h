@@ -22,7 +22,10 @@
 namespace edo::collector {
 
 struct RecordSettings {
-  std::string output;  // the .edodb (created; the caller has checked it may be)
+  // The .edodb, written at the end (the caller has checked it may be): until then the recording
+  // goes to db::recording_file_for(output, edo's pid), renamed over `output` by the final save.
+  std::string output;
+  bool replace_existing = false;  // --force: an edo database at `output` is replaced (by the rename)
   // The job. Its environment lacks EDO_CHANNEL: the recorder adds its socket's path.
   JobCommand job;
   std::map<std::string, std::string> metadata;  // into the profile (edo_version, recorded_command)
@@ -38,6 +41,8 @@ struct RecordOutcome {
   int code = 0;                    // the job's exit code (128+signal when it was killed)
   bool final_save_failed = false;  // the file holds the recording up to `unsaved_s` before the end
   double unsaved_s = 0;
+  std::string written;  // where the recording is: the output, or the recording file when it could not be renamed
+  bool placed = false;  // written == output
 };
 
 class Recorder {

@@ -49,6 +49,15 @@ class ProfileStore {
   // A new, empty database that lives in memory only and is gone with the store (checks and
   // tests that need a database but no file). path() is "(in memory)"; mode() is kCreate.
   static ProfileStore in_memory();
+  // A new database for `path` written beside it (".NAME.edo-writing-PID" in its folder) and
+  // renamed over it by publish(): `path` is replaced only whole, never left empty or half
+  // written, and two writers of one path leave the one that published last (issue 30 §4).
+  // Messages name `path`. Going without publish() removes the file written. Whether `path` may
+  // be replaced is the caller's decision (cli/support/output_file.h).
+  static ProfileStore create_beside(const std::string& path);
+  // create_beside(): closes the database and renames it over its path (no-op otherwise). The
+  // store is closed afterwards.
+  void publish();
   ~ProfileStore();
   ProfileStore(ProfileStore&&) noexcept;
   ProfileStore& operator=(ProfileStore&&) noexcept;
@@ -63,6 +72,10 @@ class ProfileStore {
   // sessions are replaced. With `with_summaries`, derived statistics (coverage, Zipf fit,
   // LRU and drift curves) are computed and stored too (slower: do it for the final save).
   void save(model::Profile& profile, bool with_summaries = true);
+
+  // Sets metadata keys (and nothing else) in one transaction: `edo record`'s "still running"
+  // mark between saves of an unchanged profile.
+  void save_metadata(const std::map<std::string, std::string>& entries);
 
   // Reads everything back, except weight snapshots (large; weight_store.h reads them).
   model::Profile load() const;
