@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,16 +116,19 @@ std::string unsent_prefix(const std::string& out) {
 }
 
 // Processes that lost their connection while edo still ran (the job closed the tracer's
-// descriptor) kept the rest in <prefix>.<pid>: said at the end, with how to read them.
-void say_unsent_files(const std::string& prefix) {
+// descriptor) kept the rest in <prefix>.<pid>: said at the end, with how to read them. Only
+// files written since `since` (this recording's start): an earlier recording's are not news.
+void say_unsent_files(const std::string& prefix, std::filesystem::file_time_type since) {
   namespace fs = std::filesystem;
   const fs::path p(prefix);
   const std::string stem = p.filename().string() + ".";
   std::error_code ec;
   size_t n = 0;
   for (fs::directory_iterator it(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec), end; !ec && it != end;
-       it.increment(ec))
-    if (it->path().filename().string().rfind(stem, 0) == 0) ++n;
+       it.increment(ec)) {
+    std::error_code tec;
+    if (it->path().filename().string().rfind(stem, 0) == 0 && fs::last_write_time(it->path(), tec) >= since && !tec) ++n;
+  }
   if (n == 0) return;
   std::fprintf(stderr,
                "edo record: %zu process(es) lost their connection to edo and kept the rest of their trace in %s.<pid>: "
@@ -185,6 +189,8 @@ int run_record(const RecordOptions& o) {
   // directory (docs/losses.md).
   const std::string unsent = unsent_prefix(out);
   env.push_back("EDO_UNSENT=" + unsent);
+  // (A second early: file times come from a coarser clock.)
+  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.weights) env.push_back("EDO_WEIGHTS=1");
@@ -223,7 +229,7 @@ int run_record(const RecordOptions& o) {
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
   for (auto& line : collector::summary_lines(recorder.profile(), o.weights))
     std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
-  say_unsent_files(unsent);
+  say_unsent_files(unsent, started);
   return code;
 }
 
