@@ -251,8 +251,10 @@ bool Sink::write(const std::string& data, const Resay& resay) {
       }
       return true;
     }
-    // The channel failed: its frames go to the unsent file, when there is one.
+    // The channel failed: its frames go to the unsent file, when there is one. A file whose
+    // number the job took mid-write: opened again by its path, and the frames written again.
     if (m == Mode::kChannel && mode_ == Mode::kSpill) continue;
+    if (m != Mode::kChannel && taken_) continue;
     lose_locked(data.size(), m == Mode::kChannel ? gone_ : last_error_);
     return false;
   }
@@ -286,19 +288,32 @@ bool Sink::write_file_locked(const std::string& data) {
   const int saved_errno = errno;
   QuietFileSizeSignal quiet;
   struct stat st{};
-  const int fd = fd_.fd;
-  const off_t start = ::fstat(fd, &st) == 0 ? st.st_size : -1;
+  const Held held = fd_;
+  const off_t start = ::fstat(held.fd, &st) == 0 ? st.st_size : -1;
   const char* p = data.data();
   size_t left = data.size();
+  taken_ = false;
   while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = -1;
+    if (!same_descriptor(held.fd, held.dev, held.ino, held.type)) {
+      taken_ = true;  // the job closed or took the number mid-write: never written again
+      errno = EBADF;
+    } else {
+      n = ::write(held.fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+    }
     if (n <= 0) {
       const int err = n < 0 ? errno : ENOSPC;
-      // Cut a partial frame off, so that the next flush continues a clean file (only while
-      // the number is still ours).
-      if (start >= 0 && same_descriptor(fd, fd_.dev, fd_.ino, fd_.type) && ftruncate(fd, start) != 0) {
-        // The file keeps a partial frame: `edo import` reports it with its offset and reads on.
+      // Cut a partial frame off, so that the next flush continues a clean file: through our
+      // descriptor while it is ours, else through the path while it names the same file.
+      struct stat at{};
+      if (start >= 0 && same_descriptor(held.fd, held.dev, held.ino, held.type)) {
+        if (ftruncate(held.fd, start) != 0) {
+          // The file keeps a partial frame: `edo import` reports it with its offset and reads on.
+        }
+      } else if (start >= 0 && ::stat(path_.c_str(), &at) == 0 && at.st_dev == held.dev && at.st_ino == held.ino) {
+        if (truncate(path_.c_str(), start) != 0) {
+        }
       }
       last_error_ = "cannot write " + path_ + ": " + std::strerror(err);
       if (mode_ == Mode::kSpill) last_error_ = gone_ + ", and " + last_error_;

@@ -126,6 +126,7 @@ class Sink {
   std::string reason_;   // mu_: the first loss
   std::string gone_;     // mu_: why the channel went away
   std::string last_error_;  // mu_: why the last file write failed
+  bool taken_ = false;      // mu_: the last file write failed because the number was not ours any more
   std::atomic<uint64_t> lost_writes_{0}, lost_bytes_{0};
   std::atomic<uint64_t> kept_writes_{0}, kept_bytes_{0};
   std::atomic<bool> connect_tried_{false};  // connect_early() has nothing more to do
