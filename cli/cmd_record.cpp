@@ -130,10 +130,15 @@ void say_unsent_files(const std::string& prefix, std::filesystem::file_time_type
     if (it->path().filename().string().rfind(stem, 0) == 0 && fs::last_write_time(it->path(), tec) >= since && !tec) ++n;
   }
   if (n == 0) return;
+  // The database to suggest: <output stem>-unsent.edodb, a name the <prefix>.* pattern does not
+  // match (the command must work again).
+  std::string db = prefix.substr(0, prefix.size() - std::string(".unsent").size());
+  if (db.size() > 6 && db.compare(db.size() - 6, 6, ".edodb") == 0) db.resize(db.size() - 6);
+  db += "-unsent.edodb";
   std::fprintf(stderr,
                "edo record: %zu process(es) lost their connection to edo and kept the rest of their trace in %s.<pid>: "
-               "edo import %s.* -o %s.edodb\n",
-               n, terminal_safe(prefix).c_str(), terminal_safe(prefix).c_str(), terminal_safe(prefix).c_str());
+               "edo import %s.* -o %s\n",
+               n, terminal_safe(prefix).c_str(), terminal_safe(prefix).c_str(), terminal_safe(db).c_str());
 }
 
 int run_record(const RecordOptions& o) {
