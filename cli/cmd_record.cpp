@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -85,9 +87,12 @@ std::string variables_help() {
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
       "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
       "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n"
-      "Signals: the job runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to edo record (its pid\n"
-      "or its group: timeout, kill -TERM -PGID) reach the job once, after a flush; at an interactive shell the job\n"
-      "has the terminal (Ctrl-C, Ctrl-Z reach it directly).\n\n"
+      "Signals: the job runs in a process group of its own (it does not lead it: setsid() works); SIGINT, SIGTERM,\n"
+      "SIGHUP and SIGQUIT sent to edo record (its pid or its group: timeout, kill -TERM -PGID) reach the job once,\n"
+      "after a flush; at an interactive shell the job has the terminal (Ctrl-C, Ctrl-Z reach it directly).\n"
+      "If edo record dies (SIGKILL, a crash), the job runs on to its end; each traced process then keeps what it\n"
+      "could not send in <output>.unsent.<pid> (edo import <output>.unsent.* makes a database of it; the output\n"
+      "keeps what edo saved before, every ~2 s). See docs/losses.md.\n\n"
       "Environment you may set (read by libedo_trace.so in every traced process; a bad value prints\n"
       "one warning naming the variable and the default used, and the job runs on):\n";
   // The variables edo record sets for its own use are listed apart: a user does not set them.
@@ -103,6 +108,39 @@ std::string variables_help() {
   }
   if (!internal.empty()) s += "\nSet by edo record for its own use (do not set them): " + internal + ".\n";
   return s;
+}
+
+// <output>.unsent, absolute.
+std::string unsent_prefix(const std::string& out) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(out, ec);
+  return (ec ? std::filesystem::path(out) : abs).string() + ".unsent";
+}
+
+// Processes that lost their connection while edo still ran (the job closed the tracer's
+// descriptor) kept the rest in <prefix>.<pid>: said at the end, with how to read them. Only
+// files written since `since` (this recording's start): an earlier recording's are not news.
+void say_unsent_files(const std::string& prefix, std::filesystem::file_time_type since) {
+  namespace fs = std::filesystem;
+  const fs::path p(prefix);
+  const std::string stem = p.filename().string() + ".";
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::directory_iterator it(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code tec;
+    if (it->path().filename().string().rfind(stem, 0) == 0 && fs::last_write_time(it->path(), tec) >= since && !tec) ++n;
+  }
+  if (n == 0) return;
+  // The database to suggest: <output stem>-unsent.edodb, a name the <prefix>.* pattern does not
+  // match (the command must work again).
+  std::string db = prefix.substr(0, prefix.size() - std::string(".unsent").size());
+  if (db.size() > 6 && db.compare(db.size() - 6, 6, ".edodb") == 0) db.resize(db.size() - 6);
+  db += "-unsent.edodb";
+  std::fprintf(stderr,
+               "edo record: %zu process(es) lost their connection to edo and kept the rest of their trace in %s.<pid>: "
+               "edo import %s.* -o %s\n",
+               n, terminal_safe(prefix).c_str(), terminal_safe(prefix).c_str(), terminal_safe(db).c_str());
 }
 
 int run_record(const RecordOptions& o) {
@@ -144,7 +182,7 @@ int run_record(const RecordOptions& o) {
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     std::string k = kv.substr(0, kv.find('='));
-    if (k == "LD_PRELOAD" || k == "NVTX_INJECTION64_PATH" || k == "EDO_CHANNEL" || k == "EDO_OUTPUT" ||
+    if (k == "LD_PRELOAD" || k == "NVTX_INJECTION64_PATH" || k == "EDO_CHANNEL" || k == "EDO_OUTPUT" || k == "EDO_UNSENT" ||
         k == "EDO_OUTPUT_OWNER" || k == "EDO_ROOT_PID" || k == "EDO_TRACE_LIB" || k == "PYTHONPATH" ||
         k == "EDO_APPLY_PLAN" ||
         (k == "EDO_EXACT_ROWS" && o.exact_rows) || (k == "EDO_FLUSH_MS" && o.flush_ms) ||
@@ -172,6 +210,13 @@ int run_record(const RecordOptions& o) {
     env.push_back("NVTX_INJECTION64_PATH=" + lib);
   }
   env.push_back("EDO_TRACE_LIB=" + lib);
+  // Where a traced process keeps what it could not send once edo is gone (killed, crashed, or
+  // ended before the process): <output>.unsent.<pid>, absolute, since the job may change its
+  // directory (docs/losses.md).
+  const std::string unsent = unsent_prefix(out);
+  env.push_back("EDO_UNSENT=" + unsent);
+  // (A second early: file times come from a coarser clock.)
+  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.weights) env.push_back("EDO_WEIGHTS=1");
@@ -217,6 +262,7 @@ int run_record(const RecordOptions& o) {
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());
   for (auto& line : collector::summary_lines(recorder.profile(), o.weights))
     std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
+  say_unsent_files(unsent, started);
   return code;
 }
 

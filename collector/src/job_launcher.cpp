@@ -1,5 +1,5 @@
-// ProcessLauncher: the job in a process group of its own, with the terminal while it runs
-// (job_launcher.h says why). Terminal handling follows what a job-control shell does
+// ProcessLauncher: the job in a process group of its own (that it does not lead), with the
+// terminal while it runs (job_launcher.h says why). Terminal handling follows what a job-control shell does
 // (POSIX "General Terminal Interface", tcsetpgrp(3): a process outside the foreground group
 // that changes it must block or ignore SIGTTOU).
 #include "edo/collector/job_launcher.h"
@@ -103,19 +103,42 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
   }
 
   std::fflush(nullptr);
+  // The anchor: a child that only creates the job's process group (its pid is the group's id)
+  // and pauses until the job has joined it; then edo kills and reaps it. The job is thus in a
+  // group of its own without leading it, so that setsid() works in the job as it does without
+  // edo (issue 30), and the group lives on after the anchor is gone: a group id stays valid
+  // (and its number is not reused) while any member lives. job_launcher.h says why a group of
+  // its own at all.
+  const pid_t anchor = fork();
+  if (anchor < 0) throw std::runtime_error(std::string("cannot fork: ") + std::strerror(errno));
+  if (anchor == 0) {
+    setpgid(0, 0);
+    // Never outlives edo: edo kills it as soon as the job has joined (or could not start).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);
+    while (true) pause();
+  }
+  setpgid(anchor, anchor);  // the anchor does the same; the group exists once either returned
+  const auto drop_anchor = [anchor] {
+    kill(anchor, SIGKILL);
+    while (waitpid(anchor, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  };
   const pid_t child = fork();
-  if (child < 0) throw std::runtime_error(std::string("cannot fork: ") + std::strerror(errno));
+  if (child < 0) {
+    const int err = errno;
+    drop_anchor();
+    throw std::runtime_error(std::string("cannot fork: ") + std::strerror(err));
+  }
   if (child == 0) {
     // The parent does the same two calls (whichever runs first wins; a shell does both too).
-    setpgid(0, 0);
+    setpgid(0, anchor);
     if (tty_ >= 0) {
       HoldTtou hold;
-      tcsetpgrp(tty_, getpid());
+      tcsetpgrp(tty_, anchor);
     }
-    // A SIGKILL to edo's group (timeout -k, kill -KILL -PGID) no longer reaches the job's
-    // group: the job's first process dies with edo instead.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(128 + SIGKILL);  // edo died before the call
+    // No PR_SET_PDEATHSIG: the job outlives a collector that dies (issue 30), as it would
+    // without edo; what its tracer cannot send any more goes to EDO_UNSENT's files.
     for (auto& [sig, sa] : cmd.dispositions) sigaction(sig, &sa, nullptr);
     if (tstp_installed_) sigaction(SIGTSTP, &old_tstp_, nullptr);
     if (pid_slot < env.size()) {
@@ -127,12 +150,16 @@ int64_t ProcessLauncher::start(const JobCommand& cmd) {
     _exit(127);
   }
   pid_ = child;
-  g_job_group = child;
-  setpgid(child, child);  // EACCES once the child has exec'd: it did the call itself
+  pgid_ = anchor;
+  g_job_group = anchor;
+  // EACCES once the child has exec'd: it did the call itself, before exec. Either way the job
+  // is in the anchor's group when this returns, and the anchor can go.
+  setpgid(child, anchor);
   if (tty_ >= 0) {
     HoldTtou hold;
-    tcsetpgrp(tty_, child);
+    tcsetpgrp(tty_, anchor);
   }
+  drop_anchor();
   return child;
 }
 
@@ -164,15 +191,15 @@ void ProcessLauncher::on_job_stopped() {
   if (tty_ < 0) tty_ = foreground_terminal();
   if (tty_ >= 0 && tcgetpgrp(tty_) == getpgrp()) {
     HoldTtou hold;
-    tcsetpgrp(tty_, pid_);
+    tcsetpgrp(tty_, pgid_);
   }
-  if (kill(-pid_, SIGCONT) != 0) kill(pid_, SIGCONT);
+  if (kill(-pgid_, SIGCONT) != 0) kill(pid_, SIGCONT);
 }
 
 void ProcessLauncher::take_terminal_back() {
   if (tty_ < 0) return;
   // Only when the job's group still has it: a shell may have given it to another job since.
-  if (pid_ > 0 && tcgetpgrp(tty_) == pid_) {
+  if (pgid_ > 0 && tcgetpgrp(tty_) == pgid_) {
     HoldTtou hold;
     tcsetpgrp(tty_, getpgrp());
   }
@@ -183,7 +210,7 @@ void ProcessLauncher::signal(int sig) {
   // A hung-up terminal (the controlling terminal's fd answers EIO): the kernel sent SIGHUP to
   // its foreground group, the job's, before the shell passed one to edo.
   if (sig == SIGHUP && tty_ >= 0 && tcgetpgrp(tty_) < 0) return;
-  if (kill(-pid_, sig) != 0) kill(pid_, sig);
+  if (kill(-pgid_, sig) != 0) kill(pid_, sig);
 }
 
 }  // namespace edo::collector

@@ -44,8 +44,10 @@ class RecordingSignals {
     struct sigaction ign{};
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
+    // SIGQUIT too: the job no longer dies with edo (issue 30), so a Ctrl-backslash that
+    // reaches a script's group (edo, not the job) must be passed on like a Ctrl-C.
     if (forward)
-      for (int sig : {SIGINT, SIGTERM, SIGHUP}) set(sig, sa);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) set(sig, sa);
     set(SIGPIPE, ign);
     // Past the file size limit (ulimit -f) a write fails with EFBIG and raises SIGXFSZ, whose
     // default action would kill the collector and lose the recording: take the error instead.

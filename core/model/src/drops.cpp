@@ -33,6 +33,10 @@ const std::vector<DropCounter>& drop_counters() {
        "flushes the tracer could not deliver (the collector was gone, or the EDO_OUTPUT file could not be written: disk full, file size limit)"},
       {"unsent_bytes", DropUnit::kQuantity, "bytes of those undelivered flushes"},
       {"unsent_lookups", DropUnit::kQuantity, "lookups counted in those undelivered flushes"},
+      {"collector_lost", DropUnit::kSession,
+       "the process lost its collector while it ran (edo record killed or crashed, or ended first, or the job closed "
+       "the tracer's descriptor): what it recorded from then on is in this trace (<output>.unsent.<pid>); what edo had "
+       "received but not saved yet (up to ~2 s) is missing, and how much cannot be known"},
       {kEndedWithoutFinalFlush, DropUnit::kSession,
        "the process ended without its final flush (killed from outside, crashed, or still running when the recording "
        "ended): what it recorded after its last flush (at most EDO_FLUSH_MS of it) is missing, and how much cannot be known"},

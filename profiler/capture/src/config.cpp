@@ -15,6 +15,7 @@ const std::vector<VarDoc>& documented_variables() {
   static const std::vector<VarDoc> docs = {
       {"EDO_OUTPUT", "(unset)", "write frames to this file instead of `edo record`'s channel; children write <path>.<pid>; turn it into a database with `edo import`"},
       {"EDO_CHANNEL", "(set by edo record)", "Unix socket path of the collector"},
+      {"EDO_UNSENT", "(set by edo record)", "prefix of the files that keep what a process could not send to a collector that went away (<prefix>.<pid>, EDO_OUTPUT format: edo import <prefix>.*); edo record sets <output>.unsent"},
       {"EDO_FLUSH_MS", "1000", "flush aggregated deltas at least this often (milliseconds, 10..3600000)"},
       {"EDO_EXACT_ROWS", "67108864", "tables with at most this many rows get exact per-row counts; larger ones a count-min sketch + top-K"},
       {"EDO_TOPK", "65536", "top-K size of sketched tables"},
@@ -165,6 +166,7 @@ Config parse_config(const std::function<const char*(const char*)>& get,
   Config c;
   get_socket_path(get, "EDO_CHANNEL", c.channel, warnings);
   if (const char* v = value_of(get, "EDO_OUTPUT")) c.output = v;
+  if (const char* v = value_of(get, "EDO_UNSENT")) c.unsent = v;
   if (const char* v = value_of(get, "EDO_CUPTI_PATH")) c.cupti_path = v;
   get_bool(get, "EDO_VERBOSE", c.verbose, warnings);
   get_u64(get, "EDO_FLUSH_MS", c.flush_ms, 10, 3600000, warnings);

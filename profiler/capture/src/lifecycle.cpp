@@ -74,7 +74,37 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
   const uint64_t lookups = snap.lookups;
   const bool had_kernels = snap.kernels.has_value(), had_ranges = snap.ranges.has_value();
   const std::string frames = encode_flush(std::move(snap));
-  if (!s.sink.write(frames) && !only_drops) {
+  // A new stream (the unsent file, once the collector went away: sink.h) gets, before these
+  // frames, what the session said before them (its Hello, the tables and ties sent so far,
+  // the steps), and after them the absolute totals as they are now (kernels, ranges, every
+  // drop counter, with collector_lost), so that the file is a trace of its own: `edo import`
+  // makes a database of what the collector did not get. These frames themselves go there
+  // too, so that nothing is lost when the collector dies between two flushes.
+  const Sink::Resay resay = [&](bool spill) {
+    std::pair<std::string, std::string> around;
+    if (was_open) {
+      FlushSnapshot before;
+      before.hello = make_hello(p.cfg, p.async.load(), s.id);
+      p.registry.take_sent(sent_before, before.tables, before.extras, before.ties);
+      if (steps_before) before.steps = steps_before;
+      around.first = encode_flush(std::move(before));
+    }
+    if (spill) s.events.count_drop("collector_lost", 1);
+    FlushSnapshot after;
+    s.kernels.mark_dirty();
+    after.kernels = s.kernels.take_if_dirty();
+    s.ranges.mark_dirty();
+    after.ranges = s.ranges.take_if_dirty();
+    s.events.take_drops(after.dropped);
+    if (after.kernels && after.kernels->empty()) after.kernels.reset();
+    if (after.ranges && after.ranges->empty()) after.ranges.reset();
+    around.second = encode_flush(std::move(after));
+    return around;
+  };
+  const uint64_t kept_before = s.sink.kept_writes();
+  const bool written = s.sink.write(frames, resay);
+  if (written && s.sink.kept_writes() != kept_before) s.kept_lookups += lookups;
+  if (!written && !only_drops) {
     // What the next flush can say again is said again: the Hello, the registry, steps and the
     // kernel and range totals (absolute). The counts of this flush are lost: counted, and sent
     // with the next flush that gets through (a file after the disk got space again), or
@@ -93,15 +123,25 @@ void flush_session(bool final_goodbye, wire::EndReason reason, int code, bool re
 
 // One line on stderr when part of this process's trace never reached the collector or the
 // file: then no database can show it (the collector is gone, or the counters never got
-// through), and the user must still learn that the recording is incomplete.
+// through), and the user must still learn that the recording is incomplete. And one line when
+// part of it went to the unsent file instead of the collector: where it is, and how to read it.
 void report_undelivered() {
   Session& s = session();
+  if (s.loss_reported) return;
+  const uint64_t kept = s.sink.kept_writes();
+  if (kept) {
+    const std::string path = s.sink.spill_path();
+    tracer_log(s.sink.gone_reason() + ": " + std::to_string(kept) + " flush(es) of this process's trace (" +
+               std::to_string(s.sink.kept_bytes()) + " bytes, " + std::to_string(s.kept_lookups) +
+               " lookups) are kept in " + path + " (edo import " + path + ")");
+  }
   const uint64_t n = s.sink.lost_writes();
-  if (n == 0 || s.loss_reported) return;
-  s.loss_reported = true;
-  tracer_log(std::to_string(n) + " flush(es) of this process's trace (" + std::to_string(s.sink.lost_bytes()) +
-             " bytes, " + std::to_string(s.unsent_lookups) + " lookups) were not delivered: " + s.sink.lost_reason() +
-             "; the recording misses them");
+  if (n) {
+    tracer_log(std::to_string(n) + " flush(es) of this process's trace (" + std::to_string(s.sink.lost_bytes()) +
+               " bytes, " + std::to_string(s.unsent_lookups) + " lookups) were not delivered: " + s.sink.lost_reason() +
+               "; the recording misses them");
+  }
+  if (kept || n) s.loss_reported = true;
 }
 
 // ---- background thread ---------------------------------------------------------------------

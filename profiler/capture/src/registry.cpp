@@ -100,6 +100,20 @@ void Registry::take_unsent(RegistryCursor& c, std::vector<wire::TableReg>& table
   for (; c.ties < ties_.size(); ++c.ties) ties.push_back({ties_[c.ties].first, ties_[c.ties].second});
 }
 
+void Registry::take_sent(const RegistryCursor& upto, std::vector<wire::TableReg>& tables,
+                         std::vector<wire::ExtraBytes>& extras, std::vector<wire::Tie>& ties) {
+  RegistryCursor all;
+  std::vector<wire::TableReg> t;
+  std::vector<wire::ExtraBytes> e;
+  std::vector<wire::Tie> ti;
+  take_unsent(all, t, e, ti);
+  for (auto& r : t)
+    if (r.id < upto.tables) tables.push_back(std::move(r));
+  for (auto& x : e)
+    if (x.table < upto.tables) extras.push_back(std::move(x));
+  for (size_t i = 0; i < ti.size() && i < upto.ties; ++i) ties.push_back(std::move(ti[i]));
+}
+
 std::shared_ptr<const wire::AddressIndex> Registry::address_index() const {
   std::lock_guard<std::mutex> lk(mu_);
   return index_;

@@ -56,6 +56,12 @@ class Registry {
   void take_unsent(RegistryCursor& cursor, std::vector<wire::TableReg>& tables,
                    std::vector<wire::ExtraBytes>& extras, std::vector<wire::Tie>& ties);
 
+  // Everything `upto` says was sent, again (tables [0, upto.tables), their extras as they are
+  // now, ties [0, upto.ties)): what a new stream needs before the frames that follow it
+  // (sink.h: the unsent file after the collector went away).
+  void take_sent(const RegistryCursor& upto, std::vector<wire::TableReg>& tables,
+                 std::vector<wire::ExtraBytes>& extras, std::vector<wire::Tie>& ties);
+
   std::shared_ptr<const wire::AddressIndex> address_index() const;
   // Changes whenever address_index() would return another index (lock-free: a launch asks
   // first and keeps the index it has while this is the same).

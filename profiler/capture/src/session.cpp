@@ -128,6 +128,12 @@ void EventLog::take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>
   }
 }
 
+void EventLog::take_drops(std::vector<std::pair<std::string, uint64_t>>& dropped) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [k, v] : drops_) dropped.emplace_back(k, v);
+  drops_dirty_ = !drops_.empty();
+}
+
 // ---- KernelBook ---------------------------------------------------------------------------------
 void KernelBook::launch(const std::string& name, const std::vector<std::string>& tables) {
   std::lock_guard<std::mutex> lk(mu_);

@@ -96,6 +96,9 @@ class EventLog {
   bool any() const;
   void take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>& notes,
             std::vector<std::pair<std::string, uint64_t>>& dropped);
+  // Every drop counter as it is now (absolute), whether or not it changed; the next take()
+  // says them again.
+  void take_drops(std::vector<std::pair<std::string, uint64_t>>& dropped);
 
  private:
   const uint64_t max_events_;
@@ -172,6 +175,7 @@ class Session {
   RegistryCursor sent;
   uint64_t steps_sent = 0;
   uint64_t unsent_lookups = 0;   // lookups in flushes the sink could not deliver
+  uint64_t kept_lookups = 0;     // lookups in flushes the sink kept in the unsent file (sink.h)
   uint64_t downsized_tables = 0; // tables whose statistics were sized down (flush.cpp)
   bool loss_reported = false;    // the exit-time line about them was printed
 

@@ -57,7 +57,7 @@ stats::StatsConfig stats_config_of(const Config& c) {
   return s;
 }
 
-SinkTarget sink_target_of(const Config& c) { return SinkTarget{c.channel, c.output, c.verbose}; }
+SinkTarget sink_target_of(const Config& c) { return SinkTarget{c.channel, c.output, c.verbose, c.unsent}; }
 
 wire::Hello make_hello(const Config& c, bool async, const SessionIdentity& id) {
   wire::Hello h;

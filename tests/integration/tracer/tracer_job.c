@@ -31,7 +31,7 @@
  *               exiting thread, which SIGXFSZ would kill)
  *       register_kill_parent  registers emb.user, then at once sends SIGTERM to its parent
  *               (`edo record`: the earliest moment after a registration), then sleeps 20 s
- *       count_signals  SIGTERM and SIGINT handlers that append "TERM"/"INT" and a newline to
+ *       count_signals  SIGTERM, SIGINT and SIGQUIT handlers that append "TERM"/"INT"/"QUIT" and a newline to
  *               the file argv[3] (write(2), O_APPEND); basic, prints "ready <pid>", waits
  *               for a signal, lingers 500 ms (a second delivery of the signal would be
  *               counted then), and exits with EXIT_CODE
@@ -342,7 +342,7 @@ static const char* count_file;
 static void count_signal(int sig) {
   const int fd = open(count_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
-    const char* line = sig == SIGTERM ? "TERM\n" : "INT\n";
+    const char* line = sig == SIGTERM ? "TERM\n" : sig == SIGQUIT ? "QUIT\n" : "INT\n";
     if (write(fd, line, strlen(line)) < 0) _exit(96);
     close(fd);
   }
@@ -434,6 +434,7 @@ int main(int argc, char** argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
     basic();
     printf("ready %d\n", (int)getpid());
     fflush(stdout);

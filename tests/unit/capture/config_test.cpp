@@ -113,6 +113,7 @@ const std::vector<VarCase>& var_cases() {
       // written (TracerE2E); a missing EDO_CUPTI_PATH when CUPTI is loaded; a missing
       // EDO_TRACE_LIB is replaced by the library's own path (JobEnvironment).
       {"EDO_OUTPUT", {}, nullptr, ""},
+      {"EDO_UNSENT", {}, nullptr, ""},  // a prefix of file names, like EDO_OUTPUT (set by edo record)
       {"EDO_CUPTI_PATH", {}, nullptr, ""},
       {"EDO_TRACE_LIB", {}, nullptr, ""},
   };

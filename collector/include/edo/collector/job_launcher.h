@@ -14,16 +14,28 @@
 // lead), edo leaves the terminal to that group: Ctrl-C reaches the script and edo, and edo
 // passes it on.
 //
+// The job must still not notice any of this (issue 30): it is not the leader of its group.
+// A short-lived "anchor" child of edo creates the group (its pid is the group id) and waits;
+// the job joins that group before exec, and edo then kills and reaps the anchor. The group
+// outlives the anchor (a group id stays valid, and is not reused as a pid, while any member
+// lives), so every signal, tcsetpgrp() and kill(-pgid) above works as before, while the job,
+// not being a group leader, can call setsid() (a daemon, a job starting its own session)
+// exactly as it can without edo, where a shell or script starts it as a group member too.
+// (Tools such as strace, `time` or heaptrack keep the job in the caller's group instead; edo
+// cannot, for the reason above.) And the job does not die with edo: no PR_SET_PDEATHSIG. A
+// collector that crashes or is killed is a fault the job survives; what its tracer cannot
+// send any more goes to the files EDO_UNSENT names (docs/losses.md).
+//
 // Limits (README, `edo record`):
 //  * A signal sent to every process of a cgroup (systemd's KillMode=control-group, some
 //    schedulers' cancel) reaches the job directly and again from edo.
-//  * SIGKILL to edo's group kills edo only; the job's first process is killed with it
-//    (PR_SET_PDEATHSIG), its other processes only if they die with it.
+//  * SIGKILL to edo's group (or to edo) kills edo only; the job runs on to its end, and its
+//    tracer keeps what it records from then on in <output>.unsent.<pid>.
 //  * A process of the job that leaves the job's group (setsid, setpgid) gets only what it
 //    would get without edo from a signal to its own group.
 //  * Started by a script in a terminal, Ctrl-Z and Ctrl-backslash reach the script's group
 //    (edo) and not the job: edo stops the job's group when it stops (and continues it
-//    after); Ctrl-backslash ends edo (and, by PR_SET_PDEATHSIG, the job's first process).
+//    after); a Ctrl-backslash (SIGQUIT) edo passes on, as SIGINT, SIGTERM and SIGHUP.
 #pragma once
 
 #include <signal.h>
@@ -58,7 +70,7 @@ class JobLauncher {
   virtual void signal(int sig) = 0;
 };
 
-// fork + exec, the job in its own process group (see above).
+// fork + exec, the job in its own process group, created by an anchor (see above).
 class ProcessLauncher : public JobLauncher {
  public:
   ProcessLauncher() = default;
@@ -79,6 +91,7 @@ class ProcessLauncher : public JobLauncher {
   void on_job_stopped();
 
   pid_t pid_ = -1;
+  pid_t pgid_ = -1;  // the job's process group: the anchor's pid, valid while the job's group lives
   int tty_ = -1;  // the controlling terminal, while the job's group is (or may be) its foreground
   bool ended_ = false;
   bool leader_ = false;  // edo leads its process group (a job-control shell's job)

@@ -32,7 +32,7 @@ struct RecordSettings {
   std::chrono::milliseconds save_every{2000};   // periodic save, and the retry of a failed one
   std::chrono::milliseconds flush_wait{5000};   // the most a signal waits for the flush replies
   std::chrono::milliseconds drain_grace{2000};  // processes that outlive the job, after it ended
-  // SIGINT, SIGTERM, SIGHUP handlers that call note_signal_for_job() (the command line);
+  // SIGINT, SIGTERM, SIGHUP, SIGQUIT handlers that call note_signal_for_job() (the command line);
   // unit tests call note_signal_for_job() themselves.
   bool install_signal_handlers = true;
 };

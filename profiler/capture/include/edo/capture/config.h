@@ -14,6 +14,7 @@ namespace edo::capture {
 struct Config {
   std::string channel;             // EDO_CHANNEL: Unix socket of `edo record`
   std::string output;              // EDO_OUTPUT: frame file (children: <path>.<pid>)
+  std::string unsent;              // EDO_UNSENT: with a channel, what it cannot deliver goes to <prefix>.<pid>
   uint64_t flush_ms = 1000;        // EDO_FLUSH_MS
   uint64_t exact_rows = uint64_t{1} << 26;  // EDO_EXACT_ROWS
   uint64_t top_k = uint64_t{1} << 16;       // EDO_TOPK
