@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "edo/db/recording_state.h"
 
 using namespace edo_e2e;
 
@@ -144,8 +145,12 @@ TEST(TracerUntouched, TheJobOutlivesAKilledRecordAndKeepsWhatItCouldNotSend) {
   const std::string spill = db + ".unsent." + std::to_string(job);
   EXPECT_NE(output.find(" lookups) are kept in " + spill + " (edo import " + spill + ")"), std::string::npos) << output;
   ASSERT_TRUE(fs::exists(spill)) << output;
-  // What edo saved before it died stays a readable database.
-  EXPECT_NO_THROW(load(db));
+  // What edo saved before it died stays a readable database: the recording file beside the
+  // output it never reached (edo record renames it there only at its final save).
+  EXPECT_FALSE(fs::exists(db)) << db;
+  const auto kept = edo::db::recording_files_for(db);
+  ASSERT_EQ(kept.size(), 1u) << db;
+  EXPECT_NO_THROW(load(kept.front()));
   const std::string spill_db = tmp_path("outlive-unsent.edodb");
   const Result im = run({EDO_BIN, "import", spill, "-o", spill_db});
   ASSERT_EQ(im.status, 0) << im.err;
