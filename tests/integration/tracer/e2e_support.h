@@ -145,6 +145,10 @@ inline std::string wait_for_output(const Background& b, const std::string& text)
   return got;
 }
 
+// Waits for the job's "ready <pid>" line and returns that pid; -1 when it never came (the
+// program is then killed and reaped, and `out` holds what it printed).
+inline pid_t wait_ready(const Background& b, std::string& out);
+
 // The exit status (code, or 128+signal); -1 when it was still running after `watchdog_s`
 // seconds (it is SIGKILLed then: a hang, never a slow run, since nothing it does takes long
 // -- the watchdog is at least 300 s, so a loaded machine is never taken for a hang).
@@ -158,6 +162,17 @@ inline int wait_exit(const Background& b, int watchdog_s = 300) {
   kill(b.pid, SIGKILL);
   waitpid(b.pid, nullptr, 0);
   return -1;
+}
+
+inline pid_t wait_ready(const Background& b, std::string& out) {
+  out = wait_for_output(b, "ready ");
+  const auto at = out.find("ready ");
+  if (at == std::string::npos) {
+    kill(b.pid, SIGKILL);
+    wait_exit(b);
+    return -1;
+  }
+  return pid_t(std::stol(out.substr(at + 6)));
 }
 
 inline Profile load(const std::string& path) { return edo::db::ProfileStore(path, edo::db::ProfileStore::Mode::kReadOnly).load(); }

@@ -70,15 +70,12 @@ struct Signalled {
 
 Signalled signal_when_ready(const std::vector<std::string>& argv, const std::vector<std::string>& env, int sig) {
   Background b = start(argv, env);
-  std::string out = wait_for_output(b, "ready ");
-  const auto at = out.find("ready ");
-  if (at == std::string::npos) {
-    kill(b.pid, SIGKILL);
-    wait_exit(b);
+  std::string out;
+  const pid_t job = wait_ready(b, out);
+  if (job < 0) {
     ADD_FAILURE() << "the job never got ready: " << out;
     return {};
   }
-  const pid_t job = pid_t(std::stol(out.substr(at + 6)));
   kill(job, sig);
   Signalled s;
   s.status = wait_exit(b);
@@ -525,14 +522,9 @@ char process_state(pid_t pid) {
 TEST(TracerSignals, SigtstpToRecordStopsAndContinuesTheJobWithIt) {
   const std::string count = tmp_path("tstp.count"), db = tmp_path("tstp_script.edodb");
   Background b = start({EDO_BIN, "record", "-o", db, "--", TRACER_JOB, "count_signals", "3", count}, kClean);
-  const std::string out = wait_for_output(b, "ready ");
-  const auto at = out.find("ready ");
-  if (at == std::string::npos) {
-    kill(b.pid, SIGKILL);
-    wait_exit(b);
-    FAIL() << "the job never got ready: " << out;
-  }
-  const pid_t job = pid_t(std::stol(out.substr(at + 6)));
+  std::string out;
+  const pid_t job = wait_ready(b, out);
+  if (job < 0) FAIL() << "the job never got ready: " << out;
   kill(b.pid, SIGTSTP);
   int st = 0;
   pid_t r = 0;

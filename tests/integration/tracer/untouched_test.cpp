@@ -116,14 +116,9 @@ TEST(TracerUntouched, TheJobOutlivesAKilledRecordAndKeepsWhatItCouldNotSend) {
   } unreap;
   const std::string db = tmp_path("outlive.edodb"), go = tmp_path("go"), done = tmp_path("done");
   Background b = start({EDO_BIN, "record", "-o", db, "--", TRACER_UNTOUCHED_JOB, "outlive", go, done}, kClean);
-  const std::string out = wait_for_output(b, "ready ");
-  const auto at = out.find("ready ");
-  if (at == std::string::npos) {
-    kill(b.pid, SIGKILL);
-    wait_exit(b);
-    FAIL() << "the job never got ready: " << out;
-  }
-  const pid_t job = pid_t(std::stol(out.substr(at + 6)));
+  std::string out;
+  const pid_t job = wait_ready(b, out);
+  if (job < 0) FAIL() << "the job never got ready: " << out;
   kill(b.pid, SIGKILL);
   EXPECT_EQ(wait_exit(b), 128 + SIGKILL);
   std::ofstream(go).close();  // the job goes on: it reads row 2 fifty times, edo being gone
