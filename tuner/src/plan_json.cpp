@@ -92,7 +92,7 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   if (c && t && t->training) {
     const bool sparse = c->optimizer == "rowwise_adagrad" || c->step_covers.find("(sparse gradient)") != std::string::npos;
     j["gradient"] = sparse ? "sparse" : "dense";
-    if (strategy_label(r, *c).find("+fp32_state+sr") != std::string::npos)
+    if (trains_in_low_precision(r, *c))
       j["train_precision"] = {{"optimizer_state", "fp32"}, {"rounding", "stochastic"}};
   }
   j["dense_use"] = t && !t->dense_use.empty() ? ordered_json(valid_utf8(t->dense_use)) : ordered_json(nullptr);

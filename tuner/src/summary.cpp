@@ -55,11 +55,15 @@ std::string run_text(const model::TuneResult& r) {
   return s + "; stopped early" + (r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")");
 }
 
-std::string strategy_label(const model::TuneResult& r, const model::TuneCandidate& c) {
-  std::string s = c.strategy;
+bool trains_in_low_precision(const model::TuneResult& r, const model::TuneCandidate& c) {
   const model::TuneTable* t = r.table_named(c.table);
   const bool from_fp32 = t && (t->dtype == "fp32" || t->dtype == "f32");
-  if (t && t->training && from_fp32 && (c.strategy == "fp16" || c.strategy == "bf16")) s += "+fp32_state+sr";
+  return t && t->training && from_fp32 && (c.strategy == "fp16" || c.strategy == "bf16");
+}
+
+std::string strategy_label(const model::TuneResult& r, const model::TuneCandidate& c) {
+  std::string s = c.strategy;
+  if (trains_in_low_precision(r, c)) s += "+fp32_state+sr";
   if (c.optimizer == "rowwise_adagrad") s += "+rowwise_adagrad(sparse)";
   return s;
 }

@@ -52,17 +52,23 @@ model::Table table(int64_t session, const std::string& name, uint64_t bytes) {
   return t;
 }
 
-// A recording of the job: 20 steps in `seconds`, the losses given (step i + 1 for the i-th),
-// tables with these bytes, and the notes given.
-std::string recording(const std::string& name, std::vector<double> losses, std::vector<uint64_t> bytes, double seconds = 2.0,
-                      const std::map<std::string, std::string>& notes = {}) {
-  model::Profile p;
+// The one process of the recordings below.
+model::Session training_session() {
   model::Session s;
   s.id = 1;
   s.command = "python3 train.py";
   s.host = "box";
   s.pid = 42;
   s.source = "record";
+  return s;
+}
+
+// A recording of the job: 20 steps in `seconds`, the losses given (step i + 1 for the i-th),
+// tables with these bytes, and the notes given.
+std::string recording(const std::string& name, std::vector<double> losses, std::vector<uint64_t> bytes, double seconds = 2.0,
+                      const std::map<std::string, std::string>& notes = {}) {
+  model::Profile p;
+  model::Session s = training_session();
   s.steps = 20;
   s.duration_ns = static_cast<int64_t>(seconds * 1e9);
   for (size_t i = 0; i < losses.size(); ++i) s.losses.push_back({i + 1, losses[i]});
@@ -264,12 +270,7 @@ TEST(PlanTrial, BadInputIsOneLineAndExit1BadFlagsExit2) {
 // process, compactly; --json has them in full (non-finite losses as "nan", "inf", "-inf").
 TEST(ReportTraining, OptimizerDenseUseAndLossesInTextAndJson) {
   model::Profile p;
-  model::Session s;
-  s.id = 1;
-  s.command = "python3 train.py";
-  s.host = "box";
-  s.pid = 42;
-  s.source = "record";
+  model::Session s = training_session();
   s.losses = {{1, 2.5}, {2, std::numeric_limits<double>::infinity()}, {3, 1.5}};
   p.sessions.push_back(s);
   p.tables.push_back(table(1, "emb.a", kA));

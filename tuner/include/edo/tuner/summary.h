@@ -38,6 +38,10 @@ std::vector<std::string> placement_lines(const model::TuneResult& result);
 // "+rowwise_adagrad(sparse)" (the optimizer-state lever: row-wise Adagrad on sparse gradients).
 std::string strategy_label(const model::TuneResult& result, const model::TuneCandidate& c);
 
+// The candidate trains a recorded fp32 table in fp16/bf16 (fp32 optimizer state, stochastic
+// rounding): the "+fp32_state+sr" of its label and the plan's "train_precision".
+bool trains_in_low_precision(const model::TuneResult& result, const model::TuneCandidate& c);
+
 // A candidate's error as every reader shows it: "0.0012", or "not validated" when its loss was
 // not measured on held-out lookups (never a 0 that was not measured).
 std::string error_text(const model::TuneCandidate& c);
