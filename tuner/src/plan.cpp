@@ -15,42 +15,73 @@
 namespace edo::tuner {
 namespace {
 
-// The step times the plan ranks a table's options by: options whose measured intervals overlap
-// are ties and rank at the same time. Walking the options fastest first, each one starts a tie
-// group unless its interval reaches into the interval of the group's first (fastest) option;
-// every member ranks at that option's time. Ties then go to the least loss, then the fewest
-// bytes (the knapsack's order), so noise within the intervals cannot decide.
-void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCandidate>& cands) {
-  std::vector<size_t> order(options.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return options[a].step_us < options[b].step_us; });
-  auto lo = [&](size_t i) {
-    const double v = cands[options[i].id].step_us_lo;
-    return std::isfinite(v) ? std::min(v, options[i].step_us) : options[i].step_us;
+// The step times the plan ranks a table's options by, so that noise cannot decide the plan
+// (issue 29 point 8: one recording and budget, one plan, run after run, loaded machine or not).
+//
+// An option's time is a measured part, known within an interval (the spread of its timed
+// repetitions), plus an exact part. Most options are all measured. A time modelled from the
+// baseline's (the CPU's offload: the baseline's lookups plus the misses' modelled transfer) has
+// no interval of its own: it is the baseline's measured time plus an exact offset, so it is of
+// the baseline's *family*, and the cache sizes differ from each other and from the baseline by
+// exactly their transfer. A time with no measured part at all (a device model) is exact.
+//
+// An interval is the range of a handful of repetitions (TuneOptions::reps, 5 by default), which
+// covers about two thirds of what the next repetition could give (n - 1 of n + 1 for n
+// samples): two options of equal speed measured during different bursts of other work on the
+// machine often show disjoint ranges. Each range is widened by half its width on either side
+// (for 5 samples of a normal spread: about +-2.3 sigma, ~98 % of repetitions) before ties are
+// sought, so that only a difference the repetitions show beyond their own noise ranks apart.
+//
+// Families whose intervals overlap, directly or through another family's (single linkage over
+// the intervals sorted by their low end), are ties: every member ranks at the group's fastest
+// measured time plus its exact offset. The knapsack then orders ties by least loss (least
+// change), then fewer bytes (optimizer.h). Walking from the fastest option instead (each option
+// ties the group leader's interval or starts a group) let an exact time between two measured
+// ones cut a tie in two, and the measured times of that run decided which side an option fell.
+void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCandidate>& cands,
+               const model::TuneCandidate* baseline) {
+  auto measured = [](const model::TuneCandidate& c) { return std::isfinite(c.step_us_lo) && std::isfinite(c.step_us_hi); };
+  const bool baseline_measured = baseline && measured(*baseline) && std::isfinite(baseline->step_us);
+  struct Family {
+    double lo, hi, base_us;
+    size_t group = 0;
   };
-  auto hi = [&](size_t i) {
-    const double v = cands[options[i].id].step_us_hi;
-    return std::isfinite(v) ? std::max(v, options[i].step_us) : options[i].step_us;
-  };
-  // A time without an interval is exact: modelled (a device model, or the CPU's offload: the
-  // baseline's measured lookups plus a modelled transfer, so its difference from the baseline
-  // and from the other cache sizes is exactly the transfer). It is compared exactly, never tied
-  // by another option's noise: whether the baseline's interval happened to reach it would decide
-  // the plan run by run (issue 29 point 8: a cache 40x larger in 2 of 5 runs).
-  auto exact = [&](size_t i) {
-    const auto& c = cands[options[i].id];
-    return !std::isfinite(c.step_us_lo) || !std::isfinite(c.step_us_hi);
-  };
-  size_t leader = order.empty() ? 0 : order[0];
-  double leader_us = order.empty() ? 0 : options[leader].step_us;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const size_t i = order[k];
-    const bool apart = exact(i) != exact(leader) ? options[i].step_us != options[leader].step_us : lo(i) > hi(leader);
-    if (k > 0 && apart) {
-      leader = i;
-      leader_us = options[i].step_us;
+  std::map<const model::TuneCandidate*, Family> families;  // by the candidate whose measurement they share
+  std::vector<std::pair<const model::TuneCandidate*, double>> member(options.size());  // family, exact offset
+  for (size_t i = 0; i < options.size(); ++i) {
+    const model::TuneCandidate& c = cands[options[i].id];
+    const double us = options[i].step_us;
+    const model::TuneCandidate* base = &c;
+    Family f{us, us, us};
+    auto widened = [](const model::TuneCandidate& m, double m_us) {
+      const double lo = std::min(m.step_us_lo, m_us), hi = std::max(m.step_us_hi, m_us), half = (hi - lo) / 2;
+      return Family{lo - half, hi + half, m_us};
+    };
+    if (measured(c)) {
+      f = widened(c, us);
+    } else if (baseline_measured) {
+      base = baseline;
+      f = widened(*baseline, baseline->step_us);
     }
-    options[i].step_us = leader_us;
+    member[i] = {base, us - f.base_us};
+    families.emplace(base, f);
+  }
+  std::vector<Family*> by_lo;
+  for (auto& [c, f] : families) by_lo.push_back(&f);
+  std::stable_sort(by_lo.begin(), by_lo.end(), [](const Family* a, const Family* b) {
+    return a->lo != b->lo ? a->lo < b->lo : a->base_us < b->base_us;
+  });
+  std::vector<double> fastest;  // per group: its fastest measured time
+  double reach = -INFINITY;
+  for (Family* f : by_lo) {
+    if (fastest.empty() || f->lo > reach) fastest.push_back(f->base_us);
+    else fastest.back() = std::min(fastest.back(), f->base_us);
+    reach = std::max(reach, f->hi);
+    f->group = fastest.size() - 1;
+  }
+  for (size_t i = 0; i < options.size(); ++i) {
+    const auto& [base, offset] = member[i];
+    options[i].step_us = std::max(0.0, fastest[families.at(base).group] + offset);
   }
 }
 
@@ -96,7 +127,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     r.baseline_step_us += base->second->step_us;
     r.baseline_host_bytes += base->second->host_bytes;
     exact.push_back(item);
-    rank_ties(item.options, r.candidates);
+    rank_ties(item.options, r.candidates, base != baseline_of.end() ? base->second : nullptr);
     items.push_back(std::move(item));
     item_table.push_back(ti);
   }
