@@ -3,11 +3,15 @@
 // (tuner/) fills it, db/ stores it (tune_store.h), report, export and the dashboard read it.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -180,12 +184,48 @@ struct TuneResult {
   // Non-dominated (device bytes, step us) pairs of whole plans, bytes ascending.
   std::vector<std::pair<uint64_t, double>> frontier;
 
-  // The tuned table called `name`, or nullptr.
-  const TuneTable* table_named(const std::string& name) const {
-    for (const auto& t : tables)
-      if (t.name == name) return &t;
-    return nullptr;
-  }
+  // The tuned table called `name`, or nullptr. Constant time: plans of 10,000s of tables ask
+  // once per choice and per candidate (export, report, the dashboard's cells).
+  const TuneTable* table_named(const std::string& name) const { return table_index_.find(tables, name); }
+
+  // A name -> position index of `tables`, built at first use. A hit is checked against the
+  // table's name and a miss scans (and rebuilds), so an index that a later change to `tables`
+  // left stale is never wrong, only rebuilt. Copies start without one. Safe to use from several
+  // threads at once (the dashboard's models read one result).
+  class TableIndex {
+   public:
+    TableIndex() = default;
+    TableIndex(const TableIndex&) {}
+    TableIndex& operator=(const TableIndex&) {
+      map_.store(nullptr);
+      return *this;
+    }
+    const TuneTable* find(const std::vector<TuneTable>& tables, const std::string& name) const {
+      const std::shared_ptr<const Map> m = map_.load();
+      if (m) {
+        auto it = m->find(name);
+        if (it != m->end() && it->second < tables.size() && tables[it->second].name == name) return &tables[it->second];
+      }
+      const TuneTable* found = nullptr;
+      for (const auto& t : tables)
+        if (t.name == name) {
+          found = &t;
+          break;
+        }
+      if (found || !m || m->size() != tables.size()) {
+        auto fresh = std::make_shared<Map>();
+        fresh->reserve(tables.size());
+        for (size_t i = 0; i < tables.size(); ++i) fresh->emplace(tables[i].name, i);  // the first of a name wins
+        map_.store(std::move(fresh));
+      }
+      return found;
+    }
+
+   private:
+    using Map = std::unordered_map<std::string, size_t>;
+    mutable std::atomic<std::shared_ptr<const Map>> map_;
+  };
+  TableIndex table_index_;
 };
 
 }  // namespace edo::model
