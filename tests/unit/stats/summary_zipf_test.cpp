@@ -196,3 +196,24 @@ TEST(DriftTest, WindowSpanningDeltasKeepsItsCounts) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+// The fit's normaliser H(n, a) = sum k^-a is summed for 32 terms and by Euler-Maclaurin beyond
+// (zipf_fit.cpp): it must agree with the plain sum (in long double) to 1e-12 for every size
+// and every exponent the fit searches, across the switch at 32 terms, and for exponents next
+// to 1 (where the tail's integral (hi^(1-a) - lo^(1-a)) / (1-a) cancelled).
+TEST(ZipfShare, NormaliserMatchesThePlainSumAcrossSizesAndExponents) {
+  for (uint64_t n : {1ull, 2ull, 31ull, 32ull, 33ull, 34ull, 100ull, 4097ull, 123457ull}) {
+    for (double a : {0.0, 0.3, 0.999999999999, 1.0, 1.05, 1.5, 2.0, 3.7, 6.0}) {
+      long double h = 0;
+      for (uint64_t k = n; k >= 1; --k) h += std::pow(static_cast<long double>(k), -static_cast<long double>(a));
+      const double want = static_cast<double>(1.0L / h);
+      EXPECT_NEAR(zipf_share(a, n, 1), want, 1e-12 * want) << "n " << n << ", a " << a;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edo::stats
