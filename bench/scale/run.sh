@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Many tables (issue 31): the time and peak memory of edo's commands on a recording of many
+# tables, each beside its target. Usage: bench/scale/run.sh BUILD [TABLES] [LOOKUPS_PER_TABLE]
+#
+#   synth      edo synth of TABLES tables, sizes log-uniform 100..1M rows, Zipf 0.6..1.2
+#   report     edo report (text), and --json              target (10,000 tables) < 3 s, < 1 GiB
+#   export     edo export of a plan of 20x TABLES tables (json/yaml/torchrec), from a plan file
+#              made by repeating a small real plan's tables; 200,000 tables < 30 s
+#
+# Prints one line per figure: NAME  seconds  peak MiB  target. Needs /usr/bin/time and python3.
+set -uo pipefail
+build=${1:-build}
+tables=${2:-10000}
+lookups=${3:-10000}
+edo="$build/bin/edo"
+[[ -x $edo ]] || { echo "bench/scale: $edo not built (make build)"; exit 77; }
+command -v /usr/bin/time >/dev/null || { echo "bench/scale: /usr/bin/time missing (apt-get install time)"; exit 77; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+measure() {  # NAME TARGET command...
+  local name=$1 target=$2; shift 2
+  /usr/bin/time -f "%e %M" -o "$work/t" "$@" >"$work/out" 2>"$work/err" || { echo "$name: failed: $(tail -1 "$work/err")"; return 1; }
+  read -r s kb <"$work/t"
+  printf '%-26s %8.2f s %8.0f MiB   target %s\n' "$name" "$s" "$((kb / 1024))" "$target"
+}
+measure "synth $tables tables" "< 120 s (10,000 tables, 100M lookups)" \
+  "$edo" synth -o "$work/many.edodb" --tables "$tables" --min-rows 100 --rows 1000000 --min-zipf 0.6 --zipf 1.2 --lookups "$lookups" || exit 1
+measure "report" "< 3 s, < 1024 MiB" "$edo" report "$work/many.edodb"
+measure "report --json" "< 3 s, < 1024 MiB" "$edo" report --json "$work/many.edodb"
+# A small real plan, its tables repeated under new names: export cost per table.
+"$edo" synth -o "$work/small.edodb" --tables 4 --rows 20000 --dim 16 --lookups 100000 >/dev/null 2>&1
+"$edo" tune "$work/small.edodb" --budget 1MiB --time-limit 60 >/dev/null 2>&1
+"$edo" export "$work/small.edodb" -o "$work/small.json" >/dev/null 2>&1 || { echo "bench/scale: no plan to export"; exit 1; }
+n=$((tables * 20))
+python3 - "$work/small.json" "$work/big.json" "$n" <<'PY'
+import copy, json, sys
+plan = json.load(open(sys.argv[1])); n = int(sys.argv[3]); small = plan["tables"]
+plan["tables"] = []
+for i in range(n):
+    t = copy.deepcopy(small[i % len(small)]); t["name"] = "t%07d" % i; t["why"] = t["why"][:80]
+    plan["tables"].append(t)
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+for f in json yaml torchrec; do
+  measure "export $n tables $f" "< 30 s at 200,000 tables" "$edo" export "$work/big.json" --format "$f" -o "$work/out.$f"
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
