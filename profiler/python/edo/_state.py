@@ -20,6 +20,10 @@ import weakref
 from . import _native
 
 
+class _PerThread(threading.local):
+    pending = None     # a class default: reading it is one attribute lookup, no getattr default
+
+
 class Runtime(object):
     def __init__(self):
         self.lock = threading.RLock()
@@ -33,6 +37,14 @@ class Runtime(object):
         self.functional_impl = None
         self.loss_impl = None      # _loss.seen, dynamo-disabled, for backward() inside compiled code
         self.raw_stream = None     # torch._C._cuda_getCurrentRawStream, False when absent
+        # torch.compile / torch.export (_compiled): torch.compiler.is_compiling (None before
+        # torch 2.3), and edo's counting operator torch.ops.edo.lookup (None where torch has no
+        # torch.library.custom_op, < 2.4: then the old graph-break / fullgraph-skip hooks).
+        self.compiling = None
+        self.op = None
+        self.next_key = 0          # the next forward pre-hook's key (the operator's module key)
+        self.modules_by_key = {}   # key -> (weakref of the module, its EdoPreHook)
+        self.fullgraph_seen = False  # a torch.compile(fullgraph=True) was made
 
 
 class State(object):
@@ -55,7 +67,7 @@ class State(object):
         self.last_scan_seq = -1
         self.scans = 0
         # Counting and steps (_counting, _optim)
-        self.tls = threading.local()               # .pending: the table the pre-hook counted
+        self.tls = _PerThread()                    # .pending: the weight the pre-hook just counted
         self.dirty = False                         # lookups since the last automatic step
         self.user_steps = False                    # the job called edo.step()
         self.steps_marked = 0                      # edo steps marked so far (the losses' step)
