@@ -34,6 +34,7 @@ from . import _loss
 from . import _naming
 from . import _optim
 from . import _state
+from . import _tables
 from . import _trial
 from . import _weights
 from ._state import R
@@ -262,17 +263,34 @@ def _dynamo_compat(fullgraph=False):
                 R.hook_impl._edo_mode = "skip"
                 R.functional_impl._edo_mode = "skip"
                 version = getattr(R.torch, "__version__", "?")
-                _state.warn("fullgraph", "torch.compile(fullgraph=True) on torch %s: embedding "
-                            "lookups inside compiled graphs are not counted: edo counts them with "
-                            "a torch.library custom operator, which needs torch 2.4 or newer, and "
-                            "a graph break would be an error here (tables are still registered "
-                            "and eager lookups counted)" % version)
+                _state.not_counted("fullgraph", "torch.compile(fullgraph=True) on torch %s: "
+                                   "embedding lookups inside compiled graphs are not counted: edo "
+                                   "counts them with a torch.library custom operator, which needs "
+                                   "torch 2.4 or newer, and a graph break would be an error here "
+                                   "(the compiled model's tables are registered, eager lookups "
+                                   "counted)" % version)
         elif R.hook_impl is _counting.pre_hook_body:
             R.hook_impl = disable(_counting.pre_hook_body)
             R.functional_impl = disable(_counting.functional_body)
         R.loss_impl = None if getattr(R.hook_impl, "_edo_mode", None) == "skip" else disable(_loss.seen)
     except Exception as e:
         _state.internal_error("torch.compile support", e)
+
+
+def _register_compiled_model(model):
+    """torch < 2.4 under fullgraph=True: the hooks do nothing while the graph is traced, so the
+    model's tables are registered now (its memory recorded, its name decided as at a first
+    forward), not never."""
+    if not R.enabled or not isinstance(model, R.torch.nn.Module):
+        return
+    try:
+        for m in model.modules():
+            if isinstance(m, R.emb_classes):
+                w = _tables.weight_of(m)
+                if w is not None:
+                    _counting._module_state(m, w)
+    except Exception as e:
+        _state.internal_error("registering a compiled model's tables", e)
 
 
 def _patch_compile(torch):
@@ -285,7 +303,10 @@ def _patch_compile(torch):
         if args:
             _trial.before_compile(args[0])
         out = orig(*args, **kwargs)
-        _dynamo_compat(bool(kwargs.get("fullgraph", False)))
+        fullgraph = bool(kwargs.get("fullgraph", False))
+        _dynamo_compat(fullgraph)
+        if fullgraph and R.op is None and args:
+            _register_compiled_model(args[0])
         return out
     R.orig[(torch, "compile")] = orig
     torch.compile = compile

@@ -131,6 +131,16 @@ def warn(key, msg):
     _native.warn_once(key, msg)
 
 
+def not_counted(key, msg):
+    """Something edo cannot count: one warning, and the same line in the recording (the note
+    pytorch.not_counted.KEY), so the recording says what is missing and why."""
+    warn(key, msg)
+    try:
+        backend().note("pytorch.not_counted." + key, msg)
+    except Exception:
+        pass
+
+
 def internal_error(where, exc):
     warn("internal:" + where, "internal error in %s (%s: %s); continuing without it"
          % (where, type(exc).__name__, exc))

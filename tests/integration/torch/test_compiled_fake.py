@@ -173,5 +173,38 @@ class CompiledTest(unittest.TestCase):
         self.assertEqual(sum(self.fake.lookups.values()), 0)
 
 
+@unittest.skipUnless(hasattr(torch, "compile"), "torch %s has no torch.compile" % torch.__version__)
+class WithoutTheOperatorTest(unittest.TestCase):
+    """torch 2.0-2.3 (stood in for by hiding the operator): under fullgraph=True nothing inside
+    the graph can be counted; the model's tables are registered at torch.compile all the same,
+    and the warning and the recording (note pytorch.not_counted.fullgraph) say what and why."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+        torch._dynamo.reset()
+        self.saved = (R.op, R.hook_impl, R.functional_impl, R.loss_impl, R.fullgraph_seen)
+        R.op = None
+
+    def tearDown(self):
+        R.op, R.hook_impl, R.functional_impl, R.loss_impl, R.fullgraph_seen = self.saved
+
+    def test_fullgraph_registers_the_tables_and_says_what_is_not_counted(self):
+        from edo import _native
+        _native._warned.discard("fullgraph")
+        torch.manual_seed(0)
+        m = Rec()
+        compiled = torch.compile(m, backend="eager", fullgraph=True)
+        self.assertEqual(self.fake.names(), {"user", "item", "kw"})   # registered at compile
+        note = getattr(self.fake, "notes", {}).get("pytorch.not_counted.fullgraph", "")
+        self.assertIn("torch 2.4", note)
+        self.assertIn("not counted", note)
+        out = compiled(*batch(0))
+        self.assertEqual(out.shape, (8,))
+        self.assertEqual(self.fake.names(), {"user", "item", "kw"})
+
+
 if __name__ == "__main__":
     unittest.main()
