@@ -130,34 +130,31 @@ R.hook_impl = pre_hook_body
 R.functional_impl = functional_body
 
 
-class EdoPreHook(object):
-    """The forward pre-hook put on every Embedding / EmbeddingBag, one per module.
+class _HookType(type):
+    """``isinstance(h, EdoPreHook)`` holds for the hook functions ``make_hook`` returns, which is
+    what every check for "edo's hook" (pickling, jit.script, install_hook) asks."""
 
-    Eager calls take the fast path: the hook keeps the module's ModState and checks it with two
+    def __instancecheck__(cls, obj):
+        return (type.__instancecheck__(cls, obj)
+                or type.__instancecheck__(cls, getattr(obj, "_edo_hook", None)))
+
+
+class EdoPreHook(object, metaclass=_HookType):
+    """One module's forward pre-hook: its state, and what it does in eager mode.
+
+    The hook torch calls is a plain function (``make_hook``: a function call costs a third of an
+    object's ``__call__``). Eager calls keep the module's ModState here and check it with two
     identity tests and one pointer (no weak-dictionary lookup), valid while no table was
-    registered since (``State.generation``). While torch.compile / torch.export trace it, it
-    puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
+    registered since (``State.generation``). While torch.compile / torch.export trace the hook,
+    it puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
 
     __slots__ = ("key", "state", "generation", "mod_state")
-    __name__ = "_edo_pre_hook"
 
     def __init__(self, key=-1):
         self.key = key
         self.state = None
         self.generation = -1
         self.mod_state = None
-
-    def __call__(self, module, args):
-        if not R.enabled:
-            return None
-        compiling = R.compiling
-        if compiling is not None and compiling():
-            if R.op is not None:
-                return _compiled_hook(self.key, module, args)
-            return R.hook_impl(module, args)
-        if compiling is None and R.hook_impl is not pre_hook_body:
-            return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
-        return self.count_eager(module, args[0] if args else None)
 
     def count_eager(self, module, idx):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
@@ -202,6 +199,26 @@ class EdoPreHook(object):
         raise TypeError("edo's forward pre-hook is not picklable")
 
 
+def make_hook(hs):
+    """The function registered as ``hs``'s module's forward pre-hook (a closure: not picklable,
+    like the hook state)."""
+    count_eager = hs.count_eager
+
+    def _edo_pre_hook(module, args):
+        if not R.enabled:
+            return None
+        compiling = R.compiling
+        if compiling is not None and compiling():
+            if R.op is not None:
+                return _compiled_hook(hs.key, module, args)
+            return R.hook_impl(module, args)
+        if compiling is None and R.hook_impl is not pre_hook_body:
+            return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
+        return count_eager(module, args[0] if args else None)
+    _edo_pre_hook._edo_hook = hs
+    return _edo_pre_hook
+
+
 def _compiled_hook(key, module, args):
     from . import _compiled
     return _compiled.traced_hook(key, module, args)
@@ -217,10 +234,10 @@ def install_hook(module):
     with R.lock:
         key = R.next_key
         R.next_key += 1
-        hook = EdoPreHook(key)
+        hs = EdoPreHook(key)
         keys = R.modules_by_key
-        keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hook)
-    module.register_forward_pre_hook(hook)
+        keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
+    module.register_forward_pre_hook(make_hook(hs))
     owners = _state.S.hooks_owner
     hid = id(hooks)
     owners[hid] = weakref.ref(module, lambda _r, k=hid, d=owners: d.pop(k, None))
