@@ -16,7 +16,8 @@ does, in the same order:
     leaves the weight as "pending";
   * key == FUNCTIONAL (from a torch.nn.functional call): counts unless the pre-hook's
     operator has just counted that weight (the module's own forward), exactly like the eager
-    functional wrapper. A module called with keywords (TorchRec) is counted here.
+    functional wrapper. A module called with keywords (TorchRec) is counted here;
+  * key <= FIRST_TABLE (from edo.lookup(table, indices)): counts for that registered table.
 A graph saved and run in another process has no module for its keys: the kernel falls back to
 the table that owns the weight's memory (registered there by edo.instrument or
 edo.register_table).
@@ -35,6 +36,11 @@ from ._state import R
 
 OP_NAME = "edo::lookup"
 FUNCTIONAL = -1      # the key of a torch.nn.functional call: the weight names the table
+FIRST_TABLE = -2     # keys <= -2: edo.lookup(table) on the table at State.table_list[-2 - key]
+
+
+def table_key(tab):
+    return FIRST_TABLE - tab.key
 
 
 class _Trace(object):
@@ -69,6 +75,12 @@ def _kernel(indices, weight, key):
             _counting.functional_body("lookup", indices, weight)
             if weight is not None:
                 _state.S.tls.pending = weight
+            return
+        if key <= FIRST_TABLE:
+            tabs = _state.S.table_list
+            i = FIRST_TABLE - key
+            if i < len(tabs):
+                _counting.count(tabs[i], indices)
             return
         if weight is not None:
             _counting.functional_body("lookup", indices, weight)

@@ -54,6 +54,8 @@ class State(object):
         self.by_base = {}                         # data_ptr -> owner Table (first name on it)
         self.name_owner = {}                      # name -> weakref of the module that holds it
         self.generation = 0                       # bumped whenever a table is registered
+        self.table_list = []                      # every Table registered, at its .key (edo.lookup
+                                                  # in a compiled graph names it by that key)
         # Modules and names (_naming)
         self.mod_state = weakref.WeakKeyDictionary()  # embedding module -> ModState
         self.standalone = weakref.WeakKeyDictionary()  # module -> name when in no model
@@ -148,7 +150,7 @@ def internal_error(where, exc):
 
 class Table(object):
     __slots__ = ("name", "handle", "base", "rows", "dim", "dtype", "device", "tied_to",
-                 "weight_ref", "pid", "snapshots", "__weakref__")
+                 "weight_ref", "pid", "snapshots", "key", "__weakref__")
 
     def __init__(self, name, handle, base, rows, dim, dtype, device, tied_to, weight):
         self.name = name
@@ -161,6 +163,7 @@ class Table(object):
         self.tied_to = tied_to      # name of the table this one is tied to, or None
         self.pid = os.getpid()      # the process that registered it (a forked child inherits it)
         self.snapshots = 0          # weight snapshots handed to the tracer
+        self.key = -1               # its place in State.table_list, once registered
         try:
             self.weight_ref = weakref.ref(weight)
         except TypeError:

@@ -154,6 +154,20 @@ class CompiledTest(unittest.TestCase):
         names = {str(n.target) for n in ep.graph.nodes}
         self.assertIn("edo.lookup.default", names)
 
+    def test_edo_lookup_inside_a_compiled_graph(self):
+        w = torch.randn(20, 3)
+        h = edo.register_table("by_hand", w)
+
+        def f(idx):
+            edo.lookup(h, idx)
+            edo.lookup("by_hand", idx[:2])
+            return w[idx].sum()
+        idx = torch.tensor([3, 4, 4, 19])
+        for backend in ("eager", "aot_eager"):
+            torch._dynamo.reset()
+            torch.compile(f, backend=backend, fullgraph=True)(idx)
+        self.assertEqual(dict(self.fake.count_of("by_hand")), {3: 4, 4: 6, 19: 2})
+
     def test_a_graph_from_another_process_counts_by_the_weight(self):
         # A key that no module of this process has (a saved program): the table that owns the
         # weight's memory is counted, once (the functional operator after it is skipped).
