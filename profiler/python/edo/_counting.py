@@ -34,7 +34,8 @@ def current_stream(idx):
 
 
 def count(tab, idx):
-    """Hands one tensor of row ids to the tracer. Never syncs with the GPU."""
+    """Hands one tensor of row ids to the tracer. Never syncs with the GPU. The checks are
+    the cheap tensor properties (``is_cpu``, not ``device.type``, which builds an object)."""
     t = R.torch
     if not isinstance(idx, t.Tensor):
         return
@@ -50,16 +51,16 @@ def count(tab, idx):
     n = idx.numel()
     if n == 0:
         return
-    if idx.is_cuda:
-        if not idx.is_contiguous():
-            idx = idx.contiguous()   # an async copy kernel on the current stream
-        dev = _native.CUDA
-        stream = current_stream(idx)
-    elif idx.device.type == "cpu":
+    if idx.is_cpu:
         if not idx.is_contiguous():
             idx = idx.contiguous()
         dev = _native.HOST
         stream = None
+    elif idx.is_cuda:
+        if not idx.is_contiguous():
+            idx = idx.contiguous()   # an async copy kernel on the current stream
+        dev = _native.CUDA
+        stream = current_stream(idx)
     else:
         return
     b = R.backend
@@ -69,67 +70,158 @@ def count(tab, idx):
     if s.dense_checks_left > 0:   # the first few steps only (_facts: dense use)
         _facts.tally(tab.name, n)
     if rc < 0:
-        _state.warn("lookup:%d" % rc, "counting lookups of %s failed: %s (counted as dropped; "
-                    "further failures are not reported)" % (tab.name, b.strerror(int(rc))))
+        _lookup_failed(tab, rc)
+
+
+def _lookup_failed(tab, rc):
+    _state.warn("lookup:%d" % rc, "counting lookups of %s failed: %s (counted as dropped; "
+                "further failures are not reported)" % (tab.name, R.backend.strerror(int(rc))))
+
+
+def _module_state(module, w):
+    """The module's ModState for weight ``w`` (registering its model when needed), or None."""
+    s = _state.S
+    st = s.mod_state.get(module)
+    if st is None or st.weight is not w or st.ptr != w.data_ptr():
+        if R.backend is None:
+            _state.backend()
+        st = _naming.ensure(module)
+    return st
 
 
 def pre_hook_body(module, args):
+    """The hook's work, as a plain function (what torch < 2.3 wraps in torch._dynamo.disable)."""
     try:
-        s = _state.S
         w = module._parameters.get("weight")
         if w is None:
             w = _tables.weight_of(module)
-        st = s.mod_state.get(module)
-        if st is None or st.weight is not w or st.ptr != w.data_ptr():
-            if R.backend is None:
-                _state.backend()
-            st = _naming.ensure(module)
-            if st is None:
-                return None
+        st = _module_state(module, w)
+        if st is None:
+            return None
         if args:
             count(st.table, args[0])
-            s.tls.pending = st.table   # called with keywords (TorchRec): the functional wrapper counts
+            _state.S.tls.pending = w   # the functional wrapper the forward calls next skips it
     except Exception as e:
         _state.internal_error("forward pre-hook", e)
     return None
 
 
 def functional_body(name, input, weight):
+    """A torch.nn.functional call on a registered table's weight: counted unless the module's
+    pre-hook has just counted it (a module called with keywords, TorchRec, is counted here)."""
     try:
         tls = _state.S.tls
-        pending = getattr(tls, "pending", None)
+        pending = tls.pending
         if pending is not None:
             tls.pending = None
+            if pending is weight or pending.data_ptr() == weight.data_ptr():
+                return
         tab = _tables.table_for_weight(weight)
-        if tab is not None and tab is not pending:
+        if tab is not None:
             count(tab, input)
     except Exception as e:
         _state.internal_error("torch.nn.functional." + name, e)
 
 
-# What the hook and the functional wrappers call; under torch.compile they become
-# torch._dynamo.disable'd versions (run eagerly, with real tensors, at a graph break).
+# What the hook and the functional wrappers call while dynamo traces on a torch without edo's
+# operator (< 2.4): torch._dynamo.disable'd versions (run eagerly, with real tensors, at a graph
+# break), or nothing under fullgraph=True (_patches._dynamo_compat).
 R.hook_impl = pre_hook_body
 R.functional_impl = functional_body
 
 
-class EdoPreHook(object):
-    """The forward pre-hook put on every Embedding / EmbeddingBag."""
+class _HookType(type):
+    """``isinstance(h, EdoPreHook)`` holds for the hook functions ``make_hook`` returns, which is
+    what every check for "edo's hook" (pickling, jit.script, install_hook) asks."""
 
-    __slots__ = ()
-    __name__ = "_edo_pre_hook"
+    def __instancecheck__(cls, obj):
+        return (type.__instancecheck__(cls, obj)
+                or type.__instancecheck__(cls, getattr(obj, "_edo_hook", None)))
 
-    def __call__(self, module, args):
-        if not R.enabled:
-            return None
-        return R.hook_impl(module, args)
+
+class EdoPreHook(object, metaclass=_HookType):
+    """One module's forward pre-hook: its state, and what it does in eager mode.
+
+    The hook torch calls is a plain function (``make_hook``: a function call costs a third of an
+    object's ``__call__``). Eager calls keep the module's ModState here and check it with two
+    identity tests and one pointer (no weak-dictionary lookup), valid while no table was
+    registered since (``State.generation``). While torch.compile / torch.export trace the hook,
+    it puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
+
+    __slots__ = ("key", "state", "generation", "mod_state")
+
+    def __init__(self, key=-1):
+        self.key = key
+        self.state = None
+        self.generation = -1
+        self.mod_state = None
+
+    def count_eager(self, module, idx):
+        """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
+        kernel calls too, with real tensors, when a compiled graph runs."""
+        try:
+            w = module._parameters.get("weight")
+            if w is None:
+                w = _tables.weight_of(module)
+            s = _state.S
+            st = self.mod_state
+            if (st is None or self.state is not s or self.generation != s.generation
+                    or st.weight is not w or st.ptr != w.data_ptr()):
+                st = _module_state(module, w)
+                if st is None:
+                    return None
+                self.state, self.generation, self.mod_state = s, s.generation, st
+            if idx is None:
+                return None
+            t = R.torch
+            if (idx.__class__ is t.Tensor and idx.layout is t.strided and idx.is_cpu
+                    and idx.dtype is t.int64 and idx.is_contiguous()):
+                # The common case inline: contiguous int64 ids on the host.
+                n = idx.numel()
+                if n:
+                    tab = st.table
+                    rc = R.backend.table_lookup(tab.handle, idx.data_ptr(), n, _native.I64,
+                                                _native.HOST, None)
+                    s.dirty = True
+                    if s.dense_checks_left > 0:
+                        _facts.tally(tab.name, n)
+                    if rc < 0:
+                        _lookup_failed(tab, rc)
+            else:
+                count(st.table, idx)
+            s.tls.pending = w   # the functional wrapper the forward calls next skips it
+        except Exception as e:
+            _state.internal_error("forward pre-hook", e)
+        return None
 
     def __reduce__(self):
         # Only reached when a subclass pickles its hooks itself: refuse to put edo in it.
         raise TypeError("edo's forward pre-hook is not picklable")
 
 
-PRE_HOOK = EdoPreHook()
+def make_hook(hs):
+    """The function registered as ``hs``'s module's forward pre-hook (a closure: not picklable,
+    like the hook state)."""
+    count_eager = hs.count_eager
+
+    def _edo_pre_hook(module, args):
+        if not R.enabled:
+            return None
+        compiling = R.compiling
+        if compiling is not None and compiling():
+            if R.op is not None:
+                return _compiled_hook(hs.key, module, args)
+            return R.hook_impl(module, args)
+        if compiling is None and R.hook_impl is not pre_hook_body:
+            return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
+        return count_eager(module, args[0] if args else None)
+    _edo_pre_hook._edo_hook = hs
+    return _edo_pre_hook
+
+
+def _compiled_hook(key, module, args):
+    from . import _compiled
+    return _compiled.traced_hook(key, module, args)
 
 
 def install_hook(module):
@@ -139,17 +231,40 @@ def install_hook(module):
     for h in hooks.values():
         if isinstance(h, EdoPreHook):
             return
-    module.register_forward_pre_hook(PRE_HOOK)
+    with R.lock:
+        key = R.next_key
+        R.next_key += 1
+        hs = EdoPreHook(key)
+        keys = R.modules_by_key
+        keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
+    module.register_forward_pre_hook(make_hook(hs))
     owners = _state.S.hooks_owner
-    key = id(hooks)
-    owners[key] = weakref.ref(module, lambda _r, k=key, d=owners: d.pop(k, None))
+    hid = id(hooks)
+    owners[hid] = weakref.ref(module, lambda _r, k=hid, d=owners: d.pop(k, None))
 
 
 def wrap_functional(name, orig):
     @functools.wraps(orig)
     def wrapper(input, weight, *args, **kwargs):
-        if R.enabled and _state.S.by_base:
-            R.functional_impl(name, input, weight)
+        if R.enabled:
+            tls = _state.S.tls
+            if tls.pending is weight:
+                # A module's forward: its hook has just counted these ids (eager only: while
+                # traced, hooks leave nothing pending).
+                tls.pending = None
+                return orig(input, weight, *args, **kwargs)
+            compiling = R.compiling
+            if compiling is None:                  # torch < 2.3
+                if _state.S.by_base:
+                    R.functional_impl(name, input, weight)
+            elif not compiling():
+                if _state.S.by_base:
+                    functional_body(name, input, weight)
+            elif R.op is not None:
+                from . import _compiled
+                return _compiled.traced_functional(orig, input, weight, args, kwargs)
+            elif _state.S.by_base:
+                R.functional_impl(name, input, weight)
         return orig(input, weight, *args, **kwargs)
     wrapper._edo_original = orig
     return wrapper

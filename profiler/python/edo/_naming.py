@@ -107,9 +107,13 @@ def on_new_module(module, carried=None):
 # ---- models -------------------------------------------------------------------------------
 
 def unwrap(root):
-    """DDP / DataParallel / torch.compile wrappers: name relative to the wrapped model."""
+    """DDP / DataParallel / torch.compile / torch.export wrappers: name relative to the wrapped
+    model. (torch.export's tracing wrapper, a local class holding the model as
+    ``_export_root``, can outlive the export until the next garbage collection.)"""
     for _ in range(8):
         attr = _WRAPPERS.get(type(root).__name__)
+        if attr is None and "_export_root" in getattr(root, "_modules", ()):
+            attr = "_export_root"
         if attr is None:
             return root
         inner = root._modules.get(attr) if hasattr(root, "_modules") else None

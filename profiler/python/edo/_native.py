@@ -126,6 +126,9 @@ class NativeBackend(object):
         self._lib = lib
         self._register = reg
         self._lookup = look
+        # The per-lookup call goes straight to the ctypes function (same arguments as the
+        # method below): one Python frame less on every embedding forward.
+        self.table_lookup = look
         self._extra = extra
         self._weights = weights
         self._step = step

@@ -11,8 +11,11 @@
   * the optimizer post-step hook (``_optim``).
   * ``torch.jit.script``: our hooks are taken off while a module is scripted (TorchScript
     cannot compile them); a scripted module is not counted.
-  * ``torch.compile``: hook bodies become ``torch._dynamo.disable``d (graph breaks that run
-    eagerly); with ``fullgraph=True`` lookups inside compiled graphs are not counted.
+  * ``torch.compile`` / ``torch.export``: the hooks put edo's counting operator
+    (``torch.ops.edo.lookup``, _compiled) into the graph: exact counts, no graph break,
+    ``fullgraph=True`` included. On torch 2.0-2.3 (no ``torch.library.custom_op``) hook bodies
+    become ``torch._dynamo.disable``d (graph breaks that run eagerly), and with
+    ``fullgraph=True`` lookups inside compiled graphs are not counted (one warning says so).
   * ``torch.profiler`` tracing CUDA: edo hands CUPTI over first.
   * ``torch.Tensor.backward`` / ``torch.autograd.backward`` (and ``GradScaler.scale``): the loss
     of each step (``_loss``), read without a device synchronisation.
@@ -25,11 +28,13 @@ import functools
 import sys
 import threading
 
+from . import _compiled
 from . import _counting
 from . import _loss
 from . import _naming
 from . import _optim
 from . import _state
+from . import _tables
 from . import _trial
 from . import _weights
 from ._state import R
@@ -235,28 +240,57 @@ def _not_while_compiling(fn):
 
 
 def _dynamo_compat(fullgraph=False):
-    """torch.compile traces into module hooks. By default ours become graph breaks that run
-    eagerly (torch._dynamo.disable): lookups are counted, at the cost of a break per lookup.
-    With fullgraph=True a break is an error, so inside compiled graphs nothing is counted."""
+    """torch.compile traces into module hooks. With edo's operator (torch >= 2.4, _compiled) the
+    hooks put it into the graph: counted exactly, no graph break, fullgraph=True too; only the
+    loss read in backward() (a graph break) stays out of fullgraph code. Without it (torch
+    2.0-2.3) the hook bodies become graph breaks that run eagerly (torch._dynamo.disable):
+    lookups are counted, at the cost of a break per lookup; with fullgraph=True a break is an
+    error, so inside compiled graphs nothing is counted, and edo says so."""
     d = sys.modules.get("torch._dynamo")
     disable = getattr(d, "disable", None) if d is not None else None
     if disable is None:
         return
     try:
         if fullgraph:
+            R.fullgraph_seen = True
+        if R.op is not None:
+            R.loss_impl = None if R.fullgraph_seen else disable(_loss.seen)
+            return
+        if fullgraph:
             if getattr(R.hook_impl, "_edo_mode", None) != "skip":
                 R.hook_impl = _not_while_compiling(_counting.pre_hook_body)
                 R.functional_impl = _not_while_compiling(_counting.functional_body)
                 R.hook_impl._edo_mode = "skip"
                 R.functional_impl._edo_mode = "skip"
-                _state.warn("fullgraph", "torch.compile(fullgraph=True): embedding lookups inside "
-                      "compiled graphs are not counted (a graph break would be an error)")
+                version = getattr(R.torch, "__version__", "?")
+                _state.not_counted("fullgraph", "torch.compile(fullgraph=True) on torch %s: "
+                                   "embedding lookups inside compiled graphs are not counted: edo "
+                                   "counts them with a torch.library custom operator, which needs "
+                                   "torch 2.4 or newer, and a graph break would be an error here "
+                                   "(the compiled model's tables are registered, eager lookups "
+                                   "counted)" % version)
         elif R.hook_impl is _counting.pre_hook_body:
             R.hook_impl = disable(_counting.pre_hook_body)
             R.functional_impl = disable(_counting.functional_body)
         R.loss_impl = None if getattr(R.hook_impl, "_edo_mode", None) == "skip" else disable(_loss.seen)
     except Exception as e:
         _state.internal_error("torch.compile support", e)
+
+
+def _register_compiled_model(model):
+    """torch < 2.4 under fullgraph=True: the hooks do nothing while the graph is traced, so the
+    model's tables are registered now (its memory recorded, its name decided as at a first
+    forward), not never."""
+    if not R.enabled or not isinstance(model, R.torch.nn.Module):
+        return
+    try:
+        for m in model.modules():
+            if isinstance(m, R.emb_classes):
+                w = _tables.weight_of(m)
+                if w is not None:
+                    _counting._module_state(m, w)
+    except Exception as e:
+        _state.internal_error("registering a compiled model's tables", e)
 
 
 def _patch_compile(torch):
@@ -269,7 +303,10 @@ def _patch_compile(torch):
         if args:
             _trial.before_compile(args[0])
         out = orig(*args, **kwargs)
-        _dynamo_compat(bool(kwargs.get("fullgraph", False)))
+        fullgraph = bool(kwargs.get("fullgraph", False))
+        _dynamo_compat(fullgraph)
+        if fullgraph and R.op is None and args:
+            _register_compiled_model(args[0])
         return out
     R.orig[(torch, "compile")] = orig
     torch.compile = compile
@@ -424,6 +461,10 @@ def patch():
             _trial.install(torch)
             _patch_forking_pickler()
             _patch_fork_children()
+            comp = getattr(torch, "compiler", None)
+            R.compiling = getattr(comp, "is_compiling", None)
+            if R.compiling is not None:
+                R.op = _compiled.register(torch)
             _dynamo_compat()
             if _weights.wanted():
                 _weights.ensure_exit_hooks()
@@ -453,4 +494,6 @@ def unpatch():
             else:
                 setattr(obj, attr, orig)
         R.orig.clear()
+        R.compiling = None
+        R.op = None
         R.patched = False

@@ -20,6 +20,10 @@ import weakref
 from . import _native
 
 
+class _PerThread(threading.local):
+    pending = None     # a class default: reading it is one attribute lookup, no getattr default
+
+
 class Runtime(object):
     def __init__(self):
         self.lock = threading.RLock()
@@ -33,6 +37,14 @@ class Runtime(object):
         self.functional_impl = None
         self.loss_impl = None      # _loss.seen, dynamo-disabled, for backward() inside compiled code
         self.raw_stream = None     # torch._C._cuda_getCurrentRawStream, False when absent
+        # torch.compile / torch.export (_compiled): torch.compiler.is_compiling (None before
+        # torch 2.3), and edo's counting operator torch.ops.edo.lookup (None where torch has no
+        # torch.library.custom_op, < 2.4: then the old graph-break / fullgraph-skip hooks).
+        self.compiling = None
+        self.op = None
+        self.next_key = 0          # the next forward pre-hook's key (the operator's module key)
+        self.modules_by_key = {}   # key -> (weakref of the module, its EdoPreHook)
+        self.fullgraph_seen = False  # a torch.compile(fullgraph=True) was made
 
 
 class State(object):
@@ -42,6 +54,8 @@ class State(object):
         self.by_base = {}                         # data_ptr -> owner Table (first name on it)
         self.name_owner = {}                      # name -> weakref of the module that holds it
         self.generation = 0                       # bumped whenever a table is registered
+        self.table_list = []                      # every Table registered, at its .key (edo.lookup
+                                                  # in a compiled graph names it by that key)
         # Modules and names (_naming)
         self.mod_state = weakref.WeakKeyDictionary()  # embedding module -> ModState
         self.standalone = weakref.WeakKeyDictionary()  # module -> name when in no model
@@ -55,7 +69,7 @@ class State(object):
         self.last_scan_seq = -1
         self.scans = 0
         # Counting and steps (_counting, _optim)
-        self.tls = threading.local()               # .pending: the table the pre-hook counted
+        self.tls = _PerThread()                    # .pending: the weight the pre-hook just counted
         self.dirty = False                         # lookups since the last automatic step
         self.user_steps = False                    # the job called edo.step()
         self.steps_marked = 0                      # edo steps marked so far (the losses' step)
@@ -119,6 +133,16 @@ def warn(key, msg):
     _native.warn_once(key, msg)
 
 
+def not_counted(key, msg):
+    """Something edo cannot count: one warning, and the same line in the recording (the note
+    pytorch.not_counted.KEY), so the recording says what is missing and why."""
+    warn(key, msg)
+    try:
+        backend().note("pytorch.not_counted." + key, msg)
+    except Exception:
+        pass
+
+
 def internal_error(where, exc):
     warn("internal:" + where, "internal error in %s (%s: %s); continuing without it"
          % (where, type(exc).__name__, exc))
@@ -126,7 +150,7 @@ def internal_error(where, exc):
 
 class Table(object):
     __slots__ = ("name", "handle", "base", "rows", "dim", "dtype", "device", "tied_to",
-                 "weight_ref", "pid", "snapshots", "__weakref__")
+                 "weight_ref", "pid", "snapshots", "key", "__weakref__")
 
     def __init__(self, name, handle, base, rows, dim, dtype, device, tied_to, weight):
         self.name = name
@@ -139,6 +163,7 @@ class Table(object):
         self.tied_to = tied_to      # name of the table this one is tied to, or None
         self.pid = os.getpid()      # the process that registered it (a forked child inherits it)
         self.snapshots = 0          # weight snapshots handed to the tracer
+        self.key = -1               # its place in State.table_list, once registered
         try:
             self.weight_ref = weakref.ref(weight)
         except TypeError:

@@ -104,6 +104,8 @@ def register_weight(name, weight, module=None):
     if prev is not None and prev.base in s.by_base and s.by_base[prev.base] is prev:
         del s.by_base[prev.base]   # the table moved (model.to(...)): forget the old pointer
     s.tables[name] = tab
+    tab.key = len(s.table_list)
+    s.table_list.append(tab)
     if owner is None:
         s.by_base[base] = tab
     if module is not None:

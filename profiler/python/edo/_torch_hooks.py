@@ -82,6 +82,13 @@ def lookup(table, indices):
             table = _state.S.tables.get(table)
             if table is None:
                 return
+        compiling = R.compiling
+        if R.op is not None and compiling is not None and compiling():
+            # Traced by torch.compile / torch.export: the operator goes into the graph.
+            from . import _compiled
+            if isinstance(indices, R.torch.Tensor) and table.key >= 0:
+                R.op(indices, None, _compiled.table_key(table))
+            return
         if R.backend is None:
             backend()
         count(table, indices)
