@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "edo/db/profile_store.h"
@@ -189,6 +190,16 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count());
   };
+  // What the file holds (as of the latest save that worked) and what edo has received: a failed
+  // save says both, in the file when a small write still gets through, and at the end.
+  uint64_t saved_lookups = 0;
+  std::string last_save_error;
+  std::string job_end_unix_ns;  // set once the job ended
+  auto received_lookups = [&] {
+    uint64_t n = 0;
+    for (const auto& t : builder.profile().tables) n += t.aggregate.lookups();
+    return n;
+  };
   auto save = [&](bool final_save) {
     try {
       if (!final_save && saved_once && builder.generation() == saved_gen) {
@@ -202,11 +213,22 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       meta[db::kRecordingWriterHost] = host;
       meta[db::kRecordingStartedNs] = std::to_string(job_start_unix_ns);
       meta[db::kRecordingSavedNs] = now_unix_ns();
+      const uint64_t lookups = received_lookups();
+      meta[db::kRecordingSavedLookups] = std::to_string(lookups);
+      // A save that works after failed ones holds everything again: the failure noted in the file
+      // (save_metadata below) is history, blanked (a save replaces keys, it does not remove them).
+      if (save_failed)
+        for (const char* k : {db::kRecordingSaveError, db::kRecordingReceivedNs, db::kRecordingReceivedLookups}) meta[k] = "";
       store->save(builder.finish(), final_save);
       saved_once = true;
       saved_gen = builder.generation();
+      saved_lookups = lookups;
       last_good_save = clock::now();
     } catch (const std::exception& e) {
+      // "<file>: cannot write: the disk is full (...); free some space" -> what follows the file.
+      std::string why = e.what();
+      if (const size_t at = why.find(": cannot write: "); at != std::string::npos) why = why.substr(at + 16);
+      last_save_error = why;
       if (!save_failed) {
         char every[32];
         std::snprintf(every, sizeof every, "%g", every_s);
@@ -215,6 +237,21 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       }
       save_failed = true;
       final_save_failed = final_save;
+      // Why, and how much was received: a few bytes, which may still fit where the whole save
+      // did not (a full disk has a page left in the file, a file size limit is not reached by
+      // rewriting one). Every reader then says what is missing, not only that something is.
+      if (saved_once) {
+        // Received until now, or, at the final save, until the job ended (what edo record says too).
+        std::map<std::string, std::string> note = {{db::kRecordingSaveError, why},
+                                                   {db::kRecordingReceivedNs, job_end_unix_ns.empty() ? now_unix_ns() : job_end_unix_ns},
+                                                   {db::kRecordingReceivedLookups, std::to_string(received_lookups())}};
+        if (final_save) note[db::kRecordingFinalSave] = "failed";
+        try {
+          store->save_metadata(note);
+        } catch (const std::exception&) {
+          // Not even that: the file still says "in progress" and reads "incomplete" once edo is gone.
+        }
+      }
     }
   };
   save(false);  // from the start, the file says the recording is in progress
@@ -276,7 +313,14 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
 
   bool have_root = false;
   const bool nothing = builder.profile().sessions.empty();
-  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
+  for (auto& s : builder.profile().sessions) {
+    have_root |= s.pid == child;
+    // A process that died before its first flush, gone before its command line could be read
+    // (ProfileBuilder::close_stream): the job's own is known here; another's is not.
+    if (s.command.empty())
+      s.command = s.pid == child ? builder.profile().metadata["recorded_command"]
+                                 : "(unknown: the process ended before its first flush)";
+  }
   if (!have_root) {
     // The job's first process reported nothing itself (a launcher or shell script whose
     // children did the work), or nothing was traced at all: give it a row for its exit code.
@@ -296,20 +340,41 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     gethostname(host, sizeof host - 1);
     s.host = named && *named ? named : host;
     builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    if (nothing)
+    // Only when no process ever connected: one that connected and died before its first flush
+    // has a session of its own (ended_without_final_flush, ChannelServer), and was no static
+    // binary.
+    if (nothing && !st.untraced_reason.empty())
+      say_("no traced process reported anything: " + st.untraced_reason);
+    else if (nothing)
       say_("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "
            "not load libedo_trace.so: statically linked, LD_PRELOAD cleared)");
   }
   builder.set_exit_code(child, code);
-  builder.profile().metadata[model::kJobDurationNs] =
-      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
+  const int64_t job_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+  builder.profile().metadata[model::kJobDurationNs] = std::to_string(job_ns);
+  job_end_unix_ns = std::to_string(job_start_unix_ns + job_ns);
   for (auto& is : builder.issues()) say_(is.stream + ", byte " + num(is.offset) + ": " + is.message);
   save(true);
   RecordOutcome out;
   out.code = code;
   out.final_save_failed = final_save_failed;
   out.unsaved_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
+  out.save_error = last_save_error;
+  out.saved_lookups = saved_lookups;
+  out.received_lookups = received_lookups();
+  // The first save comes before the job starts: what the file holds of the job is never negative.
+  out.saved_s = saved_once ? std::max(0.0, std::chrono::duration<double>(last_good_save - job_start).count()) : 0;
+  out.job_s = std::chrono::duration<double>(exit_time - job_start).count();
   store.reset();  // closed: its log folded back into the file
+  if (!saved_once) {
+    // Not even the first save (the file's "in progress") got through: the file is an empty
+    // database that would read as a whole recording of nothing. It goes; nothing is placed.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const char* side : {"", "-wal", "-shm", "-journal"}) fs::remove(recording + side, ec);
+    out.nothing_saved = true;
+    return out;
+  }
   out.written = place_recording(recording, st.output, st.replace_existing, say_);
   out.placed = out.written == st.output;
   return out;
