@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "edo/db/profile_store.h"
 #include "edo/db/recording_state.h"
@@ -125,6 +126,42 @@ std::string place_recording(const std::string& recording, const std::string& out
   return output;
 }
 
+// A little disk space held back for the note that says why a save failed (issue 30 §5): a full
+// disk has no room left for even the few bytes of that note, so this space is given back right
+// before it is written. An unlinked file held open: the space is the kernel's to free when edo
+// ends, however it ends, and no file is left in the user's folder.
+class SpaceReserve {
+ public:
+  static constexpr size_t kBytes = 16 * 1024;  // a few pages of the log: the note needs one
+  explicit SpaceReserve(const std::string& beside) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(beside).parent_path().empty() ? fs::path(".") : fs::path(beside).parent_path();
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+      const std::string named = beside + ".reserve";
+      fd_ = ::open(named.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+      if (fd_ >= 0) ::unlink(named.c_str());
+    }
+    if (fd_ < 0) return;
+    // As much of it as there is room for (on a nearly full disk, what is left: one page of the
+    // log is what the note needs).
+    const std::vector<char> page(4096, 0);
+    size_t held = 0;
+    while (held < kBytes && ::write(fd_, page.data(), page.size()) == ssize_t(page.size())) held += page.size();
+    if (held == 0) release();
+  }
+  ~SpaceReserve() { release(); }
+  SpaceReserve(const SpaceReserve&) = delete;
+  SpaceReserve& operator=(const SpaceReserve&) = delete;
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void note_signal_for_job(int sig) {
@@ -153,11 +190,16 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   try {
     store = std::make_unique<db::ProfileStore>(recording, db::ProfileStore::Mode::kCreate);
   } catch (const db::DbError& e) {
+    // What a failed creation left (a full disk takes the file's first pages, not the rest) is
+    // no recording: it goes, so that nothing in the folder reads as one.
+    std::error_code ec;
+    for (const char* side : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(recording + side, ec);
     // Said of the output the user named (the folder is the same).
     const std::string what = e.what();
     if (what.rfind(recording, 0) != 0) throw;
     throw db::DbError(st.output + what.substr(recording.size()));
   }
+  std::unique_ptr<SpaceReserve> reserve;  // taken after the first save (it must not take that one's space)
   builder_ = std::make_unique<ProfileBuilder>("record");
   ProfileBuilder& builder = *builder_;
   for (auto& [k, v] : st.metadata) builder.profile().metadata[k] = v;
@@ -246,6 +288,7 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
                                                    {db::kRecordingReceivedNs, job_end_unix_ns.empty() ? now_unix_ns() : job_end_unix_ns},
                                                    {db::kRecordingReceivedLookups, std::to_string(received_lookups())}};
         if (final_save) note[db::kRecordingFinalSave] = "failed";
+        if (reserve) reserve->release();  // the room for this note
         try {
           store->save_metadata(note);
         } catch (const std::exception&) {
@@ -255,6 +298,7 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     }
   };
   save(false);  // from the start, the file says the recording is in progress
+  if (saved_once) reserve = std::make_unique<SpaceReserve>(recording);
   // A signal for the job: ask every traced process for a flush, wait for the replies (a
   // bounded time, said when it runs out), then pass the signals received so far on. A traced
   // process connects when it registers its first table, reads one or counts a step (the

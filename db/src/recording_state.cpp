@@ -82,8 +82,12 @@ std::string RecordingState::describe() const {
            " so far): figures are as of the latest save";
   if (writer_pid == 0)
     return "incomplete: merged (edo merge --force) from a recording that was cut short: figures cover what it held";
+  // No note of a failed save got into the file: killed, crashed, or a disk so full that not even
+  // the note fitted (issue 30 §5). Which one, only edo record's own closing line said.
   return "incomplete: the recording was cut short (edo record, pid " + std::to_string(writer_pid) +
-         ", ended before its final save; " + saved + "): figures cover that much, the job's exit is unknown";
+         ", made no final save: it was killed or crashed, or the disk or file size limit had no room left even "
+         "for a note of why (its closing line said which); " + saved + "): figures cover that much, the job's exit is "
+         "unknown";
 }
 
 RecordingState recording_state(const model::Profile& p) {

@@ -981,6 +981,70 @@ TEST(Faults, DiskFullForTheWholeRunFileSizeLimit) {
   expect_whole_run_loss_said_everywhere(db, f, "file size limit");
 }
 
+// Every size of a small disk, from one that cannot take an empty database to one that takes a
+// little recording, in 4 KiB steps: each run ends in one of four outcomes, each said as it is,
+// and never in a file that reads as a clean recording of nothing. Among the sizes is the one
+// where the database can be created but not even its first ("in progress") save fits: then no
+// file is left and `edo record` says that nothing was recorded (issue 30 §5).
+TEST(Faults, EverySizeOfASmallDiskSaysWhatItKept) {
+  const std::string dir = temp_dir();
+  int refused = 0, nothing = 0, incomplete = 0, no_note = 0, complete = 0;
+  for (int kib = 160; kib <= 320; kib += 4) {
+    SCOPED_TRACE(std::to_string(kib) + " KiB");
+    SmallTmpfs tmpfs(dir + "/disk" + std::to_string(kib), kib);
+    if (!tmpfs.error.empty()) GTEST_SKIP() << tmpfs.error;
+    const std::string db = tmpfs.dir + "/small.edodb";
+    Recording rec = start_record({"record", "-o", db, "--", FAULT_JOB, "rounds", "2", "10", "10"}, dir + "/job.out");
+    const Finished f = wait_record(rec);
+    ASSERT_TRUE(f.exited) << f.err;
+    const bool job_ran = f.out.find("done") != std::string::npos;
+    EXPECT_TRUE(edo::db::recording_files_for(db).empty()) << "a recording file was left behind";
+    if (!job_ran) {
+      // The database could not even be created: said before the job starts, which then never runs.
+      ++refused;
+      EXPECT_EQ(f.code, 1) << f.err;
+      EXPECT_NE(f.err.find("cannot create an edo database"), std::string::npos) << f.err;
+      EXPECT_FALSE(fs::exists(db));
+    } else if (!fs::exists(db)) {
+      ++nothing;
+      EXPECT_EQ(f.code, 1) << f.err;
+      EXPECT_EQ(count_lines_with(f.err, "nothing was recorded: " + db + " could not be written at all (the disk is full"), 1u)
+          << f.err;
+      EXPECT_NE(f.err.find("its 20 lookups are lost"), std::string::npos) << f.err;
+    } else {
+      const auto state = edo::db::recording_state(load(db));
+      const Ran r = run_edo("report --json '" + db + "'");
+      if (state.whole()) {
+        ++complete;
+        EXPECT_EQ(f.code, 0) << f.err;
+        EXPECT_NE(f.err.find("wrote " + db), std::string::npos) << f.err;
+        EXPECT_NE(r.out.find("\"recording\": \"complete\""), std::string::npos) << r.out;
+      } else {
+        ++incomplete;
+        EXPECT_EQ(f.code, 1) << f.err;
+        EXPECT_NE(r.out.find("\"recording\": \"incomplete\""), std::string::npos) << r.out;
+        EXPECT_EQ(count_lines_with(f.err, db + " is incomplete (the disk is full"), 1u) << f.err;
+        if (state.save_error.empty()) {
+          // A disk so full that not even the note of why fitted (the sizes where the file's
+          // start just fits): the file says it was cut short and where the reason was said.
+          ++no_note;
+          EXPECT_NE(state.describe().find("no room left even for a note of why"), std::string::npos) << state.describe();
+        } else {
+          EXPECT_NE(state.describe().find("the disk is full"), std::string::npos) << state.describe();
+          EXPECT_EQ(json_number(r.out, "received_lookups"), 20.0) << r.out;
+        }
+      }
+    }
+  }
+  std::printf("small disks of 160..320 KiB: %d refused before the job, %d with nothing recorded (no file), %d incomplete "
+              "(%d of them with no room for the note of why), %d complete\n",
+              refused, nothing, incomplete, no_note, complete);
+  EXPECT_LT(no_note * 4, incomplete) << "the note of why mostly fits (edo holds a little space back for it)";
+  EXPECT_GT(refused, 0) << "start lower: every size took the database";
+  EXPECT_GT(nothing, 0) << "no size took the database but not its first save";
+  EXPECT_GT(incomplete + complete, 0) << "end higher: no size took the recording's start";
+}
+
 // ---- issue 30 §6: every loss lands in the database ----
 
 // A process that connects (it registered a table) and dies before its first flush left no
