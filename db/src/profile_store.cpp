@@ -334,7 +334,7 @@ void ProfileStore::save(Profile& profile, bool with_summaries) {
 
 void ProfileStore::save_metadata(const std::map<std::string, std::string>& entries) {
   if (impl_->mode == Mode::kReadOnly) throw DbError(impl_->path + ": opened read-only, cannot save");
-  auto put_all = [&] {
+  try {
     SQLite::Transaction txn(*impl_->db);
     SQLite::Statement put(*impl_->db, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
     for (const auto& [key, value] : entries) {
@@ -344,22 +344,7 @@ void ProfileStore::save_metadata(const std::map<std::string, std::string>& entri
       put.exec();
     }
     txn.commit();
-  };
-  try {
-    put_all();
   } catch (const SQLite::Exception& e) {
-    // A full disk or file size limit: a failed save's frames stay in the write-ahead log (rolled
-    // back, not removed). A checkpoint that restarts the log lets these few bytes be written over
-    // them, needing no new space (issue 30 §5: the note that says why a recording is incomplete).
-    const int primary = e.getErrorCode() & 0xff;
-    if (primary == SQLITE_FULL || primary == SQLITE_IOERR) {
-      try {
-        impl_->db->exec("PRAGMA wal_checkpoint(RESTART)");
-        put_all();
-        return;
-      } catch (const SQLite::Exception&) {
-      }
-    }
     throw DbError(impl_->path + ": cannot write: " + write_failure(*impl_->db, e));
   }
 }
