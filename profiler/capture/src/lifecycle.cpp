@@ -148,8 +148,9 @@ void report_undelivered() {
 
 // The EDO_OUTPUT file this process owns (it started it afresh as the run's first process, or is
 // that process after an exec): a process that recorded nothing would leave it empty, a 0-byte
-// "trace" (issue 30 §11). At exit it is removed while it is still that file and empty; nothing
-// else is ever removed (the job's forked children write <path>.<pid> and own none).
+// "trace" (issue 30 §11). At exit it is removed while it is still that file and empty and the
+// process never tried to write to it; nothing else is ever removed (the job's forked children
+// write <path>.<pid> and own none).
 struct OwnedOutput {
   std::string path;
   pid_t owner = 0;
@@ -172,6 +173,10 @@ void note_owned_output(const std::string& path) {
 void remove_empty_output() {
   const OwnedOutput& o = owned_output();
   if (o.path.empty() || o.owner != getpid()) return;
+  // Only when this process had nothing to say: an empty file whose writes failed (a file size
+  // limit) is the trace of a loss, kept as the process's line at exit says.
+  const Session& s = session();
+  if (s.said_hello.load() || s.sink.lost_writes() != 0) return;
   struct stat st{};
   if (::stat(o.path.c_str(), &st) == 0 && st.st_dev == o.dev && st.st_ino == o.ino && S_ISREG(st.st_mode) && st.st_size == 0)
     ::unlink(o.path.c_str());
