@@ -26,6 +26,14 @@ ProfileBuilder::Peer peer_of(int fd) {
   // edo itself is never a traced process (a test's in-process fake job): no peer to speak of.
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0 || cred.pid == ::getpid()) return p;
   p.pid = cred.pid;
+  std::ifstream stat("/proc/" + std::to_string(cred.pid) + "/stat");
+  std::string line;
+  if (std::getline(stat, line) && line.rfind(')') != std::string::npos && line.rfind(')') + 2 < line.size()) {
+    std::istringstream rest(line.substr(line.rfind(')') + 2));  // "state ppid ..." after "pid (comm)"
+    char state = 0;
+    long long ppid = 0;
+    if (rest >> state >> ppid) p.ppid = ppid;
+  }
   std::ifstream in("/proc/" + std::to_string(cred.pid) + "/cmdline", std::ios::binary);
   std::string arg;
   while (std::getline(in, arg, '\0')) p.command += (p.command.empty() ? "" : " ") + arg;

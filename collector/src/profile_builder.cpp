@@ -99,6 +99,7 @@ void ProfileBuilder::close_stream(int stream, bool peer_runs_on) {
     ses.id = next_session_id_++;
     ses.source = source_;
     ses.pid = s.peer.pid;
+    ses.parent_pid = s.peer.ppid;
     ses.host = s.peer.host;
     ses.command = s.peer.command;  // "" when it was gone before it was accepted: the recorder fills it in
     profile_.sessions.push_back(ses);

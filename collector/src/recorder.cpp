@@ -279,9 +279,9 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       }
       save_failed = true;
       final_save_failed = final_save;
-      // Why, and how much was received: a few bytes, which may still fit where the whole save
-      // did not (a full disk has a page left in the file, a file size limit is not reached by
-      // rewriting one). Every reader then says what is missing, not only that something is.
+      // Why, and how much was received: a few bytes, which fit where the whole save did not (the
+      // space held back for them on a full disk; a file size limit leaves room below it). Every
+      // reader then says what is missing, not only that something is.
       if (saved_once) {
         // Received until now, or, at the final save, until the job ended (what edo record says too).
         std::map<std::string, std::string> note = {{db::kRecordingSaveError, why},
@@ -291,6 +291,8 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
         if (reserve) reserve->release();  // the room for this note
         try {
           store->save_metadata(note);
+          // Room again for the next note (the final one says the most), from what is left.
+          reserve = std::make_unique<SpaceReserve>(recording);
         } catch (const std::exception&) {
           // Not even that: the file still says "in progress" and reads "incomplete" once edo is gone.
         }

@@ -125,8 +125,9 @@ void get_u64(const Getter& get, const char* var, uint64_t& field, uint64_t lo, u
 }
 
 // One set of spellings for every switch (kSwitchSpellings, documented in `edo record --help` and
-// docs/environment.md): 1/true/yes/on and 0/false/no/off, any case. Anything else is named in one
-// warning that lists them (issue 30 §11: the warning said "expected 0 or 1" while "yes" was taken).
+// the README's environment variables): 1/true/yes/on and 0/false/no/off, any case. Anything else
+// is named in one warning that lists them (issue 30 §11: the warning said "expected 0 or 1"
+// while "yes" was taken).
 void get_bool(const Getter& get, const char* var, bool& field, std::vector<std::string>* w) {
   const char* v = value_of(get, var);
   if (!v) return;

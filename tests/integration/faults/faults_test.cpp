@@ -15,6 +15,9 @@
 //                            and how much (issue 30 §5)
 //   DiesBeforeItsFirstFlush  a process that connects and dies at once still has its session,
 //                            marked ended_without_final_flush (issue 30 §6)
+//   AConnectionTheJobClosedIsRecordedAsSuch  connection_lost, not a crash (issue 30 §6)
+//   EverySizeOfASmallDiskSaysWhatItKept  160..320 KiB disks: refused, nothing recorded (no file),
+//                            incomplete with why and how much, or complete (issue 30 §5)
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -1065,6 +1068,7 @@ TEST(Faults, DiesBeforeItsFirstFlush) {
     ASSERT_EQ(p.sessions.size(), 1u) << f.err;
     const auto& s = p.sessions[0];
     EXPECT_GT(s.pid, 0);
+    EXPECT_EQ(s.parent_pid, rec.pid) << "the job's parent is edo record";
     EXPECT_EQ(s.exit_code.value_or(-1), 128 + SIGSEGV);
     EXPECT_EQ(s.drops.count("ended_without_final_flush") ? s.drops.at("ended_without_final_flush") : 0u, 1u) << f.err;
     EXPECT_NE(s.command.find("early_fault"), std::string::npos) << s.command;
@@ -1076,4 +1080,29 @@ TEST(Faults, DiesBeforeItsFirstFlush) {
   std::printf("a process dead at once: %d runs, %d of them before its first flush; each has its session, marked "
               "ended_without_final_flush\n",
               runs, before_first_flush);
+}
+
+// A job that closed the tracer's connection (it closes every fd and takes the numbers back) was
+// recorded as a process "killed from outside, crashed, or still running" (ended_without_final_flush)
+// while it ran on and kept the rest of its trace in the unsent file; an undelivered rest left the
+// database at "dropped events: 0". The database now says what happened: connection_lost.
+TEST(Faults, AConnectionTheJobClosedIsRecordedAsSuch) {
+  const std::string dir = temp_dir(), db = dir + "/fds.edodb";
+  Recording rec =
+      start_record({"record", "--flush-ms", "10", "-o", db, "--", UNTOUCHED_JOB, "fds", dir + "/traced.txt", "30"}, dir + "/job.out");
+  const Finished f = wait_record(rec);
+  ASSERT_TRUE(f.exited) << f.err;
+  ASSERT_EQ(f.code, 0) << f.err;
+  const auto p = load(db);
+  ASSERT_EQ(p.sessions.size(), 1u) << f.err;
+  const auto& drops = p.sessions[0].drops;
+  EXPECT_EQ(drops.count("connection_lost") ? drops.at("connection_lost") : 0u, 1u) << f.err;
+  EXPECT_EQ(drops.count("ended_without_final_flush"), 0u);
+  const Ran r = run_edo("report --json '" + db + "'");
+  EXPECT_NE(r.out.find("\"connection_lost\": 1"), std::string::npos) << r.out;
+  const Ran text = run_edo("report '" + db + "'");
+  EXPECT_NE(flat(text.out).find("connection_lost: 1 session(s) (the process's connection to edo record closed while the "
+                                "process ran on (the job closed the tracer's descriptor)"),
+            std::string::npos)
+      << text.out;
 }

@@ -346,12 +346,13 @@ TEST(Collector, StreamsStillOpenAtTheEndAreSessionsWithoutFinalFlush) {
 // without a known peer (a file) adds none.
 TEST(Collector, AConnectionThatEndsBeforeItsFirstFlushIsASession) {
   collector::ProfileBuilder b("record");
-  const int st = b.open_stream("connection 1", {4321, "python train.py", "node7"});
+  const int st = b.open_stream("connection 1", {4321, 4320, "python train.py", "node7"});
   const int anonymous = b.open_stream("empty file");
   b.close_all_streams();
   ASSERT_EQ(b.profile().sessions.size(), 1u);
   const auto& ses = b.profile().sessions[0];
   EXPECT_EQ(ses.pid, 4321);
+  EXPECT_EQ(ses.parent_pid, 4320);
   EXPECT_EQ(ses.command, "python train.py");
   EXPECT_EQ(ses.host, "node7");
   EXPECT_EQ(ses.drops.at("ended_without_final_flush"), 1u);
@@ -361,7 +362,7 @@ TEST(Collector, AConnectionThatEndsBeforeItsFirstFlushIsASession) {
   Hello h;
   h.pid = 4321;
   encode(h, bytes);
-  const int st2 = b2.open_stream("connection 1", {4321, "", "node7"});
+  const int st2 = b2.open_stream("connection 1", {4321, 4320, "", "node7"});
   b2.feed(st2, bytes.data(), bytes.size());
   b2.close_stream(st2);
   ASSERT_EQ(b2.profile().sessions.size(), 1u);

@@ -24,6 +24,7 @@ struct DecodeIssue {
 // The process at the other end of a connection (ProfileBuilder::open_stream).
 struct StreamPeer {
   int64_t pid = 0;      // 0: not known (a file)
+  int64_t ppid = 0;     // its parent when it connected (0 when it was gone already)
   std::string command;  // its command line when it connected ("" when it was gone already)
   std::string host;
 };
