@@ -21,6 +21,7 @@
 #include "edo/collector/collector.h"
 #include "edo/collector/job_launcher.h"
 #include "edo/collector/recorder.h"
+#include "support/elf_class.h"
 #include "support/output_file.h"
 #include "support/terminal.h"
 #include "support/trace_library.h"
@@ -86,7 +87,8 @@ std::string variables_help() {
       "tool's is set) and, when <libdir>/python exists, PYTHONPATH for the torch hook.\n"
       "Exit code: the job's (128+signal when it was killed); 127 when the command does not exist;\n"
       "1 when the output cannot be written (said before the job starts), or when the job succeeded but\n"
-      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on).\n"
+      "the database could not be saved whole (a full disk mid-recording: one line says so, the job runs on;\n"
+      "the file and edo report then say incomplete, why, and how much it holds), or not at all (no file is left).\n"
       "Signals: the job runs in a process group of its own (it does not lead it: setsid() works); SIGINT, SIGTERM,\n"
       "SIGHUP and SIGQUIT sent to edo record (its pid or its group: timeout, kill -TERM -PGID) reach the job once,\n"
       "after a flush; at an interactive shell the job has the terminal (Ctrl-C, Ctrl-Z reach it directly).\n"
@@ -106,6 +108,7 @@ std::string variables_help() {
     std::snprintf(line, sizeof line, "  %-18s default %-20s %s\n", v.name, v.default_value, v.meaning);
     s += line;
   }
+  s += std::string("Switches (a default of 0 or 1) take ") + capture::kSwitchSpellings + " (any case).\n";
   if (!internal.empty()) s += "\nSet by edo record for its own use (do not set them): " + internal + ".\n";
   return s;
 }
@@ -152,6 +155,16 @@ int run_record(const RecordOptions& o) {
   if (err) {
     std::fprintf(stderr, "edo record: %s: %s\n", terminal_safe(o.command[0]).c_str(), err == 127 ? "command not found" : "permission denied");
     return err;
+  }
+  // The tracer is 64-bit only: a 32-bit program's loader refuses it (and says "wrong ELF class"
+  // on the job's stderr). The job still runs, unchanged, as without edo (64-bit programs it
+  // starts are traced); said here once, and at the end instead of a guess at the cause.
+  std::string untraced_reason;
+  if (const std::string p32 = thirty_two_bit_program(exe); !p32.empty()) {
+    untraced_reason = terminal_safe(p32) + " is a 32-bit program and libedo_trace.so is 64-bit only: the job runs untraced " +
+                      "(the loader's \"wrong ELF class: ELFCLASS64\" line about libedo_trace.so is that); record a 64-bit " +
+                      "build of it";
+    std::fprintf(stderr, "edo record: %s\n", untraced_reason.c_str());
   }
   std::string prog = o.command[0];
   if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
@@ -234,6 +247,7 @@ int run_record(const RecordOptions& o) {
   collector::RecordSettings settings;
   settings.output = out;
   settings.replace_existing = o.force;
+  settings.untraced_reason = untraced_reason;
   settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
   settings.metadata["edo_version"] = EDO_VERSION;
   settings.metadata["recorded_command"] = [&] {
@@ -247,6 +261,16 @@ int run_record(const RecordOptions& o) {
   });
   const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
   const int code = r.code;
+  if (r.nothing_saved) {
+    // Not one save got through (issue 30 §5): no file is left that would read as a whole, empty
+    // recording. A runtime failure, unless the job itself failed, whose code comes first.
+    std::fprintf(stderr,
+                 "edo record: nothing was recorded: %s could not be written at all (%s); the job ran to its end "
+                 "(exit %d) untraced, its %llu lookups are lost; free space or choose another -o, and record again\n",
+                 terminal_safe(out).c_str(), terminal_safe(r.save_error).c_str(), code,
+                 static_cast<unsigned long long>(r.received_lookups));
+    return code != 0 ? code : 1;
+  }
   if (!r.placed) {
     // The recording is whole but not at -o (the recorder said where, in one line): a runtime
     // failure, unless the job itself failed, whose code comes first.
@@ -255,8 +279,13 @@ int run_record(const RecordOptions& o) {
   if (r.final_save_failed) {
     // Documented: a recording that could not be saved whole is a runtime failure (exit 1),
     // unless the job itself failed, whose code comes first.
-    std::fprintf(stderr, "edo record: %s is incomplete: it holds the recording up to %.1f s before the end (the last save that worked)\n",
-                 terminal_safe(out).c_str(), r.unsaved_s);
+    // What it holds, measured, not the time since the last save (which read "up to 4.2 s" of a
+    // file that held nothing): the job's seconds and the lookups it kept of those received.
+    std::fprintf(stderr,
+                 "edo record: %s is incomplete (%s): it holds the first %.1f s of the job's %.1f s and %llu of the %llu "
+                 "lookups edo received (edo report says so too)\n",
+                 terminal_safe(out).c_str(), terminal_safe(r.save_error).c_str(), r.saved_s, r.job_s,
+                 static_cast<unsigned long long>(r.saved_lookups), static_cast<unsigned long long>(r.received_lookups));
     return code != 0 ? code : 1;
   }
   std::fprintf(stderr, "edo record: wrote %s\n", terminal_safe(out).c_str());

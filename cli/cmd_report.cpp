@@ -420,6 +420,13 @@ int run_report(const ReportOptions& o) {
       const double saved_s = static_cast<double>(rec.saved_duration_ns()) / 1e9;
       if (j["job"]["duration_s"].get<double>() < saved_s) j["job"]["duration_s"] = saved_s;
       j["job"]["recording_note"] = rec.describe();
+      // A save that failed (issue 30 §5): why, and how much the file holds of what edo received.
+      if (!rec.save_error.empty())
+        j["job"]["recording_loss"] = {{"reason", rec.save_error},
+                                      {"held_s", static_cast<double>(rec.saved_duration_ns()) / 1e9},
+                                      {"received_s", static_cast<double>(rec.received_duration_ns()) / 1e9},
+                                      {"held_lookups", rec.held_lookups},
+                                      {"received_lookups", std::max(rec.received_lookups, rec.held_lookups)}};
     }
     j["ranks"] = ranks_json(ranks);
     j["plan"] = plan ? tuner::plan_to_json(*plan) : nlohmann::ordered_json(nullptr);

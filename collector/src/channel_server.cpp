@@ -7,11 +7,65 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "edo/collector/collector.h"
 
 namespace edo::collector {
+namespace {
+
+// The process at the other end of a connection (its credentials, taken by the kernel at
+// connect()), and its command line while it still runs: what the recording says of a process
+// whose stream ends before its first flush (ProfileBuilder::close_stream).
+ProfileBuilder::Peer peer_of(int fd) {
+  ProfileBuilder::Peer p;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  // edo itself is never a traced process (a test's in-process fake job): no peer to speak of.
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0 || cred.pid == ::getpid()) return p;
+  p.pid = cred.pid;
+  std::ifstream stat("/proc/" + std::to_string(cred.pid) + "/stat");
+  std::string line;
+  if (std::getline(stat, line) && line.rfind(')') != std::string::npos && line.rfind(')') + 2 < line.size()) {
+    std::istringstream rest(line.substr(line.rfind(')') + 2));  // "state ppid ..." after "pid (comm)"
+    char state = 0;
+    long long ppid = 0;
+    if (rest >> state >> ppid) p.ppid = ppid;
+  }
+  std::ifstream in("/proc/" + std::to_string(cred.pid) + "/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) p.command += (p.command.empty() ? "" : " ") + arg;
+  // The node's name as the tracer gives it (EDO_HOSTNAME, which the job inherits from edo).
+  const char* named = std::getenv("EDO_HOSTNAME");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  p.host = named && *named ? named : host;
+  return p;
+}
+
+// Whether process `pid` still runs: it exists, is no zombie, and is not exiting (PF_EXITING,
+// set before a dying process's descriptors are closed, so a killed process never reads as
+// running when its connection closes). /proc/PID/stat: "pid (comm) state ppid ... flags" with
+// flags the 9th field.
+bool still_runs(int64_t pid) {
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  std::istringstream rest(line.substr(close + 2));
+  char state = 0;
+  long long ppid, pgrp, sid, tty, tpgid;
+  unsigned long long flags = 0;
+  if (!(rest >> state >> ppid >> pgrp >> sid >> tty >> tpgid >> flags)) return false;
+  constexpr unsigned long long kPfExiting = 0x4;
+  return state != 'Z' && state != 'X' && state != 'x' && !(flags & kPfExiting);
+}
+
+}  // namespace
 
 ChannelServer::ChannelServer() {
   const char* tmp = getenv("TMPDIR");
@@ -52,7 +106,9 @@ void ChannelServer::accept_pending(ProfileBuilder& b) {
   while (true) {  // the listening socket is non-blocking: stops at EAGAIN
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) break;
-    conns_.push_back({fd, b.open_stream("connection " + std::to_string(++accepted_))});
+    ProfileBuilder::Peer peer = peer_of(fd);
+    const int64_t pid = peer.pid;
+    conns_.push_back({fd, b.open_stream("connection " + std::to_string(++accepted_), std::move(peer)), pid});
   }
 }
 
@@ -99,7 +155,7 @@ bool ChannelServer::poll_once(ProfileBuilder& b, int timeout_ms) {
     }
     if (closed) {
       ::close(c.fd);
-      b.close_stream(c.stream);
+      b.close_stream(c.stream, still_runs(c.pid));
       any = true;
     } else {
       keep.push_back(c);

@@ -33,14 +33,17 @@ struct ProfileBuilder::Stream {
   // table -> (snapshot sequence number, index into profile_.weights) of its weight snapshot
   std::map<size_t, std::pair<uint32_t, size_t>> weights;
   bool skipping = false;  // a session of another run than keep_only_run()'s: its frames are ignored
+  Peer peer;              // the connected process (edo record's streams)
+  bool any_frame = false; // a frame (even one skipped) arrived
 };
 
 ProfileBuilder::ProfileBuilder(std::string source) : source_(std::move(source)) {}
 ProfileBuilder::~ProfileBuilder() = default;
 
-int ProfileBuilder::open_stream(std::string label) {
+int ProfileBuilder::open_stream(std::string label, Peer peer) {
   auto s = std::make_unique<Stream>();
   s->label = std::move(label);
+  s->peer = std::move(peer);
   streams_.push_back(std::move(s));
   return int(streams_.size() - 1);
 }
@@ -68,11 +71,14 @@ void ProfileBuilder::drain(Stream& s) {
     }
     ++frames_;
     ++generation_;
+    s.any_frame = true;
     apply(s, m, r.offset);
   }
 }
 
-void ProfileBuilder::close_stream(int stream) {
+void ProfileBuilder::close_stream(int stream) { close_stream(stream, false); }
+
+void ProfileBuilder::close_stream(int stream, bool peer_runs_on) {
   Stream& s = *streams_.at(size_t(stream));
   if (!s.open) return;
   s.open = false;
@@ -84,7 +90,22 @@ void ProfileBuilder::close_stream(int stream) {
     issues_.push_back({s.label, s.dec.consumed_offset(),
                        "truncated: the last " + std::to_string(s.dec.pending_bytes()) +
                            " bytes are not a whole frame (kept everything before)"});
-  end_session(s);
+  if (s.session < 0 && !s.any_frame && s.peer.pid > 0) {
+    // The process connected (it loaded the tracer and registered or read a table) and its
+    // stream ended before its first flush arrived: it died or was killed right after. Without
+    // this it left no trace at all, and the recording read as if the job had never loaded
+    // the tracer (issue 30 §6).
+    model::Session ses;
+    ses.id = next_session_id_++;
+    ses.source = source_;
+    ses.pid = s.peer.pid;
+    ses.parent_pid = s.peer.ppid;
+    ses.host = s.peer.host;
+    ses.command = s.peer.command;  // "" when it was gone before it was accepted: the recorder fills it in
+    profile_.sessions.push_back(ses);
+    s.session = int64_t(profile_.sessions.size() - 1);
+  }
+  end_session(s, peer_runs_on);
 }
 
 void ProfileBuilder::close_all_streams() {
@@ -93,11 +114,14 @@ void ProfileBuilder::close_all_streams() {
 
 // The stream's session is over (its stream ended, or a new Hello followed): without its
 // Goodbye, whatever the process recorded after its last flush never arrived.
-void ProfileBuilder::end_session(Stream& s) {
+// A process that still ran when its stream ended was neither killed nor crashed: its
+// connection was taken from it (the job closed the tracer's descriptor), and the rest of its
+// trace went to its unsent file: that, not a crash, is what the session says (issue 30 §6).
+void ProfileBuilder::end_session(Stream& s, bool peer_runs_on) {
   if (s.session < 0) return;
   model::Session& ses = profile_.sessions[size_t(s.session)];
   if (said_goodbye_.count(ses.id)) return;
-  ses.drops[model::kEndedWithoutFinalFlush] = 1;
+  ses.drops[peer_runs_on ? model::kConnectionLost : model::kEndedWithoutFinalFlush] = 1;
   ses.dropped_events = model::dropped_events_of(ses.drops);
   ++generation_;
 }

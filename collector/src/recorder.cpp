@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "edo/db/profile_store.h"
 #include "edo/db/recording_state.h"
@@ -124,6 +126,42 @@ std::string place_recording(const std::string& recording, const std::string& out
   return output;
 }
 
+// A little disk space held back for the note that says why a save failed (issue 30 §5): a full
+// disk has no room left for even the few bytes of that note, so this space is given back right
+// before it is written. An unlinked file held open: the space is the kernel's to free when edo
+// ends, however it ends, and no file is left in the user's folder.
+class SpaceReserve {
+ public:
+  static constexpr size_t kBytes = 16 * 1024;  // a few pages of the log: the note needs one
+  explicit SpaceReserve(const std::string& beside) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(beside).parent_path().empty() ? fs::path(".") : fs::path(beside).parent_path();
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+      const std::string named = beside + ".reserve";
+      fd_ = ::open(named.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+      if (fd_ >= 0) ::unlink(named.c_str());
+    }
+    if (fd_ < 0) return;
+    // As much of it as there is room for (on a nearly full disk, what is left: one page of the
+    // log is what the note needs).
+    const std::vector<char> page(4096, 0);
+    size_t held = 0;
+    while (held < kBytes && ::write(fd_, page.data(), page.size()) == ssize_t(page.size())) held += page.size();
+    if (held == 0) release();
+  }
+  ~SpaceReserve() { release(); }
+  SpaceReserve(const SpaceReserve&) = delete;
+  SpaceReserve& operator=(const SpaceReserve&) = delete;
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void note_signal_for_job(int sig) {
@@ -152,11 +190,16 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   try {
     store = std::make_unique<db::ProfileStore>(recording, db::ProfileStore::Mode::kCreate);
   } catch (const db::DbError& e) {
+    // What a failed creation left (a full disk takes the file's first pages, not the rest) is
+    // no recording: it goes, so that nothing in the folder reads as one.
+    std::error_code ec;
+    for (const char* side : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(recording + side, ec);
     // Said of the output the user named (the folder is the same).
     const std::string what = e.what();
     if (what.rfind(recording, 0) != 0) throw;
     throw db::DbError(st.output + what.substr(recording.size()));
   }
+  std::unique_ptr<SpaceReserve> reserve;  // taken after the first save (it must not take that one's space)
   builder_ = std::make_unique<ProfileBuilder>("record");
   ProfileBuilder& builder = *builder_;
   for (auto& [k, v] : st.metadata) builder.profile().metadata[k] = v;
@@ -189,6 +232,16 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
                               std::chrono::system_clock::now().time_since_epoch()).count());
   };
+  // What the file holds (as of the latest save that worked) and what edo has received: a failed
+  // save says both, in the file when a small write still gets through, and at the end.
+  uint64_t saved_lookups = 0;
+  std::string last_save_error;
+  std::string job_end_unix_ns;  // set once the job ended
+  auto received_lookups = [&] {
+    uint64_t n = 0;
+    for (const auto& t : builder.profile().tables) n += t.aggregate.lookups();
+    return n;
+  };
   auto save = [&](bool final_save) {
     try {
       if (!final_save && saved_once && builder.generation() == saved_gen) {
@@ -202,11 +255,22 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       meta[db::kRecordingWriterHost] = host;
       meta[db::kRecordingStartedNs] = std::to_string(job_start_unix_ns);
       meta[db::kRecordingSavedNs] = now_unix_ns();
+      const uint64_t lookups = received_lookups();
+      meta[db::kRecordingSavedLookups] = std::to_string(lookups);
+      // A save that works after failed ones holds everything again: the failure noted in the file
+      // (save_metadata below) is history, blanked (a save replaces keys, it does not remove them).
+      if (save_failed)
+        for (const char* k : {db::kRecordingSaveError, db::kRecordingReceivedNs, db::kRecordingReceivedLookups}) meta[k] = "";
       store->save(builder.finish(), final_save);
       saved_once = true;
       saved_gen = builder.generation();
+      saved_lookups = lookups;
       last_good_save = clock::now();
     } catch (const std::exception& e) {
+      // "<file>: cannot write: the disk is full (...); free some space" -> what follows the file.
+      std::string why = e.what();
+      if (const size_t at = why.find(": cannot write: "); at != std::string::npos) why = why.substr(at + 16);
+      last_save_error = why;
       if (!save_failed) {
         char every[32];
         std::snprintf(every, sizeof every, "%g", every_s);
@@ -215,9 +279,28 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
       }
       save_failed = true;
       final_save_failed = final_save;
+      // Why, and how much was received: a few bytes, which fit where the whole save did not (the
+      // space held back for them on a full disk; a file size limit leaves room below it). Every
+      // reader then says what is missing, not only that something is.
+      if (saved_once) {
+        // Received until now, or, at the final save, until the job ended (what edo record says too).
+        std::map<std::string, std::string> note = {{db::kRecordingSaveError, why},
+                                                   {db::kRecordingReceivedNs, job_end_unix_ns.empty() ? now_unix_ns() : job_end_unix_ns},
+                                                   {db::kRecordingReceivedLookups, std::to_string(received_lookups())}};
+        if (final_save) note[db::kRecordingFinalSave] = "failed";
+        if (reserve) reserve->release();  // the room for this note
+        try {
+          store->save_metadata(note);
+          // Room again for the next note (the final one says the most), from what is left.
+          reserve = std::make_unique<SpaceReserve>(recording);
+        } catch (const std::exception&) {
+          // Not even that: the file still says "in progress" and reads "incomplete" once edo is gone.
+        }
+      }
     }
   };
   save(false);  // from the start, the file says the recording is in progress
+  if (saved_once) reserve = std::make_unique<SpaceReserve>(recording);
   // A signal for the job: ask every traced process for a flush, wait for the replies (a
   // bounded time, said when it runs out), then pass the signals received so far on. A traced
   // process connects when it registers its first table, reads one or counts a step (the
@@ -276,7 +359,14 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
 
   bool have_root = false;
   const bool nothing = builder.profile().sessions.empty();
-  for (auto& s : builder.profile().sessions) have_root |= s.pid == child;
+  for (auto& s : builder.profile().sessions) {
+    have_root |= s.pid == child;
+    // A process that died before its first flush, gone before its command line could be read
+    // (ProfileBuilder::close_stream): the job's own is known here; another's is not.
+    if (s.command.empty())
+      s.command = s.pid == child ? builder.profile().metadata["recorded_command"]
+                                 : "(unknown: the process ended before its first flush)";
+  }
   if (!have_root) {
     // The job's first process reported nothing itself (a launcher or shell script whose
     // children did the work), or nothing was traced at all: give it a row for its exit code.
@@ -296,20 +386,41 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
     gethostname(host, sizeof host - 1);
     s.host = named && *named ? named : host;
     builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    if (nothing)
+    // Only when no process ever connected: one that connected and died before its first flush
+    // has a session of its own (ended_without_final_flush, ChannelServer), and was no static
+    // binary.
+    if (nothing && !st.untraced_reason.empty())
+      say_("no traced process reported anything: " + st.untraced_reason);
+    else if (nothing)
       say_("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "
            "not load libedo_trace.so: statically linked, LD_PRELOAD cleared)");
   }
   builder.set_exit_code(child, code);
-  builder.profile().metadata[model::kJobDurationNs] =
-      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count());
+  const int64_t job_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+  builder.profile().metadata[model::kJobDurationNs] = std::to_string(job_ns);
+  job_end_unix_ns = std::to_string(job_start_unix_ns + job_ns);
   for (auto& is : builder.issues()) say_(is.stream + ", byte " + num(is.offset) + ": " + is.message);
   save(true);
   RecordOutcome out;
   out.code = code;
   out.final_save_failed = final_save_failed;
   out.unsaved_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
+  out.save_error = last_save_error;
+  out.saved_lookups = saved_lookups;
+  out.received_lookups = received_lookups();
+  // The first save comes before the job starts: what the file holds of the job is never negative.
+  out.saved_s = saved_once ? std::max(0.0, std::chrono::duration<double>(last_good_save - job_start).count()) : 0;
+  out.job_s = std::chrono::duration<double>(exit_time - job_start).count();
   store.reset();  // closed: its log folded back into the file
+  if (!saved_once) {
+    // Not even the first save (the file's "in progress") got through: the file is an empty
+    // database that would read as a whole recording of nothing. It goes; nothing is placed.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (const char* side : {"", "-wal", "-shm", "-journal"}) fs::remove(recording + side, ec);
+    out.nothing_saved = true;
+    return out;
+  }
   out.written = place_recording(recording, st.output, st.replace_existing, say_);
   out.placed = out.written == st.output;
   return out;

@@ -41,7 +41,9 @@ model::MergeSummary merge_files(const std::vector<std::string>& inputs, const st
   model::MergeSummary summary;
   model::Profile merged = model::merge_profiles(loaded, options, &summary);
   loaded.clear();
-  for (const char* key : {kRecordingState, kRecordingWriterPid, kRecordingWriterHost, kRecordingStartedNs, kRecordingSavedNs})
+  for (const char* key : {kRecordingState, kRecordingWriterPid, kRecordingWriterHost, kRecordingStartedNs, kRecordingSavedNs,
+                          kRecordingSaveError, kRecordingReceivedNs, kRecordingReceivedLookups, kRecordingSavedLookups,
+                          kRecordingFinalSave})
     merged.metadata.erase(key), merged.metadata.erase(std::string("merge.values.") + key);
   if (cut_short) {
     merged.metadata[kRecordingState] = "in_progress";  // no writer (pid 0): incomplete

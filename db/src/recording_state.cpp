@@ -38,6 +38,8 @@ bool edo_alive(int64_t pid) {
   return name.rfind("edo", 0) == 0;
 }
 
+std::string count(uint64_t n) { return std::to_string(n); }
+
 std::string secs(int64_t ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f s", static_cast<double>(ns) / 1e9);
@@ -57,6 +59,18 @@ std::string RecordingState::word() const {
 
 std::string RecordingState::describe() const {
   if (kind == Kind::kComplete) return "";
+  if (!save_error.empty()) {
+    // A save failed: why, and how much of what edo record received the file holds (issue 30 §5).
+    std::string held = "the file holds " + secs(saved_duration_ns());
+    if (received_duration_ns() > 0) held += " of the job's " + secs(received_duration_ns());
+    held += " and " + count(held_lookups) + " of the " + count(std::max(received_lookups, held_lookups)) +
+            " lookups edo record received";
+    if (kind == Kind::kInProgress)
+      return "recording in progress, but its latest saves failed (" + save_error + "; edo record, pid " +
+             std::to_string(writer_pid) + ", retries): " + held;
+    return "incomplete: edo record could not save the whole recording (" + save_error + "): " + held +
+           "; figures cover that much" + (saved_duration_ns() > 0 ? "" : ", the job's exit is unknown");
+  }
   const std::string saved = saved_duration_ns() > 0 ? secs(saved_duration_ns()) + " of the job saved" : "nothing of the job saved yet";
   if (kind == Kind::kInProgress && writer_elsewhere)
     return "recording in progress, or cut short (edo record, pid " + std::to_string(writer_pid) + " on " + writer_host +
@@ -68,8 +82,12 @@ std::string RecordingState::describe() const {
            " so far): figures are as of the latest save";
   if (writer_pid == 0)
     return "incomplete: merged (edo merge --force) from a recording that was cut short: figures cover what it held";
+  // No note of a failed save got into the file: killed, crashed, or a disk so full that not even
+  // the note fitted (issue 30 §5). Which one, only edo record's own closing line said.
   return "incomplete: the recording was cut short (edo record, pid " + std::to_string(writer_pid) +
-         ", ended before its final save; " + saved + "): figures cover that much, the job's exit is unknown";
+         ", made no final save: it was killed or crashed, or the disk or file size limit had no room left even "
+         "for a note of why (its closing line said which); " + saved + "): figures cover that much, the job's exit is "
+         "unknown";
 }
 
 RecordingState recording_state(const model::Profile& p) {
@@ -80,9 +98,20 @@ RecordingState recording_state(const model::Profile& p) {
   s.writer_pid = number(p, kRecordingWriterPid);
   if (auto h = p.metadata.find(kRecordingWriterHost); h != p.metadata.end()) s.writer_host = h->second;
   if (it == p.metadata.end() || it->second != "in_progress") return s;
+  if (auto e = p.metadata.find(kRecordingSaveError); e != p.metadata.end()) s.save_error = e->second;
+  s.received_unix_ns = number(p, kRecordingReceivedNs);
+  s.received_lookups = static_cast<uint64_t>(number(p, kRecordingReceivedLookups));
+  if (p.metadata.count(kRecordingSavedLookups)) {
+    s.held_lookups = static_cast<uint64_t>(number(p, kRecordingSavedLookups));
+  } else {
+    for (const auto& t : p.tables) s.held_lookups += t.aggregate.lookups();
+  }
   const bool here = s.writer_host.empty() || s.writer_host == this_host();
   s.writer_elsewhere = !here;
-  s.kind = !here || edo_alive(s.writer_pid) ? RecordingState::Kind::kInProgress : RecordingState::Kind::kIncomplete;
+  // A final save that failed and said so is over, whoever has the writer's pid now.
+  const auto fin = p.metadata.find(kRecordingFinalSave);
+  const bool failed = fin != p.metadata.end() && fin->second == "failed";
+  s.kind = !failed && (!here || edo_alive(s.writer_pid)) ? RecordingState::Kind::kInProgress : RecordingState::Kind::kIncomplete;
   return s;
 }
 

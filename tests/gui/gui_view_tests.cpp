@@ -430,6 +430,35 @@ class ViewTests : public QObject {
     QVERIFY2(!text.contains(QStringLiteral("exit unknown")), qPrintable(text));
   }
 
+  // Issue 30 §5: a recording whose saves failed (a full disk) says so in the header with why and
+  // how much it holds of what edo record received, as `edo report` does.
+  void overviewSaysWhyAndHowMuchARecordingLost() {
+    model::Profile p;
+    model::Session s;
+    s.id = 1;
+    s.pid = 100;
+    s.parent_pid = 1;
+    s.command = "python3 train.py";
+    p.sessions.push_back(s);
+    p.metadata["recording.state"] = "in_progress";
+    p.metadata["recording.writer_pid"] = "1073741800";
+    p.metadata["recording.started_unix_ns"] = "1000000000000";
+    p.metadata["recording.saved_unix_ns"] = "1001000000000";
+    p.metadata["recording.saved_lookups"] = "1200";
+    p.metadata["recording.save_error"] = "the disk is full (database or disk is full); free some space";
+    p.metadata["recording.received_unix_ns"] = "1004200000000";
+    p.metadata["recording.received_lookups"] = "70000";
+    p.metadata["recording.final_save"] = "failed";
+    OverviewView overview;
+    overview.setRecording(make_recording(QStringLiteral("/tmp/full.edodb"), p));
+    const QString text = visible_text(&overview).simplified();
+    QVERIFY2(text.contains(QStringLiteral("incomplete: edo record could not save the whole recording (the disk is full")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("the file holds 1.0 s of the job's 4.2 s and 1200 of the 70000 lookups edo record "
+                                          "received")),
+             qPrintable(text));
+  }
+
   void tunerShowsThePlanReplansAndExports() {
     QJsonObject plan_json;
     const QString path = tuned_recording(&plan_json);

@@ -37,6 +37,10 @@ const std::vector<DropCounter>& drop_counters() {
        "the process lost its collector while it ran (edo record killed or crashed, or ended first, or the job closed "
        "the tracer's descriptor): what it recorded from then on is in this trace (<output>.unsent.<pid>); what edo had "
        "received but not saved yet (up to ~2 s) is missing, and how much cannot be known"},
+      {kConnectionLost, DropUnit::kSession,
+       "the process's connection to edo record closed while the process ran on (the job closed the tracer's "
+       "descriptor): what it recorded from then on is not here but in <output>.unsent.<pid> (edo import it); when that "
+       "file could not be written either, the process said on its stderr how many flushes were lost"},
       {kEndedWithoutFinalFlush, DropUnit::kSession,
        "the process ended without its final flush (killed from outside, crashed, or still running when the recording "
        "ended): what it recorded after its last flush (at most EDO_FLUSH_MS of it) is missing, and how much cannot be known"},

@@ -124,6 +124,10 @@ void get_u64(const Getter& get, const char* var, uint64_t& field, uint64_t lo, u
   field = x;
 }
 
+// One set of spellings for every switch (kSwitchSpellings, documented in `edo record --help` and
+// the README's environment variables): 1/true/yes/on and 0/false/no/off, any case. Anything else
+// is named in one warning that lists them (issue 30 §11: the warning said "expected 0 or 1"
+// while "yes" was taken).
 void get_bool(const Getter& get, const char* var, bool& field, std::vector<std::string>* w) {
   const char* v = value_of(get, var);
   if (!v) return;
@@ -132,7 +136,7 @@ void get_bool(const Getter& get, const char* var, bool& field, std::vector<std::
   } else if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) {
     field = false;
   } else {
-    warn(w, var, v, field ? "1" : "0", "expected 0 or 1");
+    warn(w, var, v, field ? "1" : "0", std::string("expected ") + kSwitchSpellings);
   }
 }
 

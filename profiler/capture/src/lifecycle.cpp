@@ -11,12 +11,14 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "flush.h"
@@ -144,6 +146,42 @@ void report_undelivered() {
   if (kept || n) s.loss_reported = true;
 }
 
+// The EDO_OUTPUT file this process owns (it started it afresh as the run's first process, or is
+// that process after an exec): a process that recorded nothing would leave it empty, a 0-byte
+// "trace" (issue 30 §11). At exit it is removed while it is still that file and empty and the
+// process never tried to write to it; nothing else is ever removed (the job's forked children
+// write <path>.<pid> and own none).
+struct OwnedOutput {
+  std::string path;
+  pid_t owner = 0;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+// Never destroyed: read by the exit handlers, which run after the library's static objects are
+// gone (they were registered before them).
+OwnedOutput& owned_output() {
+  static OwnedOutput* o = new OwnedOutput;
+  return *o;
+}
+
+void note_owned_output(const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return;
+  owned_output() = {path, getpid(), st.st_dev, st.st_ino};
+}
+
+void remove_empty_output() {
+  const OwnedOutput& o = owned_output();
+  if (o.path.empty() || o.owner != getpid()) return;
+  // Only when this process had nothing to say: an empty file whose writes failed (a file size
+  // limit) is the trace of a loss, kept as the process's line at exit says.
+  const Session& s = session();
+  if (s.said_hello.load() || s.sink.lost_writes() != 0) return;
+  struct stat st{};
+  if (::stat(o.path.c_str(), &st) == 0 && st.st_dev == o.dev && st.st_ino == o.ino && S_ISREG(st.st_mode) && st.st_size == 0)
+    ::unlink(o.path.c_str());
+}
+
 // ---- background thread ---------------------------------------------------------------------
 void bg_main(Session* s) {
   s->bg_entered.store(true);  // thread start-up (allocations included) is over: see ensure_background_thread()
@@ -219,6 +257,7 @@ void on_exit_handler() {
   cupti_flush();
   flush_session(true, wire::EndReason::kExit, 0);
   report_undelivered();
+  remove_empty_output();
 }
 
 // ---- fork ------------------------------------------------------------------------------------
@@ -300,6 +339,7 @@ __attribute__((constructor(101))) void edo_trace_init() {
     if (fd >= 0) ::close(fd);
     setenv("EDO_OUTPUT_OWNER", std::to_string(getpid()).c_str(), 1);
   }
+  if (!cfg.output.empty() && (cfg.output_owner == 0 || cfg.output_owner == getpid())) note_owned_output(cfg.output);
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   atexit(on_exit_handler);
   // No signal handler is installed: the job's handlers and dispositions stay exactly as they
@@ -352,6 +392,7 @@ void flush_now(bool final_goodbye, int reason, int code) {
   cupti_flush();
   flush_session(final_goodbye, static_cast<wire::EndReason>(reason), code);
   if (final_goodbye) report_undelivered();
+  if (final_goodbye && reason == 0) remove_empty_output();  // _exit (an exec keeps it for the new image)
 }
 
 void flush_before_fatal_signal(int sig) {

@@ -19,6 +19,9 @@
  *       (they register it themselves, like torchrun ranks). Process K reads row K of
  *       shared.emb (K+1)*100 times in 10 batches with an edo_step() after each. Exits 0 when
  *       every process did, else 1.
+ *   fault_job early_fault
+ *       registers "early.emb", reads row 7 once and faults at once (SIGSEGV), before the
+ *       tracer's first flush.
  *
  * Output goes through write(2) unbuffered, so a line printed before a kill is never lost. */
 #include <edo/edo.h>
@@ -188,6 +191,18 @@ static int ranges(void) {
   return 0;
 }
 
+/* Registers a table, reads one row and faults at once: the tracer connected to the collector at
+ * the registration, and the process dies before its background thread's first flush (it looks
+ * every 20 ms). Issue 30 §6: such a process left no session at all. */
+static int early_fault(void) {
+  int64_t t = edo_table_register("early.emb", weights, 1000, 16, EDO_F32, EDO_HOST);
+  check(t, "register");
+  const int64_t row = 7;
+  check(edo_table_lookup(t, &row, 1, EDO_I64, EDO_HOST, NULL), "lookup");
+  memory_fault();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "rounds") && argc >= 5)
@@ -195,6 +210,7 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "grow") && argc == 5) return grow(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
   if (!strcmp(mode, "ranks") && argc == 3) return ranks(argv[0], atoi(argv[2]));
   if (!strcmp(mode, "ranges") && argc == 2) return ranges();
+  if (!strcmp(mode, "early_fault") && argc == 2) return early_fault();
   if (!strcmp(mode, "rank") && argc == 3) {
     int k = atoi(argv[2]);
     int64_t t = edo_table_register("shared.emb", weights, 64, 8, EDO_F32, EDO_HOST);
@@ -202,6 +218,6 @@ int main(int argc, char** argv) {
     rank_work(k, t);
     return 0;
   }
-  fprintf(stderr, "usage: fault_job rounds R PER SLEEP_MS [FAULT_AT] | grow TABLES ROWS SLEEP_MS | ranks N | ranges\n");
+  fprintf(stderr, "usage: fault_job rounds R PER SLEEP_MS [FAULT_AT] | grow TABLES ROWS SLEEP_MS | ranks N | ranges | early_fault\n");
   return 2;
 }

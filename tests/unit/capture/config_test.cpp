@@ -158,7 +158,8 @@ TEST(Config, BadNumbersSayWhatIsWrong) {
   EXPECT_EQ(w[1], "edo: ignoring EDO_TOPK='99999999999999999999999' (too large: must be between 16 and 16777216); "
                   "using the default 65536");
   EXPECT_EQ(w[2], "edo: ignoring EDO_MAX_EVENTS='7' (must be between 16 and 1073741824); using the default 1048576");
-  EXPECT_EQ(w[3], "edo: ignoring EDO_LRU='x' (expected 0 or 1); using the default 1");
+  EXPECT_EQ(w[3], "edo: ignoring EDO_LRU='x' (expected 1, true, yes or on to turn it on; 0, false, no or off to turn it "
+                  "off); using the default 1");
 }
 
 // EDO_RUN_ID (issue 18 §3): inherited from the run's first process; a bad value is named and a

@@ -341,6 +341,36 @@ TEST(Collector, StreamsStillOpenAtTheEndAreSessionsWithoutFinalFlush) {
   EXPECT_EQ(b.open_streams(), 0u);
 }
 
+// Issue 30 §6: a connection that ends before its process's first frame (it died right after
+// connecting) is a session of its own for the peer, marked ended_without_final_flush; a stream
+// without a known peer (a file) adds none.
+TEST(Collector, AConnectionThatEndsBeforeItsFirstFlushIsASession) {
+  collector::ProfileBuilder b("record");
+  const int st = b.open_stream("connection 1", {4321, 4320, "python train.py", "node7"});
+  const int anonymous = b.open_stream("empty file");
+  b.close_all_streams();
+  ASSERT_EQ(b.profile().sessions.size(), 1u);
+  const auto& ses = b.profile().sessions[0];
+  EXPECT_EQ(ses.pid, 4321);
+  EXPECT_EQ(ses.parent_pid, 4320);
+  EXPECT_EQ(ses.command, "python train.py");
+  EXPECT_EQ(ses.host, "node7");
+  EXPECT_EQ(ses.drops.at("ended_without_final_flush"), 1u);
+  // A peer that sent its Hello is the Hello's session, not a second one.
+  collector::ProfileBuilder b2("record");
+  std::string bytes;
+  Hello h;
+  h.pid = 4321;
+  encode(h, bytes);
+  const int st2 = b2.open_stream("connection 1", {4321, 4320, "", "node7"});
+  b2.feed(st2, bytes.data(), bytes.size());
+  b2.close_stream(st2);
+  ASSERT_EQ(b2.profile().sessions.size(), 1u);
+  EXPECT_EQ(b2.profile().sessions[0].drops.at("ended_without_final_flush"), 1u);
+  (void)st;
+  (void)anonymous;
+}
+
 // The reply to `edo record`'s flush request is counted, not stored as a fact.
 TEST(Collector, FlushRepliesAreCountedNotStored) {
   std::string s;

@@ -21,6 +21,14 @@ struct DecodeIssue {
   std::string message;
 };
 
+// The process at the other end of a connection (ProfileBuilder::open_stream).
+struct StreamPeer {
+  int64_t pid = 0;      // 0: not known (a file)
+  int64_t ppid = 0;     // its parent when it connected (0 when it was gone already)
+  std::string command;  // its command line when it connected ("" when it was gone already)
+  std::string host;
+};
+
 class ProfileBuilder {
  public:
   explicit ProfileBuilder(std::string source);  // model::Session::source: "record" or "import"
@@ -28,10 +36,19 @@ class ProfileBuilder {
   ProfileBuilder(const ProfileBuilder&) = delete;
   ProfileBuilder& operator=(const ProfileBuilder&) = delete;
 
-  int open_stream(std::string label);
+  // `peer` (a connection to edo record): the process that connected, by its credentials. A
+  // stream that ends before its first frame still gets a session for it (below).
+  using Peer = StreamPeer;
+  int open_stream(std::string label, Peer peer = {});
   void feed(int stream, const void* data, size_t n);
+  // `peer_runs_on`: the connected process was still running (not exiting) when its connection
+  // closed: a session without its Goodbye gets connection_lost, not ended_without_final_flush.
+  void close_stream(int stream, bool peer_runs_on);
   // End of stream: a partial frame at the tail is reported as a truncation issue, and a
-  // session that had not said goodbye gets the ended_without_final_flush counter.
+  // session that had not said goodbye gets the ended_without_final_flush counter. A connection
+  // that ends before its process's first flush arrived (it died, or was killed, within ~1 flush
+  // interval of loading the tracer; issue 30 §6) gets a session of its own for the peer's pid,
+  // marked ended_without_final_flush: the loss is recorded, never a process missing.
   void close_stream(int stream);
   // Closes every stream still open (the recording ends while some process still runs).
   void close_all_streams();
@@ -68,7 +85,7 @@ class ProfileBuilder {
   // A malformed training note: the first of its key in a stream is an issue, later ones count in it.
   void malformed_note(const std::string& stream, const std::string& key, uint64_t offset, const std::string& why);
   model::Session* session(Stream& s);
-  void end_session(Stream& s);
+  void end_session(Stream& s, bool peer_runs_on = false);
   void attribute();
 
   std::string source_;
@@ -125,6 +142,7 @@ class ChannelServer {
   struct Conn {
     int fd;
     int stream;
+    int64_t pid;  // the peer, 0 when unknown
   };
   std::string dir_, path_;
   int listen_fd_ = -1;

@@ -35,6 +35,9 @@ struct RecordSettings {
   // SIGINT, SIGTERM, SIGHUP, SIGQUIT handlers that call note_signal_for_job() (the command line);
   // unit tests call note_signal_for_job() themselves.
   bool install_signal_handlers = true;
+  // Known before the job starts: why it cannot be traced (a 32-bit program). Said at the end,
+  // when no process connected, instead of the usual guesses.
+  std::string untraced_reason;
 };
 
 struct RecordOutcome {
@@ -43,6 +46,13 @@ struct RecordOutcome {
   double unsaved_s = 0;
   std::string written;  // where the recording is: the output, or the recording file when it could not be renamed
   bool placed = false;  // written == output
+  // A save failed (save_error: why, without the file's name): how much the file holds of what
+  // edo received (lookups, and the job's seconds: saved_s of job_s).
+  std::string save_error;
+  uint64_t saved_lookups = 0, received_lookups = 0;
+  double saved_s = 0, job_s = 0;
+  // No save got through, not even the first: no file is left (written is empty).
+  bool nothing_saved = false;
 };
 
 class Recorder {

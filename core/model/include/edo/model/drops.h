@@ -36,5 +36,9 @@ std::string describe_drop(const std::string& name, uint64_t n);
 
 // Counter names used by more than one part.
 inline constexpr const char* kEndedWithoutFinalFlush = "ended_without_final_flush";
+// Set by the collector instead of kEndedWithoutFinalFlush when the process still ran when its
+// connection closed (the job closed the tracer's descriptor): it was neither killed nor crashed,
+// and what it recorded from then on went to <output>.unsent.<pid> (issue 30 §6).
+inline constexpr const char* kConnectionLost = "connection_lost";
 
 }  // namespace edo::model

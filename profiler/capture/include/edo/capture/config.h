@@ -44,6 +44,9 @@ struct VarDoc {
   const char* default_value;
   const char* meaning;
 };
+// What a switch (EDO_ASYNC, EDO_LRU, ...) accepts, any case: named by the warning for any other
+// value and listed by `edo record --help`.
+inline constexpr const char* kSwitchSpellings = "1, true, yes or on to turn it on; 0, false, no or off to turn it off";
 // Every variable the library (and `edo record`) reads, for `edo record --help`.
 const std::vector<VarDoc>& documented_variables();
 
