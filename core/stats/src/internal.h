@@ -263,7 +263,7 @@ struct DistanceTally {
 // counts after it. Moving a marker is O(1). (A Fenwick tree, three O(log n) walks per
 // reference, measured 10-20 % slower on Zipf tables of 1K-64K rows; both are bound by
 // mispredicted loop exits.) Timestamps are compacted in place when they run out, keeping the
-// capacity at about twice the live ids. reference_batch() runs a whole chunk in one loop, the
+// capacity at about four times the live ids. reference_batch() runs a whole chunk in one loop, the
 // id's last timestamp prefetched a few references ahead.
 class MattsonStack {
  public:
