@@ -302,15 +302,17 @@ class MattsonStack {
 
 // The exact stack of a large table (StatsConfig::exact_lru_distinct_limit) also hands over to
 // SHARDS after this many in-range references: it bounds the extra work a long stream costs the
-// tracer's background thread. The row map and the stack ran at 6.7 M references/s against
-// SHARDS's 101 M/s (bench_stats, 1 M-row Zipf trace, loaded machine): 2^22 references are
-// ~0.6 s once per table, within what EDO_MAX_BUFFER_MB's default queue absorbs.
+// tracer's background thread. The exact prefix (rows as the stack's ids, every statistic) ran
+// at 25-31 M references/s against SHARDS's 47-58 M/s (bench_stats, 1 M-row Zipf trace, 2-core
+// machine at load average ~12; 7.6 M/s with the row map and one reference at a time): 2^22
+// references are ~0.15 s once per table.
 // Tests lower it to reach the hand-over quickly.
 inline uint64_t exact_lru_max_lookups = uint64_t{1} << 22;
 
-// Dense ids for the rows of a table too large to index by row (the exact stack of a large
-// table while its distinct rows stay within StatsConfig::exact_lru_distinct_limit): an
-// open-addressing row -> id map that doubles at half load, and the id -> row list.
+// Dense ids for the rows of a table too large to index by row (the exact stack of a table of
+// more than 16x StatsConfig::exact_lru_distinct_limit rows while its distinct rows stay within
+// that limit): an open-addressing row -> id map that doubles at half load, and the id -> row
+// list.
 class RowIds {
  public:
   uint64_t id_of(uint64_t row) {
