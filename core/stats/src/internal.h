@@ -278,6 +278,8 @@ class MattsonStack {
   bool seen(uint64_t id) const { return id < last_.size() && last_[id] != 0; }
   // Ids are below this bound (the per-id array then never grows past it).
   void set_id_bound(uint64_t bound) { id_bound_ = bound; }
+  // Every stack runs the baseline loop (no popcnt/AVX2) while on: tests of that build.
+  static void use_baseline_loop_for_test(bool on);
   // Calls f(id) for every id referenced so far, least recently referenced first (the LRU
   // order that seeds a SHARDS sampler when an exact stack hands over).
   template <class F>

@@ -261,8 +261,11 @@ const bool kHaveFast = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2");
 }();
+bool g_baseline_only = false;  // tests: the baseline loop on a machine that has the fast one
 
 }  // namespace
+
+void MattsonStack::use_baseline_loop_for_test(bool on) { g_baseline_only = on; }
 
 void MattsonStack::grow_ids(uint64_t max_id) {
   if (max_id < last_.size()) return;
@@ -274,7 +277,7 @@ uint64_t MattsonStack::reference(uint64_t id) {
   grow_ids(id);
   if (now_ == cap_) compact();
   StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
-  const uint64_t d = kHaveFast ? run_one_fast(v, id) : run_one_base(v, id);
+  const uint64_t d = kHaveFast && !g_baseline_only ? run_one_fast(v, id) : run_one_base(v, id);
   now_ = v.now;
   live_ = v.live;
   return d;
@@ -290,7 +293,7 @@ size_t MattsonStack::reference_batch(const uint64_t* ids, size_t n, DistanceTall
     out.reserve_below(cap_);  // distances are below the live ids, so below the capacity
     const size_t take = static_cast<size_t>(std::min<uint64_t>(n - done, cap_ - now_));
     StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
-    const size_t k = kHaveFast ? run_tally_fast(v, ids + done, take, max_distinct, out)
+    const size_t k = kHaveFast && !g_baseline_only ? run_tally_fast(v, ids + done, take, max_distinct, out)
                                : run_tally_base(v, ids + done, take, max_distinct, out);
     now_ = v.now;
     live_ = v.live;

@@ -47,7 +47,7 @@ std::vector<uint64_t> mixed_stream(uint64_t ids, size_t n, uint64_t seed) {
   return s;
 }
 
-TEST(MattsonBatchTest, DistancesMatchMoveToFrontOnRandomBatches) {
+void distances_match_move_to_front() {
   for (const uint64_t ids : {uint64_t{1}, uint64_t{5}, uint64_t{700}, uint64_t{9000}, uint64_t{70000}}) {
     const size_t n = ids >= 70000 ? 160000 : 60000;
     const auto s = mixed_stream(ids, n, ids * 31 + 7);
@@ -87,6 +87,16 @@ TEST(MattsonBatchTest, DistancesMatchMoveToFrontOnRandomBatches) {
     std::vector<uint64_t> expect(mtf.most_recent_first().rbegin(), mtf.most_recent_first().rend());
     EXPECT_EQ(order, expect) << "ids " << ids;
   }
+}
+
+TEST(MattsonBatchTest, DistancesMatchMoveToFrontOnRandomBatches) { distances_match_move_to_front(); }
+
+// The loop built for the baseline target (software popcount, no vectors), which machines
+// without popcnt or AVX2 run: the same distances.
+TEST(MattsonBatchTest, BaselineLoopMatchesMoveToFront) {
+  detail::MattsonStack::use_baseline_loop_for_test(true);
+  distances_match_move_to_front();
+  detail::MattsonStack::use_baseline_loop_for_test(false);
 }
 
 TEST(MattsonBatchTest, StopsAtTheFirstNewIdBeyondMaxDistinct) {
