@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench` entry: step time of the DLRM-like PyTorch job without and with edo (full
-# counting), in one run. Prints baseline_ms_per_step, traced_ms_per_step, overhead. Then
-# percall.py: the time edo adds to one embedding forward of 768 ids, beside its 3 us target.
+# counting), in one run. Prints the whole-process figures (process_overhead, cpu_overhead)
+# beside their targets, then the in-process A/B diagnostics. Then percall.py: the time edo
+# adds to one embedding forward of 768 ids, beside its 3 us target.
 # Usage: bench/torch_overhead/run.sh BUILD_DIR [bench.py options]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -20,8 +20,15 @@ struct TableIngestor::Impl {
   // Exact stack of a table above exact_lru_rows_limit: ids from a row map, while the stream's
   // distinct rows stay within exact_lru_distinct_limit (then SHARDS takes over, see switch_to_shards()).
   bool mapped_lru = false;
+  // The rows themselves serve as the stack's ids when its per-row array (4 bytes a row) is
+  // no larger than the row map would grow to at the distinct limit (state_bound.cpp counts
+  // ~100 bytes per distinct row for it): one array read per reference instead of a map probe
+  // and a read, and the same distances (ids only name the rows).
+  bool direct_ids = true;
   detail::RowIds row_ids;
+  std::vector<uint64_t> ids;  // a chunk's ids from row_ids
   detail::MattsonStack stack;
+  detail::DistanceTally tally;  // this segment's exact distances, added to the histogram at the cut
   std::optional<detail::ShardsSampler> shards;
   uint64_t seg_refs = 0;    // references the SHARDS sampler saw in this segment
   uint64_t total_refs = 0;  // in-range references since the start (the sampler's clock)
@@ -42,6 +49,8 @@ struct TableIngestor::Impl {
     if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
     exact_lru = r <= c.exact_lru_rows_limit;
     mapped_lru = !exact_lru && c.exact_lru_distinct_limit > 0;
+    direct_ids = exact_lru || (mapped_lru && r / 16 <= c.exact_lru_distinct_limit && r < UINT32_MAX);
+    if (direct_ids) stack.set_id_bound(r);
     if (!exact_lru && !mapped_lru) make_sampler();
     if (c.track_lru && c.ordered_sample_refs > 0) order.emplace(c.ordered_sample_refs);
     buf.resize(4096);
@@ -103,13 +112,7 @@ struct TableIngestor::Impl {
     }
     if (order) order->add(in, m);
     if (exact_lru) {
-      for (size_t i = 0; i < m; ++i) {
-        const uint64_t d = stack.reference(in[i]);
-        if (d == detail::MattsonStack::kCold)
-          a.hist.add_cold(1.0);
-        else
-          a.hist.add(d, 1.0);
-      }
+      stack.reference_batch(in, m, tally);
       total_refs += m;
       return;
     }
@@ -117,13 +120,16 @@ struct TableIngestor::Impl {
     if (mapped_lru) {
       const uint64_t room = detail::exact_lru_max_lookups > total_refs ? detail::exact_lru_max_lookups - total_refs : 0;
       const size_t upto = static_cast<size_t>(std::min<uint64_t>(m, room));
-      for (; i < upto; ++i) {
-        if (row_ids.size() >= cfg.exact_lru_distinct_limit && !row_ids.contains(in[i])) break;
-        const uint64_t d = stack.reference(row_ids.id_of(in[i]));
-        if (d == detail::MattsonStack::kCold)
-          a.hist.add_cold(1.0);
-        else
-          a.hist.add(d, 1.0);
+      if (direct_ids) {
+        // up to the first row beyond the distinct limit (the stack stops there)
+        i = stack.reference_batch(in, upto, tally, cfg.exact_lru_distinct_limit);
+      } else {
+        if (ids.size() < upto) ids.resize(upto);
+        for (; i < upto; ++i) {
+          if (row_ids.size() >= cfg.exact_lru_distinct_limit && !row_ids.contains(in[i])) break;
+          ids[i] = row_ids.id_of(in[i]);
+        }
+        stack.reference_batch(ids.data(), i, tally);
       }
       total_refs += i;
       if (i == m) return;
@@ -139,8 +145,8 @@ struct TableIngestor::Impl {
   // freed. Distances recorded so far stay exact.
   void switch_to_shards() {
     std::vector<uint64_t> order;
-    order.reserve(row_ids.size());
-    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(row_ids.row_of(id)); });
+    order.reserve(stack.distinct());
+    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(direct_ids ? id : row_ids.row_of(id)); });
     make_sampler();
     // Its classes and hot rows count the references it sees (from here on), not those of the
     // exact prefix, whose distances are already recorded; the switch happens at the same
@@ -166,6 +172,7 @@ struct TableIngestor::Impl {
       std::swap(o.topk, a.topk);
       std::swap(o.hll, a.hll);
     }
+    tally.add_to(a.hist);  // exact distances first, as they came
     if (shards && seg_refs > 0) shards->flush_segment(a.hist);
     seg_refs = 0;
     std::swap(o.hist, a.hist);

@@ -232,54 +232,89 @@ class HyperLogLog {
 };
 
 // ---- Mattson stack distances ------------------------------------------------------------
+// Integer tally of exact stack distances in StackDistanceHistogram's bins: the exact stack's
+// loop does one increment per reference, and add_to() hands the tally to a histogram at a
+// segment's cut. The histogram's bins are the same sums (whole numbers below 2^53 add up
+// exactly in a double, in any order).
+struct DistanceTally {
+  std::vector<uint64_t> bins;
+  uint64_t cold = 0, hits = 0, max_distance = 0;
+  // Makes room for every distance below `bound` (the stack's capacity), so add() need not check.
+  void reserve_below(uint64_t bound) {
+    const size_t need = size_t{StackDistanceHistogram::bin_of(bound)} + 1;
+    if (bins.size() < need) bins.resize(need, 0);
+  }
+  void add(uint64_t d) {
+    ++bins[StackDistanceHistogram::bin_of(d)];
+    ++hits;
+    max_distance = d > max_distance ? d : max_distance;
+  }
+  // Adds everything to `h` and clears the tally.
+  void add_to(StackDistanceHistogram& h);
+};
+
 // Exact LRU stack distances (Mattson), by timestamps: each id's latest reference holds a
 // "live" marker at its timestamp; the distance of a reference is the number of live markers
-// after the id's previous one. Markers are a bitmap with two levels of counts above it
-// (per 512 and per 32768 timestamps), so a count over a short gap, the common case on
-// skewed traces, is a popcount of a word or two, and a long one adds at most ~140 counters
-// in memory order; moving a marker is O(1). (A Fenwick tree, three O(log n) walks per
+// after the id's previous one (none is at or after the current time). Markers are a bitmap
+// with two levels of counts above it (per 512 and per 32768 timestamps). A short gap (under
+// 16 words of markers, the common case on skewed traces) is 16 popcounts, no branch; a long
+// one is the rest of its word and block (8 popcounts), the rest of its super block (64
+// counts, summed whole under a mask: vector adds, no loop exit to mispredict) and the super
+// counts after it. Moving a marker is O(1). (A Fenwick tree, three O(log n) walks per
 // reference, measured 10-20 % slower on Zipf tables of 1K-64K rows; both are bound by
-// mispredicted loop exits.) Timestamps are compacted when they run out, keeping the capacity
-// at about twice the live ids.
+// mispredicted loop exits.) Timestamps are compacted in place when they run out, keeping the
+// capacity at about four times the live ids. reference_batch() runs a whole chunk in one loop, the
+// id's last timestamp prefetched a few references ahead.
 class MattsonStack {
  public:
   static constexpr uint64_t kCold = UINT64_MAX;
   // Returns the stack distance (distinct other ids since the previous reference) or kCold.
   uint64_t reference(uint64_t id);
+  // reference() of ids[0], ids[1], ... in order, the distances tallied into `out`, up to the
+  // first id never referenced while max_distinct ids are (that one is not referenced).
+  // Returns how many ids were referenced.
+  size_t reference_batch(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct = UINT64_MAX);
   uint64_t distinct() const { return live_; }
+  bool seen(uint64_t id) const { return id < last_.size() && last_[id] != 0; }
+  // Ids are below this bound (the per-id array then never grows past it).
+  void set_id_bound(uint64_t bound) { id_bound_ = bound; }
+  // Every stack runs the baseline loop (no popcnt/AVX2) while on: tests of that build.
+  static void use_baseline_loop_for_test(bool on);
   // Calls f(id) for every id referenced so far, least recently referenced first (the LRU
   // order that seeds a SHARDS sampler when an exact stack hands over).
   template <class F>
   void for_each_oldest_first(F&& f) const {
     for (uint64_t ts = 0; ts < now_; ++ts)
-      if (owner_[ts]) f(uint64_t{owner_[ts]} - 1);
+      if (bits_[ts >> 6] >> (ts & 63) & 1) f(uint64_t{owner_[ts]} - 1);
   }
 
  private:
   static constexpr uint32_t kBlockShift = 9;   // timestamps per block count: 512 (8 words)
   static constexpr uint32_t kSuperShift = 15;  // timestamps per super count: 32768 (64 blocks)
   void compact();
-  uint64_t live_between(uint64_t lo, uint64_t hi) const;  // live markers in [lo, hi)
-  void set_live(uint64_t ts);
+  void grow_ids(uint64_t max_id);
   std::vector<uint32_t> last_;   // id -> timestamp + 1 (0 = never)
-  std::vector<uint32_t> owner_;  // timestamp -> id + 1 (0 = dead)
+  std::vector<uint32_t> owner_;  // timestamp -> id + 1 (meaningful where the marker is live)
   std::vector<uint64_t> bits_;   // live markers, one bit per timestamp
   std::vector<uint32_t> block_;  // live markers per 512 timestamps
   std::vector<uint32_t> super_;  // live markers per 32768 timestamps
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
+  uint64_t id_bound_ = UINT64_MAX;
 };
 
 // The exact stack of a large table (StatsConfig::exact_lru_distinct_limit) also hands over to
 // SHARDS after this many in-range references: it bounds the extra work a long stream costs the
-// tracer's background thread. The row map and the stack ran at 6.7 M references/s against
-// SHARDS's 101 M/s (bench_stats, 1 M-row Zipf trace, loaded machine): 2^22 references are
-// ~0.6 s once per table, within what EDO_MAX_BUFFER_MB's default queue absorbs.
+// tracer's background thread. The exact prefix (rows as the stack's ids, every statistic) ran
+// at 25-31 M references/s against SHARDS's 47-58 M/s (bench_stats, 1 M-row Zipf trace, 2-core
+// machine at load average ~12; 7.6 M/s with the row map and one reference at a time): 2^22
+// references are ~0.15 s once per table.
 // Tests lower it to reach the hand-over quickly.
 inline uint64_t exact_lru_max_lookups = uint64_t{1} << 22;
 
-// Dense ids for the rows of a table too large to index by row (the exact stack of a large
-// table while its distinct rows stay within StatsConfig::exact_lru_distinct_limit): an
-// open-addressing row -> id map that doubles at half load, and the id -> row list.
+// Dense ids for the rows of a table too large to index by row (the exact stack of a table of
+// more than 16x StatsConfig::exact_lru_distinct_limit rows while its distinct rows stay within
+// that limit): an open-addressing row -> id map that doubles at half load, and the id -> row
+// list.
 class RowIds {
  public:
   uint64_t id_of(uint64_t row) {

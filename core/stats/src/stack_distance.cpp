@@ -84,140 +84,257 @@ double StackDistanceHistogram::total() const {
 
 namespace edo::stats::detail {
 
+void DistanceTally::add_to(StackDistanceHistogram& h) {
+  if (cold) h.add_cold(static_cast<double>(cold));
+  if (hits) {
+    for (size_t b = 0; b < bins.size(); ++b)
+      if (bins[b]) {
+        // bin_lower(b) lies in bin b and below the largest distance tallied, which goes last
+        h.add(StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b)), static_cast<double>(bins[b]));
+        bins[b] = 0;
+      }
+    h.add(max_distance, 0.0);  // the exact largest distance (adds nothing to its bin)
+  }
+  cold = hits = max_distance = 0;
+}
+
 namespace {
-inline uint64_t popcount64(uint64_t x) {
-#if defined(__POPCNT__)
-  return static_cast<uint64_t>(__builtin_popcountll(x));
-#else
-  // SWAR: the library is built for baseline x86-64, which has no popcnt instruction.
+
+constexpr uint32_t kBlockShift = 9, kSuperShift = 15;  // as MattsonStack's
+constexpr uint64_t kWordsPerBlock = uint64_t{1} << (kBlockShift - 6);
+constexpr uint64_t kBlocksPerSuper = uint64_t{1} << (kSuperShift - kBlockShift);
+// Gaps spanning fewer words than this take the short count (bits_ has this many spare words
+// at its end, so it never reads past it).
+constexpr uint64_t kShortWords = 16;
+constexpr size_t kPrefetchAhead = 16;
+
+inline uint64_t popcount_swar(uint64_t x) {
+  // The library is built for baseline x86-64, which has no popcnt instruction.
   x = x - ((x >> 1) & 0x5555555555555555ull);
   x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
   x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
   return (x * 0x0101010101010101ull) >> 56;
-#endif
 }
 
-// Live markers in words w .. w+kShortWords-1 of `bits`, masked: the first by lo_mask, word
-// w+last by hi_mask, the ones after it not at all. No branches: on skewed traces most gaps
-// are this short, and the loops of the general case cost a mispredicted exit each. One body, two
-// functions: with the popcnt instruction (nearly every x86-64 CPU) and without (the
-// library's baseline target), chosen once at load.
-constexpr uint64_t kShortWords = 16;
-#define EDO_SHORT_COUNT_BODY(POPCOUNT)                                          \
-  uint64_t n = 0;                                                               \
-  for (uint64_t k = 0; k < kShortWords; ++k) {                                  \
-    uint64_t m = k < last ? ~uint64_t{0} : (k == last ? hi_mask : uint64_t{0}); \
-    if (k == 0) m &= lo_mask;                                                   \
-    n += POPCOUNT(bits[k] & m);                                                 \
-  }                                                                             \
-  return n;
-__attribute__((target("popcnt"))) uint64_t short_count_popcnt(const uint64_t* bits, uint64_t last, uint64_t lo_mask,
-                                                               uint64_t hi_mask) {
-  EDO_SHORT_COUNT_BODY(__builtin_popcountll)
+// The stack's arrays as the loop sees them.
+struct StackView {
+  uint32_t* last;
+  uint32_t* owner;
+  uint64_t* bits;
+  uint32_t* block;
+  uint32_t* super;
+  uint64_t supers;  // super counts to sum (a multiple of 8; those after now's are zero)
+  uint64_t now, live;
+};
+
+// Live markers after timestamp prev (all of them are before now: none is set at or after
+// now). kPop: the popcnt instruction is there.
+template <bool kPop>
+__attribute__((always_inline)) inline uint64_t live_after(const StackView& s, uint64_t prev, uint64_t now) {
+  auto pc = [](uint64_t x) -> uint64_t { return kPop ? static_cast<uint64_t>(__builtin_popcountll(x)) : popcount_swar(x); };
+  const uint64_t* bits = s.bits;
+  const uint64_t w = prev >> 6;
+  const uint64_t above = ~uint64_t{1} << (prev & 63);  // bits after prev in its word
+  uint64_t n = pc(bits[w] & above);
+  if ((now >> 6) - w < kShortWords) {
+    // words after w up to now's word: the ones after it are zero
+    for (uint64_t k = 1; k < kShortWords; ++k) n += pc(bits[w + k]);
+    return n;
+  }
+  // the rest of prev's block, word by word
+  const uint64_t wb = w & ~(kWordsPerBlock - 1), wk = w & (kWordsPerBlock - 1);
+  for (uint64_t k = 0; k < kWordsPerBlock; ++k) n += k > wk ? pc(bits[wb + k]) : 0;
+  // the rest of prev's super block, block by block (a fixed 64 counts under a mask)
+  const uint64_t b = prev >> kBlockShift;
+  const uint64_t bb = b & ~(kBlocksPerSuper - 1), bk = b & (kBlocksPerSuper - 1);
+  uint32_t m = 0;
+  for (uint32_t k = 0; k < kBlocksPerSuper; ++k) m += k > bk ? s.block[bb + k] : 0u;
+  n += m;
+  // the super blocks after it: all of them summed under a mask too (their number only changes
+  // at a compaction, so the loop's exit is predicted)
+  const uint64_t sp = prev >> kSuperShift;
+  uint64_t m2 = 0;
+  for (uint64_t k = 0; k < s.supers; ++k) m2 += k > sp ? s.super[k] : 0u;
+  return n + m2;
 }
-uint64_t short_count_swar(const uint64_t* bits, uint64_t last, uint64_t lo_mask, uint64_t hi_mask) {
-  EDO_SHORT_COUNT_BODY(popcount64)
+
+// References ids[0, n) (each below the size of `last`, at most the capacity's room left of
+// them), up to the first new id while max_distinct are live. Sink(d) gets each distance
+// (kCold for a first reference). Returns how many were referenced.
+template <bool kPop, class Sink>
+__attribute__((always_inline)) inline size_t run_stack(StackView& s, const uint64_t* ids, size_t n,
+                                                       uint64_t max_distinct, Sink&& sink) {
+  uint32_t* __restrict last = s.last;
+  uint32_t* __restrict owner = s.owner;
+  uint64_t* __restrict bits = s.bits;
+  uint32_t* __restrict block = s.block;
+  uint32_t* __restrict super = s.super;
+  uint64_t t = s.now, live = s.live;
+  size_t i = 0;
+  for (; i < n; ++i) {
+    // Cold ids' last timestamps are cache misses (a large table's array is megabytes):
+    // prefetch a few references ahead (the address formed as an integer: no pointer
+    // arithmetic past the array at the batch's end).
+    if (i + kPrefetchAhead < n)
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
+                                                       static_cast<uintptr_t>(ids[i + kPrefetchAhead]) * sizeof(uint32_t)),
+                         1, 3);
+    const uint64_t id = ids[i];
+    const uint32_t p = last[id];
+    if (p != 0) {
+      const uint64_t prev = p - 1;
+      sink(live_after<kPop>(s, prev, t));
+      // The marker moves from prev to t. Counters they share are left alone: a decrement and
+      // an increment of one counter back to back (most moves on a skewed trace stay in one
+      // block) made the CPU replay the loads it had run ahead of the first store.
+      bits[prev >> 6] &= ~(uint64_t{1} << (prev & 63));
+      if ((prev >> kBlockShift) != (t >> kBlockShift)) {
+        --block[prev >> kBlockShift];
+        ++block[t >> kBlockShift];
+        if ((prev >> kSuperShift) != (t >> kSuperShift)) {
+          --super[prev >> kSuperShift];
+          ++super[t >> kSuperShift];
+        }
+      }
+    } else {
+      if (live >= max_distinct) break;
+      sink(MattsonStack::kCold);
+      ++live;
+      ++block[t >> kBlockShift];
+      ++super[t >> kSuperShift];
+    }
+    bits[t >> 6] |= uint64_t{1} << (t & 63);
+    owner[t] = static_cast<uint32_t>(id + 1);
+    last[id] = static_cast<uint32_t>(t + 1);
+    ++t;
+  }
+  s.now = t;
+  s.live = live;
+  return i;
 }
-#undef EDO_SHORT_COUNT_BODY
-const bool kHavePopcnt = [] {
+
+// The loop compiled twice: with popcnt and AVX2 (the masked sums become vector adds), and
+// for the library's baseline target; chosen once at load.
+// Tallies into local counters (registers: the bins' stores cannot alias them), written
+// back once per run.
+struct TallySink {
+  uint64_t* bins;
+  uint64_t cold = 0, hits = 0, max_distance = 0;
+  void operator()(uint64_t d) {
+    if (d == MattsonStack::kCold) {
+      ++cold;
+    } else {
+      ++bins[StackDistanceHistogram::bin_of(d)];
+      ++hits;
+      max_distance = d > max_distance ? d : max_distance;
+    }
+  }
+};
+template <bool kPop>
+__attribute__((always_inline)) inline size_t run_tally(StackView& s, const uint64_t* ids, size_t n, uint64_t max_distinct,
+                                                       DistanceTally& out) {
+  TallySink sink{out.bins.data()};
+  const size_t k = run_stack<kPop>(s, ids, n, max_distinct, sink);
+  out.cold += sink.cold;
+  out.hits += sink.hits;
+  out.max_distance = std::max(out.max_distance, sink.max_distance);
+  return k;
+}
+__attribute__((target("popcnt,avx2"))) size_t run_tally_fast(StackView& s, const uint64_t* ids, size_t n,
+                                                             uint64_t max_distinct, DistanceTally& out) {
+  return run_tally<true>(s, ids, n, max_distinct, out);
+}
+size_t run_tally_base(StackView& s, const uint64_t* ids, size_t n, uint64_t max_distinct, DistanceTally& out) {
+  return run_tally<false>(s, ids, n, max_distinct, out);
+}
+__attribute__((target("popcnt,avx2"))) uint64_t run_one_fast(StackView& s, uint64_t id) {
+  uint64_t d = 0;
+  run_stack<true>(s, &id, 1, UINT64_MAX, [&](uint64_t x) { d = x; });
+  return d;
+}
+uint64_t run_one_base(StackView& s, uint64_t id) {
+  uint64_t d = 0;
+  run_stack<false>(s, &id, 1, UINT64_MAX, [&](uint64_t x) { d = x; });
+  return d;
+}
+const bool kHaveFast = [] {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("popcnt") != 0;
+  return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2");
 }();
+bool g_baseline_only = false;  // tests: the baseline loop on a machine that has the fast one
+
 }  // namespace
 
-void MattsonStack::set_live(uint64_t ts) {
-  bits_[ts >> 6] |= uint64_t{1} << (ts & 63);
-  ++block_[ts >> kBlockShift];
-  ++super_[ts >> kSuperShift];
-}
+void MattsonStack::use_baseline_loop_for_test(bool on) { g_baseline_only = on; }
 
-uint64_t MattsonStack::live_between(uint64_t lo, uint64_t hi) const {
-  if (lo >= hi) return 0;
-  const uint64_t* bits = bits_.data();
-  uint64_t w = lo >> 6;
-  const uint64_t hw = hi >> 6;
-  const uint64_t lo_mask = ~uint64_t{0} << (lo & 63);
-  const uint64_t hi_mask = (uint64_t{1} << (hi & 63)) - 1;  // bits below hi in word hw
-  if (hw - w < kShortWords)  // bits_ has kShortWords spare words at the end
-    return kHavePopcnt ? short_count_popcnt(bits + w, hw - w, lo_mask, hi_mask)
-                       : short_count_swar(bits + w, hw - w, lo_mask, hi_mask);
-  uint64_t n = popcount64(bits[w] & lo_mask);
-  ++w;
-  // whole words [w, hw): words up to a block boundary, blocks up to a super boundary,
-  // supers, then blocks and words again
-  constexpr uint64_t kWordsPerBlock = uint64_t{1} << (kBlockShift - 6);
-  constexpr uint64_t kBlocksPerSuper = uint64_t{1} << (kSuperShift - kBlockShift);
-  while (w < hw && (w & (kWordsPerBlock - 1))) n += popcount64(bits[w++]);
-  uint64_t b = w / kWordsPerBlock;
-  const uint64_t hb = hw / kWordsPerBlock;
-  if (b < hb) {
-    while (b < hb && (b & (kBlocksPerSuper - 1))) n += block_[b++];
-    uint64_t s = b / kBlocksPerSuper;
-    const uint64_t hs = hb / kBlocksPerSuper;
-    if (s < hs) {
-      while (s < hs) n += super_[s++];
-      b = hs * kBlocksPerSuper;
-    }
-    while (b < hb) n += block_[b++];
-    w = hb * kWordsPerBlock;
-  }
-  while (w < hw) n += popcount64(bits[w++]);
-  if (hi & 63) n += popcount64(bits[hw] & hi_mask);
-  return n;
+void MattsonStack::grow_ids(uint64_t max_id) {
+  if (max_id < last_.size()) return;
+  const uint64_t want = std::max<uint64_t>(max_id + 1, std::min<uint64_t>(last_.size() * 2, id_bound_));
+  last_.resize(want, 0);
 }
 
 uint64_t MattsonStack::reference(uint64_t id) {
-  if (id >= last_.size()) last_.resize(std::max<uint64_t>(id + 1, last_.size() * 2), 0);
+  grow_ids(id);
   if (now_ == cap_) compact();
-  const uint32_t p = last_[id];
-  uint64_t d = kCold;
-  const uint64_t t = now_;
-  if (p != 0) {
-    const uint64_t prev = p - 1;  // timestamp of the previous reference
-    d = live_between(prev + 1, t);
-    // The marker moves from prev to t. Counters they share are left alone: a decrement and
-    // an increment of one counter back to back (most moves on a skewed trace stay in one
-    // block) made the CPU replay the loads it had run ahead of the first store.
-    bits_[prev >> 6] &= ~(uint64_t{1} << (prev & 63));
-    if ((prev >> kBlockShift) != (t >> kBlockShift)) {
-      --block_[prev >> kBlockShift];
-      ++block_[t >> kBlockShift];
-      if ((prev >> kSuperShift) != (t >> kSuperShift)) {
-        --super_[prev >> kSuperShift];
-        ++super_[t >> kSuperShift];
-      }
-    }
-    bits_[t >> 6] |= uint64_t{1} << (t & 63);
-    owner_[prev] = 0;
-  } else {
-    set_live(t);
-    ++live_;
-  }
-  owner_[t] = static_cast<uint32_t>(id + 1);
-  last_[id] = static_cast<uint32_t>(t + 1);
-  now_ = t + 1;
+  StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
+  const uint64_t d = kHaveFast && !g_baseline_only ? run_one_fast(v, id) : run_one_base(v, id);
+  now_ = v.now;
+  live_ = v.live;
   return d;
 }
 
-void MattsonStack::compact() {
-  // capacity: twice the live ids, rounded up to whole 64-bit words of markers
-  const uint64_t ncap = std::max<uint64_t>(1024, 2 * (live_ + 1) + 63) / 64 * 64;
-  std::vector<uint32_t> nowner(ncap, 0);
-  uint64_t k = 0;
-  for (uint64_t ts = 0; ts < now_; ++ts) {
-    const uint32_t o = owner_[ts];
-    if (!o) continue;
-    nowner[k] = o;
-    last_[o - 1] = static_cast<uint32_t>(k + 1);
-    ++k;
+size_t MattsonStack::reference_batch(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct) {
+  uint64_t max_id = 0;
+  for (size_t i = 0; i < n; ++i) max_id = std::max(max_id, ids[i]);
+  if (n) grow_ids(max_id);
+  size_t done = 0;
+  while (done < n) {
+    if (now_ == cap_) compact();
+    out.reserve_below(cap_);  // distances are below the live ids, so below the capacity
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n - done, cap_ - now_));
+    StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
+    const size_t k = kHaveFast && !g_baseline_only ? run_tally_fast(v, ids + done, take, max_distinct, out)
+                               : run_tally_base(v, ids + done, take, max_distinct, out);
+    now_ = v.now;
+    live_ = v.live;
+    done += k;
+    if (k < take) break;  // a new id beyond max_distinct
   }
-  owner_ = std::move(nowner);
+  return done;
+}
+
+void MattsonStack::compact() {
+  // In place (a live marker's new timestamp is never after its old one): the live markers'
+  // owners move to the front, oldest first, and their ids' last timestamps follow.
+  uint64_t k = 0;
+  const uint64_t words = (now_ + 63) / 64;
+  for (uint64_t w = 0; w < words; ++w) {
+    for (uint64_t x = bits_[w]; x; x &= x - 1) {
+      const uint32_t o = owner_[w * 64 + static_cast<uint64_t>(__builtin_ctzll(x))];
+      owner_[k] = o;
+      last_[o - 1] = static_cast<uint32_t>(k + 1);
+      ++k;
+    }
+  }
+  // capacity: four times the live ids (at least 4096), rounded up to whole 64-bit words of
+  // markers. Compaction writes every live id's last timestamp, scattered over the id array
+  // (cache misses on a large table); at 4x it comes every 3x live references instead of
+  // every 1x. The owner array is 16 bytes per live id, within state_bound.cpp's 24.
+  const uint64_t ncap = std::max<uint64_t>(4096, 4 * (live_ + 1) + 63) / 64 * 64;
+  if (owner_.size() < ncap) owner_.resize(ncap, 0);
   cap_ = ncap;
   now_ = k;
-  bits_.assign(ncap / 64 + 1 + kShortWords, 0);  // live_between() may read past the end
-  block_.assign((ncap >> kBlockShift) + 1, 0);
-  super_.assign((ncap >> kSuperShift) + 1, 0);
-  for (uint64_t ts = 0; ts < k; ++ts) set_live(ts);
+  // timestamps [0, k) are live, the rest free
+  bits_.assign(ncap / 64 + 1 + kShortWords, 0);  // live_after() may read past the end
+  std::fill(bits_.begin(), bits_.begin() + static_cast<ptrdiff_t>(k / 64), ~uint64_t{0});
+  if (k & 63) bits_[k / 64] = (uint64_t{1} << (k & 63)) - 1;
+  // whole super blocks of block counts: live_after() sums all 64 of the last one
+  block_.assign(((ncap >> kSuperShift) + 1) << (kSuperShift - kBlockShift), 0);
+  std::fill(block_.begin(), block_.begin() + static_cast<ptrdiff_t>(k >> kBlockShift), uint32_t{1} << kBlockShift);
+  block_[k >> kBlockShift] += static_cast<uint32_t>(k & ((uint64_t{1} << kBlockShift) - 1));
+  super_.assign(((ncap >> kSuperShift) + 8) / 8 * 8, 0);  // whole vectors of 8 (see live_after())
+  std::fill(super_.begin(), super_.begin() + static_cast<ptrdiff_t>(k >> kSuperShift), uint32_t{1} << kSuperShift);
+  super_[k >> kSuperShift] += static_cast<uint32_t>(k & ((uint64_t{1} << kSuperShift) - 1));
 }
 
 }  // namespace edo::stats::detail
