@@ -5,53 +5,121 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
+uint64_t TableCounts::smallest_bytes(uint64_t rows) const {
+  return stats::state_bound_bytes(rows, stats::fit_state_to(rows, cfg_, 0));
+}
+
+uint64_t TableCounts::full_bytes(uint64_t rows) const { return stats::state_bound_bytes(rows, cfg_); }
+
+void TableCounts::note_registered(const Registry* registry) {
+  if (!registry) return;
+  const uint32_t n = registry->size();
+  for (; noted_ < n; ++noted_) {
+    const TableInfo* t = registry->get(noted_);
+    if (!t) break;  // published after the count: the next call notes it
+    if (noted_ < tables_.size() && (tables_[noted_].ing || tables_[noted_].refused)) continue;
+    waiting_min_ += smallest_bytes(t->rows);
+    waiting_full_ += full_bytes(t->rows);
+  }
+}
+
+void TableCounts::mark_downsized(Entry& e) {
+  if (e.downsized) return;
+  e.downsized = true;
+  ++news_.downsized_tables;
+}
+
 // The table's entry, its statistics placed on first use within the budget. `fit`: size the
 // statistics to the table's share (host-counted tables); a table counted on the device keeps
 // the configured sizes, which its device state was laid out with, or is refused.
-TableCounts::Entry& TableCounts::entry(const TableInfo& t, uint32_t registered, bool fit) {
+TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* registry, bool fit) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
+  if (tables_[t.id].ing || tables_[t.id].refused) return tables_[t.id];
+  note_registered(registry);
   Entry& e = tables_[t.id];
-  if (!e.ing && !e.refused) {
-    const uint64_t left = budget_ - std::min(budget_, used_);
-    const uint64_t waiting = std::max<uint64_t>(1, uint64_t(std::max(registered, placed_ + 1)) - placed_);
-    const stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, left / waiting) : cfg_;
-    const uint64_t need = stats::state_bound_bytes(t.rows, c);
-    ++placed_;
-    if (need > left) {
-      e.refused = true;
-      ++news_.refused_tables;
-    } else {
-      used_ += need;
-      e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
-      if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
-          c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows ||
-          c.drift_top_k != cfg_.drift_top_k || c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru ||
-          c.exact_lru_distinct_limit != cfg_.exact_lru_distinct_limit)
-        ++news_.downsized_tables;
-    }
+  const uint64_t own_min = smallest_bytes(t.rows), own_full = full_bytes(t.rows);
+  if (t.id < noted_) {  // no longer waiting: its reserve is its own from here on
+    waiting_min_ -= own_min;
+    waiting_full_ -= own_full;
   }
+  const uint64_t left = budget_ - std::min(budget_, used_);
+  // What the other waiting tables keep, and this table's share of the rest: in proportion to
+  // its full statistics among theirs (all of it when they all fit), at least its smallest.
+  const uint64_t free = left - std::min(left, waiting_min_);
+  const uint64_t wanted = own_full + waiting_full_;
+  const uint64_t proportional =
+      wanted <= left ? own_full : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
+  const uint64_t share = std::min(free, std::max(own_min, proportional));
+  stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, share) : cfg_;
+  // The ordered sample starts small; the share's bound on it is its cap (raise_order_limit).
+  e.order_cap = c.track_lru ? c.ordered_sample_refs : 0;
+  c.ordered_sample_refs = std::min(c.ordered_sample_refs, kFirstOrderedRefs);
+  const uint64_t need = stats::state_bound_bytes(t.rows, c);
+  if (need > left) {
+    e.refused = true;
+    ++news_.refused_tables;
+    return e;
+  }
+  used_ += need;
+  e.reserved = need;
+  e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
+  if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
+      c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows || c.drift_top_k != cfg_.drift_top_k ||
+      c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru ||
+      c.exact_lru_distinct_limit != cfg_.exact_lru_distinct_limit ||
+      (cfg_.track_lru && e.order_cap != cfg_.ordered_sample_refs))
+    mark_downsized(e);
   return e;
 }
 
-void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered) {
-  Entry& e = entry(t, registered, /*fit=*/false);
+void TableCounts::raise_order_limit(Entry& e, const TableInfo& t, uint64_t n) {
+  const uint64_t limit = e.ing->ordered_sample_limit();
+  if (limit == 0 || limit >= e.order_cap) return;
+  const uint64_t want = e.ing->ordered_sample_kept() + n;
+  if (want <= limit) return;
+  stats::StatsConfig c = cfg_;
+  c.track_lru = true;
+  c.ordered_sample_refs = 0;
+  const uint64_t without = stats::state_bound_bytes(t.rows, c);  // the bound's other parts do not change
+  auto order_bytes = [&](uint64_t refs) {
+    c.ordered_sample_refs = refs;
+    return stats::state_bound_bytes(t.rows, c) - without;
+  };
+  uint64_t to = limit;
+  while (to < want && to < e.order_cap) to *= 2;
+  to = std::min(to, e.order_cap);
+  const uint64_t left = budget_ - std::min(budget_, used_);
+  const uint64_t free = left - std::min(left, waiting_min_);
+  const uint64_t have = order_bytes(limit);
+  while (to > limit && order_bytes(to) - have > free) to = std::max(limit, to / 2);
+  if (to < std::min(want, e.order_cap)) mark_downsized(e);  // its sample is thinned sooner than configured
+  if (to <= limit) return;
+  const uint64_t more = order_bytes(to) - have;
+  e.ing->raise_ordered_sample_limit(to);
+  used_ += more;
+  e.reserved += more;
+}
+
+void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, const Registry* registry) {
+  Entry& e = entry(t, registry, /*fit=*/false);
   if (e.refused) return;  // counted in refused_tables; a segment carries no lookup total
   e.ing->add_counted(segment);
   e.pending = true;
 }
 
-bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, uint32_t registered) {
-  if (!entry(t, registered, /*fit=*/false).refused) return true;
+bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, const Registry* registry) {
+  if (!entry(t, registry, /*fit=*/false).refused) return true;
   news_.refused_lookups += n;
   return false;
 }
 
-void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
-  Entry& e = entry(t, registered, /*fit=*/true);
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, const Registry* registry) {
+  Entry& e = entry(t, registry, /*fit=*/true);
   if (e.refused) {
     news_.refused_lookups += n;
     return;
   }
+  raise_order_limit(e, t, n);
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
   e.pending = true;
@@ -237,7 +305,7 @@ void Session::drain(const Registry& registry, const std::function<bool()>& give_
       Batch* b = work[done];
       if (b->table < 0) counts.close_windows_locked();
       else if (const TableInfo* t = registry.get(b->table))
-        counts.add_locked(*t, b->data.get(), b->count, b->type, registry.size());
+        counts.add_locked(*t, b->data.get(), b->count, b->type, &registry);
     }
   }
   std::vector<Batch*> rest(work.begin() + long(done), work.end());
