@@ -332,8 +332,6 @@ TableAggregate TableIngestor::take_delta() {
 
 uint64_t TableIngestor::ordered_sample_kept() const { return impl_->order ? impl_->order->kept() : 0; }
 
-uint64_t TableIngestor::ordered_sample_limit() const { return impl_->order ? impl_->order->max_refs() : 0; }
-
 void TableIngestor::raise_ordered_sample_limit(uint64_t refs) {
   if (impl_->order) impl_->order->raise_max_refs(refs);
 }

@@ -51,10 +51,15 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
       wanted <= left ? own_full : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
   const uint64_t share = std::min(free, std::max(own_min, proportional));
   stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, share) : cfg_;
-  // The ordered sample starts small; the share's bound on it is its cap (raise_order_limit).
+  // The ordered sample and the closed drift windows start small; the share's config is their
+  // cap (raise_order_limit, close_window).
+  e.rows = t.rows;
   e.order_cap = c.track_lru ? c.ordered_sample_refs : 0;
+  e.windows_cap = c.max_windows;
   c.ordered_sample_refs = std::min(c.ordered_sample_refs, kFirstOrderedRefs);
-  const uint64_t need = stats::state_bound_bytes(t.rows, c);
+  e.held = c;
+  e.held.max_windows = std::min(c.max_windows, kFirstWindows);
+  const uint64_t need = stats::state_bound_bytes(t.rows, e.held);
   if (need > left) {
     e.refused = true;
     ++news_.refused_tables;
@@ -72,32 +77,48 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
   return e;
 }
 
-void TableCounts::raise_order_limit(Entry& e, const TableInfo& t, uint64_t n) {
-  const uint64_t limit = e.ing->ordered_sample_limit();
-  if (limit == 0 || limit >= e.order_cap) return;
+bool TableCounts::try_hold(Entry& e, const stats::StatsConfig& to) {
+  const uint64_t need = stats::state_bound_bytes(e.rows, to);
+  if (need > e.reserved) {
+    const uint64_t left = budget_ - std::min(budget_, used_);
+    if (need - e.reserved > left - std::min(left, waiting_min_)) return false;
+  }
+  used_ = used_ - e.reserved + need;
+  e.reserved = need;
+  e.held = to;
+  return true;
+}
+
+void TableCounts::raise_order_limit(Entry& e, uint64_t n) {
+  const uint64_t limit = e.held.ordered_sample_refs;
+  if (limit == 0 || limit >= e.order_cap || !e.held.track_lru) return;
   const uint64_t want = e.ing->ordered_sample_kept() + n;
   if (want <= limit) return;
-  stats::StatsConfig c = cfg_;
-  c.track_lru = true;
-  c.ordered_sample_refs = 0;
-  const uint64_t without = stats::state_bound_bytes(t.rows, c);  // the bound's other parts do not change
-  auto order_bytes = [&](uint64_t refs) {
-    c.ordered_sample_refs = refs;
-    return stats::state_bound_bytes(t.rows, c) - without;
-  };
   uint64_t to = limit;
   while (to < want && to < e.order_cap) to *= 2;
-  to = std::min(to, e.order_cap);
-  const uint64_t left = budget_ - std::min(budget_, used_);
-  const uint64_t free = left - std::min(left, waiting_min_);
-  const uint64_t have = order_bytes(limit);
-  while (to > limit && order_bytes(to) - have > free) to = std::max(limit, to / 2);
+  stats::StatsConfig c = e.held;
+  for (to = std::min(to, e.order_cap); to > limit; to = std::max(limit, to / 2)) {
+    c.ordered_sample_refs = to;
+    if (try_hold(e, c)) break;
+  }
   if (to < std::min(want, e.order_cap)) mark_downsized(e);  // its sample is thinned sooner than configured
-  if (to <= limit) return;
-  const uint64_t more = order_bytes(to) - have;
-  e.ing->raise_ordered_sample_limit(to);
-  used_ += more;
-  e.reserved += more;
+  if (to > limit) e.ing->raise_ordered_sample_limit(to);
+}
+
+void TableCounts::close_window(Entry& e) {
+  if (e.windows_closed >= e.held.max_windows) {
+    stats::StatsConfig c = e.held;
+    c.max_windows = std::min(e.windows_cap, std::max<uint32_t>(1, e.held.max_windows) * 2);
+    if (c.max_windows <= e.held.max_windows || !try_hold(e, c)) {
+      // No room for another closed window before the next delta: this one runs on. Past the
+      // cap the oldest windows would be dropped anyway; within it that is a smaller statistic.
+      if (e.held.max_windows < e.windows_cap) mark_downsized(e);
+      else e.ing->close_window();  // the aggregate keeps the newest max_windows: no more memory
+      return;
+    }
+  }
+  ++e.windows_closed;
+  e.ing->close_window();
 }
 
 void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, const Registry* registry) {
@@ -119,7 +140,7 @@ void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int 
     news_.refused_lookups += n;
     return;
   }
-  raise_order_limit(e, t, n);
+  raise_order_limit(e, n);
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
   e.pending = true;
@@ -133,7 +154,7 @@ TableCounts::BudgetNews TableCounts::take_budget_news_locked() {
 
 void TableCounts::close_windows_locked() {
   for (Entry& e : tables_)
-    if (e.ing && e.pending) e.ing->close_window();
+    if (e.ing && e.pending) close_window(e);
 }
 
 uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out) {
@@ -141,8 +162,9 @@ uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered,
   for (uint32_t id = 0; id < tables_.size() && id < registered; ++id) {
     Entry& e = tables_[id];
     if (!e.ing || !e.pending) continue;
-    if (close_window) e.ing->close_window();
+    if (close_window) this->close_window(e);
     stats::TableAggregate d = e.ing->take_delta();
+    e.windows_closed = 0;
     e.pending = false;
     lookups += d.lookups();
     if (!d.empty()) out.push_back({id, d.serialize()});

@@ -43,14 +43,18 @@ struct SessionIdentity {
 //  * a table placed gets, of what is left beyond those reserves, its share in proportion to
 //    its full statistics' bound: when all registered tables fit in full, each gets its full
 //    statistics, in whatever order they come;
-//  * its ordered sample starts at kFirstOrderedRefs references and is raised (up to what its
-//    share allowed) before the references that need it, from what the budget has left: memory
-//    follows what a table reads, and a table read a few times holds kilobytes.
+//  * what a table holds as it reads is reserved as it comes: its ordered sample starts at
+//    kFirstOrderedRefs references and is raised before the references that need more, and
+//    room for kFirstWindows closed drift windows is raised before a flush would hold more
+//    (up to what its share allowed each, from what the budget has beyond the reserves; a raise
+//    refused thins its sample sooner, or lets its drift window run on to the next close, and
+//    counts it as sized down). A table read a few times reserves kilobytes, not its worst case.
 // A table for which even its smallest statistics do not fit what is left gets none: its
 // lookups are refused, counted.
 class TableCounts {
  public:
   static constexpr uint64_t kFirstOrderedRefs = 256;
+  static constexpr uint32_t kFirstWindows = 2;
   explicit TableCounts(const stats::StatsConfig& cfg, uint64_t budget_bytes = UINT64_MAX)
       : cfg_(cfg), budget_(budget_bytes) {}
   // Caller holds mutex(). `registry`: the process's tables (those not placed yet keep their
@@ -87,8 +91,14 @@ class TableCounts {
     bool pending = false;
     bool refused = false;
     bool downsized = false;       // counted in news_.downsized_tables
-    uint64_t reserved = 0;        // its part of used_: the bound of its statistics as they are
+    uint64_t rows = 0;
+    // What its part of used_ is the bound of: its config with the ordered sample at the bound
+    // it has now and max_windows at the closed windows there is room for.
+    stats::StatsConfig held;
+    uint64_t reserved = 0;        // state_bound_bytes(rows, held)
     uint64_t order_cap = 0;       // what its ordered sample may be raised to
+    uint32_t windows_cap = 0;     // its config's max_windows
+    uint32_t windows_closed = 0;  // drift windows closed since its last delta
   };
   const stats::StatsConfig cfg_;
   const uint64_t budget_;
@@ -100,7 +110,12 @@ class TableCounts {
   uint64_t full_bytes(uint64_t rows) const;      // bound of its full statistics
   // Raises the table's ordered sample bound before `n` more references, as far as its cap and
   // the budget beyond the reserve allow.
-  void raise_order_limit(Entry& e, const TableInfo& t, uint64_t n);
+  void raise_order_limit(Entry& e, uint64_t n);
+  // Closes the table's drift window if there is room for one more closed window (raised as
+  // the budget allows); else its window runs on to the next close.
+  void close_window(Entry& e);
+  // Makes `to` the held config if the budget beyond the reserves has room for it.
+  bool try_hold(Entry& e, const stats::StatsConfig& to);
   void mark_downsized(Entry& e);
   std::vector<Entry> tables_;  // by table id
   uint64_t used_ = 0;          // sum of the tables' reserved bytes

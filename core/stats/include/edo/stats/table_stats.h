@@ -243,13 +243,12 @@ class TableIngestor {
   void close_window();
   // Everything recorded since the previous take_delta(); the ingestor's LRU state is kept.
   TableAggregate take_delta();
-  // The ordered sample's bound (StatsConfig::ordered_sample_refs, at first) and the references
-  // of the whole stream it keeps against it (0 without a sample). raise_...() raises the bound
-  // (never lowers it): the tracer starts a table's sample small and raises the bound before the
-  // references that need it, as the memory budget allows; the sample is then the one the higher
-  // bound would have given from the start.
+  // The references of the whole stream the ordered sample keeps against its bound
+  // (StatsConfig::ordered_sample_refs at first; 0 without a sample). raise_...() raises the
+  // bound (never lowers it): the tracer starts a table's sample small and raises the bound
+  // before the references that need it, as the memory budget allows; the sample is then the
+  // one the higher bound would have given from the start.
   uint64_t ordered_sample_kept() const;
-  uint64_t ordered_sample_limit() const;
   void raise_ordered_sample_limit(uint64_t refs);
   // Read access to the not-yet-taken delta. Logically const, but it ends the current
   // counting segment (O(rows touched)); not thread-safe, like every other member.
