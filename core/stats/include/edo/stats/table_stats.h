@@ -267,7 +267,8 @@ class TableIngestor {
 // sample size, rate x rows).
 uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
 // A config whose state_bound_bytes() is at most `budget` when one exists: an exact table that
-// does not fit is sketched; then the largest part is halved, in turn (count-min width, top-K
+// does not fit is sketched where that saves memory (its exact counts are larger than the
+// smallest sketch; a small table stays exact); then the largest part is halved, in turn (count-min width, top-K
 // size, HyperLogLog precision, drift windows, SHARDS rate) down to its minimum, and last the
 // LRU curve is given up. The result's bound may still exceed `budget` (all at their minimum):
 // the caller checks.
