@@ -166,8 +166,9 @@ void print_memory(const model::Profile& profile, size_t ranks) {
                            "bounded by EDO_MAX_DEVICE_MB), pinned host memory {}",
                            model::format_bytes(own), model::format_bytes(profile.edo_pinned_bytes())),
                "    ");
+  const std::string lift = model::lifting_settings(profile.drops());
   fmt::print("dropped events: {}{}\n", profile.dropped_events(),
-             profile.dropped_events() ? " (the tracer's buffers were full: counts are lower bounds)" : "");
+             profile.dropped_events() ? " (counts are lower bounds" + (lift.empty() ? "" : "; raise " + lift) + ")" : "");
   for (const auto& [name, n] : profile.drops())
     if (n) print_note("  " + model::describe_drop(name, n), "    ");
 }

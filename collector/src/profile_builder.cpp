@@ -420,8 +420,10 @@ std::vector<std::string> summary_lines(const model::Profile& p, bool weights_ask
   for (auto& e : p.memory_events) alloc_events += e.bytes > 0;
   out.push_back("peak memory " + model::format_bytes(static_cast<uint64_t>(std::max<int64_t>(p.peak_bytes(), 0))) + " (" + std::to_string(alloc_events) +
                 " device allocation(s) traced, table memory " + model::format_bytes(p.table_bytes()) + ")");
-  out.push_back("dropped events: " + std::to_string(p.dropped_events()) +
-                (p.dropped_events() ? " (raise EDO_MAX_BUFFER_MB / EDO_MAX_EVENTS)" : ""));
+  // The advice names the settings that lift the losses there are (each counter's own), none for a
+  // loss no setting lifts.
+  const std::string lift = model::lifting_settings(p.drops());
+  out.push_back("dropped events: " + std::to_string(p.dropped_events()) + (lift.empty() ? "" : " (raise " + lift + ")"));
   for (const auto& [name, n] : p.drops())
     if (n) out.push_back("  " + model::describe_drop(name, n));
   if (weights_asked || !p.weights.empty()) out.push_back(weights_line(p));

@@ -36,7 +36,8 @@ struct TableIngestor::Impl {
   std::vector<std::pair<uint64_t, uint64_t>> window_acc;  // (row, count), unsorted
   uint64_t window_lookups = 0;
   uint64_t window_index = 0;
-  std::vector<uint64_t> buf;
+  size_t chunk = 4096;        // references counted at a time (detail::ingest_chunk)
+  std::vector<uint64_t> buf;  // in-range rows of a chunk, allocated at first use
   std::vector<uint64_t> est;  // count-min estimates of a chunk (sketch mode)
   // Segments counted elsewhere (add_counted): their SHARDS state, and in sketch mode the rows
   // of the last top-K (candidates again in the next segment, with the device's new ones).
@@ -53,7 +54,7 @@ struct TableIngestor::Impl {
     if (direct_ids) stack.set_id_bound(r);
     if (!exact_lru && !mapped_lru) make_sampler();
     if (c.track_lru && c.ordered_sample_refs > 0) order.emplace(c.ordered_sample_refs);
-    buf.resize(4096);
+    chunk = detail::ingest_chunk(r, c);
   }
 
   // The sampler keeps its own counts for its classes and hot rows (exact mode only, as the
@@ -65,7 +66,7 @@ struct TableIngestor::Impl {
   // scratch buffers hold one chunk (stats::state_bound_bytes).
   template <class I>
   void add(const I* idx, size_t n) {
-    constexpr size_t kChunk = 4096;
+    const size_t kChunk = chunk;
     for (size_t off = 0; off < n; off += kChunk) add_chunk(idx + off, std::min(kChunk, n - off));
   }
 
@@ -98,6 +99,7 @@ struct TableIngestor::Impl {
     if (!cfg.track_lru) return;
     // In-range rows, compacted branch-free into buf (int64 input with nothing out of range
     // is used as it is), then the LRU stack.
+    if (buf.size() < n) buf.resize(n);
     const uint64_t* in = buf.data();
     size_t m = 0;
     if (std::is_same_v<I, int64_t> && oor == 0) {
@@ -333,6 +335,12 @@ TableAggregate TableIngestor::take_delta() {
   s.flush();
   s.has_staged = false;
   return std::move(s.staged);  // staged stays moved-from until the next flush()
+}
+
+uint64_t TableIngestor::ordered_sample_kept() const { return impl_->order ? impl_->order->kept() : 0; }
+
+void TableIngestor::raise_ordered_sample_limit(uint64_t refs) {
+  if (impl_->order) impl_->order->raise_max_refs(refs);
 }
 
 const TableAggregate& TableIngestor::pending() const {

@@ -18,6 +18,14 @@ namespace edo::stats::detail {
 // The row hashes are shared with the GPU counting path (edo/stats/row_hash.h).
 using hash::mix64;
 
+// References the ingestor counts at a time (its scratch buffers hold one chunk: 8 bytes per
+// reference, twice in sketch mode). A small table with an exact LRU stack takes shorter chunks,
+// so that its buffers cost 4 KiB, not 64: its results do not depend on the chunks (the counts,
+// the stack and the ordered sample take the references in order).
+inline size_t ingest_chunk(uint64_t rows, const StatsConfig& c) {
+  return rows < 4096 && rows <= c.exact_lru_rows_limit ? 512 : 4096;
+}
+
 // ---- exact per-row counts -----------------------------------------------------------------
 // Dense form: uint32 per row; a row's count is lo_[row] + carry_[row] (a map, almost always
 // empty). The hot loop has no overflow test: headroom_ bounds how many more increments any

@@ -44,11 +44,16 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
     p.topk = 3 * (16 * k + 12 * pow2_at_least(std::max<uint64_t>(16, 2 * k))) + 2 * kMaxVarint * k;
     p.hll = 4 * (uint64_t{1} << std::min<uint32_t>(c.hll_precision, 30));
   }
-  // Drift: the windows held by the staged delta and its serialized copy, and the open
-  // window's candidates.
-  p.windows = uint64_t(c.max_windows) * c.drift_top_k * (8 + kMaxVarint) + 2 * 4 * uint64_t(c.drift_top_k) * 16;
-  // Histograms, the ingestor's own buffers, the aggregates' small parts, allocator slack.
-  p.fixed += 4 * hist_bytes(rows) + 2 * 8 * 4096 + (256 << 10);
+  // Drift: the windows held by the staged delta (each one's rows, the window itself and its
+  // place in the doubling vector) and its serialized copy, and the open window's candidates.
+  // A window's hot set holds at most drift_top_k rows, and never more than the table has.
+  const uint64_t hot = std::min<uint64_t>(c.drift_top_k, std::max<uint64_t>(rows, 1));
+  p.windows = uint64_t(c.max_windows) * (hot * (8 + kMaxVarint) + 3 * sizeof(HotSetWindow) + 32) + 2 * 4 * hot * 16;
+  // Histograms, the ingestor's scratch buffers (one chunk), the aggregates' small parts and
+  // allocator slack: 256 KiB, less for a small table, whose parts are all small (measured:
+  // tests/unit/stats_memory, StateBound.CoversWhatASmallTableAllocates).
+  p.fixed += 4 * hist_bytes(rows) + 2 * 8 * detail::ingest_chunk(rows, c) +
+             std::min<uint64_t>(256 << 10, (24 << 10) + 64 * rows);
   if (c.track_lru) {
     // The ordered sample: at most ordered_sample_refs references pending (16 bytes each, and
     // the vector's doubling), the staged delta's copy, and the serialized delta (two varints).
@@ -57,6 +62,8 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
       // Mattson stack: last timestamp per row, owner per timestamp (twice the live rows, and
       // the copy compaction makes), live-marker bits.
       p.lru = rows * (2 * 4 + 3 * 2 * 4 + 1);
+      // The stack's smallest capacity (1024 timestamps: owners and their copy, live markers).
+      p.lru += 2 * 4 * 1024 + 1024;
     } else {
       using S = detail::ShardsSampler;
       p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +
@@ -88,8 +95,20 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
   StatsConfig c = config;
   if (state_bound_bytes(rows, c) <= budget) return c;
   if (rows <= c.exact_rows_limit && rows > 0) {
-    c.exact_rows_limit = rows - 1;  // this table is sketched
-    if (state_bound_bytes(rows, c) <= budget) return c;
+    // A table is sketched only where that saves memory: its exact counts are larger than a
+    // sketch at its smallest (count-min, top-K, HyperLogLog). A small table stays exact and
+    // gives up other parts instead: its counts are the cheapest part it has.
+    StatsConfig sketched = c;
+    sketched.exact_rows_limit = rows - 1;
+    StatsConfig smallest = sketched;
+    smallest.cms_width = kMinCmsWidth;
+    smallest.top_k = kMinTopK;
+    smallest.hll_precision = kMinHll;
+    const Parts s = parts_of(rows, smallest);
+    if (parts_of(rows, c).counts > s.counts + s.topk + s.hll) {
+      c = sketched;
+      if (state_bound_bytes(rows, c) <= budget) return c;
+    }
   }
   while (state_bound_bytes(rows, c) > budget) {
     const Parts p = parts_of(rows, c);

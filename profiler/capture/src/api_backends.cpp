@@ -46,7 +46,7 @@ int api_lookup(int64_t table, const void* indices, uint64_t count, int type, int
   if (device == EDO_CUDA) return cuda_lookup(table, indices, count, type, stream);
   if (!p->async.load(std::memory_order_relaxed) || !s.bg_running.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lk(s.counts.mutex());
-    s.counts.add_locked(*t, indices, count, type, p->registry.size());
+    s.counts.add_locked(*t, indices, count, type, &p->registry);
     return EDO_OK;
   }
   switch (s.queue.push_copy(table, indices, count, type, type == EDO_I64 ? 8 : 4)) {
@@ -97,7 +97,7 @@ void ingest_indices(int64_t table, const void* indices, uint64_t count, int type
   if (!t) return;
   Session& s = session();
   std::lock_guard<std::mutex> lk(s.counts.mutex());
-  s.counts.add_locked(*t, indices, count, type, p->registry.size());
+  s.counts.add_locked(*t, indices, count, type, &p->registry);
 }
 
 }  // namespace edo::capture
@@ -110,7 +110,7 @@ void ingest_counted(int64_t table, const stats::CountedSegment& segment) {
   if (!t) return;
   Session& s = session();
   std::lock_guard<std::mutex> lk(s.counts.mutex());
-  s.counts.add_counted_locked(*t, segment, p->registry.size());
+  s.counts.add_counted_locked(*t, segment, &p->registry);
 }
 
 }  // namespace edo::capture

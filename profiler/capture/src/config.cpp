@@ -22,7 +22,7 @@ const std::vector<VarDoc>& documented_variables() {
       {"EDO_MAX_BUFFER_MB", "256", "bound on index batches waiting for the background thread (host copies and pinned device staging); beyond it batches are dropped and counted"},
       {"EDO_MAX_EVENTS", "1048576", "memory events buffered between two flushes; beyond it events are dropped and counted"},
       {"EDO_WINDOW_STEPS", "0", "close a hot-set drift window every N edo_step() calls (0: at every flush)"},
-      {"EDO_MAX_MEMORY_MB", "4096", "bound on the tables' statistics in each traced process (MiB, 16..1048576): a table beyond its share gets smaller sketches, or none (counted); see docs/memory.md"},
+      {"EDO_MAX_MEMORY_MB", "4096", "bound on the tables' statistics in each traced process (MiB, 16..1048576): a table beyond its share gets smaller statistics (small tables stay exact), and none only when not even every registered table's smallest fit (counted); see docs/memory.md"},
       {"EDO_MAX_DEVICE_MB", "1024", "bound on edo's own device memory in each traced process (MiB, 16..1048576): the device counters of tables counted on the GPU and a sample arena per context, allocated outside the job's allocator; a table whose counters do not fit is counted on the host instead (device_memory_bound_tables); see docs/memory.md"},
       {"EDO_ASYNC", "1", "1: lookups are copied and counted on a background thread; 0: counted inline in the caller"},
       {"EDO_LRU", "1", "0: count rows only, no LRU hit-rate curve (cheaper ingest)"},

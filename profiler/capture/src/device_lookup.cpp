@@ -83,7 +83,7 @@ int cuda_lookup(int64_t table, const void* indices, uint64_t count, int type, vo
     {
       Session& s = session();
       std::lock_guard<std::mutex> lk(s.counts.mutex());
-      if (!s.counts.admit_counted_locked(*t, count, process()->registry.size())) return EDO_OK;
+      if (!s.counts.admit_counted_locked(*t, count, &process()->registry)) return EDO_OK;
     }
     const int rc = c->lookup(*t, indices, count, type, static_cast<CUstream>(stream));
     if (rc != DeviceCounting::kUnavailable) return rc;

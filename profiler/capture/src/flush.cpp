@@ -18,7 +18,8 @@ FlushSnapshot take_snapshot(Session& s, Registry& registry, bool window_per_flus
     if (news.downsized_tables) {
       s.downsized_tables += news.downsized_tables;
       s.events.add_note({"memory_bound", std::to_string(s.downsized_tables) +
-                                             " table(s) got smaller statistics (sketch sizes, LRU sample rate) to fit "
+                                             " table(s) got smaller statistics (sketch sizes, LRU sample rate, drift windows, "
+                                             "ordered sample) to fit "
                                              "EDO_MAX_MEMORY_MB; statistics reserved: " +
                                              std::to_string(s.counts.reserved_bytes_locked() >> 20) + " MiB"});
     }

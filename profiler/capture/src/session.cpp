@@ -5,53 +5,142 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
+uint64_t TableCounts::smallest_bytes(uint64_t rows) const {
+  return stats::state_bound_bytes(rows, stats::fit_state_to(rows, cfg_, 0));
+}
+
+uint64_t TableCounts::full_bytes(uint64_t rows) const { return stats::state_bound_bytes(rows, cfg_); }
+
+void TableCounts::note_registered(const Registry* registry) {
+  if (!registry) return;
+  const uint32_t n = registry->size();
+  for (; noted_ < n; ++noted_) {
+    const TableInfo* t = registry->get(noted_);
+    if (!t) break;  // published after the count: the next call notes it
+    if (noted_ < tables_.size() && (tables_[noted_].ing || tables_[noted_].refused)) continue;
+    waiting_min_ += smallest_bytes(t->rows);
+    waiting_full_ += full_bytes(t->rows);
+  }
+}
+
+void TableCounts::mark_downsized(Entry& e) {
+  if (e.downsized) return;
+  e.downsized = true;
+  ++news_.downsized_tables;
+}
+
 // The table's entry, its statistics placed on first use within the budget. `fit`: size the
 // statistics to the table's share (host-counted tables); a table counted on the device keeps
 // the configured sizes, which its device state was laid out with, or is refused.
-TableCounts::Entry& TableCounts::entry(const TableInfo& t, uint32_t registered, bool fit) {
+TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* registry, bool fit) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
+  if (tables_[t.id].ing || tables_[t.id].refused) return tables_[t.id];
+  note_registered(registry);
   Entry& e = tables_[t.id];
-  if (!e.ing && !e.refused) {
-    const uint64_t left = budget_ - std::min(budget_, used_);
-    const uint64_t waiting = std::max<uint64_t>(1, uint64_t(std::max(registered, placed_ + 1)) - placed_);
-    const stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, left / waiting) : cfg_;
-    const uint64_t need = stats::state_bound_bytes(t.rows, c);
-    ++placed_;
-    if (need > left) {
-      e.refused = true;
-      ++news_.refused_tables;
-    } else {
-      used_ += need;
-      e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
-      if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
-          c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows ||
-          c.drift_top_k != cfg_.drift_top_k || c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru ||
-          c.exact_lru_distinct_limit != cfg_.exact_lru_distinct_limit)
-        ++news_.downsized_tables;
-    }
+  const uint64_t own_min = smallest_bytes(t.rows), own_full = full_bytes(t.rows);
+  if (t.id < noted_) {  // no longer waiting: its reserve is its own from here on
+    waiting_min_ -= own_min;
+    waiting_full_ -= own_full;
   }
+  const uint64_t left = budget_ - std::min(budget_, used_);
+  // What the other waiting tables keep, and this table's share of the rest: in proportion to
+  // its full statistics among theirs (all of it when they all fit), at least its smallest.
+  const uint64_t free = left - std::min(left, waiting_min_);
+  const uint64_t wanted = own_full + waiting_full_;
+  const uint64_t proportional =
+      wanted <= left ? own_full : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
+  const uint64_t share = std::min(free, std::max(own_min, proportional));
+  stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, share) : cfg_;
+  // The ordered sample and the closed drift windows start small; the share's config is their
+  // cap (raise_order_limit, close_window).
+  e.rows = t.rows;
+  e.order_cap = c.track_lru ? c.ordered_sample_refs : 0;
+  e.windows_cap = c.max_windows;
+  c.ordered_sample_refs = std::min(c.ordered_sample_refs, kFirstOrderedRefs);
+  e.held = c;
+  e.held.max_windows = std::min(c.max_windows, kFirstWindows);
+  const uint64_t need = stats::state_bound_bytes(t.rows, e.held);
+  if (need > left) {
+    e.refused = true;
+    ++news_.refused_tables;
+    return e;
+  }
+  used_ += need;
+  e.reserved = need;
+  e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
+  if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
+      c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows || c.drift_top_k != cfg_.drift_top_k ||
+      c.shards_rate != cfg_.shards_rate || c.track_lru != cfg_.track_lru ||
+      c.exact_lru_distinct_limit != cfg_.exact_lru_distinct_limit ||
+      (cfg_.track_lru && e.order_cap != cfg_.ordered_sample_refs))
+    mark_downsized(e);
   return e;
 }
 
-void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered) {
-  Entry& e = entry(t, registered, /*fit=*/false);
+bool TableCounts::try_hold(Entry& e, const stats::StatsConfig& to) {
+  const uint64_t need = stats::state_bound_bytes(e.rows, to);
+  if (need > e.reserved) {
+    const uint64_t left = budget_ - std::min(budget_, used_);
+    if (need - e.reserved > left - std::min(left, waiting_min_)) return false;
+  }
+  used_ = used_ - e.reserved + need;
+  e.reserved = need;
+  e.held = to;
+  return true;
+}
+
+void TableCounts::raise_order_limit(Entry& e, uint64_t n) {
+  const uint64_t limit = e.held.ordered_sample_refs;
+  if (limit == 0 || limit >= e.order_cap || !e.held.track_lru) return;
+  const uint64_t want = e.ing->ordered_sample_kept() + n;
+  if (want <= limit) return;
+  uint64_t to = limit;
+  while (to < want && to < e.order_cap) to *= 2;
+  stats::StatsConfig c = e.held;
+  for (to = std::min(to, e.order_cap); to > limit; to = std::max(limit, to / 2)) {
+    c.ordered_sample_refs = to;
+    if (try_hold(e, c)) break;
+  }
+  if (to < std::min(want, e.order_cap)) mark_downsized(e);  // its sample is thinned sooner than configured
+  if (to > limit) e.ing->raise_ordered_sample_limit(to);
+}
+
+void TableCounts::close_window(Entry& e) {
+  if (e.windows_closed >= e.held.max_windows) {
+    stats::StatsConfig c = e.held;
+    c.max_windows = std::min(e.windows_cap, std::max<uint32_t>(1, e.held.max_windows) * 2);
+    if (c.max_windows <= e.held.max_windows || !try_hold(e, c)) {
+      // No room for another closed window before the next delta: this one runs on. Past the
+      // cap the oldest windows would be dropped anyway; within it that is a smaller statistic.
+      if (e.held.max_windows < e.windows_cap) mark_downsized(e);
+      else e.ing->close_window();  // the aggregate keeps the newest max_windows: no more memory
+      return;
+    }
+  }
+  ++e.windows_closed;
+  e.ing->close_window();
+}
+
+void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, const Registry* registry) {
+  Entry& e = entry(t, registry, /*fit=*/false);
   if (e.refused) return;  // counted in refused_tables; a segment carries no lookup total
   e.ing->add_counted(segment);
   e.pending = true;
 }
 
-bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, uint32_t registered) {
-  if (!entry(t, registered, /*fit=*/false).refused) return true;
+bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, const Registry* registry) {
+  if (!entry(t, registry, /*fit=*/false).refused) return true;
   news_.refused_lookups += n;
   return false;
 }
 
-void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, uint32_t registered) {
-  Entry& e = entry(t, registered, /*fit=*/true);
+void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, const Registry* registry) {
+  Entry& e = entry(t, registry, /*fit=*/true);
   if (e.refused) {
     news_.refused_lookups += n;
     return;
   }
+  raise_order_limit(e, n);
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
   e.pending = true;
@@ -65,7 +154,7 @@ TableCounts::BudgetNews TableCounts::take_budget_news_locked() {
 
 void TableCounts::close_windows_locked() {
   for (Entry& e : tables_)
-    if (e.ing && e.pending) e.ing->close_window();
+    if (e.ing && e.pending) close_window(e);
 }
 
 uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered, std::vector<wire::TableDelta>& out) {
@@ -73,8 +162,9 @@ uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered,
   for (uint32_t id = 0; id < tables_.size() && id < registered; ++id) {
     Entry& e = tables_[id];
     if (!e.ing || !e.pending) continue;
-    if (close_window) e.ing->close_window();
+    if (close_window) this->close_window(e);
     stats::TableAggregate d = e.ing->take_delta();
+    e.windows_closed = 0;
     e.pending = false;
     lookups += d.lookups();
     if (!d.empty()) out.push_back({id, d.serialize()});
@@ -237,7 +327,7 @@ void Session::drain(const Registry& registry, const std::function<bool()>& give_
       Batch* b = work[done];
       if (b->table < 0) counts.close_windows_locked();
       else if (const TableInfo* t = registry.get(b->table))
-        counts.add_locked(*t, b->data.get(), b->count, b->type, registry.size());
+        counts.add_locked(*t, b->data.get(), b->count, b->type, &registry);
     }
   }
   std::vector<Batch*> rest(work.begin() + long(done), work.end());

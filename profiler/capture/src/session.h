@@ -34,21 +34,37 @@ struct SessionIdentity {
   int64_t start_mono_ns = 0;
 };
 
-// Per-table counting state of a session, within a memory budget (EDO_MAX_MEMORY_MB): a table
-// gets its statistics at its first lookup, sized to its share of what is left (the budget
-// left over the registered tables that have none yet; stats::fit_state_to()). A table for
-// which even the smallest statistics do not fit gets none: its lookups are refused, counted.
+// Per-table counting state of a session, within a memory budget (EDO_MAX_MEMORY_MB). A table
+// gets its statistics at its first lookup; the budget is shared so that the order in which
+// tables come (threads registering at once) decides as little as possible:
+//  * each table registered and not placed yet keeps its smallest statistics reserved
+//    (stats::fit_state_to(rows, cfg, 0): exact counts wherever those are smaller than a sketch),
+//    so no table is refused while the budget could hold every table's smallest statistics;
+//  * a table placed gets, of what is left beyond those reserves, its share in proportion to
+//    its full statistics' bound: when all registered tables fit in full, each gets its full
+//    statistics, in whatever order they come;
+//  * what a table holds as it reads is reserved as it comes: its ordered sample starts at
+//    kFirstOrderedRefs references and is raised before the references that need more, and
+//    room for kFirstWindows closed drift windows is raised before a flush would hold more
+//    (up to what its share allowed each, from what the budget has beyond the reserves; a raise
+//    refused thins its sample sooner, or lets its drift window run on to the next close, and
+//    counts it as sized down). A table read a few times reserves kilobytes, not its worst case.
+// A table for which even its smallest statistics do not fit what is left gets none: its
+// lookups are refused, counted.
 class TableCounts {
  public:
+  static constexpr uint64_t kFirstOrderedRefs = 256;
+  static constexpr uint32_t kFirstWindows = 2;
   explicit TableCounts(const stats::StatsConfig& cfg, uint64_t budget_bytes = UINT64_MAX)
       : cfg_(cfg), budget_(budget_bytes) {}
-  // Caller holds mutex(). `registered`: tables in the registry now.
-  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, uint32_t registered = 0);
-  void add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, uint32_t registered = 0);
+  // Caller holds mutex(). `registry`: the process's tables (those not placed yet keep their
+  // smallest statistics reserved); nullptr: none known beyond `t`.
+  void add_locked(const TableInfo& t, const void* indices, uint64_t n, int type, const Registry* registry = nullptr);
+  void add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, const Registry* registry = nullptr);
   // A batch of `n` indices about to be counted on the device: the table is placed now, at
   // the configured sizes its device counters use, so that a table the budget refuses gets no
   // device counters either. False when it is refused: its lookups are counted as refused.
-  bool admit_counted_locked(const TableInfo& t, uint64_t n, uint32_t registered = 0);
+  bool admit_counted_locked(const TableInfo& t, uint64_t n, const Registry* registry = nullptr);
   void close_windows_locked();
   // Deltas of the tables with ids below `registered` (those whose registration is already on
   // the wire) with something pending, closing the window first when asked. A table registered
@@ -74,14 +90,38 @@ class TableCounts {
     std::unique_ptr<stats::TableIngestor> ing;
     bool pending = false;
     bool refused = false;
+    bool downsized = false;       // counted in news_.downsized_tables
+    uint64_t rows = 0;
+    // What its part of used_ is the bound of: its config with the ordered sample at the bound
+    // it has now and max_windows at the closed windows there is room for.
+    stats::StatsConfig held;
+    uint64_t reserved = 0;        // state_bound_bytes(rows, held)
+    uint64_t order_cap = 0;       // what its ordered sample may be raised to
+    uint32_t windows_cap = 0;     // its config's max_windows
+    uint32_t windows_closed = 0;  // drift windows closed since its last delta
   };
   const stats::StatsConfig cfg_;
   const uint64_t budget_;
   std::mutex mu_;
-  Entry& entry(const TableInfo& t, uint32_t registered, bool fit);
+  Entry& entry(const TableInfo& t, const Registry* registry, bool fit);
+  // Adds the tables registered since the last call to the reserve of tables not placed yet.
+  void note_registered(const Registry* registry);
+  uint64_t smallest_bytes(uint64_t rows) const;  // bound of a table's smallest statistics
+  uint64_t full_bytes(uint64_t rows) const;      // bound of its full statistics
+  // Raises the table's ordered sample bound before `n` more references, as far as its cap and
+  // the budget beyond the reserve allow.
+  void raise_order_limit(Entry& e, uint64_t n);
+  // Closes the table's drift window if there is room for one more closed window (raised as
+  // the budget allows); else its window runs on to the next close.
+  void close_window(Entry& e);
+  // Makes `to` the held config if the budget beyond the reserves has room for it.
+  bool try_hold(Entry& e, const stats::StatsConfig& to);
+  void mark_downsized(Entry& e);
   std::vector<Entry> tables_;  // by table id
-  uint64_t used_ = 0;          // sum of the tables' state_bound_bytes()
-  uint32_t placed_ = 0;        // tables with statistics, or refused
+  uint64_t used_ = 0;          // sum of the tables' reserved bytes
+  uint32_t noted_ = 0;         // registry tables [0, noted_) are known here
+  uint64_t waiting_min_ = 0;   // smallest statistics of the tables noted and not placed
+  uint64_t waiting_full_ = 0;  // their full statistics
   BudgetNews news_;
 };
 

@@ -92,6 +92,44 @@ TEST(StateBound, CoversWhatAnExactTableAllocates) {
   }
 }
 
+// Small tables (issue 30 point 7, issue 31): the bound follows the rows (a window's hot set,
+// the stack, the scratch buffers), and so do the allocations, read a few times or flooded.
+TEST(StateBound, CoversWhatASmallTableAllocates) {
+  for (uint64_t rows : {uint64_t{1}, uint64_t{16}, uint64_t{100}, uint64_t{1000}, uint64_t{5000}}) {
+    StatsConfig cfg;
+    const uint64_t bound = edo::stats::state_bound_bytes(rows, cfg);
+    const int64_t peak = peak_of(rows, cfg, 1 << 16, 3);
+    // The tracer's start: the ordered sample at 256 references (raised as references come).
+    cfg.ordered_sample_refs = 256;
+    const uint64_t small_bound = edo::stats::state_bound_bytes(rows, cfg);
+    const int64_t small_peak = peak_of(rows, cfg, 1, 3);
+    std::printf("%llu-row table: bound %llu bytes, peak %lld flooded; ordered sample at 256: bound %llu, peak %lld\n",
+                (unsigned long long)rows, (unsigned long long)bound, (long long)peak, (unsigned long long)small_bound,
+                (long long)small_peak);
+    EXPECT_LE(uint64_t(peak), bound) << rows;
+    EXPECT_LE(uint64_t(small_peak), small_bound) << rows;
+  }
+  // A 16-row table starts in kilobytes, not megabytes.
+  StatsConfig start;
+  start.ordered_sample_refs = 256;
+  EXPECT_LT(edo::stats::state_bound_bytes(16, start), uint64_t{512} << 10);
+}
+
+// A small table that does not fit stays exact (its counts are smaller than any sketch) and
+// gives up its other parts instead; its smallest statistics take kilobytes.
+TEST(StateBound, ASmallTableIsNeverSketched) {
+  const StatsConfig cfg;
+  for (uint64_t budget : {uint64_t{1} << 20, uint64_t{256} << 10, uint64_t{0}}) {
+    const StatsConfig c = edo::stats::fit_state_to(16, cfg, budget);
+    EXPECT_GE(c.exact_rows_limit, 16u) << budget;
+  }
+  const uint64_t smallest = edo::stats::state_bound_bytes(16, edo::stats::fit_state_to(16, cfg, 0));
+  std::printf("16-row table: smallest statistics %llu bytes\n", (unsigned long long)smallest);
+  EXPECT_LT(smallest, uint64_t{64} << 10);
+  // A large exact table that does not fit is still sketched.
+  EXPECT_LT(edo::stats::fit_state_to(10'000'000, cfg, uint64_t{64} << 20).exact_rows_limit, 10'000'000u);
+}
+
 TEST(StateBound, FittedConfigsStayUnderTheirBudgetAndStillAllocateUnderTheBound) {
   const StatsConfig cfg;
   for (uint64_t budget : {uint64_t{64} << 20, uint64_t{8} << 20, uint64_t{2} << 20, uint64_t{1} << 20}) {

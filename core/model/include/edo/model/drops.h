@@ -20,6 +20,7 @@ struct DropCounter {
   const char* name;
   DropUnit unit;
   const char* meaning;  // what was lost, and what to change so that it is not
+  const char* setting = nullptr;  // the one setting that lifts it (raised), if there is one
 };
 
 // The known counters, in report order.
@@ -33,6 +34,10 @@ uint64_t dropped_events_of(const std::map<std::string, uint64_t>& drops);
 // reads "ended_without_final_flush: 2 session(s) (...)". Control characters in an unknown
 // name are escaped (\xNN).
 std::string describe_drop(const std::string& name, uint64_t n);
+
+// The settings that lift the losses in `drops` (counters above 0), each once, in catalog
+// order, joined by " and ": "EDO_MAX_MEMORY_MB"; empty when no such loss has one.
+std::string lifting_settings(const std::map<std::string, uint64_t>& drops);
 
 // Counter names used by more than one part.
 inline constexpr const char* kEndedWithoutFinalFlush = "ended_without_final_flush";

@@ -66,6 +66,11 @@ class OrderedSampler {
   OrderedSample take();
   uint64_t threshold() const { return threshold_; }
   uint64_t kept() const { return kept_; }
+  uint64_t max_refs() const { return max_refs_; }
+  // Raises the bound (never lowers it). The sample so far is the one a sampler with the higher
+  // bound would have kept, as long as it never had to lower its threshold: the tracer raises a
+  // table's bound before the references that would need it (docs/memory.md).
+  void raise_max_refs(uint64_t m) { max_refs_ = m > max_refs_ ? m : max_refs_; }
 
  private:
   void keep(uint64_t row);

@@ -243,6 +243,13 @@ class TableIngestor {
   void close_window();
   // Everything recorded since the previous take_delta(); the ingestor's LRU state is kept.
   TableAggregate take_delta();
+  // The references of the whole stream the ordered sample keeps against its bound
+  // (StatsConfig::ordered_sample_refs at first; 0 without a sample). raise_...() raises the
+  // bound (never lowers it): the tracer starts a table's sample small and raises the bound
+  // before the references that need it, as the memory budget allows; the sample is then the
+  // one the higher bound would have given from the start.
+  uint64_t ordered_sample_kept() const;
+  void raise_ordered_sample_limit(uint64_t refs);
   // Read access to the not-yet-taken delta. Logically const, but it ends the current
   // counting segment (O(rows touched)); not thread-safe, like every other member.
   const TableAggregate& pending() const;
@@ -260,7 +267,8 @@ class TableIngestor {
 // sample size, rate x rows).
 uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
 // A config whose state_bound_bytes() is at most `budget` when one exists: an exact table that
-// does not fit is sketched; then the largest part is halved, in turn (count-min width, top-K
+// does not fit is sketched where that saves memory (its exact counts are larger than the
+// smallest sketch; a small table stays exact); then the largest part is halved, in turn (count-min width, top-K
 // size, HyperLogLog precision, drift windows, SHARDS rate) down to its minimum, and last the
 // LRU curve is given up. The result's bound may still exceed `budget` (all at their minimum):
 // the caller checks.
