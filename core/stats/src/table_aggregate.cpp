@@ -33,13 +33,13 @@ void TableAggregate::Impl::append_windows(const std::vector<HotSetWindow>& w) {
 }
 
 TableAggregate::TableAggregate() : TableAggregate(0, StatsConfig{}) {}
-TableAggregate::TableAggregate(uint64_t rows, const StatsConfig& config) : impl_(std::make_unique<Impl>()) {
+TableAggregate::TableAggregate(uint64_t rows, const StatsConfig& config) : impl_(std::make_shared<Impl>()) {
   impl_->init(rows, config);
 }
 TableAggregate::~TableAggregate() = default;
-TableAggregate::TableAggregate(const TableAggregate& o) : impl_(std::make_unique<Impl>(*o.impl_)) {}
+TableAggregate::TableAggregate(const TableAggregate& o) : impl_(o.impl_) {}
 TableAggregate& TableAggregate::operator=(const TableAggregate& o) {
-  if (this != &o) impl_ = std::make_unique<Impl>(*o.impl_);
+  impl_ = o.impl_;
   return *this;
 }
 TableAggregate::TableAggregate(TableAggregate&& o) noexcept : impl_(std::move(o.impl_)) {}
@@ -48,7 +48,11 @@ TableAggregate& TableAggregate::operator=(TableAggregate&& o) noexcept {
   return *this;
 }
 
-TableAggregate::Impl& TableAggregate::impl() { return *impl_; }
+TableAggregate::Impl& TableAggregate::own() {
+  if (impl_ && impl_.use_count() > 1) impl_ = std::make_shared<Impl>(*impl_);
+  return *impl_;
+}
+TableAggregate::Impl& TableAggregate::impl() { return own(); }
 const TableAggregate::Impl& TableAggregate::impl() const { return *impl_; }
 
 uint64_t TableAggregate::rows() const { return impl_ ? impl_->rows : 0; }
@@ -150,7 +154,7 @@ void merge_samples(TableAggregate::Impl& a, const TableAggregate::Impl& b) {
 
 bool TableAggregate::merge(const TableAggregate& other) {
   if (!impl_ || !other.impl_) return false;
-  Impl& a = *impl_;
+  Impl& a = own();
   const Impl& b = *other.impl_;
   if (a.rows != b.rows || a.mode != b.mode) return false;
   if (a.mode == CountMode::kSketch &&
@@ -179,7 +183,7 @@ bool TableAggregate::empty() const {
 
 void TableAggregate::clear() {
   if (!impl_) return;
-  Impl& a = *impl_;
+  Impl& a = own();
   a.lookups = a.out_of_range = 0;
   a.exact.clear();
   if (a.mode == CountMode::kSketch) {
