@@ -288,14 +288,13 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     uint64_t element_bytes = 4;
     bool training = false;
     std::string table_dtype = "fp32";
-    for (const auto& t : r.tables)
-      if (t.name == ch.table) {
-        rows = t.rows;
-        dim = t.dim;
-        element_bytes = t.dtype == "fp16" || t.dtype == "bf16" ? 2 : 4;
-        training = t.training;
-        if (!t.dtype.empty()) table_dtype = t.dtype;
-      }
+    if (const TuneTable* t = r.table_named(ch.table)) {  // constant time: 200,000 tables are linear
+      rows = t->rows;
+      dim = t->dim;
+      element_bytes = t->dtype == "fp16" || t->dtype == "bf16" ? 2 : 4;
+      training = t->training;
+      if (!t->dtype.empty()) table_dtype = t->dtype;
+    }
     std::string why_not;
     std::string dt;
     uint64_t kept = 0;

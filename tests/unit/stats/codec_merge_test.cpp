@@ -194,3 +194,36 @@ TEST(MergeTest, TakeDeltaOnlyCarriesWhatArrivedSince) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+// TableAggregate copies share their state until one side changes (copy-on-write): a change to
+// a copy (merge, clear, an ingestor writing into it) never shows in the other, whichever side
+// changes and however many copies there are.
+TEST(AggregateCopies, AChangeToOneCopyNeverShowsInAnother) {
+  StatsConfig cfg;
+  TableIngestor ing(1000, cfg);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5000; ++i) ids.push_back((i * 7) % 300);
+  ing.add(ids.data(), ids.size());
+  const TableAggregate original = ing.take_delta();
+  const std::string bytes = original.serialize();
+  TableAggregate a = original, b = original;
+  ASSERT_TRUE(a.merge(original));
+  EXPECT_EQ(a.lookups(), 2 * original.lookups());
+  EXPECT_EQ(b.lookups(), original.lookups());
+  EXPECT_EQ(original.serialize(), bytes) << "the shared state was changed in place";
+  b.clear();
+  EXPECT_TRUE(b.empty());
+  EXPECT_FALSE(original.empty());
+  EXPECT_EQ(a.lookups(), 2 * original.lookups());
+  TableAggregate c = a;
+  ASSERT_TRUE(c.merge(c));  // with itself, shared
+  EXPECT_EQ(c.lookups(), 4 * original.lookups());
+  EXPECT_EQ(a.lookups(), 2 * original.lookups());
+  EXPECT_EQ(original.serialize(), bytes);
+}
+
+}  // namespace
+}  // namespace edo::stats
