@@ -46,6 +46,10 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
     double lo, hi, base_us;
     size_t group = 0;
   };
+  auto widened = [](const model::TuneCandidate& m, double m_us) {
+    const double lo = std::min(m.step_us_lo, m_us), hi = std::max(m.step_us_hi, m_us), half = (hi - lo) / 2;
+    return Family{lo - half, hi + half, m_us};
+  };
   std::map<const model::TuneCandidate*, Family> families;  // by the candidate whose measurement they share
   std::vector<std::pair<const model::TuneCandidate*, double>> member(options.size());  // family, exact offset
   for (size_t i = 0; i < options.size(); ++i) {
@@ -53,10 +57,6 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
     const double us = options[i].step_us;
     const model::TuneCandidate* base = &c;
     Family f{us, us, us};
-    auto widened = [](const model::TuneCandidate& m, double m_us) {
-      const double lo = std::min(m.step_us_lo, m_us), hi = std::max(m.step_us_hi, m_us), half = (hi - lo) / 2;
-      return Family{lo - half, hi + half, m_us};
-    };
     if (measured(c)) {
       f = widened(c, us);
     } else if (baseline_measured) {
