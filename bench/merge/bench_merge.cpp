@@ -3,13 +3,14 @@
 //   project: edo merge (read every input, check, merge, write the merged .edodb)
 //   anchor:  copying the inputs' bytes into one file (the I/O floor of any merge)
 // and the merge's peak resident memory beside the inputs' total size.
-// Usage: bench_merge [--ranks N] [--lookups L] [--dir DIR]   (defaults: 64 ranks, 200000 lookups
+// Usage: bench_merge [--ranks N] [--tables T] [--lookups L] [--dir DIR]   (defaults: 64 ranks, 200000 lookups
 // per table and rank; DIR: a temporary folder, removed afterwards)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,9 +38,29 @@ long peak_rss_of_children_kib() {
   return u.ru_maxrss;
 }
 
-// One rank's recording: a launcher-less process with three tables (two exact, one sketched),
-// a short memory timeline and drop counters, as `edo record` would write for one node.
-edo::model::Profile rank_recording(int64_t rank, int64_t world, uint64_t lookups) {
+// The tables of one rank: by default three (two exact, one sketched); with --tables N, N tables
+// of a production recommender's spread (issue 31): rows log-uniform in [100, 1M], most small.
+struct TableSpec {
+  std::string name;
+  uint64_t rows;
+  bool sketched;
+};
+std::vector<TableSpec> table_specs(int64_t tables) {
+  if (tables <= 0)
+    return {{"emb.user", uint64_t{1} << 18, false}, {"emb.item", uint64_t{1} << 16, false},
+            {"emb.ads", uint64_t{1} << 22, true}};
+  std::vector<TableSpec> specs;
+  for (int64_t t = 0; t < tables; ++t) {
+    // A fixed low-discrepancy spread (golden ratio), the same on every rank: ranks of one job.
+    const double u = std::fmod(0.6180339887498949 * double(t + 1), 1.0);
+    specs.push_back({"emb.feature_" + std::to_string(t), uint64_t(100.0 * std::pow(1e4, u)), false});
+  }
+  return specs;
+}
+
+// One rank's recording: a launcher-less process with its tables, a short memory timeline and
+// drop counters, as `edo record` would write for one node.
+edo::model::Profile rank_recording(int64_t rank, int64_t world, uint64_t lookups, const std::vector<TableSpec>& specs) {
   using namespace edo;
   model::Profile p;
   model::Session s;
@@ -65,13 +86,7 @@ edo::model::Profile rank_recording(int64_t rank, int64_t world, uint64_t lookups
   sketch.exact_rows_limit = uint64_t{1} << 20;
   sketch.cms_width = uint32_t{1} << 16;
   sketch.top_k = 4096;
-  struct Spec {
-    const char* name;
-    uint64_t rows;
-    const stats::StatsConfig* cfg;
-  };
-  for (const Spec& t : {Spec{"emb.user", uint64_t{1} << 18, &exact}, Spec{"emb.item", uint64_t{1} << 16, &exact},
-                        Spec{"emb.ads", uint64_t{1} << 22, &sketch}}) {
+  for (const TableSpec& t : specs) {
     model::Table tab;
     tab.session_id = 1;
     tab.name = t.name;
@@ -81,7 +96,7 @@ edo::model::Profile rank_recording(int64_t rank, int64_t world, uint64_t lookups
     tab.device = "cuda";
     tab.base_address = 0x7f0000000000ull + t.rows;
     tab.weight_bytes = t.rows * 64 * 4;
-    stats::TableIngestor ing(t.rows, *t.cfg);
+    stats::TableIngestor ing(t.rows, t.sketched ? sketch : exact);
     stats::ZipfGenerator gen(t.rows, 1.05, uint64_t(rank) * 7919 + t.rows);
     std::vector<int64_t> idx(lookups);
     gen.fill(idx.data(), idx.size());
@@ -99,24 +114,27 @@ edo::model::Profile rank_recording(int64_t rank, int64_t world, uint64_t lookups
 
 int main(int argc, char** argv) {
   int64_t ranks = 64;
+  int64_t tables = 0;  // 0: the three default tables
   uint64_t lookups = 200000;
   std::string dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--ranks")) ranks = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--lookups")) lookups = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--tables")) tables = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
   }
   const bool own_dir = dir.empty();
   if (own_dir) dir = (fs::temp_directory_path() / ("edo-bench-merge-" + std::to_string(getpid()))).string();
   fs::create_directories(dir);
 
+  const std::vector<TableSpec> specs = table_specs(tables);
   auto t0 = Clock::now();
   std::vector<std::string> inputs;
   uintmax_t input_bytes = 0;
   for (int64_t r = 0; r < ranks; ++r) {
     const std::string path = dir + "/rank" + std::to_string(r) + ".edodb";
     fs::remove(path);
-    edo::model::Profile p = rank_recording(r, ranks, lookups);
+    edo::model::Profile p = rank_recording(r, ranks, lookups, specs);
     edo::db::ProfileStore(path, edo::db::ProfileStore::Mode::kCreate).save(p, true);
     inputs.push_back(path);
     input_bytes += fs::file_size(path);
@@ -161,11 +179,16 @@ int main(int argc, char** argv) {
 
   // The merged file reads back with every rank.
   const edo::model::Profile back = edo::db::ProfileStore(merged, edo::db::ProfileStore::Mode::kReadOnly).load();
-  const bool ok = back.sessions.size() == size_t(ranks) && back.tables.size() == size_t(ranks) * 3;
+  const bool ok = back.sessions.size() == size_t(ranks) && back.tables.size() == size_t(ranks) * specs.size();
 
-  std::printf("edo merge of %lld one-rank recordings (3 tables each: 2^18 and 2^16 rows exact, 2^22 rows sketched; "
-              "%llu lookups per table and rank)\n",
-              static_cast<long long>(ranks), static_cast<unsigned long long>(lookups));
+  if (tables <= 0)
+    std::printf("edo merge of %lld one-rank recordings (3 tables each: 2^18 and 2^16 rows exact, 2^22 rows sketched; "
+                "%llu lookups per table and rank)\n",
+                static_cast<long long>(ranks), static_cast<unsigned long long>(lookups));
+  else
+    std::printf("edo merge of %lld one-rank recordings (%lld tables each, rows log-uniform in [100, 1M]; "
+                "%llu lookups per table and rank); target at 8 ranks x 1,000 tables: < 10 s\n",
+                static_cast<long long>(ranks), static_cast<long long>(tables), static_cast<unsigned long long>(lookups));
   std::printf("  inputs: %.1f MiB in all (made in %.1f s); merged file %.1f MiB\n", double(input_bytes) / 1048576.0,
               make_s, double(merged_bytes) / 1048576.0);
   std::printf("  %-44s %9.3f s\n", "project: edo merge (read, check, merge, write)", merge_s);

@@ -25,7 +25,10 @@ namespace {
 
 constexpr int kMaxDepth = 32;            // a plan nests 4 levels deep
 constexpr size_t kMaxText = size_t{256} << 20;
-constexpr size_t kMaxItems = size_t{1} << 20;  // values in a plan (a 16K-point frontier is 50K)
+// Values a YAML plan may expand to: 1M, or one per 8 bytes of text if more (a 200,000-table
+// plan has about 6M values in 200 MB; a value takes at least 8 bytes of text unless aliased).
+constexpr size_t kMaxItems = size_t{1} << 20;  // (a 16K-point frontier is 50K)
+size_t max_items(const std::string& text) { return std::max(kMaxItems, text.size() / 8); }
 
 [[noreturn]] void fail(const std::string& what) { throw PlanError("not a valid edo plan: " + what); }
 
@@ -44,6 +47,26 @@ void check_flow_depth(const std::string& text) {
     if (c == '"' || c == '\'') quote = c;
     else if (c == '#') {
       while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// JSON's nesting, bounded before parsing. (A parse callback could check it too, but nlohmann's
+// callback parser rescans the enclosing array after every object: quadratic in a plan's tables.)
+void check_json_depth(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
     } else if (c == ']' || c == '}') {
@@ -83,10 +106,10 @@ ordered_json scalar_to_json(const YAML::Node& n) {
 }
 
 // `budget` counts the nodes converted: aliases can make a small text name a huge tree
-// ("billion laughs"), so the walk stops at kMaxItems nodes whatever the text's size.
+// ("billion laughs"), so the walk stops at max_items(text) nodes however they were written.
 ordered_json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
   if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
-  if (budget == 0) fail("more than " + std::to_string(kMaxItems) + " values (aliases expanding?)");
+  if (budget == 0) fail("more values than its text could hold (aliases expanding?)");
   --budget;
   switch (n.Type()) {
     case YAML::NodeType::Map: {
@@ -99,7 +122,7 @@ ordered_json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
     }
     case YAML::NodeType::Sequence: {
       ordered_json j = ordered_json::array();
-      if (n.size() > kMaxItems) fail("a list is too long");
+      if (n.size() > budget) fail("a list is too long");
       for (const auto& x : n) j.push_back(yaml_to_json(x, depth + 1, budget));
       return j;
     }
@@ -532,12 +555,9 @@ TuneResult plan_from_text(const std::string& text) {
   if (first == std::string::npos) fail("the document is empty");
   ordered_json doc;
   if (text[first] == '{') {
-    auto depth_guard = [](int depth, ordered_json::parse_event_t, ordered_json&) {
-      if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
-      return true;
-    };
+    check_json_depth(text);
     try {
-      doc = ordered_json::parse(text, depth_guard);
+      doc = ordered_json::parse(text);
     } catch (const ordered_json::exception& e) {
       fail(std::string("JSON: ") + e.what());
     }
@@ -545,7 +565,7 @@ TuneResult plan_from_text(const std::string& text) {
     check_flow_depth(text);
     check_indent(text);
     try {
-      size_t budget = kMaxItems;
+      size_t budget = max_items(text);
       doc = yaml_to_json(YAML::Load(text), 0, budget);
     } catch (const YAML::Exception& e) {
       std::string what = e.what();
