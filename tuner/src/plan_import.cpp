@@ -122,7 +122,7 @@ ordered_json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
     }
     case YAML::NodeType::Sequence: {
       ordered_json j = ordered_json::array();
-      if (n.size() > budget) fail("a list is too long");
+      if (n.size() > budget) fail("more values than its text could hold (aliases expanding?)");
       for (const auto& x : n) j.push_back(yaml_to_json(x, depth + 1, budget));
       return j;
     }
