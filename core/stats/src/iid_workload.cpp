@@ -108,27 +108,34 @@ uint64_t sample_threshold(const std::vector<uint64_t>& row_ids, const std::vecto
 //    independent Exp(p) ages (the Poisson view of the same sequence), so sorting the rows by
 //    -log(U) / p, oldest first, into the stack is an exact draw of that state. Every lookup is
 //    then a hit, and its distance has the distribution of the later lookups' distances.
+//    Post-stratified: the distances are tallied per class of rows (indices 2^c - 1 .. 2^(c+1) - 2,
+//    the likeliest first), and each class is weighted by its probability instead of its share of
+//    the drawn lookups, which removes the noise of how often the hot rows happened to be drawn.
 struct DrawnDistances {
-  detail::DistanceTally start, steady;
+  detail::DistanceTally start;
+  std::vector<detail::DistanceTally> steady;  // per class
+  std::vector<double> class_prob;             // probability of each class
 };
+uint32_t class_of(uint64_t index) { return static_cast<uint32_t>(std::bit_width(index + 1)) - 1; }
+
 DrawnDistances drawn_distances(const AliasTable& alias, const std::vector<double>& probs, uint64_t len, SplitMix& rng) {
   DrawnDistances out;
-  detail::DistanceTally unused;
   std::vector<uint64_t> buf(4096);
-  auto run = [&](detail::MattsonStack& stack, detail::DistanceTally& tally, uint64_t n_refs) {
-    tally.reserve_below(alias.size());
-    for (uint64_t done = 0; done < n_refs;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), n_refs - done));
-      for (size_t i = 0; i < n; ++i) buf[i] = alias.draw(rng());
-      stack.reference_batch(buf.data(), n, tally);
-      done += n;
-    }
-  };
   {
     detail::MattsonStack stack;
     stack.set_id_bound(alias.size());
-    run(stack, out.start, len / 2);
+    out.start.reserve_below(alias.size());
+    for (uint64_t done = 0; done < len / 2;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), len / 2 - done));
+      for (size_t i = 0; i < n; ++i) buf[i] = alias.draw(rng());
+      stack.reference_batch(buf.data(), n, out.start);
+      done += n;
+    }
   }
+  const uint32_t classes = probs.empty() ? 0 : class_of(probs.size() - 1) + 1;
+  out.steady.resize(classes);
+  out.class_prob.assign(classes, 0.0);
+  for (size_t k = 0; k < probs.size(); ++k) out.class_prob[class_of(k)] += probs[k];
   detail::MattsonStack stack;
   stack.set_id_bound(alias.size());
   std::vector<std::pair<double, uint64_t>> age;  // (age, index), oldest first into the stack
@@ -138,19 +145,20 @@ DrawnDistances drawn_distances(const AliasTable& alias, const std::vector<double
     age.emplace_back(-std::log(u) / probs[k], k);
   }
   std::sort(age.begin(), age.end(), std::greater<>());
-  for (size_t i = 0; i < age.size();) {
-    size_t n = 0;
-    for (; n < buf.size() && i < age.size(); ++n, ++i) buf[n] = age[i].second;
-    unused.reserve_below(alias.size());
-    stack.reference_batch(buf.data(), n, unused);
+  for (const auto& [a, k] : age) stack.reference(k);
+  for (auto& t : out.steady) t.reserve_below(alias.size());
+  for (uint64_t i = len / 2; i < len; ++i) {
+    const uint32_t k = alias.draw(rng());
+    const uint64_t d = stack.reference(k);
+    if (d != detail::MattsonStack::kCold) out.steady[class_of(k)].add(d);
   }
-  run(stack, out.steady, len - len / 2);
   return out;
 }
 
 // The stream's histogram: `start`'s hits as they are (its first lookups), the rest of the
-// `lookups - distinct` hits split over the bins in `steady`'s proportions (largest remainders,
-// so that the bins are whole numbers adding up to the hits), and `distinct` first reads.
+// `lookups - distinct` hits split over the bins in the proportions of the weighted classes of
+// `steady` (largest remainders, so that the bins are whole numbers adding up to the hits), and
+// `distinct` first reads.
 void stream_histogram(const DrawnDistances& d, uint64_t lookups, uint64_t distinct, StackDistanceHistogram& out) {
   out.clear();
   if (distinct) out.add_cold(static_cast<double>(distinct));
@@ -159,19 +167,41 @@ void stream_histogram(const DrawnDistances& d, uint64_t lookups, uint64_t distin
   // iid_aggregate_applies()): then every hit follows `steady`.
   const bool with_start = d.start.hits <= all_hits;
   const uint64_t hits = all_hits - (with_start ? d.start.hits : 0);
-  std::vector<uint64_t> whole(std::max<size_t>({1, d.start.bins.size(), d.steady.bins.size()}), 0);
-  if (hits > 0 && d.steady.hits > 0) {
+  size_t nbins = std::max<size_t>(1, d.start.bins.size());
+  uint64_t max_distance = d.start.max_distance;
+  for (const auto& t : d.steady) {
+    nbins = std::max(nbins, t.bins.size());
+    max_distance = std::max(max_distance, t.max_distance);
+  }
+  // A class without drawn lookups (a cold class of a steep Zipf) lends its probability to the
+  // nearest likelier class that has some.
+  std::vector<double> weight(d.steady.size(), 0.0);
+  double lent = 0, total_weight = 0;
+  for (size_t c = d.steady.size(); c-- > 0;) {
+    lent += d.class_prob[c];
+    if (!d.steady[c].hits) continue;
+    weight[c] = lent / static_cast<double>(d.steady[c].hits);
+    total_weight += lent;
+    lent = 0;
+  }
+  std::vector<long double> share(nbins, 0.0L);
+  for (size_t c = 0; c < d.steady.size(); ++c)
+    for (size_t b = 0; b < d.steady[c].bins.size(); ++b) share[b] += static_cast<long double>(weight[c]) * d.steady[c].bins[b];
+  std::vector<uint64_t> whole(nbins, 0);
+  if (hits > 0 && total_weight > 0) {
     std::vector<std::pair<double, size_t>> frac;
     uint64_t given = 0;
-    for (size_t b = 0; b < d.steady.bins.size(); ++b) {
-      if (!d.steady.bins[b]) continue;
-      const long double exact = static_cast<long double>(hits) * d.steady.bins[b] / d.steady.hits;
+    for (size_t b = 0; b < nbins; ++b) {
+      if (share[b] <= 0) continue;
+      const long double exact = std::min<long double>(hits, hits * share[b] / total_weight);
       whole[b] = static_cast<uint64_t>(exact);
       given += whole[b];
       frac.emplace_back(static_cast<double>(exact - whole[b]), b);
     }
     std::sort(frac.begin(), frac.end(), [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
     for (size_t i = 0; given < hits; i = (i + 1) % frac.size(), ++given) ++whole[frac[i].second];
+    // Rounding can leave the sum one over: take it from the largest bin.
+    for (; given > hits; --given) --*std::max_element(whole.begin(), whole.end());
   } else if (hits > 0) {
     whole[0] += hits;  // nothing measured: cannot happen (every steady lookup is a hit)
   }
@@ -180,7 +210,7 @@ void stream_histogram(const DrawnDistances& d, uint64_t lookups, uint64_t distin
   for (size_t b = 0; b < whole.size(); ++b)
     if (whole[b]) out.add(StackDistanceHistogram::bin_lower(static_cast<uint32_t>(b)), static_cast<double>(whole[b]));
   // The largest distance measured (added last, as DistanceTally::add_to does).
-  if (all_hits) out.add(std::max(d.start.max_distance, d.steady.max_distance), 0.0);
+  if (all_hits) out.add(max_distance, 0.0);
 }
 
 // A window's hot set: its drift_top_k most-read rows (ties: lower row first), ascending.
