@@ -217,7 +217,8 @@ void stream_histogram(const DrawnDistances& d, uint64_t lookups, uint64_t distin
 HotSetWindow hot_set(uint64_t index, uint64_t lookups, std::vector<std::pair<uint64_t, uint64_t>> counts, uint32_t top_k) {
   auto desc = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
   const size_t k = std::min<size_t>(top_k, counts.size());
-  std::partial_sort(counts.begin(), counts.begin() + static_cast<ptrdiff_t>(k), counts.end(), desc);
+  // Which rows, not their order (they are listed by row): a selection, not a sort.
+  if (k < counts.size()) std::nth_element(counts.begin(), counts.begin() + static_cast<ptrdiff_t>(k), counts.end(), desc);
   HotSetWindow w;
   w.window_index = index;
   w.lookups = lookups;
