@@ -75,6 +75,48 @@ TEST(IidWorkload, AliasTableDrawsEachIndexWithItsProbability) {
   }
 }
 
+// Binomial draws against the exact distribution: mean and variance within 5 standard errors,
+// and for small n the frequency of every value (a chi-square of the binned counts, p ~ 1e-6).
+TEST(IidWorkload, BinomialDrawsFollowTheBinomialDistribution) {
+  struct Case {
+    uint64_t n;
+    double p;
+  };
+  // Waiting times (n p < 10), BTRS, p > 1/2 by symmetry, and a huge n.
+  for (const Case c : {Case{50, 0.1}, Case{40, 0.02}, Case{1000, 0.3}, Case{120, 0.5}, Case{200, 0.9}, Case{1'000'000'000, 0.25}}) {
+    const int draws = 200000;
+    uint64_t state = 77;
+    std::vector<uint64_t> x(draws);
+    double sum = 0, sum2 = 0;
+    for (auto& v : x) {
+      v = binomial_draw(c.n, c.p, state);
+      ASSERT_LE(v, c.n);
+      sum += static_cast<double>(v);
+    }
+    const double mean = sum / draws;
+    for (uint64_t v : x) sum2 += (static_cast<double>(v) - mean) * (static_cast<double>(v) - mean);
+    const double var = c.n * c.p * (1 - c.p);
+    EXPECT_NEAR(mean, c.n * c.p, 5 * std::sqrt(var / draws)) << c.n << " " << c.p;
+    // The sample variance's standard error is about var * sqrt(2 / draws) (near-normal counts).
+    EXPECT_NEAR(sum2 / (draws - 1), var, 5 * var * std::sqrt(2.0 / draws) + 0.01) << c.n << " " << c.p;
+    if (c.n > 1000) continue;
+    std::vector<double> seen(c.n + 1, 0.0);
+    for (uint64_t v : x) seen[v] += 1;
+    double chi2 = 0;
+    int cells = 0;
+    for (uint64_t k = 0; k <= c.n; ++k) {
+      const double logpmf = std::lgamma(c.n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(c.n - k + 1.0) +
+                            k * std::log(c.p) + (c.n - k) * std::log1p(-c.p);
+      const double expected = draws * std::exp(logpmf);
+      if (expected < 20) continue;  // the tails: too few to test one value at a time
+      chi2 += (seen[k] - expected) * (seen[k] - expected) / expected;
+      ++cells;
+    }
+    // chi-square with `cells` degrees of freedom: mean cells, sd sqrt(2 cells); 6 sd above is p < 1e-6.
+    EXPECT_LT(chi2, cells + 6 * std::sqrt(2.0 * cells)) << c.n << " " << c.p << " over " << cells << " values";
+  }
+}
+
 // What holds exactly, whatever the draws: the totals the streamed path would also have.
 TEST(IidWorkload, TotalsAreExactAndConsistent) {
   const uint64_t rows = 1000, lookups = 3'000'000, window = 1 << 20;
@@ -112,7 +154,9 @@ TEST(IidWorkload, TotalsAreExactAndConsistent) {
   EXPECT_GT(s->refs.size(), StatsConfig{}.ordered_sample_refs / 2);  // the threshold halves at most once too far
   std::map<uint64_t, uint64_t> in_sample;
   for (size_t i = 0; i < s->refs.size(); ++i) {
-    if (i) EXPECT_LT(s->refs[i - 1].position, s->refs[i].position);
+    if (i) {
+      EXPECT_LT(s->refs[i - 1].position, s->refs[i].position);
+    }
     EXPECT_LT(s->refs[i].position, lookups);
     ++in_sample[s->refs[i].row];
   }
@@ -121,8 +165,9 @@ TEST(IidWorkload, TotalsAreExactAndConsistent) {
   // The sampler would end at this threshold: the sampled references fit, twice the threshold's do not.
   uint64_t at_double = 0;
   for (const auto& [r, c] : counts) at_double += OrderedSample::keeps(r, s->threshold * 2) ? c : 0;
-  if (s->threshold < OrderedSample::kFullThreshold) EXPECT_GT(at_double, StatsConfig{}.ordered_sample_refs);
-  // Each window's sampled references are that window's counts of the sampled rows.
+  if (s->threshold < OrderedSample::kFullThreshold) {
+    EXPECT_GT(at_double, StatsConfig{}.ordered_sample_refs);
+  }
   const TableAggregate again = computed(rows, 1.1, 9, lookups, window);
   EXPECT_EQ(again.serialize(), a.serialize());  // one seed, one result
   EXPECT_NE(computed(rows, 1.1, 10, lookups, window).serialize(), a.serialize());

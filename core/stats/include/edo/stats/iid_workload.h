@@ -48,6 +48,10 @@ TableAggregate iid_aggregate(uint64_t rows, const StatsConfig& config, const std
                              const std::vector<double>& probs, const IidStream& stream, uint64_t seed,
                              const std::function<void(const TableAggregate& before, const TableAggregate& window)>& on_window = {});
 
+// One Binomial(n, p) draw from the splitmix64 stream at `state` (advanced): the steps of the
+// multinomial draws above, public for their test.
+uint64_t binomial_draw(uint64_t n, double p, uint64_t& state);
+
 // Walker's alias table: draws index k with probability probs[k] from one 64-bit random number
 // (one table read), instead of a rejection loop of logarithms and exponentials.
 class AliasTable {
