@@ -4,15 +4,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "command.h"
 #include "edo/db/profile_store.h"
 #include "edo/dtype.h"
+#include "edo/stats/iid_workload.h"
 #include "edo/stats/table_stats.h"
 #include "support/output_file.h"
 #include "support/progress.h"
@@ -34,6 +40,8 @@ struct SynthOptions {
   uint64_t seed = 42;
   uint64_t exact_rows = stats::StatsConfig{}.exact_rows_limit;
   uint64_t window_batches = 16;
+  int threads = 0;  // 0: one per core
+  bool stream = false;  // every table streamed, even where its statistics could be computed
   std::string gpu;  // "": a host job; else the tables live on this GPU (a GPU job's recording)
   // Varied tables (a recording of many tables of different sizes and skews): 0 / negative
   // means every table has --rows / --zipf.
@@ -77,7 +85,73 @@ std::string command_line(const SynthOptions& o) {
     std::snprintf(buf, sizeof buf, " --min-zipf %g", o.min_zipf);
     s += buf;
   }
+  if (o.stream) s += " --stream";
   return s;
+}
+
+// Table t of the workload. A stream much longer than the table (and small enough for exact
+// counts and stack distances) gets its statistics computed from drawn counts and a drawn
+// sequence (stats::iid_aggregate); any other is drawn lookup by lookup and streamed through
+// the same TableIngestor as a traced job's. `fast` says which.
+model::Table make_table(const SynthOptions& o, const stats::StatsConfig& config, int t, std::atomic<uint64_t>& done,
+                        bool& fast) {
+  const TableShape shape = table_shape(o, t);
+  // Each table gets its own seed so that hot rows differ between tables.
+  const uint64_t seed = o.seed + 1000003ull * static_cast<uint64_t>(t);
+  stats::ZipfGenerator gen(shape.rows, shape.zipf, seed);
+  model::Table table;
+  table.name = "synth.table_" + std::to_string(t);
+  table.rows = shape.rows;
+  table.dim = o.dim;
+  table.dtype = o.dtype;
+  table.device = o.gpu.empty() ? "host" : "cuda:0";
+  table.base_address = 0;
+  table.weight_bytes = shape.rows * o.dim * model::dtype_size(o.dtype);
+  // When rows are first read, one segment per drift window (held-out validation).
+  model::FirstSeenTracker first_seen;
+  stats::IidStream stream;
+  stream.lookups = o.lookups;
+  stream.window_lookups = o.window_batches * o.batch;
+  stream.drawn_lookups = stats::iid_drawn_lookups(shape.rows);
+  fast = !o.stream && o.window_batches <= UINT64_MAX / o.batch && stats::iid_aggregate_applies(shape.rows, stream, config);
+  if (fast) {
+    // Row of rank k (1-based) has probability k^-A / sum_j j^-A, the likeliest first.
+    std::vector<uint64_t> row_ids(shape.rows);
+    std::vector<double> probs(shape.rows);
+    double sum = 0;
+    for (uint64_t k = shape.rows; k >= 1; --k) sum += std::pow(static_cast<double>(k), -shape.zipf);
+    for (uint64_t k = 1; k <= shape.rows; ++k) {
+      row_ids[k - 1] = gen.row_of_rank(k);
+      probs[k - 1] = std::pow(static_cast<double>(k), -shape.zipf) / sum;
+    }
+    table.aggregate = stats::iid_aggregate(shape.rows, config, row_ids, probs, stream, seed,
+                                           [&](const stats::TableAggregate& before, const stats::TableAggregate& window) {
+                                             first_seen.add(before, window);
+                                           });
+    done += o.lookups;
+  } else {
+    std::vector<int64_t> batch(o.batch);
+    stats::TableIngestor ingestor(shape.rows, config);
+    first_seen.begin_segment();
+    uint64_t made = 0;
+    uint64_t batches = 0;
+    while (made < o.lookups) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(o.batch, o.lookups - made));
+      gen.fill(batch.data(), n);
+      ingestor.add(batch.data(), n);
+      first_seen.add_indices(batch.data(), n, shape.rows);
+      made += n;
+      done += n;
+      if (++batches % o.window_batches == 0) {
+        ingestor.close_window();
+        if (made < o.lookups) first_seen.begin_segment();
+      }
+    }
+    if (batches % o.window_batches != 0) ingestor.close_window();
+    table.aggregate = ingestor.take_delta();
+  }
+  table.first_seen = first_seen.finish(table.aggregate);
+  return table;
 }
 
 int run_synth(const SynthOptions& o) {
@@ -111,49 +185,59 @@ int run_synth(const SynthOptions& o) {
 
   stats::StatsConfig config;
   config.exact_rows_limit = o.exact_rows;
-  const uint32_t elem = model::dtype_size(o.dtype);
-  std::vector<int64_t> batch(o.batch);
+  const int threads = std::clamp(o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency()), 1, o.tables);
+  std::vector<model::Table> tables(static_cast<size_t>(o.tables));
+  std::vector<char> computed(static_cast<size_t>(o.tables), 0);
+  std::atomic<uint64_t> done{0};  // lookups made, over all tables (the progress line)
+  std::atomic<int> next{0}, finished{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex mu;
+  std::condition_variable cv;
+  // Tables are independent and each depends only on (options, t): the workers take them in
+  // turn, and the output is the same whatever their number.
+  auto worker = [&] {
+    for (int t; !failed && (t = next++) < o.tables;) {
+      try {
+        bool fast = false;
+        tables[static_cast<size_t>(t)] = make_table(o, config, t, done, fast);
+        computed[static_cast<size_t>(t)] = fast;
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+      {
+        std::lock_guard lock(mu);
+        ++finished;
+      }
+      cv.notify_one();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   Progress progress("edo synth");
   const double total_work = static_cast<double>(o.lookups) * o.tables;
-  uint64_t total_rows = 0;
-  for (int t = 0; t < o.tables; ++t) {
-    const TableShape shape = table_shape(o, t);
-    total_rows += shape.rows;
-    // Each table gets its own seed so that hot rows differ between tables.
-    stats::ZipfGenerator gen(shape.rows, shape.zipf, o.seed + 1000003ull * static_cast<uint64_t>(t));
-    stats::TableIngestor ingestor(shape.rows, config);
-    // When rows are first read, one segment per drift window (held-out validation).
-    model::FirstSeenTracker first_seen;
-    first_seen.begin_segment();
-    uint64_t done = 0;
-    uint64_t batches = 0;
-    while (done < o.lookups) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(o.batch, o.lookups - done));
-      gen.fill(batch.data(), n);
-      ingestor.add(batch.data(), n);
-      first_seen.add_indices(batch.data(), n, shape.rows);
-      done += n;
-      if (++batches % o.window_batches == 0) {
-        ingestor.close_window();
-        if (done < o.lookups) first_seen.begin_segment();
-      }
-      progress.update(static_cast<double>(t) * o.lookups + done, total_work,
-                      "table " + std::to_string(t + 1) + "/" + std::to_string(o.tables));
+  {
+    std::unique_lock lock(mu);
+    while (finished < o.tables && !failed) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      progress.update(static_cast<double>(done.load()), total_work,
+                      std::to_string(finished.load()) + "/" + std::to_string(o.tables) + " tables");
     }
-    if (batches % o.window_batches != 0) ingestor.close_window();
-    model::Table table;
-    table.session_id = session.id;
-    table.name = "synth.table_" + std::to_string(t);
-    table.rows = shape.rows;
-    table.dim = o.dim;
-    table.dtype = o.dtype;
-    table.device = o.gpu.empty() ? "host" : "cuda:0";
-    table.base_address = 0;
-    table.weight_bytes = shape.rows * o.dim * elem;
-    table.aggregate = ingestor.take_delta();
-    table.first_seen = first_seen.finish(table.aggregate);
-    profile.tables.push_back(std::move(table));
   }
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  uint64_t total_rows = 0;
+  int computed_tables = 0;
+  for (int t = 0; t < o.tables; ++t) {
+    tables[static_cast<size_t>(t)].session_id = session.id;
+    total_rows += tables[static_cast<size_t>(t)].rows;
+    computed_tables += computed[static_cast<size_t>(t)];
+  }
+  profile.tables = std::move(tables);
+  // How many tables had their statistics computed from drawn counts (iid_workload.h), not streamed.
+  if (computed_tables > 0) profile.metadata["synth.computed_tables"] = std::to_string(computed_tables);
   progress.finish();
   session.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   session.exit_code = 0;
@@ -176,10 +260,21 @@ int run_synth(const SynthOptions& o) {
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<SynthOptions>();
   sub.footer(
-      "Streams synthetic lookups through the same statistics engine that 'edo record' runs inside a job.\n"
-      "Rows are drawn from a bounded Zipf(A) over ranks 1..R (P(rank k) ~ k^-A, A = 0 is uniform), mapped to\n"
-      "row ids by a seeded random permutation, so hot rows are spread over the table. Table t (0-based) is named\n"
-      "synth.table_<t> and draws from seed S + 1000003*t, so runs are reproducible and tables differ.\n\n"
+      "Rows are drawn from a bounded Zipf(A) over ranks 1..R (P(rank k) ~ k^-A, A = 0 is uniform), independently\n"
+      "for each lookup, mapped to row ids by a seeded random permutation, so hot rows are spread over the table.\n"
+      "Table t (0-based) is named synth.table_<t> and draws from seed S + 1000003*t, so runs are reproducible and\n"
+      "tables differ. Tables are made in parallel (--threads); the output does not depend on how many.\n\n"
+      "What is drawn and what is computed:\n"
+      "  * Streamed (most workloads): every lookup is drawn and goes through the same statistics engine that\n"
+      "    'edo record' runs inside a job, in batches of --batch.\n"
+      "  * Computed (unless --stream; a table of at most 65,536 rows and --exact-rows, with at least 64 lookups\n"
+      "    a row, 4x the drawn sequence below, and drift windows x rows at most lookups / 16): the statistics\n"
+      "    of the same stream, in distribution, without drawing each lookup. Per-row\n"
+      "    counts: one multinomial draw per drift window (exact totals). Drift hot sets and first-seen curve:\n"
+      "    from those window counts. Ordered sample (held-out replay): the sampled rows' references at random\n"
+      "    positions of their window. LRU curve: first reads are the rows read; the other lookups' stack\n"
+      "    distances follow those of a drawn sequence of 32 lookups a row (2^16..2^20) through an exact stack.\n"
+      "    The database's metadata synth.computed_tables says how many tables were computed.\n\n"
       "With --min-rows and --min-zipf, tables differ in size and skew (a recording of many tables for the tuner).\n\n"
       "Example:\n  edo synth -o demo.edodb --tables 8 --rows 10000000 --zipf 1.15 --lookups 20000000\n  edo report demo.edodb\n"
       "  edo synth -o many.edodb --tables 1000 --min-rows 1000 --rows 1000000 --min-zipf 0.6 --zipf 1.2 --lookups 65536");
@@ -213,6 +308,9 @@ Runner setup(CLI::App& sub) {
       ->type_name("NAME");
   sub.add_option("--exact-rows", o->exact_rows, "tables with more rows use sketches instead of exact counts")
       ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  sub.add_flag("--stream", o->stream, "draw and stream every lookup, also where the statistics could be computed (slow)");
+  sub.add_option("--threads", o->threads, "tables made at once (the output is the same for any number); 0: one per core")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
   sub.add_option("--window-batches", o->window_batches, "batches per drift window (hot-set overlap)")
       ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   return [o] { return run_synth(*o); };
