@@ -6,6 +6,8 @@
 #   report     edo report (text), and --json              target (10,000 tables) < 3 s, < 1 GiB
 #   export     edo export of a plan of 20x TABLES tables (json/yaml/torchrec), from a plan file
 #              made by repeating a small real plan's tables; 200,000 tables < 30 s
+#   record     edo record of many_tables_job (TABLES tables, LOOKUPS_PER_TABLE each): every
+#              table exact against the job's truth (check_truth.py), job growth within the cap
 #
 # Prints one line per figure: NAME  seconds  peak MiB  target. Needs /usr/bin/time and python3.
 set -uo pipefail
@@ -45,4 +47,19 @@ PY
 for f in json yaml torchrec; do
   measure "export $n tables $f" "< 30 s at 200,000 tables" "$edo" export "$work/big.json" --format "$f" -o "$work/out.$f"
 done
+# edo record of TABLES realistic tables (many_tables_job.c: 100..1M rows, power-law reads,
+# LOOKUPS_PER_TABLE each): every table counted exactly (checked against the job's truth file by
+# check_truth.py), the job's growth within EDO_MAX_MEMORY_MB (default 4096 MiB) + 416 MiB.
+job="$build/bin/many_tables_job"
+if [[ -x $job ]]; then
+  if measure "record $tables tables" "every table exact; job growth < 4512 MiB" \
+    "$edo" record -o "$work/rec.edodb" -- "$job" "$tables" "$lookups" "$work/truth.txt"; then
+    read -r _ before _ peak < <(grep -h rss_before_kib "$work/out")
+    echo "  job growth (VmHWM - RSS before): $(((peak - before) / 1024)) MiB; $(grep -h 'dropped events' "$work/err")"
+    "$edo" report --json "$work/rec.edodb" >"$work/rec.json" 2>/dev/null
+    echo "  $(python3 "$(dirname "$0")/check_truth.py" "$work/rec.json" "$work/truth.txt" | tail -1)"
+  fi
+else
+  echo "record $tables tables: $job not built"
+fi
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,9 +5,70 @@
 
 namespace edo::stats::detail {
 
+void ExactCounts::start_counting() {
+  if (rows_ <= kAlwaysDenseRows) {
+    make_dense();
+    return;
+  }
+  if (dense_ || hashed_) return;
+  hashed_ = true;
+}
+
+void ExactCounts::hash_grow() {
+  std::vector<uint64_t> keys(std::max<size_t>(64, hkeys_.size() * 2), 0);
+  std::vector<uint32_t> vals(keys.size(), 0);
+  const uint64_t mask = keys.size() - 1;
+  for (size_t i = 0; i < hkeys_.size(); ++i) {
+    if (!hkeys_[i]) continue;
+    uint64_t s = mix64(hkeys_[i] - 1) & mask;
+    while (keys[s]) s = (s + 1) & mask;
+    keys[s] = hkeys_[i];
+    vals[s] = hvals_[i];
+  }
+  hkeys_ = std::move(keys);
+  hvals_ = std::move(vals);
+}
+
+size_t ExactCounts::hash_slot(uint64_t row) {
+  if ((hsize_ + 1) * 4 > hkeys_.size() * 3) hash_grow();
+  const uint64_t mask = hkeys_.size() - 1;
+  uint64_t s = mix64(row) & mask;
+  while (hkeys_[s] != row + 1) {
+    if (!hkeys_[s]) {
+      hkeys_[s] = row + 1;
+      ++hsize_;
+      break;
+    }
+    s = (s + 1) & mask;
+  }
+  return static_cast<size_t>(s);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> ExactCounts::hashed_sorted() const {
+  std::vector<std::pair<uint64_t, uint64_t>> v;
+  for (size_t i = 0; i < hkeys_.size(); ++i) {
+    if (!hkeys_[i]) continue;
+    const uint64_t r = hkeys_[i] - 1;
+    uint64_t c = hvals_[i];
+    if (!carry_.empty()) {
+      auto it = carry_.find(r);
+      if (it != carry_.end()) c += it->second;
+    }
+    if (c) v.emplace_back(r, c);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void ExactCounts::densify_from_hashed() { make_dense(); }
+
 void ExactCounts::make_dense() {
   if (dense_) return;
-  auto sp = std::move(sparse_);
+  auto sp = hashed_ ? hashed_sorted() : std::move(sparse_);
+  hashed_ = false;
+  hkeys_ = {};
+  hvals_ = {};
+  hsize_ = 0;
   sparse_.clear();
   sparse_.shrink_to_fit();
   lo_.assign(rows_, 0);
@@ -82,8 +143,29 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
   return oor;
 }
 
-uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return add_impl(idx, n); }
-uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return add_impl(idx, n); }
+// The hashed form's loop: one probe per index (the table holds only the rows read). It turns
+// dense, and hands the rest of the batch to the dense loop, once more than rows/kDenseShare
+// rows were read.
+template <class I>
+uint64_t ExactCounts::add_hashed(const I* idx, size_t n) {
+  uint64_t oor = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
+    if (__builtin_expect(r >= rows_, 0)) {
+      ++oor;
+      continue;
+    }
+    if (++hvals_[hash_slot(r)] == 0) carry_[r] += uint64_t{1} << 32;
+    if (__builtin_expect(hsize_ * kDenseShare > rows_, 0)) {
+      densify_from_hashed();
+      return oor + add_impl(idx + i + 1, n - i - 1);
+    }
+  }
+  return oor;
+}
+
+uint64_t ExactCounts::add_batch(const int64_t* idx, size_t n) { return dense_ ? add_impl(idx, n) : add_hashed(idx, n); }
+uint64_t ExactCounts::add_batch(const int32_t* idx, size_t n) { return dense_ ? add_impl(idx, n) : add_hashed(idx, n); }
 
 uint64_t ExactCounts::get(uint64_t row) const {
   if (row >= rows_) return 0;
@@ -95,12 +177,26 @@ uint64_t ExactCounts::get(uint64_t row) const {
     }
     return v;
   }
+  if (hashed_) {
+    if (hkeys_.empty()) return 0;
+    const uint64_t mask = hkeys_.size() - 1;
+    for (uint64_t s = mix64(row) & mask; hkeys_[s]; s = (s + 1) & mask) {
+      if (hkeys_[s] != row + 1) continue;
+      uint64_t v = hvals_[s];
+      if (!carry_.empty()) {
+        auto it = carry_.find(row);
+        if (it != carry_.end()) v += it->second;
+      }
+      return v;
+    }
+    return 0;
+  }
   auto it = std::lower_bound(sparse_.begin(), sparse_.end(), std::make_pair(row, uint64_t{0}));
   return (it != sparse_.end() && it->first == row) ? it->second : 0;
 }
 
 uint64_t ExactCounts::nonzero() const {
-  if (!dense_) return sparse_.size();
+  if (!dense_ && !hashed_) return sparse_.size();
   uint64_t nz = 0;
   for_each_nonzero([&](uint64_t, uint64_t) { ++nz; });
   return nz;
@@ -114,6 +210,14 @@ uint64_t ExactCounts::total() const {
 
 void ExactCounts::extract(ExactCounts& out) {
   out.reset(rows_);
+  if (hashed_) {
+    // The rows keep their slots (so the table's size stays the rows read since the start);
+    // at most rows/kDenseShare are nonzero, so the sparse form is the smaller one.
+    out.sparse_ = hashed_sorted();
+    std::fill(hvals_.begin(), hvals_.end(), 0u);
+    carry_.clear();
+    return;
+  }
   if (!dense_) {
     out.sparse_ = std::move(sparse_);
     sparse_.clear();
@@ -158,6 +262,16 @@ void ExactCounts::extract(ExactCounts& out) {
 void ExactCounts::densify_from_sparse() { make_dense(); }
 
 void ExactCounts::merge(const ExactCounts& o) {
+  if (hashed_) {
+    o.for_each_nonzero([&](uint64_t r, uint64_t c) {
+      uint32_t& v = hvals_[hash_slot(r)];
+      const uint64_t sum = uint64_t{v} + c;
+      v = static_cast<uint32_t>(sum);
+      if (sum >> 32) carry_[r] += sum >> 32 << 32;
+    });
+    if (hsize_ * kDenseShare > rows_) densify_from_hashed();
+    return;
+  }
   if (dense_) {
     o.for_each_nonzero([&](uint64_t r, uint64_t c) { set_dense(r, get(r) + c); });
     return;
@@ -195,6 +309,9 @@ void ExactCounts::clear() {
     }
     carry_.clear();
     headroom_ = UINT32_MAX;
+  } else if (hashed_) {
+    std::fill(hvals_.begin(), hvals_.end(), 0u);
+    carry_.clear();
   } else {
     sparse_.clear();
   }

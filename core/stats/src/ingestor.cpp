@@ -23,8 +23,13 @@ struct TableIngestor::Impl {
   // The rows themselves serve as the stack's ids when its per-row array (4 bytes a row) is
   // no larger than the row map would grow to at the distinct limit (state_bound.cpp counts
   // ~100 bytes per distinct row for it): one array read per reference instead of a map probe
-  // and a read, and the same distances (ids only name the rows).
+  // and a read, and the same distances (ids only name the rows). A large table starts with
+  // the row map and moves to direct ids (use_direct_ids()) once it has read more than
+  // rows/kDirectIdShare rows: until then the map is the smaller (a 1M-row table that reads 3,000
+  // rows holds ~300 KB, not a 4 MB array).
+  static constexpr uint64_t kDirectIdShare = 16;
   bool direct_ids = true;
+  bool direct_ids_allowed = true;  // the table may move to direct ids (use_direct_ids())
   detail::RowIds row_ids;
   std::vector<uint64_t> ids;  // a chunk's ids from row_ids
   detail::MattsonStack stack;
@@ -47,10 +52,11 @@ struct TableIngestor::Impl {
   std::optional<OrderedSampler> order;
 
   Impl(uint64_t r, const StatsConfig& c) : rows(r), cfg(c), seg(r, c) {
-    if (seg.mode() == CountMode::kExact) seg.impl().exact.make_dense();
+    if (seg.mode() == CountMode::kExact) seg.impl().exact.start_counting();
     exact_lru = r <= c.exact_lru_rows_limit;
     mapped_lru = !exact_lru && c.exact_lru_distinct_limit > 0;
-    direct_ids = exact_lru || (mapped_lru && r / 16 <= c.exact_lru_distinct_limit && r < UINT32_MAX);
+    direct_ids_allowed = exact_lru || (mapped_lru && r / 16 <= c.exact_lru_distinct_limit && r < UINT32_MAX);
+    direct_ids = exact_lru;
     if (direct_ids) stack.set_id_bound(r);
     if (!exact_lru && !mapped_lru) make_sampler();
     if (c.track_lru && c.ordered_sample_refs > 0) order.emplace(c.ordered_sample_refs);
@@ -132,6 +138,7 @@ struct TableIngestor::Impl {
           ids[i] = row_ids.id_of(in[i]);
         }
         stack.reference_batch(ids.data(), i, tally);
+        if (direct_ids_allowed && row_ids.size() * kDirectIdShare > rows) use_direct_ids();
       }
       total_refs += i;
       if (i == m) return;
@@ -157,6 +164,30 @@ struct TableIngestor::Impl {
     mapped_lru = false;
     stack = detail::MattsonStack{};
     row_ids = detail::RowIds{};
+  }
+
+  // The row map's stack is replayed, least recently read first, into a stack whose ids are
+  // the rows: the same LRU order, so every later distance is the one the map would have given.
+  void use_direct_ids() {
+    std::vector<uint64_t> lru_order;
+    lru_order.reserve(stack.distinct());
+    stack.for_each_oldest_first([&](uint64_t id) { lru_order.push_back(row_ids.row_of(id)); });
+    stack = detail::MattsonStack{};
+    stack.set_id_bound(rows);
+    detail::DistanceTally replay;  // all cold: not part of the stream's distances
+    stack.reference_batch(lru_order.data(), lru_order.size(), replay);
+    row_ids = detail::RowIds{};
+    ids = {};
+    direct_ids = true;
+  }
+
+  // An upper bound on the distinct rows the table has read (what its counts and exact stack
+  // hold a slot for): the hashed counts' size, else the exact stack's, else its rows.
+  uint64_t distinct_rows() const {
+    const detail::ExactCounts& e = seg.impl().exact;
+    if (seg.mode() == CountMode::kExact && e.hashed()) return e.rows_held();
+    if (exact_lru || mapped_lru) return std::min<uint64_t>(rows, direct_ids ? stack.distinct() : row_ids.size());
+    return rows;
   }
 
   // Ends the current segment: moves its contents into a new aggregate.
@@ -335,6 +366,29 @@ TableAggregate TableIngestor::take_delta() {
   s.flush();
   s.has_staged = false;
   return std::move(s.staged);  // staged stays moved-from until the next flush()
+}
+
+uint64_t TableIngestor::distinct_rows() const { return impl_->distinct_rows(); }
+
+void TableIngestor::shed_lru(uint32_t drift_top_k) {
+  Impl& s = *impl_;
+  s.cfg.track_lru = false;
+  s.cfg.drift_top_k = std::min(s.cfg.drift_top_k, drift_top_k);
+  s.exact_lru = s.mapped_lru = false;
+  s.stack = detail::MattsonStack{};
+  s.row_ids = detail::RowIds{};
+  s.ids = {};
+  s.buf = {};
+  s.shards.reset();
+  s.order.reset();
+  // The open window's candidates down to what the smaller hot set keeps (the most read).
+  const size_t cap = size_t{4} * std::max<uint32_t>(1, s.cfg.drift_top_k);
+  if (s.window_acc.size() > cap) {
+    auto desc = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+    std::nth_element(s.window_acc.begin(), s.window_acc.begin() + static_cast<ptrdiff_t>(cap), s.window_acc.end(), desc);
+    s.window_acc.resize(cap);
+  }
+  s.window_acc.shrink_to_fit();
 }
 
 uint64_t TableIngestor::ordered_sample_kept() const { return impl_->order ? impl_->order->kept() : 0; }

@@ -33,14 +33,31 @@ inline size_t ingest_chunk(uint64_t rows, const StatsConfig& c) {
 // the dirty blocks at most once per 2^31 indices). Plus one "dirty" byte per block of 2^kBlockShift rows so that extracting what changed
 // costs O(rows touched), not O(rows). Sparse form: (row, count) pairs sorted by row, used by
 // deltas and by collector-side aggregates until they get dense enough to switch.
+// Hashed form (a tracer's counting segment, start_counting()): row -> uint32 count in an
+// open-addressing table whose keys stay when a cut takes the counts, so its size is the rows
+// read since the start; it turns dense once those exceed rows/8 (kDenseShare), where the
+// dense array is no larger and its loop faster. Memory then follows the rows a table read,
+// not the rows it registered (issue 31: 10,000 tables, most of their rows never read).
 class ExactCounts {
  public:
   static constexpr unsigned kBlockShift = 12;
   static constexpr uint64_t kBlockRows = uint64_t{1} << kBlockShift;
+  // Hashed counting turns dense when more than rows / kDenseShare rows were read.
+  static constexpr uint64_t kDenseShare = 8;
+  // Tables of at most this many rows count dense from the start (16 KiB of counts).
+  static constexpr uint64_t kAlwaysDenseRows = 4096;
 
   void reset(uint64_t rows) { *this = ExactCounts(); rows_ = rows; }
   void make_dense();  // allocates rows_ * 4 bytes (zeroed) if not dense yet
+  // Empty counts ready for add_batch(): hashed, or dense for a small table.
+  void start_counting();
   bool dense() const { return dense_; }
+  bool hashed() const { return hashed_; }
+  // Rows the counting form holds a slot for: every row when dense, else the rows read since
+  // start_counting() (hashed) or held now (sparse).
+  uint64_t rows_held() const { return dense_ ? rows_ : hashed_ ? hsize_ : sparse_.size(); }
+  // Slots of the hashed form's table (0 unless hashed).
+  uint64_t hash_slots() const { return hkeys_.size(); }
   uint64_t rows() const { return rows_; }
   // The low 32 bits of the dense counts (nullptr when sparse).
   const uint32_t* dense_data() const { return dense_ ? lo_.data() : nullptr; }
@@ -61,6 +78,8 @@ class ExactCounts {
         for (uint64_t r = lo; r < hi; ++r)
           if (lo_[r] != 0 || (!carry_.empty() && carry_.count(r))) f(r, get(r));
       }
+    } else if (hashed_) {
+      for (const auto& [r, c] : hashed_sorted()) f(r, c);
     } else {
       for (const auto& [r, c] : sparse_) f(r, c);
     }
@@ -82,6 +101,14 @@ class ExactCounts {
  private:
   template <class I>
   uint64_t add_impl(const I* idx, size_t n);
+  template <class I>
+  uint64_t add_hashed(const I* idx, size_t n);
+  // The hashed form's slot of `row`, inserted when absent (growing the table at 3/4 load).
+  size_t hash_slot(uint64_t row);
+  void hash_grow();
+  // The hashed form's nonzero (row, count) pairs in row order.
+  std::vector<std::pair<uint64_t, uint64_t>> hashed_sorted() const;
+  void densify_from_hashed();
   void densify_from_sparse();
   void set_dense(uint64_t row, uint64_t v);  // dense only; keeps lo_ < 2^31
 
@@ -97,6 +124,11 @@ class ExactCounts {
   std::unordered_map<uint64_t, uint64_t> carry_;  // row -> count beyond lo_[row]
   uint64_t headroom_ = UINT32_MAX;                 // increments every lo_ can still take
   std::vector<std::pair<uint64_t, uint64_t>> sparse_;
+  // Hashed form: key row + 1 (0 = empty slot), count modulo 2^32 (wraps add 2^32 to carry_).
+  bool hashed_ = false;
+  std::vector<uint64_t> hkeys_;
+  std::vector<uint32_t> hvals_;
+  uint64_t hsize_ = 0;
 };
 
 // ---- sketches ---------------------------------------------------------------------------

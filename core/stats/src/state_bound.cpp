@@ -23,18 +23,36 @@ uint64_t hist_bytes(uint64_t rows) { return uint64_t{8} * (StackDistanceHistogra
 
 struct Parts {
   uint64_t counts = 0, topk = 0, hll = 0, windows = 0, lru = 0, order = 0, fixed = 0;
+  // Of these, what a table holds only while it counts a batch or is flushed (a tracer does
+  // one table at a time: it holds the largest scratch once, state_scratch_bytes()).
+  uint64_t scratch = 0;
   uint64_t total() const { return counts + topk + hll + windows + lru + order + fixed; }
 };
 
-Parts parts_of(uint64_t rows, const StatsConfig& c) {
+// Hashed exact counts of d rows read (ExactCounts::start_counting): the table (12-byte slots,
+// at least 3/4 ... 3/8 full: 32 bytes per row, 48 while it doubles), the (row, count) list a cut
+// makes (16), a staged merge's list and its inputs (64), the serialized delta at its widest
+// varints and the string's growth (40): 112 bytes per row read, more than the 42 a dense row
+// costs at its worst but only up to rows/8 of them (then dense).
+uint64_t hashed_counts_bytes(uint64_t d) { return d * 112 + 64 * 12 * 2; }
+// Of those, held between flushes: the table (32) and the serialized delta waiting to be sent
+// (20); the rest (the table's growth, the cut's list, the merge) only while it works.
+uint64_t hashed_counts_scratch(uint64_t d) { return d * 60; }
+
+Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
   Parts p;
   const bool exact = rows <= c.exact_rows_limit;
+  const uint64_t d = std::min(rows, need.distinct);
   if (exact) {
     // Dense uint32 counts in the segment, the cut's copy and the staged delta, the (row,
     // count) list a drift window's top rows are picked from (16 bytes per row read), the
     // serialized delta and the string's growth. Measured at its worst (every row read in
     // every flush): 42 bytes per row (tests/unit/stats_memory); a third more is kept.
-    p.counts = rows * 56 + 3 * (rows / detail::ExactCounts::kBlockRows + 1);
+    const uint64_t dense = rows * 56 + 3 * (rows / detail::ExactCounts::kBlockRows + 1);
+    using E = detail::ExactCounts;
+    if (rows <= E::kAlwaysDenseRows) p.counts = dense;
+    else if (d * E::kDenseShare <= rows) p.counts = hashed_counts_bytes(d), p.scratch = hashed_counts_scratch(d);
+    else p.counts = dense + hashed_counts_bytes(rows / E::kDenseShare + 1);  // the hash while it turns dense
   } else {
     const uint64_t w = pow2_at_least(std::max<uint32_t>(c.cms_width, 1)), d = std::clamp<uint32_t>(c.cms_depth, 1, 16);
     p.counts = w * d * (3 * 8 + kMaxVarint);
@@ -47,13 +65,18 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
   // Drift: the windows held by the staged delta (each one's rows, the window itself and its
   // place in the doubling vector) and its serialized copy, and the open window's candidates.
   // A window's hot set holds at most drift_top_k rows, and never more than the table has.
-  const uint64_t hot = std::min<uint64_t>(c.drift_top_k, std::max<uint64_t>(rows, 1));
-  p.windows = uint64_t(c.max_windows) * (hot * (8 + kMaxVarint) + 3 * sizeof(HotSetWindow) + 32) + 2 * 4 * hot * 16;
+  // The open window's candidates (TableIngestor's window_acc): up to 2 x 4 x drift_top_k
+  // (row, count) pairs kept and a segment's 4 x drift_top_k top rows appended, each no more
+  // than the rows read, in a doubling vector.
+  const uint64_t hot = std::min<uint64_t>(c.drift_top_k, std::max<uint64_t>(d, 1));
+  const uint64_t cand = 4 * uint64_t{std::max<uint32_t>(c.drift_top_k, 1)};
+  p.windows = uint64_t(c.max_windows) * (hot * (8 + kMaxVarint) + 3 * sizeof(HotSetWindow) + 32) +
+              2 * 16 * (std::min(2 * cand, std::max<uint64_t>(d, 1)) + std::min(cand, std::max<uint64_t>(d, 1)));
   // Histograms, the ingestor's scratch buffers (one chunk), the aggregates' small parts and
   // allocator slack: 256 KiB, less for a small table, whose parts are all small (measured:
   // tests/unit/stats_memory, StateBound.CoversWhatASmallTableAllocates).
   p.fixed += 4 * hist_bytes(rows) + 2 * 8 * detail::ingest_chunk(rows, c) +
-             std::min<uint64_t>(256 << 10, (24 << 10) + 64 * rows);
+             std::min<uint64_t>(256 << 10, (24 << 10) + (c.track_lru ? 64 * d : 16 * d));
   if (c.track_lru) {
     // The ordered sample: at most ordered_sample_refs references pending (16 bytes each, and
     // the vector's doubling), the staged delta's copy, and the serialized delta (two varints).
@@ -61,10 +84,22 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
     if (rows <= c.exact_lru_rows_limit) {
       // Mattson stack: last timestamp per row, owner per timestamp (twice the live rows, and
       // the copy compaction makes), live-marker bits.
-      p.lru = rows * (2 * 4 + 3 * 2 * 4 + 1);
+      p.lru = rows * 2 * 4 + d * (3 * 2 * 4 + 1);
       // The stack's smallest capacity (1024 timestamps: owners and their copy, live markers).
       p.lru += 2 * 4 * 1024 + 1024;
     } else {
+      // The exact stack in front of the sampler (exact_lru_distinct_limit): per distinct row
+      // the row -> id map (2..4 slots of 12 bytes, and the old table while it grows), the
+      // id -> row list (doubling), the Mattson stack entries, and the LRU order handed to the
+      // sampler at the switch, when both exist; once it read rows/16 rows the stack's ids are
+      // the rows (an array of 4 bytes per row, and its growth).
+      const uint64_t prefix = std::min(d, c.exact_lru_distinct_limit);
+      p.lru = prefix * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1 + 8);
+      if (prefix > 0 && prefix * 16 > rows) p.lru += rows * 2 * 4;
+      // The sampler exists once the prefix can hand over.
+      const bool sampler = c.exact_lru_distinct_limit == 0 || d > c.exact_lru_distinct_limit ||
+                           need.refs > detail::exact_lru_max_lookups;
+      if (!sampler) return p;
       using S = detail::ShardsSampler;
       p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +
                                                           StackDistanceHistogram::bin_of(UINT64_MAX) + 1) +
@@ -76,12 +111,9 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
       // Per sampled row: the row -> id map (2..4 slots of 12 bytes, and the old table while it
       // grows), its last time (doubling vector), and its Mattson stack entries (as above).
       // Rows are sampled by a hash below rate: expected rate x rows of them, 1/8 margin.
-      const double sampled = std::min<double>(double(rows), c.shards_rate * double(rows) * 1.125 + 64);
-      p.lru = uint64_t(sampled * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1));
-      // The exact stack in front of it (exact_lru_distinct_limit): per distinct row the row ->
-      // id map (as above), the id -> row list (doubling), the Mattson stack entries, and the
-      // LRU order handed to the sampler at the switch, when both exist.
-      p.lru += std::min(rows, c.exact_lru_distinct_limit) * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1 + 8);
+      // Only rows read can be sampled.
+      const double sampled = std::min<double>(double(d), c.shards_rate * double(d) * 1.125 + 64);
+      p.lru += uint64_t(sampled * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1));
     }
   }
   return p;
@@ -89,9 +121,28 @@ Parts parts_of(uint64_t rows, const StatsConfig& c) {
 
 }  // namespace
 
-uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config) { return parts_of(rows, config).total(); }
+uint64_t state_bound_bytes(uint64_t rows, const StateNeed& need, const StatsConfig& config) {
+  return parts_of(rows, need, config).total();
+}
+
+uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config) { return state_bound_bytes(rows, StateNeed{}, config); }
+
+uint64_t state_scratch_bytes(uint64_t rows, const StateNeed& need, const StatsConfig& config) {
+  return parts_of(rows, need, config).scratch;
+}
+
+namespace {
+StatsConfig shrink_parts(uint64_t rows, const StateNeed& need, StatsConfig c, uint64_t budget);
+}
 
 StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budget) {
+  return fit_state_to(rows, StateNeed{}, config, budget);
+}
+
+StatsConfig fit_state_to(uint64_t rows, const StateNeed& need, const StatsConfig& config, uint64_t budget) {
+  auto state_bound_bytes = [&](uint64_t r, const StatsConfig& k) { return stats::state_bound_bytes(r, need, k); };
+  auto parts_of = [&](uint64_t r, const StatsConfig& k) { return stats::parts_of(r, need, k); };
+  auto shrink = [&](const StatsConfig& k) { return shrink_parts(rows, need, k, budget); };
   StatsConfig c = config;
   if (state_bound_bytes(rows, c) <= budget) return c;
   if (rows <= c.exact_rows_limit && rows > 0) {
@@ -105,11 +156,24 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
     smallest.top_k = kMinTopK;
     smallest.hll_precision = kMinHll;
     const Parts s = parts_of(rows, smallest);
-    if (parts_of(rows, c).counts > s.counts + s.topk + s.hll) {
+    // Held to what it read (a tracer's table, need.distinct given), its counts follow the rows
+    // read and are never sketched: the other parts (the ordered sample, drift windows, the LRU
+    // curve) shrink instead, and the tracer makes room by taking other tables' LRU curves.
+    const bool may_sketch = need.distinct == UINT64_MAX && parts_of(rows, c).counts > s.counts + s.topk + s.hll;
+    if (may_sketch) {
       c = sketched;
       if (state_bound_bytes(rows, c) <= budget) return c;
     }
   }
+  return shrink(c);
+}
+
+namespace {
+// Halves the largest part of c's bound that can still shrink, in turn, until it fits `budget`
+// or nothing can shrink (the LRU curve goes last).
+StatsConfig shrink_parts(uint64_t rows, const StateNeed& need, StatsConfig c, uint64_t budget) {
+  auto state_bound_bytes = [&](uint64_t r, const StatsConfig& k) { return stats::state_bound_bytes(r, need, k); };
+  auto parts_of = [&](uint64_t r, const StatsConfig& k) { return stats::parts_of(r, need, k); };
   while (state_bound_bytes(rows, c) > budget) {
     const Parts p = parts_of(rows, c);
     const bool sketch = rows > c.exact_rows_limit;
@@ -155,5 +219,7 @@ StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budg
   }
   return c;
 }
+
+}  // namespace
 
 }  // namespace edo::stats

@@ -5,11 +5,27 @@
 namespace edo::capture {
 
 // ---- TableCounts ------------------------------------------------------------------------------
+namespace {
+// What a table is held to when it is placed, before its first batch: rows read by the
+// batch's indices (a waiting table: by one batch of kFirstIndices).
+constexpr uint64_t kFirstIndices = 4096;
+stats::StateNeed first_need(uint64_t rows, uint64_t n) {
+  if (n == UINT64_MAX) return stats::StateNeed{};
+  return stats::StateNeed{std::min(rows, n), n};
+}
+}  // namespace
+
 uint64_t TableCounts::smallest_bytes(uint64_t rows) const {
-  return stats::state_bound_bytes(rows, stats::fit_state_to(rows, cfg_, 0));
+  const stats::StateNeed need = first_need(rows, kFirstIndices);
+  return stats::state_bound_bytes(rows, need, stats::fit_state_to(rows, need, cfg_, 0));
 }
 
-uint64_t TableCounts::full_bytes(uint64_t rows) const { return stats::state_bound_bytes(rows, cfg_); }
+// Both at what one batch can read: beyond it a table's reservation follows what it reads
+// (raise_need), so a waiting million-row table does not shrink the others' shares by the
+// 228 MB it would hold only if it read every row.
+uint64_t TableCounts::full_bytes(uint64_t rows) const {
+  return stats::state_bound_bytes(rows, first_need(rows, kFirstIndices), cfg_);
+}
 
 void TableCounts::note_registered(const Registry* registry) {
   if (!registry) return;
@@ -32,7 +48,7 @@ void TableCounts::mark_downsized(Entry& e) {
 // The table's entry, its statistics placed on first use within the budget. `fit`: size the
 // statistics to the table's share (host-counted tables); a table counted on the device keeps
 // the configured sizes, which its device state was laid out with, or is refused.
-TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* registry, bool fit) {
+TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* registry, bool fit, uint64_t first) {
   if (tables_.size() <= t.id) tables_.resize(size_t(t.id) + 1);
   if (tables_[t.id].ing || tables_[t.id].refused) return tables_[t.id];
   note_registered(registry);
@@ -42,7 +58,13 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
     waiting_min_ -= own_min;
     waiting_full_ -= own_full;
   }
-  const uint64_t left = budget_ - std::min(budget_, used_);
+  // A table the budget has no room for at its full statistics (as of one batch) takes it
+  // from the LRU curves of tables placed before, largest first, rather than being sized down
+  // or refused: a table without statistics loses every lookup, one without an LRU curve keeps
+  // its counts exact (and the distances it recorded).
+  while (fit && this->left() - std::min(this->left(), waiting_min_) < own_full && shed_one_lru()) {
+  }
+  const uint64_t left = this->left();
   // What the other waiting tables keep, and this table's share of the rest: in proportion to
   // its full statistics among theirs (all of it when they all fit), at least its smallest.
   const uint64_t free = left - std::min(left, waiting_min_);
@@ -50,7 +72,8 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
   const uint64_t proportional =
       wanted <= left ? own_full : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
   const uint64_t share = std::min(free, std::max(own_min, proportional));
-  stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, cfg_, share) : cfg_;
+  e.need = first_need(t.rows, first);
+  stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, e.need, cfg_, share) : cfg_;
   // The ordered sample and the closed drift windows start small; the share's config is their
   // cap (raise_order_limit, close_window).
   e.rows = t.rows;
@@ -59,14 +82,16 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
   c.ordered_sample_refs = std::min(c.ordered_sample_refs, kFirstOrderedRefs);
   e.held = c;
   e.held.max_windows = std::min(c.max_windows, kFirstWindows);
-  const uint64_t need = stats::state_bound_bytes(t.rows, e.held);
+  uint64_t held = 0, scratch = 0;
+  uint64_t need = extra_for(e, e.held, e.need, held, scratch);
   if (need > left) {
     e.refused = true;
     ++news_.refused_tables;
     return e;
   }
-  used_ += need;
-  e.reserved = need;
+  used_ += held;
+  scratch_ = std::max(scratch_, scratch);
+  e.reserved = held;
   e.ing = std::make_unique<stats::TableIngestor>(t.rows, c);
   if (c.exact_rows_limit != cfg_.exact_rows_limit || c.cms_width != cfg_.cms_width || c.top_k != cfg_.top_k ||
       c.hll_precision != cfg_.hll_precision || c.max_windows != cfg_.max_windows || c.drift_top_k != cfg_.drift_top_k ||
@@ -77,16 +102,66 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
   return e;
 }
 
-bool TableCounts::try_hold(Entry& e, const stats::StatsConfig& to) {
-  const uint64_t need = stats::state_bound_bytes(e.rows, to);
-  if (need > e.reserved) {
-    const uint64_t left = budget_ - std::min(budget_, used_);
-    if (need - e.reserved > left - std::min(left, waiting_min_)) return false;
+bool TableCounts::try_hold(Entry& e, const stats::StatsConfig& to) { return try_hold(e, to, e.need); }
+
+uint64_t TableCounts::extra_for(const Entry& e, const stats::StatsConfig& to, const stats::StateNeed& want,
+                                uint64_t& held, uint64_t& scratch) const {
+  scratch = stats::state_scratch_bytes(e.rows, want, to);
+  held = stats::state_bound_bytes(e.rows, want, to) - scratch;
+  return (held > e.reserved ? held - e.reserved : 0) + (scratch > scratch_ ? scratch - scratch_ : 0);
+}
+
+bool TableCounts::try_hold(Entry& e, const stats::StatsConfig& to, const stats::StateNeed& want) {
+  uint64_t held = 0, scratch = 0;
+  const uint64_t extra = extra_for(e, to, want, held, scratch);
+  if (extra > 0) {
+    const uint64_t left = this->left();
+    if (extra > left - std::min(left, waiting_min_)) return false;
   }
-  used_ = used_ - e.reserved + need;
-  e.reserved = need;
+  used_ = used_ - e.reserved + held;
+  scratch_ = std::max(scratch_, scratch);
+  e.reserved = held;
   e.held = to;
+  e.need = want;
   return true;
+}
+
+void TableCounts::shed_lru(Entry& e) {
+  stats::StatsConfig bare = e.held;
+  bare.track_lru = false;
+  bare.drift_top_k = std::min<uint32_t>(bare.drift_top_k, kShedDriftTopK);
+  try_hold(e, bare, e.need);  // smaller than what it holds: always succeeds
+  e.ing->shed_lru(bare.drift_top_k);
+  e.order_cap = 0;
+  mark_downsized(e);
+}
+
+bool TableCounts::shed_one_lru() {
+  Entry* oldest = nullptr;
+  for (Entry& o : tables_)
+    if (o.ing && o.held.track_lru && (!oldest || o.last_read < oldest->last_read)) oldest = &o;
+  if (!oldest) return false;
+  shed_lru(*oldest);
+  return true;
+}
+
+bool TableCounts::raise_need(Entry& e, uint64_t n) {
+  if (e.need.distinct == UINT64_MAX) return true;  // held to its worst case already
+  stats::StateNeed want;
+  want.distinct = std::min(e.rows, e.ing->distinct_rows() + n);
+  want.refs = e.refs + n;
+  if (want.distinct <= e.need.distinct && want.refs <= e.need.refs) return true;
+  want.distinct = std::max(want.distinct, e.need.distinct);
+  want.refs = std::max(want.refs, e.need.refs);
+  return try_hold(e, e.held, want);
+}
+
+void TableCounts::settle_need(Entry& e) {
+  if (e.need.distinct == UINT64_MAX) return;
+  // Only what was read stays reserved: the next batch raises it again (one table at a time
+  // holds the room a batch could add).
+  stats::StateNeed read{std::min(e.rows, e.ing->distinct_rows()), e.refs};
+  try_hold(e, e.held, read);  // never more than it holds: always succeeds
 }
 
 void TableCounts::raise_order_limit(Entry& e, uint64_t n) {
@@ -122,27 +197,35 @@ void TableCounts::close_window(Entry& e) {
 }
 
 void TableCounts::add_counted_locked(const TableInfo& t, const stats::CountedSegment& segment, const Registry* registry) {
-  Entry& e = entry(t, registry, /*fit=*/false);
+  Entry& e = entry(t, registry, /*fit=*/false, UINT64_MAX);
   if (e.refused) return;  // counted in refused_tables; a segment carries no lookup total
   e.ing->add_counted(segment);
   e.pending = true;
 }
 
 bool TableCounts::admit_counted_locked(const TableInfo& t, uint64_t n, const Registry* registry) {
-  if (!entry(t, registry, /*fit=*/false).refused) return true;
+  if (!entry(t, registry, /*fit=*/false, UINT64_MAX).refused) return true;
   news_.refused_lookups += n;
   return false;
 }
 
 void TableCounts::add_locked(const TableInfo& t, const void* p, uint64_t n, int type, const Registry* registry) {
-  Entry& e = entry(t, registry, /*fit=*/true);
-  if (e.refused) {
+  Entry& e = entry(t, registry, /*fit=*/true, n);
+  bool room = !e.refused && raise_need(e, n);
+  while (!e.refused && !room && shed_one_lru()) room = raise_need(e, n);
+  if (!room) {
+    // No room for what the batch can add: refused, counted (a table placed earlier may
+    // still read rows it has read before, in later batches, if those fit).
+    if (!e.refused) mark_downsized(e);
     news_.refused_lookups += n;
     return;
   }
   raise_order_limit(e, n);
   if (type == EDO_I64) e.ing->add(static_cast<const int64_t*>(p), size_t(n));
   else e.ing->add(static_cast<const int32_t*>(p), size_t(n));
+  e.refs += n;
+  e.last_read = ++reads_;
+  settle_need(e);
   e.pending = true;
 }
 

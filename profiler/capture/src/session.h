@@ -43,7 +43,10 @@ struct SessionIdentity {
 //  * a table placed gets, of what is left beyond those reserves, its share in proportion to
 //    its full statistics' bound: when all registered tables fit in full, each gets its full
 //    statistics, in whatever order they come;
-//  * what a table holds as it reads is reserved as it comes: its ordered sample starts at
+//  * what a table holds as it reads is reserved as it comes: its counts and exact LRU stack
+//    follow the distinct rows it read (stats::StateNeed: before each batch room for what its
+//    indices can add, after it what they did add), so a table that read 3,000 of its million
+//    rows holds kilobytes per row read, not 190 MB; its ordered sample starts at
 //    kFirstOrderedRefs references and is raised before the references that need more, and
 //    room for kFirstWindows closed drift windows is raised before a flush would hold more
 //    (up to what its share allowed each, from what the budget has beyond the reserves; a raise
@@ -55,6 +58,8 @@ class TableCounts {
  public:
   static constexpr uint64_t kFirstOrderedRefs = 256;
   static constexpr uint32_t kFirstWindows = 2;
+  // Rows per drift window of a table that gave up its LRU curve for its counts (shed_for_counts).
+  static constexpr uint32_t kShedDriftTopK = 16;
   explicit TableCounts(const stats::StatsConfig& cfg, uint64_t budget_bytes = UINT64_MAX)
       : cfg_(cfg), budget_(budget_bytes) {}
   // Caller holds mutex(). `registry`: the process's tables (those not placed yet keep their
@@ -83,7 +88,7 @@ class TableCounts {
     uint32_t refused_tables = 0, downsized_tables = 0;
   };
   BudgetNews take_budget_news_locked();
-  uint64_t reserved_bytes_locked() const { return used_; }
+  uint64_t reserved_bytes_locked() const { return used_ + scratch_; }
 
  private:
   struct Entry {
@@ -95,7 +100,12 @@ class TableCounts {
     // What its part of used_ is the bound of: its config with the ordered sample at the bound
     // it has now and max_windows at the closed windows there is room for.
     stats::StatsConfig held;
-    uint64_t reserved = 0;        // state_bound_bytes(rows, held)
+    // What it has read, as far as its reservation covers: raised before each batch to the
+    // rows read so far plus the batch (raise_need), lowered to what was read after it.
+    stats::StateNeed need;
+    uint64_t refs = 0;            // in-range or not, the indices it was given (host batches)
+    uint64_t last_read = 0;       // reads_ at its latest batch (the LRU curve shed first: oldest)
+    uint64_t reserved = 0;        // state_bound_bytes(rows, need, held) less its scratch (scratch_)
     uint64_t order_cap = 0;       // what its ordered sample may be raised to
     uint32_t windows_cap = 0;     // its config's max_windows
     uint32_t windows_closed = 0;  // drift windows closed since its last delta
@@ -103,7 +113,9 @@ class TableCounts {
   const stats::StatsConfig cfg_;
   const uint64_t budget_;
   std::mutex mu_;
-  Entry& entry(const TableInfo& t, const Registry* registry, bool fit);
+  // `first`: the indices of the batch that places it (UINT64_MAX: a device-counted table,
+  // held to its worst case, which its device counters were laid out for).
+  Entry& entry(const TableInfo& t, const Registry* registry, bool fit, uint64_t first);
   // Adds the tables registered since the last call to the reserve of tables not placed yet.
   void note_registered(const Registry* registry);
   uint64_t smallest_bytes(uint64_t rows) const;  // bound of a table's smallest statistics
@@ -114,11 +126,32 @@ class TableCounts {
   // Closes the table's drift window if there is room for one more closed window (raised as
   // the budget allows); else its window runs on to the next close.
   void close_window(Entry& e);
-  // Makes `to` the held config if the budget beyond the reserves has room for it.
+  // Makes `to` the held config (and `need` what it is held to) if the budget beyond the
+  // reserves has room for it.
   bool try_hold(Entry& e, const stats::StatsConfig& to);
+  bool try_hold(Entry& e, const stats::StatsConfig& to, const stats::StateNeed& need);
+  // Before a host batch of n indices: the reservation covers the rows it can add (false: the
+  // budget has no room, the batch is refused). settle_need() after it: back to what was read.
+  bool raise_need(Entry& e, uint64_t n);
+  void settle_need(Entry& e);
   void mark_downsized(Entry& e);
   std::vector<Entry> tables_;  // by table id
   uint64_t used_ = 0;          // sum of the tables' reserved bytes
+  // The largest scratch a table's bound has (stats::state_scratch_bytes): tables count and
+  // flush one at a time under mu_, so that much is reserved once, not per table.
+  uint64_t scratch_ = 0;
+  uint64_t reads_ = 0;  // host batches counted (Entry::last_read)
+  uint64_t left() const { return budget_ - std::min(budget_, used_ + scratch_); }
+  // What holding `to` at `want` adds to used_ + scratch_ (0 when it shrinks).
+  uint64_t extra_for(const Entry& e, const stats::StatsConfig& to, const stats::StateNeed& want, uint64_t& held,
+                     uint64_t& scratch) const;
+  // The budget has no room for a table's statistics or a batch's rows: the placed table
+  // read least recently that still has an LRU curve gives it up (a table the job is done
+  // with has its whole curve recorded already), and all but
+  // kShedDriftTopK rows of its drift windows (its counts stay exact; the distances it
+  // recorded stay). False when no table has an LRU curve left to give.
+  bool shed_one_lru();
+  void shed_lru(Entry& e);
   uint32_t noted_ = 0;         // registry tables [0, noted_) are known here
   uint64_t waiting_min_ = 0;   // smallest statistics of the tables noted and not placed
   uint64_t waiting_full_ = 0;  // their full statistics

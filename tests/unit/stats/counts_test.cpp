@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <set>
+#include <string>
 
 #include "internal.h"
 #include "test_util.h"
@@ -223,6 +226,86 @@ TEST(FlatMapTest, MatchesUnorderedMapUnderInsertEraseChurn) {
       EXPECT_EQ(*p, it->second);
     }
   }
+}
+
+}  // namespace
+}  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+// Issue 31: hashed counting (start_counting(): a tracer's segment) gives the counts dense
+// counting gives, on random streams that stay sparse, cross rows/8 mid-batch (the rest of the
+// batch goes to the dense loop), run out of range, and are cut (extract) between batches, with
+// the same deltas; and it holds slots only for the rows read until it turns dense.
+TEST(ExactCountsTest, HashedCountingMatchesDenseFromTheStart) {
+  std::mt19937_64 rng(11);
+  for (const uint64_t rows : {uint64_t{5000}, uint64_t{100'000}, uint64_t{1'000'000}}) {
+    for (const uint64_t distinct : {uint64_t{50}, rows / 16, rows / 4, rows}) {
+      detail::ExactCounts hashed, dense;
+      hashed.reset(rows);
+      hashed.start_counting();
+      dense.reset(rows);
+      dense.make_dense();
+      ASSERT_TRUE(hashed.hashed());
+      std::set<int64_t> seen;  // the rows read
+      std::vector<int64_t> pick(distinct);
+      for (auto& r : pick) r = int64_t(rng() % rows);
+      std::vector<int64_t> batch(3000);
+      for (int b = 0; b < 40; ++b) {
+        for (auto& x : batch) x = (rng() % 97 == 0) ? int64_t(rows + rng() % 5) - int64_t(rng() % 2 * (rows + 10)) : pick[rng() % distinct];
+        EXPECT_EQ(hashed.add_batch(batch.data(), batch.size()), dense.add_batch(batch.data(), batch.size()));
+        for (int64_t x : batch)
+          if (x >= 0 && uint64_t(x) < rows) seen.insert(x);
+        if (b % 7 == 6) {  // a flush: both cut, the deltas equal
+          detail::ExactCounts dh, dd;
+          hashed.extract(dh);
+          dense.extract(dd);
+          std::vector<std::pair<uint64_t, uint64_t>> vh, vd;
+          dh.for_each_nonzero([&](uint64_t r, uint64_t c) { vh.emplace_back(r, c); });
+          dd.for_each_nonzero([&](uint64_t r, uint64_t c) { vd.emplace_back(r, c); });
+          ASSERT_EQ(vh, vd) << rows << " " << distinct << " batch " << b;
+          std::string eh, ed;
+          dh.encode(eh);
+          dd.encode(ed);
+          EXPECT_EQ(eh, ed);
+        }
+      }
+      EXPECT_EQ(hashed.nonzero(), dense.nonzero());
+      EXPECT_EQ(hashed.total(), dense.total());
+      for (int k = 0; k < 2000; ++k) {
+        const uint64_t r = pick[rng() % distinct];
+        ASSERT_EQ(hashed.get(r), dense.get(r)) << r;
+      }
+      // Sparse while at most rows/8 rows were read, dense after: memory follows the rows read.
+      EXPECT_EQ(hashed.dense(), seen.size() * detail::ExactCounts::kDenseShare > rows) << rows << " " << distinct;
+      if (hashed.hashed()) EXPECT_LE(hashed.hash_slots() * 12, seen.size() * 32 + 64 * 12);
+    }
+  }
+}
+
+// Counts past 2^32 in the hashed form carry into 64 bits, and a merge into it adds.
+TEST(ExactCountsTest, HashedCountsCarryPast32BitsAndMerge) {
+  detail::ExactCounts h;
+  h.reset(1 << 20);
+  h.start_counting();
+  detail::ExactCounts o;
+  o.reset(1 << 20);
+  o.sparse().emplace_back(7, 3);
+  o.sparse().emplace_back(12345, UINT32_MAX - 5);
+  h.merge(o);
+  std::vector<int64_t> same(16, 12345);
+  h.add_batch(same.data(), same.size());  // wraps the row's uint32 slot
+  EXPECT_TRUE(h.hashed());
+  EXPECT_EQ(h.get(7), 3u);
+  EXPECT_EQ(h.get(12345), uint64_t{UINT32_MAX} + 11);
+  h.merge(o);  // adds past 2^32 again
+  EXPECT_EQ(h.get(12345), 2 * uint64_t{UINT32_MAX} + 6);
+  EXPECT_EQ(h.total(), 2 * uint64_t{UINT32_MAX} + 12);
+  detail::ExactCounts cut;
+  h.extract(cut);
+  EXPECT_EQ(cut.get(12345), 2 * uint64_t{UINT32_MAX} + 6);
+  EXPECT_EQ(h.total(), 0u);
 }
 
 }  // namespace

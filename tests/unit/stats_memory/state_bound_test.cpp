@@ -115,6 +115,107 @@ TEST(StateBound, CoversWhatASmallTableAllocates) {
   EXPECT_LT(edo::stats::state_bound_bytes(16, start), uint64_t{512} << 10);
 }
 
+// Peak bytes allocated while a table of `rows` rows reads `lookups` rows drawn from `distinct`
+// rows spread over it (a fixed random set), in batches of 4096 with a flush every `per_flush`.
+int64_t peak_of_few(uint64_t rows, uint64_t distinct, uint64_t lookups, uint64_t per_flush, const StatsConfig& cfg) {
+  std::mt19937_64 rng(7);
+  std::vector<int64_t> set(distinct);
+  for (auto& r : set) r = int64_t(rng() % rows);
+  std::vector<int64_t> batch(4096);
+  const int64_t before = g_live.load();
+  g_peak.store(before);
+  {
+    TableIngestor ing(rows, cfg);
+    uint64_t since = 0;
+    for (uint64_t done = 0; done < lookups; done += batch.size()) {
+      for (auto& x : batch) x = set[rng() % distinct];
+      ing.add(batch.data(), batch.size());
+      if ((since += batch.size()) >= per_flush) {
+        since = 0;
+        ing.close_window();
+        EXPECT_FALSE(ing.take_delta().serialize().empty());
+      }
+    }
+    ing.close_window();
+    EXPECT_FALSE(ing.take_delta().serialize().empty());
+  }
+  return g_peak.load() - before;
+}
+
+// Issue 31: a table's bound follows the rows it read (stats::StateNeed), and covers what it
+// allocates: a million-row table that read 3,000 rows holds ~100 bytes a row read, not 228 MB;
+// and the bound at every row read is the worst case.
+TEST(StateBound, CoversWhatATableThatReadsFewOfItsRowsAllocates) {
+  struct Case {
+    uint64_t rows, distinct, lookups, per_flush;
+  };
+  for (const Case k : {Case{1'000'000, 3000, 40960, 8192}, Case{1'000'000, 3000, 40960, 1 << 20},
+                       Case{100'000, 12'000, 65536, 16384}, Case{30'000, 2000, 16384, 4096},
+                       Case{10'000'000, 100'000, 1 << 19, 1 << 17}, Case{200'000, 30'000, 1 << 18, 1 << 16}}) {
+    for (const uint64_t refs : {uint64_t{256}, uint64_t{1} << 16}) {
+      StatsConfig cfg;
+      cfg.ordered_sample_refs = refs;  // the tracer's start, and the configured size
+      cfg.max_windows = 2;
+      // The rows drawn from `distinct` picks: a bound on the distinct rows read.
+      const edo::stats::StateNeed need{k.distinct, k.lookups};
+      const uint64_t bound = edo::stats::state_bound_bytes(k.rows, need, cfg);
+      const int64_t peak = peak_of_few(k.rows, k.distinct, k.lookups, k.per_flush, cfg);
+      std::printf("%llu rows, %llu read, sample %llu: peak %lld bytes, bound %llu (%.0f%%), worst case %llu\n",
+                  (unsigned long long)k.rows, (unsigned long long)k.distinct, (unsigned long long)refs, (long long)peak,
+                  (unsigned long long)bound, 100.0 * double(peak) / double(bound),
+                  (unsigned long long)edo::stats::state_bound_bytes(k.rows, cfg));
+      EXPECT_LE(uint64_t(peak), bound) << k.rows << " " << k.distinct;
+      EXPECT_LE(bound, edo::stats::state_bound_bytes(k.rows, edo::stats::StateNeed{k.rows, UINT64_MAX}, cfg));
+    }
+  }
+  // The bound grows with the rows read, up to the worst case at every row.
+  const StatsConfig cfg;
+  uint64_t last = 0;
+  for (uint64_t d = 1; d <= 1'000'000; d *= 4) {
+    const uint64_t b = edo::stats::state_bound_bytes(1'000'000, edo::stats::StateNeed{d, 1000}, cfg);
+    EXPECT_GE(b, last) << d;
+    last = b;
+  }
+  EXPECT_EQ(edo::stats::state_bound_bytes(1'000'000, edo::stats::StateNeed{}, cfg),
+            edo::stats::state_bound_bytes(1'000'000, cfg));
+}
+
+// A table that gave up its LRU curve (the tracer's shed_lru) holds what the bound without one
+// says, from then on.
+TEST(StateBound, ATableThatShedItsLruHoldsItsBoundWithout) {
+  for (const uint64_t rows : {uint64_t{30'000}, uint64_t{1'000'000}}) {
+    StatsConfig cfg;
+    cfg.ordered_sample_refs = 4096;
+    cfg.max_windows = 2;
+    std::mt19937_64 rng(3);
+    std::vector<int64_t> set(3000), batch(4096);
+    for (auto& r : set) r = int64_t(rng() % rows);
+    const int64_t before = g_live.load();
+    TableIngestor ing(rows, cfg);
+    for (int i = 0; i < 4; ++i) {
+      for (auto& x : batch) x = set[rng() % set.size()];
+      ing.add(batch.data(), batch.size());
+    }
+    ing.shed_lru(16);
+    StatsConfig bare = cfg;
+    bare.track_lru = false;
+    bare.drift_top_k = 16;
+    const edo::stats::StateNeed need{3000, 8 * 4096};
+    const uint64_t bound = edo::stats::state_bound_bytes(rows, need, bare);
+    g_peak.store(g_live.load());
+    for (int i = 0; i < 4; ++i) {
+      for (auto& x : batch) x = set[rng() % set.size()];
+      ing.add(batch.data(), batch.size());
+    }
+    ing.close_window();
+    EXPECT_FALSE(ing.take_delta().serialize().empty());
+    const int64_t held = g_live.load() - before, peak = g_peak.load() - before;
+    std::printf("%llu rows, 3000 read, LRU shed: holds %lld bytes, peak %lld, bound %llu\n", (unsigned long long)rows,
+                (long long)held, (long long)peak, (unsigned long long)bound);
+    EXPECT_LE(uint64_t(peak), bound) << rows;
+  }
+}
+
 // A small table that does not fit stays exact (its counts are smaller than any sketch) and
 // gives up its other parts instead; its smallest statistics take kilobytes.
 TEST(StateBound, ASmallTableIsNeverSketched) {

@@ -256,6 +256,13 @@ class TableIngestor {
   // one the higher bound would have given from the start.
   uint64_t ordered_sample_kept() const;
   void raise_ordered_sample_limit(uint64_t refs);
+  // An upper bound on the distinct rows read so far (what the counts and the exact LRU stack
+  // hold a slot for; its rows when nothing tracks them): the `distinct` of StateNeed.
+  uint64_t distinct_rows() const;
+  // Gives up the LRU curve from here on (its stack or sampler and the ordered sample are
+  // freed; distances recorded so far stay) and keeps `drift_top_k` rows per drift window:
+  // what a memory budget sheds so that the counts stay exact.
+  void shed_lru(uint32_t drift_top_k);
   // Read access to the not-yet-taken delta. Logically const, but it ends the current
   // counting segment (O(rows touched)); not thread-safe, like every other member.
   const TableAggregate& pending() const;
@@ -272,6 +279,25 @@ class TableIngestor {
 // drift windows, and the LRU state (the Mattson stack, or the SHARDS sampler at its expected
 // sample size, rate x rows).
 uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
+// What a table has read, for a bound that follows it (the tracer raises it before each batch:
+// distinct read so far + the batch's indices). Defaults: the worst case, every row read and
+// an endless stream.
+struct StateNeed {
+  uint64_t distinct = UINT64_MAX;  // distinct rows read (at most the table's rows)
+  uint64_t refs = UINT64_MAX;      // in-range references read
+};
+// The bound of a table that has read no more than `need`: exact counts are hashed, ~112 bytes
+// per row read (the table, its growth, a cut's (row, count) list, a merge and the serialized
+// delta), until rows/8 are read, then dense (56 bytes per row); the exact LRU stack holds 4
+// bytes per row plus 25 per row read (8 + 25 per row read); a large table's exact prefix
+// ~129 bytes per row read (a row map until rows/16 are read); the SHARDS sampler only
+// once the prefix can hand over (more distinct rows than exact_lru_distinct_limit or more
+// references than its lookup limit), its sample at rate x the rows read.
+uint64_t state_bound_bytes(uint64_t rows, const StateNeed& need, const StatsConfig& config);
+// The part of that bound a table holds only while it counts a batch or is flushed (hashed
+// counts' growth, a cut's list, a merge): a caller that works on one table at a time holds
+// the largest of these once, not one per table.
+uint64_t state_scratch_bytes(uint64_t rows, const StateNeed& need, const StatsConfig& config);
 // A config whose state_bound_bytes() is at most `budget` when one exists: an exact table that
 // does not fit is sketched where that saves memory (its exact counts are larger than the
 // smallest sketch; a small table stays exact); then the largest part is halved, in turn (count-min width, top-K
@@ -279,6 +305,8 @@ uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
 // LRU curve is given up. The result's bound may still exceed `budget` (all at their minimum):
 // the caller checks.
 StatsConfig fit_state_to(uint64_t rows, const StatsConfig& config, uint64_t budget);
+// The same for a table that has read no more than `need` (the bound it is held to).
+StatsConfig fit_state_to(uint64_t rows, const StateNeed& need, const StatsConfig& config, uint64_t budget);
 
 // Derived statistics of one table (docs/stats.md "Summary").
 struct CurvePoint {
