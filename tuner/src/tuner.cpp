@@ -20,6 +20,7 @@
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
+#include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "explain.h"
@@ -27,6 +28,7 @@
 #include "numerics.h"
 #include "modelled.h"
 #include "representatives.h"
+#include "small_tables.h"
 #include "step_timing.h"
 #include "timing_target.h"
 #include "workload.h"
@@ -196,6 +198,15 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     throw TuneError("no table matches --tables '" + o.tables + "' (tables: " + names + (w.groups.size() > 5 ? ", ..." : "") + ")");
   }
 
+  // Tables too small to matter (small_tables.h): kept as recorded, no candidates, not timed.
+  const SmallTables small = small_tables(w, o.budget_bytes, o.devices);
+  if (small.count > 0) {
+    for (size_t gi = 0; gi < w.groups.size(); ++gi)
+      if (small.small[gi]) w.groups[gi].tuned = false;
+    r.notes.push_back(std::to_string(small.count) + " tables too small to matter (the smallest, " +
+                      model::format_bytes(small.bytes) + " together, at most 1% of the budget; each at most " +
+                      model::format_bytes(small.largest) + ") are kept as recorded with their exact bytes, not timed");
+  }
   // Candidates of every tuned group.
   auto& cands = e.cands;
   auto& index = e.index;
@@ -379,10 +390,14 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
   // that on a thousand tables the whole run, not only its measuring, ends within the limit.
   const double limit = o.time_limit_s > 0 ? std::max(1e-3, o.time_limit_s - std::min(elapsed(), 0.1 * o.time_limit_s)) : 0.0;
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
-  // Measurement setups kept for the next level: a quarter of available memory, room for two
-  // of the largest at least; on a GPU at most four (each holds its baseline on the device).
-  uint64_t keep = std::max(4 * cap + (uint64_t{64} << 20), available_memory() / 4);
-  if (r.backend == "cuda") keep = std::min(keep, 8 * cap + (uint64_t{64} << 20));
+  // Measurement setups kept for the next level (a setup holds its weights and the baseline's
+  // copy: twice the measured table's bytes). On the CPU room for two of the largest (1 GiB at
+  // the 256 MiB cap): tune's peak stays bounded whatever the machine has free (issue 31: a
+  // quarter of available memory held 5 GB of setups on a 24 GB machine, 8.9 GB peak at 10,000
+  // tables). On a GPU a quarter of available memory, room for two at least, four at most
+  // (each holds its baseline on the device).
+  uint64_t keep = 4 * cap + (uint64_t{64} << 20);
+  if (r.backend == "cuda") keep = std::min(std::max(keep, available_memory() / 4), 8 * cap + (uint64_t{64} << 20));
   BenchCache benches{keep, {}, 0};
   // What measuring costs, to skip what would not finish in time: per strategy the seconds it
   // took on the largest table measured so far (elements = measured rows x dim); per group the
