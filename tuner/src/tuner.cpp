@@ -723,6 +723,23 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
   r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
   if (!r.stop_reason.empty()) r.complete = false;
+  if (!r.stop_reason.empty()) {
+    // What the stop left out, in one line (each candidate's note says why it has no time).
+    size_t not_measured = 0, tables = 0, baselines = 0;
+    for (size_t gi = 0; gi < e.w.groups.size(); ++gi) {
+      size_t here = 0;
+      for (size_t at : e.index[gi]) here += r.candidates[at].note.rfind("not measured", 0) == 0;
+      not_measured += here;
+      tables += here > 0;
+      baselines += !e.index[gi].empty() && !r.candidates[e.index[gi][0]].usable();
+    }
+    if (not_measured > 0)
+      r.notes.push_back("stopped by the " + r.stop_reason + ": " + std::to_string(not_measured) + " candidates of " +
+                        std::to_string(tables) + " tables were not measured" +
+                        (baselines ? "; " + std::to_string(baselines) + " tables without a measured baseline are kept as recorded"
+                                   : "; every tuned table's baseline was measured or predicted") +
+                        " (a larger --time-limit measures more)");
+  }
   replan(r, o.budget_bytes, o.max_error);
   r.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
   return r;
