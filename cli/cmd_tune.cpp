@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "command.h"
 #include "edo/db/profile_store.h"
@@ -171,7 +172,8 @@ int run_tune(const TuneCliOptions& o) {
   t.representatives = !o.every_table;
 
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
-  const model::Profile profile = store.load();
+  // Not const: tune() takes it over and frees the statistics it no longer needs as it goes.
+  model::Profile profile = store.load();
   // A shape no embedding table has (a damaged file, a count stored out of range) is the file's
   // fault, not the command line's: named with its table and file, exit 1.
   for (const auto& tb : profile.tables) {
@@ -202,7 +204,7 @@ int run_tune(const TuneCliOptions& o) {
   model::TuneResult r;
   try {
     const auto backend = tuner::make_tune_backend(t.backend);
-    r = tuner::tune(profile, weights, t, *backend, [&](const tuner::TuneProgress& p) { bar.draw(p); }, &g_cancel);
+    r = tuner::tune(std::move(profile), weights, t, *backend, [&](const tuner::TuneProgress& p) { bar.draw(p); }, &g_cancel);
   } catch (const tuner::TuneError& e) {
     bar.finish();
     sigaction(SIGINT, &old, nullptr);
@@ -278,6 +280,8 @@ Runner setup(CLI::App& sub) {
       "Tables alike in dim, dtype, rows and lookups per step (within a factor of 4) and LRU curve shape form a class:\n"
       "one representative per class is timed and the others' times are predicted from its per-lookup time (each\n"
       "table's WHY and JSON timing_source say which); bytes and errors on recorded weights are each table's own.\n"
+      "Past 256 tables that do not fit the budget as recorded, the smallest tables, together at most 1% of the\n"
+      "budget, are kept as recorded with their exact bytes and not timed (their WHY says \"too small to matter\").\n"
       "Sizes: 24GiB, 500MB, 1.5TiB or bytes. Measuring stops after --time-limit (default 300 s), cheap formats\n"
       "first; Ctrl-C stops after the current candidate; either way the plan uses what was measured.\n"
       "Exit status: 0 a plan, 1 no plan fits (the smallest feasible budget is named) or a runtime error,\n"

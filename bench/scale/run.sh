@@ -4,6 +4,7 @@
 #
 #   synth      edo synth of TABLES tables, sizes log-uniform 100..1M rows, Zipf 0.6..1.2
 #   report     edo report (text), and --json              target (10,000 tables) < 3 s, < 1 GiB
+#   tune       edo tune --time-limit 300, budget half the tables' bytes: < 315 s, < 4 GiB, a plan
 #   export     edo export of a plan of 20x TABLES tables (json/yaml/torchrec), from a plan file
 #              made by repeating a small real plan's tables; 200,000 tables < 30 s
 #   record     edo record of many_tables_job (TABLES tables, LOOKUPS_PER_TABLE each): every
@@ -30,6 +31,10 @@ measure "synth $tables tables" "< 120 s (10,000 tables, 100M lookups)" \
 measure "synth 2000x2000x4M" "< 30 s" "$edo" synth -o "$work/long.edodb" --tables 2000 --rows 2000 --lookups 4000000 && rm -f "$work/long.edodb"
 measure "report" "< 3 s, < 1024 MiB" "$edo" report "$work/many.edodb"
 measure "report --json" "< 3 s, < 1024 MiB" "$edo" report --json "$work/many.edodb"
+# edo tune (issue 31): the whole command within --time-limit 300 (+5 %), a plan for half the
+# tables' bytes (read from the report), peak memory bounded. Exits 1 (reported failed) without a plan.
+budget=$("$edo" report --json "$work/many.edodb" | python3 -c 'import json,sys; print(sum(t["total_bytes"] for t in json.load(sys.stdin)["tables"]) // 2)')
+measure "tune $tables tables" "< 315 s, < 4096 MiB (--time-limit 300)" "$edo" tune "$work/many.edodb" --budget "$budget" --time-limit 300
 # A small real plan, its tables repeated under new names: export cost per table.
 "$edo" synth -o "$work/small.edodb" --tables 4 --rows 20000 --dim 16 --lookups 100000 >/dev/null 2>&1
 "$edo" tune "$work/small.edodb" --budget 1MiB --time-limit 60 >/dev/null 2>&1

@@ -92,7 +92,7 @@ int64_t candidate_loss(const model::TuneCandidate& c, bool baseline) {
 }
 
 std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
-                   double max_error) {
+                   double max_error, const std::vector<size_t>& of_table) {
   const model::TuneCandidate& c = r.candidates[ci];
   const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
   std::string s;
@@ -120,7 +120,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   size_t better = 0, over = 0;  // better: faster (speed), or losing less (least change)
   size_t rejected = 0, unvalidated = 0;  // never offered: numerically unsafe, or loss not measured on held-out lookups
   const model::TuneCandidate* closest = nullptr;  // over the limit, least error
-  for (const auto& o : r.candidates) {
+  for (size_t oi : of_table) {
+    const model::TuneCandidate& o = r.candidates[oi];
     if (o.table != c.table || &o == &c) continue;
     if (!std::isnan(o.error) && o.error > max_error) {
       ++over;
@@ -150,8 +151,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
          number(closest->error, "%.3g") + ")";
   if (rejected) {
     const model::TuneCandidate* first = nullptr;
-    for (const auto& o : r.candidates)
-      if (o.table == c.table && o.usable() && !o.rejected.empty()) {
+    for (size_t oi : of_table)
+      if (const model::TuneCandidate& o = r.candidates[oi]; o.table == c.table && o.usable() && !o.rejected.empty()) {
         first = &o;
         break;
       }

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "edo/model/weights.h"
 #include "edo/tuner/optimizer.h"
 #include "edo/tuner/tuner.h"
+#include "candidates.h"
 #include "explain.h"
 #include "placement_plan.h"
 
@@ -85,6 +87,23 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
   }
 }
 
+// The partial plans the knapsack keeps after each table: 16,384 (bytes apart by 1/16,384 of
+// their range at most), fewer past 1,024 tuned tables so that a solve visits at most 2^24
+// (10,000 tables: 1,677 each, a few seconds and 130 MB instead of minutes and gigabytes).
+size_t frontier_points(size_t items) {
+  return std::clamp<size_t>((size_t{1} << 24) / std::max<size_t>(1, items), 1024, size_t{1} << 14);
+}
+
+// Why a table was not tuned, told apart by what the run stored: outside --tables, stored
+// quantised by the job (no format to encode from), or else too small to matter
+// (small_tables.h; enumerate() in tuner.cpp untunes tables for these three reasons only).
+std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t) {
+  if (glob_match(r.tables_glob, t.name) && !baseline_spec(t.dtype).empty())
+    return "too small to matter: kept as recorded with its exact bytes, not timed (one of the smallest tables, together "
+           "at most 1% of the budget)";
+  return "not tuned (outside --tables or not encodable): kept as recorded";
+}
+
 }  // namespace
 
 void replan(model::TuneResult& r, uint64_t budget, double max_error) {
@@ -107,13 +126,22 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   r.baseline_step_us = 0;
   std::map<std::string, const model::TuneCandidate*> baseline_of;
   for (const auto& c : r.candidates) baseline_of.emplace(c.table, &c);  // a table's first candidate is its baseline
+  // Each table's candidates, in order: one pass over them all (a scan of every candidate per
+  // table is 10,000 x 175,000 name comparisons on a recording of 10,000 tables).
+  std::unordered_map<std::string, std::vector<size_t>> candidates_of;
+  for (size_t ci = 0; ci < r.candidates.size(); ++ci) candidates_of[r.candidates[ci].table].push_back(ci);
+  const std::vector<size_t> none;
+  auto of_table = [&](const std::string& name) -> const std::vector<size_t>& {
+    auto it = candidates_of.find(name);
+    return it == candidates_of.end() ? none : it->second;
+  };
   for (size_t ti = 0; ti < r.tables.size(); ++ti) {
     const model::TuneTable& t = r.tables[ti];
     if (!t.shares_with.empty()) continue;
     r.baseline_device_bytes += t.device_bytes;
     PlanItem item;
     if (t.tuned)
-      for (size_t ci = 0; ci < r.candidates.size(); ++ci) {
+      for (size_t ci : of_table(t.name)) {
         const auto& c = r.candidates[ci];
         if (c.table == t.name && c.plannable(r.allow_unvalidated) && c.error <= max_error)
           item.options.push_back({c.device_bytes, c.host_bytes, c.step_us, ci, candidate_loss(c, baseline_of.count(t.name) && baseline_of.at(t.name) == &c)});
@@ -134,9 +162,10 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   const uint64_t room = budget > fixed ? budget - fixed : 0;
   // The frontier (bytes vs measured step time) and the smallest feasible budget are the speed
   // objective's on the measured times; the plan is the run's objective's on the ranked ones.
-  const Solution fastest = solve_plan(exact, room, size_t{1} << 14, Objective::kSpeed);
+  const size_t frontier = frontier_points(items.size());
+  const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed);
   const Solution sol =
-      solve_plan(items, room, size_t{1} << 14, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
+      solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
   for (const auto& [b, us] : fastest.frontier) r.frontier.emplace_back(b + fixed, us);
   r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;
   if (!sol.feasible || fixed > budget) {
@@ -172,7 +201,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     auto it = chosen.find(owner);
     if (it == chosen.end()) {
       ch.device_bytes = t.device_bytes;
-      ch.why = !t.tuned ? "not tuned (outside --tables or not encodable): kept as recorded"
+      ch.why = !t.tuned ? untuned_why(r, t)
                         : "kept as recorded: its baseline was not measured (stopped early)";
       if (!t.shares_with.empty()) ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
       r.choices.push_back(std::move(ch));
@@ -187,12 +216,13 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
     if (t.shares_with.empty()) {
       uint64_t members = 0;
-      for (const auto& tt : r.tables)
-        if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
+      if (!kept_apart.empty())  // (most tables have no identical copies: no walk over every table)
+        for (const auto& tt : r.tables)
+          if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
       ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
       auto b = baseline_of.find(owner);
-      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error);
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner));
     } else if (is_apart) {
       ch.shares_with.clear();
       ch.device_bytes = own_bytes(t);

@@ -2,6 +2,7 @@
 // baseline first, then the cheap formats, then the rest) within the time limit, then plan.
 #include "edo/tuner/tuner.h"
 
+#include <malloc.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
+#include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "explain.h"
@@ -27,6 +29,7 @@
 #include "numerics.h"
 #include "modelled.h"
 #include "representatives.h"
+#include "small_tables.h"
 #include "step_timing.h"
 #include "timing_target.h"
 #include "workload.h"
@@ -180,12 +183,18 @@ struct Enumerated {
   std::vector<std::vector<size_t>> index;     // group, candidate -> result index
 };
 
+// `owned`: the caller's profile, when it is handed over (tune(Profile&&)): its statistics are
+// released once the workload holds them, and those of tables not tuned once enumerated.
 Enumerated enumerate(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
-                     const TuneOptions& o, model::TuneResult& r) {
+                     const TuneOptions& o, model::TuneResult& r, model::Profile* owned) {
   const std::set<std::string> allowed = allowed_strategies(o.strategies);
   Enumerated e;
   Workload& w = e.w;
   w = build_workload(profile, snapshots, o.tables);
+  // The groups share each table's statistics with the profile (copy-on-write aggregates):
+  // the profile's references go, so that releasing a group's below frees its memory.
+  if (owned)
+    for (auto& t : owned->tables) t.aggregate = stats::TableAggregate();
   r.notes = w.notes;
   bool any_tuned = false;
   for (const auto& g : w.groups) any_tuned = any_tuned || g.tuned;
@@ -196,6 +205,15 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     throw TuneError("no table matches --tables '" + o.tables + "' (tables: " + names + (w.groups.size() > 5 ? ", ..." : "") + ")");
   }
 
+  // Tables too small to matter (small_tables.h): kept as recorded, no candidates, not timed.
+  const SmallTables small = small_tables(w, o.budget_bytes, o.devices);
+  if (small.count > 0) {
+    for (size_t gi = 0; gi < w.groups.size(); ++gi)
+      if (small.small[gi]) w.groups[gi].tuned = false;
+    r.notes.push_back(std::to_string(small.count) + " tables too small to matter (the smallest, " +
+                      model::format_bytes(small.bytes) + " together, at most 1% of the budget; each at most " +
+                      model::format_bytes(small.largest) + ") are kept as recorded with their exact bytes, not timed");
+  }
   // Candidates of every tuned group.
   auto& cands = e.cands;
   auto& index = e.index;
@@ -280,6 +298,19 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
                       " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
                       "do not): --max-error E to change it, --max-error inf for no limit");
   r.candidates_total = r.candidates.size();
+  // Nothing after enumerating reads an untuned group's statistics (no candidates to measure):
+  // at 10,000 tables the small ones' counts and ordered samples are 0.7 GB of tune's peak.
+  if (owned) {
+    for (auto& g : w.groups)
+      if (!g.tuned) {
+        g.counts = stats::TableAggregate();
+        g.first_seen.clear();
+        g.first_seen.shrink_to_fit();
+      }
+    // The freed statistics are many blocks of a few hundred KiB inside the heap; the
+    // measurement's buffers are mapped apart from it and would not reuse them: hand them back.
+    malloc_trim(0);
+  }
   return e;
 }
 
@@ -379,10 +410,15 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
   // that on a thousand tables the whole run, not only its measuring, ends within the limit.
   const double limit = o.time_limit_s > 0 ? std::max(1e-3, o.time_limit_s - std::min(elapsed(), 0.1 * o.time_limit_s)) : 0.0;
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
-  // Measurement setups kept for the next level: a quarter of available memory, room for two
-  // of the largest at least; on a GPU at most four (each holds its baseline on the device).
-  uint64_t keep = std::max(4 * cap + (uint64_t{64} << 20), available_memory() / 4);
-  if (r.backend == "cuda") keep = std::min(keep, 8 * cap + (uint64_t{64} << 20));
+  // Measurement setups kept for the next level (a setup holds its weights and the baseline's
+  // copy: twice the measured table's bytes). On the CPU room for one of the largest (576 MiB
+  // at the 256 MiB cap) and smaller ones: tune's peak stays bounded whatever the machine has
+  // free (issue 31: a quarter of available memory held 5 GB of setups on a 24 GB machine, 8.9
+  // GB peak at 10,000 tables). On a GPU a quarter of available memory, room for two at least,
+  // four at most (each holds its baseline on the device).
+  uint64_t keep = 2 * cap + (uint64_t{64} << 20);
+  if (r.backend == "cuda")
+    keep = std::min(std::max(4 * cap + (uint64_t{64} << 20), available_memory() / 4), 8 * cap + (uint64_t{64} << 20));
   BenchCache benches{keep, {}, 0};
   // What measuring costs, to skip what would not finish in time: per strategy the seconds it
   // took on the largest table measured so far (elements = measured rows x dim); per group the
@@ -632,9 +668,11 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   return tune(profile, snapshots, o, *backend, progress, cancel);
 }
 
-model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
-                       const TuneOptions& o, kernels::Backend& backend, const ProgressFn& progress,
-                       const std::atomic<bool>* cancel) {
+namespace {
+
+model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned,
+                            const std::vector<model::WeightSnapshot>& snapshots, const TuneOptions& o,
+                            kernels::Backend& backend, const ProgressFn& progress, const std::atomic<bool>* cancel) {
   const auto t0 = clock::now();
   if (!(o.max_error >= 0)) throw std::invalid_argument("max error must be a number >= 0");
   if (o.reps < 1 || o.batches < 1 || o.warmup < 0) throw std::invalid_argument("reps and batches must be >= 1");
@@ -659,7 +697,7 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   const TimingTarget target = choose_timing(profile, o, r.backend);
   r.timing_kind = target.model ? "modelled" : "measured";
   r.timing_device = target.model ? target.model->name : r.device;
-  Enumerated e = enumerate(profile, snapshots, o, r);
+  Enumerated e = enumerate(profile, snapshots, o, r, owned);
   if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
   const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
   // A table read whole every step (a tied LM head): each candidate's step also reads every row
@@ -685,9 +723,41 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
   for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
   r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
   if (!r.stop_reason.empty()) r.complete = false;
+  if (!r.stop_reason.empty()) {
+    // What the stop left out, in one line (each candidate's note says why it has no time).
+    size_t not_measured = 0, tables = 0, baselines = 0;
+    for (size_t gi = 0; gi < e.w.groups.size(); ++gi) {
+      size_t here = 0;
+      for (size_t at : e.index[gi]) here += r.candidates[at].note.rfind("not measured", 0) == 0;
+      not_measured += here;
+      tables += here > 0;
+      baselines += !e.index[gi].empty() && !r.candidates[e.index[gi][0]].usable();
+    }
+    if (not_measured > 0)
+      r.notes.push_back("stopped by the " + r.stop_reason + ": " + std::to_string(not_measured) + " candidates of " +
+                        std::to_string(tables) + " tables were not measured" +
+                        (baselines ? "; " + std::to_string(baselines) + " tables without a measured baseline are kept as recorded"
+                                   : "; every tuned table's baseline was measured or predicted") +
+                        " (a larger --time-limit measures more)");
+  }
   replan(r, o.budget_bytes, o.max_error);
   r.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
   return r;
+}
+
+}  // namespace
+
+model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                       const TuneOptions& o, kernels::Backend& backend, const ProgressFn& progress,
+                       const std::atomic<bool>* cancel) {
+  return tune_impl(profile, nullptr, snapshots, o, backend, progress, cancel);
+}
+
+model::TuneResult tune(model::Profile&& profile, const std::vector<model::WeightSnapshot>& snapshots,
+                       const TuneOptions& o, kernels::Backend& backend, const ProgressFn& progress,
+                       const std::atomic<bool>* cancel) {
+  model::Profile owned = std::move(profile);
+  return tune_impl(owned, &owned, snapshots, o, backend, progress, cancel);
 }
 
 }  // namespace edo::tuner

@@ -65,6 +65,9 @@ bool identical_weights(const TableGroup& a, const TableGroup& b) {
 // Groups with identical weights become one group: the first keeps its name, the others join
 // as members that may share its weights.
 void merge_identical(Workload& w) {
+  // Only tables with snapshots can be identical: without any, no pairs to compare (10,000
+  // tables are 50 million pairs).
+  if (std::none_of(w.groups.begin(), w.groups.end(), [](const TableGroup& g) { return g.snapshot != nullptr; })) return;
   std::vector<char> gone(w.groups.size(), 0);
   for (size_t i = 0; i < w.groups.size(); ++i) {
     if (gone[i] || !w.groups[i].tuned) continue;
@@ -96,9 +99,14 @@ void merge_identical(Workload& w) {
 
 // Each session's table `name` is one stream of `g` (a curve that does not cover the table's
 // lookups there cannot score them: an empty curve); its dense use and optimizer are g's too.
-void add_sessions_of(TableGroup& g, const model::Profile& profile, const std::string& name) {
-  for (const auto& t : profile.tables) {
-    if (t.name != name) continue;
+// `sessions_of`: each name's tables in profile.tables (one per session), so that grouping
+// 10,000 tables is not 10,000 walks over every table.
+void add_sessions_of(TableGroup& g, const model::Profile& profile, const std::string& name,
+                     const std::map<std::string, std::vector<size_t>>& sessions_of) {
+  const auto found = sessions_of.find(name);
+  if (found == sessions_of.end()) return;
+  for (size_t ti : found->second) {
+    const auto& t = profile.tables[ti];
     uint64_t covered = 0;
     for (const auto& s : t.first_seen) covered += s.lookups;  // a row's lookups sit where it was first read
     g.first_seen.push_back(covered == t.aggregate.lookups() ? t.first_seen : model::FirstSeenCurve{});
@@ -131,6 +139,8 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
   for (const auto& s : profile.sessions) w.steps += static_cast<double>(s.steps);
   const auto views = model::table_views(profile);
   std::map<std::string, size_t> group_of;
+  std::map<std::string, std::vector<size_t>> sessions_of;
+  for (size_t ti = 0; ti < profile.tables.size(); ++ti) sessions_of[profile.tables[ti].name].push_back(ti);
   std::map<std::string, std::map<std::string, uint64_t>> kinds;  // by table name, max over sessions
   for (const auto& t : profile.tables)
     for (const auto& [k, v] : t.extra_by_kind) kinds[t.name][k] = std::max(kinds[t.name][k], v);
@@ -149,7 +159,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     g.summary = v.summary;
     g.lookups_by_name.emplace_back(v.name, static_cast<double>(v.aggregate.lookups()));
     g.tuned = glob_match(glob, v.name);
-    add_sessions_of(g, profile, v.name);
+    add_sessions_of(g, profile, v.name, sessions_of);
     group_of[v.name] = w.groups.size();
     w.groups.push_back(std::move(g));
   }
@@ -159,7 +169,7 @@ Workload build_workload(const model::Profile& profile, const std::vector<model::
     if (it == group_of.end()) continue;
     TableGroup& g = w.groups[it->second];
     g.members.push_back(v.name);
-    add_sessions_of(g, profile, v.name);
+    add_sessions_of(g, profile, v.name, sessions_of);
     g.optimizer_bytes += v.optimizer_bytes;
     g.grad_bytes += v.grad_bytes;
     if (g.optimizer.empty()) g.optimizer = optimizer_of(kinds[v.name]);

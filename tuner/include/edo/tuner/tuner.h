@@ -125,6 +125,12 @@ model::TuneResult tune(const model::Profile& profile, const std::vector<model::W
 model::TuneResult tune(const model::Profile& profile, const std::vector<model::WeightSnapshot>& weights,
                        const TuneOptions& options, const ProgressFn& progress = {},
                        const std::atomic<bool>* cancel = nullptr);
+// The same, taking the recording over: the statistics tuning no longer needs (all of the
+// profile's once grouped, and those of the tables not tuned once their candidates are
+// enumerated) are freed as it goes (issue 31: `edo tune` at 10,000 tables within 4 GB).
+model::TuneResult tune(model::Profile&& profile, const std::vector<model::WeightSnapshot>& weights,
+                       const TuneOptions& options, kernels::Backend& backend, const ProgressFn& progress = {},
+                       const std::atomic<bool>* cancel = nullptr);
 
 // The backend `requested` ("auto", "cuda", "cpu") names on this machine (shared: callers need
 // not see the kernels' headers). Throws TuneError naming the fix when CUDA is asked for and
