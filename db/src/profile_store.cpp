@@ -674,7 +674,7 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
         t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
       } else {
         std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
-        if (!stats::TableAggregate::deserialize(bytes, t.aggregate)) {
+        if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate)) {
           fail("statistics of table '" + t.name + "' do not decode");
         }
       }
