@@ -585,6 +585,23 @@ void put_double(std::string& out, double v);
 bool get_double(std::string_view& in, double& v);
 
 
+// get_varint() inline, for scans of many varints (the same checks, the same results).
+inline bool get_varint_inline(std::string_view& in, uint64_t& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+  const size_t n = in.size();
+  v = 0;
+  for (size_t i = 0; i < n && i < 10; ++i) {
+    const uint8_t b = p[i];
+    if (i == 9 && b > 1) return false;
+    v |= uint64_t{b & 0x7fu} << (7 * i);
+    if (!(b & 0x80)) {
+      in.remove_prefix(i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
 // Walks an encoded ExactCounts (ExactCounts::encode()) with every check of decode(), calling
 // f(row, count) for each nonzero count, rows ascending, without building the counts: the
 // reader of a lazily decoded aggregate (deserialize_lazily()) needs them once per table.
@@ -595,15 +612,7 @@ bool scan_exact_counts(std::string_view& in, uint64_t rows, F&& f) {
   const uint8_t kind = static_cast<uint8_t>(in.front());
   in.remove_prefix(1);
   uint64_t v;
-  // The common one-byte varint inline, the rest through get_varint().
-  auto get = [&](uint64_t& x) {
-    if (!in.empty() && static_cast<uint8_t>(in.front()) < 0x80) {
-      x = static_cast<uint8_t>(in.front());
-      in.remove_prefix(1);
-      return true;
-    }
-    return get_varint(in, x);
-  };
+  auto get = [&](uint64_t& x) { return get_varint_inline(in, x); };
   if (kind == 1) {
     if (in.size() < rows) return false;
     for (uint64_t r = 0; r < rows; ++r) {

@@ -173,7 +173,9 @@ class TableAggregate {
   // and ordered_sample() decode their part and keep it; counts_descending(), top_rows() and
   // for_each_nonzero() decode the counts for the call only; merge(), clear() and impl()
   // decode everything. For readers of many tables (edo report, the dashboard: issue 31).
-  static bool deserialize_lazily(std::string_view bytes, TableAggregate& out);
+  // keep_sample false: the ordered sample is dropped unread (ordered_sample() is nullptr and
+  // serialize() writes none; only its header is checked), for a reader that will not ask for it.
+  static bool deserialize_lazily(std::string_view bytes, TableAggregate& out, bool keep_sample = true);
 
   // Heap bytes this aggregate's state holds (decoded parts, encoded parts, bookkeeping): what
   // a table costs a reader that keeps it.
