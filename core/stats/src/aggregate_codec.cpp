@@ -301,7 +301,7 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool k
   in.remove_prefix(1);
   StatsConfig c;
   uint64_t v[9];
-  auto get = [&](uint64_t& x) { return get_varint(in, x); };
+  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };  // windows: a varint per row
   if (!get(v[0]) || !get(v[1]) || !get(v[2]) || !get(v[3]) || !get(v[4]) || !get(v[5])) return false;
   if (!get_double(in, c.shards_rate) || !(c.shards_rate > 0.0) || c.shards_rate > 1.0) return false;
   if (!get(v[6]) || !get(v[7]) || in.empty()) return false;
