@@ -466,9 +466,13 @@ const TableAggregate::Impl& TableAggregate::Impl::counts_in(Impl& scratch) const
 
 bool TableAggregate::Impl::for_each_encoded_count(const std::function<void(uint64_t, uint64_t)>& f) const {
   if (mode != CountMode::kExact || !counts_pending()) return false;
-  std::lock_guard lock(encoded.mu);
-  if (!counts_pending()) return false;
-  std::string_view in = encoded.counts;
+  std::string bytes;  // a copy: f runs without the lock, so it may ask this aggregate anything
+  {
+    std::lock_guard lock(encoded.mu);
+    if (!counts_pending()) return false;
+    bytes = encoded.counts;
+  }
+  std::string_view in = bytes;
   detail::scan_exact_counts(in, rows, f);  // checked when loaded
   return true;
 }

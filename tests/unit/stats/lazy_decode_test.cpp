@@ -86,6 +86,13 @@ TEST(LazyDecodeTest, GivesTheValuesOfEagerDecodingWhateverIsAskedFirst) {
     EXPECT_EQ(lazy.top_rows(10), eager.top_rows(10));
     EXPECT_EQ(lazy.top_rows(1u << 20), eager.top_rows(1u << 20));
     EXPECT_EQ(nonzero(lazy), nonzero(eager));
+    {  // a reader's callback may ask the same aggregate for more (no lock held around it)
+      TableAggregate again;
+      ASSERT_TRUE(TableAggregate::deserialize_lazily(blob, again));
+      uint64_t agree = 0, seen = 0;
+      again.for_each_nonzero([&](uint64_t row, uint64_t) { agree += again.count(row) == eager.count(row); ++seen; });
+      EXPECT_EQ(agree, seen);
+    }
     expect_same_summary(summarize(lazy), summarize(eager));
     EXPECT_EQ(lazy.serialize(), blob);  // still encoded: its bytes as stored
     // Then the parts that are kept once decoded.
