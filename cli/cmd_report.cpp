@@ -393,7 +393,7 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
 
 int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
-  model::Profile profile = store.load();
+  model::Profile profile = store.load_for_viewing();  // the ordered samples only for the union LRU
   std::vector<std::string> view_of_table;
   auto tables = model::table_views(profile, {}, &view_of_table);
   model::add_union_lru(profile, tables, view_of_table);  // tables read on several ranks: both LRU curves

@@ -138,8 +138,9 @@ struct ProfileStore::Impl {
   }
 
   void save(Profile& p, bool with_summaries);
-  // with_aggregates false: tables get an empty aggregate (load_outline()).
-  Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table) const;
+  // with_aggregates false: tables get an empty aggregate (load_outline()). for_viewing: see
+  // load_for_viewing().
+  Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table, bool for_viewing = false) const;
   std::map<int64_t, uint64_t> stored_lookups() const;
 };
 
@@ -354,6 +355,17 @@ Profile ProfileStore::load() const { return load(std::function<void(size_t, size
 Profile ProfileStore::load(const std::function<void(size_t done, size_t total)>& on_table) const {
   try {
     return impl_->load(true, on_table);
+  } catch (const DbError& e) {
+    if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
+    impl_->fail(e.what());  // damage found by a part that does not know the file's name
+  } catch (const SQLite::Exception& e) {
+    impl_->fail(e.what());
+  }
+}
+
+Profile ProfileStore::load_for_viewing(const std::function<void(size_t done, size_t total)>& on_table) const {
+  try {
+    return impl_->load(true, on_table, true);
   } catch (const DbError& e) {
     if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
     impl_->fail(e.what());  // damage found by a part that does not know the file's name
@@ -603,7 +615,8 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   txn.commit();
 }
 
-Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table) const {
+Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
+                                 bool for_viewing) const {
   SQLite::Database& d = *db;
   Profile p;
   {
@@ -641,6 +654,9 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
             count(q.getColumn(2), "session " + std::to_string(it->first) + ": drop count " + q.getColumn(1).getString());
     }
   }
+  // The union LRU, a viewer's only use of the ordered samples, needs two ranks.
+  const bool keep_samples =
+      !for_viewing || std::count_if(p.sessions.begin(), p.sessions.end(), [](const Session& s) { return s.rank.has_value(); }) >= 2;
   {
     const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
     // The outline skips the statistics blobs (NULL): reading them is most of a large file.
@@ -674,7 +690,7 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
         t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
       } else {
         std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
-        if (!stats::TableAggregate::deserialize(bytes, t.aggregate)) {
+        if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
           fail("statistics of table '" + t.name + "' do not decode");
         }
       }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "first_paint_timer.h"
 #include "main_window.h"
 #include "screenshot.h"
 
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
     QApplication::setAttribute(Qt::AA_Use96Dpi);  // the same pixels on every machine
     if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);
     QApplication app(argc, argv);
+    edo::gui::FirstPaintTimer::install_if_asked();
     QString error;
     const int rc = edo::gui::render_screenshot(request, &error);
     QThreadPool::globalInstance()->waitForDone();
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
   }
   if (qEnvironmentVariableIsEmpty("EDO_QT_DEBUG")) qInstallMessageHandler(quiet_message_handler);
   QApplication app(argc, argv);
+  edo::gui::FirstPaintTimer::install_if_asked();
   int rc;
   {
     edo::gui::MainWindow window;

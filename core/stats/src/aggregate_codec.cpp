@@ -213,7 +213,9 @@ std::string TableAggregate::serialize() const {
   out.push_back(static_cast<char>(a.mode));
   put_varint(out, a.lookups);
   put_varint(out, a.out_of_range);
-  if (a.mode == CountMode::kExact) {
+  if (a.append_encoded_counts(out)) {
+    // kept as stored (deserialize_lazily())
+  } else if (a.mode == CountMode::kExact) {
     a.exact.encode(out);
   } else {
     put_varint(out, a.cms.width());
@@ -252,20 +254,54 @@ std::string TableAggregate::serialize() const {
       p = r;
     }
   }
-  if (a.has_sample) a.sample.encode(out);
+  if (a.has_sample && !a.append_encoded_sample(out)) a.sample.encode(out);
   return out;
 }
 
 namespace {
 
-bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
+// The counts' section: exact counts, or the count-min sketch, top-K and HyperLogLog. Needs
+// a.rows, a.mode and a.config.
+bool decode_counts_section(std::string_view& in, TableAggregate::Impl& a) {
+  auto get = [&](uint64_t& x) { return get_varint(in, x); };
+  const uint64_t rows = a.rows;
+  if (a.mode == CountMode::kExact) return a.exact.decode(in, rows);
+  uint64_t w, d;
+  if (!get(w) || !get(d) || w == 0 || (w & (w - 1)) || d == 0 || d > 16 || w * d > detail::kMaxSketchCells)
+    return false;
+  a.cms.reset(static_cast<uint32_t>(w), static_cast<uint32_t>(d));
+  if (!detail::get_array(in, a.cms.cells(), UINT64_MAX)) return false;
+  uint64_t n;
+  if (!get(n) || n > a.config.top_k || n * 2 > in.size()) return false;
+  std::vector<std::pair<uint64_t, uint64_t>> top(n);
+  for (auto& [r, k] : top)
+    if (!get(r) || !get(k) || r >= rows) return false;
+  a.topk.reset(a.config.top_k);
+  a.topk.assign(top);
+  uint64_t p;
+  if (!get(p) || p < 4 || p > 18) return false;
+  a.hll.reset(static_cast<uint32_t>(p));
+  return detail::get_array(in, a.hll.registers(), 64 - p + 1);
+}
+
+bool decode_sample_section(std::string_view& in, uint64_t rows, OrderedSample& out) {
+  if (!OrderedSample::decode(in, out)) return false;
+  for (const auto& ref : out.refs)
+    if (ref.row >= rows) return false;
+  return true;
+}
+
+// lazy: the counts and the ordered sample are checked as fully as when decoded, then kept
+// in their encoded form (TableAggregate::deserialize_lazily()).
+// keep_sample false (lazy only): the ordered sample is checked and dropped.
+bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool keep_sample = true) {
   if (in.empty()) return false;
   const uint8_t version = static_cast<uint8_t>(in.front());
   if (version != detail::kVersion && version != detail::kVersionOrdered) return false;
   in.remove_prefix(1);
   StatsConfig c;
   uint64_t v[9];
-  auto get = [&](uint64_t& x) { return get_varint(in, x); };
+  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };  // windows: a varint per row
   if (!get(v[0]) || !get(v[1]) || !get(v[2]) || !get(v[3]) || !get(v[4]) || !get(v[5])) return false;
   if (!get_double(in, c.shards_rate) || !(c.shards_rate > 0.0) || c.shards_rate > 1.0) return false;
   if (!get(v[6]) || !get(v[7]) || in.empty()) return false;
@@ -295,25 +331,24 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
   a.hist.clear();
   a.windows.clear();
   if (!get(a.lookups) || !get(a.out_of_range)) return false;
-  if (a.mode == CountMode::kExact) {
-    if (!a.exact.decode(in, rows)) return false;
+  const char* counts_begin = in.data();
+  if (lazy && a.mode == CountMode::kExact) {  // checked without building them
+    uint64_t nonzero = 0;
+    if (!detail::scan_exact_counts(in, rows, [&](uint64_t, uint64_t) { ++nonzero; })) return false;
+    a.encoded.unique_rows = nonzero;
   } else {
-    uint64_t w, d;
-    if (!get(w) || !get(d) || w == 0 || (w & (w - 1)) || d == 0 || d > 16 || w * d > detail::kMaxSketchCells)
-      return false;
-    a.cms.reset(static_cast<uint32_t>(w), static_cast<uint32_t>(d));
-    if (!detail::get_array(in, a.cms.cells(), UINT64_MAX)) return false;
-    uint64_t n;
-    if (!get(n) || n > c.top_k || n * 2 > in.size()) return false;
-    std::vector<std::pair<uint64_t, uint64_t>> top(n);
-    for (auto& [r, k] : top)
-      if (!get(r) || !get(k) || r >= rows) return false;
-    a.topk.reset(c.top_k);
-    a.topk.assign(top);
-    uint64_t p;
-    if (!get(p) || p < 4 || p > 18) return false;
-    a.hll.reset(static_cast<uint32_t>(p));
-    if (!detail::get_array(in, a.hll.registers(), 64 - p + 1)) return false;
+    if (!decode_counts_section(in, a)) return false;
+    if (lazy) {  // free what decoding them built
+      a.encoded.unique_rows = a.unique_rows_decoded();
+      a.cms = detail::CountMinSketch{};
+      a.topk = detail::SpaceSaving{};
+      a.hll = detail::HyperLogLog{};
+    }
+  }
+  if (lazy) {  // keep the section's bytes
+    a.exact.reset(rows);
+    a.encoded.counts.assign(counts_begin, static_cast<size_t>(in.data() - counts_begin));
+    a.encoded.counts_pending.store(true, std::memory_order_release);
   }
   uint64_t nb, gap, bin = 0;
   if (!get(nb) || nb * 9 > in.size()) return false;
@@ -329,6 +364,7 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
   double cold;
   uint64_t maxd;
   if (!get_double(in, cold) || !get(maxd)) return false;
+  bins.shrink_to_fit();  // resize() doubled it on the way: a loaded histogram holds its bins alone
   a.hist.set(std::move(bins), cold, maxd);
   uint64_t nw;
   if (!get(nw) || nw > c.max_windows || nw * 3 > in.size()) return false;
@@ -346,9 +382,21 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
   a.has_sample = version == detail::kVersionOrdered;
   a.sample = OrderedSample{};
   if (a.has_sample) {
-    if (!OrderedSample::decode(in, a.sample)) return false;
-    for (const auto& ref : a.sample.refs)
-      if (ref.row >= rows) return false;
+    const char* sample_begin = in.data();
+    if (lazy && !keep_sample) {
+      // Dropped unread: its header is checked (the sample is the last part, so the bytes left
+      // are its references), its references are not read. Walking them was a quarter of a
+      // report's time at 10,000 tables (issue 31), for a part the reader never uses.
+      if (!OrderedSample::check_header(in)) return false;
+      in = {};
+      a.has_sample = false;
+    } else if (lazy) {  // checked without keeping the references
+      if (!OrderedSample::check(in, rows)) return false;
+      a.encoded.sample.assign(sample_begin, static_cast<size_t>(in.data() - sample_begin));
+      a.encoded.sample_pending.store(true, std::memory_order_release);
+    } else if (!decode_sample_section(in, rows, a.sample)) {
+      return false;
+    }
   }
   return in.empty();
 }
@@ -358,12 +406,91 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a) {
 bool TableAggregate::deserialize(std::string_view bytes, TableAggregate& out) {
   try {
     auto impl = std::make_unique<Impl>();
-    if (!decode_impl(bytes, *impl)) return false;
+    if (!decode_impl(bytes, *impl, false)) return false;
     out.impl_ = std::move(impl);
     return true;
   } catch (...) {
     return false;
   }
+}
+
+bool TableAggregate::deserialize_lazily(std::string_view bytes, TableAggregate& out, bool keep_sample) {
+  try {
+    auto impl = std::make_unique<Impl>();
+    if (!decode_impl(bytes, *impl, true, keep_sample)) return false;
+    out.impl_ = std::move(impl);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// ---- lazily decoded parts ---------------------------------------------------------------------
+// The bytes were checked by deserialize_lazily(): decoding them again cannot fail short of a
+// broken allocator, and a part that did would read as empty (never out of bounds).
+
+void TableAggregate::Impl::decode_counts() const {
+  if (!counts_pending()) return;
+  std::lock_guard lock(encoded.mu);
+  if (!counts_pending()) return;  // another thread decoded them meanwhile
+  Impl& self = const_cast<Impl&>(*this);  // Impls are never const objects; see the header
+  std::string_view in = encoded.counts;
+  if (!decode_counts_section(in, self)) self.exact.reset(rows);
+  std::string().swap(self.encoded.counts);
+  self.encoded.counts_pending.store(false, std::memory_order_release);
+}
+
+void TableAggregate::Impl::decode_sample() const {
+  if (!sample_pending()) return;
+  std::lock_guard lock(encoded.mu);
+  if (!sample_pending()) return;
+  Impl& self = const_cast<Impl&>(*this);
+  std::string_view in = encoded.sample;
+  if (!decode_sample_section(in, rows, self.sample)) self.sample = OrderedSample{};
+  std::string().swap(self.encoded.sample);
+  self.encoded.sample_pending.store(false, std::memory_order_release);
+}
+
+const TableAggregate::Impl& TableAggregate::Impl::counts_in(Impl& scratch) const {
+  if (!counts_pending()) return *this;
+  std::lock_guard lock(encoded.mu);
+  if (!counts_pending()) return *this;
+  scratch.rows = rows;
+  scratch.config = config;
+  scratch.mode = mode;
+  scratch.exact.reset(rows);
+  std::string_view in = encoded.counts;
+  if (!decode_counts_section(in, scratch)) scratch.exact.reset(rows);
+  return scratch;
+}
+
+bool TableAggregate::Impl::for_each_encoded_count(const std::function<void(uint64_t, uint64_t)>& f) const {
+  if (mode != CountMode::kExact || !counts_pending()) return false;
+  std::string bytes;  // a copy: f runs without the lock, so it may ask this aggregate anything
+  {
+    std::lock_guard lock(encoded.mu);
+    if (!counts_pending()) return false;
+    bytes = encoded.counts;
+  }
+  std::string_view in = bytes;
+  detail::scan_exact_counts(in, rows, f);  // checked when loaded
+  return true;
+}
+
+bool TableAggregate::Impl::append_encoded_counts(std::string& out) const {
+  if (!counts_pending()) return false;
+  std::lock_guard lock(encoded.mu);
+  if (!counts_pending()) return false;
+  out += encoded.counts;
+  return true;
+}
+
+bool TableAggregate::Impl::append_encoded_sample(std::string& out) const {
+  if (!sample_pending()) return false;
+  std::lock_guard lock(encoded.mu);
+  if (!sample_pending()) return false;
+  out += encoded.sample;
+  return true;
 }
 
 }  // namespace edo::stats

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -168,6 +170,7 @@ class FlatMap {
   }
   void clear() { std::fill(keys_.begin(), keys_.end(), 0); size_ = 0; }
   size_t size() const { return size_; }
+  size_t heap_bytes() const { return keys_.capacity() * sizeof(uint64_t) + vals_.capacity() * sizeof(uint32_t); }
   // Pointer to the value, or nullptr.
   uint32_t* find(uint64_t k) {
     if (keys_.empty()) return nullptr;
@@ -235,6 +238,7 @@ class SpaceSaving {
   bool empty() const { return items_.empty(); }
   size_t size() const { return items_.size(); }
   uint32_t capacity() const { return k_; }
+  size_t heap_bytes() const { return items_.capacity() * sizeof(items_[0]) + pos_.heap_bytes(); }
   uint64_t min_count() const;  // 0 when not full
   // (row, count) descending by count.
   std::vector<std::pair<uint64_t, uint64_t>> sorted() const;
@@ -612,9 +616,92 @@ bool get_varint(std::string_view& in, uint64_t& v);
 void put_double(std::string& out, double v);
 bool get_double(std::string_view& in, double& v);
 
+
+// get_varint() inline, for scans of many varints (the same checks, the same results).
+inline bool get_varint_inline(std::string_view& in, uint64_t& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+  const size_t n = in.size();
+  v = 0;
+  for (size_t i = 0; i < n && i < 10; ++i) {
+    const uint8_t b = p[i];
+    if (i == 9 && b > 1) return false;
+    v |= uint64_t{b & 0x7fu} << (7 * i);
+    if (!(b & 0x80)) {
+      in.remove_prefix(i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Walks an encoded ExactCounts (ExactCounts::encode()) with every check of decode(), calling
+// f(row, count) for each nonzero count, rows ascending, without building the counts: the
+// reader of a lazily decoded aggregate (deserialize_lazily()) needs them once per table.
+// Returns false where decode() would.
+template <class F>
+bool scan_exact_counts(std::string_view& in, uint64_t rows, F&& f) {
+  if (in.empty()) return false;
+  const uint8_t kind = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  uint64_t v;
+  auto get = [&](uint64_t& x) { return get_varint_inline(in, x); };
+  if (kind == 1) {
+    if (in.size() < rows) return false;
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (!get(v)) return false;
+      if (v) f(r, v);
+    }
+    return true;
+  }
+  if (kind != 0) return false;
+  uint64_t nnz, gap, row = 0;
+  if (!get(nnz) || nnz > rows || nnz * 2 > in.size()) return false;
+  for (uint64_t k = 0; k < nnz; ++k) {
+    if (!get(gap) || !get(v) || v == 0) return false;
+    if (k > 0 && gap == 0) return false;
+    if (gap >= rows - row) return false;
+    row += gap;
+    if (row >= rows) return false;
+    f(row, v);
+  }
+  return true;
+}
+
 }  // namespace edo::stats::detail
 
 namespace edo::stats {
+
+namespace detail {
+
+// The parts of an aggregate that deserialize_lazily() leaves in their encoded form until first
+// needed: the counts (exact, or the sketches) and the ordered sample are most of a decoded
+// aggregate's memory (issue 31: 16 bytes per sampled reference and per counted row, where the
+// bytes take 2-5), and a report needs a few numbers of them per table. The flags say whether
+// the bytes still stand for the part (the decoded members are then empty); once a part is
+// decoded its bytes are freed and its flag cleared, with release order, so that a reader that
+// sees the flag clear may read the decoded members without the lock.
+struct EncodedParts {
+  EncodedParts() = default;
+  EncodedParts(const EncodedParts& o) { *this = o; }
+  EncodedParts& operator=(const EncodedParts& o) {
+    if (this == &o) return *this;
+    std::scoped_lock lock(mu, o.mu);
+    counts = o.counts;
+    sample = o.sample;
+    unique_rows = o.unique_rows;
+    counts_pending.store(o.counts_pending.load());
+    sample_pending.store(o.sample_pending.load());
+    return *this;
+  }
+  std::string counts;        // the counts' section of the aggregate's bytes, while pending
+  std::string sample;        // the ordered sample's section, while pending
+  uint64_t unique_rows = 0;  // of the encoded counts (what unique_rows() answers for them)
+  std::atomic<bool> counts_pending{false};
+  std::atomic<bool> sample_pending{false};
+  mutable std::mutex mu;  // guards the bytes and the decoding of a pending part
+};
+
+}  // namespace detail
 
 struct TableAggregate::Impl {
   uint64_t rows = 0;
@@ -630,9 +717,29 @@ struct TableAggregate::Impl {
   std::vector<HotSetWindow> windows;
   bool has_sample = false;
   OrderedSample sample;
+  detail::EncodedParts encoded;  // parts not decoded yet (deserialize_lazily())
 
   void init(uint64_t r, const StatsConfig& c);
   void append_windows(const std::vector<HotSetWindow>& w);
+  // Rows read at least once, from the decoded counts.
+  uint64_t unique_rows_decoded() const;
+
+  // Lazily decoded parts (aggregate_codec.cpp). Logically const: decoding a part changes
+  // its form, not its value, and is thread-safe.
+  bool counts_pending() const { return encoded.counts_pending.load(std::memory_order_acquire); }
+  bool sample_pending() const { return encoded.sample_pending.load(std::memory_order_acquire); }
+  void decode_counts() const;  // the counts into this Impl, if still pending
+  void decode_sample() const;  // the ordered sample into this Impl, if still pending
+  void decode_all() const { decode_counts(); decode_sample(); }
+  // The decoded counts without keeping them: *this when decoded, else `scratch` (rows, mode and
+  // config as here) with the counts decoded into it.
+  const Impl& counts_in(Impl& scratch) const;
+  // Exact counts still encoded: calls f(row, count) for each nonzero count, rows ascending,
+  // straight from the bytes, and returns true; false (f not called) otherwise.
+  bool for_each_encoded_count(const std::function<void(uint64_t, uint64_t)>& f) const;
+  // Appends the pending part's bytes as stored; false (nothing appended) when it is decoded.
+  bool append_encoded_counts(std::string& out) const;
+  bool append_encoded_sample(std::string& out) const;
 };
 
 }  // namespace edo::stats

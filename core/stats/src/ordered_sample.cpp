@@ -65,6 +65,37 @@ bool OrderedSample::decode(std::string_view& in, OrderedSample& out) {
   return true;
 }
 
+namespace {
+// decode()'s header checks; the fields check() needs.
+bool read_header(std::string_view& in, uint64_t& threshold, uint64_t& begin, uint64_t& end, uint64_t& n) {
+  if (!detail::get_varint(in, threshold) || threshold > OrderedSample::kFullThreshold) return false;
+  if (!detail::get_varint(in, begin) || !detail::get_varint(in, end) || end < begin || in.empty()) return false;
+  const uint8_t v = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (v > 1) return false;
+  return detail::get_varint(in, n) && n <= in.size() / 2 && n <= end - begin;
+}
+}  // namespace
+
+bool OrderedSample::check_header(std::string_view& in) {
+  uint64_t threshold = 0, begin = 0, end = 0, n = 0;
+  return read_header(in, threshold, begin, end, n);
+}
+
+bool OrderedSample::check(std::string_view& in, uint64_t rows) {
+  uint64_t threshold = 0, begin = 0, end = 0, n = 0;
+  if (!read_header(in, threshold, begin, end, n)) return false;
+  const bool every_row = threshold == kFullThreshold;  // keeps() holds for every row
+  uint64_t p = begin;
+  for (uint64_t k = 0; k < n; ++k) {
+    uint64_t gap = 0, row = 0;
+    if (!detail::get_varint_inline(in, gap) || (k > 0 && gap == 0) || gap >= end - p) return false;
+    p += gap;
+    if (!detail::get_varint_inline(in, row) || row >= rows || (!every_row && !keeps(row, threshold))) return false;
+  }
+  return true;
+}
+
 uint32_t OrderedSampler::level_of(uint64_t row) {
   const uint64_t h = hash::sample_hash(row) & hash::kSampleMask;
   return hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h));

@@ -52,6 +52,43 @@ double capped_hit_rate(const StackDistanceHistogram& h, double cache_rows, doubl
   if (t <= 0.0) return 0.0;
   return std::clamp(h.hits_below(cache_rows) / t, 0.0, ceiling);
 }
+// capped_hit_rate() at many cache sizes of one histogram: its total summed once, and the hits
+// below a size as the running sum of the whole bins below it (a binary search) plus the share
+// of the bin it falls in. The same additions in the same order as hits_below(), so the same
+// doubles; a summary asks for ~80 sizes, each a walk over up to ~2,000 bins before (most of
+// the LRU part of a report's time at 10,000 tables, issue 31).
+class HitRates {
+ public:
+  HitRates(const StackDistanceHistogram& h, double ceiling) : total_(h.total()), ceiling_(ceiling) {
+    const auto& bins = h.bins();
+    double sum = 0.0;
+    for (size_t i = 0; i < bins.size(); ++i) {
+      if (bins[i] == 0.0) continue;  // skipped by hits_below() too
+      const uint32_t bin = static_cast<uint32_t>(i);
+      uint64_t up = StackDistanceHistogram::bin_upper(bin);
+      if (h.max_distance() >= StackDistanceHistogram::bin_lower(bin) && h.max_distance() < up) up = h.max_distance() + 1;
+      lo_.push_back(static_cast<double>(StackDistanceHistogram::bin_lower(bin)));
+      hi_.push_back(static_cast<double>(up));
+      value_.push_back(bins[i]);
+      before_.push_back(sum);
+      sum += bins[i];
+    }
+    before_.push_back(sum);
+  }
+  double at(double cache_rows) const {
+    if (total_ <= 0.0) return 0.0;
+    // Bins whose end is at most cache_rows are whole; the next one may be partly below it.
+    const size_t j = static_cast<size_t>(std::upper_bound(hi_.begin(), hi_.end(), cache_rows) - hi_.begin());
+    double h = before_[j];
+    if (j < hi_.size() && cache_rows > lo_[j]) h += value_[j] * (cache_rows - lo_[j]) / (hi_[j] - lo_[j]);
+    return std::clamp(h / total_, 0.0, ceiling_);
+  }
+
+ private:
+  double total_, ceiling_;
+  std::vector<double> lo_, hi_, value_, before_;  // the nonzero bins; before_: sum of those before
+};
+
 }  // namespace
 
 std::vector<uint64_t> lru_cache_sizes(uint64_t rows) {
@@ -96,8 +133,8 @@ TableSummary summarize(const TableAggregate& agg) {
   if (!agg.stack_distances().empty()) {
     const std::vector<uint64_t> cpts = lru_cache_sizes(s.rows);
     const StackDistanceHistogram& h = agg.stack_distances();
-    const double ceiling = compulsory_ceiling(s.lookups, s.unique_rows);
-    auto hit = [&](uint64_t c) { return capped_hit_rate(h, static_cast<double>(c), ceiling); };
+    const HitRates rates(h, compulsory_ceiling(s.lookups, s.unique_rows));
+    auto hit = [&](uint64_t c) { return rates.at(static_cast<double>(c)); };
     for (uint64_t c : cpts) s.lru_curve.push_back({static_cast<double>(c), hit(c)});
     s.lru_hit_rate_1pct = hit(share(1, 100));
     s.lru_hit_rate_10pct = hit(share(10, 100));

@@ -10,6 +10,7 @@
 // the long flat tail of count-1 rows dominates).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "internal.h"
 
@@ -44,6 +45,19 @@ double harmonic(uint64_t n, double a) {
          (d5(hi) - d5(lo)) / 30240.0;
 }
 
+// ln(k) for k = 1..2^16, computed once: the fit's first pass takes the log of every rank, and
+// tables of a few thousand ranks are most of a report of 10,000 tables (issue 31). The same
+// std::log values, so the same fit.
+constexpr uint64_t kLogTable = uint64_t{1} << 16;
+double log_of_rank(uint64_t k) {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(kLogTable + 1, 0.0);
+    for (uint64_t i = 1; i <= kLogTable; ++i) t[i] = std::log(static_cast<double>(i));
+    return t;
+  }();
+  return k <= kLogTable ? table[k] : std::log(static_cast<double>(k));
+}
+
 }  // namespace
 
 double zipf_share(double alpha, uint64_t ranks, uint64_t k) {
@@ -59,7 +73,7 @@ ZipfFit fit_zipf(const std::vector<uint64_t>& c) {
   double total = 0.0, slog = 0.0;
   for (size_t i = 0; i < n; ++i) {
     total += static_cast<double>(c[i]);
-    slog += static_cast<double>(c[i]) * std::log(static_cast<double>(i + 1));
+    slog += static_cast<double>(c[i]) * log_of_rank(i + 1);
   }
   auto ll = [&](double a) { return -a * slog - total * std::log(harmonic(n, a)); };
   double lo = 0.0, hi = 6.0;

@@ -76,7 +76,7 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
 
 std::shared_ptr<Recording> load_recording(const QString& path) {
   db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-  return make_recording(path, store.load(), {}, db::load_latest_tune_result(store));
+  return make_recording(path, store.load_for_viewing(), {}, db::load_latest_tune_result(store));
 }
 
 }  // namespace edo::gui

@@ -82,6 +82,12 @@ class ProfileStore {
   // The same, calling on_table(done, total) after each table's statistics are decoded (a
   // viewer's progress bar). on_table may throw to abandon the load; the exception propagates.
   model::Profile load(const std::function<void(size_t done, size_t total)>& on_table) const;
+  // For readers that use the tables' ordered samples only for the union LRU of a table read on
+  // several ranks (edo report, the dashboard): the same as load(), except that a recording with
+  // fewer than two processes that have a rank loads no ordered sample (ordered_sample() is
+  // nullptr; the samples are still checked). They are most of the statistics' bytes: 0.3 GB
+  // of a report's memory at 10,000 tables (issue 31). The tuner's replay needs them: load().
+  model::Profile load_for_viewing(const std::function<void(size_t done, size_t total)>& on_table = {}) const;
 
   // What a viewer can show at once, without decoding any table's statistics (the slow part
   // of load() on large recordings): everything load() returns except that every table carries

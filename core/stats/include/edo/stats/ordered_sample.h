@@ -51,6 +51,12 @@ struct OrderedSample {
   // against the bytes left and every position against [begin, end).
   void encode(std::string& out) const;
   static bool decode(std::string_view& in, OrderedSample& out);
+  // decode()'s checks, and every row below `rows`, without keeping the references (a reader
+  // that decodes the sample only if it is asked for: TableAggregate::deserialize_lazily()).
+  static bool check(std::string_view& in, uint64_t rows);
+  // decode()'s checks of the header alone (threshold, begin, end, valid, the number of
+  // references against the bytes left), the references not read.
+  static bool check_header(std::string_view& in);
 };
 
 // The ingestor's side: samples references as they are counted, and hands out the stretch

@@ -168,6 +168,18 @@ class TableAggregate {
   std::string serialize() const;
   // Returns false on malformed input (never throws, never reads out of bounds).
   static bool deserialize(std::string_view bytes, TableAggregate& out);
+  // The same checks and the same values, but the counts and the ordered sample stay in their
+  // encoded form (2-5 bytes per row or reference instead of 16) until first needed: count()
+  // and ordered_sample() decode their part and keep it; counts_descending(), top_rows() and
+  // for_each_nonzero() decode the counts for the call only; merge(), clear() and impl()
+  // decode everything. For readers of many tables (edo report, the dashboard: issue 31).
+  // keep_sample false: the ordered sample is dropped unread (ordered_sample() is nullptr and
+  // serialize() writes none; only its header is checked), for a reader that will not ask for it.
+  static bool deserialize_lazily(std::string_view bytes, TableAggregate& out, bool keep_sample = true);
+
+  // Heap bytes this aggregate's state holds (decoded parts, encoded parts, bookkeeping): what
+  // a table costs a reader that keeps it.
+  size_t memory_bytes() const;
 
   // Used by TableIngestor; not for general callers. The non-const one gives this object its
   // own copy first when the state is shared with another copy.
