@@ -44,7 +44,8 @@ struct Loaded {
 Loaded load(const std::string& path) {
   db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
   Loaded l;
-  l.profile = store.load();
+  // What the report reads (table_views): the ordered samples only where a union LRU needs them.
+  l.profile = store.load_for_viewing();
   l.tables = model::table_views(l.profile);
   return l;
 }

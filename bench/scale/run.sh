@@ -7,6 +7,7 @@
 #   tune       edo tune --time-limit 300, budget half the tables' bytes: < 315 s, < 4 GiB, a plan
 #   dashboard  edo dashboard --screenshot (offscreen): first paint from process start, and peak
 #              memory of the whole load                  target (10,000 tables) < 1 s, < 1.5 GiB
+#   diff       edo diff of two TABLES-table recordings; merge: 8 ranks x 1,000 tables < 10 s
 #   export     edo export of a plan of 20x TABLES tables (json/yaml/torchrec), from a plan file
 #              made by repeating a small real plan's tables; 200,000 tables < 30 s
 #   record     edo record of many_tables_job (TABLES tables, LOOKUPS_PER_TABLE each): every
@@ -51,6 +52,19 @@ if [[ -x $build/bin/edo-dashboard ]]; then
   fi
 else
   echo "dashboard: $build/bin/edo-dashboard not built (Qt 6 missing?)"
+fi
+# edo diff of two recordings of TABLES tables (the second a copy: every table compared).
+cp "$work/many.edodb" "$work/many2.edodb"
+measure "diff $tables tables" "linear in tables (< 30 s at 200,000 tables: ~1.5 s at 10,000)" "$edo" diff "$work/many.edodb" "$work/many2.edodb"
+rm -f "$work/many2.edodb"
+# edo merge of 8 ranks of 1,000 tables each (bench_merge: made in-process, merged by edo's merge).
+if [[ -x $build/bin/bench_merge ]]; then
+  "$build/bin/bench_merge" --ranks 8 --tables 1000 --lookups 10000 --dir "$work/merge" >"$work/out" 2>&1 &&
+    printf '%-26s %8.2f s %8.0f MiB   target %s\n' "merge 8 x 1000 tables" \
+      "$(sed -n 's/.*project: edo merge.* \([0-9.]*\) s$/\1/p' "$work/out")" \
+      "$(sed -n 's/.*its own process): \([0-9.]*\) MiB.*/\1/p' "$work/out")" "< 10 s" ||
+    echo "merge: failed: $(tail -1 "$work/out")"
+  rm -rf "$work/merge"
 fi
 # A small real plan, its tables repeated under new names: export cost per table.
 "$edo" synth -o "$work/small.edodb" --tables 4 --rows 20000 --dim 16 --lookups 100000 >/dev/null 2>&1

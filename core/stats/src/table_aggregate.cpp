@@ -236,9 +236,21 @@ bool TableAggregate::merge(const TableAggregate& other) {
     a.topk.merge(b.topk);
     a.hll.merge(b.hll);
   }
+  // The stack-distance histogram covers every reference or none: a side that counted
+  // references without tracking LRU (a table that gave up its curve under EDO_MAX_MEMORY_MB,
+  // session.cpp shed_lru) leaves a curve of only part of the stream, which would read as the
+  // whole (a cold prefix: hit rates near 0). The merged aggregate then has no curve, as a table
+  // that never tracked one; the report and the tuner say so and fall back to the counts.
+  const bool a_partial = !a.config.track_lru && (a.lookups > 0 || a.out_of_range > 0);
+  const bool b_partial = !b.config.track_lru && (b.lookups > 0 || b.out_of_range > 0);
   a.lookups += b.lookups;
   a.out_of_range += b.out_of_range;
-  a.hist.merge(b.hist);
+  if (a_partial || b_partial) {
+    a.hist.clear();
+    a.config.track_lru = false;
+  } else {
+    a.hist.merge(b.hist);
+  }
   a.append_windows(b.windows);
   return true;
 }

@@ -310,3 +310,52 @@ TEST(ExactCountsTest, HashedCountsCarryPast32BitsAndMerge) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+// A table that gives up its LRU curve mid-stream (the tracer's shed_lru under
+// EDO_MAX_MEMORY_MB) must not leave a curve of the stream's first deltas only: that prefix is
+// mostly cold misses and would read as a hit rate near 0 for the whole run. The collector
+// merges the deltas in order: the result has no curve (as a table that never tracked one) and
+// its counts stay exact.
+TEST(ShedLru, ACurveOfPartOfTheStreamIsNotKept) {
+  StatsConfig cfg;
+  const uint64_t rows = 1000;
+  TableIngestor ing(rows, cfg);
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> batch(5000);
+  TableAggregate collected;
+  uint64_t expected_row7 = 0;
+  for (int delta = 0; delta < 4; ++delta) {
+    if (delta == 2) ing.shed_lru(16);
+    for (auto& x : batch) {
+      x = int64_t(rng() % 50);  // a hot set of 50 rows: an LRU cache of 100 rows hits ~all
+      expected_row7 += x == 7;
+    }
+    ing.add(batch.data(), batch.size());
+    ing.close_window();
+    TableAggregate d = ing.take_delta();
+    if (delta == 0) {
+      collected = d;
+      // Before the shed the curve is whole and says what it should.
+      EXPECT_GT(lru_hit_rate(collected, 100), 0.9);
+    } else {
+      ASSERT_TRUE(collected.merge(d));
+    }
+  }
+  EXPECT_EQ(collected.lookups(), 4 * batch.size());
+  EXPECT_EQ(collected.count(7), expected_row7);
+  EXPECT_TRUE(collected.stack_distances().empty());
+  EXPECT_TRUE(summarize(collected).lru_curve.empty());
+  // Merging the other way round (an untracked aggregate first) keeps no curve either.
+  TableIngestor tracked(rows, cfg);
+  tracked.add(batch.data(), batch.size());
+  TableAggregate whole = tracked.take_delta();
+  TableAggregate reversed = collected;
+  ASSERT_TRUE(reversed.merge(whole));
+  EXPECT_TRUE(reversed.stack_distances().empty());
+}
+
+}  // namespace
+}  // namespace edo::stats
