@@ -33,7 +33,10 @@ size_t max_items(const std::string& text) { return std::max(kMaxItems, text.size
 [[noreturn]] void fail(const std::string& what) { throw PlanError("not a valid edo plan: " + what); }
 
 // Nesting depth of brackets outside quoted strings: rejects "[[[[..." before yaml-cpp's
-// recursive descent could overflow the stack on it.
+// recursive descent could overflow the stack on it. JSON's too: there a ' or # outside a string
+// is a syntax error the parser stops at, so every bracket it reads was counted. (Not a parse
+// callback: nlohmann's callback parser rescans the enclosing array after every object, which is
+// quadratic in a plan's tables.)
 void check_flow_depth(const std::string& text) {
   int depth = 0;
   char quote = 0;
@@ -47,26 +50,6 @@ void check_flow_depth(const std::string& text) {
     if (c == '"' || c == '\'') quote = c;
     else if (c == '#') {
       while (i < text.size() && text[i] != '\n') ++i;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-}
-
-// JSON's nesting, bounded before parsing. (A parse callback could check it too, but nlohmann's
-// callback parser rescans the enclosing array after every object: quadratic in a plan's tables.)
-void check_json_depth(const std::string& text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
     } else if (c == ']' || c == '}') {
@@ -555,7 +538,7 @@ TuneResult plan_from_text(const std::string& text) {
   if (first == std::string::npos) fail("the document is empty");
   ordered_json doc;
   if (text[first] == '{') {
-    check_json_depth(text);
+    check_flow_depth(text);
     try {
       doc = ordered_json::parse(text);
     } catch (const ordered_json::exception& e) {
