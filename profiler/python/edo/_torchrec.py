@@ -10,8 +10,14 @@ looks its constraints up by that name, so the recording keeps it: one note per t
 "bags"}``, through ``edo_note`` into the recording's metadata (no schema of its own).
 
 ``bags`` is how many bags the table's EmbeddingBag pooled (the rows of its output, counted by
-a forward hook: one int per call, no copy, no sync); the export divides the recorded lookups
-by it for TorchRec's ``pooling_factors``. It is sent again at exit. The hook is a global one
+a forward hook: one int per call, no copy, no sync). ``feature_lookups`` / ``feature_bags``
+are per feature (in ``features`` order): the ids and bags of that feature in the
+KeyedJaggedTensor the collection was called with, read after its forward from the lengths per
+key that the collection's own ``to_dict()`` computed and cached (``_length_per_key``,
+torchrec/sparse/jagged_tensor.py in torchrec 1.9.2: ``length_per_key_or_none``), so no extra
+device sync; and ``stride()`` / ``stride_per_key()`` for the bags (variable batch per key).
+The export divides them for TorchRec's per-feature ``pooling_factors`` and ``batch_sizes``.
+They are sent again at exit. The hook is a global one
 (``register_module_forward_hook``), put in place only once a collection is found: nothing is
 added to the job's modules, so a pickled model never refers to edo.
 
@@ -19,6 +25,7 @@ Recognition is by shape (the attributes above), not by class: torchrec is never 
 """
 
 import json
+import sys
 import weakref
 
 _COLLECTIONS = (("_embedding_bag_configs", "embedding_bags"), ("_embedding_configs", "embeddings"))
@@ -27,6 +34,8 @@ _MAX_FEATURES = 1024
 _facts = {}        # edo table name -> dict (the note's value)
 _sent = {}         # edo table name -> the JSON last sent
 _by_module = weakref.WeakKeyDictionary()   # EmbeddingBag module -> edo table name
+_by_collection = weakref.WeakKeyDictionary()   # EmbeddingBagCollection -> [edo table name]
+_counted_early = weakref.WeakKeyDictionary()   # collection -> the KeyedJaggedTensor counted at recognition
 _backend = None
 _exit_registered = False
 _global_hook = None   # the handle of the global forward hook, once a collection is found
@@ -87,11 +96,21 @@ def _recognise(paths, tables, name_owner):
                 features = getattr(cfg, "feature_names", None) or [cname]
                 fact = _facts.get(name)
                 if fact is None or fact["config"] != cname:
-                    fact = {"config": cname, "features": [_text(f) for f in list(features)[:_MAX_FEATURES]],
-                            "collection": type(m).__name__, "pooling": _pooling(cfg), "bags": 0}
+                    feats = [_text(f) for f in list(features)[:_MAX_FEATURES]]
+                    fact = {"config": cname, "features": feats, "collection": type(m).__name__,
+                            "pooling": _pooling(cfg), "bags": 0}
+                    if dict_attr == "embedding_bags":
+                        fact["feature_lookups"] = [0] * len(feats)
+                        fact["feature_bags"] = [0] * len(feats)
                     _facts[name] = fact
                 if dict_attr == "embedding_bags" and child not in _by_module:
                     _by_module[child] = name
+                    names = _by_collection.get(m)
+                    if names is None:
+                        names = _by_collection[m] = []
+                    if name not in names:
+                        names.append(name)
+                        _count_current_call(m, name)
                     _hook_forwards(child)
                 _send(name)
 
@@ -112,9 +131,55 @@ def _count_bags(module, args, output):
         name = _by_module.get(module)
         if name is not None:
             _facts[name]["bags"] += int(output.shape[0])
+            return None
+        names = _by_collection.get(module)
+        if names is not None and args and _counted_early.pop(module, None) is not args[0]:
+            _count_features(names, args[0])
     except Exception:
         pass
     return None
+
+
+def _count_current_call(collection, name):
+    """Recognition happens inside the collection's first forward (at its first lookup), which
+    started before the global hook existed, so torch calls no hook when it ends: that call's
+    KeyedJaggedTensor is counted now, found as the first argument of the collection's forward
+    frame on the stack; the hook skips it should it be called for it after all."""
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        if code.co_name == "forward" and code.co_argcount >= 2 and f.f_locals.get(code.co_varnames[0]) is collection:
+            kjt = f.f_locals.get(code.co_varnames[1])
+            if kjt is not None and hasattr(kjt, "keys") and hasattr(kjt, "stride"):
+                _count_features([name], kjt)
+                _counted_early[collection] = kjt
+            return
+        f = f.f_back
+
+
+def _lengths_per_key(kjt):
+    """The ids of each key of a KeyedJaggedTensor: the cached list when its forward already
+    computed it (to_dict does), else length_per_key() (which computes and caches it)."""
+    cached = getattr(kjt, "length_per_key_or_none", None)
+    lpk = cached() if cached is not None else None
+    return lpk if lpk is not None else kjt.length_per_key()
+
+
+def _count_features(names, kjt):
+    keys = list(kjt.keys())
+    lpk = _lengths_per_key(kjt)
+    vsk = getattr(kjt, "variable_stride_per_key", None)
+    strides = kjt.stride_per_key() if vsk is not None and vsk() else [kjt.stride()] * len(keys)
+    at = {k: i for i, k in enumerate(keys)}
+    for name in names:
+        fact = _facts.get(name)
+        if fact is None or "feature_lookups" not in fact:
+            continue
+        for j, f in enumerate(fact["features"]):
+            i = at.get(f)
+            if i is not None:
+                fact["feature_lookups"][j] += int(lpk[i])
+                fact["feature_bags"][j] += int(strides[i])
 
 
 def _send(name):
@@ -156,3 +221,5 @@ def reset():
     _facts.clear()
     _sent.clear()
     _by_module.clear()
+    _by_collection.clear()
+    _counted_early.clear()

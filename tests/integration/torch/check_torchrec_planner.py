@@ -75,6 +75,31 @@ def main():
                 "load_factor": cp.load_factor if cp is not None else None,
                 "data_type": data_type_of[name],
             }
+    # What TorchRec's estimators read from each cached table's statistics, on the options the
+    # planner chose: expected_miss_rate at the option's load factor and expected_lookups
+    # (estimator/types.py line 729-730, torchrec 1.9.2), the prefetch time its estimator priced
+    # (estimator/estimator.py: miss rate x expected_lookups rows, x dim x element size, over
+    # hbm_to_ddr_mem_bw) turned back into rows, CacheParams.stable_fingerprint() (the planner's
+    # persistent cache key, which calls the statistics' own), and TorchRec's
+    # EmbeddingOffloadStats built from the exported histogram.
+    for so in planner.get_selected_options():
+        cp = so.cache_params
+        if cp is None or cp.stats is None or so.cache_load_factor is None:
+            continue
+        st = cp.stats
+        lf = so.cache_load_factor
+        t = out["tables"][so.name]
+        t["expected_miss_rate"] = st.expected_miss_rate(lf)
+        t["expected_lookups"] = st.expected_lookups
+        t["fingerprint_stable"] = cp.stable_fingerprint() == cp.stable_fingerprint() and \
+            hash(cp.stable_fingerprint()) == hash(cp.stable_fingerprint())
+        eos = st.embedding_offload_stats()
+        t["offload_stats_miss_rate"] = eos.expected_miss_rate(lf)
+        t["offload_stats_fingerprint"] = bool(eos.stable_fingerprint())
+        prefetch_ms = sum(sh.perf.prefetch_compute for sh in so.shards if sh.perf is not None)
+        elem = so.tensor.element_size()
+        if so.compute_kernel == "fused_uvm_caching" and topology.hbm_to_ddr_mem_bw:
+            t["prefetch_rows"] = prefetch_ms * topology.hbm_to_ddr_mem_bw / (so.tensor.shape[1] * elem)
     print(json.dumps(out))
     return 0
 
