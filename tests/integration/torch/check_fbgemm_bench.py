@@ -3,10 +3,10 @@
 configuration class (fbgemm_gpu.tbe.bench.TBEDataConfig.from_json, fbgemm-gpu 1.9.0; it
 validates on construction) and runs FBGEMM's index-distribution estimator
 (torch.ops.fbgemm.tbe_estimate_indices_distribution) on the ids the job read (torch.save of
-{config name: ids}, torchrec_job.py --ids-out). Prints JSON: per table what the config holds and
+{config name: ids} as JSON, torchrec_job.py --ids-out). Prints JSON: per table what the config holds and
 what FBGEMM's estimator found. Needs torch and fbgemm_gpu; exits 77 without them.
 
-    check_fbgemm_bench.py BENCH.json IDS.pt
+    check_fbgemm_bench.py BENCH.json IDS.json
 """
 
 import contextlib
@@ -18,14 +18,24 @@ import sys
 
 def main():
     try:
+        import importlib.util
+        import types
         import torch
         import fbgemm_gpu  # noqa: F401  (registers torch.ops.fbgemm)
+        # fbgemm_gpu.tbe.bench's __init__ imports its command-line front ends (click), which a
+        # planning environment need not have: the package is entered without its __init__, and
+        # TBEDataConfig comes from its own module file, unchanged.
+        if "fbgemm_gpu.tbe.bench" not in sys.modules:
+            import fbgemm_gpu.tbe
+            bench_pkg = types.ModuleType("fbgemm_gpu.tbe.bench")
+            bench_pkg.__path__ = [os.path.join(os.path.dirname(fbgemm_gpu.tbe.__file__), "bench")]
+            sys.modules["fbgemm_gpu.tbe.bench"] = bench_pkg
         from fbgemm_gpu.tbe.bench.tbe_data_config import TBEDataConfig
     except ImportError as e:
         print("check_fbgemm_bench: skipped: %s" % e)
         return 77
     bench = json.load(open(sys.argv[1]))
-    ids = torch.load(sys.argv[2])
+    ids = {n: torch.tensor(v, dtype=torch.int64) for n, v in json.load(open(sys.argv[2])).items()}
     out = {}
     for name, table in bench["tables"].items():
         cfg = TBEDataConfig.from_json(json.dumps(table["config"]))

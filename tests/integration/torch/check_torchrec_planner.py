@@ -5,6 +5,13 @@ for torchrec_real_test.py to compare with the plan. Needs the real torchrec and 
 (scripts/torchrec-venv.sh); exits 77 without them.
 
     check_torchrec_planner.py PLAN.py TABLES.json {infer|train} WORLD_SIZE HBM_BYTES
+    check_torchrec_planner.py PLAN.py TABLES.json cache WORLD_SIZE HBM_BYTES LOAD_FACTORS.json
+
+cache (issue 34): every table of LOAD_FACTORS.json ({config name: load factor}) cached by FBGEMM's
+LRU (fused_uvm_caching, table-wise) at that load factor with the plan's own statistics
+(cache_statistics[name]) and workload (its constraints' features, pooling factors, batch sizes),
+planned for training, whatever edo's plan chose for it: what TorchRec's estimator makes of edo's
+statistics at load factors where edo measured a held-out miss rate.
 
 TABLES.json: {config name: {"rows": N, "dim": D, "features": [...]}} (the recorded model).
 Inference: the model is quantized as TorchRec's inference flow does (quantize_inference_model, with
@@ -41,9 +48,24 @@ def main():
         return 77
     plan_path, tables_path, mode, world, hbm = sys.argv[1:6]
     plan = load_plan(plan_path)
+    if mode == "cache":
+        from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm
+        from torchrec.distributed.planner.types import ParameterConstraints
+        from torchrec.distributed.types import CacheParams
+        lfs = json.load(open(sys.argv[6]))
+        constraints = {}
+        for name, lf in lfs.items():
+            c = plan.constraints.get(name)
+            constraints[name] = ParameterConstraints(
+                compute_kernels=["fused_uvm_caching"], sharding_types=["table_wise"],
+                feature_names=c.feature_names, pooling_factors=c.pooling_factors, num_poolings=c.num_poolings,
+                batch_sizes=c.batch_sizes,
+                cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=lf, stats=plan.cache_statistics[name]))
+        plan.constraints, plan.data_types, plan.fused_params = constraints, {}, {}
+        mode = "train"
     tables = json.load(open(tables_path))
     configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
-                                  data_type=plan.data_types.get(n))
+                                  **({"data_type": plan.data_types[n]} if n in plan.data_types else {}))
                for n, t in tables.items()]
 
     class Model(torch.nn.Module):

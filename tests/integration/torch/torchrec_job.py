@@ -6,8 +6,8 @@ edo.step() a batch, as a serving job marks its steps). Feature lengths are
 random (seeded), so the pooling factors are the job's, not a constant. At the end it prints
 `torchrec_job: ` + JSON {config name: {"features", "lookups", "bags", "steps", "batch",
 "feature_lookups", "feature_bags"}} (the last two per feature, in feature order), the ground
-truth the test compares the export with. --ids-out FILE: torch.save of {config name: every id
-the table read, in order}, for the index distribution FBGEMM's own estimator fits.
+truth the test compares the export with. --ids-out FILE: JSON {config name: every id the table
+read, in order}, for exact LRU replays and the index distribution FBGEMM's own estimator fits.
 
     torchrec_job.py [--stand-in DIR] [--steps N] [--batch B] [--infer] [--ids-out FILE]
 
@@ -105,7 +105,8 @@ def main():
         loss.backward()
         opt.step()
     if a.ids_out:
-        torch.save({n: torch.cat(v) for n, v in read.items()}, a.ids_out)
+        with open(a.ids_out, "w") as f:
+            json.dump({n: torch.cat(v).tolist() for n, v in read.items()}, f)
     print("torchrec_job: " + json.dumps(truth))
     return 0
 

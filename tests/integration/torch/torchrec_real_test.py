@@ -58,7 +58,7 @@ def torchrec_python(build):
 def record_tune_export(edo_bin, py, env, tmp, mode, strategies, budget_of_total, max_error, devices=1, label=None):
     label = label or (mode if devices == 1 else "%s-%d-devices" % (mode, devices))
     db, plan = os.path.join(tmp, label + ".edodb"), os.path.join(tmp, label + "_plan.py")
-    job = [py, os.path.join(HERE, "torchrec_job.py"), "--ids-out", os.path.join(tmp, label + "_ids.pt")] + \
+    job = [py, os.path.join(HERE, "torchrec_job.py"), "--ids-out", os.path.join(tmp, label + "_ids.json")] + \
         (["--infer"] if mode == "infer" else [])
     out = run([edo_bin, "record", "-o", db, "--"] + job, env).stdout
     truth = json.loads([x for x in out.splitlines() if x.startswith("torchrec_job: ")][0][len("torchrec_job: "):])
@@ -72,7 +72,7 @@ def record_tune_export(edo_bin, py, env, tmp, mode, strategies, budget_of_total,
          "--time-limit", "120", "--reps", "2", "--devices", str(devices)], env)
     run([edo_bin, "export", db, "--format", "torchrec", "-o", plan], env)
     run([edo_bin, "export", db, "--format", "json", "-o", plan + ".json"], env)
-    RUNS[plan] = {"db": db, "truth": truth, "ids": os.path.join(tmp, label + "_ids.pt")}
+    RUNS[plan] = {"db": db, "truth": truth, "ids": os.path.join(tmp, label + "_ids.json")}
     return notes, plan, json.load(open(plan + ".json")), budget
 
 
@@ -109,6 +109,10 @@ def check(mode, notes, plan_path, plan_json, budget, py, source, env, tmp, failu
         c = got["constraints"].get(name)
         if p is None or c is None:
             failures.append("%s: %s: planned %s, constraint %s" % (mode, name, p, c))
+            continue
+        if name in got["edo_only"]:
+            # A strategy TorchRec has no kernel for (e.g. edo's static hot set, neither LRU nor LFU):
+            # the table keeps TorchRec's own choice, and only its workload is constrained.
             continue
         if p["compute_kernel"] not in c["compute_kernels"]:
             failures.append("%s: %s: TorchRec chose kernel %s, the plan allows %s" % (mode, name, p["compute_kernel"], c["compute_kernels"]))
@@ -163,6 +167,75 @@ def check_statistics(mode, planned, got, plan_json, truth, failures):
                             % (mode, name, q["offload_stats_miss_rate"], q["expected_miss_rate"]))
 
 
+def exact_lru_miss_rate(stream, cut, k):
+    """Misses / lookups of stream[cut:] through an LRU of k rows warm from stream[:cut]."""
+    from collections import OrderedDict
+    cache, misses = OrderedDict(), 0
+    for i, x in enumerate(stream):
+        if x in cache:
+            cache.move_to_end(x)
+        else:
+            misses += i >= cut
+            cache[x] = True
+            if len(cache) > k:
+                cache.popitem(last=False)
+    return misses / max(1, len(stream) - cut)
+
+
+def check_estimator(py, env, tmp, plan, failures):
+    """Every table cached by FBGEMM's LRU at a size edo measured held out (its LRU offload
+    candidates in the tune run), planned by TorchRec for training with the plan's statistics:
+    TorchRec's expected_miss_rate is edo's held-out miss rate within 0.02, and the rows its
+    estimator prices a step (the prefetch time x hbm_to_ddr_mem_bw / row bytes) are that miss
+    rate x the lookups a step."""
+    r = RUNS[plan]
+    con = sqlite3.connect(r["db"])
+    measured = {}
+    for table, params, held in con.execute("SELECT table_name, params, heldout_hit_rate FROM tune_candidates "
+                                           "WHERE strategy = 'offload' AND heldout_hit_rate IS NOT NULL ORDER BY id"):
+        prm = json.loads(params)
+        name = table.rsplit(".", 1)[-1]
+        if prm.get("policy") == "lru" and name in TABLES:
+            measured.setdefault(name, (prm["cache_rows"] / TABLES[name]["rows"], 1 - held, "edo's held-out candidate"))
+    con.close()
+    # A table edo measured no LRU candidate for (its plan chose otherwise early): an exact LRU on
+    # the ids the job read, warm on the first 70 %, scored on the rest, at load factor 0.05.
+    ids = json.load(open(r["ids"]))
+    for name in TABLES:
+        if name not in measured:
+            k = round(0.05 * TABLES[name]["rows"])
+            measured[name] = (k / TABLES[name]["rows"], exact_lru_miss_rate(ids[name], int(0.7 * len(ids[name])), k),
+                              "an exact LRU on the job's ids, held out")
+    lfs = os.path.join(tmp, "load_factors.json")
+    json.dump({n: lf for n, (lf, _, _) in measured.items()}, open(lfs, "w"))
+    tables_json = os.path.join(tmp, "tables.json")
+    json.dump(TABLES, open(tables_json, "w"))
+    res = subprocess.run([py, os.path.join(HERE, "check_torchrec_planner.py"), plan, tables_json, "cache", "1", str(1 << 30), lfs],
+                         capture_output=True, text=True, env=env, timeout=900)
+    if res.returncode != 0:
+        failures.append("estimator: TorchRec's planner refused the cached tables (exit %d): %s" % (res.returncode, res.stderr[-2000:]))
+        return
+    planned = json.loads(res.stdout.strip().splitlines()[-1])
+    truth = r["truth"]
+    for name, (lf, edo_miss, source) in measured.items():
+        q = planned["tables"].get(name, {})
+        per_step = truth[name]["lookups"] / truth[name]["steps"]
+        if "prefetch_rows" not in q:
+            failures.append("estimator: %s: TorchRec priced no cache prefetch: %s" % (name, q))
+            continue
+        print("estimator: %s: load factor %.6g: TorchRec's expected_miss_rate %.4f (%s: %.4f), expected_lookups %.1f "
+              "(edo: %.1f lookups a step); TorchRec's estimator prices %.1f rows fetched a step, edo measured %.1f; "
+              "EmbeddingOffloadStats (compulsory misses left out) %.4f"
+              % (name, lf, q["expected_miss_rate"], source, edo_miss, q["expected_lookups"], per_step, q["prefetch_rows"],
+                 edo_miss * per_step, q["offload_stats_miss_rate"]))
+        if abs(q["expected_miss_rate"] - edo_miss) > 0.02:
+            failures.append("estimator: %s: TorchRec's miss rate %.4f, %s %.4f" % (name, q["expected_miss_rate"], source, edo_miss))
+        if abs(q["prefetch_rows"] - edo_miss * per_step) > 0.02 * per_step:
+            failures.append("estimator: %s: TorchRec prices %.1f rows a step, edo measured %.1f" % (name, q["prefetch_rows"], edo_miss * per_step))
+        if not q["fingerprint_stable"] or not q["offload_stats_fingerprint"]:
+            failures.append("estimator: %s: CacheParams.stable_fingerprint() not stable" % name)
+
+
 def check_fbgemm_bench(edo_bin, py, env, tmp, plan, failures):
     """`edo export --format fbgemm-bench` loaded by fbgemm_gpu's TBEDataConfig, its index
     distribution against FBGEMM's own estimator on the ids the job read."""
@@ -204,15 +277,11 @@ def main():
     notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "infer", "offload", lambda total: total - 1, "0.1")
     check("infer", notes, plan, plan_json, budget, py, source, env, tmp, failures)
     check_fbgemm_bench(edo_bin, py, env, tmp, plan, failures)
-    # Training with every table offloaded (one byte under the recording, offload only): TorchRec's
-    # training estimator prices the prefetch of each cache from edo's statistics.
-    notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "train", "offload", lambda total: total - 1, "0.1",
-                                                        label="train-offload")
-    check("train", notes, plan, plan_json, budget, py, source, env, tmp, failures)
     # Training (Adagrad): 55 % of weights + state + gradients needs row-wise Adagrad or fp16.
     notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "train", "fp16,offload",
                                                         lambda total: int(total * 0.55), "0.02")
     check("train", notes, plan, plan_json, budget, py, source, env, tmp, failures)
+    check_estimator(py, env, tmp, plan, failures)
     # Training planned over the topology's 2 devices (edo tune --devices 2, the budget per device):
     # TorchRec shards every table one of the ways edo's plan allows (sharding_types).
     notes, plan, plan_json, budget = record_tune_export(edo_bin, py, env, tmp, "train", "fp16,offload",
