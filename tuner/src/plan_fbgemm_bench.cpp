@@ -126,8 +126,11 @@ nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile) {
       lookups_sum += static_cast<double>(ids[i]);
       bags_sum += static_cast<double>(bags[i]);
     }
+    // Without bags (not a TorchRec collection, or an EmbeddingCollection) the batch and pooling
+    // are unknown: B is the lookups a step and L 1, which keeps B x L the lookups a step.
     const bool have_bags = bags_sum > 0;
-    const int64_t b = std::max<int64_t>(1, std::llround(std::accumulate(bs.begin(), bs.end(), 0.0) / static_cast<double>(t)));
+    const int64_t b = have_bags ? std::max<int64_t>(1, std::llround(std::accumulate(bs.begin(), bs.end(), 0.0) / static_cast<double>(t)))
+                                : std::max<int64_t>(1, std::llround(static_cast<double>(v.summary.lookups) / per / static_cast<double>(t)));
     const int64_t l = have_bags ? std::max<int64_t>(1, std::llround(lookups_sum / bags_sum)) : 1;
     const IndicesDistribution d = estimate_indices_distribution(v.aggregate.counts_descending());
     ordered_json config{
@@ -155,6 +158,7 @@ nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile) {
         {"lookups", v.summary.lookups},
         {"steps", steps},
         {"per_feature", per_feature},
+        {"bags_recorded", have_bags},
         {"counts", v.aggregate.mode() == stats::CountMode::kExact ? "exact" : "top-k sketch (the tail is not recorded)"},
         {"distinct_rows", v.aggregate.unique_rows()},
         {"dtype", v.dtype},
