@@ -35,10 +35,11 @@ _facts = {}        # edo table name -> dict (the note's value)
 _sent = {}         # edo table name -> the JSON last sent
 _by_module = weakref.WeakKeyDictionary()   # EmbeddingBag module -> edo table name
 _by_collection = weakref.WeakKeyDictionary()   # EmbeddingBagCollection -> [edo table name]
-_counted_early = weakref.WeakKeyDictionary()   # collection -> the KeyedJaggedTensor counted at recognition
+_started = weakref.WeakKeyDictionary()   # collection -> its calls begun since the pre-hook exists, not yet ended
 _backend = None
 _exit_registered = False
 _global_hook = None   # the handle of the global forward hook, once a collection is found
+_global_pre_hook = None   # and of the global forward pre-hook (marks the calls the hook will end)
 
 
 def _name_of(path, module, tables, name_owner):
@@ -116,13 +117,24 @@ def _recognise(paths, tables, name_owner):
 
 
 def _hook_forwards(module):
-    global _global_hook
+    global _global_hook, _global_pre_hook
     if _global_hook is not None:
         return
     from torch.nn.modules import module as M
     reg = getattr(M, "register_module_forward_hook", None)
     if reg is not None:
         _global_hook = reg(_count_bags)
+        pre = getattr(M, "register_module_forward_pre_hook", None)
+        if pre is not None:
+            _global_pre_hook = pre(_call_begins)
+
+
+def _call_begins(module, args):
+    # torch reads its global pre-hooks when a call begins and its forward hooks when it ends: a
+    # collection call whose beginning this saw is one the forward hook will end (and count).
+    if module in _by_collection:
+        _started[module] = _started.get(module, 0) + 1
+    return None
 
 
 def _count_bags(module, args, output):
@@ -133,7 +145,12 @@ def _count_bags(module, args, output):
             _facts[name]["bags"] += int(output.shape[0])
             return None
         names = _by_collection.get(module)
-        if names is not None and args and _counted_early.pop(module, None) is not args[0]:
+        if names is None:
+            return None
+        begun = _started.get(module, 0)
+        if begun > 0:
+            _started[module] = begun - 1
+        if (begun > 0 or _global_pre_hook is None) and args:
             _count_features(names, args[0])
     except Exception:
         pass
@@ -142,9 +159,12 @@ def _count_bags(module, args, output):
 
 def _count_current_call(collection, name):
     """Recognition happens inside the collection's first forward (at its first lookup), which
-    started before the global hook existed, so torch calls no hook when it ends: that call's
-    KeyedJaggedTensor is counted now, found as the first argument of the collection's forward
-    frame on the stack; the hook skips it should it be called for it after all."""
+    began before the hooks existed: torch calls no pre-hook for it, so the forward hook (should
+    torch call it at all) does not count it, and it is counted here, from the first argument of
+    the collection's forward frame on the stack. Without a global pre-hook (an old torch) only the
+    hook counts, from the next call on."""
+    if _global_pre_hook is None and _global_hook is not None:
+        return
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
@@ -152,7 +172,6 @@ def _count_current_call(collection, name):
             kjt = f.f_locals.get(code.co_varnames[1])
             if kjt is not None and hasattr(kjt, "keys") and hasattr(kjt, "stride"):
                 _count_features([name], kjt)
-                _counted_early[collection] = kjt
             return
         f = f.f_back
 
@@ -214,12 +233,15 @@ def _at_exit():
 
 
 def reset():
-    global _global_hook
+    global _global_hook, _global_pre_hook
     if _global_hook is not None:
         _global_hook.remove()
         _global_hook = None
+    if _global_pre_hook is not None:
+        _global_pre_hook.remove()
+        _global_pre_hook = None
     _facts.clear()
     _sent.clear()
     _by_module.clear()
     _by_collection.clear()
-    _counted_early.clear()
+    _started.clear()
