@@ -122,6 +122,14 @@ def main():
         elem = so.tensor.element_size()
         if so.compute_kernel == "fused_uvm_caching" and topology.hbm_to_ddr_mem_bw:
             t["prefetch_rows"] = prefetch_ms * topology.hbm_to_ddr_mem_bw / (so.tensor.shape[1] * elem)
+    # The planner's context hash, which a plan_loader needs before it reuses a stored plan
+    # (planners.py, EmbeddingShardingPlanner.plan: PlannerContextFingerprintError -> "generating a
+    # fresh plan"): it fingerprints every CacheParams, stats included.
+    try:
+        first = planner.hash_planner_context_inputs_str()
+        out["context_hash_stable"] = first == planner.hash_planner_context_inputs_str()
+    except Exception as e:  # PlannerContextFingerprintError and its cause
+        out["context_hash_error"] = "%s: %s (%r)" % (type(e).__name__, e, e.__cause__)
     print(json.dumps(out))
     return 0
 

@@ -216,6 +216,9 @@ def check_estimator(py, env, tmp, plan, failures):
         failures.append("estimator: TorchRec's planner refused the cached tables (exit %d): %s" % (res.returncode, res.stderr[-2000:]))
         return
     planned = json.loads(res.stdout.strip().splitlines()[-1])
+    if not planned.get("context_hash_stable"):
+        failures.append("estimator: TorchRec's planner context hash (plan_loader's key) with edo's statistics: %s"
+                        % planned.get("context_hash_error", "not stable"))
     truth = r["truth"]
     for name, (lf, edo_miss, source) in measured.items():
         q = planned["tables"].get(name, {})
