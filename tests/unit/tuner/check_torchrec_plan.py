@@ -87,6 +87,8 @@ def stats_dict(st, load_factor=None):
            "miss_rate": {str(clf): st.expected_miss_rate(clf) for clf in (0.0, 0.01, 0.1, 0.5, 1.0)}}
     if load_factor:
         out["at_load_factor"] = st.expected_miss_rate(load_factor)
+    if hasattr(st, "mrc_hist_counts"):
+        out["mrc_hist_counts_10"] = st.mrc_hist_counts(10)
     return out
 
 

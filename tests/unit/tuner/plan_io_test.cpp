@@ -657,6 +657,13 @@ TEST(PlanTorchRec, PerFeatureWorkloadAndTheMeasuredMissRateAtTheLoadFactor) {
   EXPECT_EQ(st["heldout"], true);
   EXPECT_EQ(st["fingerprint_stable"], true);
   EXPECT_EQ(st["fingerprint_changes"], true);
+  // EmbeddingOffloadStats' histogram over 10 bins of 100 rows: the hits a step each bin adds
+  // (hand computed: hit 0.5 at 0.1, then 0.55, 0.60, 0.65, 0.70 at 0.5 and no more: the 0.3
+  // compulsory misses are in no bin), x 350 lookups a step.
+  const auto& hist = st["mrc_hist_counts_10"];
+  ASSERT_EQ(hist.size(), 10u);
+  const double want[10] = {175, 17.5, 17.5, 17.5, 17.5, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(hist[i].get<double>(), want[i], 1e-9) << i;
   // The point is the plan's: cache_statistics (every recorded table) carries it too.
   EXPECT_NEAR(j["cache_statistics"]["t_user"]["miss_rate"]["0.1"].get<double>(), 0.5, 1e-12);
 }
