@@ -466,7 +466,11 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "# Tables are keyed by their TorchRec config name (EmbeddingBagConfig.name: the last part of the\n";
   out += "# module path after .embedding_bags. / .embeddings., or the name edo's PyTorch hook recorded from the\n";
   out += "# collection's configs); module_paths maps it back to the recording. feature_names, pooling_factors,\n";
-  out += "# num_poolings, batch_sizes and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# num_poolings, batch_sizes (per feature) and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# EdoCacheStatistics counts EVERY miss, first reads (compulsory misses) included, over all lookups (held out when\n";
+  out += "# heldout=True: the plan's own miss rate at its load factor); expected_lookups is the lookups a step, so TorchRec's\n";
+  out += "# expected_miss_rate x expected_lookups is the rows fetched a step. TorchRec's EmbeddingOffloadStats convention\n";
+  out += "# (compulsory misses left out): .embedding_offload_stats().\n";
   out += "# sharding_types (and min_partition for column-wise) in constraints: edo's placement over EDO_PLAN's devices.\n";
   out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
   out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
