@@ -364,6 +364,11 @@ ZipfFit fit_zipf(const std::vector<uint64_t>& counts_descending);
 // lookups * zipf_share(...) over the observed counts shows the fit on a rank-frequency plot.
 double zipf_share(double alpha, uint64_t ranks, uint64_t k);
 TableSummary summarize(const TableAggregate& agg);
+// summarize()'s headline numbers alone, bit for bit the same: rows, lookups, unique_rows, mode,
+// coverage_top_* and lru_hit_rate_* (curves, Zipf fit and drift are left empty). For a reader
+// of many tables that shows only those (edo diff at 200,000 tables: the fit and the curves
+// were most of its time).
+TableSummary summarize_headline(const TableAggregate& agg);
 
 // Synthetic Zipf(A) generator (docs/stats.md "Synthetic Zipf(A)"): bounded Zipf over ranks 1..R with
 // P(rank k) ~ k^-A, ranks mapped to rows through a seeded random permutation.
