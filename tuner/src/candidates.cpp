@@ -168,8 +168,8 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
   // from the recorded LRU curve and the hit rates are estimated (said in the params).
-  std::string why_no_replay;
-  const auto replay = CacheReplay::of(g.counts, why_no_replay);
+  std::string why_no_replay = g.replay_skipped;
+  const auto replay = g.replay_skipped.empty() ? CacheReplay::of(g.counts, why_no_replay) : std::nullopt;
   const auto sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
