@@ -1,15 +1,18 @@
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "edo/collector/collector.h"
 
@@ -45,11 +48,12 @@ ProfileBuilder::Peer peer_of(int fd) {
   return p;
 }
 
-// Whether process `pid` still runs: it exists, is no zombie, and is not exiting (PF_EXITING,
-// set before a dying process's descriptors are closed, so a killed process never reads as
-// running when its connection closes). /proc/PID/stat: "pid (comm) state ppid ... flags" with
-// flags the 9th field.
-bool still_runs(int64_t pid) {
+// Whether process `pid` looks alive now: it exists, is no zombie, is not exiting (PF_EXITING on
+// its thread-group leader) and has no SIGKILL pending on its leader (a group exit, by a fatal
+// signal or exit_group(), adds SIGKILL to every other thread's pending set: kernel/signal.c
+// zap_other_threads). /proc/PID/stat: "pid (comm) state ppid ... flags", flags the 9th field;
+// /proc/PID/status: "SigPnd:" the leader's own pending signals, hex, bit 8 = SIGKILL.
+bool looks_alive(int64_t pid) {
   if (pid <= 0) return false;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -62,7 +66,25 @@ bool still_runs(int64_t pid) {
   unsigned long long flags = 0;
   if (!(rest >> state >> ppid >> pgrp >> sid >> tty >> tpgid >> flags)) return false;
   constexpr unsigned long long kPfExiting = 0x4;
-  return state != 'Z' && state != 'X' && state != 'x' && !(flags & kPfExiting);
+  if (state == 'Z' || state == 'X' || state == 'x' || (flags & kPfExiting)) return false;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  while (std::getline(status, line))
+    if (line.rfind("SigPnd:", 0) == 0) return !(std::strtoull(line.c_str() + 7, nullptr, 16) & (1ull << (SIGKILL - 1)));
+  return true;
+}
+
+// Whether process `pid` still runs after its connection closed (connection_lost), or ended
+// (ended_without_final_flush). A dying process tears its threads down one by one, and the
+// tracer keeps its connection on a thread with a descriptor table of its own
+// (profiler/capture/src/own_fd_thread.h): that thread can close it before the leader shows any
+// sign of dying. So a process that looks alive is looked at again for 50 ms (a process that
+// truly runs on costs the collector that once per connection).
+bool still_runs(int64_t pid) {
+  for (int i = 0; i < 25; ++i) {
+    if (!looks_alive(pid)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return looks_alive(pid);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // A thread with a descriptor table of its own, where the sink keeps its socket and file.
 //
-// The job's descriptors are the job's (DESIGN.md): a job may close every fd >= 3, or dup2()
+// The job's descriptors are the job's (docs/losses.md): a job may close every fd >= 3, or dup2()
 // onto any number, at any moment, from any thread. In the process's shared descriptor table a
 // library can only check a number's identity before each use (sink.cpp), and between the check
 // and the write() the job can still dup2() its own file onto that number: the frame then lands
