@@ -216,6 +216,33 @@ TEST(StateBound, ATableThatShedItsLruHoldsItsBoundWithout) {
   }
 }
 
+// A table placed under a tight budget gets a config shrunk part by part (fit_state_to), down to
+// no exact LRU prefix and then no LRU curve at all. What it allocates follows the config it got:
+// a large table without a curve used to build a SHARDS sampler all the same (4 bytes per row up
+// to 2^20 rows of counts it never used, 4.6 MB for a 1M-row table) that no bound counted; 10,000
+// tables under the tracer's budget then held 350 MiB more than their reservations (issue 31).
+TEST(StateBound, ATableFittedDownToNoLruCurveAllocatesNoneOfIt) {
+  for (const uint64_t rows : {uint64_t{100'000}, uint64_t{1'000'000}}) {
+    StatsConfig cfg;
+    cfg.ordered_sample_refs = 256;  // the tracer's start
+    cfg.max_windows = 2;
+    const uint64_t lookups = 3 * 4096;
+    const edo::stats::StateNeed need{3000, lookups};
+    bool saw_no_curve = false;
+    for (const uint64_t budget : {uint64_t{64} << 20, uint64_t{1} << 20, uint64_t{0}}) {
+      const StatsConfig c = edo::stats::fit_state_to(rows, need, cfg, budget);
+      saw_no_curve |= !c.track_lru;
+      const uint64_t bound = edo::stats::state_bound_bytes(rows, need, c);
+      const int64_t peak = peak_of_few(rows, 3000, lookups, 4096, c);
+      std::printf("%llu rows, 3000 read, budget %llu: lru %d, exact prefix %llu: peak %lld bytes, bound %llu\n",
+                  (unsigned long long)rows, (unsigned long long)budget, int(c.track_lru),
+                  (unsigned long long)c.exact_lru_distinct_limit, (long long)peak, (unsigned long long)bound);
+      EXPECT_LE(uint64_t(peak), bound) << rows << " rows, budget " << budget;
+    }
+    EXPECT_TRUE(saw_no_curve) << rows;  // the budgets reach the config this test is about
+  }
+}
+
 // A small table that does not fit stays exact (its counts are smaller than any sketch) and
 // gives up its other parts instead; its smallest statistics take kilobytes.
 TEST(StateBound, ASmallTableIsNeverSketched) {
