@@ -15,7 +15,8 @@
  * The tracer counts what is still queued and sends its last deltas at exit, after main returns,
  * where a process can no longer read its own peak: the work runs in a child (this program again,
  * exec'd, a job process like any other) and this process reports the child's peak from wait4
- * (ru_maxrss). It calls no edo function itself, so the tracer leaves it out of the recording. */
+ * (ru_maxrss). It calls no edo function itself: the recording lists it as a second session,
+ * one without tables. */
 #include <edo/edo.h>
 #include <math.h>
 #include <stdint.h>
