@@ -79,8 +79,10 @@ Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
   // Histograms: an exact stack's distances are below the rows it has seen, and its tally's bins
   // reach the stack's capacity (4x its live rows, at least 4096: MattsonStack::compact); a
   // sampler's estimates reach the table's rows. A table that read 2,000 of its million rows
-  // holds 4 x 7 KiB of bins, not 4 x 14 KiB.
-  const uint64_t hist_rows = sampler ? rows : std::min(rows, std::max<uint64_t>(4096, 4 * d + 128));
+  // holds 4 x 7 KiB of bins, not 4 x 14 KiB. Only for exact tables, whose rows read the tracer
+  // knows (a sketched table is held to all its rows after its first batch: a bound that grew
+  // then would refuse its second batch after placing it at the first).
+  const uint64_t hist_rows = sampler || !exact ? rows : std::min(rows, std::max<uint64_t>(4096, 4 * d + 128));
   // The ingestor's chunk buffers serve the LRU curve and a sketch's counting: an exact table
   // without a curve (fitted down to none, or shed by the tracer) has none.
   const uint64_t chunk_bufs = c.track_lru || !exact ? 2 * 8 * detail::ingest_chunk(rows, c) : 0;
