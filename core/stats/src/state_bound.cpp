@@ -38,6 +38,9 @@ uint64_t hashed_counts_bytes(uint64_t d) { return d * 112 + 64 * 12 * 2; }
 // Of those, held between flushes: the table (32) and the serialized delta waiting to be sent
 // (20); the rest (the table's growth, the cut's list, the merge) only while it works.
 uint64_t hashed_counts_scratch(uint64_t d) { return d * 60; }
+// The serialized delta's part (StateNeed::idle: a table whose delta was taken and written holds
+// none until it counts again).
+uint64_t hashed_counts_delta(uint64_t d) { return d * 20; }
 
 Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
   Parts p;
@@ -51,7 +54,8 @@ Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
     const uint64_t dense = rows * 56 + 3 * (rows / detail::ExactCounts::kBlockRows + 1);
     using E = detail::ExactCounts;
     if (rows <= E::kAlwaysDenseRows) p.counts = dense;
-    else if (d * E::kDenseShare <= rows) p.counts = hashed_counts_bytes(d), p.scratch = hashed_counts_scratch(d);
+    else if (d * E::kDenseShare <= rows)
+      p.counts = hashed_counts_bytes(d) - (need.idle ? hashed_counts_delta(d) : 0), p.scratch = hashed_counts_scratch(d);
     else p.counts = dense + hashed_counts_bytes(rows / E::kDenseShare + 1);  // the hash while it turns dense
   } else {
     const uint64_t w = pow2_at_least(std::max<uint32_t>(c.cms_width, 1)), d = std::clamp<uint32_t>(c.cms_depth, 1, 16);

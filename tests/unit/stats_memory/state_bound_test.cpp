@@ -248,6 +248,46 @@ TEST(StateBound, ATableFittedDownToNoLruCurveAllocatesNoneOfIt) {
   }
 }
 
+// Between flushes a table whose delta went out holds no serialized delta: the tracer then holds it
+// to the bound of an idle need (StateNeed::idle) less the scratch it reserves once for all tables.
+// What it keeps (the hashed counts' table, its curve if any, the small parts) stays within that.
+TEST(StateBound, ATableWhoseDeltaWentOutHoldsItsIdleBound) {
+  for (const uint64_t rows : {uint64_t{100'000}, uint64_t{1'000'000}}) {
+    for (const bool lru : {true, false}) {
+      StatsConfig cfg;
+      cfg.ordered_sample_refs = 256;
+      cfg.max_windows = 2;
+      const uint64_t lookups = 3 * 4096;
+      edo::stats::StateNeed need{3000, lookups};
+      if (!lru) cfg = edo::stats::fit_state_to(rows, need, cfg, 0);
+      ASSERT_EQ(cfg.track_lru, lru);
+      std::mt19937_64 rng(11);
+      std::vector<int64_t> set(3000), batch(4096);
+      for (auto& r : set) r = int64_t(rng() % rows);
+      const int64_t before = g_live.load();
+      int64_t held = 0;
+      {
+        TableIngestor ing(rows, cfg);
+        for (uint64_t done = 0; done < lookups; done += batch.size()) {
+          for (auto& x : batch) x = set[rng() % set.size()];
+          ing.add(batch.data(), batch.size());
+        }
+        ing.close_window();
+        EXPECT_FALSE(ing.take_delta().serialize().empty());
+        held = g_live.load() - before;
+      }
+      need.idle = true;
+      const uint64_t reserved = edo::stats::state_bound_bytes(rows, need, cfg) - edo::stats::state_scratch_bytes(rows, need, cfg);
+      need.idle = false;
+      const uint64_t pending = edo::stats::state_bound_bytes(rows, need, cfg) - edo::stats::state_scratch_bytes(rows, need, cfg);
+      std::printf("%llu rows, 3000 read, lru %d: holds %lld bytes after its delta went out, idle reservation %llu (pending %llu)\n",
+                  (unsigned long long)rows, int(lru), (long long)held, (unsigned long long)reserved, (unsigned long long)pending);
+      EXPECT_LE(uint64_t(held), reserved) << rows << " lru " << lru;
+      EXPECT_LT(reserved, pending) << rows << " lru " << lru;
+    }
+  }
+}
+
 // A small table that does not fit stays exact (its counts are smaller than any sketch) and
 // gives up its other parts instead; its smallest statistics take kilobytes.
 TEST(StateBound, ASmallTableIsNeverSketched) {
