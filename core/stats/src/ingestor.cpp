@@ -58,7 +58,9 @@ struct TableIngestor::Impl {
     direct_ids_allowed = exact_lru || (mapped_lru && r / 16 <= c.exact_lru_distinct_limit && r < UINT32_MAX);
     direct_ids = exact_lru;
     if (direct_ids) stack.set_id_bound(r);
-    if (!exact_lru && !mapped_lru) make_sampler();
+    // Only with an LRU curve: a table fitted down to none (fit_state_to under a tight budget) has
+    // no exact prefix either, and its bound counts no sampler (4 bytes per row up to 2^20 rows).
+    if (c.track_lru && !exact_lru && !mapped_lru) make_sampler();
     if (c.track_lru && c.ordered_sample_refs > 0) order.emplace(c.ordered_sample_refs);
     chunk = detail::ingest_chunk(r, c);
   }

@@ -38,6 +38,9 @@ uint64_t hashed_counts_bytes(uint64_t d) { return d * 112 + 64 * 12 * 2; }
 // Of those, held between flushes: the table (32) and the serialized delta waiting to be sent
 // (20); the rest (the table's growth, the cut's list, the merge) only while it works.
 uint64_t hashed_counts_scratch(uint64_t d) { return d * 60; }
+// The serialized delta's part (StateNeed::idle: a table whose delta was taken and written holds
+// none until it counts again).
+uint64_t hashed_counts_delta(uint64_t d) { return d * 20; }
 
 Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
   Parts p;
@@ -51,7 +54,8 @@ Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
     const uint64_t dense = rows * 56 + 3 * (rows / detail::ExactCounts::kBlockRows + 1);
     using E = detail::ExactCounts;
     if (rows <= E::kAlwaysDenseRows) p.counts = dense;
-    else if (d * E::kDenseShare <= rows) p.counts = hashed_counts_bytes(d), p.scratch = hashed_counts_scratch(d);
+    else if (d * E::kDenseShare <= rows)
+      p.counts = hashed_counts_bytes(d) - (need.idle ? hashed_counts_delta(d) : 0), p.scratch = hashed_counts_scratch(d);
     else p.counts = dense + hashed_counts_bytes(rows / E::kDenseShare + 1);  // the hash while it turns dense
   } else {
     const uint64_t w = pow2_at_least(std::max<uint32_t>(c.cms_width, 1)), d = std::clamp<uint32_t>(c.cms_depth, 1, 16);
@@ -72,10 +76,23 @@ Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
   const uint64_t cand = 4 * uint64_t{std::max<uint32_t>(c.drift_top_k, 1)};
   p.windows = uint64_t(c.max_windows) * (hot * (8 + kMaxVarint) + 3 * sizeof(HotSetWindow) + 32) +
               2 * 16 * (std::min(2 * cand, std::max<uint64_t>(d, 1)) + std::min(cand, std::max<uint64_t>(d, 1)));
-  // Histograms, the ingestor's scratch buffers (one chunk), the aggregates' small parts and
-  // allocator slack: 256 KiB, less for a small table, whose parts are all small (measured:
-  // tests/unit/stats_memory, StateBound.CoversWhatASmallTableAllocates).
-  p.fixed += 4 * hist_bytes(rows) + 2 * 8 * detail::ingest_chunk(rows, c) +
+  // The SHARDS sampler exists once an exact prefix can hand over (or there is none).
+  const bool sampler = c.track_lru && rows > c.exact_lru_rows_limit &&
+                       (c.exact_lru_distinct_limit == 0 || d > c.exact_lru_distinct_limit ||
+                        need.refs > detail::exact_lru_max_lookups);
+  // Histograms: an exact stack's distances are below the rows it has seen, and its tally's bins
+  // reach the stack's capacity (4x its live rows, at least 4096: MattsonStack::compact); a
+  // sampler's estimates reach the table's rows. A table that read 2,000 of its million rows
+  // holds 4 x 7 KiB of bins, not 4 x 14 KiB. Only for exact tables, whose rows read the tracer
+  // knows (a sketched table is held to all its rows after its first batch: a bound that grew
+  // then would refuse its second batch after placing it at the first).
+  const uint64_t hist_rows = sampler || !exact ? rows : std::min(rows, std::max<uint64_t>(4096, 4 * d + 128));
+  // The ingestor's chunk buffers serve the LRU curve and a sketch's counting: an exact table
+  // without a curve (fitted down to none, or shed by the tracer) has none.
+  const uint64_t chunk_bufs = c.track_lru || !exact ? 2 * 8 * detail::ingest_chunk(rows, c) : 0;
+  // The aggregates' small parts and allocator slack: 256 KiB, less for a small table, whose
+  // parts are all small (measured: tests/unit/stats_memory, StateBound.CoversWhatASmallTableAllocates).
+  p.fixed += 4 * hist_bytes(hist_rows) + chunk_bufs +
              std::min<uint64_t>(256 << 10, (24 << 10) + (c.track_lru ? 64 * d : 16 * d));
   if (c.track_lru) {
     // The ordered sample: at most ordered_sample_refs references pending (16 bytes each, and
@@ -96,9 +113,6 @@ Parts parts_of(uint64_t rows, const StateNeed& need, const StatsConfig& c) {
       const uint64_t prefix = std::min(d, c.exact_lru_distinct_limit);
       p.lru = prefix * (72 + 16 + 2 * 4 + 3 * 2 * 4 + 1 + 8);
       if (prefix > 0 && prefix * 16 > rows) p.lru += rows * 2 * 4;
-      // The sampler exists once the prefix can hand over.
-      const bool sampler = c.exact_lru_distinct_limit == 0 || d > c.exact_lru_distinct_limit ||
-                           need.refs > detail::exact_lru_max_lookups;
       if (!sampler) return p;
       using S = detail::ShardsSampler;
       p.fixed += S::kHotSlots * (16 + 8 + 4 + 2) + 8 * ((S::kReuseCopies - 1) * StackDistanceHistogram::kExactBelow +

@@ -150,7 +150,7 @@ bool TableCounts::raise_need(Entry& e, uint64_t n) {
   stats::StateNeed want;
   want.distinct = std::min(e.rows, e.ing->distinct_rows() + n);
   want.refs = e.refs + n;
-  if (want.distinct <= e.need.distinct && want.refs <= e.need.refs) return true;
+  if (!e.need.idle && want.distinct <= e.need.distinct && want.refs <= e.need.refs) return true;
   want.distinct = std::max(want.distinct, e.need.distinct);
   want.refs = std::max(want.refs, e.need.refs);
   return try_hold(e, e.held, want);
@@ -244,6 +244,17 @@ uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered,
   uint64_t lookups = 0;
   for (uint32_t id = 0; id < tables_.size() && id < registered; ++id) {
     Entry& e = tables_[id];
+    if (e.ing && !e.pending && e.delta_out) {
+      // Its delta went out with the previous flush, which encoded and wrote it before this one
+      // could start (flush_mu): until it counts again (raise_need) the table holds no serialized
+      // delta. A device-counted table stays held to its worst case.
+      e.delta_out = false;
+      if (e.need.distinct != UINT64_MAX) {
+        stats::StateNeed idle = e.need;
+        idle.idle = true;
+        try_hold(e, e.held, idle);  // smaller than what it holds: always succeeds
+      }
+    }
     if (!e.ing || !e.pending) continue;
     if (close_window) this->close_window(e);
     stats::TableAggregate d = e.ing->take_delta();
@@ -251,6 +262,7 @@ uint64_t TableCounts::take_deltas_locked(bool close_window, uint32_t registered,
     e.pending = false;
     lookups += d.lookups();
     if (!d.empty()) out.push_back({id, d.serialize()});
+    e.delta_out = true;
   }
   return lookups;
 }

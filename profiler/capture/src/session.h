@@ -109,6 +109,7 @@ class TableCounts {
     uint64_t order_cap = 0;       // what its ordered sample may be raised to
     uint32_t windows_cap = 0;     // its config's max_windows
     uint32_t windows_closed = 0;  // drift windows closed since its last delta
+    bool delta_out = false;       // its delta went out with the latest flush (take_deltas_locked)
   };
   const stats::StatsConfig cfg_;
   const uint64_t budget_;

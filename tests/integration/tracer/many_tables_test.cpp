@@ -7,6 +7,7 @@
 // within EDO_MAX_MEMORY_MB plus the tracer's other bounds (docs/memory.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -30,6 +31,14 @@ std::map<std::string, Truth> read_truth(const std::string& path) {
   Truth t;
   while (f >> name >> t.rows >> t.lookups >> t.unique) out[name] = t;
   return out;
+}
+
+bool sanitized() {
+#ifdef EDO_SANITIZER_PRELOAD
+  return std::string(EDO_SANITIZER_PRELOAD).size() > 0;
+#else
+  return false;
+#endif
 }
 
 void record_and_check(int tables, int lookups, int budget_mb, bool expect_shed) {
@@ -62,14 +71,29 @@ void record_and_check(int tables, int lookups, int budget_mb, bool expect_shed) 
   EXPECT_EQ(exact, size_t(tables));
   for (const auto& [name, n] : p.drops()) EXPECT_EQ(n, 0u) << name;
   // Tables sized down (LRU curves given up) are listed in the session's note.
-  if (expect_shed) EXPECT_EQ(p.metadata.count("memory_bound"), 1u);
-  long before = 0, peak = 0;
-  ASSERT_EQ(std::sscanf(r.out.c_str(), "rss_before_kib %ld rss_peak_kib %ld", &before, &peak), 2) << r.out;
-  // EDO_MAX_MEMORY_MB + EDO_MAX_BUFFER_MB (256) + EDO_MAX_EVENTS x 128 B (128 MiB) + 32 MiB.
-  const long cap_kib = (long(budget_mb) + 256 + 128 + 32) * 1024;
-  std::printf("%d tables x %d lookups, EDO_MAX_MEMORY_MB=%d: %zu exact, the job grew by %ld MiB (cap %ld MiB)\n", tables,
-              lookups, budget_mb, exact, (peak - before) / 1024, cap_kib / 1024);
-  EXPECT_LE(peak - before, cap_kib);
+  if (expect_shed) {
+    EXPECT_EQ(p.metadata.count("memory_bound"), 1u);
+  }
+  // The job's peak over its whole process, the tracer's exit-time counting and last flush
+  // included (many_tables_job.c reports its worker's ru_maxrss), against its resident memory
+  // before the first edo call.
+  long before = 0, peak_in_main = 0, peak = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "rss_before_kib %ld rss_peak_kib %ld rss_exit_peak_kib %ld", &before,
+                        &peak_in_main, &peak),
+            3)
+      << r.out;
+  // The cap's parts for this job (docs/memory.md): EDO_MAX_MEMORY_MB; the queued index batches,
+  // at most EDO_MAX_BUFFER_MB (256) and never more than the job's indices; no GPU events (a
+  // host job); 32 MiB for everything else.
+  const long index_kib = long(uint64_t(tables) * uint64_t(lookups) * 8 / 1024);
+  const long cap_kib = long(budget_mb) * 1024 + std::min(256L * 1024, index_kib) + 32 * 1024;
+  std::printf("%d tables x %d lookups, EDO_MAX_MEMORY_MB=%d: %zu exact, the job grew by %ld MiB (%ld MiB by the end of "
+              "main; cap %ld MiB)\n",
+              tables, lookups, budget_mb, exact, (peak - before) / 1024, (peak_in_main - before) / 1024, cap_kib / 1024);
+  // A sanitizer's shadow memory and quarantine are not the library's: RSS says nothing then.
+  if (!sanitized()) {
+    EXPECT_LE(peak - before, cap_kib);
+  }
 }
 
 // The budget holds every table's statistics with its LRU curve (the old placement refused
@@ -77,7 +101,10 @@ void record_and_check(int tables, int lookups, int budget_mb, bool expect_shed) 
 TEST(ManyTables, TwoThousandRealisticTablesAreAllCountedExactly) { record_and_check(2000, 2000, 1024, false); }
 
 // A budget too small for every LRU curve: tables give theirs up, oldest read first, and the
-// counts stay exact.
-TEST(ManyTables, UnderASmallBudgetTablesGiveUpLruCurvesNotCounts) { record_and_check(2000, 2000, 512, true); }
+// counts stay exact. At 384 MiB main at eb636cf refused 134-140 of these tables (its bounds
+// counted histograms and chunk buffers for curves the tables did not have); at 400 MiB, where it
+// refused none, tables placed without a curve built a SHARDS sampler that no bound counted (4.6 MB
+// for a million rows) and the job grew by ~440 MiB, against ~130 MiB now.
+TEST(ManyTables, UnderASmallBudgetTablesGiveUpLruCurvesNotCounts) { record_and_check(2000, 2000, 384, true); }
 
 }  // namespace

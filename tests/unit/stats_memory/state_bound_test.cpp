@@ -216,6 +216,78 @@ TEST(StateBound, ATableThatShedItsLruHoldsItsBoundWithout) {
   }
 }
 
+// A table placed under a tight budget gets a config shrunk part by part (fit_state_to), down to
+// no exact LRU prefix and then no LRU curve at all. What it allocates follows the config it got:
+// a large table without a curve used to build a SHARDS sampler all the same (4 bytes per row up
+// to 2^20 rows of counts it never used, 4.6 MB for a 1M-row table) that no bound counted; 10,000
+// tables under the tracer's budget then held 350 MiB more than their reservations (issue 31).
+TEST(StateBound, ATableFittedDownToNoLruCurveAllocatesNoneOfIt) {
+  for (const uint64_t rows : {uint64_t{100'000}, uint64_t{1'000'000}}) {
+    StatsConfig cfg;
+    cfg.ordered_sample_refs = 256;  // the tracer's start
+    cfg.max_windows = 2;
+    const uint64_t lookups = 3 * 4096;
+    const edo::stats::StateNeed need{3000, lookups};
+    bool saw_no_curve = false;
+    for (const uint64_t budget : {uint64_t{64} << 20, uint64_t{1} << 20, uint64_t{0}}) {
+      const StatsConfig c = edo::stats::fit_state_to(rows, need, cfg, budget);
+      saw_no_curve |= !c.track_lru;
+      const uint64_t bound = edo::stats::state_bound_bytes(rows, need, c);
+      const int64_t peak = peak_of_few(rows, 3000, lookups, 4096, c);
+      std::printf("%llu rows, 3000 read, budget %llu: lru %d, exact prefix %llu: peak %lld bytes, bound %llu\n",
+                  (unsigned long long)rows, (unsigned long long)budget, int(c.track_lru),
+                  (unsigned long long)c.exact_lru_distinct_limit, (long long)peak, (unsigned long long)bound);
+      EXPECT_LE(uint64_t(peak), bound) << rows << " rows, budget " << budget;
+    }
+    EXPECT_TRUE(saw_no_curve) << rows;  // the budgets reach the config this test is about
+    // Without a curve such a table holds neither chunk buffers nor histograms beyond the rows it
+    // read: its bound follows the 3,000 rows (it was 540 KB for the million-row table: 64 KiB of
+    // chunk buffers and 4 x 14 KiB of histogram bins for a curve it does not have).
+    EXPECT_LT(edo::stats::state_bound_bytes(rows, need, edo::stats::fit_state_to(rows, need, cfg, 0)), uint64_t{460} << 10)
+        << rows;
+  }
+}
+
+// Between flushes a table whose delta went out holds no serialized delta: the tracer then holds it
+// to the bound of an idle need (StateNeed::idle) less the scratch it reserves once for all tables.
+// What it keeps (the hashed counts' table, its curve if any, the small parts) stays within that.
+TEST(StateBound, ATableWhoseDeltaWentOutHoldsItsIdleBound) {
+  for (const uint64_t rows : {uint64_t{100'000}, uint64_t{1'000'000}}) {
+    for (const bool lru : {true, false}) {
+      StatsConfig cfg;
+      cfg.ordered_sample_refs = 256;
+      cfg.max_windows = 2;
+      const uint64_t lookups = 3 * 4096;
+      edo::stats::StateNeed need{3000, lookups};
+      if (!lru) cfg = edo::stats::fit_state_to(rows, need, cfg, 0);
+      ASSERT_EQ(cfg.track_lru, lru);
+      std::mt19937_64 rng(11);
+      std::vector<int64_t> set(3000), batch(4096);
+      for (auto& r : set) r = int64_t(rng() % rows);
+      const int64_t before = g_live.load();
+      int64_t held = 0;
+      {
+        TableIngestor ing(rows, cfg);
+        for (uint64_t done = 0; done < lookups; done += batch.size()) {
+          for (auto& x : batch) x = set[rng() % set.size()];
+          ing.add(batch.data(), batch.size());
+        }
+        ing.close_window();
+        EXPECT_FALSE(ing.take_delta().serialize().empty());
+        held = g_live.load() - before;
+      }
+      need.idle = true;
+      const uint64_t reserved = edo::stats::state_bound_bytes(rows, need, cfg) - edo::stats::state_scratch_bytes(rows, need, cfg);
+      need.idle = false;
+      const uint64_t pending = edo::stats::state_bound_bytes(rows, need, cfg) - edo::stats::state_scratch_bytes(rows, need, cfg);
+      std::printf("%llu rows, 3000 read, lru %d: holds %lld bytes after its delta went out, idle reservation %llu (pending %llu)\n",
+                  (unsigned long long)rows, int(lru), (long long)held, (unsigned long long)reserved, (unsigned long long)pending);
+      EXPECT_LE(uint64_t(held), reserved) << rows << " lru " << lru;
+      EXPECT_LT(reserved, pending) << rows << " lru " << lru;
+    }
+  }
+}
+
 // A small table that does not fit stays exact (its counts are smaller than any sketch) and
 // gives up its other parts instead; its smallest statistics take kilobytes.
 TEST(StateBound, ASmallTableIsNeverSketched) {

@@ -302,6 +302,9 @@ uint64_t state_bound_bytes(uint64_t rows, const StatsConfig& config);
 struct StateNeed {
   uint64_t distinct = UINT64_MAX;  // distinct rows read (at most the table's rows)
   uint64_t refs = UINT64_MAX;      // in-range references read
+  // Nothing counted since its last delta was taken: hashed counts then hold no serialized delta
+  // (it exists from a flush's cut until the flush has written it, for the tables the flush takes).
+  bool idle = false;
 };
 // The bound of a table that has read no more than `need`: exact counts are hashed, ~112 bytes
 // per row read (the table, its growth, a cut's (row, count) list, a merge and the serialized
