@@ -446,7 +446,16 @@ TuneResult plan_from_json(const ordered_json& doc) {
       c.table = ch.shares_with.empty() ? name : ch.shares_with;
       c.strategy = strategy;
       c.spec = opt_string(t, "spec", where);
-      c.params_json = params.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+      // The cache algorithm of an offload (plans written before it was recorded have none: FBGEMM's
+      // default, LRU, is what they ran); it travels in the params, where the exports read it.
+      ordered_json with_policy = params;
+      if (auto cp = t.find("cache_policy"); cp != t.end() && !cp->is_null()) {
+        if (!cp->is_string() || (*cp != "lru" && *cp != "lfu"))
+          fail(where + ": \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms); write one of them or null");
+        if (strategy != "offload") fail(where + ": \"cache_policy\" is set on a table that is not offloaded; set it to null");
+        with_policy["cache_policy"] = *cp;
+      }
+      c.params_json = with_policy.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
       c.optimizer = opt_string(t, "optimizer", where);
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;
