@@ -194,6 +194,10 @@ TEST(CacheSizing, ThePlanRecordCarriesTheCachePolicyAndItsHeadroom) {
   const model::TuneResult back = plan_from_text(plan_to_json_text(r));
   ASSERT_EQ(back.candidates.size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(back.candidates[0].params_json).at("cache_policy"), "lfu");
+  // The YAML carries the same.
+  const std::string yaml = plan_to_yaml(r);
+  EXPECT_NE(yaml.find("\"cache_policy\": \"lfu\""), std::string::npos) << yaml;
+  EXPECT_EQ(nlohmann::json::parse(plan_from_text(yaml).candidates.at(0).params_json).at("cache_policy"), "lfu");
   // TorchRec's CacheAlgorithm follows it.
   EXPECT_NE(plan_to_torchrec(r).find("CacheAlgorithm.LFU"), std::string::npos);
   // Not a cache algorithm FBGEMM has: one line naming the field and the fix.
