@@ -152,8 +152,10 @@ model::TuneResult tied_offloads() {
     auto& c = r.candidates[i];
     c.spec = "offload:policy=lru";
     c.params_json = nlohmann::json{{"cache_rows", sizes[i - 1]}, {"policy", "lru"}, {"knee_rows", 250}, {"cache_policy", "lru"},
-                                   {"policy_headroom", 0.25}}
+                                   {"policy_headroom", 0.25},
+                                   {"policy_replays", {{"fbgemm_lru", 0.5}, {"fbgemm_lfu", 0.25}, {"optimal", 0.75}}}}
                         .dump();
+    c.hit_rate = c.heldout_hit_rate = 0.5;
   }
   return r;
 }
@@ -166,6 +168,9 @@ TEST(CacheSizing, ThePlanGrowsATiedCacheToItsKneeWithTheBudgetLeft) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(cache_rows_of(c), 250u) << "the knee, not the smallest cache that ties (20) nor one past it (1000)";
   EXPECT_EQ(r.plan_device_bytes, 5000u);
+  // Its words: FBGEMM's rate under the chosen algorithm and the headroom to the optimal.
+  EXPECT_NE(r.choices.at(0).why.find("FBGEMM LRU 50% held out, policy headroom 25.0 points (optimal 75%)"), std::string::npos)
+      << r.choices.at(0).why;
   // Without the room, the smallest stays.
   replan(r, 4000, INFINITY);
   ASSERT_TRUE(r.feasible);
