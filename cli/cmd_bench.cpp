@@ -3,14 +3,63 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "command.h"
 #include "edo/kernels/bench.h"
 #include "edo/kernels/cuda.h"
+#include "edo/kernels/storage_probe.h"
 #include "edo/tuner/device_profile.h"
+#include "edo/tuner/size.h"
 
 namespace {
+
+// `edo bench --storage DIR`: the drive's figures, printed (or --json), and with --save-device
+// added to a stored device profile.
+template <class Options>
+int run_storage(const Options& o) {
+  edo::kernels::StorageProbeConfig c;
+  c.dir = o.storage;
+  try {
+    c.file_bytes = edo::tuner::parse_size(o.storage_bytes);
+  } catch (const std::invalid_argument& e) {
+    throw edo::cli::UsageError(std::string("--storage-bytes: ") + e.what());
+  }
+  if (c.file_bytes < (std::uint64_t{1} << 20)) throw edo::cli::UsageError("--storage-bytes must be at least 1MiB");
+  c.row_bytes = o.dim * 4;
+  c.seconds_per_test = o.storage_seconds;
+  c.seed = o.seed;
+  if (!o.quiet) c.progress = [](const std::string& m) { std::fprintf(stderr, "edo bench: %s\n", m.c_str()); };
+  // The profile is found before the minutes of measuring, so that a wrong name fails at once.
+  std::optional<edo::tuner::DeviceProfile> device;
+  if (!o.save_device.empty()) {
+    device = edo::tuner::find_stored_device(o.save_device);
+    if (!device)
+      throw edo::cli::UsageError("--save-device '" + o.save_device + "': no stored device profile of that name (" +
+                                 edo::tuner::stored_device_names() +
+                                 "); measure the GPU first: edo bench --backend cuda --save-device NAME");
+  }
+  edo::kernels::StorageFigures f;
+  try {
+    f = edo::kernels::probe_storage(c);
+  } catch (const std::runtime_error& e) {
+    throw edo::cli::Failure(e.what());
+  }
+  if (o.json) std::cout << nlohmann::json{{"schema", "edo.storage/1"}, {"storage", edo::kernels::storage_to_json(f)}}.dump(2) << "\n";
+  else std::cout << edo::kernels::storage_to_text(f);
+  if (device) {
+    device->storage = edo::kernels::storage_to_json(f);
+    try {
+      const std::string path = edo::tuner::save_device(*device);
+      std::fprintf(stderr, "edo bench: added the storage under %s to device profile '%s' in %s\n", f.dir.c_str(),
+                   device->name.c_str(), path.c_str());
+    } catch (const std::exception& e) {
+      throw edo::cli::Failure(std::string("--save-device: ") + e.what());
+    }
+  }
+  return 0;
+}
 
 edo::cli::Runner setup_bench(CLI::App& sub) {
   struct Options {
@@ -30,6 +79,9 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
     bool quiet = false;
     bool no_pin = false;
     std::string save_device;
+    std::string storage;
+    std::string storage_bytes = "1GiB";
+    double storage_seconds = 2.0;
   };
   auto o = std::make_shared<Options>();
   sub.footer(
@@ -41,6 +93,12 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
       "  cuda: bytes moved (32-byte sectors) / device-to-device copy; offload misses / host-to-device copy\n"
       "Memory: the fp32 weights (rows x dim x 4 B), the encoded tables, and anchors sized to the table\n"
       "(latency buffer up to 1 GiB, triad arrays up to 3 x 256 MiB; a 1000 x 8 run stays near 50 MB).\n"
+      "Storage (--storage DIR, instead of the strategies): the drive under DIR as an SSD-backed table would\n"
+      "use it: a probe file (--storage-bytes, removed afterwards) written sequentially, then read with O_DIRECT\n"
+      "(no page cache): random 4 KiB and row-sized reads (--dim x 4 bytes, rounded up to whole blocks) at\n"
+      "queue depth 1 and 32, and sequential reads. With --save-device NAME the figures are added to the stored\n"
+      "device profile NAME, beside its host link (measure the GPU first: edo bench --backend cuda --save-device NAME).\n"
+      "  edo bench --storage /mnt/nvme --save-device \"NVIDIA H200\"\n"
       "Exit status: 0 ok, 1 runtime failure (e.g. no CUDA device), 2 bad flags.");
   sub.add_option("--backend", o->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   sub.add_option("--rows", o->rows, "table rows")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 36))->capture_default_str();
@@ -67,8 +125,17 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
                  "--target-device NAME' models (in $EDO_DEVICE_DIR, else ~/.config/edo/devices); name it as recordings "
                  "name the GPU, e.g. \"NVIDIA H200\"")
       ->type_name("NAME");
+  sub.add_option("--storage", o->storage, "measure the drive under this directory (O_DIRECT reads) instead of the strategies")
+      ->type_name("DIR");
+  sub.add_option("--storage-bytes", o->storage_bytes, "size of the storage probe file (larger than the drive's cache is better)")
+      ->type_name("SIZE")
+      ->capture_default_str();
+  sub.add_option("--storage-seconds", o->storage_seconds, "seconds each random-read test of --storage runs")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
 
   return [o]() -> int {
+    if (!o->storage.empty()) return run_storage(*o);
     if (o->pooling > o->batch) throw edo::cli::UsageError("--pooling must not exceed --batch");
     if (!o->save_device.empty() && o->strategies != "all" && o->strategies.find("fp32") == std::string::npos)
       throw edo::cli::UsageError("--save-device needs the fp32 strategy (its gather calibrates the model): add fp32 to --strategies");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "command.h"
+#include "edo/tuner/fbgemm_bench.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/torchrec_facts.h"
 #include "support/output_file.h"
@@ -32,6 +33,10 @@ struct ExportOptions {
 // The first line of every `--format torchrec` file (plan_torchrec.cpp): how -o recognises one.
 constexpr const char* kTorchRecHead = "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`";
 
+// How every `--format fbgemm-bench` file starts (fbgemm_bench_json's first key, dumped with
+// 2-space indent).
+constexpr const char* kFbgemmBenchHead = "{\n  \"schema\": \"edo.fbgemm-bench/1\"";
+
 std::string head_of(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
   std::string s(n, '\0');
@@ -45,6 +50,7 @@ std::string head_of(const std::string& path, size_t n) {
 // start with export's own first line. Only such a file is replaced by -o (with --force).
 bool is_plan_of_format(const std::string& path, const std::string& format) {
   if (format == "torchrec") return head_of(path, 200).rfind(kTorchRecHead, 0) == 0;
+  if (format == "fbgemm-bench") return head_of(path, 200).rfind(kFbgemmBenchHead, 0) == 0;
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -80,24 +86,43 @@ void write_file(const std::string& path, const std::string& text) {
   }
 }
 
-int run_export(const ExportOptions& o) {
-  if (!o.output.empty() && o.output != "-") {
-    // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
-    const OutputKind kind{std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
-                          [&](const std::string& p) { return is_plan_of_format(p, o.format); }, "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
-    check_output_path(o.output, o.force, kind);  // a Failure (exit 1), as in edo record
-  }
-  const model::TuneResult r = load_plan_source(o.file, o.run);
-  std::string text;
-  if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
-  else text = tuner::plan_to_torchrec(r, tuner::torchrec_facts_of_file(o.file));  // what the recording knows
+int write_text(const ExportOptions& o, const std::string& text) {
   if (o.output.empty() || o.output == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
     write_file(o.output, text);
     std::fprintf(stderr, "edo export: wrote %s (%s)\n", terminal_safe(o.output).c_str(), o.format.c_str());
   }
+  return 0;
+}
+
+// The recording's access pattern for FBGEMM's TBE benchmark (no plan needed).
+std::string fbgemm_bench_text(const std::string& file) {
+  if (!std::filesystem::exists(file)) throw Failure(terminal_safe(file) + ": no such file; give the .edodb that 'edo record' wrote");
+  try {
+    return tuner::fbgemm_bench_of_file(file).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  } catch (const std::runtime_error& e) {
+    throw Failure(terminal_safe(file) + ": " + e.what());
+  }
+}
+
+int run_export(const ExportOptions& o) {
+  if (!o.output.empty() && o.output != "-") {
+    // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
+    const bool bench = o.format == "fbgemm-bench";
+    const OutputKind kind{bench ? std::string("an edo fbgemm-bench file")
+                                : std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
+                          [&](const std::string& p) { return is_plan_of_format(p, o.format); },
+                          bench ? std::string("bench.json") : "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
+    check_output_path(o.output, o.force, kind);  // a Failure (exit 1), as in edo record
+  }
+  if (o.format == "fbgemm-bench") return write_text(o, fbgemm_bench_text(o.file));
+  const model::TuneResult r = load_plan_source(o.file, o.run);
+  std::string text;
+  if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
+  else text = tuner::plan_to_torchrec(r, tuner::torchrec_facts_of_file(o.file));  // what the recording knows
+  write_text(o, text);
   if (!r.feasible) std::fprintf(stderr, "edo export: note: this plan is infeasible (nothing fit its budget): it lists no tables\n");
   return 0;
 }
@@ -108,10 +133,14 @@ Runner setup(CLI::App& sub) {
       "FILE is an .edodb (its latest plan that fits, from 'edo tune'; --run N for another run) or a plan written by 'edo export' (JSON or YAML).\n"
       "json: the edo.plan/1 object; yaml: the same content; torchrec: Python that builds a ParameterConstraints per\n"
       "table (compute kernel, cache load factor of the chosen cache) and the DataType of each table for\n"
-      "EmbeddingBagConfig, for TorchRec's EmbeddingShardingPlanner. Table names are quoted data in every format.\n\n"
-      "Example:\n  edo export run.edodb --format torchrec -o plan.py");
+      "EmbeddingBagConfig, for TorchRec's EmbeddingShardingPlanner. fbgemm-bench (an .edodb only, no plan needed): per table,\n"
+      "FBGEMM's TBE benchmark configuration (TBEDataConfig: rows, dim, pooling per feature, batch size, heavy hitters and\n"
+      "Zipf q, s as tbe_estimate_indices_distribution fits them). Table names are quoted data in every format.\n\n"
+      "Example:\n  edo export run.edodb --format torchrec -o plan.py\n  edo export run.edodb --format fbgemm-bench -o bench.json");
   sub.add_option("file", o->file, "an .edodb that 'edo tune' wrote to, or a JSON/YAML plan")->required();
-  sub.add_option("--format", o->format, "json, yaml or torchrec")->check(CLI::IsMember({"json", "yaml", "torchrec"}))->capture_default_str();
+  sub.add_option("--format", o->format, "json, yaml, torchrec or fbgemm-bench")
+      ->check(CLI::IsMember({"json", "yaml", "torchrec", "fbgemm-bench"}))
+      ->capture_default_str();
   sub.add_option("-o,--output", o->output, "file to write (default: stdout); an existing file is replaced only with --force, and only if it is a plan of the same format");
   sub.add_flag("--force", o->force, "replace the -o file if it is an edo plan of the same format (other files are never replaced)");
   sub.add_option("--run", o->run, "the tune run to export ('edo report' lists them; default: the latest that found a plan)")
@@ -121,6 +150,6 @@ Runner setup(CLI::App& sub) {
 
 }  // namespace
 
-EDO_REGISTER_COMMAND("export", "write a recording's plan as JSON, YAML or TorchRec ParameterConstraints", 27, setup);
+EDO_REGISTER_COMMAND("export", "write a recording's plan as JSON, YAML or TorchRec ParameterConstraints, or its access pattern for FBGEMM's benchmark", 27, setup);
 
 }  // namespace edo::cli::export_command

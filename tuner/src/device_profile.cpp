@@ -2,6 +2,8 @@
 // user's profile directory, and finding a profile by name (edo/tuner/device_profile.h).
 #include "edo/tuner/device_profile.h"
 
+#include "edo/kernels/storage_probe.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -126,6 +128,8 @@ DeviceProfile device_from_json(const json& doc, const std::string& where, const 
     d.launch_us = number_at(doc, "launch_us", where);
     d.launch_measured = bool_at(doc, "launch_measured");
     d.launch_basis = string_at(doc, "launch_basis");
+    if (doc.contains("storage") && !doc["storage"].is_null())
+      d.storage = kernels::storage_to_json(kernels::storage_from_json(doc["storage"], where));  // checked, normalised
   } else {
     throw std::invalid_argument(where + ": schema \"" + schema + "\" is neither " + kDeviceSchema +
                                 " nor edo.bench/1 (edo bench --json)");
@@ -136,7 +140,7 @@ DeviceProfile device_from_json(const json& doc, const std::string& where, const 
 }
 
 json device_to_json(const DeviceProfile& d) {
-  return json{{"schema", kDeviceSchema},
+  json j{{"schema", kDeviceSchema},
               {"name", d.name},
               {"source", d.source},
               {"sector_bytes", d.sector_bytes},
@@ -150,6 +154,8 @@ json device_to_json(const DeviceProfile& d) {
               {"launch_us", d.launch_us},
               {"launch_measured", d.launch_measured},
               {"launch_basis", d.launch_basis}};
+  if (!d.storage.is_null()) j["storage"] = d.storage;
+  return j;
 }
 
 std::string device_dir() {

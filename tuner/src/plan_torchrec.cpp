@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,18 +94,13 @@ bool lru_policy(const TuneCandidate& c) {
   return !(p.is_object() && p.contains("policy") && p["policy"] == "static");
 }
 
-// FBGEMM's cache algorithm of an offload (params "cache_policy", issue 34: the one of more
-// held-out hits in FBGEMM's own cache); plans made before it was chosen ran LRU.
-bool lfu_policy(const TuneCandidate& c) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  return p.is_object() && p.contains("cache_policy") && p["cache_policy"] == "lfu";
-}
-
 // Python list of numbers / strings.
 std::string number_list(const std::vector<double>& v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) {
-    std::string x = python_number(v[i]);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v[i]);  // round trip: pooling factors are exact ratios
+    std::string x = buf;
     if (x.find_first_of(".eni") == std::string::npos) x += ".0";  // a float literal, as TorchRec types them
     out += (i ? ", " : "") + x;
   }
@@ -118,72 +114,162 @@ std::string string_list(const std::vector<std::string>& v) {
 }
 
 // The workload part of a table's ParameterConstraints: its features, and per feature the
-// recorded pooling factor (rows read per bag), one pooling per sample (an EmbeddingBag pools each
-// feature of a sample once) and the batch size (bags per step per feature). The hook counts a
-// table's lookups and bags over all its features, so every feature gets the table's average.
+// pooling factor (ids read per bag), one pooling per sample (an EmbeddingBag pools each feature
+// of a sample once) and the batch size (bags per step). TorchRec's planner reads them per
+// feature (ParameterConstraints: pooling_factors, num_poolings and batch_sizes "must match in
+// length, as per sample", torchrec/distributed/planner/types.py in torchrec 1.9.2). The hook
+// counts them per feature from the KeyedJaggedTensor's lengths; a recording made before it did
+// has the table's lookups and bags only, and every feature then gets the table's average.
 std::string workload_of(const TorchRecFacts* f) {
   if (!f || f->features.empty()) return "";
   std::string out = "        feature_names=" + string_list(f->features) + ",\n";
   const size_t n = f->features.size();
-  if (f->bags > 0) {
-    out += "        pooling_factors=" + number_list(std::vector<double>(n, static_cast<double>(f->lookups) / static_cast<double>(f->bags))) + ",\n";
-    out += "        num_poolings=" + number_list(std::vector<double>(n, 1.0)) + ",\n";
-    if (f->steps > 0) {
-      const auto per_feature = static_cast<uint64_t>(std::llround(static_cast<double>(f->bags) / static_cast<double>(f->steps) / static_cast<double>(n)));
-      std::string sizes = "[";
-      for (size_t i = 0; i < n; ++i) sizes += (i ? ", " : "") + std::to_string(per_feature);
-      out += "        batch_sizes=" + sizes + "],\n";
+  const bool per_feature = f->feature_lookups.size() == n && f->feature_bags.size() == n &&
+                           std::all_of(f->feature_bags.begin(), f->feature_bags.end(), [](uint64_t b) { return b > 0; });
+  std::vector<double> pooling(n), bags(n);
+  if (per_feature) {
+    for (size_t i = 0; i < n; ++i) {
+      pooling[i] = static_cast<double>(f->feature_lookups[i]) / static_cast<double>(f->feature_bags[i]);
+      bags[i] = static_cast<double>(f->feature_bags[i]);
     }
+  } else if (f->bags > 0) {
+    pooling.assign(n, static_cast<double>(f->lookups) / static_cast<double>(f->bags));
+    bags.assign(n, static_cast<double>(f->bags) / static_cast<double>(n));
+  } else {
+    return out;
+  }
+  out += "        pooling_factors=" + number_list(pooling) + ",\n";
+  out += "        num_poolings=" + number_list(std::vector<double>(n, 1.0)) + ",\n";
+  if (f->steps > 0) {
+    std::string sizes = "[";
+    for (size_t i = 0; i < n; ++i)
+      sizes += (i ? ", " : "") + std::to_string(std::llround(bags[i] / static_cast<double>(f->steps)));
+    out += "        batch_sizes=" + sizes + "],\n";
   }
   return out;
 }
 
 // CacheParams' stats: an EdoCacheStatistics (fixed text in the file) from the recorded curve.
-std::string statistics_of(const TorchRecFacts* f) {
+// `at` (a load factor > 0, and the miss rate edo's plan measured there) is put into the curve,
+// replacing a point at the same load factor: the plan's own held-out figure, exact at the load
+// factor the plan exports.
+std::string statistics_of(const TorchRecFacts* f, std::optional<std::pair<double, double>> at = std::nullopt) {
   if (!f || f->expected_lookups < 0 || f->miss_curve.empty()) return "";
+  std::vector<std::pair<double, double>> pts = f->miss_curve;
+  if (at && at->first > 0 && at->first < 1 && std::isfinite(at->second)) {
+    std::erase_if(pts, [&](const auto& p) { return std::abs(p.first - at->first) <= 1e-12 * at->first; });
+    pts.insert(std::upper_bound(pts.begin(), pts.end(), *at, [](const auto& a, const auto& b) { return a.first < b.first; }),
+               {at->first, std::clamp(at->second, 0.0, 1.0)});
+  }
   std::string curve = "[";
-  for (size_t i = 0; i < f->miss_curve.size(); ++i)
-    curve += (i ? ", " : "") + std::string("(") + python_number(f->miss_curve[i].first) + ", " + python_number(f->miss_curve[i].second) + ")";
+  for (size_t i = 0; i < pts.size(); ++i)
+    curve += (i ? ", " : "") + std::string("(") + python_number(pts[i].first) + ", " + python_number(pts[i].second) + ")";
   curve += "]";
-  return "EdoCacheStatistics(" + python_number(f->expected_lookups) + ", " + curve + ", " + python_number(f->cacheability) + ")";
+  return "EdoCacheStatistics(" + python_number(f->expected_lookups) + ", " + curve + ", " + python_number(f->cacheability) + ", " +
+         std::to_string(f->rows) + ", " + (f->heldout ? "True" : "False") + ", " +
+         python_number(std::max(0.0, f->distinct_lookups)) + ")";
 }
 
-std::string stats_of(const TorchRecFacts* f) {
-  const std::string s = statistics_of(f);
+std::string stats_of(const TorchRecFacts* f, std::optional<std::pair<double, double>> at) {
+  const std::string s = statistics_of(f, at);
   return s.empty() ? s : ", stats=" + s;
 }
 
-// TorchRec's CacheStatistics (torchrec/distributed/types.py, pytorch/torchrec a48cef79): three
-// members, read by the planner's offload proposer and shard estimators. Fixed text.
+// TorchRec's CacheAlgorithm member for an offload's cache policy: the one place it is written
+// (a plan's params "cache_policy": "lru" or "lfu", LRU when absent: FBGEMM's
+// CacheAlgorithm.LRU / LFU, fbgemm_gpu/split_table_batched_embeddings_ops_common.py).
+std::string cache_algorithm_of(const TuneCandidate& c) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  if (p.is_object() && p.contains("cache_policy") && p["cache_policy"] == "lfu") return "LFU";
+  return "LRU";
+}
+
+// The miss rate the plan measured for an offload at its cache (held out when it was), for
+// EdoCacheStatistics at the exported load factor.
+std::optional<std::pair<double, double>> measured_miss_of(const TuneCandidate& c, double load_factor) {
+  const std::optional<double> hit = c.heldout_hit_rate ? c.heldout_hit_rate : c.hit_rate;
+  if (!hit || !std::isfinite(*hit) || !(load_factor > 0)) return std::nullopt;
+  return std::make_pair(load_factor, 1.0 - *hit);
+}
+
+// TorchRec's CacheStatistics (torchrec/distributed/types.py, torchrec 1.9.2, line 617): three
+// members read by the planner's offload proposer and shard estimators, and stable_fingerprint(),
+// which the planner calls for its persistent cache key (_CacheParamsFingerprintMemo,
+// torchrec/distributed/planner/types.py line 1586; the base class raises). TorchRec's estimator
+// multiplies expected_miss_rate(clf) by expected_lookups for the rows fetched a step
+// (estimator/estimator.py line 844; expected_miss_rate from the stats at estimator/types.py line
+// 730). EmbeddingOffloadStats (planner/shard_estimators.py line 965) is TorchRec's own form: a
+// histogram of LRU hits over n equal bins of the table's height, its miss rate rescaled to 0 at
+// the whole table. Fixed text: no string but the docstring.
 constexpr const char* kCacheStatisticsClass = R"(
 class EdoCacheStatistics(CacheStatistics):
-    """TorchRec's CacheStatistics from edo's recorded LRU curve: (load factor, miss rate)
-    points, rescaled as TorchRec's EmbeddingOffloadStats does (miss rate 0 at load factor 1)."""
+    """TorchRec's CacheStatistics from edo's recording.
 
-    def __init__(self, expected_lookups, miss_curve, cacheability):
+    expected_miss_rate(clf): the share of ALL lookups that miss an LRU cache of clf * height
+    rows, first reads of a row (compulsory misses) included. heldout=True: measured on the
+    held-out 30 % of the recorded stream with the cache warm from the first 70 %, the rate edo's
+    plan scores offloads by (at the exported load_factor it is the plan's figure); heldout=False:
+    over the whole recording. The curve is (load factor, miss rate) points, linear between them,
+    1 at load factor 0; past the last point the last rate stays (compulsory misses do not shrink
+    with the cache); at clf >= 1 it is 0 (TorchRec then keeps the table in HBM: no cache).
+    TorchRec's own convention (EmbeddingOffloadStats) leaves compulsory misses out and is 0 at 1.
+
+    expected_lookups: the lookups a step (every id read). TorchRec's estimators multiply it by
+    expected_miss_rate: with a miss rate over all lookups the product is the rows fetched a step,
+    edo's count. distinct_lookups: the distinct rows a step (Che's approximation), the meaning
+    TorchRec's docstring gives expected_lookups.
+
+    cacheability: the area under the miss curve (0: very cacheable, 1: not at all).
+    mrc_hist_counts(n) and embedding_offload_stats(n): TorchRec's EmbeddingOffloadStats form, n
+    bins of height / n rows (default min(height, 4096)), the lookups a step each bin's rows hit;
+    its miss rate is the reuse-only rate (m - m_floor) / (1 - m_floor) at the bin's upper edge.
+    """
+
+    def __init__(self, expected_lookups, miss_curve, cacheability, height=0, heldout=False, distinct_lookups=0.0):
         self._expected_lookups = expected_lookups
-        self._miss_curve = miss_curve
+        self._miss_curve = tuple((float(x), float(y)) for x, y in miss_curve)
         self._cacheability = cacheability
+        self.height = int(height)
+        self.heldout = bool(heldout)
+        self.distinct_lookups = distinct_lookups
 
     @property
     def expected_lookups(self):
         return self._expected_lookups
+
+    def _miss(self, clf):
+        x0, y0 = 0.0, 1.0
+        for x1, y1 in self._miss_curve:
+            if clf <= x1:
+                return y0 + (y1 - y0) * (clf - x0) / (x1 - x0) if x1 > x0 else y1
+            x0, y0 = x1, y1
+        return y0
 
     def expected_miss_rate(self, clf):
         if clf <= 0:
             return 1.0
         if clf >= 1:
             return 0.0
-        x0, y0 = 0.0, 1.0
-        for x1, y1 in self._miss_curve:
-            if clf <= x1:
-                return y0 + (y1 - y0) * (clf - x0) / (x1 - x0) if x1 > x0 else y1
-            x0, y0 = x1, y1
-        return y0 + (0.0 - y0) * (clf - x0) / (1.0 - x0) if x0 < 1 else 0.0
+        return self._miss(clf)
 
     @property
     def cacheability(self):
         return self._cacheability
+
+    def stable_fingerprint(self):
+        return (type(self).__qualname__, 1, float(self._expected_lookups), self._miss_curve, float(self._cacheability),
+                self.height, self.heldout, float(self.distinct_lookups))
+
+    def mrc_hist_counts(self, bins=0):
+        n = int(bins) if bins else max(1, min(self.height, 4096))
+        hit = [1.0 - self._miss(j / n) for j in range(n + 1)]
+        return [max(0.0, hit[j + 1] - hit[j]) * self._expected_lookups for j in range(n)]
+
+    def embedding_offload_stats(self, bins=0):
+        import torch
+        from torchrec.distributed.planner.shard_estimators import EmbeddingOffloadStats
+        hist = torch.tensor(self.mrc_hist_counts(bins), dtype=torch.float64)
+        return EmbeddingOffloadStats(self._cacheability, self._expected_lookups, hist, self.height)
 
 )";
 
@@ -270,7 +356,12 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     // The module path, escaped like every recorded text (no newline can end the comment).
     const std::string comment = "    # module path: " + python_string(ch.table) + "\n";
     paths += "    " + name + ": " + python_string(ch.table) + ",\n";
-    if (const std::string st = statistics_of(facts_of(ch.table)); !st.empty()) cache_statistics += "    " + name + ": " + st + ",\n";
+    // An offload's measured miss rate at its load factor goes into its curve (both places).
+    std::optional<std::pair<double, double>> measured;
+    if (c.strategy == "offload" && lru_policy(c))
+      if (const TuneTable* t = r.table_named(ch.table)) measured = measured_miss_of(c, cache_load_factor(c, t->rows));
+    if (const std::string st = statistics_of(facts_of(ch.table), measured); !st.empty())
+      cache_statistics += "    " + name + ": " + st + ",\n";
     if (!ch.shares_with.empty()) {
       shared += comment + "    " + name + ": " + python_string(key_of(ch.shares_with)) + ",\n";
       continue;
@@ -339,10 +430,11 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
       const double lf = cache_load_factor(c, rows);
-      extra += std::string("        cache_params=CacheParams(algorithm=CacheAlgorithm.") + (lfu_policy(c) ? "LFU" : "LRU") +
-               ", load_factor=" + python_number(lf) + stats_of(f) + "),\n";
-      // FBGEMM's device bytes (cache_policies.h, cited there).
-      const uint64_t fb = fbgemm_cache_device_bytes(rows, dim, static_cast<uint32_t>(element_bytes), lf, lfu_policy(c), false);
+      extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm." + cache_algorithm_of(c) + ", load_factor=" + python_number(lf) +
+               stats_of(f, measured) + "),\n";
+      // FBGEMM's device bytes under that algorithm (cache_policies.h, cited there).
+      const uint64_t fb =
+          fbgemm_cache_device_bytes(rows, dim, static_cast<uint32_t>(element_bytes), lf, cache_algorithm_of(c) == "LFU", false);
       fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
       fbgemm_total += fb - std::min(fb, ch.device_bytes);
     }
@@ -363,7 +455,11 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "# Tables are keyed by their TorchRec config name (EmbeddingBagConfig.name: the last part of the\n";
   out += "# module path after .embedding_bags. / .embeddings., or the name edo's PyTorch hook recorded from the\n";
   out += "# collection's configs); module_paths maps it back to the recording. feature_names, pooling_factors,\n";
-  out += "# num_poolings, batch_sizes and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# num_poolings, batch_sizes (per feature) and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
+  out += "# EdoCacheStatistics counts EVERY miss, first reads (compulsory misses) included, over all lookups (held out when\n";
+  out += "# heldout=True: the plan's own miss rate at its load factor); expected_lookups is the lookups a step, so TorchRec's\n";
+  out += "# expected_miss_rate x expected_lookups is the rows fetched a step. TorchRec's EmbeddingOffloadStats convention\n";
+  out += "# (compulsory misses left out): .embedding_offload_stats().\n";
   out += "# sharding_types (and min_partition for column-wise) in constraints: edo's placement over EDO_PLAN's devices.\n";
   out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
   out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";

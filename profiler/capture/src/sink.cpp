@@ -61,12 +61,24 @@ int move_high(int fd, const struct stat& mine) {
 
 }  // namespace
 
-Sink::~Sink() { close_locked(); }
+Sink::~Sink() {
+  std::lock_guard<std::mutex> lk(mu_);
+  with_descriptors_locked([this] {
+    close_locked();
+    return true;
+  });
+}
+
+void Sink::say_now(const std::string& line) { tracer_log(line); }
 
 void Sink::close_inherited() {
   // No lock: called in the single-threaded fork child, where a parent thread that held it
-  // does not exist.
-  close_locked();
+  // does not exist. A descriptor in the parent's own table (own_fd_thread.h) was never in
+  // this process's table: forgotten. One in the shared table was copied here: closed.
+  const bool own = io_.own_table();
+  io_.forget();
+  if (own) fd_ = Held{};
+  else close_locked();
   dead_ = true;
 }
 
@@ -123,13 +135,13 @@ void Sink::channel_gone_locked(const std::string& why) {
   if (gone_.empty()) gone_ = why;
   if (target_.unsent.empty()) {
     dead_ = true;
-    if (target_.verbose) tracer_log("lost the collector (" + why + "); the job goes on untraced");
+    if (target_.verbose) say_locked("lost the collector (" + why + "); the job goes on untraced");
     return;
   }
   mode_ = Mode::kSpill;
   path_ = target_.unsent + "." + std::to_string(pid_);
   resay_ = true;
-  if (target_.verbose) tracer_log("lost the collector (" + why + "); what follows goes to " + path_);
+  if (target_.verbose) say_locked("lost the collector (" + why + "); what follows goes to " + path_);
 }
 
 bool Sink::connect_locked() {
@@ -185,7 +197,7 @@ bool Sink::open_file_locked(const std::string& path, bool after_channel) {
     dead_ = true;
     const std::string why = "cannot write " + path + ": " + std::strerror(errno);
     if (reason_.empty()) reason_ = after_channel ? gone_ + ", and " + why : why;
-    tracer_log(why + "; tracing data of this process is dropped");
+    say_locked(why + "; tracing data of this process is dropped");
     return false;
   }
   fd_ = Held{fd, st.st_dev, st.st_ino, mode_t(st.st_mode & S_IFMT)};
@@ -219,7 +231,9 @@ void Sink::connect_early() {
   if (connect_tried_.load(std::memory_order_relaxed) || target_.channel.empty()) return;
   std::lock_guard<std::mutex> lk(mu_);
   if (mode_ == Mode::kChannel && fd_.fd < 0 && !dead_)
-    connect_locked();  // a failure is kept (unsent file or dead_) and dealt with at the first write, as before
+    with_descriptors_locked([this] {
+      return connect_locked();  // a failure is kept (unsent file or dead_) and dealt with at the first write, as before
+    });
   connect_tried_.store(true);
 }
 
@@ -229,7 +243,7 @@ bool Sink::write(const std::string& data, const Resay& resay) {
   // At most: the channel fails, then the unsent file takes the frames (with the resay, which
   // may be asked for again if the stream changed while it was made).
   for (int attempt = 0; attempt < 4; ++attempt) {
-    if (!open_locked()) break;
+    if (!with_descriptors_locked([this] { return open_locked(); })) break;
     std::string framed;
     const std::string* out = &data;
     if (resay_ && resay) {
@@ -238,12 +252,12 @@ bool Sink::write(const std::string& data, const Resay& resay) {
       lk.unlock();  // the resay takes the session's locks, which come before the sink's
       auto [before, after] = resay(m == Mode::kSpill);
       lk.lock();
-      if (!open_locked() || mode_ != m || path_ != at || !resay_) continue;
+      if (!with_descriptors_locked([this] { return open_locked(); }) || mode_ != m || path_ != at || !resay_) continue;
       framed = before + data + after;
       out = &framed;
     }
     const Mode m = mode_;
-    if (m == Mode::kChannel ? send_locked(*out) : write_file_locked(*out)) {
+    if (with_descriptors_locked([&] { return m == Mode::kChannel ? send_locked(*out) : write_file_locked(*out); })) {
       resay_ = false;
       if (m == Mode::kSpill) {
         kept_writes_.fetch_add(1);
@@ -330,6 +344,10 @@ bool Sink::write_file_locked(const std::string& data) {
 bool Sink::flush_requested() {
   std::lock_guard<std::mutex> lk(mu_);
   if (mode_ != Mode::kChannel || fd_.fd < 0) return false;
+  return with_descriptors_locked([this] { return flush_requested_locked(); });
+}
+
+bool Sink::flush_requested_locked() {
   if (!ours_locked()) return false;  // the job closed or took our number: the channel is gone
   bool asked = false;
   char buf[64];

@@ -2,12 +2,17 @@
 // (EDO_OUTPUT; a process other than the file's owner writes <path>.<pid>). Opened at the first
 // write.
 //
-// The job's descriptors are the job's (issue 30). Every descriptor the sink holds is moved to a
-// high number (>= kHighFd, close-on-exec) so that a job that closes every fd >= 3 and opens its
-// own files or sockets does not get our number back, and its identity (device, inode, type) is
-// checked before every use: send, recv, write, truncate, close. A number that holds something
-// else now (the job closed ours and reused it, or dup2'ed onto it) is never touched again, and
-// never closed: it is the job's. Then:
+// The job's descriptors are the job's (issue 30). The sink opens, uses and closes its socket
+// or file on a thread with a descriptor table of its own (own_fd_thread.h), which no job thread
+// can close, replace or see. Where the system refuses that thread a table of its own (a
+// container's seccomp profile), the sink works in the shared table: every descriptor it holds
+// is moved to a high number (>= kHighFd, close-on-exec) so that a job that closes every fd >= 3
+// and opens its own files or sockets does not get our number back, and its identity (device,
+// inode, type) is checked before every use: send, recv, write, truncate, close. A number that
+// holds something else now (the job closed ours and reused it, or dup2'ed onto it) is never
+// touched again, and never closed: it is the job's. (A dup2() onto our number between the check
+// and the write still sends that frame into the job's file: only the own table closes that
+// window.) Then:
 //  * Channel: the connection is gone, as if the collector had closed it.
 //  * File: the file is ours by its path: it is opened again (appending) and the stream goes on.
 //
@@ -35,6 +40,9 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "own_fd_thread.h"
 
 namespace edo::capture {
 
@@ -112,9 +120,24 @@ class Sink {
   // opened again by its path (false when that fails); a socket that is not is gone.
   bool ours_locked();
   bool write_file_locked(const std::string& data);
+  bool flush_requested_locked();
   bool send_locked(const std::string& data);
   void lose_locked(size_t bytes, const std::string& why);
   void close_locked();  // closes fd_ only when it is still ours; forgets it in any case
+  // Runs f() where the sink's descriptors live: on io_'s thread, else (no table of its own) here.
+  // Called with mu_ held; what the work wanted to say (say_locked) is printed here afterwards,
+  // on the caller's thread, whose stderr is the job's (the own table holds no stderr).
+  template <class F>
+  auto with_descriptors_locked(F f) -> decltype(f()) {
+    decltype(f()) result{};
+    auto work = [&] { result = f(); };
+    if (!io_.run(work)) work();
+    for (const std::string& line : said_) say_now(line);
+    said_.clear();
+    return result;
+  }
+  void say_locked(const std::string& line) { said_.push_back(line); }
+  static void say_now(const std::string& line);
   const SinkTarget target_;
   const int64_t pid_;
   mutable std::mutex mu_;
@@ -130,6 +153,8 @@ class Sink {
   std::atomic<uint64_t> lost_writes_{0}, lost_bytes_{0};
   std::atomic<uint64_t> kept_writes_{0}, kept_bytes_{0};
   std::atomic<bool> connect_tried_{false};  // connect_early() has nothing more to do
+  std::vector<std::string> said_;  // mu_: log lines of the work on io_'s thread, printed by the caller
+  OwnFdThread io_;                 // last: its thread stops (destructor) before the members it uses go
 };
 
 // The byte `edo record` sends on a connection to ask for a flush.

@@ -1085,11 +1085,13 @@ TEST(Faults, DiesBeforeItsFirstFlush) {
 // A job that closed the tracer's connection (it closes every fd and takes the numbers back) was
 // recorded as a process "killed from outside, crashed, or still running" (ended_without_final_flush)
 // while it ran on and kept the rest of its trace in the unsent file; an undelivered rest left the
-// database at "dropped events: 0". The database now says what happened: connection_lost.
+// database at "dropped events: 0". The database now says what happened: connection_lost. (Only
+// where the tracer works in the shared descriptor table: the job's threads may not unshare
+// theirs, "fds-shared"; in a table of its own the job cannot reach the connection.)
 TEST(Faults, AConnectionTheJobClosedIsRecordedAsSuch) {
   const std::string dir = temp_dir(), db = dir + "/fds.edodb";
-  Recording rec =
-      start_record({"record", "--flush-ms", "10", "-o", db, "--", UNTOUCHED_JOB, "fds", dir + "/traced.txt", "30"}, dir + "/job.out");
+  Recording rec = start_record(
+      {"record", "--flush-ms", "10", "-o", db, "--", UNTOUCHED_JOB, "fds-shared", dir + "/traced.txt", "30"}, dir + "/job.out");
   const Finished f = wait_record(rec);
   ASSERT_TRUE(f.exited) << f.err;
   ASSERT_EQ(f.code, 0) << f.err;

@@ -5,6 +5,13 @@ for torchrec_real_test.py to compare with the plan. Needs the real torchrec and 
 (scripts/torchrec-venv.sh); exits 77 without them.
 
     check_torchrec_planner.py PLAN.py TABLES.json {infer|train} WORLD_SIZE HBM_BYTES
+    check_torchrec_planner.py PLAN.py TABLES.json cache WORLD_SIZE HBM_BYTES LOAD_FACTORS.json
+
+cache (issue 34): every table of LOAD_FACTORS.json ({config name: load factor}) cached by FBGEMM's
+LRU (fused_uvm_caching, table-wise) at that load factor with the plan's own statistics
+(cache_statistics[name]) and workload (its constraints' features, pooling factors, batch sizes),
+planned for training, whatever edo's plan chose for it: what TorchRec's estimator makes of edo's
+statistics at load factors where edo measured a held-out miss rate.
 
 TABLES.json: {config name: {"rows": N, "dim": D, "features": [...]}} (the recorded model).
 Inference: the model is quantized as TorchRec's inference flow does (quantize_inference_model, with
@@ -41,9 +48,24 @@ def main():
         return 77
     plan_path, tables_path, mode, world, hbm = sys.argv[1:6]
     plan = load_plan(plan_path)
+    if mode == "cache":
+        from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm
+        from torchrec.distributed.planner.types import ParameterConstraints
+        from torchrec.distributed.types import CacheParams
+        lfs = json.load(open(sys.argv[6]))
+        constraints = {}
+        for name, lf in lfs.items():
+            c = plan.constraints.get(name)
+            constraints[name] = ParameterConstraints(
+                compute_kernels=["fused_uvm_caching"], sharding_types=["table_wise"],
+                feature_names=c.feature_names, pooling_factors=c.pooling_factors, num_poolings=c.num_poolings,
+                batch_sizes=c.batch_sizes,
+                cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=lf, stats=plan.cache_statistics[name]))
+        plan.constraints, plan.data_types, plan.fused_params = constraints, {}, {}
+        mode = "train"
     tables = json.load(open(tables_path))
     configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
-                                  data_type=plan.data_types.get(n))
+                                  **({"data_type": plan.data_types[n]} if n in plan.data_types else {}))
                for n, t in tables.items()]
 
     class Model(torch.nn.Module):
@@ -75,6 +97,39 @@ def main():
                 "load_factor": cp.load_factor if cp is not None else None,
                 "data_type": data_type_of[name],
             }
+    # What TorchRec's estimators read from each cached table's statistics, on the options the
+    # planner chose: expected_miss_rate at the option's load factor and expected_lookups
+    # (estimator/types.py line 729-730, torchrec 1.9.2), the prefetch time its estimator priced
+    # (estimator/estimator.py: miss rate x expected_lookups rows, x dim x element size, over
+    # hbm_to_ddr_mem_bw) turned back into rows, CacheParams.stable_fingerprint() (the planner's
+    # persistent cache key, which calls the statistics' own), and TorchRec's
+    # EmbeddingOffloadStats built from the exported histogram.
+    for so in planner.get_selected_options():
+        cp = so.cache_params
+        if cp is None or cp.stats is None or so.cache_load_factor is None:
+            continue
+        st = cp.stats
+        lf = so.cache_load_factor
+        t = out["tables"][so.name]
+        t["expected_miss_rate"] = st.expected_miss_rate(lf)
+        t["expected_lookups"] = st.expected_lookups
+        t["fingerprint_stable"] = cp.stable_fingerprint() == cp.stable_fingerprint() and \
+            hash(cp.stable_fingerprint()) == hash(cp.stable_fingerprint())
+        eos = st.embedding_offload_stats()
+        t["offload_stats_miss_rate"] = eos.expected_miss_rate(lf)
+        t["offload_stats_fingerprint"] = bool(eos.stable_fingerprint())
+        prefetch_ms = sum(sh.perf.prefetch_compute for sh in so.shards if sh.perf is not None)
+        elem = so.tensor.element_size()
+        if so.compute_kernel == "fused_uvm_caching" and topology.hbm_to_ddr_mem_bw:
+            t["prefetch_rows"] = prefetch_ms * topology.hbm_to_ddr_mem_bw / (so.tensor.shape[1] * elem)
+    # The planner's context hash, which a plan_loader needs before it reuses a stored plan
+    # (planners.py, EmbeddingShardingPlanner.plan: PlannerContextFingerprintError -> "generating a
+    # fresh plan"): it fingerprints every CacheParams, stats included.
+    try:
+        first = planner.hash_planner_context_inputs_str()
+        out["context_hash_stable"] = first == planner.hash_planner_context_inputs_str()
+    except Exception as e:  # PlannerContextFingerprintError and its cause
+        out["context_hash_error"] = "%s: %s (%r)" % (type(e).__name__, e, e.__cause__)
     print(json.dumps(out))
     return 0
 

@@ -737,10 +737,30 @@ class TorchRecTest(unittest.TestCase):
         b = json.loads(self.fake.notes["torchrec.table.ebc.embedding_bags.t_b"])
         self.assertEqual((a["config"], a["features"], a["bags"]), ("t_a", ["fa", "fb"], 4))
         self.assertEqual((b["config"], b["features"], b["bags"]), ("t_b", ["t_b"], 2))
+        # Per feature, from the KeyedJaggedTensor's lengths: fa 2 + 1 ids, fb 0 + 3, t_b 1 + 3; B = 2 each.
+        self.assertEqual((a["feature_lookups"], a["feature_bags"]), ([3, 3], [2, 2]))
+        self.assertEqual((b["feature_lookups"], b["feature_bags"]), ([4], [2]))
         # The bag counter is global: a pickled model does not refer to edo.
         data = pickle.dumps(root)
         self.assertNotIn(b"_count_bags", data)
         self.assertNotIn(b"edo.", data)
+
+    def test_collection_found_in_its_first_forward_counts_that_call_once(self):
+        """Not instrumented: the scan finds the collection at its first lookup, inside its first
+        forward, before any forward hook exists; that call is counted from the forward's frame,
+        and the next one by the hook: each exactly once."""
+        import json
+        from torchrec.modules.embedding_configs import EmbeddingBagConfig
+        from torchrec.modules.embedding_modules import EmbeddingBagCollection
+        from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+        ebc = EmbeddingBagCollection(tables=[
+            EmbeddingBagConfig(name="t_u", num_embeddings=50, embedding_dim=4, feature_names=["uid", "hist"])])
+        kjt = KeyedJaggedTensor(keys=["uid", "hist"], values=torch.arange(0, 9), lengths=torch.tensor([1, 1, 1, 4, 0, 2]))
+        ebc(kjt)   # uid: 1 1 1, hist: 4 0 2 (B = 3)
+        ebc(kjt)
+        _torchrec.flush()
+        n = json.loads(self.fake.notes["torchrec.table.embedding_bags.t_u"])
+        self.assertEqual((n["feature_lookups"], n["feature_bags"], n["bags"]), ([6, 12], [6, 6], 12))
 
     def test_embedding_collection_tables_noted(self):
         import json

@@ -4,10 +4,12 @@ package (tests/unit/tuner/fake_torchrec, written from pytorch/torchrec a48cef79'
 over real nn.EmbeddingBag modules, trained for --steps steps with Adagrad (--infer: served, one
 edo.step() a batch, as a serving job marks its steps). Feature lengths are
 random (seeded), so the pooling factors are the job's, not a constant. At the end it prints
-`torchrec_job: ` + JSON {config name: {"features", "lookups", "bags", "steps", "batch"}}, the
-ground truth the test compares the export with.
+`torchrec_job: ` + JSON {config name: {"features", "lookups", "bags", "steps", "batch",
+"feature_lookups", "feature_bags"}} (the last two per feature, in feature order), the ground
+truth the test compares the export with. --ids-out FILE: JSON {config name: every id the table
+read, in order}, for exact LRU replays and the index distribution FBGEMM's own estimator fits.
 
-    torchrec_job.py [--stand-in DIR] [--steps N] [--batch B] [--infer]
+    torchrec_job.py [--stand-in DIR] [--steps N] [--batch B] [--infer] [--ids-out FILE]
 
 Without --stand-in it imports the real torchrec (a Python with torch 2.x, torchrec and
 fbgemm-gpu-cpu: scripts/torchrec-venv.sh).
@@ -24,6 +26,7 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--infer", action="store_true")
+    ap.add_argument("--ids-out", default="")
     a = ap.parse_args()
     if a.stand_in:
         sys.path.insert(0, a.stand_in)
@@ -69,7 +72,9 @@ def main():
         edo = None
     rows = {c.name: c.num_embeddings for c in tables}
     truth = {c.name: {"features": list(c.feature_names), "lookups": 0, "bags": 0, "steps": a.steps,
-                      "batch": a.batch} for c in tables}
+                      "batch": a.batch, "feature_lookups": [0] * len(c.feature_names),
+                      "feature_bags": [0] * len(c.feature_names)} for c in tables}
+    read = {c.name: [] for c in tables}
     table_of = {f: c.name for c in tables for f in c.feature_names}
     keys = [f for c in tables for f in c.feature_names]
     for _ in range(a.steps):
@@ -82,8 +87,12 @@ def main():
             ids = (torch.rand(n) ** 3 * rows[table_of[f]]).long()
             lengths.append(lens)
             values.append(ids)
-            truth[table_of[f]]["lookups"] += n
-            truth[table_of[f]]["bags"] += a.batch
+            t = truth[table_of[f]]
+            t["lookups"] += n
+            t["bags"] += a.batch
+            t["feature_lookups"][t["features"].index(f)] += n
+            t["feature_bags"][t["features"].index(f)] += a.batch
+            read[table_of[f]].append(ids)
         kjt = KeyedJaggedTensor(keys=keys, values=torch.cat(values), lengths=torch.cat(lengths))
         if a.infer:
             with torch.no_grad():
@@ -95,6 +104,9 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+    if a.ids_out:
+        with open(a.ids_out, "w") as f:
+            json.dump({n: torch.cat(v).tolist() for n, v in read.items()}, f)
     print("torchrec_job: " + json.dumps(truth))
     return 0
 

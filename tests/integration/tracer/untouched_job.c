@@ -5,14 +5,22 @@
  *       registers "fds.emb" (100 x 4 f32), reads row 1 ten times, then closes every fd >= 3
  *       (close_range), opens 16 files of its own (PREFIX.0 .. PREFIX.15, O_TRUNC: fds 3..18)
  *       and a socketpair (19, 20) -- the numbers a tracer that kept its descriptors low had --,
- *       and takes the numbers this tracer keeps its own at (1000 up to min(RLIMIT_NOFILE - 16,
- *       1100)): dup2 of its first file and of one socket end onto each, as a harness that sets
- *       up fixed numbers would. Each of ROUNDS rounds reads row 2 ten times, writes a line to
- *       every file, sends a message each way over the socketpair and reads it back (nothing
- *       else may arrive), and sleeps 20 ms (flushes happen in between). At the end it checks
- *       that every number it holds is still open and that each file holds exactly its lines.
- *       Prints "fds: ROUNDS rounds, 16 files, N numbers taken" and exits 0, or says what went
- *       wrong on stderr ("write to fd 3 failed: Bad file descriptor") and exits 1.
+ *       and takes the numbers a tracer in the shared table keeps its own at (1000 up to
+ *       min(RLIMIT_NOFILE - 16, 1100)): dup2 of its first file and of one socket end onto
+ *       each, as a harness that sets up fixed numbers would, and a thread of its own does it
+ *       again and again while the rounds run (any number, at any moment). Each of ROUNDS rounds
+ *       reads row 2 ten times, writes a line to every file, sends a message each way over the
+ *       socketpair and reads it back (nothing else may arrive), and sleeps 20 ms (flushes
+ *       happen in between). At the end it checks that every number it holds is still open and
+ *       that each file holds exactly its lines. Prints "fds: ROUNDS rounds, 16 files, N numbers
+ *       taken" and exits 0, or says what went wrong on stderr ("write to fd 3 failed: Bad file
+ *       descriptor") and exits 1.
+ *   untouched_job fds-shared PREFIX ROUNDS
+ *       the same in a process whose threads may not unshare their descriptor table (a seccomp
+ *       filter answers EPERM, as Docker's default profile does without CAP_SYS_ADMIN), so the
+ *       tracer works in the shared table; the numbers it keeps there are left alone (between
+ *       its identity check and its write a dup2 onto them cannot be told apart: sink.h).
+ *       Prints "... 0 numbers taken".
  *   untouched_job setsid
  *       prints whether it leads its process group and the result of setsid(); exits 0.
  *   untouched_job outlive GO DONE
@@ -22,6 +30,11 @@
 #include <edo/edo.h>
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,7 +119,39 @@ static int exchange(const int sv[2], const char* line, int n) {
   return 0;
 }
 
-static int fds(const char* prefix, int rounds) {
+/* Every thread of the process, those the tracer made already included (TSYNC), answers EPERM
+ * to unshare(); the rest is allowed. (The job's own filter: x86-64 and aarch64 numbers.) */
+static int refuse_unshare(void) {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("prctl(PR_SET_NO_NEW_PRIVS)", 0);
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) return fail("seccomp", 0);
+  return 0;
+}
+
+/* The harness thread: takes the numbers lo..top again and again (its first file and one socket
+ * end), until told to stop. */
+struct taker {
+  int file, sock, lo, top;
+  volatile int stop;
+};
+static void* take_numbers(void* arg) {
+  struct taker* t = (struct taker*)arg;
+  while (!t->stop)
+    for (int fd = t->lo; fd + 1 < t->top && !t->stop; fd += 2) {
+      dup2_retry(t->file, fd);
+      dup2_retry(t->sock, fd + 1);
+    }
+  return NULL;
+}
+
+static int fds(const char* prefix, int rounds, int shared) {
+  if (shared && refuse_unshare()) return 1;
   int64_t t = edo_table_register("fds.emb", weights, 100, 4, EDO_F32, EDO_HOST);
   if (t < 0) return 1;
   lookups(t, 1);
@@ -133,10 +178,13 @@ static int fds(const char* prefix, int rounds) {
   int top = rl.rlim_cur < 1116 ? (int)rl.rlim_cur - 16 : 1100;
   int lo = rl.rlim_cur > 1008 ? 1000 : (int)rl.rlim_cur * 3 / 4;
   int high = 0;
-  for (int fd = lo; fd + 1 < top; fd += 2) {
+  for (int fd = lo; fd + 1 < top && !shared; fd += 2) {
     if (dup2_retry(files[0], fd) < 0 || dup2_retry(sv[0], fd + 1) < 0) return fail("dup2", fd);
     high += 2;
   }
+  struct taker taker = {files[0], sv[0], lo, top, 0};
+  pthread_t taker_thread;
+  if (!shared && pthread_create(&taker_thread, NULL, take_numbers, &taker) != 0) return fail("pthread_create", 0);
   for (int k = 0; k < rounds; ++k) {
     lookups(t, 2);
     char line[64];
@@ -146,6 +194,8 @@ static int fds(const char* prefix, int rounds) {
     if (exchange(sv, line, n)) return 1;
     sleep_ms(20);
   }
+  taker.stop = 1;
+  if (!shared) pthread_join(taker_thread, NULL);
   for (int i = 0; i < KFILES; ++i)
     if (fcntl(files[i], F_GETFD) < 0) return fail("descriptor closed under the job:", files[i]);
   for (int fd = lo; fd < lo + high; ++fd)
@@ -194,9 +244,10 @@ static int outlive(const char* go, const char* done) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
-  if (!strcmp(mode, "fds") && argc == 4) return fds(argv[2], atoi(argv[3]));
+  if (!strcmp(mode, "fds") && argc == 4) return fds(argv[2], atoi(argv[3]), 0);
+  if (!strcmp(mode, "fds-shared") && argc == 4) return fds(argv[2], atoi(argv[3]), 1);
   if (!strcmp(mode, "setsid") && argc == 2) return do_setsid();
   if (!strcmp(mode, "outlive") && argc == 4) return outlive(argv[2], argv[3]);
-  fprintf(stderr, "usage: untouched_job fds FILE ROUNDS | setsid | outlive GO DONE\n");
+  fprintf(stderr, "usage: untouched_job fds|fds-shared FILE ROUNDS | setsid | outlive GO DONE\n");
   return 2;
 }

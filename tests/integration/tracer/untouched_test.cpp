@@ -1,9 +1,10 @@
 // The profiler never changes the job (issue 30), at the user's level:
 //  1. a job that closes every fd >= 3 and reuses the numbers (its own file and socketpair, and
-//     every number up to ~1100 dup'ed onto them) runs exactly as without edo: the tracer never
-//     writes into, reads from or closes a descriptor that is not its own, and what it records
-//     after losing its own is not lost (the EDO_OUTPUT file is opened again; under `edo record`
-//     the rest goes to <output>.unsent.<pid>);
+//     every number up to ~1100 dup'ed onto them, again and again from a thread) runs exactly as
+//     without edo: the tracer never writes into, reads from or closes a descriptor that is not
+//     its own. In its own descriptor table it loses nothing; where it must work in the shared
+//     table (unshare refused), what it records after losing its own is not lost (the EDO_OUTPUT
+//     file is opened again; under `edo record` the rest goes to <output>.unsent.<pid>);
 //  2. setsid() works under `edo record` as without it (the job does not lead its group);
 //  3. SIGKILL to `edo record` alone: the job runs to its end, and what it recorded afterwards
 //     is in <output>.unsent.<pid>, which `edo import` turns into a database with the loss
@@ -47,19 +48,44 @@ std::vector<std::string> files_with_prefix(const std::string& prefix) {
 
 constexpr int kRounds = 30;
 
+// Under `edo record`, the tracer's connection lives in a descriptor table of its own
+// (own_fd_thread.h): the job's close_range and its dup2()s onto any number, from any thread at
+// any moment, never reach it. The job runs as without edo, and every lookup reaches the database
+// over the connection: nothing is lost, nothing goes to an unsent file.
 TEST(TracerUntouched, AJobThatClosesAndReusesItsDescriptorsRunsAsWithoutEdoUnderRecord) {
   const Result plain = run({TRACER_UNTOUCHED_JOB, "fds", tmp_path("plain.txt"), std::to_string(kRounds)}, kClean);
   ASSERT_EQ(plain.status, 0) << plain.err;
   const std::string db = tmp_path("fds.edodb");
-  // Flushes every 10 ms: many of them fall after the job took the numbers.
+  // Flushes every 10 ms: many of them fall while the job's thread takes numbers.
   const Result r = run({EDO_BIN, "record", "--flush-ms", "10", "-o", db, "--", TRACER_UNTOUCHED_JOB, "fds",
                         tmp_path("traced.txt"), std::to_string(kRounds)},
                        kClean);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err.find("failed"), std::string::npos) << r.err;
-  // The job closed the tracer's connection: what it recorded after that is in the unsent file,
-  // and edo record said where. Nothing is lost: the database and that file hold every lookup.
+  EXPECT_EQ(r.err.find("lost their connection"), std::string::npos) << r.err;
+  EXPECT_TRUE(files_with_prefix(db + ".unsent").empty()) << r.err;
+  const Profile rec = load(db);
+  EXPECT_EQ(count_of(rec, "fds.emb", 1), 10u);
+  EXPECT_EQ(count_of(rec, "fds.emb", 2), 10u * kRounds);
+  ASSERT_EQ(rec.sessions.size(), 1u);
+  EXPECT_EQ(rec.sessions[0].drops.count("collector_lost"), 0u);
+}
+
+// Where threads may not unshare their table (seccomp, as in a container), the tracer works in
+// the shared one: the job's close_range closes its connection, and what it records afterwards
+// goes to the unsent file, which edo record names. Nothing is lost: the database and that file
+// hold every lookup.
+TEST(TracerUntouched, AJobThatClosesItsDescriptorsRunsAsWithoutEdoUnderRecordInTheSharedTable) {
+  const Result plain = run({TRACER_UNTOUCHED_JOB, "fds-shared", tmp_path("plain.txt"), std::to_string(kRounds)}, kClean);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const std::string db = tmp_path("fds-shared.edodb");
+  const Result r = run({EDO_BIN, "record", "--flush-ms", "10", "-o", db, "--", TRACER_UNTOUCHED_JOB, "fds-shared",
+                        tmp_path("traced.txt"), std::to_string(kRounds)},
+                       kClean);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, plain.out);
+  EXPECT_EQ(r.err.find("failed"), std::string::npos) << r.err;
   const std::vector<std::string> unsent = files_with_prefix(db + ".unsent");
   ASSERT_EQ(unsent.size(), 1u) << r.err;
   const std::string stem = db.substr(0, db.size() - 6);
@@ -67,7 +93,7 @@ TEST(TracerUntouched, AJobThatClosesAndReusesItsDescriptorsRunsAsWithoutEdoUnder
                        ".unsent.<pid>: edo import " + db + ".unsent.* -o " + stem + "-unsent.edodb\n"),
             std::string::npos)
       << r.err;
-  const std::string spill_db = tmp_path("fds-unsent.edodb");
+  const std::string spill_db = tmp_path("fds-shared-unsent.edodb");
   const Result im = run({EDO_BIN, "import", unsent[0], "-o", spill_db});
   ASSERT_EQ(im.status, 0) << im.err;
   const Profile rec = load(db), spill = load(spill_db);
@@ -79,23 +105,31 @@ TEST(TracerUntouched, AJobThatClosesAndReusesItsDescriptorsRunsAsWithoutEdoUnder
   EXPECT_EQ(spill.sessions[0].drops.count("unsent_flushes"), 0u);
 }
 
-TEST(TracerUntouched, AJobThatClosesAndReusesItsDescriptorsRunsAsWithoutEdoWithOutputFile) {
-  const Result plain = run({TRACER_UNTOUCHED_JOB, "fds", tmp_path("plain.txt"), std::to_string(kRounds)}, kClean);
+// With EDO_OUTPUT (no collector), in the tracer's own table and in the shared one: the job runs
+// as without edo and the trace file holds every lookup, undamaged. In the shared table the file
+// is the tracer's by its path: opened again after the job closed it.
+void output_file_case(const std::string& mode) {
+  const Result plain = run({TRACER_UNTOUCHED_JOB, mode, tmp_path("plain.txt"), std::to_string(kRounds)}, kClean);
   ASSERT_EQ(plain.status, 0) << plain.err;
-  const std::string trace = tmp_path("fds.trace"), db = tmp_path("fds.edodb");
-  const Result r = run({TRACER_UNTOUCHED_JOB, "fds", tmp_path("traced.txt"), std::to_string(kRounds)},
+  const std::string trace = tmp_path(mode + ".trace"), db = tmp_path(mode + ".edodb");
+  const Result r = run({TRACER_UNTOUCHED_JOB, mode, tmp_path("traced.txt"), std::to_string(kRounds)},
                        with({"EDO_OUTPUT=" + trace, "LD_PRELOAD=" + preload_of(EDO_TRACE_LIB_PATH), "EDO_FLUSH_MS=10",
                              "ASAN_OPTIONS=detect_leaks=0"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, plain.out);
   EXPECT_EQ(r.err, "");
-  // The trace file is the tracer's by its path: opened again after the job closed it.
   const Result im = run({EDO_BIN, "import", trace, "-o", db});
   ASSERT_EQ(im.status, 0) << im.err;
   EXPECT_EQ(im.err.find("byte "), std::string::npos) << im.err;  // no damaged region
   const Profile p = load(db);
   EXPECT_EQ(count_of(p, "fds.emb", 1), 10u);
   EXPECT_EQ(count_of(p, "fds.emb", 2), 10u * kRounds);
+}
+
+TEST(TracerUntouched, AJobThatClosesAndReusesItsDescriptorsRunsAsWithoutEdoWithOutputFile) { output_file_case("fds"); }
+
+TEST(TracerUntouched, AJobThatClosesItsDescriptorsRunsAsWithoutEdoWithOutputFileInTheSharedTable) {
+  output_file_case("fds-shared");
 }
 
 TEST(TracerUntouched, SetsidWorksUnderRecordAsWithoutIt) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "run_command.h"
 #include "temp_dir.h"
@@ -118,6 +119,95 @@ TEST(TargetDevice, BenchSavesAProfileThatTuneModels) {
   // Without fp32 there is nothing to calibrate with.
   r = run_command(edo("bench --backend cpu --rows 4096 --dim 16 --strategies int8 --reps 1 -q --save-device x"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+}  // namespace
+
+// `edo bench --storage DIR` (issue 35 point 1): the drive's figures, the probe file removed, and
+// with --save-device added to a stored profile; bad directories and names fail in one line.
+namespace {
+
+std::string storage_dir(const std::string& name) {
+  const std::string d = dir() + "/" + name;
+  fs::create_directories(d);
+  return d;
+}
+
+const char* kQuickStorage = " --storage-bytes 4MiB --storage-seconds 0.05 -q";
+
+TEST(StorageBench, MeasuresTheDriveAndLeavesNoFile) {
+  const std::string d = storage_dir("drive");
+  const auto r = run_command(edo("bench --storage " + d + kQuickStorage + " --dim 1500 --json"));
+  if (r.exit_code == 1 && r.err.find("in memory") != std::string::npos) GTEST_SKIP() << "the test folder is on tmpfs: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.storage/1");
+  const json& s = j["storage"];
+  EXPECT_EQ(s["file_bytes"].get<uint64_t>(), 4u << 20);
+  // A 6000-byte row (--dim 1500 x 4 B) is read as whole aligned blocks: two of 4 KiB.
+  const auto block = s["block_bytes"].get<uint32_t>();
+  EXPECT_EQ(s["row_bytes"].get<uint32_t>(), 6000u);
+  EXPECT_EQ(s["row_read_bytes"].get<uint32_t>(), (6000 + block - 1) / block * block);
+  for (const char* k : {"random_4k_qd1", "random_4k_qd32", "row_qd1", "row_qd32"}) {
+    EXPECT_GT(s[k]["reads"].get<uint64_t>(), 0u) << k;
+    EXPECT_GT(s[k]["reads_per_s"].get<double>(), 0) << k;
+    EXPECT_GT(s[k]["mean_latency_us"].get<double>(), 0) << k;
+  }
+  EXPECT_GT(s["random_4k_qd1"]["p99_latency_us"].get<double>(), 0);
+  EXPECT_GT(s["seq_read_gbs"].get<double>(), 0);
+  EXPECT_GT(s["seq_write_gbs"].get<double>(), 0);
+  EXPECT_TRUE(fs::is_empty(d)) << "the probe file was left in " << d;
+  // The text form names each figure.
+  const auto t = run_command(edo("bench --storage " + d + kQuickStorage));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  for (const char* k : {"random 4 KiB, QD 1", "random 4 KiB, QD 32", "row 512 B, QD 32", "sequential read", "sequential write"})
+    EXPECT_NE(t.out.find(k), std::string::npos) << k << "\n" << t.out;
+}
+
+TEST(StorageBench, SaveDeviceAddsTheStorageToAStoredProfile) {
+  // A stored profile first (a quick CPU bench), then the storage beside its figures.
+  auto r = run_command(edo("bench --backend cpu --rows 2000 --dim 8 --batch 256 --pooling 4 --strategies fp32 --reps 1 --sets 1 -q "
+                           "--save-device storagebox"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string saved = dir() + "/devices/storagebox.json";
+  ASSERT_TRUE(fs::exists(saved));
+  const json before = json::parse(std::ifstream(saved));
+  EXPECT_FALSE(before.contains("storage"));
+  r = run_command(edo("bench --storage " + storage_dir("box") + kQuickStorage + " --save-device storagebox"));
+  if (r.exit_code == 1 && r.err.find("in memory") != std::string::npos) GTEST_SKIP() << "the test folder is on tmpfs: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("added the storage under"), std::string::npos) << r.err;
+  const json after = json::parse(std::ifstream(saved));
+  ASSERT_TRUE(after.contains("storage"));
+  EXPECT_GT(after["storage"]["random_4k_qd32"]["reads_per_s"].get<double>(), 0);
+  EXPECT_EQ(after["memory_gbs"], before["memory_gbs"]);  // the rest of the profile is kept
+  EXPECT_EQ(after["host_link_gbs"], before["host_link_gbs"]);
+  // The profile with storage is still a target the tuner reads.
+  const std::string db = synth("storagebox", "");
+  r = run_command(edo("tune " + db + kQuick + " --target-device storagebox --json"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(StorageBench, BadDirectoriesAndNamesAreOneLineErrors) {
+  auto r = run_command(edo("bench --storage " + dir() + "/no-such-dir" + kQuickStorage));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not a directory; give a directory on the drive to measure"), std::string::npos) << r.err;
+  // An unknown profile fails before any measuring: no probe file is written.
+  const std::string d = storage_dir("unnamed");
+  r = run_command(edo("bench --storage " + d + kQuickStorage + " --save-device no-such-gpu"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no stored device profile of that name"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(d));
+  r = run_command(edo("bench --storage " + d + " --storage-bytes 12KiB"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--storage-bytes must be at least 1MiB"), std::string::npos) << r.err;
+  // A file system in memory is not a drive.
+  struct stat st {};
+  if (::stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
+    r = run_command(edo("bench --storage /dev/shm" + std::string(kQuickStorage)));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("is in memory (tmpfs or ramfs), not on a drive"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

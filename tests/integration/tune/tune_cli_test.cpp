@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <iostream>
 #include <map>
 #include <set>
 #include <filesystem>
@@ -244,6 +246,44 @@ TEST(ExportCli, EveryFormatReadsBack) {
     // FBGEMM's caches are LRU or LFU: edo's static hot set is listed as edo's own, with the reason.
     if (s == "offload" && table["params"]["policy"] == "static") { EXPECT_TRUE(t["edo_only_why"].contains(name)) << t.dump(); }
   }
+}
+
+// `--format fbgemm-bench` (issue 34 point 4) needs no plan: each table as FBGEMM's TBEDataConfig.
+// The synthetic recording reads 2 tables of 50,000 x 32 with a Zipf of exponent 1.2 (no TorchRec
+// hook: one feature named after the table, B the lookups a step, L 1); the heavy hitters are the
+// top rows' shares, descending; a plan file has no counts: one line, exit 1.
+TEST(ExportCli, FbgemmBenchIsTheAccessPatternPerTable) {
+  auto r = run_command(kEdo + " export " + recording() + " --format fbgemm-bench");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edo.fbgemm-bench/1");
+  ASSERT_EQ(j["tables"].size(), 2u) << r.out;
+  for (const auto& [name, t] : j["tables"].items()) {
+    const json& c = t["config"];
+    EXPECT_EQ(c["T"], 1);
+    EXPECT_EQ(c["E"], 50000);
+    EXPECT_EQ(c["D"], 32);
+    EXPECT_EQ(c["max_indices"], 49999);
+    EXPECT_EQ(c["pooling_params"]["L"], 1);
+    EXPECT_EQ(t["edo"]["bags_recorded"], false);
+    EXPECT_EQ(c["batch_params"]["B"].get<double>() * c["pooling_params"]["L"].get<double>(),
+              std::llround(t["edo"]["lookups"].get<double>() / std::max(1.0, j["steps"].get<double>())));
+    const auto& hh = c["indices_params"]["heavy_hitters"];
+    ASSERT_FALSE(hh.empty());
+    EXPECT_LE(hh.size(), 20u);
+    for (size_t i = 1; i < hh.size(); ++i) EXPECT_LE(hh[i].get<double>(), hh[i - 1].get<double>());
+    // The sweep's exponent near the generating 1.2 (sampling 4 lookups a row flattens the tail a little).
+    EXPECT_NEAR(c["indices_params"]["zipf_s"].get<double>(), 1.2, 0.15) << name;
+    std::cout << name << ": zipf q " << c["indices_params"]["zipf_q"] << " s " << c["indices_params"]["zipf_s"] << "\n";
+  }
+  const std::string plan = dir() + "/bench-plan.json";
+  ASSERT_EQ(run_command(kEdo + " tune " + copy_of("bench.edodb") + " --budget " + std::to_string(kBaseline / 3) +
+                        " --strategies int8,int4,offload").exit_code, 0);
+  ASSERT_EQ(run_command(kEdo + " export " + dir() + "/bench.edodb --format json -o " + plan).exit_code, 0);
+  r = run_command(kEdo + " export " + plan + " --format fbgemm-bench");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("needs a recording (.edodb)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(ExportCli, NoPlanOrABadPlanIsOneLine) {

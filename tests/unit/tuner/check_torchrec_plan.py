@@ -1,7 +1,8 @@
 """Loads a plan written by `edo export --format torchrec` the way a user would (importing it
 as a module), with TorchRec's classes faked when TorchRec is not installed, and prints what it
 built as JSON (stdout) for the test to compare with the plan: argv[1] the plan file, argv[2]
-the folder of the fakes."""
+the folder of the fakes; argv[3] (optional) JSON {name: [load factors]}: each table's
+cache_statistics expected_miss_rate at those load factors, as "probe"."""
 import ast
 import importlib.util
 import json
@@ -62,11 +63,33 @@ spec.loader.exec_module(plan)
 
 
 
-def stats_dict(st):
+def fingerprints(st):
+    """stable_fingerprint() of the statistics, of a second object built from the same values, and of
+    one whose curve differs by 0.01 at every point (the planner's persistent cache key must
+    change with the statistics: torchrec/distributed/types.py, CacheStatistics.stable_fingerprint)."""
+    if not hasattr(st, "_miss_curve"):
+        return None, None
+    args = (st.expected_lookups, st._miss_curve, st.cacheability, st.height, st.heldout, st.distinct_lookups)
+    same = type(st)(*args).stable_fingerprint()
+    changed = type(st)(st.expected_lookups, [(x, min(1.0, y + 0.01)) for x, y in st._miss_curve], *args[2:]).stable_fingerprint()
+    fp = st.stable_fingerprint()
+    hash(fp)  # a cache key: hashable, no object identity
+    return fp == same == st.stable_fingerprint(), fp != changed
+
+
+def stats_dict(st, load_factor=None):
     from torchrec.distributed.types import CacheStatistics
-    return {"is_cache_statistics": isinstance(st, CacheStatistics), "expected_lookups": st.expected_lookups,
-            "cacheability": st.cacheability,
-            "miss_rate": {str(clf): st.expected_miss_rate(clf) for clf in (0.0, 0.01, 0.1, 0.5, 1.0)}}
+    stable, changes = fingerprints(st)
+    out = {"is_cache_statistics": isinstance(st, CacheStatistics), "expected_lookups": st.expected_lookups,
+           "cacheability": st.cacheability, "distinct_lookups": getattr(st, "distinct_lookups", None),
+           "height": getattr(st, "height", None), "heldout": getattr(st, "heldout", None),
+           "fingerprint_stable": stable, "fingerprint_changes": changes,
+           "miss_rate": {str(clf): st.expected_miss_rate(clf) for clf in (0.0, 0.01, 0.1, 0.5, 1.0)}}
+    if load_factor:
+        out["at_load_factor"] = st.expected_miss_rate(load_factor)
+    if hasattr(st, "mrc_hist_counts"):
+        out["mrc_hist_counts_10"] = st.mrc_hist_counts(10)
+    return out
 
 
 out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_PLAN, "constraints": {}, "data_types": {},
@@ -99,8 +122,13 @@ for name, c in plan.constraints.items():
     }
     st = getattr(cp, "stats", None) if cp is not None else None
     if st is not None:
-        out["constraints"][name]["stats"] = stats_dict(st)
+        out["constraints"][name]["stats"] = stats_dict(st, cp.load_factor)
 out["cache_statistics"] = {n: stats_dict(st) for n, st in getattr(plan, "cache_statistics", {}).items()}
+if len(sys.argv) > 3:
+    for n, lfs in json.loads(sys.argv[3]).items():
+        st = getattr(plan, "cache_statistics", {}).get(n)
+        if st is not None and n in out["cache_statistics"]:
+            out["cache_statistics"][n]["probe"] = [[lf, st.expected_miss_rate(lf)] for lf in lfs]
 for name, dt in plan.data_types.items():
     out["data_types"][name] = dt.name
 print(json.dumps(out))

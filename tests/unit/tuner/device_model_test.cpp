@@ -181,6 +181,33 @@ TEST(DeviceProfileJson, FromEdoBenchCudaOutput) {
   EXPECT_THROW(device_from_json(nlohmann::json{{"schema", "edo.plan/1"}}, "x"), std::invalid_argument);
 }
 
+// The storage figures `edo bench --storage DIR --save-device NAME` adds travel with the profile,
+// and a profile whose storage lacks a figure is refused naming it (issue 35 point 1).
+TEST(DeviceProfileJson, StorageFiguresRoundTripAndAreChecked) {
+  const nlohmann::json reads = {{"reads_per_s", 12000.0}, {"mean_latency_us", 82.0}, {"p99_latency_us", 320.0}, {"reads", 24000}};
+  const nlohmann::json storage = {{"dir", "/mnt/nvme"},     {"file_bytes", 1 << 30},   {"block_bytes", 4096},
+                                  {"row_bytes", 512},       {"row_read_bytes", 4096},  {"random_4k_qd1", reads},
+                                  {"random_4k_qd32", reads}, {"row_qd1", reads},        {"row_qd32", reads},
+                                  {"seq_read_gbs", 1.6},    {"seq_write_gbs", 0.5},    {"method", "threads"}};
+  DeviceProfile d = device_from_json(device_to_json(builtin_devices().front()), "builtin");
+  EXPECT_TRUE(d.storage.is_null());  // never measured: no storage in the file either
+  EXPECT_FALSE(device_to_json(d).contains("storage"));
+  d.storage = storage;
+  const DeviceProfile back = device_from_json(device_to_json(d), "profile");
+  ASSERT_TRUE(back.storage.is_object());
+  EXPECT_DOUBLE_EQ(back.storage["random_4k_qd1"]["reads_per_s"].get<double>(), 12000.0);
+  EXPECT_DOUBLE_EQ(back.storage["seq_read_gbs"].get<double>(), 1.6);
+  EXPECT_EQ(back.storage["row_read_bytes"].get<int>(), 4096);
+  nlohmann::json bad = device_to_json(d);
+  bad["storage"].erase("seq_read_gbs");
+  try {
+    device_from_json(bad, "saved.json");
+    FAIL() << "a storage without seq_read_gbs was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("storage.seq_read_gbs"), std::string::npos) << e.what();
+  }
+}
+
 // tune() of a GPU recording on the CPU backend.
 model::Profile gpu_recording(const std::string& gpus) {
   auto p = testing::synthetic_profile({testing::synthetic_table("skewed", 50000, 64, 1.1, 200000, 1)}, 20);

@@ -604,6 +604,72 @@ TEST(PlanTorchRec, RecordedConfigNamesFeaturesPoolingAndCacheStatistics) {
   EXPECT_FALSE(p.contains("stats"));
 }
 
+// Issue 34 point 1: per-feature pooling factors and batch sizes from the hook's KeyedJaggedTensor
+// counts; the offload's measured (held-out) miss rate is the curve's value at the exported load
+// factor, compulsory misses kept (the curve does not fall to 0 before load factor 1);
+// stable_fingerprint() is the same for the same statistics; a plan's cache_policy "lfu" is
+// exported as CacheAlgorithm.LFU.
+TEST(PlanTorchRec, PerFeatureWorkloadAndTheMeasuredMissRateAtTheLoadFactor) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r;
+  r.backend = "cpu";
+  r.device = "cpu";
+  r.weights = "recorded";
+  r.feasible = true;
+  const std::string name = "sparse.ebc.embedding_bags.t_user";
+  TuneTable t;
+  t.name = name;
+  t.rows = 1000;
+  t.dim = 16;
+  t.dtype = "fp32";
+  r.tables.push_back(t);
+  TuneCandidate c = cand(name, "offload", "offload:cache=0.05:policy=lru", R"({"cache_rows":50,"policy":"lru","cache_policy":"lfu"})", 1, 0, 1, 0);
+  c.heldout_hit_rate = 0.37;  // miss 0.63 at load factor 0.05
+  r.candidates.push_back(c);
+  r.choices.push_back({name, 0, "", 1, 0, 1, "why", "", {}});
+  TorchRecFacts f;
+  f.config = "t_user";
+  f.features = {"user_id", "user_hist"};
+  f.lookups = 1400;
+  f.bags = 400;
+  f.steps = 4;
+  f.feature_lookups = {200, 1200};  // 1 and 6 ids a bag
+  f.feature_bags = {200, 200};
+  f.rows = 1000;
+  f.expected_lookups = 350;
+  f.distinct_lookups = 120;
+  f.miss_curve = {{0.01, 0.9}, {0.1, 0.5}, {0.5, 0.3}};  // 0.3: compulsory misses stay
+  f.cacheability = 0.4;
+  f.heldout = true;
+  const nlohmann::json j = check_torchrec_file(temp_file("per_feature.py", plan_to_torchrec(r, {{name, f}})));
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  const auto& k = j["constraints"]["t_user"];
+  EXPECT_EQ(k["pooling_factors"], nlohmann::json::array({1.0, 6.0}));
+  EXPECT_EQ(k["batch_sizes"], nlohmann::json::array({50, 50}));  // 200 bags / 4 steps
+  EXPECT_EQ(k["algorithm"], "LFU");
+  EXPECT_DOUBLE_EQ(k["load_factor"].get<double>(), 0.05);
+  const auto& st = k["stats"];
+  EXPECT_NEAR(st["at_load_factor"].get<double>(), 0.63, 1e-12);
+  EXPECT_NEAR(st["miss_rate"]["0.5"].get<double>(), 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(st["miss_rate"]["1.0"].get<double>(), 0.0);  // no cache at all: TorchRec keeps it in HBM
+  EXPECT_DOUBLE_EQ(st["expected_lookups"].get<double>(), 350);
+  EXPECT_DOUBLE_EQ(st["distinct_lookups"].get<double>(), 120);
+  EXPECT_EQ(st["height"], 1000);
+  EXPECT_EQ(st["heldout"], true);
+  EXPECT_EQ(st["fingerprint_stable"], true);
+  EXPECT_EQ(st["fingerprint_changes"], true);
+  // EmbeddingOffloadStats' histogram over 10 bins of 100 rows: the hits a step each bin adds
+  // (hand computed: hit 0.5 at 0.1, then 0.55, 0.60, 0.65, 0.70 at 0.5 and no more: the 0.3
+  // compulsory misses are in no bin), x 350 lookups a step.
+  const auto& hist = st["mrc_hist_counts_10"];
+  ASSERT_EQ(hist.size(), 10u);
+  const double want[10] = {175, 17.5, 17.5, 17.5, 17.5, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(hist[i].get<double>(), want[i], 1e-9) << i;
+  // The point is the plan's: cache_statistics (every recorded table) carries it too.
+  EXPECT_NEAR(j["cache_statistics"]["t_user"]["miss_rate"]["0.1"].get<double>(), 0.5, 1e-12);
+}
+
 // Che's approximation on a stream it is exact for: uniform reads of N rows have LRU hit rate
 // x / N at x cache rows, and L draws hold N (1 - e^(-L/N)) distinct rows on average.
 TEST(PlanTorchRec, DistinctInWindowIsCheOnAUniformStream) {

@@ -40,6 +40,10 @@ struct DeviceProfile {
   double launch_us = 0;      // one kernel launch
   bool launch_measured = false;
   std::string launch_basis;
+  // The storage an SSD-backed table would live on, as `edo bench --storage DIR --save-device
+  // NAME` measured it (edo::kernels::StorageFigures in JSON, edo/kernels/storage_probe.h);
+  // null when never measured.
+  nlohmann::json storage;
 
   // Random sectors per second: the gather's rows/s times the sectors of one of its rows, or
   // memory_gbs in sectors when the gather is unknown.

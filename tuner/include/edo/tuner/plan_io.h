@@ -51,12 +51,25 @@ struct TorchRecFacts {
   uint64_t lookups = 0;               // rows read (all features)
   uint64_t bags = 0;                  // bags pooled (0: not recorded, e.g. an EmbeddingCollection)
   uint64_t steps = 0;                 // recorded steps (0: none)
-  // TorchRec's CacheStatistics from the recorded LRU curve: distinct rows per step (Che's
-  // approximation), miss rate by load factor (TorchRec's rescaling: 0 at load factor 1), and
-  // cacheability (the area under that curve). expected_lookups < 0: no curve.
+  // Per feature (same order as `features`), from the KeyedJaggedTensor the collection was
+  // called with: ids read (the sum of the feature's lengths) and bags (its batch sizes). Empty
+  // when the hook saw no KeyedJaggedTensor (an older recording): the table's average is used.
+  std::vector<uint64_t> feature_lookups;
+  std::vector<uint64_t> feature_bags;
+  uint64_t rows = 0;                  // the table's rows (EmbeddingOffloadStats' height)
+  // TorchRec's CacheStatistics. miss_curve: (load factor, miss rate) of an LRU cache of that
+  // share of the rows, the miss rate over ALL lookups, first reads (compulsory misses)
+  // included: on the held-out part of the recorded stream with the cache warm from the rest
+  // (heldout, tuner/src/cache_replay.h: the rate edo's plan scores offloads by), else over the
+  // whole recording. expected_lookups: lookups a step (TorchRec multiplies it by the miss rate:
+  // the product is the rows fetched a step, edo's count); distinct_lookups: the distinct rows a
+  // step (Che's approximation, the meaning TorchRec's docstring gives expected_lookups);
+  // cacheability: the area under miss_curve. expected_lookups < 0: no curve.
   double expected_lookups = -1;
+  double distinct_lookups = -1;
   std::vector<std::pair<double, double>> miss_curve;
   double cacheability = 0;
+  bool heldout = false;
 };
 // Che's approximation: the distinct rows among `window` consecutive lookups of a stream whose
 // LRU hit rate at x cache rows is `hit` ((rows, hit rate) points, x ascending): the D with

@@ -6,6 +6,11 @@ from typing import Any, Optional
 
 
 class CacheStatistics(abc.ABC):
+    def stable_fingerprint(self):
+        """torchrec 1.9.2 (torchrec/distributed/types.py line 618): subclasses must override it."""
+        raise RuntimeError("%s must override stable_fingerprint() before it can be used in a persistent planner cache key"
+                           % type(self).__qualname__)
+
     @property
     @abc.abstractmethod
     def expected_lookups(self) -> float:

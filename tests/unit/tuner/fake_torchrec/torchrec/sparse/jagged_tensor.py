@@ -27,6 +27,25 @@ class KeyedJaggedTensor(object):
     def keys(self):
         return self._keys
 
+    # stride, stride_per_key, variable_stride_per_key, length_per_key and length_per_key_or_none as
+    # torchrec 1.9.2's KeyedJaggedTensor has them (torchrec/sparse/jagged_tensor.py): B, B per key,
+    # False (one batch size for every key), the ids of each key, and None (nothing cached here).
+    def stride(self):
+        return self._lengths.numel() // len(self._keys)
+
+    def stride_per_key(self):
+        return [self.stride()] * len(self._keys)
+
+    def variable_stride_per_key(self):
+        return False
+
+    def length_per_key(self):
+        b = self.stride()
+        return [int(self._lengths[i * b:(i + 1) * b].sum()) for i in range(len(self._keys))]
+
+    def length_per_key_or_none(self):
+        return None
+
     def to_dict(self):
         out = {}
         b = self._lengths.numel() // len(self._keys)
