@@ -280,7 +280,7 @@ Runner setup(CLI::App& sub) {
       "  edo synth -o many.edodb --tables 1000 --min-rows 1000 --rows 1000000 --min-zipf 0.6 --zipf 1.2 --lookups 65536");
   sub.add_option("-o,--output", o->output, "database file to write")->required();
   sub.add_flag("--force", o->force, "replace the output if it is an edo database (other files are never replaced)");
-  sub.add_option("--tables", o->tables, "number of tables")->capture_default_str()->check(CLI::Range(1, 10000));
+  sub.add_option("--tables", o->tables, "number of tables")->capture_default_str()->check(CLI::Range(1, 1000000));
   sub.add_option("--rows", o->rows, "rows per table")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   sub.add_option("--dim", o->dim, "embedding dimension")->capture_default_str()->check(CLI::Range(1u, 65536u));
   sub.add_option("--dtype", o->dtype, "element type of the table")

@@ -140,7 +140,9 @@ struct ProfileStore::Impl {
   void save(Profile& p, bool with_summaries);
   // with_aggregates false: tables get an empty aggregate (load_outline()). for_viewing: see
   // load_for_viewing().
-  Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table, bool for_viewing = false) const;
+  // take: see load_each_table().
+  Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table, bool for_viewing = false,
+               const std::function<void(const model::Table&)>* take = nullptr) const;
   std::map<int64_t, uint64_t> stored_lookups() const;
 };
 
@@ -369,6 +371,26 @@ Profile ProfileStore::load_for_viewing(const std::function<void(size_t done, siz
   } catch (const DbError& e) {
     if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
     impl_->fail(e.what());  // damage found by a part that does not know the file's name
+  } catch (const SQLite::Exception& e) {
+    impl_->fail(e.what());
+  }
+}
+
+Profile ProfileStore::load_each_table(const std::function<void(const model::Table&)>& take) const {
+  try {
+    return impl_->load(true, {}, true, &take);
+  } catch (const DbError& e) {
+    if (std::string(e.what()).rfind(impl_->path + ":", 0) == 0) throw;
+    impl_->fail(e.what());  // damage found by a part that does not know the file's name
+  } catch (const SQLite::Exception& e) {
+    impl_->fail(e.what());
+  }
+}
+
+bool ProfileStore::table_names_distinct() const {
+  try {
+    SQLite::Statement q(*impl_->db, "SELECT COUNT(*) = COUNT(DISTINCT name) FROM tables");
+    return q.executeStep() && q.getColumn(0).getInt() == 1;
   } catch (const SQLite::Exception& e) {
     impl_->fail(e.what());
   }
@@ -616,7 +638,7 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
 }
 
 Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
-                                 bool for_viewing) const {
+                                 bool for_viewing, const std::function<void(const model::Table&)>* take) const {
   SQLite::Database& d = *db;
   Profile p;
   {
@@ -655,8 +677,10 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
     }
   }
   // The union LRU, a viewer's only use of the ordered samples, needs two ranks.
+  // A reader that takes each table's statistics as they come (take) builds no union LRU.
   const bool keep_samples =
-      !for_viewing || std::count_if(p.sessions.begin(), p.sessions.end(), [](const Session& s) { return s.rank.has_value(); }) >= 2;
+      !for_viewing || (!take && std::count_if(p.sessions.begin(), p.sessions.end(),
+                                               [](const Session& s) { return s.rank.has_value(); }) >= 2);
   {
     const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
     // The outline skips the statistics blobs (NULL): reading them is most of a large file.
@@ -693,6 +717,10 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
         if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
           fail("statistics of table '" + t.name + "' do not decode");
         }
+      }
+      if (take) {
+        (*take)(t);
+        t.aggregate = stats::TableAggregate();
       }
       p.tables.push_back(std::move(t));
       if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));

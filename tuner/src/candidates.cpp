@@ -169,8 +169,8 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
   // from the recorded LRU curve and the hit rates are estimated (said in the params).
-  std::string why_no_replay, why_no_policies;
-  const auto replay = CacheReplay::of(g.counts, why_no_replay);
+  std::string why_no_replay = g.replay_skipped, why_no_policies;
+  const auto replay = g.replay_skipped.empty() ? CacheReplay::of(g.counts, why_no_replay) : std::nullopt;
   // Every replacement policy on the same held-out part (cache_policies.h), batches of a step.
   const auto policies = replay ? PolicyReplay::of(g.counts, g.lookups_per_step, why_no_policies) : std::nullopt;
   std::vector<uint64_t> sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);

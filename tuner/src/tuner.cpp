@@ -183,10 +183,28 @@ struct Enumerated {
   std::vector<std::vector<size_t>> index;     // group, candidate -> result index
 };
 
+// What planning, saving and printing a result take, kept free of measuring at the end of a time
+// limit (issue 31). Planning is two knapsack solves over the tuned tables, each visiting at most
+// 2^24 partial plans (plan.cpp frontier_points()): 2.0 s for 1,300 tables and 2.0-3.5 s for
+// 5,700 on the loaded 2-core VM, about 60 ns a plan visited. Freeing the statistics, saving and
+// printing walk every candidate: 2.1-2.5 s for 98,000 at 10,000 tables, about 25 us each.
+constexpr double kPlanSecondsPerPartialPlan = 80e-9;
+constexpr double kAfterMeasuringPerCandidateS = 30e-6;
+// For `tuned_tables` knapsack items (tables with a measured baseline) and `candidates` in all.
+double after_measuring_s(size_t tuned_tables, size_t candidates) {
+  const double per_solve = static_cast<double>(tuned_tables) *
+                           static_cast<double>(std::clamp<size_t>((size_t{1} << 24) / std::max<size_t>(1, tuned_tables), 1024, 16384));
+  return 2 * per_solve * kPlanSecondsPerPartialPlan + kAfterMeasuringPerCandidateS * static_cast<double>(candidates);
+}
+
+// The share of --time-limit that setting up (grouping, candidates, their held-out replays) may
+// use before the replays stop: the rest is for measuring and planning (issue 31).
+constexpr double kReplayShareOfLimit = 0.25;
+
 // `owned`: the caller's profile, when it is handed over (tune(Profile&&)): its statistics are
 // released once the workload holds them, and those of tables not tuned once enumerated.
 Enumerated enumerate(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
-                     const TuneOptions& o, model::TuneResult& r, model::Profile* owned) {
+                     const TuneOptions& o, model::TuneResult& r, model::Profile* owned, clock::time_point t0) {
   const std::set<std::string> allowed = allowed_strategies(o.strategies);
   Enumerated e;
   Workload& w = e.w;
@@ -220,6 +238,12 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
   cands.resize(w.groups.size());
   index.resize(w.groups.size());
   size_t with_snapshot = 0, tuned = 0;
+  // A table's held-out replay (cache_replay.h) costs milliseconds (25-45 s at 10,000 tables, more
+  // than a short --time-limit): with a limit they run in the groups' order, largest first (where
+  // an offload's hit rate weighs most), until setting up has used kReplayShareOfLimit of it; the
+  // smaller tables' offloads then take the recorded LRU curve's estimate, each saying so.
+  size_t replays_skipped = 0;
+  const double replay_until = o.time_limit_s > 0 ? kReplayShareOfLimit * o.time_limit_s : 0.0;
   for (size_t gi = 0; gi < w.groups.size(); ++gi) {
     TableGroup& g = w.groups[gi];
     if (g.tuned && baseline_spec(g.dtype).empty()) {
@@ -250,7 +274,14 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     with_snapshot += g.snapshot != nullptr;
     if (const TrainingStep ts = training_step_of(g); ts.training)
       r.notes.push_back(g.name + ": training step timed with " + ts.basis);
+    if (replay_until > 0 && (replays_skipped > 0 || std::chrono::duration<double>(clock::now() - t0).count() >= replay_until)) {
+      g.replay_skipped = "not replayed within --time-limit (the larger tables' replays took the set-up's share of it)";
+      ++replays_skipped;
+    }
     cands[gi] = enumerate_candidates(g, kernels_size);
+    // Nothing after the candidates reads the ordered sample (their replay): freed, when the
+    // tuner owns the statistics (tune(Profile&&)).
+    if (owned) g.counts.release_ordered_sample();
     if (!allowed.empty()) {
       // Keep the baseline format (for identical tables also its shared copy) and the allowed
       // strategies; variants point at their format by index.
@@ -297,6 +328,11 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     r.notes.push_back("max error " + number(kDefaultMaxError, "%g") +
                       " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
                       "do not): --max-error E to change it, --max-error inf for no limit");
+  if (replays_skipped > 0)
+    r.notes.push_back("time limit: the held-out replay of the recorded order ran for the " + std::to_string(tuned - replays_skipped) +
+                      " largest tuned tables, not for the other " + std::to_string(replays_skipped) +
+                      " (their offload hit rates are the recorded LRU curve's, marked estimated; a larger --time-limit "
+                      "replays more)");
   r.candidates_total = r.candidates.size();
   // Nothing after enumerating reads an untuned group's statistics (no candidates to measure):
   // at 10,000 tables the small ones' counts and ordered samples are 0.7 GB of tune's peak.
@@ -405,10 +441,26 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
                                     : cands[gi][ci].level);
     }
   promote_sure_fits(w, cands, o, source, match, level_of);
-  // Planning and saving walk every candidate of every table, as enumerating did: measuring
-  // stops as long before the limit as enumerating took (at most a tenth of the limit), so
-  // that on a thousand tables the whole run, not only its measuring, ends within the limit.
-  const double limit = o.time_limit_s > 0 ? std::max(1e-3, o.time_limit_s - std::min(elapsed(), 0.1 * o.time_limit_s)) : 0.0;
+  // Planning, saving and printing walk every candidate of every table, as enumerating did:
+  // measuring stops as long before the limit as enumerating took (at most a tenth of the
+  // limit), or as those are expected to take (after_measuring_s(), for the tables whose
+  // baseline is measured so far: the plan's knapsack items) if longer, at most half the limit,
+  // so that the whole run, not only its measuring, ends within the limit. Updated as tables get
+  // their baselines (update_limit(), recounted at most every 0.1 s).
+  const double enumerate_s = elapsed();
+  double limit = 0.0, counted_at = -1.0;
+  auto update_limit = [&] {
+    if (o.time_limit_s <= 0) return;
+    const double now = elapsed();
+    if (counted_at >= 0 && now - counted_at < 0.1) return;
+    counted_at = now;
+    size_t items = 0;
+    for (size_t gi = 0; gi < index.size(); ++gi) items += !index[gi].empty() && r.candidates[index[gi][0]].usable();
+    const double after = std::min(std::max(std::min(enumerate_s, 0.1 * o.time_limit_s), after_measuring_s(items, r.candidates_total)),
+                                  o.time_limit_s / 2);
+    limit = std::max(1e-3, o.time_limit_s - after);
+  };
+  update_limit();
   const uint64_t cap = o.measure_bytes ? o.measure_bytes : default_cap(r.backend);
   // Measurement setups kept for the next level (a setup holds its weights and the baseline's
   // copy: twice the measured table's bytes). On the CPU room for one of the largest (576 MiB
@@ -517,6 +569,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
           continue;
         }
         if (stop.empty() && cancel && cancel->load()) stop = "cancelled";
+        update_limit();
         if (stop.empty() && limit > 0 && elapsed() >= limit) stop = "time limit";
         if (!stop.empty()) {
           m.note = "not measured: " + stop;
@@ -697,7 +750,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   const TimingTarget target = choose_timing(profile, o, r.backend);
   r.timing_kind = target.model ? "modelled" : "measured";
   r.timing_device = target.model ? target.model->name : r.device;
-  Enumerated e = enumerate(profile, snapshots, o, r, owned);
+  Enumerated e = enumerate(profile, snapshots, o, r, owned, t0);
   if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
   const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
   // A table read whole every step (a tied LM head): each candidate's step also reads every row

@@ -44,6 +44,9 @@ struct TableGroup {
   std::optional<model::OptimizerParams> optimizer_params;
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
+  // Set (to the reason) when the held-out replay of its recorded order is not run (the time
+  // limit left no time for it): its offload hit rates are then the recorded curve's estimates.
+  std::string replay_skipped;
 
   uint64_t recorded_device_bytes() const { return weight_bytes + identical_bytes + optimizer_bytes + grad_bytes; }
 };

@@ -32,7 +32,7 @@ bool merge_into(TableView& v, const Table& t) {
 std::vector<TableView> table_views(const Profile& profile) { return table_views(profile, {}); }
 
 std::vector<TableView> table_views(const Profile& profile, const std::function<void(size_t, size_t)>& on_table,
-                                   std::vector<std::string>* view_of_table) {
+                                   std::vector<std::string>* view_of_table, SummaryDetail detail) {
   if (view_of_table) view_of_table->clear();
   std::map<int64_t, const Session*> session_of;
   for (const Session& s : profile.sessions) session_of[s.id] = &s;
@@ -102,7 +102,7 @@ std::vector<TableView> table_views(const Profile& profile, const std::function<v
   }
   size_t done = 0;
   for (TableView& v : views) {
-    v.summary = stats::summarize(v.aggregate);
+    v.summary = detail == SummaryDetail::kHeadline ? stats::summarize_headline(v.aggregate) : stats::summarize(v.aggregate);
     if (on_table) on_table(++done, views.size());
     auto it = tied.find(v.table_name);
     if (it != tied.end()) v.tied_with.assign(it->second.begin(), it->second.end());

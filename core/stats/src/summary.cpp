@@ -1,6 +1,7 @@
 // Derived statistics: coverage, LRU hit rates, drift, and the summary that bundles them.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "edo/stats/union_lru.h"
 #include "internal.h"
@@ -102,6 +103,64 @@ std::vector<uint64_t> lru_cache_sizes(uint64_t rows) {
 
 double lru_hit_rate(const TableAggregate& agg, double cache_rows) {
   return capped_hit_rate(agg.stack_distances(), cache_rows, compulsory_ceiling(agg.lookups(), agg.unique_rows()));
+}
+
+namespace {
+// Sums of the k largest counts (all of them when there are at most k): prefix[k] of
+// summarize()'s sorted counts, the same integers, without sorting. As in counts_descending(),
+// counts below kTallied (most of a skewed table's) are tallied; only the rest are sorted.
+class TopSums {
+ public:
+  void add(uint64_t c) {
+    if (c < kTallied) ++tally_[c];
+    else large_.push_back(c);
+  }
+  void done() { std::sort(large_.begin(), large_.end(), std::greater<>()); }
+  uint64_t top(uint64_t k) const {
+    uint64_t s = 0;
+    for (size_t i = 0; i < large_.size() && k > 0; ++i, --k) s += large_[i];
+    for (uint64_t c = kTallied; c-- > 0 && k > 0;) {
+      const uint64_t n = std::min(k, tally_[c]);
+      s += n * c;
+      k -= n;
+    }
+    return s;
+  }
+
+ private:
+  static constexpr uint64_t kTallied = 256;
+  uint64_t tally_[kTallied] = {};
+  std::vector<uint64_t> large_;
+};
+}  // namespace
+
+TableSummary summarize_headline(const TableAggregate& agg) {
+  TableSummary s;
+  s.rows = agg.rows();
+  s.lookups = agg.lookups();
+  s.unique_rows = agg.unique_rows();
+  s.mode = agg.mode();
+  auto share = [&](uint64_t num, uint64_t den) { return std::max<uint64_t>(1, s.rows * num / den); };
+  if (s.lookups > 0) {
+    TopSums counts;
+    agg.for_each_nonzero([&](uint64_t, uint64_t c) { counts.add(c); });
+    counts.done();
+    auto coverage = [&](uint64_t k) {
+      return std::min(1.0, static_cast<double>(counts.top(k)) / static_cast<double>(s.lookups));
+    };
+    s.coverage_top_10pct = coverage(share(1, 10));
+    s.coverage_top_1pct = coverage(share(1, 100));
+    s.coverage_top_0_1pct = coverage(share(1, 1000));
+  }
+  if (!agg.stack_distances().empty()) {
+    const HitRates rates(agg.stack_distances(), compulsory_ceiling(s.lookups, s.unique_rows));
+    auto hit = [&](uint64_t c) { return rates.at(static_cast<double>(c)); };
+    s.lru_hit_rate_1pct = hit(share(1, 100));
+    s.lru_hit_rate_10pct = hit(share(10, 100));
+    s.lru_hit_rate_50pct = hit(share(50, 100));
+    s.lru_hit_rate_100pct = hit(s.rows);
+  }
+  return s;
 }
 
 TableSummary summarize(const TableAggregate& agg) {

@@ -167,6 +167,15 @@ const StackDistanceHistogram& TableAggregate::stack_distances() const {
   static const StackDistanceHistogram kEmpty;
   return impl_ ? impl_->hist : kEmpty;
 }
+bool TableAggregate::release_ordered_sample() {
+  if (!impl_ || impl_.use_count() > 1 || !impl_->has_sample) return false;
+  std::lock_guard lock(impl_->encoded.mu);
+  impl_->has_sample = false;
+  impl_->sample = OrderedSample{};
+  std::string().swap(impl_->encoded.sample);
+  impl_->encoded.sample_pending.store(false, std::memory_order_release);
+  return true;
+}
 const OrderedSample* TableAggregate::ordered_sample() const {
   if (!impl_ || !impl_->has_sample) return nullptr;
   impl_->decode_sample();  // callers keep the pointer: the sample stays decoded

@@ -88,6 +88,15 @@ class ProfileStore {
   // nullptr; the samples are still checked). They are most of the statistics' bytes: 0.3 GB
   // of a report's memory at 10,000 tables (issue 31). The tuner's replay needs them: load().
   model::Profile load_for_viewing(const std::function<void(size_t done, size_t total)>& on_table = {}) const;
+  // For a reader that needs a few numbers of each table, not its statistics (edo diff): as
+  // load_for_viewing(), but each table's aggregate (without its ordered sample) is handed to
+  // `take` (with the table's own columns; its extras come later) as soon as it is decoded, and
+  // the table keeps an empty one. One table's statistics are in memory at a time: at 200,000
+  // tables all of them are gigabytes (issue 31).
+  model::Profile load_each_table(const std::function<void(const model::Table& table)>& take) const;
+  // Whether no two of the file's tables share a name (one process each: table_views() then
+  // makes one view of each table, under its own name, with nothing to merge).
+  bool table_names_distinct() const;
 
   // What a viewer can show at once, without decoding any table's statistics (the slow part
   // of load() on large recordings): everything load() returns except that every table carries

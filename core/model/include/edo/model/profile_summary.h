@@ -60,9 +60,13 @@ std::vector<TableView> table_views(const Profile& profile);
 // The same, calling on_table(done, total) after each table's statistics are summarised (a
 // viewer's progress bar); on_table may throw to abandon the work.
 // view_of_table, when given, receives the name of the view each of profile.tables went into.
+// detail kHeadline: each view's summary holds summarize()'s headline numbers alone
+// (stats::summarize_headline(): no curves, Zipf fit or drift), for readers that show only those.
+enum class SummaryDetail { kFull, kHeadline };
 std::vector<TableView> table_views(const Profile& profile,
                                    const std::function<void(size_t done, size_t total)>& on_table,
-                                   std::vector<std::string>* view_of_table = nullptr);
+                                   std::vector<std::string>* view_of_table = nullptr,
+                                   SummaryDetail detail = SummaryDetail::kFull);
 
 // Natural order: digit runs compare as numbers ("table_2" < "table_10").
 bool natural_less(std::string_view a, std::string_view b);

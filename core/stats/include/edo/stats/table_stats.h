@@ -156,6 +156,11 @@ class TableAggregate {
   // recordings, track_lru off). Deltas of one ingestor merge in order into the whole stream's;
   // a merge of stretches that do not join (two processes) leaves it marked invalid.
   const OrderedSample* ordered_sample() const;
+  // Frees the ordered sample (decoded or still encoded) for a reader done with it (the tuner
+  // after a table's held-out replay: 1.6 GB of tune's memory at 10,000 tables, issue 31); from
+  // then on there is none (nullptr, and serialize() writes none). Only when no copy shares this
+  // aggregate's state (nothing would be freed): returns whether it was freed.
+  bool release_ordered_sample();
 
   // Adds `other` (same table shape and mode) into this aggregate. Returns false (and
   // changes nothing) if shapes or modes disagree.
@@ -364,6 +369,11 @@ ZipfFit fit_zipf(const std::vector<uint64_t>& counts_descending);
 // lookups * zipf_share(...) over the observed counts shows the fit on a rank-frequency plot.
 double zipf_share(double alpha, uint64_t ranks, uint64_t k);
 TableSummary summarize(const TableAggregate& agg);
+// summarize()'s headline numbers alone, bit for bit the same: rows, lookups, unique_rows, mode,
+// coverage_top_* and lru_hit_rate_* (curves, Zipf fit and drift are left empty). For a reader
+// of many tables that shows only those (edo diff at 200,000 tables: the fit and the curves
+// were most of its time).
+TableSummary summarize_headline(const TableAggregate& agg);
 
 // Synthetic Zipf(A) generator (docs/stats.md "Synthetic Zipf(A)"): bounded Zipf over ranks 1..R with
 // P(rank k) ~ k^-A, ranks mapped to rows through a seeded random permutation.
