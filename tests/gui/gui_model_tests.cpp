@@ -695,6 +695,25 @@ class ModelTests : public QObject {
              format_share(0.0) + QStringLiteral(" (") + format_share(0.9) + QStringLiteral(")"));
     QVERIFY(candidates.index(1, CandidatesModel::kHitRate).data(Qt::ToolTipRole).toString().startsWith(QStringLiteral("held out")));
     QVERIFY(candidates.index(2, CandidatesModel::kHitRate).data(Qt::ToolTipRole).toString().startsWith(QStringLiteral("estimated")));
+    // The policy headroom (issue 34): optimal minus FBGEMM's chosen algorithm, in points, with
+    // every policy's held-out rate in the tooltip; "–" without replays and for other strategies.
+    held.params_json = R"({"cache_rows":100,"policy":"lru","cache_policy":"lfu","policy_headroom":0.125,)"
+                       R"("policy_replays":{"cache_rows":100,"slots":128,"sample_rate":1,"lru":0.5,"lfu":0.625,)"
+                       R"("fbgemm_lru":0.5,"fbgemm_lfu":0.625,"fbgemm_lru_prefetch":0.375,"optimal":0.75}})";
+    r->candidates = {fp16, held, estimated};
+    r->choices[0].candidate = 1;
+    candidates.setResult(r);
+    QCOMPARE(candidates.index(1, CandidatesModel::kHeadroom).data().toString(), QStringLiteral("12.5 pts (LFU)"));
+    QCOMPARE(candidates.index(1, CandidatesModel::kHeadroom).data(SortRole).toDouble(), 0.125);
+    const QString tip = candidates.index(1, CandidatesModel::kHeadroom).data(Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("128 slots")) && tip.contains(QStringLiteral("optimal ") + format_share(0.75)) &&
+                 tip.contains(QStringLiteral("LRU with prefetch ") + format_share(0.375)),
+             qPrintable(tip));
+    QCOMPARE(candidates.index(2, CandidatesModel::kHeadroom).data().toString(), QStringLiteral("–"));
+    QCOMPARE(candidates.index(0, CandidatesModel::kHeadroom).data().toString(), QStringLiteral("–"));
+    plan.setResult(r);
+    QCOMPARE(plan.index(0, PlanModel::kHeadroom).data().toString(), QStringLiteral("12.5 pts (LFU)"));
+    QCOMPARE(plan.index(1, PlanModel::kHeadroom).data().toString(), QStringLiteral("–"));  // tied: the owner's
     candidates.setResult(nullptr);
     QCOMPARE(candidates.rowCount(), 0);
   }

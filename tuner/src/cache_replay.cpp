@@ -272,4 +272,35 @@ std::vector<uint64_t> CacheReplay::fitted_cache_rows(uint64_t rows) const {
   return merged;
 }
 
+uint64_t CacheReplay::knee_cache_rows(uint64_t rows) const {
+  if (rows < 2) return 0;
+  const double R = static_cast<double>(rows);
+  const double whole = lru_rate(fit_, R);
+  if (!(whole > 0)) return 0;
+  uint64_t best = 0;
+  double best_gap = 0;
+  constexpr int kPoints = 256;
+  uint64_t last = 0;
+  for (int i = 0; i <= kPoints; ++i) {
+    const auto k = static_cast<uint64_t>(std::llround(std::pow(R - 1, static_cast<double>(i) / kPoints)));
+    if (k <= last || k >= rows) continue;
+    last = k;
+    const double gap = lru_rate(fit_, static_cast<double>(k)) / whole - static_cast<double>(k) / R;
+    if (gap > best_gap + 1e-12) {
+      best_gap = gap;
+      best = k;
+    }
+  }
+  if (best == 0) return 0;
+  // The rate steps at the sample's stack distances: the smallest size with the knee's hits.
+  const double at = lru_rate(fit_, static_cast<double>(best));
+  uint64_t lo = 1, hi = best;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (lru_rate(fit_, static_cast<double>(mid)) >= at - 1e-12) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 }  // namespace edo::tuner

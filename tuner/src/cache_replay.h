@@ -41,6 +41,13 @@ class CacheReplay {
   // reaches 50, 80, 90, 95 and 99 % (at the sample's own stack distances, never between
   // them), below `rows`, sizes within 5 % of each other merged.
   std::vector<uint64_t> fitted_cache_rows(uint64_t rows) const;
+  // The knee of the earlier part's LRU curve (issue 34 point 3): the size past which an extra
+  // cache row adds fewer hits than the table's average row does, i.e. the size k < `rows` that
+  // maximises h(k) / h(rows) - k / rows (the "Kneedle" point, Satopaa et al., ICDCS-W 2011, on
+  // the curve scaled to the unit square), searched on 256 log-spaced sizes and moved down to the
+  // smallest size with the same hits. 0 when the curve has no hits or no knee below `rows`.
+  // Whatever hit rate that is (a table whose curve never reaches 50 % still has one).
+  uint64_t knee_cache_rows(uint64_t rows) const;
   // Held-out hit rate of an LRU of `cache_rows` rows (warm from the earlier part).
   double lru_hit_rate(uint64_t cache_rows) const;
   // Held-out hit rate of the static hot set of `cache_rows` rows, the most read in the

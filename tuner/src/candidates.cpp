@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache_policies.h"
 #include "cache_replay.h"
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
@@ -168,15 +169,36 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
   // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
   // from the recorded LRU curve and the hit rates are estimated (said in the params).
-  std::string why_no_replay = g.replay_skipped;
+  std::string why_no_replay = g.replay_skipped, why_no_policies;
   const auto replay = g.replay_skipped.empty() ? CacheReplay::of(g.counts, why_no_replay) : std::nullopt;
-  const auto sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
+  // Every replacement policy on the same held-out part (cache_policies.h), batches of a step.
+  const auto policies = replay ? PolicyReplay::of(g.counts, g.lookups_per_step, why_no_policies) : std::nullopt;
+  std::vector<uint64_t> sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
+  // The knee of the curve (issue 34 point 3): the size past which extra rows stop paying. It is
+  // offered whether or not the curve reaches 50 % hits (the hit rate said is the held-out one),
+  // and the plan grows a smaller cache of the table up to it with the budget left (plan.cpp).
+  uint64_t knee = replay ? replay->knee_cache_rows(g.rows) : 0;
+  if (knee > 0) {
+    auto near = std::find_if(sizes.begin(), sizes.end(), [&](uint64_t k) {
+      return static_cast<double>(std::max(k, knee)) <= 1.05 * static_cast<double>(std::min(k, knee));
+    });
+    if (near != sizes.end()) {
+      knee = *near;
+    } else {
+      sizes.push_back(knee);
+      std::sort(sizes.begin(), sizes.end());
+    }
+  }
+  // FBGEMM keeps the cache in the table's element size (cache_precision = weights_precision).
+  const uint32_t element_bytes = model::dtype_size(g.dtype) == 2 ? 2 : 4;
   for (size_t i = 0; i < sizes.size(); ++i) {
     const uint64_t k = sizes[i];
     // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
     const std::string frac = round_trip_number((static_cast<double>(k) + 0.5) / R);
     const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
     const double cov = stats::coverage_of_top(g.counts, k);
+    std::optional<PolicyRates> pr;
+    if (policies) pr = policies->at(k, g.rows);
     for (const char* policy : {"lru", "static"}) {
       const bool is_lru = std::string(policy) == "lru";
       ordered_json params{{"cache_rows", k}, {"policy", policy}};
@@ -186,11 +208,38 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
       } else {
         params["hit_rate_estimated"] = why_no_replay;
       }
+      if (is_lru && knee > 0) params["knee_rows"] = knee;
+      // The LRU candidate is what FBGEMM runs: its algorithm (TorchRec's CacheAlgorithm) is the
+      // one of more held-out hits in FBGEMM's own set-associative cache, LRU when nothing says.
+      std::string algorithm = "lru";
+      if (is_lru && pr) {
+        algorithm = pr->chosen;
+        params["policy_replays"] = {{"cache_rows", pr->cache_rows},
+                                    {"slots", pr->slots},
+                                    {"sample_rate", policies->rate()},
+                                    {"lru", pr->lru},
+                                    {"lfu", pr->lfu},
+                                    {"fbgemm_lru", pr->fbgemm_lru},
+                                    {"fbgemm_lfu", pr->fbgemm_lfu},
+                                    {"fbgemm_lru_prefetch", pr->fbgemm_lru_prefetch},
+                                    {"optimal", pr->optimal}};
+        params["policy_headroom"] = pr->headroom();
+      } else if (is_lru && replay) {
+        params["policy_replays_missing"] = why_no_policies;
+      }
+      if (is_lru) params["cache_policy"] = algorithm;
       const size_t at = b.out.size();
-      b.add("offload", "offload:cache=" + frac + ":policy=" + policy, params, is_lru && i == sizes.size() / 2 ? 2 : 3, false,
-            dense, k, is_lru ? lru : cov);
+      const std::string spec = "offload:cache=" + frac + ":policy=" + policy;
+      b.add("offload", spec, params, is_lru && i == sizes.size() / 2 ? 2 : 3, false, dense, k, is_lru ? lru : cov);
       if (replay)
         for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? replay->lru_hit_rate(k) : replay->static_hit_rate(k);
+      if (is_lru) {
+        // What FBGEMM allocates for this cache (cache_policies.h) is what the plan counts, in
+        // place of edo's own smaller cache: the plan is exported to run under FBGEMM.
+        const uint64_t own = size(spec, g.rows, g.dim, 0).device_bytes;
+        const uint64_t fbgemm = fbgemm_cache_device_bytes(g.rows, g.dim, element_bytes, static_cast<double>(k) / R, algorithm == "lfu", false);
+        for (size_t j = at; j < b.out.size(); ++j) b.out[j].device_bytes = b.out[j].device_bytes - own + fbgemm;
+      }
     }
   }
   // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).

@@ -43,6 +43,18 @@ std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
     s = ", hit rate " + percent(*c.hit_rate) + (why.empty() ? (modelled ? " modelled" : " measured") : " (estimated: " + why + ")");
   }
   if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
+  // FBGEMM's cache under the algorithm the plan picks, and how far Belady's optimal replacement
+  // is above it (cache_policies.h): what a better policy could still win at this size.
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  if (p.is_object() && p.contains("policy_replays") && p["policy_replays"].is_object() && p.contains("cache_policy") &&
+      p["cache_policy"].is_string() && p.contains("policy_headroom") && p["policy_headroom"].is_number()) {
+    const auto& r = p["policy_replays"];
+    const bool lfu = p["cache_policy"] == "lfu";
+    const char* key = lfu ? "fbgemm_lfu" : "fbgemm_lru";
+    if (r.contains(key) && r[key].is_number() && r.contains("optimal") && r["optimal"].is_number())
+      s += "; FBGEMM " + std::string(lfu ? "LFU" : "LRU") + " " + percent(r[key].get<double>()) + " held out, policy headroom " +
+           number(100.0 * p["policy_headroom"].get<double>(), "%.1f") + " points (optimal " + percent(r["optimal"].get<double>()) + ")";
+  }
   return s;
 }
 

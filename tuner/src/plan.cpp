@@ -104,6 +104,51 @@ std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t) {
   return "not tuned (outside --tables or not encodable): kept as recorded";
 }
 
+// Offload caches grown to their knee with the budget left (issue 34 point 3). The knapsack
+// takes, among a table's offload sizes that tie in time and loss (on a CPU every size does:
+// host and device memory are one), the fewest bytes: a 53-row cache on a 1M-row table with most
+// of the budget unused. Each such choice, table by table in plan order, is replaced by the
+// largest offload of the same table, policy and optimizer up to its knee (params "knee_rows":
+// the size past which extra rows stop paying, cache_replay.h) that is no slower (as ranked,
+// ties equal) and no lossier, while the plan still fits.
+void grow_caches_to_knee(const model::TuneResult& r, const std::vector<PlanItem>& items, uint64_t room, Solution& sol) {
+  auto params = [&](size_t id) {
+    const auto& c = r.candidates[id];
+    return nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  };
+  auto rows_of = [](const nlohmann::json& p, const char* key) -> uint64_t {
+    return p.is_object() && p.contains(key) && p[key].is_number_unsigned() ? p[key].get<uint64_t>() : 0;
+  };
+  for (size_t k = 0; k < items.size() && k < sol.chosen.size(); ++k) {
+    const size_t id = sol.chosen[k];
+    const auto& c = r.candidates[id];
+    if (c.strategy != "offload") continue;
+    const auto p = params(id);
+    const uint64_t knee = rows_of(p, "knee_rows"), have = rows_of(p, "cache_rows");
+    if (knee <= have || !p.contains("policy") || p["policy"] != "lru") continue;
+    const PlanOption* now = nullptr;
+    for (const auto& o : items[k].options)
+      if (o.id == id) now = &o;
+    if (!now) continue;
+    const PlanOption* best = now;
+    uint64_t best_rows = have;
+    for (const auto& o : items[k].options) {
+      const auto& oc = r.candidates[o.id];
+      if (oc.strategy != "offload" || oc.optimizer != c.optimizer || o.loss > now->loss || o.step_us > now->step_us) continue;
+      const auto op = params(o.id);
+      const uint64_t rows = rows_of(op, "cache_rows");
+      if (!op.contains("policy") || op["policy"] != "lru" || rows <= best_rows || rows > knee) continue;
+      if (sol.device_bytes - now->device_bytes + o.device_bytes > room) continue;
+      best = &o;
+      best_rows = rows;
+    }
+    if (best == now) continue;
+    sol.device_bytes = sol.device_bytes - now->device_bytes + best->device_bytes;
+    sol.host_bytes = sol.host_bytes - now->host_bytes + best->host_bytes;
+    sol.chosen[k] = best->id;
+  }
+}
+
 }  // namespace
 
 void replan(model::TuneResult& r, uint64_t budget, double max_error) {
@@ -164,8 +209,8 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   // objective's on the measured times; the plan is the run's objective's on the ranked ones.
   const size_t frontier = frontier_points(items.size());
   const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed);
-  const Solution sol =
-      solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
+  Solution sol = solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
+  if (sol.feasible) grow_caches_to_knee(r, items, room, sol);
   for (const auto& [b, us] : fastest.frontier) r.frontier.emplace_back(b + fixed, us);
   r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;
   if (!sol.feasible || fixed > budget) {

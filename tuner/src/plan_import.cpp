@@ -230,7 +230,9 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
   else if (strategy == "unchanged") allowed.clear();
   else if (strategy == "fp8") allowed["scale"] = 's';
-  else if (strategy == "offload") allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}});
+  else if (strategy == "offload")
+    allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
+                    {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
   else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
   else if (strategy == "lowrank") allowed["rank"] = 'c';
   else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
@@ -258,6 +260,8 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     if (!params.contains("cache_rows")) fail(where + ": an offload choice's params have no \"cache_rows\"");
     const std::string policy = params.contains("policy") ? params["policy"].get<std::string>() : "lru";
     if (policy != "lru" && policy != "static") fail(where + ": params \"policy\" is \"" + printable_name(policy) + "\", not lru or static");
+    if (params.contains("cache_policy") && params["cache_policy"] != "lru" && params["cache_policy"] != "lfu")
+      fail(where + ": params \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms)");
     if (rows > 0 && params["cache_rows"].get<double>() > static_cast<double>(rows))
       fail(where + ": params \"cache_rows\" is larger than the table's " + std::to_string(rows) + " rows");
   }
@@ -446,7 +450,16 @@ TuneResult plan_from_json(const ordered_json& doc) {
       c.table = ch.shares_with.empty() ? name : ch.shares_with;
       c.strategy = strategy;
       c.spec = opt_string(t, "spec", where);
-      c.params_json = params.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+      // The cache algorithm of an offload (plans written before it was recorded have none: FBGEMM's
+      // default, LRU, is what they ran); it travels in the params, where the exports read it.
+      ordered_json with_policy = params;
+      if (auto cp = t.find("cache_policy"); cp != t.end() && !cp->is_null()) {
+        if (!cp->is_string() || (*cp != "lru" && *cp != "lfu"))
+          fail(where + ": \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms); write one of them or null");
+        if (strategy != "offload") fail(where + ": \"cache_policy\" is set on a table that is not offloaded; set it to null");
+        with_policy["cache_policy"] = *cp;
+      }
+      c.params_json = with_policy.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
       c.optimizer = opt_string(t, "optimizer", where);
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;

@@ -63,6 +63,17 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["optimizer"] = c ? valid_utf8(c->optimizer) : "";
   j["recorded_hit_rate"] = c ? opt_or_null(c->recorded_hit_rate) : ordered_json(nullptr);
   j["heldout_hit_rate"] = c ? opt_or_null(c->heldout_hit_rate) : ordered_json(nullptr);
+  // Offload run by FBGEMM (issue 34 point 2): the cache algorithm the plan picks (TorchRec's
+  // CacheAlgorithm, "lru" or "lfu") and its policy headroom (Belady's optimal minus it, held-out
+  // hit rates at FBGEMM's slots: cache_policies.h); null for other strategies, for edo's static
+  // hot set, and for the headroom when the recording has no ordered sample.
+  {
+    const ordered_json p = c && c->strategy == "offload" ? params_of(*c) : ordered_json::object();
+    auto cp = p.find("cache_policy");
+    auto hr = p.find("policy_headroom");
+    j["cache_policy"] = cp != p.end() && cp->is_string() ? *cp : ordered_json(nullptr);
+    j["policy_headroom"] = hr != p.end() && hr->is_number() ? *hr : ordered_json(nullptr);
+  }
   j["shares_with"] = ch.shares_with.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(ch.shares_with));
   j["measured_rows"] = c ? c->measured_rows : 0;
   // The candidate's step-time interval (the whole group's, like its step_us before the split

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edo/tuner/plan_io.h"
+#include "cache_policies.h"
 
 namespace edo::tuner {
 
@@ -91,20 +92,6 @@ double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
 bool lru_policy(const TuneCandidate& c) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
   return !(p.is_object() && p.contains("policy") && p["policy"] == "static");
-}
-
-// Device bytes of an LRU offload under FBGEMM's UVM caching TBE
-// (split_table_batched_embeddings_ops_training.py, _apply_cache_state, FBGEMM 71d6f8b22):
-// cache_sets = ceil(int(rows * load_factor) / 32) (at least 1) sets of DEFAULT_ASSOC = 32 slots;
-// lxu_cache_weights slots x dim x element size, lxu_cache_state and (LRU) lxu_state 8 bytes a
-// slot, cache_index_table_map 4 bytes for every table row (+1), cache_hash_size_cumsum 2 x 8.
-// edo's own offload keeps a row map of the cached rows only, so its bytes are lower.
-uint64_t fbgemm_lru_device_bytes(uint64_t rows, uint32_t dim, uint64_t element_bytes, double load_factor) {
-  constexpr uint64_t kAssoc = 32;
-  const auto wanted = static_cast<uint64_t>(static_cast<double>(rows) * load_factor);
-  const uint64_t sets = std::max<uint64_t>(1, (wanted + kAssoc - 1) / kAssoc);
-  const uint64_t slots = sets * kAssoc;
-  return slots * (uint64_t{dim} * element_bytes + 8 + 8) + 4 * (rows + 1) + 16;
 }
 
 // Python list of numbers / strings.
@@ -445,7 +432,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       const double lf = cache_load_factor(c, rows);
       extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm." + cache_algorithm_of(c) + ", load_factor=" + python_number(lf) +
                stats_of(f, measured) + "),\n";
-      const uint64_t fb = fbgemm_lru_device_bytes(rows, dim, element_bytes, lf);
+      // FBGEMM's device bytes under that algorithm (cache_policies.h, cited there).
+      const uint64_t fb =
+          fbgemm_cache_device_bytes(rows, dim, static_cast<uint32_t>(element_bytes), lf, cache_algorithm_of(c) == "LFU", false);
       fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
       fbgemm_total += fb - std::min(fb, ch.device_bytes);
     }
@@ -504,7 +493,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "shared_with = {\n" + shared + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
-  out += "# state; edo's offload counts less): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
+  out += "# or LFU state; plans since edo counts these): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
   out += "fbgemm_offload_device_bytes = {\n" + fbgemm_bytes + "}\n\n";
   out += "# Every recorded table's CacheStatistics (for a table you cache yourself: CacheParams(stats=...)).\n";
   out += "cache_statistics = {\n" + cache_statistics + "}\n\n";

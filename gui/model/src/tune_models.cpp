@@ -2,6 +2,8 @@
 
 #include <QColor>
 #include <QFont>
+#include <QJsonDocument>
+#include <QJsonObject>
 
 #include <cmath>
 #include <utility>
@@ -48,6 +50,34 @@ QString error_text(double e) { return std::isfinite(e) ? QString::number(e, 'g',
 QString candidate_error(const model::TuneCandidate& c) { return c.validated ? error_text(c.error) : QObject::tr("not validated"); }
 double sortable(double v) { return std::isfinite(v) ? v : -1.0; }
 
+// An offload's policy headroom (docs/tuning.md "Cache policies"): Belady's optimal replacement
+// minus FBGEMM's cache under the algorithm the plan picks, held-out hit rates in points, with
+// every policy's rate in the tooltip. "–" for other strategies and caches without replays.
+struct PolicyHeadroomCell {
+  QString text = QStringLiteral("–");
+  double sort = -1.0;
+  QString tip;
+};
+PolicyHeadroomCell policy_headroom_cell(const model::TuneCandidate& c) {
+  PolicyHeadroomCell out;
+  if (c.strategy != "offload") return out;
+  const QJsonObject p = QJsonDocument::fromJson(QByteArray::fromStdString(c.params_json)).object();
+  const QJsonValue h = p.value(QStringLiteral("policy_headroom")), policy = p.value(QStringLiteral("cache_policy"));
+  if (!h.isDouble() || !policy.isString()) {
+    out.tip = QObject::tr("no policy replay (edo's own static hot set, or no ordered sample in the recording)");
+    return out;
+  }
+  out.text = QObject::tr("%1 pts (%2)").arg(100.0 * h.toDouble(), 0, 'f', 1).arg(policy.toString().toUpper());
+  out.sort = h.toDouble();
+  const QJsonObject r = p.value(QStringLiteral("policy_replays")).toObject();
+  auto rate = [&](const char* k) { return format_share(r.value(QLatin1String(k)).toDouble()); };
+  out.tip = QObject::tr("held out, at FBGEMM's %1 slots: optimal %2; FBGEMM LRU %3, LFU %4, LRU with prefetch %5; "
+                        "fully associative LRU %6, LFU %7")
+                .arg(r.value(QStringLiteral("slots")).toInteger())
+                .arg(rate("optimal"), rate("fbgemm_lru"), rate("fbgemm_lfu"), rate("fbgemm_lru_prefetch"), rate("lru"), rate("lfu"));
+  return out;
+}
+
 }  // namespace
 
 QString choice_strategy(const model::TuneResult& r, const model::TuneChoice& ch) {
@@ -64,6 +94,7 @@ PlanModel::PlanModel(QObject* parent)
                       {tr("Saved"), tr("Recorded minus planned"), true},
                       {tr("Step time"), tr("The table's time per step with the chosen strategy: forward, backward and update for a training table, the forward for an inference one (the Why says what was measured and what modelled)"), true},
                       {tr("Error"), tr("Access-weighted relative L2 error of the strategy's rows"), true},
+                      {tr("Headroom"), tr("Offload: policy headroom, Belady's optimal replacement minus FBGEMM's cache under the chosen algorithm (held-out hit rates)"), true},
                       {tr("Why"), {}, false}},
                      parent) {}
 
@@ -85,6 +116,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
   if (role == Qt::ToolTipRole) {
     if (column == kWhy || column == kTable) return column == kWhy ? dashboard_wording(QString::fromStdString(ch.why)) : QString::fromStdString(ch.table);
     if (column == kStrategy && c) return QString::fromStdString(c->spec);
+    if (column == kHeadroom && c) return policy_headroom_cell(*c).tip;
   }
   switch (column) {
     case kTable: return answer(role, QString::fromStdString(ch.table), QString::fromStdString(ch.table));
@@ -102,6 +134,10 @@ QVariant PlanModel::cell(int row, int column, int role) const {
                     saved);
     case kStepTime: return answer(role, c ? step_time(ch.step_us) : QStringLiteral("–"), c ? sortable(ch.step_us) : -1.0);
     case kError: return answer(role, c ? candidate_error(*c) : QStringLiteral("0"), c ? sortable(c->error) : 0.0);
+    case kHeadroom: {
+      const PolicyHeadroomCell h = c && ch.shares_with.empty() ? policy_headroom_cell(*c) : PolicyHeadroomCell{};
+      return answer(role, h.text, h.sort);
+    }
     case kWhy: return answer(role, dashboard_wording(QString::fromStdString(ch.why)), QString::fromStdString(ch.why));
   }
   return {};
@@ -115,6 +151,7 @@ CandidatesModel::CandidatesModel(QObject* parent)
                       {tr("Step time"), tr("Lookup time per step, measured with the recorded access pattern"), true},
                       {tr("Error"), tr("Access-weighted relative L2 error"), true},
                       {tr("Hit rate"), tr("Offload: cache hit rate measured (and the recording's curve at that size)"), true},
+                      {tr("Headroom"), tr("Offload: policy headroom, Belady's optimal replacement minus FBGEMM's cache under the chosen algorithm (held-out hit rates)"), true},
                       {tr("Retrain"), tr("Whether the strategy needs retraining (hashing, pruning, ...)"), false},
                       {tr("Plan"), tr("✓ when the plan chose it"), false},
                       {tr("Note"), tr("How it was measured, or why it was not"), false}},
@@ -151,6 +188,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
       return c.heldout_hit_rate ? tr("held out: fitted on the first 70% of the lookups, replayed on the rest; "
                                      "in parentheses, the whole recording's")
                                 : tr("estimated: the recording cannot replay this cache; in parentheses, the whole recording's");
+    if (column == kHeadroom) return policy_headroom_cell(c).tip;
   }
   QString hit = QStringLiteral("–");
   if (c.hit_rate) {
@@ -166,6 +204,10 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
     case kStepTime: return answer(role, c.measured ? step_time(c.step_us) : QStringLiteral("–"), c.measured ? sortable(c.step_us) : -1.0);
     case kError: return answer(role, candidate_error(c), sortable(c.error));
     case kHitRate: return answer(role, hit, c.hit_rate ? *c.hit_rate : -1.0);
+    case kHeadroom: {
+      const PolicyHeadroomCell h = policy_headroom_cell(c);
+      return answer(role, h.text, h.sort);
+    }
     case kRetraining: return answer(role, c.needs_retraining ? tr("yes") : tr("no"), c.needs_retraining ? 1 : 0);
     case kInPlan: return answer(role, in_plan ? QStringLiteral("✓") : QString(), in_plan ? 1 : 0);
     case kNote: return answer(role, dashboard_wording(QString::fromStdString(c.note)), QString::fromStdString(c.note));

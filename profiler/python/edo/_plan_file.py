@@ -35,7 +35,8 @@ _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, '
     "shared": {"with": "s", "format": "s"},
     "unchanged": {},
     "fp8": dict(_COMMON_PARAMS, scale="s"),
-    "offload": dict(_COMMON_PARAMS, cache_rows="c", policy="s", heldout="o", hit_rate_estimated="s"),
+    "offload": dict(_COMMON_PARAMS, cache_rows="c", policy="s", heldout="o", hit_rate_estimated="s", knee_rows="c",
+                    cache_policy="s", policy_replays="o", policy_headroom="f", policy_replays_missing="s"),
     "pruned": dict(_COMMON_PARAMS, kept_rows="c", held_out_lost_fraction="f", held_out_lookups="c"),
     "lowrank": dict(_COMMON_PARAMS, rank="c"),
     "pq": dict(_COMMON_PARAMS, m="c", k="c", iters="c", sample="c"),
@@ -120,6 +121,8 @@ def _check_params(strategy, params, rows, where):
     if strategy == "offload":
         if "cache_rows" not in params:
             _fail(where, 'an offload choice\'s params have no "cache_rows"')
+        if params.get("cache_policy", "lru") not in ("lru", "lfu"):
+            _fail(where, 'params "cache_policy" is not "lru" or "lfu" (FBGEMM\'s cache algorithms)')
         policy = params.get("policy", "lru")
         if policy not in ("lru", "static"):
             _fail(where, 'params "policy" is "%s", not lru or static' % printable(policy))
@@ -190,10 +193,16 @@ def check_table(t, i, names=None):
     err = t.get("error")
     if err is not None and not (_is_number(err) and (math.isnan(err) or err >= 0)):
         _fail(where, "error is not a number >= 0 or null")
-    for key in ("hit_rate", "recorded_hit_rate", "heldout_hit_rate"):
+    for key in ("hit_rate", "recorded_hit_rate", "heldout_hit_rate", "policy_headroom"):
         v = t.get(key)
         if v is not None and not (_is_number(v) and 0 <= v <= 1):
             _fail(where, '"%s" is not a rate in [0, 1] or null' % key)
+    cache_policy = t.get("cache_policy")
+    if cache_policy is not None:
+        if cache_policy not in ("lru", "lfu"):
+            _fail(where, '"cache_policy" is not "lru" or "lfu" (FBGEMM\'s cache algorithms); write one of them or null')
+        if strategy != "offload":
+            _fail(where, '"cache_policy" is set on a table that is not offloaded; set it to null')
     spec = t.get("spec") or ""
     if spec and strategy not in ("shared", "unchanged"):
         _check_spec(spec, strategy, where)

@@ -117,6 +117,10 @@ class Validator(unittest.TestCase):
         self.refused([ok, entry("item", "fp16", {"rank": 4})], 'params key "rank" is not one a fp16 choice has')
         self.refused([ok, entry("item", "offload", {"cache_rows": "lots"})], 'params "cache_rows" is not a finite whole')
         self.refused([ok, entry("item", "offload", {})], 'no "cache_rows"')
+        self.refused([ok, entry("item", "offload", {"cache_rows": 10, "cache_policy": "fifo"})],
+                     'params "cache_policy" is not "lru" or "lfu"')
+        self.refused([ok, entry("item", "fp16", cache_policy="lru")], '"cache_policy" is set on a table that is not offloaded')
+        self.refused([ok, entry("item", "offload", {"cache_rows": 10}, cache_policy="mru")], '"cache_policy" is not "lru" or "lfu"')
         self.refused([ok, entry("item", "fp16", training="yes")], '"training" is not true or false')
         self.refused([ok, entry("item", "fp16", gradient="both")], '"gradient" is "both", not sparse or dense')
         self.refused([ok, entry("item", "fp16", validated="true")], '"validated" is not true or false')

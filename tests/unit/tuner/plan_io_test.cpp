@@ -246,9 +246,11 @@ TEST(PlanTorchRec, NamesAreStringLiteralsAndTheConstraintsReadBack) {
   EXPECT_EQ(j["constraints"][n[2]]["algorithm"], "LRU");
   EXPECT_NEAR(j["constraints"][n[2]]["load_factor"].get<double>(), 0.05, 1e-9);
   // FBGEMM's layout for that offload (100000 x 16 fp32 rows, 5000 cached): 157 sets of 32 slots,
-  // 16 x 4 bytes + 16 bytes of state a slot, 4 bytes a table row (+1) and 16 bytes of cumsum.
-  EXPECT_EQ(j["fbgemm_offload_device_bytes"][n[2]], 157u * 32 * (16 * 4 + 16) + 4 * 100001 + 16);
-  EXPECT_EQ(j["edo_plan"]["fbgemm_plan_device_bytes"], r.plan_device_bytes + (157u * 32 * 80 + 400020) - 720000);
+  // 16 x 4 bytes + 16 bytes of state a slot, 4 bytes a table row (cache_index_table_map has one
+  // entry per cached row, CacheState.construct) and 44 bytes of small buffers (cumsum 16, miss
+  // counter 16, stats stubs 8 + 4). This hand-built plan's offload counted 720000 bytes.
+  EXPECT_EQ(j["fbgemm_offload_device_bytes"][n[2]], 157u * 32 * (16 * 4 + 16) + 4 * 100000 + 44);
+  EXPECT_EQ(j["edo_plan"]["fbgemm_plan_device_bytes"], r.plan_device_bytes + (157u * 32 * 80 + 400044) - 720000);
   EXPECT_EQ(j["edo_only"][n[3]], "pq:m=2");
   EXPECT_FALSE(j["constraints"].contains(n[3]));
   EXPECT_EQ(j["shared_with"][n[4]], n[0]);

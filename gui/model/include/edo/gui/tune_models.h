@@ -24,7 +24,7 @@ QString choice_strategy(const model::TuneResult& result, const model::TuneChoice
 class PlanModel : public TableModelBase {
   Q_OBJECT
  public:
-  enum Columns { kTable, kStrategy, kRecorded, kPlanned, kSaved, kStepTime, kError, kWhy, kColumnCount };
+  enum Columns { kTable, kStrategy, kRecorded, kPlanned, kSaved, kStepTime, kError, kHeadroom, kWhy, kColumnCount };
   explicit PlanModel(QObject* parent = nullptr);
   void setResult(TuneResultPtr result);
 
@@ -39,7 +39,7 @@ class PlanModel : public TableModelBase {
 class CandidatesModel : public TableModelBase {
   Q_OBJECT
  public:
-  enum Columns { kTable, kStrategy, kDevice, kHost, kStepTime, kError, kHitRate, kRetraining, kInPlan, kNote, kColumnCount };
+  enum Columns { kTable, kStrategy, kDevice, kHost, kStepTime, kError, kHitRate, kHeadroom, kRetraining, kInPlan, kNote, kColumnCount };
   explicit CandidatesModel(QObject* parent = nullptr);
   void setResult(TuneResultPtr result);
 
