@@ -39,7 +39,7 @@ ACT_PREFIX = "pytorch.activation."
 class Head(object):
     """An LM head found for a token table."""
     __slots__ = ("name", "table", "tied", "weight_ref", "calls", "max_calls", "grad_bytes",
-                 "opt_state", "sent", "__weakref__")
+                 "opt_state", "sent")
 
     def __init__(self, name, table, tied, weight):
         self.name = name
@@ -83,21 +83,28 @@ def _send_head(h):
         _state.backend().note(HEAD_PREFIX + h.table, text)
 
 
-def _install_count_hook(module, h):
-    ref = weakref.ref(h)
-
-    def _edo_head_hook(_module, _args):
-        if not R.enabled:
-            return None
-        compiling = R.compiling
-        if compiling is not None and compiling():
-            return None   # traced: not counted (see the module's doc)
-        hh = ref()
-        if hh is not None:
-            hh.calls += 1
-            _state.S.dirty = True   # a step with only the head's forward is still a step
+def _global_head_hook(module, _args):
+    """One global forward pre-hook for every head (torch's register_module_forward_pre_hook):
+    a hook on the head module itself would be pickled with it (torch.save of the model would
+    then need edo) and seen by torch.jit.script. It is installed only once a head is found; it
+    costs a dictionary lookup per module call."""
+    if not R.enabled:
         return None
-    module.register_forward_pre_hook(_edo_head_hook)
+    compiling = R.compiling
+    if compiling is not None and compiling():
+        return None   # traced: not counted (see the module's doc)
+    hh = _state.S.head_modules.get(id(module))
+    if hh is None or hh[0]() is not module:
+        return None
+    hh[1].calls += 1
+    _state.S.dirty = True   # a step with only the head's forward is still a step
+    return None
+
+
+def _install_count_hook(module, h):
+    _state.S.head_modules[id(module)] = (weakref.ref(module), h)
+    if R.head_hook is None:
+        R.head_hook = R.torch.nn.modules.module.register_module_forward_pre_hook(_global_head_hook)
 
 
 def recognise(others, emb_tables):

@@ -763,6 +763,13 @@ class FamilyTest(unittest.TestCase):
                          ("lm_head", True, 0, 0, 0))
         self.assertEqual((h["dense_reads_per_step"], h["dense_read_bytes_per_step"]), (1, self.V * self.D * 4))
 
+    def test_a_model_with_a_head_still_pickles_without_edo(self):
+        m = self.gpt(tied=False)
+        m.tok(torch.tensor([[1, 2]]))
+        data = pickle.dumps(m)
+        self.assertNotIn(b"edo", data)
+        self.assertIn("tok", _state.S.heads)
+
     def test_peak_step_and_no_grad(self):
         m = nn.Module()
         m.e = nn.Embedding(100, 6)
