@@ -179,26 +179,34 @@ def head_state(h, opt_prefix, state, grad):
 
 def account(tab, idx, weight, bags=None):
     """One lookup call of ``tab`` (the table counted): its output bytes (and its gradient's).
-    ``bags``: an EmbeddingBag's bag count (None for nn.Embedding: one output row per id)."""
+    ``bags``: an EmbeddingBag's bag count (None for nn.Embedding: one output row per id).
+    On every eager lookup: kept to a few attribute reads (the shape is kept as torch gives it
+    and turned into a list only when a note is sent)."""
     s = _state.S
-    t = R.torch
-    dim = int(weight.shape[1]) if weight.dim() == 2 else tab.dim
-    if bags is None:
-        n = idx.numel()
-        shape = tuple(idx.shape) + (dim,)
-    else:
-        n = bags
-        shape = (bags, dim)
-    out = n * dim * _elem(weight)
-    grad = out if (weight.requires_grad and t.is_grad_enabled()) else 0
     a = s.act_step.get(tab.name)
     if a is None:
-        a = s.act_step[tab.name] = [0, 0, 0, None, tab]
+        # [output bytes, gradient bytes, calls, last shape, table, bytes of one output row]
+        a = s.act_step[tab.name] = [0, 0, 0, None, tab, tab.dim * _elem(weight)]
         ensure_exit()
+    if bags is None:
+        out = idx.numel() * a[5]
+        a[3] = idx.shape
+    else:
+        out = bags * a[5]
+        a[3] = bags
     a[0] += out
-    a[1] += grad
+    if weight.requires_grad and R.torch.is_grad_enabled():
+        a[1] += out
     a[2] += 1
-    a[3] = shape
+
+
+def _shape_list(a):
+    tab = a[4]
+    if a[3] is None:
+        return []
+    if isinstance(a[3], int):
+        return [a[3], tab.dim]
+    return [int(x) for x in a[3]] + [tab.dim]
 
 
 def bags_of(module, idx, offsets):
@@ -225,7 +233,7 @@ def end_step():
                 s.act_peak[name] = total
                 tab = a[4]
                 doc = {"output_bytes": a[0], "grad_bytes": a[1], "peak_bytes": total, "calls": a[2],
-                       "shape": list(a[3]) if a[3] is not None else [], "dtype": tab.dtype}
+                       "shape": _shape_list(a), "dtype": tab.dtype}
                 _state.backend().note(ACT_PREFIX + name, json.dumps(doc, sort_keys=True))
         s.act_step = {}
     for h in s.heads.values():
