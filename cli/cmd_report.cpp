@@ -25,6 +25,7 @@
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
 #include "support/report_json.h"
+#include "support/report_llm.h"
 #include "support/report_ranks.h"
 #include "support/report_union.h"
 #include "support/terminal.h"
@@ -384,6 +385,11 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
     return;
   }
   print_tables(tables);
+  if (const LlmText llm = llm_text(profile, tables); !llm.table.empty()) {
+    fmt::print("\nlanguage model (what the PyTorch hooks saw):\n");
+    for (const auto& l : llm.table) fmt::print("{}\n", l);
+    for (const auto& l : llm.notes) print_note(l, "    ");
+  }
   print_training(profile, tables);
   print_imbalance(ranks);
   print_union_lru(tables);

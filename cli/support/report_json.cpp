@@ -4,6 +4,7 @@
 
 #include "edo/model/processes.h"
 #include "edo/model/training.h"
+#include "support/report_llm.h"
 #include "support/report_union.h"
 
 namespace edo::cli {
@@ -158,8 +159,14 @@ json report_json(const model::Profile& profile, const std::vector<model::TableVi
                  {"edo_device_bytes", profile.edo_device_bytes()},
                  {"edo_pinned_bytes", profile.edo_pinned_bytes()}};
   json tj = json::array();
-  for (const auto& t : tables) tj.push_back(table_json(t, top_rows));
+  for (const auto& t : tables) {
+    tj.push_back(table_json(t, top_rows));
+    add_llm_json(profile, t, tj.back());  // activation memory, LM head (support/report_llm.h)
+  }
   j["tables"] = tj;
+  // The LM heads' memory (not in table_bytes: a head is not a table) and the tables' activations.
+  j["memory"]["lm_head_bytes"] = lm_head_bytes(profile, tables);
+  j["memory"]["activation_peak_bytes"] = activation_peak_bytes(profile, tables);
   json ranges = json::array();
   for (const auto& r : profile.ranges) {
     ranges.push_back({{"session_id", r.session_id}, {"name", r.name}, {"count", r.count}, {"total_ns", r.total_ns},

@@ -20,6 +20,7 @@
 #include "detail_charts.h"
 #include "edo/gui/background.h"
 #include "edo/gui/format.h"
+#include "edo/gui/llm_text.h"
 #include "edo/gui/table_fields.h"
 #include "edo/gui/top_rows_model.h"
 #include "share_bar_delegate.h"
@@ -143,7 +144,8 @@ bool TableDetailView::showTable(const QString& name) {
                         .arg(format_count(t->rows)).arg(t->dim).arg(QString::fromStdString(t->dtype), QString::fromStdString(t->device))
                         .arg(format_bytes(total_bytes(*t))).arg(format_count(s.lookups)).arg(format_count(s.unique_rows))
                         .arg(is_sketched(*t) ? tr(" (estimated: sketched table)") : QString())
-                        .arg(format_share(s.coverage_top_1pct)));
+                        .arg(format_share(s.coverage_top_1pct)) +
+                    tableLlmSummary(recording_->profile, *t));  // activation, LM head (PyTorch)
   readout_->setText(tr("computing…"));
   const int request = ++request_;
   RecordingPtr rec = recording_;

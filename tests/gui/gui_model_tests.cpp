@@ -18,6 +18,7 @@
 #include "edo/gui/diff_model.h"
 #include "edo/gui/format.h"
 #include "edo/gui/kernels_model.h"
+#include "edo/gui/llm_text.h"
 #include "edo/gui/loss_curve.h"
 #include "edo/gui/memory_timeline.h"
 #include "edo/gui/model_roles.h"
@@ -572,6 +573,82 @@ class ModelTests : public QObject {
       QVERIFY2(in_report, t->name.c_str());
     }
     QCOMPARE(tied, 1);
+  }
+
+  // Issue 33: the Tables view's Activation and LM head columns and the Table view's summary,
+  // from the notes the PyTorch hooks write (the values llm_family_job.py's run produces: V=500,
+  // D=16, B=4, T=12, fp32, AdamW; an untied head of its own, a tied one under its own name).
+  void tablesModelShowsActivationsAndTheLmHead() {
+    model::Profile p;
+    model::Session s;
+    s.id = 1;
+    s.pid = 10;
+    s.command = "python3 gpt.py";
+    p.sessions.push_back(s);
+    auto table = [&](const char* name, uint64_t rows) {
+      model::Table t;
+      t.id = static_cast<int64_t>(p.tables.size()) + 1;
+      t.session_id = 1;
+      t.name = name;
+      t.rows = rows;
+      t.dim = 16;
+      t.dtype = "fp32";
+      t.device = "host";
+      t.weight_bytes = rows * 16 * 4;
+      p.tables.push_back(t);
+    };
+    table("wte", 500);
+    table("tags", 100);
+    table("wpe", 12);
+    // B x T x D x 4 = 3072 bytes of output, the same of gradient; bags x D x 4 = 256.
+    p.metadata["session.1.pytorch.activation.wte"] =
+        R"({"calls": 1, "dtype": "fp32", "grad_bytes": 3072, "output_bytes": 3072, "peak_bytes": 6144, "shape": [4, 12, 16]})";
+    p.metadata["session.1.pytorch.activation.tags"] =
+        R"({"calls": 1, "dtype": "fp32", "grad_bytes": 256, "output_bytes": 256, "peak_bytes": 512, "shape": [4, 16]})";
+    // V x D x 4 = 32000 bytes each: weights, gradient, exp_avg, exp_avg_sq.
+    p.metadata["session.1.pytorch.lm_head.wte"] =
+        R"({"dense_read_bytes_per_step": 32000, "dense_reads_per_step": 1, "dim": 16, "dtype": "fp32", "grad_bytes": 32000,)"
+        R"( "head": "lm_head", "optimizer_bytes": 64000, "optimizer_state": {"adamw.exp_avg": 32000, "adamw.exp_avg_sq": 32000},)"
+        R"( "rows": 500, "tied": false, "weight_bytes": 32000})";
+    RecordingPtr rec = make_recording(QStringLiteral("/tmp/llm.edodb"), p);
+    TablesModel model;
+    model.setRecording(rec);
+    check_model(model);
+    QCOMPARE(model.headerData(TablesModel::kActivation, Qt::Horizontal).toString(), QStringLiteral("Activation"));
+    QCOMPARE(model.headerData(TablesModel::kLmHead, Qt::Horizontal).toString(), QStringLiteral("LM head"));
+    auto row_of = [&](const std::string& name) {
+      for (int r = 0; r < model.rowCount(); ++r)
+        if (model.table(r)->name == name) return r;
+      return -1;
+    };
+    auto cell = [&](const char* name, int column, int role = Qt::DisplayRole) { return model.index(row_of(name), column).data(role); };
+    QCOMPARE(cell("wte", TablesModel::kActivation).toString(), format_bytes(6144));
+    QCOMPARE(cell("wte", TablesModel::kActivation, SortRole).toULongLong(), 6144ULL);
+    QCOMPARE(cell("wte", TablesModel::kActivation, Qt::ToolTipRole).toString(),
+             QStringLiteral("3.00 KiB output + 3.00 KiB gradient, 4 × 12 × 16 fp32, 1 call(s) per step"));
+    QCOMPARE(cell("tags", TablesModel::kActivation).toString(), format_bytes(512));
+    QCOMPARE(cell("wpe", TablesModel::kActivation).toString(), QStringLiteral("–"));
+    QCOMPARE(cell("wte", TablesModel::kLmHead).toString(), QStringLiteral("lm_head (untied, %1)").arg(format_bytes(128000)));
+    QCOMPARE(cell("wte", TablesModel::kLmHead, SortRole).toULongLong(), 128000ULL);
+    QCOMPARE(cell("tags", TablesModel::kLmHead).toString(), QString());
+    const QString detail = tableLlmSummary(rec->profile, *model.table(row_of("wte")));
+    QVERIFY2(detail.contains(QStringLiteral("LM head lm_head, untied: weights 31.25 KiB, gradient 31.25 KiB, optimizer state 62.50 KiB")),
+             qPrintable(detail));
+    QVERIFY2(detail.contains(QStringLiteral("activation per step: 6.00 KiB")), qPrintable(detail));
+    QCOMPARE(tableLlmSummary(rec->profile, *model.table(row_of("wpe"))), QString());
+
+    // Tied: the head registered under its own name on the token table's weights.
+    p.metadata["session.1.pytorch.lm_head.wte"] =
+        R"({"dense_read_bytes_per_step": 32000, "dense_reads_per_step": 1, "dim": 16, "dtype": "fp32", "grad_bytes": 0, "head": "lm_head",)"
+        R"( "optimizer_bytes": 0, "optimizer_state": {}, "rows": 500, "tied": true, "weight_bytes": 0})";
+    table("lm_head", 500);
+    p.ties.push_back({1, "wte", "lm_head"});
+    model.setRecording(make_recording(QStringLiteral("/tmp/llm-tied.edodb"), p));
+    QCOMPARE(cell("wte", TablesModel::kLmHead).toString(), QStringLiteral("lm_head (tied)"));
+    QCOMPARE(cell("wte", TablesModel::kLmHead, SortRole).toULongLong(), 0ULL);
+    QCOMPARE(cell("lm_head", TablesModel::kLmHead).toString(), QStringLiteral("head of wte (tied)"));
+    const QString tied = tableLlmSummary(p, *model.table(row_of("wte")));
+    QVERIFY2(tied.contains(QStringLiteral("LM head lm_head, tied: the table's own weights")), qPrintable(tied));
   }
 
   // Processes: each one's role in the job, and what is known of a forked worker's exit.

@@ -17,6 +17,7 @@
 #include <new>
 #include <set>
 
+#include "activation_notes.h"
 #include "candidates.h"
 #include "edo/kernels/cpu.h"
 #include "edo/kernels/cuda.h"
@@ -793,6 +794,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
                                    : "; every tuned table's baseline was measured or predicted") +
                         " (a larger --time-limit measures more)");
   }
+  for (auto& n : checkpointing_notes(profile, r)) r.notes.push_back(std::move(n));  // activation memory (issue 33)
   replan(r, o.budget_bytes, o.max_error);
   r.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
   return r;

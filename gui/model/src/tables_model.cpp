@@ -3,6 +3,7 @@
 #include <QColor>
 
 #include "edo/gui/format.h"
+#include "edo/gui/llm_text.h"
 #include "edo/gui/model_roles.h"
 #include "edo/gui/table_fields.h"
 
@@ -27,7 +28,9 @@ TablesModel::TablesModel(QObject* parent)
            {tr("LRU 1%"), tr("Hit rate of an LRU cache holding 1% of the rows (at least one)"), true},
            {tr("LRU 10%"), tr("Hit rate of an LRU cache holding 10% of the rows"), true},
            {tr("LRU 50%"), tr("Hit rate of an LRU cache holding 50% of the rows"), true},
-           {tr("Tied with"), tr("Other names on the same weights"), false}},
+           {tr("Tied with"), tr("Other names on the same weights"), false},
+           {tr("Activation"), tr("Output of the table's lookups plus its gradient, in the step with the most (PyTorch)"), true},
+           {tr("LM head"), tr("The token table's output head: tied (its own weights) or untied (with its bytes)"), false}},
           parent) {}
 
 void TablesModel::setRecording(RecordingPtr recording) {
@@ -66,6 +69,8 @@ QVariant TablesModel::cell(int row, int column, int role) const {
     if (column == kZipf && ready && s.zipf.valid) return tr("fit error (RMS of log10 frequency): %1").arg(s.zipf.fit_error, 0, 'f', 3);
     if (tied && column >= kLookups && column <= kLru50)
       return tr("Shares the weights of %1; its lookups, if any, are counted there").arg(QString::fromStdString(t.shares_weights_of));
+    if (column == kActivation) return activationDetail(recording_->profile, t);
+    if (column == kLmHead) return lmHeadDetail(recording_->profile, t);
     if (!ready && column >= kUnique && column <= kLru50) return tr("statistics are still loading");
     return {};
   }
@@ -102,6 +107,14 @@ QVariant TablesModel::cell(int row, int column, int role) const {
     case kLru1: return stat(format_share(s.lru_hit_rate_1pct), s.lru_hit_rate_1pct);
     case kLru10: return stat(format_share(s.lru_hit_rate_10pct), s.lru_hit_rate_10pct);
     case kLru50: return stat(format_share(s.lru_hit_rate_50pct), s.lru_hit_rate_50pct);
+    case kActivation: {
+      const QString text = activationText(recording_->profile, t);
+      return answer(role, text.isEmpty() ? QStringLiteral("–") : text, qulonglong(activationPeakBytes(recording_->profile, t)));
+    }
+    case kLmHead: {
+      const QString text = lmHeadText(recording_->profile, t);
+      return answer(role, text, qulonglong(lmHeadBytes(recording_->profile, t)));
+    }
     case kTies: {
       QStringList names;
       for (const auto& n : t.tied_with) names << QString::fromStdString(n);

@@ -11,6 +11,7 @@ import functools
 import weakref
 
 from . import _facts
+from . import _family
 from . import _native
 from . import _naming
 from . import _state
@@ -100,15 +101,21 @@ def pre_hook_body(module, args):
             return None
         if args:
             count(st.table, args[0])
+            idx = args[0]
+            if isinstance(idx, R.torch.Tensor):
+                bags = (_family.bags_of(module, idx, args[1] if len(args) > 1 else None)
+                        if isinstance(module, R.emb_classes[1]) else None)
+                _family.account(st.table, idx, w, bags)
             _state.S.tls.pending = w   # the functional wrapper the forward calls next skips it
     except Exception as e:
         _state.internal_error("forward pre-hook", e)
     return None
 
 
-def functional_body(name, input, weight):
+def functional_body(name, input, weight, offsets=None):
     """A torch.nn.functional call on a registered table's weight: counted unless the module's
-    pre-hook has just counted it (a module called with keywords, TorchRec, is counted here)."""
+    pre-hook has just counted it (a module called with keywords, TorchRec, is counted here).
+    ``offsets``: F.embedding_bag's (its activation is one row per bag, _family)."""
     try:
         tls = _state.S.tls
         pending = tls.pending
@@ -119,6 +126,9 @@ def functional_body(name, input, weight):
         tab = _tables.table_for_weight(weight)
         if tab is not None:
             count(tab, input)
+            if isinstance(input, R.torch.Tensor):
+                bags = _family.bags_of(None, input, offsets) if name == "embedding_bag" else None
+                _family.account(tab, input, weight, bags)
     except Exception as e:
         _state.internal_error("torch.nn.functional." + name, e)
 
@@ -156,9 +166,10 @@ class EdoPreHook(object, metaclass=_HookType):
         self.generation = -1
         self.mod_state = None
 
-    def count_eager(self, module, idx):
+    def count_eager(self, module, idx, offsets=None):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
-        kernel calls too, with real tensors, when a compiled graph runs."""
+        kernel calls too, with real tensors, when a compiled graph runs. ``offsets``: an
+        EmbeddingBag's second argument (its bag count sizes the activation, _family)."""
         try:
             w = module._parameters.get("weight")
             if w is None:
@@ -189,6 +200,9 @@ class EdoPreHook(object, metaclass=_HookType):
                         _lookup_failed(tab, rc)
             else:
                 count(st.table, idx)
+            if idx.__class__ is t.Tensor or isinstance(idx, t.Tensor):
+                bags = _family.bags_of(module, idx, offsets) if isinstance(module, R.emb_classes[1]) else None
+                _family.account(st.table, idx, w, bags)
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:
             _state.internal_error("forward pre-hook", e)
@@ -214,7 +228,9 @@ def make_hook(hs):
             return R.hook_impl(module, args)
         if compiling is None and R.hook_impl is not pre_hook_body:
             return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
-        return count_eager(module, args[0] if args else None)
+        if not args:
+            return count_eager(module, None)
+        return count_eager(module, args[0], args[1] if len(args) > 1 else None)
     _edo_pre_hook._edo_hook = hs
     return _edo_pre_hook
 
@@ -254,17 +270,18 @@ def wrap_functional(name, orig):
                 tls.pending = None
                 return orig(input, weight, *args, **kwargs)
             compiling = R.compiling
+            offsets = (args[0] if args else kwargs.get("offsets")) if name == "embedding_bag" else None
             if compiling is None:                  # torch < 2.3
                 if _state.S.by_base:
-                    R.functional_impl(name, input, weight)
+                    R.functional_impl(name, input, weight, offsets)
             elif not compiling():
                 if _state.S.by_base:
-                    functional_body(name, input, weight)
+                    functional_body(name, input, weight, offsets)
             elif R.op is not None:
                 from . import _compiled
                 return _compiled.traced_functional(orig, input, weight, args, kwargs)
             elif _state.S.by_base:
-                R.functional_impl(name, input, weight)
+                R.functional_impl(name, input, weight, offsets)
         return orig(input, weight, *args, **kwargs)
     wrapper._edo_original = orig
     return wrapper

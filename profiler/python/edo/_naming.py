@@ -21,6 +21,7 @@ import os
 import weakref
 
 from . import _facts
+from . import _family
 from . import _state
 from . import _tables
 from . import _torchrec
@@ -220,6 +221,14 @@ def register_tree(root, prefix):
             if isinstance(m, R.torch.nn.Linear):
                 # A tied head: its forward reads every row of the table (pytorch.dense_use).
                 _facts.send_dense(owner.name, "nn.Linear %r holds the same weight (a tied head reads every row)" % n)
+    # The token table's LM head, tied or untied (pytorch.lm_head.TABLE notes).
+    emb_tables = []
+    for _n, m in emb:
+        st = s.mod_state.get(m)
+        if st is not None and st.table not in emb_tables:
+            emb_tables.append(st.table)
+    if emb_tables:
+        _family.recognise(others, emb_tables)
     _torchrec.recognise(paths, s.tables, s.name_owner, _state.backend())   # TorchRec config names, features
     return found
 

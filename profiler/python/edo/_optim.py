@@ -3,6 +3,7 @@ momentum buffers) and the gradients, recorded with ``edo_table_set_extra_bytes``
 mark per training step (unless the job calls ``edo.step()`` itself)."""
 
 from . import _facts
+from . import _family
 from . import _loss
 from . import _lowp
 from . import _state
@@ -11,7 +12,7 @@ from ._state import R
 
 
 class _OptCache(object):
-    __slots__ = ("generation", "ngroups", "params", "sizes")
+    __slots__ = ("generation", "ngroups", "params", "sizes", "heads")
 
 
 def tensor_bytes(v):
@@ -34,18 +35,25 @@ def _update_extra(opt):
         c.generation = s.generation
         c.ngroups = len(groups)
         c.params = []
+        c.heads = []
         c.sizes = old.sizes if old is not None else {}
         for g in groups:
             for p in g.get("params", ()):
                 tab = _tables.table_for_weight(p)
                 if tab is not None:
                     c.params.append((p, tab, g))
+                elif s.head_weights:
+                    h = _family.head_for_weight(p)
+                    if h is not None:
+                        c.heads.append((p, h))
         s.opt_cache[opt] = c
-    if not c.params:
-        return
     t = R.torch
     prefix = type(opt).__name__.lower()
     state = opt.state
+    for p, h in c.heads:   # an untied LM head: its gradient and state, beside its token table
+        _family.head_state(h, prefix, state.get(p) if hasattr(state, "get") else None, p.grad)
+    if not c.params:
+        return
     b = R.backend
     for p, tab, _g in c.params:
         st = state.get(p) if hasattr(state, "get") else None
@@ -74,6 +82,8 @@ def mark_step():
     """One edo step: the tracer's mark and the losses' step count."""
     s = _state.S
     s.steps_marked += 1
+    if s.act_step or s.heads:
+        _family.end_step()
     return R.backend.step()
 
 

@@ -494,6 +494,9 @@ def unpatch():
             else:
                 setattr(obj, attr, orig)
         R.orig.clear()
+        if R.head_hook is not None:
+            R.head_hook.remove()
+            R.head_hook = None
         R.compiling = None
         R.op = None
         R.patched = False

@@ -45,6 +45,7 @@ class Runtime(object):
         self.next_key = 0          # the next forward pre-hook's key (the operator's module key)
         self.modules_by_key = {}   # key -> (weakref of the module, its EdoPreHook)
         self.fullgraph_seen = False  # a torch.compile(fullgraph=True) was made
+        self.head_hook = None      # the global forward pre-hook counting LM heads' reads (_family)
 
 
 class State(object):
@@ -81,6 +82,12 @@ class State(object):
         self.ids_this_step = collections.Counter() # owner table name -> ids read since its gradient was checked
         self.tally_calls = 0                       # lookups tallied (a serving job stops at _facts.TALLY_CALLS)
         self.dense_sent = set()                    # tables whose pytorch.dense_use was sent
+        self.heads = {}                            # token table name -> _family.Head (its LM head)
+        self.head_ids = set()                      # id() of the nn.Linear modules found as heads
+        self.head_modules = {}                     # id(head module) -> (weakref(module), _family.Head)
+        self.head_weights = {}                     # id(untied head weight) -> _family.Head
+        self.act_step = {}                         # table name -> [output, grad bytes, calls, shape, Table] this step
+        self.act_peak = {}                         # table name -> the most activation bytes sent for one step
         self.opt_cache = weakref.WeakKeyDictionary()
         self.released = False                      # CUPTI handed to torch.profiler
         # Weight snapshots (_weights)

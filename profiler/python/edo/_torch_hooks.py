@@ -11,6 +11,8 @@ The work is split by job, each in its own module:
   _weights   weight snapshots (edo record --weights)
   _loss      each step's loss (pytorch.loss notes), device values read without a sync
   _facts     the optimizers' hyperparameters and dense use of tables (pytorch.* notes)
+  _family    a token table's LM head (tied or untied) and each table's activation bytes per
+             step (pytorch.lm_head.* / pytorch.activation.* notes)
   _trial     edo record --apply-plan: the plan applied at the first forward
   _lowp      fp16/bf16 training tables: fp32 optimizer state, stochastic rounding (apply_plan)
   _patches   what is patched in torch, patch() and unpatch()

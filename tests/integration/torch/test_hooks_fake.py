@@ -700,6 +700,118 @@ class FactsTest(unittest.TestCase):
         self.assertEqual(notes, [{"table": "emb", "why": "nn.Linear 'head' holds the same weight (a tied head reads every row)"}])
 
 
+class FamilyTest(unittest.TestCase):
+    """Issue 33 points 1 and 2: the token table's LM head (pytorch.lm_head.TABLE) and each table's
+    activation bytes per step (pytorch.activation.TABLE), against sizes worked out by hand."""
+
+    V, D, B, T = 50, 8, 3, 5
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+
+    def last(self, key):
+        vals = [v for k, v in getattr(self.fake, "note_log", []) if k == key]
+        return json.loads(vals[-1]) if vals else None
+
+    def gpt(self, tied):
+        m = nn.Module()
+        m.tok = nn.Embedding(self.V, self.D)
+        m.pos = nn.Embedding(self.T, self.D)
+        m.lm_head = nn.Linear(self.D, self.V, bias=False)
+        if tied:
+            m.lm_head.weight = m.tok.weight
+        return m
+
+    def step(self, m, opt, ids, heads=1):
+        x = m.tok(ids) + m.pos(torch.arange(ids.shape[1]))
+        loss = sum(m.lm_head(x).logsumexp(-1).mean() for _ in range(heads))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def test_untied_head_with_adam(self):
+        m = self.gpt(tied=False)
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        ids = torch.randint(0, self.V, (self.B, self.T))
+        self.step(m, opt, ids)
+        self.step(m, opt, ids, heads=2)   # two reads of the head in one step
+        h = self.last("pytorch.lm_head.tok")
+        vd4 = self.V * self.D * 4
+        self.assertEqual(h, {"head": "lm_head", "tied": False, "rows": self.V, "dim": self.D, "dtype": "fp32",
+                             "weight_bytes": vd4, "grad_bytes": vd4, "optimizer_bytes": 2 * vd4,
+                             "optimizer_state": {"adam.exp_avg": vd4, "adam.exp_avg_sq": vd4},
+                             "dense_reads_per_step": 2, "dense_read_bytes_per_step": 2 * vd4})
+        self.assertIsNone(self.last("pytorch.lm_head.pos"))
+        self.assertNotIn("lm_head", _state.S.tables)   # an untied head is not a table
+        a = self.last("pytorch.activation.tok")
+        out = self.B * self.T * self.D * 4
+        self.assertEqual(a, {"output_bytes": out, "grad_bytes": out, "peak_bytes": 2 * out, "calls": 1,
+                             "shape": [self.B, self.T, self.D], "dtype": "fp32"})
+        p = self.last("pytorch.activation.pos")
+        self.assertEqual((p["output_bytes"], p["shape"]), (self.T * self.D * 4, [self.T, self.D]))
+
+    def test_tied_head(self):
+        m = self.gpt(tied=True)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        ids = torch.randint(0, self.V, (self.B, self.T))
+        self.step(m, opt, ids)
+        h = self.last("pytorch.lm_head.tok")
+        self.assertEqual((h["head"], h["tied"], h["weight_bytes"], h["grad_bytes"], h["optimizer_bytes"]),
+                         ("lm_head", True, 0, 0, 0))
+        self.assertEqual((h["dense_reads_per_step"], h["dense_read_bytes_per_step"]), (1, self.V * self.D * 4))
+
+    def test_a_model_with_a_head_still_pickles_without_edo(self):
+        m = self.gpt(tied=False)
+        m.tok(torch.tensor([[1, 2]]))
+        data = pickle.dumps(m)
+        self.assertNotIn(b"edo", data)
+        self.assertIn("tok", _state.S.heads)
+
+    def test_peak_step_and_no_grad(self):
+        m = nn.Module()
+        m.e = nn.Embedding(100, 6)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for t_len in (4, 9, 2):      # the peak is the longest step
+            loss = m.e(torch.randint(0, 100, (2, t_len))).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        a = self.last("pytorch.activation.e")
+        self.assertEqual((a["output_bytes"], a["grad_bytes"], a["shape"]), (2 * 9 * 6 * 4, 2 * 9 * 6 * 4, [2, 9, 6]))
+
+    def test_embedding_bag_and_functional(self):
+        m = nn.Module()
+        m.bag = nn.EmbeddingBag(40, 4, mode="sum")
+        m.bag2 = nn.EmbeddingBag(40, 4, mode="mean", include_last_offset=True)
+        m.dense = nn.Linear(4, 1)
+        opt = torch.optim.Adagrad(m.parameters(), lr=0.1)
+        ids = torch.tensor([1, 2, 3, 4, 5, 6, 7])
+        offsets = torch.tensor([0, 2, 5])              # 3 bags
+        out = m.bag(ids, offsets)[:2] + m.bag2(ids, torch.tensor([0, 3, 7]))   # 2 bags (last offset is the end)
+        out = out + F.embedding_bag(ids, m.bag.weight, offsets)[:2]             # functional: 3 more bags
+        loss = m.dense(out).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        a = self.last("pytorch.activation.bag")
+        self.assertEqual((a["output_bytes"], a["calls"]), ((3 + 3) * 4 * 4, 2))
+        b = self.last("pytorch.activation.bag2")
+        self.assertEqual((b["output_bytes"], b["grad_bytes"], b["shape"]), (2 * 4 * 4, 2 * 4 * 4, [2, 4]))
+        self.assertIsNone(self.last("pytorch.lm_head.bag"))   # a 1 x 4 Linear is no head
+
+    def test_inference_has_no_gradient_bytes(self):
+        m = nn.Module()
+        m.e = nn.Embedding(20, 3)
+        with torch.no_grad():
+            m.e(torch.tensor([[1, 2], [3, 4]]))
+        H.user_step()
+        a = self.last("pytorch.activation.e")
+        self.assertEqual((a["output_bytes"], a["grad_bytes"]), (2 * 2 * 3 * 4, 0))
+
+
 class TorchRecTest(unittest.TestCase):
     """TorchRec collections (the stand-in package of tests/unit/tuner/fake_torchrec, written from
     pytorch/torchrec a48cef79): config names and features noted, keyword calls counted, bags

@@ -432,5 +432,34 @@ TEST(Tune, BadOptionsAreOneLineErrors) {
   }
 }
 
+// Issue 33 point 2: a table whose lookup output per step (the pytorch.activation note) is larger
+// than anything a format change saves gets the checkpointing note; one with a small output does
+// not, and neither does one read without autograd (no output kept for the backward pass).
+TEST(Tune, NotesWhenCheckpointingTheOutputSavesMoreThanAnyFormat) {
+  // 4000 x 16 fp32 = 256,000 bytes of weights: no format saves more than that.
+  auto p = testing::synthetic_profile({testing::synthetic_table("tok", 4000, 16, 1.1, 20000, 21),
+                                       testing::synthetic_table("small", 3000, 16, 1.1, 20000, 22),
+                                       testing::synthetic_table("serving", 2000, 16, 1.1, 20000, 23)},
+                                      5);
+  // B=64, T=512, D=16 fp32: 2 MiB of output, the same of gradient.
+  p.metadata["session.1.pytorch.activation.tok"] = R"({"output_bytes": 2097152, "grad_bytes": 2097152, "calls": 1})";
+  p.metadata["session.1.pytorch.activation.small"] = R"({"output_bytes": 1024, "grad_bytes": 1024, "calls": 1})";
+  p.metadata["session.1.pytorch.activation.serving"] = R"({"output_bytes": 2097152, "grad_bytes": 0, "calls": 1})";
+  TuneOptions o;
+  o.backend = "cpu";
+  o.budget_bytes = uint64_t{1} << 40;
+  o.time_limit_s = 60;
+  const TuneResult r = tune(p, {}, o);
+  std::vector<std::string> notes;
+  for (const auto& n : r.notes)
+    if (n.find("activation checkpointing") != std::string::npos) notes.push_back(n);
+  ASSERT_EQ(notes.size(), 1u) << (notes.empty() ? std::string("none") : notes.back());
+  EXPECT_EQ(notes[0].rfind("tok: recomputing its lookups' output in the backward pass (activation checkpointing) would free 2.00 MiB per step, "
+                           "more than the best format change measured (",
+                           0),
+            0u)
+      << notes[0];
+}
+
 }  // namespace
 }  // namespace edo::tuner

@@ -1,6 +1,7 @@
 // Every table of a recording, one row each, with the columns of `edo report` (shape, dtype,
 // bytes with optimizer state, lookups, unique rows, coverage of the top 0.1/1/10 %, Zipf
-// alpha, LRU hit rate at 1/10/50 %, ties). While only the outline is loaded, the statistics
+// alpha, LRU hit rate at 1/10/50 %, ties, and the language-model columns: activation per step
+// and LM head). While only the outline is loaded, the statistics
 // columns read "…". A tied table whose reads are counted with its owner reads "(tied)" and
 // "–", as in `edo report`.
 #pragma once
@@ -15,7 +16,9 @@ class TablesModel : public TableModelBase {
  public:
   enum Columns {
     kName, kShape, kDtype, kDevice, kBytes, kWeights, kOptimizer, kGrads, kLookups, kUnique,
-    kTop01, kTop1, kTop10, kZipf, kLru1, kLru10, kLru50, kTies, kColumnCount
+    kTop01, kTop1, kTop10, kZipf, kLru1, kLru10, kLru50, kTies,
+    kActivation, kLmHead,  // issue 33: activation peak per step, the token table's LM head
+    kColumnCount
   };
   explicit TablesModel(QObject* parent = nullptr);
   void setRecording(RecordingPtr recording);
