@@ -104,8 +104,12 @@ int64_t candidate_loss(const model::TuneCandidate& c, bool baseline) {
 }
 
 std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
-                   double max_error, const std::vector<size_t>& of_table) {
+                   double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra) {
   const model::TuneCandidate& c = r.candidates[ci];
+  auto extra_of = [&](size_t i) {
+    auto it = extra.find(i);
+    return it == extra.end() ? int64_t{0} : it->second;
+  };
   const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
   std::string s;
   if (!base || &c == base) {
@@ -128,7 +132,7 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   if (!c.step_covers.empty()) s += "; step time: " + c.step_covers;
   const bool least_change = r.objective == "least-change";
   const bool is_base = !base || &c == base;
-  const int64_t loss = candidate_loss(c, is_base);
+  const int64_t loss = candidate_loss(c, is_base) + extra_of(ci);
   size_t better = 0, over = 0;  // better: faster (speed), or losing less (least change)
   size_t rejected = 0, unvalidated = 0;  // never offered: numerically unsafe, or loss not measured on held-out lookups
   const model::TuneCandidate* closest = nullptr;  // over the limit, least error
@@ -138,7 +142,8 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     if (!std::isnan(o.error) && o.error > max_error) {
       ++over;
       if (!closest || o.error < closest->error) closest = &o;
-    } else if (o.plannable(r.allow_unvalidated) && (least_change ? candidate_loss(o, &o == base) < loss : o.step_us < c.step_us)) {
+    } else if (o.plannable(r.allow_unvalidated) &&
+               (least_change ? candidate_loss(o, &o == base) + extra_of(oi) < loss : o.step_us < c.step_us)) {
       ++better;
     } else if (o.usable() && !o.rejected.empty()) {
       ++rejected;
@@ -157,6 +162,18 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   } else {
     s += std::string(r.timing_kind == "modelled" ? "; the fastest modelled" : "; the fastest measured") +
          (over ? " within the error limit" : "");
+  }
+  // Offload against the formats that fit (plan.cpp charge_slow_offloads): say which way it went.
+  const model::TuneCandidate* slow_offload = nullptr;  // the fastest charged offload of the table
+  for (size_t oi : of_table)
+    if (extra_of(oi) > 0 && (!slow_offload || r.candidates[oi].step_us < slow_offload->step_us)) slow_offload = &r.candidates[oi];
+  if (extra_of(ci) > 0) {
+    s += "; it slows the step, so a format of negligible error (below " + number(kNegligibleError, "%g") +
+         ") that is no slower would have been taken before it: none fits the budget";
+  } else if (slow_offload && !is_base && c.strategy != "offload" && std::isfinite(c.error) && c.error < kNegligibleError) {
+    s += "; taken before offloading (no error, but its misses over the host link add " +
+         (base ? format_duration_us(slow_offload->step_us - base->step_us, true) : std::string("time")) +
+         " to the step): an error below " + number(kNegligibleError, "%g") + " is negligible and this ranks no slower";
   }
   if (over)
     s += "; " + std::to_string(over) + " over the error limit (closest: " + closest->strategy + ", error " +

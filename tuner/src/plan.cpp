@@ -87,6 +87,38 @@ void rank_ties(std::vector<PlanOption>& options, const std::vector<model::TuneCa
   }
 }
 
+// Offload weighed against the formats that fit (issue 34 point 3). An offload loses no
+// accuracy, so under least change its loss was the token change alone, and it beat fp16
+// (error 0.00018) even where its misses over the host link slowed the step: at 10 MB a uniform
+// table was offloaded at 57 % hits where fp16 fit. An offload that slows the step (its ranked
+// time above the baseline's: on the CPU the misses' modelled transfer, on a modelled device
+// the device model's host-link time) is a change of the step time, and is charged the loss of
+// a negligible error (kNegligibleError, explain.h) when the table has a format that fits the
+// error limit with an error below it, needs no retraining and ranks no slower than that
+// offload. So such a format is taken before the offload whenever both fit, the offload is
+// still taken before any format of larger error or retraining, and where no such format fits
+// the budget the offload stands as before. Deterministic: ranked times (exact offsets).
+void charge_slow_offloads(std::vector<PlanOption>& options, const std::vector<model::TuneCandidate>& cands, size_t base_id,
+                          ExtraLoss& extra) {
+  const PlanOption* base = nullptr;
+  for (const auto& o : options)
+    if (o.id == base_id) base = &o;
+  if (!base) return;
+  const double base_us = base->step_us;
+  for (auto& o : options) {
+    const auto& c = cands[o.id];
+    if (c.strategy != "offload" || !(o.step_us > base_us)) continue;
+    const bool rival = std::any_of(options.begin(), options.end(), [&](const PlanOption& f) {
+      const auto& fc = cands[f.id];
+      return f.id != base_id && fc.strategy != "offload" && !fc.needs_retraining && std::isfinite(fc.error) &&
+             fc.error < kNegligibleError && f.step_us <= o.step_us;
+    });
+    if (!rival) continue;
+    o.loss += loss_units(kNegligibleError);
+    extra[o.id] = loss_units(kNegligibleError);
+  }
+}
+
 // The partial plans the knapsack keeps after each table: 16,384 (bytes apart by 1/16,384 of
 // their range at most), fewer past 1,024 tuned tables so that a solve visits at most 2^24
 // (10,000 tables: 1,677 each, a few seconds and 130 MB instead of minutes and gigabytes).
@@ -104,14 +136,23 @@ std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t) {
   return "not tuned (outside --tables or not encodable): kept as recorded";
 }
 
-// Offload caches grown to their knee with the budget left (issue 34 point 3). The knapsack
-// takes, among a table's offload sizes that tie in time and loss (on a CPU every size does:
-// host and device memory are one), the fewest bytes: a 53-row cache on a 1M-row table with most
-// of the budget unused. Each such choice, table by table in plan order, is replaced by the
-// largest offload of the same table, policy and optimizer up to its knee (params "knee_rows":
-// the size past which extra rows stop paying, cache_replay.h) that is no slower (as ranked,
-// ties equal) and no lossier, while the plan still fits.
-void grow_caches_to_knee(const model::TuneResult& r, const std::vector<PlanItem>& items, uint64_t room, Solution& sol) {
+// Offload caches grown with the budget left, priced (issue 34 point 3). The knapsack takes,
+// among a table's offload sizes that tie in time and loss (on a CPU every size can: host and
+// device memory are one, and measured times tie within their noise), the fewest bytes: a
+// 53-row cache on a 1M-row table with most of the budget unused. The room the plan leaves is
+// then spent on larger caches where extra rows pay most: each step replaces one table's chosen
+// LRU offload by a larger one of the same table, policy and optimizer that is no slower (as
+// ranked, ties equal) and no lossier, and the step taken next is the one that avoids the most
+// missed bytes per step per extra device byte,
+//   (held-out hit rate gained) x lookups per step x row bytes / extra device bytes,
+// which is step time saved per byte on any host link: a miss costs its row's bytes over the
+// link (the CPU backend's 25 GB/s model, a device model's host_link_gbs), one link for every
+// table of the device, so the order does not depend on its speed. A step that avoids no miss
+// is not taken (the extra rows would not pay), and no cache grows past its knee (params
+// "knee_rows": the size past which an extra row adds fewer hits than the table's average row,
+// cache_replay.h). Ties: plan order, then the smaller cache. Steps are taken until none fits.
+void grow_caches_priced(const model::TuneResult& r, const std::vector<PlanItem>& items, const std::vector<size_t>& item_table,
+                        uint64_t room, Solution& sol) {
   auto params = [&](size_t id) {
     const auto& c = r.candidates[id];
     return nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
@@ -119,33 +160,55 @@ void grow_caches_to_knee(const model::TuneResult& r, const std::vector<PlanItem>
   auto rows_of = [](const nlohmann::json& p, const char* key) -> uint64_t {
     return p.is_object() && p.contains(key) && p[key].is_number_unsigned() ? p[key].get<uint64_t>() : 0;
   };
-  for (size_t k = 0; k < items.size() && k < sol.chosen.size(); ++k) {
-    const size_t id = sol.chosen[k];
+  auto lru = [](const nlohmann::json& p) { return p.is_object() && p.contains("policy") && p["policy"] == "lru"; };
+  auto hits = [&](size_t id) {
     const auto& c = r.candidates[id];
-    if (c.strategy != "offload") continue;
-    const auto p = params(id);
-    const uint64_t knee = rows_of(p, "knee_rows"), have = rows_of(p, "cache_rows");
-    if (knee <= have || !p.contains("policy") || p["policy"] != "lru") continue;
-    const PlanOption* now = nullptr;
+    return c.heldout_hit_rate ? *c.heldout_hit_rate : c.hit_rate ? *c.hit_rate : 0.0;
+  };
+  auto option = [&](size_t k, size_t id) -> const PlanOption* {
     for (const auto& o : items[k].options)
-      if (o.id == id) now = &o;
-    if (!now) continue;
-    const PlanOption* best = now;
-    uint64_t best_rows = have;
-    for (const auto& o : items[k].options) {
-      const auto& oc = r.candidates[o.id];
-      if (oc.strategy != "offload" || oc.optimizer != c.optimizer || o.loss > now->loss || o.step_us > now->step_us) continue;
-      const auto op = params(o.id);
-      const uint64_t rows = rows_of(op, "cache_rows");
-      if (!op.contains("policy") || op["policy"] != "lru" || rows <= best_rows || rows > knee) continue;
-      if (sol.device_bytes - now->device_bytes + o.device_bytes > room) continue;
-      best = &o;
-      best_rows = rows;
+      if (o.id == id) return &o;
+    return nullptr;
+  };
+  for (;;) {
+    size_t best_k = items.size();
+    const PlanOption* best = nullptr;
+    double best_value = 0;
+    uint64_t best_rows = 0;
+    for (size_t k = 0; k < items.size() && k < sol.chosen.size(); ++k) {
+      const size_t id = sol.chosen[k];
+      const auto& c = r.candidates[id];
+      if (c.strategy != "offload") continue;
+      const auto p = params(id);
+      const uint64_t knee = rows_of(p, "knee_rows"), have = rows_of(p, "cache_rows");
+      const PlanOption* now = option(k, id);
+      if (knee <= have || !lru(p) || !now) continue;
+      const model::TuneTable& t = r.tables[item_table[k]];
+      const double row_bytes = static_cast<double>(t.dim) * model::dtype_size(t.dtype);
+      for (const auto& o : items[k].options) {
+        const auto& oc = r.candidates[o.id];
+        if (oc.strategy != "offload" || oc.optimizer != c.optimizer || o.loss > now->loss || o.step_us > now->step_us) continue;
+        const auto op = params(o.id);
+        const uint64_t rows = rows_of(op, "cache_rows");
+        if (!lru(op) || rows <= have || rows > knee) continue;
+        if (sol.device_bytes - now->device_bytes + o.device_bytes > room) continue;
+        const double gained = hits(o.id) - hits(id);
+        if (!(gained > 0)) continue;
+        const double extra = static_cast<double>(o.device_bytes) - static_cast<double>(now->device_bytes);
+        const double value = extra > 0 ? gained * t.lookups_per_step * row_bytes / extra : INFINITY;
+        if (!best || value > best_value || (value == best_value && k == best_k && rows < best_rows)) {
+          best_k = k;
+          best = &o;
+          best_value = value;
+          best_rows = rows;
+        }
+      }
     }
-    if (best == now) continue;
+    if (!best) return;
+    const PlanOption* now = option(best_k, sol.chosen[best_k]);
     sol.device_bytes = sol.device_bytes - now->device_bytes + best->device_bytes;
     sol.host_bytes = sol.host_bytes - now->host_bytes + best->host_bytes;
-    sol.chosen[k] = best->id;
+    sol.chosen[best_k] = best->id;
   }
 }
 
@@ -180,6 +243,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     auto it = candidates_of.find(name);
     return it == candidates_of.end() ? none : it->second;
   };
+  ExtraLoss extra;  // charged slow offloads (charge_slow_offloads)
   for (size_t ti = 0; ti < r.tables.size(); ++ti) {
     const model::TuneTable& t = r.tables[ti];
     if (!t.shares_with.empty()) continue;
@@ -201,6 +265,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
     r.baseline_host_bytes += base->second->host_bytes;
     exact.push_back(item);
     rank_ties(item.options, r.candidates, base != baseline_of.end() ? base->second : nullptr);
+    charge_slow_offloads(item.options, r.candidates, static_cast<size_t>(base->second - r.candidates.data()), extra);
     items.push_back(std::move(item));
     item_table.push_back(ti);
   }
@@ -210,7 +275,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   const size_t frontier = frontier_points(items.size());
   const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed);
   Solution sol = solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
-  if (sol.feasible) grow_caches_to_knee(r, items, room, sol);
+  if (sol.feasible) grow_caches_priced(r, items, item_table, room, sol);
   for (const auto& [b, us] : fastest.frontier) r.frontier.emplace_back(b + fixed, us);
   r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;
   if (!sol.feasible || fixed > budget) {
@@ -267,7 +332,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
       ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
       auto b = baseline_of.find(owner);
-      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner));
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra);
     } else if (is_apart) {
       ch.shares_with.clear();
       ch.device_bytes = own_bytes(t);
