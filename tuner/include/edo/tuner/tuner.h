@@ -54,7 +54,9 @@ struct TuneOptions {
   // What the plan optimises (docs/tuning.md "Objective"):
   //  "least-change": the plan that fits the budget with the least loss (the sum over tables of
   //    the error, plus kRetrainingLoss for each table that needs retraining), then the fastest:
-  //    no lossy format and no retraining unless the budget needs them;
+  //    no lossy format and no retraining unless the budget needs them. An offload that slows
+  //    the step counts the loss of an error of kNegligibleError (explain.h) when the table has a
+  //    format of smaller error that fits and is no slower (plan.cpp charge_slow_offloads);
   //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
   std::string objective = "least-change";
   // Candidates that drop or merge rows by what they were fitted on (pruning) are chosen only
