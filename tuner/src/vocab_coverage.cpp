@@ -155,6 +155,33 @@ VocabRemap vocab_remap(std::vector<uint64_t> kept, uint64_t rows, uint64_t unk_o
   return r;
 }
 
+VocabTrim vocab_trim(const VocabCoverage& c, uint64_t dim, uint64_t element_bytes, uint64_t table_total_bytes,
+                     const std::optional<LmHead>& head, uint32_t target_bp) {
+  VocabTrim t;
+  t.target_bp = target_bp;
+  t.rows = c.rows;
+  t.exact = c.exact();
+  t.held_out_lookups = c.held_out_lookups;
+  for (const auto& x : c.targets)
+    if (x.target_bp == target_bp) {
+      t.kept_rows = x.ids;
+      t.held_out_lost = x.held_out_missed;
+    }
+  t.dropped_rows = c.rows - t.kept_rows;
+  t.kept_weight_bytes = t.kept_rows * dim * element_bytes;
+  // The dropped share of per-row bytes; 128-bit so that 10^9 rows x terabytes cannot overflow.
+  auto share = [&](uint64_t bytes) {
+    return c.rows ? static_cast<uint64_t>(static_cast<unsigned __int128>(bytes) * t.dropped_rows / c.rows) : 0;
+  };
+  t.table_bytes_saved = share(table_total_bytes);
+  if (head) {
+    t.has_head = true;
+    t.head_tied = head->tied;
+    if (!head->tied) t.head_bytes_saved = share(head->total_bytes());
+  }
+  return t;
+}
+
 bool is_token_table(const model::Profile& profile, const std::string& table_name) {
   return lm_head_of(profile, table_name).has_value();
 }

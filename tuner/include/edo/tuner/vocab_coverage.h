@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "edo/model/profile.h"
+#include "edo/tuner/llm_facts.h"
 #include "edo/stats/table_stats.h"
 
 namespace edo::tuner {
@@ -65,6 +66,28 @@ struct VocabRemap {
   bool unk_added = false;          // the UNK id was not in the fitted set
 };
 VocabRemap vocab_remap(std::vector<uint64_t> kept, uint64_t rows, uint64_t unk_old);
+
+// The "trim vocabulary" figures of a token table cut to the ids of one coverage target: the
+// rows kept (the fitted set; the UNK row is one of them: the first kept id by default), the
+// bytes those rows hold, what the dropped rows held in the table (weights, gradient, optimizer
+// state: the same share of each, all being per row) and in an untied head (the softmax's
+// output rows shrink with the vocabulary; a tied head's are the table's own), and the loss:
+// the held-out lookups of dropped ids, which become UNK. Always needs retraining (a model
+// with a smaller vocabulary and softmax). The trim target is 99.9 % (kTrimTargetBp).
+inline constexpr uint32_t kTrimTargetBp = 9990;
+struct VocabTrim {
+  uint32_t target_bp = kTrimTargetBp;
+  uint64_t rows = 0, kept_rows = 0, dropped_rows = 0;
+  uint64_t kept_weight_bytes = 0;   // kept rows x dim x element size
+  uint64_t table_bytes_saved = 0;   // the dropped rows' share of the table's weights, gradient, state
+  uint64_t head_bytes_saved = 0;    // an untied head's, the same share; 0 when tied or none
+  bool has_head = false, head_tied = false;
+  uint64_t held_out_lost = 0, held_out_lookups = 0;
+  bool exact = true;                // false: kept_rows is a sampled estimate
+};
+// `table_total_bytes`: the table's weights + gradient + optimizer state as recorded.
+VocabTrim vocab_trim(const VocabCoverage& c, uint64_t dim, uint64_t element_bytes, uint64_t table_total_bytes,
+                     const std::optional<LmHead>& head, uint32_t target_bp = kTrimTargetBp);
 
 // Whether the hooks noted an LM head for the table (the definition of a token table above).
 bool is_token_table(const model::Profile& profile, const std::string& table_name);
