@@ -78,6 +78,39 @@ TEST(VocabCoverage, HandComputedStream) {
   EXPECT_EQ(target_text(9999), "99.99 %");
 }
 
+// The trim at 99.9 % of the hand stream keeps ids 1..5 of 8: 3 of 8 rows dropped. A table of
+// 8 x 4 fp32 trained with Adam holds 4 x 128 bytes (weights, gradient, two moments): the dropped
+// rows' share is 3/8 of 512 = 192 bytes, and an untied head of the same shape and state the same.
+TEST(VocabCoverage, TrimBytesByHand) {
+  const stats::TableAggregate agg = recorded_vocab(hand_stream(), 1 << 16);
+  std::string why;
+  const auto c = vocab_coverage(agg, kVocab, why);
+  ASSERT_TRUE(c) << why;
+  LmHead untied;
+  untied.name = "lm_head";
+  untied.rows = kVocab;
+  untied.dim = 4;
+  untied.weight_bytes = untied.grad_bytes = 128;
+  untied.optimizer_bytes = 256;
+  const VocabTrim t = vocab_trim(*c, 4, 4, 512, untied);
+  EXPECT_EQ(t.kept_rows, 5u);
+  EXPECT_EQ(t.dropped_rows, 3u);
+  EXPECT_EQ(t.kept_weight_bytes, 5u * 4 * 4);
+  EXPECT_EQ(t.table_bytes_saved, 192u);
+  EXPECT_TRUE(t.has_head);
+  EXPECT_FALSE(t.head_tied);
+  EXPECT_EQ(t.head_bytes_saved, 192u);
+  EXPECT_EQ(t.held_out_lost, 10u);
+  EXPECT_EQ(t.held_out_lookups, 300u);
+  LmHead tied = untied;
+  tied.tied = true;
+  tied.weight_bytes = tied.grad_bytes = tied.optimizer_bytes = 0;
+  const VocabTrim u = vocab_trim(*c, 4, 4, 512, tied);
+  EXPECT_TRUE(u.head_tied);
+  EXPECT_EQ(u.head_bytes_saved, 0u) << "a tied head's rows are the table's";
+  EXPECT_EQ(vocab_trim(*c, 4, 4, 512, std::nullopt, 9900).kept_rows, 3u);
+}
+
 TEST(VocabCoverage, RemapKeepsOrderAndSendsDroppedIdsToUnk) {
   // UNK named by the user and not in the fitted set: added as a kept row.
   const VocabRemap a = vocab_remap({3, 1, 2}, kVocab, 0);
