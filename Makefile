@@ -20,6 +20,8 @@
 #                              runs (build-gpu/; see scripts/gpu-bundle.sh)
 #   make torch-pypi            build, a venv with PyPI's current torch (scripts/torch-venv.sh, in
 #                              $(BUILD)/torch-venv), then the PyTorch tests against it
+#   make test also makes $(BUILD)/tokenizers-venv (scripts/tokenizers-venv.sh: PyPI's tokenizers
+#                              over Debian's torch) for examples/gpt_bpe.py's tests
 #   make torchrec              build, a venv with PyPI's torch, torchrec and fbgemm-gpu-cpu
 #                              (scripts/torchrec-venv.sh, in $(BUILD)/torchrec-venv), then the
 #                              TorchRec export checked by TorchRec's own sharding planner
@@ -59,6 +61,7 @@ build: configure
 test: deps build
 	@rm -f $(BUILD)/fuzz-results/summary.txt
 	@scripts/source-tree-check.sh before $(BUILD)/source-tree-before.txt
+	@scripts/tokenizers-venv.sh $(BUILD)/tokenizers-venv || echo "make test: no tokenizers venv: the torch_gpt_bpe tests skip"
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600; status=$$?; \
 	  if [ -f $(BUILD)/fuzz-results/summary.txt ]; then cat $(BUILD)/fuzz-results/summary.txt; fi; \
 	  scripts/source-tree-check.sh after $(BUILD)/source-tree-before.txt || status=1; exit $$status

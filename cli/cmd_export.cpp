@@ -18,6 +18,7 @@
 #include "support/output_file.h"
 #include "support/plan_source.h"
 #include "support/terminal.h"
+#include "support/vocab_remap_export.h"
 
 namespace edo::cli::export_command {
 namespace {
@@ -28,6 +29,7 @@ struct ExportOptions {
   std::string output;
   int64_t run = 0;  // 0: the latest run that found a plan
   bool force = false;
+  VocabRemapRequest vocab;  // --format vocab-remap (support/vocab_remap_export.h)
 };
 
 // The first line of every `--format torchrec` file (plan_torchrec.cpp): how -o recognises one.
@@ -110,11 +112,18 @@ int run_export(const ExportOptions& o) {
   if (!o.output.empty() && o.output != "-") {
     // The rule and --force of `edo record -o`, for plan files: checked before anything is read.
     const bool bench = o.format == "fbgemm-bench";
+    const OutputKind remap_kind{"an edo vocab-remap file", is_vocab_remap_file, "vocab-remap.json"};
+    if (o.format == "vocab-remap") check_output_path(o.output, o.force, remap_kind);
     const OutputKind kind{bench ? std::string("an edo fbgemm-bench file")
                                 : std::string(o.format == "json" ? "a JSON" : o.format == "yaml" ? "a YAML" : "a TorchRec") + " edo plan",
                           [&](const std::string& p) { return is_plan_of_format(p, o.format); },
                           bench ? std::string("bench.json") : "plan." + std::string(o.format == "torchrec" ? "py" : o.format)};
-    check_output_path(o.output, o.force, kind);  // a Failure (exit 1), as in edo record
+    if (o.format != "vocab-remap") check_output_path(o.output, o.force, kind);  // a Failure (exit 1), as in edo record
+  }
+  if (o.format == "vocab-remap") {
+    VocabRemapRequest r = o.vocab;
+    r.file = o.file;
+    return write_text(o, vocab_remap_text(r));
   }
   if (o.format == "fbgemm-bench") return write_text(o, fbgemm_bench_text(o.file));
   const model::TuneResult r = load_plan_source(o.file, o.run);
@@ -135,17 +144,28 @@ Runner setup(CLI::App& sub) {
       "table (compute kernel, cache load factor of the chosen cache) and the DataType of each table for\n"
       "EmbeddingBagConfig, for TorchRec's EmbeddingShardingPlanner. fbgemm-bench (an .edodb only, no plan needed): per table,\n"
       "FBGEMM's TBE benchmark configuration (TBEDataConfig: rows, dim, pooling per feature, batch size, heavy hitters and\n"
-      "Zipf q, s as tbe_estimate_indices_distribution fits them). Table names are quoted data in every format.\n\n"
+      "Zipf q, s as tbe_estimate_indices_distribution fits them). vocab-remap (an .edodb only): a token table's id remap for\n"
+      "trimming its vocabulary to the ids that cover --coverage % of the first 70 % of its lookups (docs/formats.md).\n"
+      "Table names are quoted data in every format.\n\n"
       "Example:\n  edo export run.edodb --format torchrec -o plan.py\n  edo export run.edodb --format fbgemm-bench -o bench.json");
   sub.add_option("file", o->file, "an .edodb that 'edo tune' wrote to, or a JSON/YAML plan")->required();
-  sub.add_option("--format", o->format, "json, yaml, torchrec or fbgemm-bench")
-      ->check(CLI::IsMember({"json", "yaml", "torchrec", "fbgemm-bench"}))
+  sub.add_option("--format", o->format, "json, yaml, torchrec, fbgemm-bench or vocab-remap")
+      ->check(CLI::IsMember({"json", "yaml", "torchrec", "fbgemm-bench", "vocab-remap"}))
       ->capture_default_str();
   sub.add_option("-o,--output", o->output, "file to write (default: stdout); an existing file is replaced only with --force, and only if it is a plan of the same format");
   sub.add_flag("--force", o->force, "replace the -o file if it is an edo plan of the same format (other files are never replaced)");
   sub.add_option("--run", o->run, "the tune run to export ('edo report' lists them; default: the latest that found a plan)")
       ->check(CLI::PositiveNumber);
-  return [o] { return run_export(*o); };
+  sub.add_option("--table", o->vocab.table, "vocab-remap: the token table (default: the recording's only one)");
+  sub.add_option("--coverage", o->vocab.coverage, "vocab-remap: keep the ids that cover this percent of the fitted lookups")
+      ->check(CLI::IsMember({"99", "99.9", "99.99"}))
+      ->capture_default_str();
+  sub.add_option("--unk", o->vocab.unk, "vocab-remap: the old id every dropped id maps to (default: the first kept id)");
+  return [o] {
+    if (o->format != "vocab-remap" && (!o->vocab.table.empty() || o->vocab.unk))
+      throw UsageError("--table and --unk belong to --format vocab-remap");
+    return run_export(*o);
+  };
 }
 
 }  // namespace

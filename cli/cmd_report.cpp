@@ -20,7 +20,9 @@
 #include "edo/model/rank_view.h"
 #include "edo/model/training.h"
 #include "edo/model/union_view.h"
+#include "edo/db/table_samples.h"
 #include "edo/db/tune_store.h"
+#include "edo/tuner/vocab_coverage.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
@@ -400,6 +402,8 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
 int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
   model::Profile profile = store.load_for_viewing();  // the ordered samples only for the union LRU
+  // Token tables' vocabulary coverage is fitted on their recorded order (support/report_vocab.h).
+  db::load_ordered_samples(store, profile, [&](const model::Table& t) { return tuner::is_token_table(profile, t.name); });
   std::vector<std::string> view_of_table;
   auto tables = model::table_views(profile, {}, &view_of_table);
   model::add_union_lru(profile, tables, view_of_table);  // tables read on several ranks: both LRU curves

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""A small GPT-like language model trained on real text with a real BPE tokenizer (issue 33).
+
+The tokenizer is a byte-level BPE trained here with Hugging Face's `tokenizers` package on text
+that ships with every Debian machine (the licences under /usr/share/common-licenses and the
+Python standard library's sources), so token frequencies are natural, not drawn from a law.
+The model is a token table, a position table, two transformer blocks and an LM head, trained
+with AdamW on random windows of the tokenized text:
+
+    --config tied      vocabulary of the trained tokenizer (4,096), D = 64, head tied to the table
+    --config untied    the same with the head its own nn.Linear (V x D)
+    --config llama3    a table of Llama-3's vocabulary size (128,256 rows), D = 16, untied head;
+                       the tokenizer trained on this corpus uses the first ids only, as a model
+                       with a large general vocabulary does on a narrow domain
+
+It knows nothing about edo. Run it under the profiler with
+    edo record -o run.edodb -- python3 examples/gpt_bpe.py --config untied
+--ids FILE writes the token ids fed to the token table, in the order fed (one line, spaces),
+--outputs FILE the configuration, the tokenizer's vocabulary size and the losses (JSON),
+--tokenizer FILE the trained tokenizer (tokenizer.json, loadable with tokenizers.Tokenizer.from_file).
+
+`tokenizers` comes from PyPI: scripts/tokenizers-venv.sh makes a virtual environment with it
+on top of Debian's python3-torch.
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+try:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+except ImportError:
+    sys.stderr.write("gpt_bpe.py: the 'tokenizers' package is missing: run scripts/tokenizers-venv.sh and use its python "
+                     "(build/tokenizers-venv/bin/python)\n")
+    sys.exit(3)
+
+import torch
+import torch.nn as nn
+
+CONFIGS = {
+    # name: (table rows or None for the tokenizer's vocabulary, D, heads, tied)
+    "tied": (None, 64, 4, True),
+    "untied": (None, 64, 4, False),
+    "llama3": (128256, 16, 2, False),
+}
+TOKENIZER_VOCAB = 4096
+EOT = "<|endoftext|>"
+CORPUS_BYTES = 1_500_000
+
+
+def corpus_files():
+    """The licences, then the standard library's top-level sources, sorted: the same files on
+    every Debian 12 machine, up to CORPUS_BYTES."""
+    files, total = [], 0
+    cands = sorted(glob.glob("/usr/share/common-licenses/*")) + sorted(glob.glob("/usr/lib/python3*/*.py"))
+    for f in cands:
+        if not os.path.isfile(f):
+            continue
+        files.append(f)
+        total += os.path.getsize(f)
+        if total >= CORPUS_BYTES:
+            break
+    if not files:
+        sys.stderr.write("gpt_bpe.py: no text found under /usr/share/common-licenses or /usr/lib/python3*\n")
+        sys.exit(2)
+    return files
+
+
+def train_tokenizer(files, vocab):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=[EOT], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train(files, trainer)
+    return tok
+
+
+def token_stream(tok, files):
+    eot = tok.token_to_id(EOT)
+    ids = []
+    for f in files:
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            ids.extend(tok.encode(fh.read()).ids)
+        ids.append(eot)
+    return torch.tensor(ids, dtype=torch.int64)
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q, k, v = (t.view(B, T, h, D // h).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (D // h) ** 0.5)
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, D)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, dim, heads, seq, tied):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(seq, dim)
+        self.blocks = nn.Sequential(Block(dim, heads), Block(dim, heads))
+        self.ln_f = nn.LayerNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        with torch.no_grad():
+            nn.init.normal_(self.wte.weight, std=0.02)
+            nn.init.normal_(self.wpe.weight, std=0.02)
+        if tied:
+            self.lm_head.weight = self.wte.weight
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1])
+        x = self.wte(ids) + self.wpe(pos)
+        return self.lm_head(self.ln_f(self.blocks(x)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="untied")
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ids", help="write the token ids fed to the token table, in order")
+    ap.add_argument("--outputs", help="write the configuration, vocabulary sizes and losses (JSON)")
+    ap.add_argument("--tokenizer", help="write the trained tokenizer (tokenizer.json)")
+    a = ap.parse_args()
+    rows, dim, heads, tied = CONFIGS[a.config]
+    torch.manual_seed(a.seed)
+    files = corpus_files()
+    tok = train_tokenizer(files, TOKENIZER_VOCAB)
+    learned = tok.get_vocab_size()
+    vocab = rows or learned
+    stream = token_stream(tok, files)
+    if a.tokenizer:
+        tok.save(a.tokenizer)
+    model = GPT(vocab, dim, heads, a.seq, tied)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(a.seed)
+    fed, losses = [], []
+    for _ in range(a.steps):
+        starts = torch.randint(0, len(stream) - a.seq - 1, (a.batch,), generator=gen)
+        win = torch.stack([stream[s:s + a.seq + 1] for s in starts.tolist()])
+        x, y = win[:, :-1], win[:, 1:]
+        if a.ids:
+            fed.append(x.reshape(-1))
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    if a.ids:
+        with open(a.ids, "w") as f:
+            f.write(" ".join(str(int(i)) for i in torch.cat(fed).tolist()) + "\n")
+    if a.outputs:
+        with open(a.outputs, "w") as f:
+            json.dump({"config": a.config, "rows": vocab, "dim": dim, "tied": tied, "tokenizer_vocab": learned,
+                       "corpus_files": len(files), "corpus_tokens": len(stream), "batch": a.batch, "seq": a.seq,
+                       "steps": a.steps, "losses": losses}, f)
+    print("gpt_bpe %s: %d rows x %d, tokenizer %d ids, %d corpus tokens, loss %.3f -> %.3f" %
+          (a.config, vocab, dim, learned, len(stream), losses[0], losses[-1]))
+
+
+if __name__ == "__main__":
+    main()
