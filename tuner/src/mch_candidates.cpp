@@ -40,6 +40,9 @@ std::vector<std::vector<int64_t>> mch_steps_of(const stats::OrderedSample& s, do
   return steps;
 }
 
+// Slots x eviction rounds one replay may walk (about a second on one core).
+constexpr double kMchMaxSlotRounds = 5e7;
+
 }  // namespace
 
 uint64_t mch_module_bytes(uint64_t slots, MchPolicy policy, double first_batch_ids, uint32_t eviction_interval) {
@@ -95,6 +98,9 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
     MchConfig c;
     // A sample of rate r stands for the stream as in SHARDS: N slots are N * r on its ids.
     c.slots = std::max<uint64_t>(2, static_cast<uint64_t>(std::llround(static_cast<double>(n) * rate)));
+    // Each eviction round re-sorts every slot (as the module does): a replay of many steps at
+    // many slots would take seconds of the tune's set-up; such a size is not offered.
+    if (static_cast<double>(replayed.size()) * static_cast<double>(c.slots) > kMchMaxSlotRounds) continue;
     c.eviction_interval = 1;  // torchrec's mc_adapter.py default (eviction_interval: int = 1)
     c.policy = MchPolicy::kDistanceLfu;
     const MchStats st = replay_mch(replayed, c, score_from - first);
