@@ -111,8 +111,9 @@ TEST(MchCli, TheIdTableGetsManagedCollisionWithTheRatesOfAnExactReplay) {
 TEST(MchCli, ExportsCarryTheModuleAndTorchRecBuildsIt) {
   ASSERT_FALSE(tuned().is_discarded());
   const std::string dir = recording().dir;
-  for (const char* f : {"json", "yaml", "torchrec"}) {
-    const auto r = run_command(kEdo + " export " + recording().db + " --format " + f + " -o " + dir + "/plan." + f);
+  for (const std::string f : {"json", "yaml", "torchrec"}) {
+    const std::string out = dir + (f == "torchrec" ? "/plan_torchrec.py" : "/plan." + f);
+    const auto r = run_command(kEdo + " export " + recording().db + " --format " + f + " -o " + out + " --force");
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   std::ifstream j(dir + "/plan.json");
@@ -123,21 +124,26 @@ TEST(MchCli, ExportsCarryTheModuleAndTorchRecBuildsIt) {
   const std::string yaml((std::istreambuf_iterator<char>(y)), std::istreambuf_iterator<char>());
   EXPECT_NE(yaml.find("\"strategy\": \"mch\""), std::string::npos);
   EXPECT_NE(yaml.find("\"slots\": " + std::to_string(ids["params"]["slots"].get<uint64_t>())), std::string::npos);
-  std::ifstream t(dir + "/plan.torchrec");
+  // edo's Python package reads the plan (edo.apply_plan's validator) and keeps the table as it is.
+  if (!std::string(EDO_PYTHON3).empty()) {
+    const auto r = run_command("PYTHONPATH=" + std::string(EDO_PYTHON_PKG) + " " + EDO_PYTHON3 +
+                               " -c \"import sys; from edo._plan_file import load_plan; from edo._apply import _NO_MODULE; "
+                               "p = load_plan(sys.argv[1]); print('loaded', 'mch' in _NO_MODULE)\" " + dir + "/plan.json");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("loaded True"), std::string::npos) << r.out << r.err;
+  }
+  std::ifstream t(dir + "/plan_torchrec.py");
   const std::string py((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
   EXPECT_NE(py.find("\"zch_size\": " + std::to_string(ids["params"]["slots"].get<uint64_t>())), std::string::npos) << py;
   const char* env = std::getenv("EDO_TORCHREC_PYTHON");
   const std::string python = env && *env ? env : TORCHREC_PYTHON;
   if (python.empty()) GTEST_SKIP() << "no TorchRec venv (set EDO_TORCHREC_PYTHON): the module was not built from the export";
   // TorchRec builds the module from the export's arguments and runs it on ids of the table's
-  // id space; its planner takes the constraints for a table of zch_size rows.
+  // id space.
   const std::string script = dir + "/build_mch.py";
   std::ofstream(script) << "import runpy, sys, torch\n"
                            "from torchrec.modules.mc_modules import MCHManagedCollisionModule, DistanceLFU_EvictionPolicy\n"
                            "from torchrec.sparse.jagged_tensor import JaggedTensor\n"
-                           "from torchrec.modules.embedding_configs import EmbeddingBagConfig\n"
-                           "from torchrec.modules.embedding_modules import EmbeddingBagCollection\n"
-                           "from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology\n"
                            "g = runpy.run_path(sys.argv[1])\n"
                            "m = g['managed_collision']['ids']\n"
                            "assert m['eviction_policy'] == 'DistanceLFU_EvictionPolicy'\n"
@@ -147,16 +153,21 @@ TEST(MchCli, ExportsCarryTheModuleAndTorchRecBuildsIt) {
                            "out = mc.remap(mc.profile({'ids': JaggedTensor(values=torch.tensor([5, 7, 5], dtype=torch.int64),\n"
                            "    lengths=torch.tensor([3]))}))\n"
                            "assert int(out['ids'].values().max()) < m['zch_size']\n"
-                           "ebc = EmbeddingBagCollection(tables=[EmbeddingBagConfig(name='ids', embedding_dim=128,\n"
-                           "    num_embeddings=m['zch_size'], feature_names=['ids'], data_type=g['data_types']['ids'])],\n"
-                           "    device=torch.device('meta'))\n"
-                           "c = {k: v for k, v in g['constraints'].items() if k == 'ids'}\n"
-                           "plan = EmbeddingShardingPlanner(topology=Topology(world_size=1, compute_device='cpu'),\n"
-                           "    constraints=c).plan(ebc, [])\n"
-                           "print('built', m['zch_size'], plan)\n";
-  const auto r = run_command(python + " " + script + " " + dir + "/plan.torchrec");
+                           "print('built', m['zch_size'])\n";
+  const std::string slots = std::to_string(ids["params"]["slots"].get<uint64_t>());
+  const auto r = run_command(python + " " + script + " " + dir + "/plan_torchrec.py");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("built " + std::to_string(ids["params"]["slots"].get<uint64_t>())), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("built " + slots), std::string::npos) << r.out;
+  // TorchRec's real planner (inference: the job has no optimizer) places the table the user
+  // builds, zch_size rows, under the export's constraints.
+  std::ofstream(dir + "/tables.json") << "{\"ids\": {\"rows\": " + slots + ", \"dim\": 128, \"features\": [\"ids\"]}}";
+  const auto planned = run_command(python + " " + TORCHREC_PLANNER_CHECK + " " + dir + "/plan_torchrec.py " + dir +
+                                   "/tables.json infer 1 80000000000 2>/dev/null");
+  ASSERT_EQ(planned.exit_code, 0) << planned.out;
+  const json tp = json::parse(planned.out, nullptr, false);
+  ASSERT_FALSE(tp.is_discarded()) << planned.out;
+  EXPECT_EQ(tp["tables"]["ids"]["compute_kernel"], "quant") << planned.out;
+  EXPECT_EQ(tp["tables"]["ids"]["data_type"], "FP32") << planned.out;
 }
 
 }  // namespace
