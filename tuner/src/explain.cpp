@@ -76,6 +76,14 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = "multi-hash into " + number(get("buckets"), "%.0f") + " buckets";
   } else if (c.strategy == "qr") {
     s = "quotient-remainder, " + number(get("m"), "%.0f") + " rows per quotient";
+  } else if (c.strategy == "mch") {
+    // Managed collision (mch_candidates.h): the error is the held-out share of lookups read from
+    // a row that is not their id's own (a miss reads the shared miss row, N-1): those lookups
+    // train and read a row other ids share, the collisions a hashed table has on every id.
+    s = "managed collision, " + number(get("slots"), "%.0f") + " slots (TorchRec MCH, " + p.value("policy", std::string("?")) +
+        ", eviction every " + number(get("eviction_interval"), "%.0f") + " steps): held out " + percent(get("hit_rate")) + " hits, " +
+        percent(get("insert_rate")) + " inserts, " + percent(get("collision_rate")) + " collisions, " + percent(get("eviction_rate")) +
+        " evictions; " + percent(get("own_row_rate")) + " of lookups read a row their id held before the step";
   } else if (c.strategy == "pruned") {
     s = "pruned to the " + number(get("kept_rows"), "%.0f") + " rows read";
     if (p.is_object() && p.contains("held_out_lost_fraction"))

@@ -18,6 +18,7 @@ struct Slot {
   int64_t row = 0;
   int64_t count = 0;
   int64_t last = 0;
+  int64_t since = 0;  // the iteration it was given its id (0: as initialised)
 };
 
 // Scores in the module's arithmetic: float32 for the distance-weighted policies.
@@ -78,6 +79,7 @@ class MchTable {
       ++st.lookups;
       if (found) ++st.hits;
       if (!found || slots_[i].row == miss_row) ++st.miss_row_reads;
+      else if (slots_[i].since == now_) ++st.fresh_reads;
     }
   }
 
@@ -144,6 +146,7 @@ class MchTable {
       s.raw = new_ids[selected[k]];
       s.count = new_counts[selected[k]];
       s.last = new_lasts[selected[k]];
+      s.since = now_;
     }
     // _sort_mch_buffers: stable by raw id, rows and metadata carried along.
     std::stable_sort(slots_.begin(), slots_.end(), [](const Slot& a, const Slot& b) { return a.raw < b.raw; });

@@ -50,6 +50,9 @@ struct MchStats {
   uint64_t lookups = 0;
   uint64_t hits = 0;             // ids found in a slot of their own
   uint64_t miss_row_reads = 0;   // lookups that read row N-1: every miss, and a hit whose slot's row is N-1
+  // Hits (not on the miss row) of an id admitted at this very step's eviction round: profile()
+  // runs before remap(), so such an id reads a row that held another id (or nothing) until now.
+  uint64_t fresh_reads = 0;
   uint64_t inserts = 0;          // ids admitted into a slot (empty or evicted)
   uint64_t evictions = 0;        // ids that held a slot and lost it
   uint64_t evictions_runs = 0;   // coalescing rounds
@@ -57,6 +60,11 @@ struct MchStats {
   double hit_rate() const { return lookups ? double(hits) / double(lookups) : 0.0; }
   // Lookups served by a row no other id shares: hits whose row is not the miss row.
   double own_row_rate() const { return lookups ? double(lookups - miss_row_reads) / double(lookups) : 0.0; }
+  // Lookups read from a row their id held before this step: the rows the model has trained
+  // for them (own rows, less the reads of rows just reassigned).
+  double trained_row_rate() const {
+    return lookups ? double(lookups - miss_row_reads - fresh_reads) / double(lookups) : 0.0;
+  }
   double insert_rate() const { return lookups ? double(inserts) / double(lookups) : 0.0; }
   double eviction_rate() const { return lookups ? double(evictions) / double(lookups) : 0.0; }
 };

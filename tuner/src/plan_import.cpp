@@ -12,6 +12,7 @@
 
 #include "edo/kernels/strategy.h"
 #include "edo/tuner/plan_io.h"
+#include "mch_replay.h"
 
 namespace edo::tuner {
 
@@ -210,12 +211,23 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   const auto& names = kernels::strategy_names();
   const bool row_format = strategy == "fp32" || strategy == "fp16" || strategy == "bf16" || strategy == "fp8" ||
                           strategy == "int8" || strategy == "int4";
-  if (strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
+  // "mch": managed collision (mch_candidates.h), the table's rows in a row format behind a remap.
+  const bool mch = strategy == "mch";
+  if (!mch && strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
     std::string all;
     for (const auto& n : names) all += n + ", ";
-    fail(where + ": strategy \"" + printable_name(strategy) + "\" is not one of edo's (" + all + "shared, unchanged)");
+    fail(where + ": strategy \"" + printable_name(strategy) + "\" is not one of edo's (" + all + "mch, shared, unchanged)");
   }
-  if (!spec.empty() && strategy != "shared" && strategy != "unchanged") {
+  if (mch && !spec.empty()) {
+    std::string name;
+    try {
+      name = kernels::StrategySpec::parse(spec).name;
+    } catch (const std::invalid_argument&) {
+    }
+    if (name != "fp32" && name != "fp16" && name != "bf16" && name != "fp8" && name != "int8" && name != "int4")
+      fail(where + ": spec \"" + printable_name(spec) + "\" is not a row format (an mch choice keeps its rows in one)");
+  }
+  if (!mch && !spec.empty() && strategy != "shared" && strategy != "unchanged") {
     try {
       if (kernels::StrategySpec::parse(spec).name != strategy) fail(where + ": spec \"" + printable_name(spec) + "\" is not a " + strategy + " spec");
     } catch (const std::invalid_argument&) {
@@ -238,6 +250,10 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
   else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
   else if (strategy == "qr") allowed["m"] = 'c';
+  else if (mch)
+    allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
+                    {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
+                    {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
   else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
@@ -264,6 +280,18 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
       fail(where + ": params \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms)");
     if (rows > 0 && params["cache_rows"].get<double>() > static_cast<double>(rows))
       fail(where + ": params \"cache_rows\" is larger than the table's " + std::to_string(rows) + " rows");
+  }
+  if (mch) {
+    if (!params.contains("slots") || params["slots"].get<double>() < 2) fail(where + ": an mch choice's params need \"slots\" >= 2");
+    if (params.contains("policy")) {
+      try {
+        mch_policy_from_name(params["policy"].get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        fail(where + ": params \"policy\": " + e.what());
+      }
+    }
+    if (params.contains("eviction_interval") && params["eviction_interval"].get<double>() < 1)
+      fail(where + ": params \"eviction_interval\" is 0 (at least 1 step)");
   }
   if (strategy == "fp8" && params.contains("scale") && params["scale"] != "row") fail(where + ": params \"scale\" is not \"row\"");
 }

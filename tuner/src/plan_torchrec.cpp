@@ -81,6 +81,23 @@ uint64_t kept_rows_of(const TuneCandidate& c) {
   return 0;
 }
 
+// A managed-collision choice (mch_candidates.h) as the arguments of TorchRec's
+// MCHManagedCollisionModule (torchrec 1.9.2 torchrec/modules/mc_modules.py line 1089: zch_size,
+// eviction_policy, eviction_interval, input_hash_size) and the rates edo predicts for it.
+std::string mch_module_of(const TuneCandidate& c, uint64_t rows) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  auto num = [&](const char* k, double d) { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : d; };
+  const std::string policy = p.is_object() && p.contains("policy") && p["policy"].is_string() ? p["policy"].get<std::string>() : "distance_lfu";
+  const char* cls = policy == "lfu" ? "LFU_EvictionPolicy" : policy == "lru" ? "LRU_EvictionPolicy" : "DistanceLFU_EvictionPolicy";
+  std::string s = "{\"zch_size\": " + std::to_string(static_cast<uint64_t>(num("slots", 0))) +
+                  ", \"eviction_policy\": \"" + cls + "\", \"decay_exponent\": " + python_number(num("decay_exponent", 1.0)) +
+                  ", \"eviction_interval\": " + std::to_string(static_cast<uint64_t>(num("eviction_interval", 1))) +
+                  ", \"input_hash_size\": " + std::to_string(rows) + ", \"predicted\": {";
+  const char* keys[] = {"hit_rate", "insert_rate", "collision_rate", "eviction_rate", "own_row_rate"};
+  for (size_t i = 0; i < 5; ++i) s += std::string(i ? ", " : "") + "\"" + keys[i] + "\": " + python_number(num(keys[i], 0.0));
+  return s + "}}";
+}
+
 double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
   if (p.is_object() && p.contains("cache_rows") && p["cache_rows"].is_number() && rows > 0)
@@ -324,7 +341,7 @@ double distinct_in_window(const std::vector<std::pair<double, double>>& hit, dou
 std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {}); }
 
 std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
-  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning,
+  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning, managed,
       placement;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
@@ -395,6 +412,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
       else
         dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
+    } else if (c.strategy == "mch") {
+      // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
+      dt = data_type_of(table_dtype, training, why_not);
+      if (!dt.empty()) managed += comment + "    " + name + ": " + mch_module_of(c, rows) + ",\n";
     } else {
       dt = data_type_of(c.strategy, training, why_not);
     }
@@ -491,6 +512,15 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
   out += "num_embeddings_post_pruning = {\n" + post_pruning + "}\n\n";
   out += "shared_with = {\n" + shared + "}\n\n";
+  out += "# managed_collision: tables behind TorchRec's managed-collision module (edo strategy \"mch\"), e.g.\n";
+  out += "#   m = managed_collision[n]\n";
+  out += "#   EmbeddingBagConfig(name=n, num_embeddings=m[\"zch_size\"], ...)\n";
+  out += "#   MCHManagedCollisionModule(zch_size=m[\"zch_size\"], device=device, input_hash_size=m[\"input_hash_size\"],\n";
+  out += "#       eviction_policy=DistanceLFU_EvictionPolicy(decay_exponent=m[\"decay_exponent\"]),\n";
+  out += "#       eviction_interval=m[\"eviction_interval\"])  (torchrec.modules.mc_modules)\n";
+  out += "#   in a ManagedCollisionCollection. The model must be trained with it. \"predicted\": edo's replay of the\n";
+  out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
+  out += "managed_collision = {\n" + managed + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
   out += "# or LFU state; plans since edo counts these): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";

@@ -163,7 +163,9 @@ std::set<std::string> allowed_strategies(const std::string& list) {
       std::string name = list.substr(start, end - start);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
-      const auto& known = kernels::strategy_names();
+      // The kernels' strategies and "mch" (managed collision: the baseline's rows behind a remap).
+      auto known = kernels::strategy_names();
+      known.push_back("mch");
       if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
         std::string all;
         for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
@@ -244,6 +246,12 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
   // an offload's hit rate weighs most), until setting up has used kReplayShareOfLimit of it; the
   // smaller tables' offloads then take the recorded LRU curve's estimate, each saying so.
   size_t replays_skipped = 0;
+  // What the budget leaves one table (mch_candidates.h): the others as recorded, except those
+  // over the whole budget on their own (they must shrink, to a size not known yet: counted as 0).
+  const uint64_t budget_all = o.budget_bytes * std::max<uint32_t>(1, o.devices);
+  auto counted_bytes = [&](const TableGroup& g) { return g.recorded_device_bytes() > budget_all ? 0 : g.recorded_device_bytes(); };
+  uint64_t recorded_total = 0;
+  for (const TableGroup& g : w.groups) recorded_total += counted_bytes(g);
   const double replay_until = o.time_limit_s > 0 ? kReplayShareOfLimit * o.time_limit_s : 0.0;
   for (size_t gi = 0; gi < w.groups.size(); ++gi) {
     TableGroup& g = w.groups[gi];
@@ -278,6 +286,10 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     if (replay_until > 0 && (replays_skipped > 0 || std::chrono::duration<double>(clock::now() - t0).count() >= replay_until)) {
       g.replay_skipped = "not replayed within --time-limit (the larger tables' replays took the set-up's share of it)";
       ++replays_skipped;
+    }
+    if (o.budget_bytes > 0) {
+      const uint64_t others = recorded_total - counted_bytes(g);
+      g.budget_left_bytes = budget_all > others ? budget_all - others : 0;
     }
     cands[gi] = enumerate_candidates(g, kernels_size);
     // Nothing after the candidates reads the ordered sample (their replay): freed, when the
@@ -696,6 +708,13 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
       m.note = src.note;
       m.timing_kind = src.timing_kind;
       m.timing_from = src.timing_from;
+      // Managed collision: the held-out share of lookups its slots do not serve with their own
+      // id's row (mch_candidates.h), not the baseline's 0.
+      if (cands[gi][ci].strategy == "mch" && cands[gi][ci].held_out_error) {
+        m.error = *cands[gi][ci].held_out_error;
+        m.note += std::string(m.note.empty() ? "" : "; ") +
+                  "error: held-out share of lookups not served by their own id's row (replayed through TorchRec's MCH module)";
+      }
       ++done;
     }
   report("", "");

@@ -47,6 +47,10 @@ struct TableGroup {
   // Set (to the reason) when the held-out replay of its recorded order is not run (the time
   // limit left no time for it): its offload hit rates are then the recorded curve's estimates.
   std::string replay_skipped;
+  // What the tune's device budget (all devices) leaves this table when every other table keeps
+  // its recorded bytes (0 when they take it all; unset: no budget). A managed-collision
+  // candidate is offered only when the table's distinct ids would not fit in it (mch_candidates.h).
+  std::optional<uint64_t> budget_left_bytes;
 
   uint64_t recorded_device_bytes() const { return weight_bytes + identical_bytes + optimizer_bytes + grad_bytes; }
 };

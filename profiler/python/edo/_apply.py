@@ -45,6 +45,8 @@ _NO_MODULE = {
     "qr": "PyTorch has no quotient-remainder embedding module (the model must be retrained with one)",
     "lowrank": "PyTorch has no low-rank embedding module; edo.apply_plan does not fit factors",
     "fp8": "PyTorch's embedding lookups have no fp8 kernel",
+    "mch": "PyTorch has no managed-collision module (TorchRec's MCHManagedCollisionModule does: edo export --format "
+           "torchrec, managed_collision; the model must be retrained with it)",
 }
 
 

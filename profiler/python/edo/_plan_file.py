@@ -28,7 +28,8 @@ class PlanError(ValueError):
 # here (a plan written by hand as a dict), but when present their type is checked. Change the
 # two together.
 STRATEGIES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq", "multihash", "qr", "lowrank",
-              "pruned", "offload")   # kernels::strategy_names() (kernels/core/strategy.cpp)
+              "pruned", "offload", "mch")   # kernels::strategy_names() (kernels/core/strategy.cpp) and "mch"
+# (managed collision, tuner/src/mch_candidates.h: its spec is the row format of its N rows)
 _ROW_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
 _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, 'f' number >= 0, 'o' object of those
@@ -42,6 +43,9 @@ _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, '
     "pq": dict(_COMMON_PARAMS, m="c", k="c", iters="c", sample="c"),
     "multihash": dict(_COMMON_PARAMS, buckets="c", k="c"),
     "qr": dict(_COMMON_PARAMS, m="c"),
+    "mch": dict(_COMMON_PARAMS, slots="c", policy="s", eviction_interval="c", decay_exponent="f", hit_rate="f",
+                insert_rate="f", collision_rate="f", eviction_rate="f", own_row_rate="f", module_bytes="c",
+                heldout="o", steps_approximated="s"),
 }
 
 
@@ -90,7 +94,10 @@ def _check_spec(spec, strategy, where):
     parts = spec.split(":")
     if parts[0] not in STRATEGIES or any("=" not in p or p.startswith("=") for p in parts[1:]):
         _fail(where, 'spec "%s" is not an edo strategy spec' % printable(spec))
-    if parts[0] != strategy:
+    if strategy == "mch":
+        if parts[0] not in _ROW_FORMATS:
+            _fail(where, 'spec "%s" is not a row format (an mch choice keeps its rows in one)' % printable(spec))
+    elif parts[0] != strategy:
         _fail(where, 'spec "%s" is not a %s spec' % (printable(spec), strategy))
 
 

@@ -14,7 +14,7 @@ ALLOWED_NAMES = {"CacheStatistics", "EdoCacheStatistics", "CacheAlgorithm", "Emb
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
                  "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes",
                  "cache_statistics", "num_embeddings_post_pruning", "edo_placement", "rowwise_adagrad_tables",
-                 "fused_params_reaches"}
+                 "fused_params_reaches", "managed_collision"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
                  "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
 ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics"}
