@@ -10,6 +10,7 @@
 #include "cache_replay.h"
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
+#include "llm_candidates.h"
 #include "step_timing.h"
 
 namespace edo::tuner {
@@ -293,6 +294,8 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
       b.add("qr", "qr:m=" + std::to_string(m), ordered_json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
     }
   }
+  // Training levers on the recorded format: a sparse gradient, freezing (llm_candidates.h).
+  add_training_lever_candidates(g, b.out.front(), b.out);
   return std::move(b.out);
 }
 

@@ -85,6 +85,9 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = c.strategy;
   }
   if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
+  if (c.optimizer == "sparse_adam") s += ", sparse gradient (nn.Embedding(sparse=True)) trained by SparseAdam";
+  if (c.optimizer == "sparse_adagrad") s += ", sparse gradient (nn.Embedding(sparse=True)) trained by Adagrad";
+  if (c.optimizer == "frozen") s += ", frozen for the fine-tune (no gradient, no optimizer state)";
   if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
     std::string names;
     for (const auto& n : p["shared_by"])

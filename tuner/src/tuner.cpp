@@ -25,6 +25,7 @@
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
+#include "llm_candidates.h"
 #include "explain.h"
 #include "measure.h"
 #include "numerics.h"
@@ -279,6 +280,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       g.replay_skipped = "not replayed within --time-limit (the larger tables' replays took the set-up's share of it)";
       ++replays_skipped;
     }
+    g.fine_tune = o.fine_tune;
     cands[gi] = enumerate_candidates(g, kernels_size);
     // Nothing after the candidates reads the ordered sample (their replay): freed, when the
     // tuner owns the statistics (tune(Profile&&)).
@@ -746,6 +748,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   r.time_limit_s = o.time_limit_s;
   r.objective = o.objective;
   r.allow_unvalidated = o.allow_unvalidated;
+  r.fine_tune = o.fine_tune;
   // Measured on the backend, or modelled for a GPU that is not here: one or the other for
   // every candidate.
   const TimingTarget target = choose_timing(profile, o, r.backend);
@@ -764,6 +767,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
     std::vector<model::TuneCandidate*> results;
     for (size_t at : e.index[gi]) results.push_back(&r.candidates[at]);
     check_training_numerics(e.w.groups[gi], e.cands[gi], results, o.seed ^ fnv1a(e.w.groups[gi].name));
+    check_training_lever_candidates(e.w.groups[gi], e.cands[gi], results);
   }
   // Plan.
   size_t gated = 0;

@@ -44,6 +44,8 @@ struct TableGroup {
   std::optional<model::OptimizerParams> optimizer_params;
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
+  // `edo tune --fine-tune`: the run is a fine-tune, so freezing the table is a candidate.
+  bool fine_tune = false;
   // Set (to the reason) when the held-out replay of its recorded order is not run (the time
   // limit left no time for it): its offload hit rates are then the recorded curve's estimates.
   std::string replay_skipped;
