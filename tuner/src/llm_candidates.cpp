@@ -107,6 +107,24 @@ void add_training_lever_candidates(const TableGroup& g, const Candidate& base, s
     (void)R;
     out.push_back(c);
   }
+  // Tying an untied head of the same shape: the head's weights, gradient and optimizer state go.
+  if (!g.untied_head.empty() && g.members.empty() && g.identical.empty()) {
+    Candidate c = base;
+    c.baseline = false;
+    c.optimizer = "tie_head";
+    c.needs_retraining = true;  // a model with its own head becomes one whose head is the table
+    c.measure_as = 0;           // the lookups are the baseline's; the head's matmul stays
+    // Tied, the table's gradient is dense (the head's reaches every row), as autograd keeps it.
+    if (step.training) c.device_bytes = base.device_bytes - g.grad_bytes + std::max(g.grad_bytes, weights);
+    nlohmann::ordered_json params = nlohmann::ordered_json::parse(base.params_json);
+    params["head"] = g.untied_head;
+    params["saved_bytes"] = g.head_weight_bytes + g.head_grad_bytes + g.head_optimizer_bytes;
+    params["saved_weight_bytes"] = g.head_weight_bytes;
+    params["saved_gradient_bytes"] = g.head_grad_bytes;
+    params["saved_optimizer_bytes"] = g.head_optimizer_bytes;
+    c.params_json = params.dump();
+    out.push_back(c);
+  }
 }
 
 void check_training_lever_candidates(const TableGroup& g, const std::vector<Candidate>& cands,

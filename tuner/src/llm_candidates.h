@@ -5,7 +5,9 @@
 //     SparseAdam for Adam/AdamW, torch.optim.Adagrad itself for Adagrad); candidate optimizer
 //     "sparse_adam" or "sparse_adagrad";
 //   - "frozen" (`edo tune --fine-tune` only): requires_grad=False, no gradient and no optimizer
-//     state, the weights kept; candidate optimizer "frozen".
+//     state, the weights kept; candidate optimizer "frozen";
+//   - "tie head to embedding": an untied LM head of the table's shape holds the table's weight
+//     instead of its own; candidate optimizer "tie_head", needs retraining (the model changes).
 #pragma once
 
 #include <string>
@@ -36,7 +38,10 @@ std::string sparse_optimizer_for(const TableGroup& g);
 // and eps only (no weight_decay, amsgrad or maximize): AdamW's decoupled decay would be lost.
 std::string sparse_gradient_refusal(const TableGroup& g);
 
-// Appends the sparse-gradient and (fine-tune) frozen candidates of the baseline `base`.
+// Appends the sparse-gradient, (fine-tune) frozen and tie-head candidates of the baseline `base`.
+// The tie-head candidate's bytes are the table's own (its gradient dense: the head's reaches
+// every row); what it frees is the head's, outside the tables' budget: in its params
+// ("saved_bytes" and its parts), never counted as a table's saving.
 void add_training_lever_candidates(const TableGroup& g, const Candidate& base, std::vector<Candidate>& out);
 
 // The numerical check of the sparse-gradient candidates: a refused one gets `rejected` (never

@@ -223,9 +223,9 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     }
   }
   if (!optimizer.empty() && optimizer != "rowwise_adagrad" && optimizer != "sparse_adam" && optimizer != "sparse_adagrad" &&
-      optimizer != "frozen")
+      optimizer != "frozen" && optimizer != "tie_head")
     fail(where + ": optimizer \"" + printable_name(optimizer) +
-         "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\" or empty");
+         "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\" or empty");
   // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
   // object of finite numbers (what edo tune says about how a figure was obtained).
   std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
@@ -245,7 +245,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   if (row_format)
     allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
                     {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
-                    {"saved_optimizer_bytes", 'c'}});
+                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'}});
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");

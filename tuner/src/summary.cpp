@@ -68,6 +68,7 @@ std::string strategy_label(const model::TuneResult& r, const model::TuneCandidat
   if (c.optimizer == "sparse_adam") s += "+sparse_adam(sparse)";
   if (c.optimizer == "sparse_adagrad") s += "+adagrad(sparse)";
   if (c.optimizer == "frozen") s += "+frozen";
+  if (c.optimizer == "tie_head") s += "+tied_head";
   return s;
 }
 

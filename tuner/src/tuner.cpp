@@ -25,6 +25,7 @@
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
+#include "edo/tuner/llm_facts.h"
 #include "llm_candidates.h"
 #include "explain.h"
 #include "measure.h"
@@ -281,6 +282,12 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       ++replays_skipped;
     }
     g.fine_tune = o.fine_tune;
+    if (const auto head = lm_head_of(profile, g.name); head && !head->tied && head->rows == g.rows && head->dim == g.dim) {
+      g.untied_head = head->name;
+      g.head_weight_bytes = head->weight_bytes;
+      g.head_grad_bytes = head->grad_bytes;
+      g.head_optimizer_bytes = head->optimizer_bytes;
+    }
     cands[gi] = enumerate_candidates(g, kernels_size);
     // Nothing after the candidates reads the ordered sample (their replay): freed, when the
     // tuner owns the statistics (tune(Profile&&)).

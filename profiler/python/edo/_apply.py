@@ -581,10 +581,11 @@ def _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer=No
                                      new.kept_rows, new.num_embeddings))
         else:
             entry["why"] = "left as it was: strategy %r is not one edo.apply_plan knows" % strategy[:40]
-        if entry["optimizer"] in ("sparse_adam", "sparse_adagrad", "frozen") and entry["applied"]:
+        if entry["optimizer"] in ("sparse_adam", "sparse_adagrad", "frozen", "tie_head") and entry["applied"]:
             from . import _levers
             _levers.apply_lever(model, modules[name], entry, is_training, optimizer,
-                                _dense_reader(model, modules[name], getattr(modules[name], "weight", None)), undo)
+                                _dense_reader(model, modules[name], getattr(modules[name], "weight", None)), undo,
+                                params=params, allow_tying=allow_tying, prefix=prefix)
         if entry["optimizer"] == "rowwise_adagrad" and is_training:
             entry["why"] += "; the plan's bytes assume row-wise Adagrad: train it with edo.RowwiseAdagrad"
     return result

@@ -13,6 +13,11 @@ applied by edo.apply_plan after a table's format:
                     weight decay, which the tuner checked), so no optimizer change is needed.
   "frozen"          requires_grad=False: no gradient, no optimizer state; the weights are kept.
                     Only a plan tuned with ``edo tune --fine-tune`` offers it.
+  "tie_head"        the untied LM head named in params["head"] (an nn.Linear of the table's shape)
+                    is given the table's weight Parameter; its own weight (with its gradient and,
+                    given ``optimizer=``, its optimizer state) is freed. The model's outputs
+                    change, so it must be retrained: applied only when the caller opts in with
+                    ``apply_plan(..., allow_tying=True)``.
 """
 
 
@@ -71,12 +76,64 @@ def _chain(optimizer, sparse, undo):
     undo.append(lambda: riders.remove(sparse) if sparse in riders else None)
 
 
-def apply_lever(model, m, entry, is_training, optimizer, dense_reader, undo):
+def _tensor_bytes(t):
+    return 0 if t is None else int(t.numel()) * int(t.element_size())
+
+
+def _tie_head(model, m, entry, params, optimizer, allow_tying, prefix, undo):
+    torch = _torch()
+    nn = torch.nn
+    head_name = params.get("head") or ""
+    if not allow_tying:
+        entry["applied"] = False
+        entry["why"] += ("; not applied: the plan ties %r to this table, which changes the model (it must be "
+                         "retrained): apply_plan(model, plan, allow_tying=True) to opt in" % head_name)
+        return
+    pre = prefix + "." if prefix else ""
+    rel = head_name[len(pre):] if pre and head_name.startswith(pre) else head_name
+    head = dict(model.named_modules()).get(rel)
+    w = m.weight
+    if not isinstance(head, nn.Linear):
+        entry["applied"] = False
+        entry["why"] += "; not applied: the model has no nn.Linear head named %r" % head_name
+        return
+    old = head.weight
+    if old is w:
+        entry["why"] += "; %r is already tied to it" % head_name
+        return
+    if tuple(old.shape) != tuple(w.shape) or old.dtype != w.dtype or old.device != w.device:
+        entry["applied"] = False
+        entry["why"] += "; not applied: %r holds %s %s, the table %s %s" % (
+            head_name, tuple(old.shape), old.dtype, tuple(w.shape), w.dtype)
+        return
+    freed = _tensor_bytes(old) + _tensor_bytes(old.grad)
+    if optimizer is not None:
+        state = optimizer.state.get(old, {})
+        freed += sum(_tensor_bytes(v) for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+        _, back = _drop_from_optimizer(optimizer, old)
+        if back is not None:
+            undo.append(back)
+    head.weight = w
+    undo.append(lambda: setattr(head, "weight", old))
+    entry["freed_bytes"] = freed
+    entry["why"] += ("; %r tied to it (its own weight%s freed: %d bytes); the model must be retrained tied"
+                     % (head_name, ", gradient and optimizer state" if optimizer is not None else " and gradient", freed))
+
+
+def apply_lever(model, m, entry, is_training, optimizer, dense_reader, undo, params=None, allow_tying=False,
+                prefix=""):
     """Applies entry["optimizer"] (a lever above) to table module ``m``; updates entry."""
     torch = _torch()
     nn = torch.nn
     lever = entry["optimizer"]
     w = getattr(m, "weight", None)
+    if lever == "tie_head":
+        if not isinstance(m, (nn.Embedding, nn.EmbeddingBag)) or not isinstance(w, nn.Parameter):
+            entry["applied"] = False
+            entry["why"] += "; tie_head left out: the table is no longer a plain nn.Embedding/EmbeddingBag"
+            return
+        _tie_head(model, m, entry, params or {}, optimizer, allow_tying, prefix, undo)
+        return
     if not is_training:
         entry["why"] += "; %s left out: the table is not trained here" % lever
         entry["applied"] = False

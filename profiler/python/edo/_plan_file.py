@@ -34,7 +34,7 @@ _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
 # The training levers on a row format (tuner/src/llm_candidates.h): a sparse gradient, freezing.
 _LEVER_PARAMS = {"gradient": "s", "gradient_rows_per_step": "c", "gradient_rows_basis": "s", "dense_gradient_bytes": "c",
                  "sparse_gradient_bytes": "c", "optimizer_from": "s", "saved_gradient_bytes": "c",
-                 "saved_optimizer_bytes": "c"}
+                 "saved_optimizer_bytes": "c", "head": "s", "saved_bytes": "c", "saved_weight_bytes": "c"}
 _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, 'f' number >= 0, 'o' object of those
     "shared": {"with": "s", "format": "s"},
     "unchanged": {},
@@ -211,8 +211,9 @@ def check_table(t, i, names=None):
     if spec and strategy not in ("shared", "unchanged"):
         _check_spec(spec, strategy, where)
     opt = t.get("optimizer") or ""
-    if opt not in ("", "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen"):
-        _fail(where, 'optimizer "%s" is not "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen" or empty'
+    if opt not in ("", "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head"):
+        _fail(where, 'optimizer "%s" is not "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head" '
+              'or empty'
               % printable(opt))
     rows = t.get("rows") if _is_count(t.get("rows")) else 0
     _check_params(strategy, params, rows, where)

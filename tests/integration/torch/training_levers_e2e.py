@@ -15,10 +15,15 @@ CASE:
             has no weight decay) and the WHY says so
   frozen    Adam, `edo tune --fine-tune`: wte frozen (its weights only); `fine_tune` in the plan;
             without --fine-tune the same budget never freezes it
+  tie       Adam: the "tie head to embedding" candidate (read from the run's tune_candidates)
+            frees the head's weights, gradient and Adam state (4 x V x D x 4 bytes), needs
+            retraining and is not chosen by the knapsack (what it frees is outside the tables);
+            the plan with it written in is applied only with allow_tying=True, freeing exactly that
 """
 
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 
@@ -55,6 +60,34 @@ def main():
         base = full["baseline"]["device_bytes"]
         check(table(full, "wte")["recorded_device_bytes"] == 4 * W, "wte recorded %r" % table(full, "wte"))
         sparse_bytes = 3 * W + LOOKUPS * (D * 4 + 8)
+        if case == "tie":
+            con = sqlite3.connect(db)
+            rows = con.execute("SELECT params, device_bytes, needs_retraining FROM tune_candidates "
+                               "WHERE optimizer = 'tie_head' AND table_name = 'wte'").fetchall()
+            con.close()
+            check(len(rows) == 1, "tie_head candidates %r" % rows)
+            params, dev, retrain = json.loads(rows[0][0]), rows[0][1], rows[0][2]
+            check(params["head"] == "lm_head" and params["saved_bytes"] == 4 * W and
+                  (params["saved_weight_bytes"], params["saved_gradient_bytes"], params["saved_optimizer_bytes"]) == (W, W, 2 * W),
+                  "tie candidate params %r" % params)
+            check(dev == 4 * W and retrain == 1, "tie candidate: %d bytes (the table's own), needs_retraining %r" % (dev, retrain))
+            check(table(full, "wte")["optimizer"] != "tie_head", "the knapsack chose tying: %r" % table(full, "wte"))
+            path = os.path.join(tmp, "plan.json")
+            run([edo, "export", db, "--format", "json", "-o", path], env=env)
+            with open(path) as f:
+                doc = json.load(f)
+            t = table(doc, "wte")
+            t["optimizer"], t["params"] = "tie_head", params
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            off = json.loads(run([py, APPLY, path, "--warm-step"], env=penv).stdout)
+            check(not off["applied"] and not off["head_tied"] and "allow_tying=True" in off["why"], "without opt-in: %r" % off)
+            on = json.loads(run([py, APPLY, path, "--warm-step", "--allow-tying"], env=penv).stdout)
+            check(on["applied"] and on["head_tied"] and on["freed_bytes"] == params["saved_bytes"],
+                  "tied: %r, the candidate frees %d" % (on, params["saved_bytes"]))
+            check(on["weight_bytes"] + on["state_bytes"] + on["grad_bytes"] == dev, "the tied table's bytes %r != %d" % (on, dev))
+            print("OK training levers (tie)")
+            return
         if case in ("sparse", "refused"):
             budget = base - 4 * W + sparse_bytes + 64
             plan = json.loads(run(tune + ["--budget", str(budget)], env=env).stdout)

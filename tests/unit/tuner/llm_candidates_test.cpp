@@ -172,3 +172,49 @@ TEST(TrainingLevers, AFineTunePlanFreezesATableWhenOnlyThatFitsAndSaysSoInItsPla
 
 }  // namespace
 }  // namespace edo::tuner
+
+namespace edo::tuner {
+namespace {
+
+// The hooks' note of an untied head (profiler/python/edo/_family.py's fields).
+void note_head(model::Profile& p, const std::string& table, bool tied, uint64_t rows, uint64_t dim) {
+  const uint64_t w = rows * dim * 4;
+  p.metadata["pytorch.lm_head." + table] = nlohmann::json{{"head", "lm_head"}, {"tied", tied}, {"rows", rows}, {"dim", dim},
+                                                          {"dtype", "fp32"}, {"weight_bytes", tied ? 0 : w},
+                                                          {"grad_bytes", tied ? 0 : w}, {"optimizer_bytes", tied ? 0 : 2 * w}}
+                                               .dump();
+}
+
+TEST(TrainingLevers, AnUntiedHeadOfTheTablesShapeGetsATieCandidateWithTheHeadsBytes) {
+  model::Profile p = testing::synthetic_profile({trained("adam", 0)}, 10);
+  note_head(p, "tok", false, 20000, 16);
+  TuneOptions o;
+  o.backend = "cpu";
+  o.reps = 1;
+  o.budget_bytes = uint64_t{1} << 30;
+  o.strategies = "fp32";
+  o.time_limit_s = 0;
+  const model::TuneResult r = tune(p, {}, o);
+  const model::TuneCandidate* c = nullptr;
+  for (const auto& x : r.candidates)
+    if (x.optimizer == "tie_head") c = &x;
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->needs_retraining);
+  EXPECT_EQ(c->device_bytes, uint64_t{1280000} * 4) << "the table keeps its own weights, state and dense gradient";
+  const auto params = nlohmann::json::parse(c->params_json);
+  EXPECT_EQ(params["head"], "lm_head");
+  EXPECT_EQ(params["saved_bytes"], uint64_t{1280000} * 4);
+  EXPECT_EQ(params["saved_optimizer_bytes"], uint64_t{1280000} * 2);
+  // Chosen nowhere by default: what it frees is outside the tables.
+  ASSERT_EQ(r.choices.size(), 1u);
+  EXPECT_NE(r.candidates[static_cast<size_t>(r.choices[0].candidate)].optimizer, "tie_head");
+  // A head of another shape, or one already tied: no candidate.
+  for (bool tied : {false, true}) {
+    model::Profile q = testing::synthetic_profile({trained("adam", 0)}, 10);
+    note_head(q, "tok", tied, tied ? 20000 : 19999, 16);
+    for (const auto& x : tune(q, {}, o).candidates) EXPECT_NE(x.optimizer, "tie_head") << tied;
+  }
+}
+
+}  // namespace
+}  // namespace edo::tuner
