@@ -427,7 +427,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
         fail(where + ": \"train_precision\" is not {\"optimizer_state\": \"fp32\", \"rounding\": \"stochastic\"}");
     }
     if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense" || *gr == "none")))
-      fail(where + ": \"gradient\" is not \"sparse\", \"dense\" or \"none\" (frozen)");
+      fail(where + ": \"gradient\" is not \"sparse\" or \"dense\" (or \"none\": frozen)");
     if (auto sl = t.find("strategy_label"); sl != t.end() && !sl->is_null()) (void)get_string(t, "strategy_label", where);
     const bool validated = t.contains("validated") ? get_bool(t, "validated", where) : true;
     tt.weights = r.weights;

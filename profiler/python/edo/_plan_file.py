@@ -142,7 +142,7 @@ def _check_params(strategy, params, rows, where):
 def _check_issue29_keys(t, where):
     grad = _opt_text(t, "gradient", where)
     if grad not in ("", "sparse", "dense", "none"):
-        _fail(where, '"gradient" is "%s", not sparse, dense or none (frozen)' % printable(grad))
+        _fail(where, '"gradient" is "%s", not sparse or dense (or none: frozen)' % printable(grad))
     _opt_bool(t, "validated", where)
     _opt_text(t, "dense_use", where)
     _opt_text(t, "strategy_label", where)
