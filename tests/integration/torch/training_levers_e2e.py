@@ -121,6 +121,8 @@ def main():
             check((t["optimizer"], t["gradient"], t["device_bytes"]) == ("frozen", "none", W), "wte's choice %r" % t)
             path = os.path.join(tmp, "plan.json")
             run([edo, "export", db, "--format", "json", "-o", path], env=env)
+            with open(path) as f:
+                check(json.load(f)["fine_tune"] is True, "the exported plan (read back from the database) lost fine_tune")
             got = json.loads(run([py, APPLY, path, "--optimizer", "adam"], env=penv).stdout)
             check(got["applied"] and not got["requires_grad"] and got["grad_bytes"] == 0 and got["state_bytes"] == 0,
                   "apply_plan frozen: %r" % got)
