@@ -48,7 +48,9 @@ std::string sparse_gradient_refusal(const TableGroup& g) {
   const std::string kind = lever_optimizer_kind(g);
   if (!g.optimizer_params) return "";
   const model::OptimizerParams& p = *g.optimizer_params;
-  if (p.maximize) return kind + " with maximize=True: " + (kind == "adagrad" ? "" : "torch.optim.SparseAdam has no maximize");
+  // torch.optim.Adagrad maximises sparse gradients too; SparseAdam has no maximize in torch 1.13
+  // (and edo.apply_plan builds it from lr, betas and eps).
+  if (p.maximize && kind != "adagrad") return kind + " with maximize=True: torch.optim.SparseAdam would minimise";
   if (p.weight_decay != 0) {
     if (kind == "adagrad")
       return "adagrad with weight_decay " + lever_number(p.weight_decay) +
@@ -60,7 +62,7 @@ std::string sparse_gradient_refusal(const TableGroup& g) {
 }
 
 void add_training_lever_candidates(const TableGroup& g, const Candidate& base, std::vector<Candidate>& out) {
-  const double R = static_cast<double>(g.rows), D = g.dim;
+  const double D = g.dim;
   const double element = model::dtype_size(g.dtype);
   const uint64_t weights = g.weight_bytes;
   const std::string sparse = sparse_optimizer_for(g);
@@ -104,7 +106,6 @@ void add_training_lever_candidates(const TableGroup& g, const Candidate& base, s
     params["saved_gradient_bytes"] = g.grad_bytes;
     params["saved_optimizer_bytes"] = g.optimizer_bytes;
     c.params_json = params.dump();
-    (void)R;
     out.push_back(c);
   }
   // Tying an untied head of the same shape: the head's weights, gradient and optimizer state go.
