@@ -53,6 +53,7 @@ struct TuneCliOptions {
   std::string devices = "1";
   bool every_table = false;
   bool allow_unvalidated = false;
+  bool fine_tune = false;
   bool json = false;
 };
 
@@ -165,6 +166,7 @@ int run_tune(const TuneCliOptions& o) {
   t.strategies = o.strategies;
   t.objective = o.objective;
   t.allow_unvalidated = o.allow_unvalidated;
+  t.fine_tune = o.fine_tune;
   t.time_limit_s = o.time_limit;
   t.seed = o.seed;
   t.threads = o.threads;
@@ -315,6 +317,9 @@ Runner setup(CLI::App& sub) {
   sub.add_flag("--allow-unvalidated", o->allow_unvalidated,
                "also choose candidates that drop rows (pruning) whose loss could not be measured on held-out lookups "
                "(the recording does not say when rows were first read): their ERROR stays \"not validated\"");
+  sub.add_flag("--fine-tune", o->fine_tune,
+               "the job is a fine-tune: also offer freezing a training table (no gradient, no optimizer state; "
+               "edo.apply_plan sets requires_grad=False); recorded in the plan");
   sub.add_option("--backend", o->backend, "auto (CUDA when a device is usable, else CPU), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))->capture_default_str();
   sub.add_option("--target-device", o->target_device,

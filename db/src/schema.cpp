@@ -273,6 +273,12 @@ void migrate_to_v15(SQLite::Database& db) {
   add_column_if_missing(db, "tune_runs", "allow_unvalidated", "INTEGER NOT NULL DEFAULT 0");
 }
 
+// Version 16 (issue 33): whether the user said the tuned run is a fine-tune (`edo tune
+// --fine-tune`), which is what lets a plan freeze a table. Older runs: not a fine-tune.
+void migrate_to_v16(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_runs", "fine_tune", "INTEGER NOT NULL DEFAULT 0");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -290,6 +296,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 13) migrate_to_v13(db);
   if (from < 14) migrate_to_v14(db);
   if (from < 15) migrate_to_v15(db);
+  if (from < 16) migrate_to_v16(db);
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     SQLite::Statement run(d,
         "INSERT INTO tune_runs(created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed,"
         " time_limit_s, elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind,"
-        " timing_device, allow_unvalidated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " timing_device, allow_unvalidated, fine_tune) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     run.bind(1, r.created_unix);
     run.bind(2, r.backend);
     run.bind(3, r.device);
@@ -145,6 +145,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
     run.bind(16, r.timing_kind);
     run.bind(17, r.timing_device);
     run.bind(18, r.allow_unvalidated ? 1 : 0);
+    run.bind(19, r.fine_tune ? 1 : 0);
     run.exec();
     r.run_id = d.getLastInsertRowid();
     SQLite::Statement table(d,
@@ -244,7 +245,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Statement run(d,
         "SELECT id, created_unix, backend, device, weights, budget_bytes, max_error, tables_glob, seed, time_limit_s,"
         " elapsed_s, complete, stop_reason, candidates_total, candidates_measured, notes, timing_kind, timing_device,"
-        " allow_unvalidated FROM tune_runs WHERE id = ?");
+        " allow_unvalidated, fine_tune FROM tune_runs WHERE id = ?");
     run.bind(1, run_id);
     if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
     r.run_id = run.getColumn(0).getInt64();
@@ -262,6 +263,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     r.stop_reason = run.getColumn(12).getString();
     r.candidates_total = u64(run.getColumn(13));
     r.allow_unvalidated = run.getColumn(18).getInt() != 0;
+    r.fine_tune = run.getColumn(19).getInt() != 0;
     r.candidates_measured = u64(run.getColumn(14));
     r.timing_kind = run.getColumn(16).getString();
     r.timing_device = run.getColumn(17).getString();

@@ -10,6 +10,7 @@
 #include "cache_replay.h"
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
+#include "llm_candidates.h"
 #include "mch_candidates.h"
 #include "step_timing.h"
 
@@ -296,6 +297,8 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   }
   // Managed collision (mch_candidates.h): only past the budget, replayed on the recorded order.
   add_mch_candidates(g, size, b.out);
+  // Training levers on the recorded format: a sparse gradient, freezing (llm_candidates.h).
+  add_training_lever_candidates(g, b.out.front(), b.out);
   return std::move(b.out);
 }
 

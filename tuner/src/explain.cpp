@@ -93,6 +93,15 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = c.strategy;
   }
   if (c.optimizer == "rowwise_adagrad") s += ", row-wise Adagrad with sparse gradients";
+  if (c.optimizer == "sparse_adam") s += ", sparse gradient (nn.Embedding(sparse=True)) trained by SparseAdam";
+  if (c.optimizer == "sparse_adagrad") s += ", sparse gradient (nn.Embedding(sparse=True)) trained by Adagrad";
+  if (c.optimizer == "frozen") s += ", frozen for the fine-tune (no gradient, no optimizer state)";
+  if (c.optimizer == "tie_head") {
+    s += ", its untied LM head tied to it";
+    if (p.is_object() && p.contains("head") && p["head"].is_string() && p.contains("saved_bytes") && p["saved_bytes"].is_number())
+      s += " (" + p["head"].get<std::string>() + "'s weights, gradient and optimizer state freed: " +
+           number(p["saved_bytes"].get<double>(), "%.0f") + " bytes outside the tables)";
+  }
   if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
     std::string names;
     for (const auto& n : p["shared_by"])

@@ -234,8 +234,10 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
       fail(where + ": spec \"" + printable_name(spec) + "\" is not an edo strategy spec");
     }
   }
-  if (!optimizer.empty() && optimizer != "rowwise_adagrad")
-    fail(where + ": optimizer \"" + printable_name(optimizer) + "\" is not \"rowwise_adagrad\" or empty");
+  if (!optimizer.empty() && optimizer != "rowwise_adagrad" && optimizer != "sparse_adam" && optimizer != "sparse_adagrad" &&
+      optimizer != "frozen" && optimizer != "tie_head")
+    fail(where + ": optimizer \"" + printable_name(optimizer) +
+         "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\" or empty");
   // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
   // object of finite numbers (what edo tune says about how a figure was obtained).
   std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
@@ -255,6 +257,11 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
                     {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
                     {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
   else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
+  // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
+  if (row_format)
+    allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
+                    {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
+                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'}});
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");
@@ -400,6 +407,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
       fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
   }
   if (doc.contains("allow_unvalidated")) r.allow_unvalidated = get_bool(doc, "allow_unvalidated", top);
+  if (doc.contains("fine_tune")) r.fine_tune = get_bool(doc, "fine_tune", top);
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
     for (const auto& n : *it) {
@@ -446,8 +454,8 @@ TuneResult plan_from_json(const ordered_json& doc) {
       if (!tp->is_object() || tp->value("optimizer_state", "") != "fp32" || tp->value("rounding", "") != "stochastic")
         fail(where + ": \"train_precision\" is not {\"optimizer_state\": \"fp32\", \"rounding\": \"stochastic\"}");
     }
-    if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense")))
-      fail(where + ": \"gradient\" is not \"sparse\" or \"dense\"");
+    if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense" || *gr == "none")))
+      fail(where + ": \"gradient\" is not \"sparse\" or \"dense\" (or \"none\": frozen)");
     if (auto sl = t.find("strategy_label"); sl != t.end() && !sl->is_null()) (void)get_string(t, "strategy_label", where);
     const bool validated = t.contains("validated") ? get_bool(t, "validated", where) : true;
     tt.weights = r.weights;

@@ -101,8 +101,9 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["strategy_label"] = valid_utf8(!ch.shares_with.empty() ? std::string("shared") : c ? strategy_label(r, *c) : std::string("unchanged"));
   j["validated"] = c ? c->validated : true;
   if (c && t && t->training) {
-    const bool sparse = c->optimizer == "rowwise_adagrad" || c->step_covers.find("(sparse gradient)") != std::string::npos;
-    j["gradient"] = sparse ? "sparse" : "dense";
+    const bool sparse = c->optimizer == "rowwise_adagrad" || c->optimizer == "sparse_adam" || c->optimizer == "sparse_adagrad" ||
+                        c->step_covers.find("(sparse gradient)") != std::string::npos;
+    j["gradient"] = c->optimizer == "frozen" ? "none" : sparse ? "sparse" : "dense";
     if (trains_in_low_precision(r, *c))
       j["train_precision"] = {{"optimizer_state", "fp32"}, {"rounding", "stochastic"}};
   }
@@ -209,6 +210,7 @@ ordered_json plan_to_json(const TuneResult& r) {
   // plan's header ("recorded for 4 of 5 tables ...").
   j["objective"] = valid_utf8(r.objective);
   j["allow_unvalidated"] = r.allow_unvalidated;
+  j["fine_tune"] = r.fine_tune;
   j["weights_text"] = valid_utf8(weights_text(r));
   // Every step time of the plan is either measured on this device or modelled for it.
   j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};

@@ -77,6 +77,16 @@ TrainingStep candidate_step(const TrainingStep& group, const Candidate& c) {
     s.spec.optimizer = OptimizerKind::RowwiseAdagrad;
     s.spec.dense_gradient = false;
     s.basis = "the optimizer-state lever: rowwise adagrad on sparse gradients";
+  } else if (s.training && (c.optimizer == "sparse_adam" || c.optimizer == "sparse_adagrad")) {
+    // The job's own update rule on a sparse gradient (SparseAdam updates only the rows read).
+    s.spec.optimizer = c.optimizer == "sparse_adam" ? OptimizerKind::Adam : OptimizerKind::Adagrad;
+    s.spec.dense_gradient = false;
+    s.basis = std::string("the sparse-gradient lever: ") + (c.optimizer == "sparse_adam" ? "sparseadam" : "adagrad") +
+              " on sparse gradients";
+  } else if (s.training && c.optimizer == "frozen") {
+    // requires_grad=False: no backward and no update, the forward only.
+    s.training = false;
+    s.basis = "frozen: forward only";
   }
   return s;
 }

@@ -65,6 +65,10 @@ std::string strategy_label(const model::TuneResult& r, const model::TuneCandidat
   std::string s = c.strategy;
   if (trains_in_low_precision(r, c)) s += "+fp32_state+sr";
   if (c.optimizer == "rowwise_adagrad") s += "+rowwise_adagrad(sparse)";
+  if (c.optimizer == "sparse_adam") s += "+sparse_adam(sparse)";
+  if (c.optimizer == "sparse_adagrad") s += "+adagrad(sparse)";
+  if (c.optimizer == "frozen") s += "+frozen";
+  if (c.optimizer == "tie_head") s += "+tied_head";
   return s;
 }
 

@@ -25,6 +25,8 @@
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/duration.h"
 #include "edo/tuner/optimizer.h"
+#include "edo/tuner/llm_facts.h"
+#include "llm_candidates.h"
 #include "explain.h"
 #include "measure.h"
 #include "numerics.h"
@@ -290,6 +292,13 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
     if (o.budget_bytes > 0) {
       const uint64_t others = recorded_total - counted_bytes(g);
       g.budget_left_bytes = budget_all > others ? budget_all - others : 0;
+    }
+    g.fine_tune = o.fine_tune;
+    if (const auto head = lm_head_of(profile, g.name); head && !head->tied && head->rows == g.rows && head->dim == g.dim) {
+      g.untied_head = head->name;
+      g.head_weight_bytes = head->weight_bytes;
+      g.head_grad_bytes = head->grad_bytes;
+      g.head_optimizer_bytes = head->optimizer_bytes;
     }
     cands[gi] = enumerate_candidates(g, kernels_size);
     // Nothing after the candidates reads the ordered sample (their replay): freed, when the
@@ -765,6 +774,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   r.time_limit_s = o.time_limit_s;
   r.objective = o.objective;
   r.allow_unvalidated = o.allow_unvalidated;
+  r.fine_tune = o.fine_tune;
   // Measured on the backend, or modelled for a GPU that is not here: one or the other for
   // every candidate.
   const TimingTarget target = choose_timing(profile, o, r.backend);
@@ -783,6 +793,7 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
     std::vector<model::TuneCandidate*> results;
     for (size_t at : e.index[gi]) results.push_back(&r.candidates[at]);
     check_training_numerics(e.w.groups[gi], e.cands[gi], results, o.seed ^ fnv1a(e.w.groups[gi].name));
+    check_training_lever_candidates(e.w.groups[gi], e.cands[gi], results);
   }
   // Plan.
   size_t gated = 0;

@@ -44,6 +44,12 @@ struct TableGroup {
   std::optional<model::OptimizerParams> optimizer_params;
   const model::WeightSnapshot* snapshot = nullptr;  // the recording's weights, when usable
   bool tuned = true;                     // matches --tables
+  // `edo tune --fine-tune`: the run is a fine-tune, so freezing the table is a candidate.
+  bool fine_tune = false;
+  // An untied LM head of the table's shape (the hooks' pytorch.lm_head note, llm_facts.h): its
+  // module name and what it holds, which tying it to this table frees.
+  std::string untied_head;
+  uint64_t head_weight_bytes = 0, head_grad_bytes = 0, head_optimizer_bytes = 0;
   // Set (to the reason) when the held-out replay of its recorded order is not run (the time
   // limit left no time for it): its offload hit rates are then the recorded curve's estimates.
   std::string replay_skipped;

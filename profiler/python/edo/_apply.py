@@ -402,7 +402,7 @@ def _register_with_edo(new, name):
         pass
 
 
-def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
+def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=None, allow_tying=False):
     """Converts, in place, each table of ``model`` that ``plan`` names to the plan's choice.
 
     ``plan``: a JSON/YAML plan file (``edo export``), an ``.edodb`` with a plan (``edo tune``),
@@ -410,7 +410,10 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
     "training": gradients or optimizer state were recorded; in older plans, a recorded optimizer);
     True/False overrides. ``rows_read``: {name: row
     ids} for pruned choices. ``prefix``: what the recording put in front of the model's module
-    names (``edo.instrument(model, prefix)``).
+    names (``edo.instrument(model, prefix)``). ``optimizer``: the job's optimizer, needed for a
+    table the plan moves to a sparse gradient under SparseAdam ("sparse_adam", ``_levers``).
+    ``allow_tying``: the model agrees to have its untied LM head tied to its token table when the
+    plan says so (a tied model must be retrained; off by default).
 
     Returns {table name: {"strategy", "before_bytes", "after_bytes", "applied", "why",
     "optimizer"}} for every table of the plan; a table the model does not have is listed
@@ -422,7 +425,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
     undo = []
     try:
         with torch.no_grad():
-            return _apply_tables(model, tables, training, rows_read, prefix, undo)
+            return _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer, allow_tying)
     except BaseException:
         # All or nothing: a conversion that failed midway puts back what was converted.
         for back in reversed(undo):
@@ -433,7 +436,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix=""):
         raise
 
 
-def _apply_tables(model, tables, training, rows_read, prefix, undo):
+def _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer=None, allow_tying=False):
     torch = _torch()
     nn = torch.nn
     Quant, Pruned, _ = _cls()
@@ -580,6 +583,11 @@ def _apply_tables(model, tables, training, rows_read, prefix, undo):
                                      new.kept_rows, new.num_embeddings))
         else:
             entry["why"] = "left as it was: strategy %r is not one edo.apply_plan knows" % strategy[:40]
+        if entry["optimizer"] in ("sparse_adam", "sparse_adagrad", "frozen", "tie_head") and entry["applied"]:
+            from . import _levers
+            _levers.apply_lever(model, modules[name], entry, is_training, optimizer,
+                                _dense_reader(model, modules[name], getattr(modules[name], "weight", None)), undo,
+                                params=params, allow_tying=allow_tying, prefix=prefix)
         if entry["optimizer"] == "rowwise_adagrad" and is_training:
             entry["why"] += "; the plan's bytes assume row-wise Adagrad: train it with edo.RowwiseAdagrad"
     return result

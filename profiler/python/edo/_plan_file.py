@@ -32,6 +32,10 @@ STRATEGIES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq", "multihash", 
 # (managed collision, tuner/src/mch_candidates.h: its spec is the row format of its N rows)
 _ROW_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
+# The training levers on a row format (tuner/src/llm_candidates.h): a sparse gradient, freezing.
+_LEVER_PARAMS = {"gradient": "s", "gradient_rows_per_step": "c", "gradient_rows_basis": "s", "dense_gradient_bytes": "c",
+                 "sparse_gradient_bytes": "c", "optimizer_from": "s", "saved_gradient_bytes": "c",
+                 "saved_optimizer_bytes": "c", "head": "s", "saved_bytes": "c", "saved_weight_bytes": "c"}
 _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, 'f' number >= 0, 'o' object of those
     "shared": {"with": "s", "format": "s"},
     "unchanged": {},
@@ -106,7 +110,7 @@ def _check_params(strategy, params, rows, where):
     if allowed is None:
         if strategy not in _ROW_FORMATS:
             _fail(where, 'strategy "%s" has no documented params' % printable(strategy))
-        allowed = _COMMON_PARAMS
+        allowed = dict(_COMMON_PARAMS, **_LEVER_PARAMS)
     for key, v in params.items():
         kind = allowed.get(key)
         if kind is None:
@@ -144,8 +148,8 @@ def _check_params(strategy, params, rows, where):
 
 def _check_issue29_keys(t, where):
     grad = _opt_text(t, "gradient", where)
-    if grad not in ("", "sparse", "dense"):
-        _fail(where, '"gradient" is "%s", not sparse or dense' % printable(grad))
+    if grad not in ("", "sparse", "dense", "none"):
+        _fail(where, '"gradient" is "%s", not sparse or dense (or none: frozen)' % printable(grad))
     _opt_bool(t, "validated", where)
     _opt_text(t, "dense_use", where)
     _opt_text(t, "strategy_label", where)
@@ -214,8 +218,10 @@ def check_table(t, i, names=None):
     if spec and strategy not in ("shared", "unchanged"):
         _check_spec(spec, strategy, where)
     opt = t.get("optimizer") or ""
-    if opt not in ("", "rowwise_adagrad"):
-        _fail(where, 'optimizer "%s" is not "rowwise_adagrad" or empty' % printable(opt))
+    if opt not in ("", "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head"):
+        _fail(where, 'optimizer "%s" is not "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head" '
+              'or empty'
+              % printable(opt))
     rows = t.get("rows") if _is_count(t.get("rows")) else 0
     _check_params(strategy, params, rows, where)
     if strategy == "shared" and params.get("with") == name:

@@ -3,7 +3,7 @@
 position table, one attention-free block, an LM head of V x D (tied to the token table, or its
 own nn.Linear), and an EmbeddingBag of document tags, trained with AdamW on fixed shapes.
 
-    llm_family_job.py --head tied|untied [--steps N]
+    llm_family_job.py --head tied|untied [--steps N] [--optimizer adamw|adam]
 
 Shapes (the driver computes every byte from these): V=500, D=16, batch B=4, sequence T=12,
 tags: 100 rows, B bags of 3 ids each (1-D ids with offsets). It knows nothing about edo.
@@ -40,20 +40,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--head", choices=["tied", "untied"], required=True)
     ap.add_argument("--steps", type=int, default=5)
+    # AdamW (PyTorch's default weight_decay 0.01) or Adam without decay (training_levers_e2e.py).
+    ap.add_argument("--optimizer", choices=["adamw", "adam"], default="adamw")
     a = ap.parse_args()
     torch.manual_seed(0)
     model = TinyGPT(a.head == "tied")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = (torch.optim.AdamW if a.optimizer == "adamw" else torch.optim.Adam)(model.parameters(), lr=1e-3)
     for _ in range(a.steps):
-        ids = torch.randint(0, V, (B, T + 1))
-        tag_ids = torch.randint(0, TAGS, (3 * B,))
-        offsets = torch.arange(0, 3 * B, 3)
-        logits = model(ids[:, :-1], tag_ids, offsets)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        loss = train_step(model, opt)
     print("final loss %.4f" % float(loss))
+
+
+def train_step(model, opt):
+    """One step on fixed shapes: B x T token ids, B bags of 3 tags."""
+    ids = torch.randint(0, V, (B, T + 1))
+    tag_ids = torch.randint(0, TAGS, (3 * B,))
+    offsets = torch.arange(0, 3 * B, 3)
+    logits = model(ids[:, :-1], tag_ids, offsets)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss
 
 
 if __name__ == "__main__":

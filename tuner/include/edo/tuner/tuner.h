@@ -63,6 +63,8 @@ struct TuneOptions {
   // when their loss was measured on held-out lookups, unless this is set (`edo tune
   // --allow-unvalidated`): the recording could not say, and the user takes the risk.
   bool allow_unvalidated = false;
+  // The run is a fine-tune: freezing a training table is offered (docs/tuning.md).
+  bool fine_tune = false;
   std::string backend = "auto";        // "auto" (CUDA when a device is usable, else CPU), "cuda", "cpu"
   // A GPU to model the times for instead of measuring them (a stored profile's name or an
   // edo.device/1 / edo.bench/1 file: edo/tuner/device_profile.h); "": measured, except that a

@@ -159,6 +159,9 @@ struct TuneResult {
   // Candidates whose loss was not measured on held-out lookups may be chosen (`edo tune
   // --allow-unvalidated`); by default they are not (TuneCandidate::validated).
   bool allow_unvalidated = false;
+  // `edo tune --fine-tune`: the user said the run is a fine-tune, so a table may be frozen
+  // (candidate optimizer "frozen"). Older runs and plans: false.
+  bool fine_tune = false;
   // How it went.
   double elapsed_s = 0;
   bool complete = true;        // false: stopped (time limit, Ctrl-C) before every candidate was measured
