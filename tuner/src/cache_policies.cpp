@@ -10,11 +10,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "edo/stats/row_hash.h"
+
 namespace edo::tuner {
 
 namespace {
-uint64_t murmur3_finaliser(uint64_t h);
-}
+// FBGEMM's cache_slot() mixes a row with MurmurHash3's 64-bit finaliser (fmix64), the same
+// function edo's row hash is (common.cuh:69-80 against edo/stats/row_hash.h).
+uint64_t murmur3_finaliser(uint64_t h) { return stats::hash::mix64(h); }
+}  // namespace
 
 uint32_t fbgemm_cache_set(uint64_t row, uint32_t sets) {
   // MurmurHash3's 64-bit finaliser, then modulo the sets (common.cuh:69-80).
@@ -52,15 +56,6 @@ struct DenseStream {
   size_t split = 0;
   size_t distinct() const { return row.size(); }
 };
-
-uint64_t murmur3_finaliser(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
 
 DenseStream dense_of(const ReplayStream& s) {
   DenseStream d;

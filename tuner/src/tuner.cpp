@@ -165,9 +165,12 @@ std::set<std::string> allowed_strategies(const std::string& list) {
       std::string name = list.substr(start, end - start);
       name.erase(0, name.find_first_not_of(' '));
       name.erase(name.find_last_not_of(' ') + 1);
-      // The kernels' strategies and "mch" (managed collision: the baseline's rows behind a remap).
+      // The kernels' strategies, "mch" (managed collision: the baseline's rows behind a remap)
+      // and "sparse_gradient" (the lever that moves a densely trained table to a sparse gradient
+      // under SparseAdam or Adagrad: llm_candidates.h).
       auto known = kernels::strategy_names();
       known.push_back("mch");
+      known.push_back("sparse_gradient");
       if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
         std::string all;
         for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
@@ -313,6 +316,10 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       for (size_t ci = 0; ci < cands[gi].size(); ++ci) {
         const Candidate& c = cands[gi][ci];
         if (!c.baseline && c.strategy != base && !allowed.count(c.strategy)) continue;
+        // A sparse gradient changes the job's optimizer (SparseAdam's moments are lazy) and is
+        // applied with the job's optimizer in hand (apply_plan(..., optimizer=opt)): a list of
+        // strategies takes it only when it names it.
+        if ((c.optimizer == "sparse_adam" || c.optimizer == "sparse_adagrad") && !allowed.count("sparse_gradient")) continue;
         moved[static_cast<int>(ci)] = static_cast<int>(kept.size());
         kept.push_back(c);
         if (kept.back().measure_as >= 0) kept.back().measure_as = moved.at(kept.back().measure_as);

@@ -55,7 +55,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "run.edodb")
         run([edo, "record", "-o", db, "--", py, JOB, "--head", "untied", "--steps", "4", "--optimizer", opt], env=env)
-        tune = [edo, "tune", db, "--tables", "wte", "--strategies", "fp32", "--time-limit", "120", "--json"]
+        tune = [edo, "tune", db, "--tables", "wte", "--strategies", "fp32,sparse_gradient", "--time-limit", "120", "--json"]
         full = json.loads(run(tune + ["--budget", "1GiB"], env=env).stdout)
         base = full["baseline"]["device_bytes"]
         check(table(full, "wte")["recorded_device_bytes"] == 4 * W, "wte recorded %r" % table(full, "wte"))

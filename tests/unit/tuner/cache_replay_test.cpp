@@ -16,6 +16,7 @@
 
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
+#include "recorded_steps.h"
 #include "synthetic.h"
 
 namespace edo::tuner {
@@ -23,30 +24,9 @@ namespace {
 
 constexpr uint64_t kRows = 4096;
 
-// Recorded as the tracer records it: one delta per step, merged in order.
+// Recorded as the tracer records it: one delta per step, merged in order (recorded_steps.h).
 model::Table recorded(const std::string& name, const std::vector<std::vector<int64_t>>& steps, uint64_t sample_refs = 1 << 16) {
-  stats::StatsConfig cfg;
-  cfg.ordered_sample_refs = sample_refs;
-  stats::TableIngestor ing(kRows, cfg);
-  stats::TableAggregate total;
-  bool first = true;
-  for (const auto& s : steps) {
-    ing.add(s.data(), s.size());
-    stats::TableAggregate d = ing.take_delta();
-    if (first) total = std::move(d);
-    else EXPECT_TRUE(total.merge(d));
-    first = false;
-  }
-  model::Table t;
-  t.session_id = 1;
-  t.name = name;
-  t.rows = kRows;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device = "cuda";
-  t.weight_bytes = t.rows * t.dim * 4;
-  t.aggregate = std::move(total);
-  return t;
+  return testing::recorded_steps(name, kRows, steps, sample_refs);
 }
 
 // 10 steps, each one pass over rows 0..999.

@@ -19,6 +19,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
 #include "hand_built_plan.h"
+#include "recorded_steps.h"
 #include "synthetic.h"
 #include "workload.h"
 
@@ -28,28 +29,7 @@ namespace {
 constexpr uint64_t kRows = 100000;
 
 model::Table recorded_steps(const std::string& name, const std::vector<std::vector<int64_t>>& steps) {
-  stats::StatsConfig cfg;
-  cfg.ordered_sample_refs = 1 << 16;
-  stats::TableIngestor ing(kRows, cfg);
-  stats::TableAggregate total;
-  bool first = true;
-  for (const auto& s : steps) {
-    ing.add(s.data(), s.size());
-    stats::TableAggregate d = ing.take_delta();
-    if (first) total = std::move(d);
-    else EXPECT_TRUE(total.merge(d));
-    first = false;
-  }
-  model::Table t;
-  t.session_id = 1;
-  t.name = name;
-  t.rows = kRows;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device = "cuda";
-  t.weight_bytes = t.rows * t.dim * 4;
-  t.aggregate = std::move(total);
-  return t;
+  return testing::recorded_steps(name, kRows, steps);
 }
 
 // 1000 rounds of 17 lookups (rows 0..9; 6 of rows 10..199 in turn; a new row from 200 on),

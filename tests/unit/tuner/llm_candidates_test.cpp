@@ -108,7 +108,7 @@ TuneOptions lever_options(uint64_t budget) {
   o.backend = "cpu";
   o.reps = 1;
   o.budget_bytes = budget;
-  o.strategies = "fp32";
+  o.strategies = "fp32,sparse_gradient";
   o.time_limit_s = 0;
   o.max_error = INFINITY;
   return o;

@@ -12,6 +12,7 @@
 #include "hand_built_plan.h"
 #include "mch_candidates.h"
 #include "mch_replay.h"
+#include "recorded_steps.h"
 #include "synthetic.h"
 #include "workload.h"
 
@@ -35,27 +36,7 @@ std::vector<std::vector<int64_t>> mch_stream() {
 }
 
 TableGroup mch_group(const std::vector<std::vector<int64_t>>& steps, uint64_t sample_refs = 1 << 16) {
-  stats::StatsConfig cfg;
-  cfg.ordered_sample_refs = sample_refs;
-  stats::TableIngestor ing(kMchRows, cfg);
-  stats::TableAggregate total;
-  bool first = true;
-  for (const auto& s : steps) {
-    ing.add(s.data(), s.size());
-    stats::TableAggregate d = ing.take_delta();
-    if (first) total = std::move(d);
-    else EXPECT_TRUE(total.merge(d));
-    first = false;
-  }
-  model::Table t;
-  t.session_id = 1;
-  t.name = "ids";
-  t.rows = kMchRows;
-  t.dim = 16;
-  t.dtype = "fp32";
-  t.device = "cuda";
-  t.weight_bytes = t.rows * t.dim * 4;
-  t.aggregate = std::move(total);
+  const model::Table t = testing::recorded_steps("ids", kMchRows, steps, sample_refs);
   const auto p = testing::synthetic_profile({t}, static_cast<double>(steps.size()));
   return build_workload(p, {}, "*").groups.at(0);
 }

@@ -1,0 +1,43 @@
+// A table recorded as the tracer records it: one delta per step (TableIngestor::take_delta),
+// merged in order, with an ordered sample of `sample_refs` references (the held-out replays'
+// input). Shared by the cache, cache-sizing and managed-collision tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edo/model/profile.h"
+#include "edo/stats/table_stats.h"
+
+namespace edo::tuner::testing {
+
+inline model::Table recorded_steps(const std::string& name, uint64_t rows, const std::vector<std::vector<int64_t>>& steps,
+                                   uint64_t sample_refs = uint64_t{1} << 16) {
+  stats::StatsConfig cfg;
+  cfg.ordered_sample_refs = sample_refs;
+  stats::TableIngestor ing(rows, cfg);
+  stats::TableAggregate total;
+  bool first = true;
+  for (const auto& s : steps) {
+    ing.add(s.data(), s.size());
+    stats::TableAggregate d = ing.take_delta();
+    if (first) total = std::move(d);
+    else EXPECT_TRUE(total.merge(d));
+    first = false;
+  }
+  model::Table t;
+  t.session_id = 1;
+  t.name = name;
+  t.rows = rows;
+  t.dim = 16;
+  t.dtype = "fp32";
+  t.device = "cuda";
+  t.weight_bytes = t.rows * t.dim * 4;
+  t.aggregate = std::move(total);
+  return t;
+}
+
+}  // namespace edo::tuner::testing
