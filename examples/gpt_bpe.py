@@ -39,6 +39,10 @@ except ImportError:
 import torch
 import torch.nn as nn
 
+# The transformer block of the bundled LLM-like job: causal self-attention and an MLP, pre-norm
+# (this folder is on sys.path when the example runs).
+from llm_like import Block
+
 CONFIGS = {
     # name: (table rows or None for the tokenizer's vocabulary, D, heads, tied)
     "tied": (None, 64, 4, True),
@@ -86,29 +90,6 @@ def token_stream(tok, files):
             ids.extend(tok.encode(fh.read()).ids)
         ids.append(eot)
     return torch.tensor(ids, dtype=torch.int64)
-
-
-class Block(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-    def forward(self, x):
-        B, T, D = x.shape
-        h = self.heads
-        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
-        q, k, v = (t.view(B, T, h, D // h).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / (D // h) ** 0.5)
-        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, D)
-        x = x + self.proj(y)
-        return x + self.mlp(self.ln2(x))
 
 
 class GPT(nn.Module):
