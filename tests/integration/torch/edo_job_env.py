@@ -40,3 +40,18 @@ def setup():
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "EDO_OUTPUT", "PYTHONPATH", "EDO_TORCH")}
     env.setdefault("OMP_NUM_THREADS", "2")
     return build, source, edo_bin, py, env
+
+
+def lru_miss_rate(stream, cut, k):
+    """Misses / lookups of stream[cut:] through an exact LRU of k rows warm from stream[:cut]."""
+    from collections import OrderedDict
+    cache, misses = OrderedDict(), 0
+    for i, x in enumerate(stream):
+        if x in cache:
+            cache.move_to_end(x)
+        else:
+            misses += i >= cut
+            cache[x] = True
+            if len(cache) > k:
+                cache.popitem(last=False)
+    return misses / max(1, len(stream) - cut)

@@ -33,23 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-from edo_job_env import HERE, run, setup
-
-
-
-def lru_miss_rate(stream, cut, k):
-    """Misses / lookups of stream[cut:] through an LRU of k rows warm from stream[:cut]."""
-    from collections import OrderedDict
-    cache, misses = OrderedDict(), 0
-    for i, x in enumerate(stream):
-        if x in cache:
-            cache.move_to_end(x)
-        else:
-            misses += i >= cut
-            cache[x] = True
-            if len(cache) > k:
-                cache.popitem(last=False)
-    return misses / max(1, len(stream) - cut)
+from edo_job_env import HERE, lru_miss_rate, run, setup
 
 
 def main():

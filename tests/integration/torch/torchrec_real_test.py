@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-from edo_job_env import HERE, run, setup, skip
+from edo_job_env import HERE, lru_miss_rate, run, setup, skip
 
 # The job's tables (torchrec_job.py), as the planner check rebuilds them.
 TABLES = {
@@ -167,21 +167,6 @@ def check_statistics(mode, planned, got, plan_json, truth, failures):
                             % (mode, name, q["offload_stats_miss_rate"], q["expected_miss_rate"]))
 
 
-def exact_lru_miss_rate(stream, cut, k):
-    """Misses / lookups of stream[cut:] through an LRU of k rows warm from stream[:cut]."""
-    from collections import OrderedDict
-    cache, misses = OrderedDict(), 0
-    for i, x in enumerate(stream):
-        if x in cache:
-            cache.move_to_end(x)
-        else:
-            misses += i >= cut
-            cache[x] = True
-            if len(cache) > k:
-                cache.popitem(last=False)
-    return misses / max(1, len(stream) - cut)
-
-
 def check_estimator(py, env, tmp, plan, failures):
     """Every table cached by FBGEMM's LRU at a size edo measured held out (its LRU offload
     candidates in the tune run), planned by TorchRec for training with the plan's statistics:
@@ -204,7 +189,7 @@ def check_estimator(py, env, tmp, plan, failures):
     for name in TABLES:
         if name not in measured:
             k = round(0.05 * TABLES[name]["rows"])
-            measured[name] = (k / TABLES[name]["rows"], exact_lru_miss_rate(ids[name], int(0.7 * len(ids[name])), k),
+            measured[name] = (k / TABLES[name]["rows"], lru_miss_rate(ids[name], int(0.7 * len(ids[name])), k),
                               "an exact LRU on the job's ids, held out")
     lfs = os.path.join(tmp, "load_factors.json")
     json.dump({n: lf for n, (lf, _, _) in measured.items()}, open(lfs, "w"))

@@ -32,22 +32,9 @@ model::Table recorded_steps(const std::string& name, const std::vector<std::vect
   return testing::recorded_steps(name, kRows, steps);
 }
 
-// 1000 rounds of 17 lookups (rows 0..9; 6 of rows 10..199 in turn; a new row from 200 on),
-// 10 rounds a step.
-std::vector<std::vector<int64_t>> two_levels() {
-  std::vector<std::vector<int64_t>> steps(100);
-  int64_t b = 0, cold = 200;
-  for (int round = 0; round < 1000; ++round) {
-    auto& s = steps[static_cast<size_t>(round / 10)];
-    for (int64_t a = 0; a < 10; ++a) s.push_back(a);
-    for (int k = 0; k < 6; ++k, b = (b + 1) % 190) s.push_back(10 + b);
-    s.push_back(cold++);
-  }
-  return steps;
-}
 
 TEST(CacheSizing, TheKneeIsWhereExtraRowsStopPayingNotWhereFiftyPercentIsReached) {
-  const model::Table t = recorded_steps("two", two_levels());
+  const model::Table t = recorded_steps("two", testing::two_level_steps());
   std::string why;
   const auto r = CacheReplay::of(t.aggregate, why);
   ASSERT_TRUE(r) << why;

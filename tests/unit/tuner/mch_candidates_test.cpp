@@ -21,19 +21,6 @@ namespace {
 
 constexpr uint64_t kMchRows = 100000;
 
-// 100 steps of 10 rounds of 17 lookups: rows 0..9; 6 of rows 10..199 in turn; one new row from
-// 200 on (never read again).
-std::vector<std::vector<int64_t>> mch_stream() {
-  std::vector<std::vector<int64_t>> steps(100);
-  int64_t b = 0, cold = 200;
-  for (int round = 0; round < 1000; ++round) {
-    auto& s = steps[static_cast<size_t>(round / 10)];
-    for (int64_t a = 0; a < 10; ++a) s.push_back(a);
-    for (int k = 0; k < 6; ++k, b = (b + 1) % 190) s.push_back(10 + b);
-    s.push_back(cold++);
-  }
-  return steps;
-}
 
 TableGroup mch_group(const std::vector<std::vector<int64_t>>& steps, uint64_t sample_refs = 1 << 16) {
   const model::Table t = testing::recorded_steps("ids", kMchRows, steps, sample_refs);
@@ -76,7 +63,7 @@ TEST(MchCandidates, AnIdAdmittedThisStepReadsARowItDidNotHoldBefore) {
 }
 
 TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
-  const auto steps = mch_stream();
+  const auto steps = testing::two_level_steps();
   TableGroup g = mch_group(steps);
   ASSERT_DOUBLE_EQ(g.lookups_per_step, 170.0);
   // 1000 bytes: far below the 1200 distinct ids read (10 + 190 + 1000 new) x 64 bytes.
@@ -128,7 +115,7 @@ TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
 TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
   // A sample bounded at 4096 of the 17,000 references keeps the rows under a lower threshold
   // (SHARDS): N slots are replayed as N x rate on them, the rates those of the sampled ids.
-  const auto steps = mch_stream();
+  const auto steps = testing::two_level_steps();
   TableGroup g = mch_group(steps, 4096);
   g.budget_left_bytes = 1000;
   const auto cands = mch_of(g);
@@ -151,7 +138,7 @@ TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
 }
 
 TEST(MchCandidates, OfferedOnlyWhenTheDistinctIdsDoNotFitWhatTheBudgetLeaves) {
-  TableGroup g = mch_group(mch_stream());
+  TableGroup g = mch_group(testing::two_level_steps());
   EXPECT_TRUE(mch_of(g).empty()) << "no budget";
   EXPECT_EQ(mch_not_offered(g), "no budget");
   g.budget_left_bytes = 1200 * 64;  // exactly the distinct ids' rows

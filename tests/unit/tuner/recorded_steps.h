@@ -40,4 +40,18 @@ inline model::Table recorded_steps(const std::string& name, uint64_t rows, const
   return t;
 }
 
+// 100 steps of 10 rounds of 17 lookups: rows 0..9; 6 of rows 10..199 in turn; one new row from
+// 200 on (never read again). Its LRU curve reaches 50 % at 17 rows and bends at ~231 (the knee).
+inline std::vector<std::vector<int64_t>> two_level_steps() {
+  std::vector<std::vector<int64_t>> steps(100);
+  int64_t b = 0, cold = 200;
+  for (int round = 0; round < 1000; ++round) {
+    auto& s = steps[static_cast<size_t>(round / 10)];
+    for (int64_t a = 0; a < 10; ++a) s.push_back(a);
+    for (int k = 0; k < 6; ++k, b = (b + 1) % 190) s.push_back(10 + b);
+    s.push_back(cold++);
+  }
+  return steps;
+}
+
 }  // namespace edo::tuner::testing
