@@ -136,9 +136,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       // Said per kernel: its launches' tables may be incomplete (e.g. a cudaLaunchKernel of a
       // kernel taking structs, whose layout the driver was never asked about).
       if (!out.launch->args_read) {
-        thread_local std::string* key = new std::string();  // leaked per thread: reused
-        key->assign("kernel_launches_args_unread:").append(out.launch->name);
-        count_drop(key->c_str(), 1);
+        count_family_drop("kernel_launches_args_unread:", out.launch->name, 1);
       }
       if (!tables->empty()) run->launch_tables.put(*out.launch, idx, tables->data(), tables->size());
     }

@@ -15,9 +15,14 @@ bool tracer_active() {
 const Config& tracer_config() { return process()->cfg; }
 int64_t session_pid() { return process() ? session().id.pid : 0; }
 
-void count_drop(const char* counter, uint64_t n) {
+void count_drop(drops::Name counter, uint64_t n) {
   if (!tracer_active()) return;
   session().events.count_drop(counter, n);
+}
+
+void count_family_drop(drops::Family family, std::string_view item, uint64_t n) {
+  if (!tracer_active()) return;
+  session().events.count_family_drop(family, item, n);
 }
 
 void record_note(const std::string& key, const std::string& value) {

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "edo/capture/config.h"
+#include "edo/drops/catalog.h"
 #include "edo/wire/attribution.h"
 
 namespace edo::capture {
@@ -27,7 +29,10 @@ void record_kernel_launch(const std::string& name, const std::string* const* tab
 // GPU time of one launch of `name`; `tables`: those that launch read (empty when unknown).
 void record_kernel_time(const std::string& name, uint64_t ns, const std::vector<std::string>& tables);
 void record_note(const std::string& key, const std::string& value);
-void count_drop(const char* counter, uint64_t n);
+// Drop counters: names from the catalog (core/drops/include/edo/drops/catalog.h), checked at
+// compile time; a family's member is its prefix + the item.
+void count_drop(drops::Name counter, uint64_t n);
+void count_family_drop(drops::Family family, std::string_view item, uint64_t n);
 // Snapshot of the registered tables' address ranges (for kernel arguments).
 std::shared_ptr<const wire::AddressIndex> table_address_index();
 

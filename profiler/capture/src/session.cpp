@@ -289,7 +289,15 @@ void EventLog::add_note(wire::Note n) {
   notes_.push_back(std::move(n));
 }
 
-void EventLog::count_drop(std::string_view counter, uint64_t n) {
+void EventLog::count_family_drop(drops::Family family, std::string_view item, uint64_t n) {
+  // Reused per thread, and leaked: no allocation for a member seen before, and no thread-exit
+  // destructor run inside the job's threads.
+  thread_local std::string* key = new std::string();
+  key->assign(family.prefix()).append(item);
+  add_drop(*key, n);
+}
+
+void EventLog::add_drop(std::string_view counter, uint64_t n) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = drops_.find(counter);
   if (it == drops_.end()) it = drops_.emplace(std::string(counter), 0).first;

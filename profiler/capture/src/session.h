@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "edo/drops/catalog.h"
 #include "edo/stats/table_stats.h"
 #include "edo/wire/wire.h"
 #include "ingest_queue.h"
@@ -166,7 +167,11 @@ class EventLog {
   // False (and counted as a drop) when max_events are already waiting.
   bool add_memory_event(const wire::MemEvent& e);
   void add_note(wire::Note n);
-  void count_drop(std::string_view counter, uint64_t n);  // no allocation for a counter seen before
+  // A counter of the catalog (core/drops: an unknown name does not compile); no allocation for
+  // a counter seen before.
+  void count_drop(drops::Name counter, uint64_t n) { add_drop(counter.view(), n); }
+  // One member of a family ("kernel_launches_args_unread:" + the kernel's name).
+  void count_family_drop(drops::Family family, std::string_view item, uint64_t n);
   bool any() const;
   void take(std::vector<wire::MemEvent>& events, std::vector<wire::Note>& notes,
             std::vector<std::pair<std::string, uint64_t>>& dropped);
@@ -175,6 +180,7 @@ class EventLog {
   void take_drops(std::vector<std::pair<std::string, uint64_t>>& dropped);
 
  private:
+  void add_drop(std::string_view counter, uint64_t n);
   const uint64_t max_events_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t, std::less<>> drops_;  // found by a char* without a copy
