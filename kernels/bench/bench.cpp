@@ -17,6 +17,7 @@
 #include "edo/kernels/encode.h"
 #include "edo/kernels/host_buffer.h"
 #include "edo/kernels/workload.h"
+#include "edo/model/profile_summary.h"
 #include "stopwatch.h"
 
 namespace edo::kernels {
@@ -27,11 +28,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-std::string fmt_mib(double b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  return buf;
 }
 
 // Available memory (MemAvailable), for sizing the groups of tables measured together.
@@ -160,7 +156,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
   if (cfg.anchor) {
     if (on_cpu) {
       const std::uint64_t lat = clamp_bytes(4 << 20, 1 << 30);
-      say("anchors: memory latency over " + fmt_mib(static_cast<double>(lat)) + ", STREAM triad (" + std::to_string(rep.threads) +
+      say("anchors: memory latency over " + model::format_bytes(lat) + ", STREAM triad (" + std::to_string(rep.threads) +
           " threads)");
       rep.latency_ns = memory_latency_ns(lat, std::clamp<std::uint64_t>(lat / 64 * 2, 100'000, 2'000'000));
       triad = std::make_unique<bench::Triad>(rep.threads, clamp_bytes(4 << 20, 256 << 20));
@@ -168,8 +164,8 @@ BenchReport run_bench(const BenchConfig& cfg) {
       rep.anchor_bytes = std::max(lat, triad->bytes());
     } else {
       const std::uint64_t d2d = clamp_bytes(256 << 20, 1 << 30), h2d = clamp_bytes(64 << 20, 256 << 20);
-      say("anchors: device-to-device copy (" + fmt_mib(static_cast<double>(d2d)) + "), pinned host-to-device copy (" +
-          fmt_mib(static_cast<double>(h2d)) + ")");
+      say("anchors: device-to-device copy (" + model::format_bytes(d2d) + "), pinned host-to-device copy (" +
+          model::format_bytes(h2d) + ")");
       rep.anchor_gbs = cuda::d2d_copy_gbs(d2d);
       rep.h2d_gbs = cuda::h2d_copy_gbs(h2d);
       rep.onchip_gbs = cuda::device_info().onchip_gbs();
@@ -177,7 +173,7 @@ BenchReport run_bench(const BenchConfig& cfg) {
     }
   }
 
-  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" + fmt_mib(work) + "), index sets");
+  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" + model::format_bytes(static_cast<uint64_t>(work)) + "), index sets");
   HostBuffer wbuf(cfg.rows * cfg.dim * 4, false);
   float* w = wbuf.as<float>();
   random_weights(w, cfg.rows, cfg.dim, cfg.seed, 1.0f / std::sqrt(static_cast<float>(cfg.dim)));

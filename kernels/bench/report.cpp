@@ -4,19 +4,9 @@
 #include <sstream>
 
 #include "edo/kernels/bench.h"
+#include "edo/model/profile_summary.h"
 
 namespace edo::kernels {
-
-namespace {
-std::string fmt_bytes(double b) {
-  char buf[64];
-  if (b >= 1ull << 30) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1ull << 30));
-  else if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
-}
-}  // namespace
 
 nlohmann::json to_json(const BenchReport& rep) {
   nlohmann::json j;
@@ -79,7 +69,7 @@ std::string to_text(const BenchReport& rep) {
                 rep.threads == 1 ? "" : "s", rep.isa.c_str());
   o << line;
   std::snprintf(line, sizeof line, "table %llu x %u fp32 (%s), batch %llu indices = %llu bags x %u, %s, %d index sets, median of %d\n",
-                static_cast<unsigned long long>(c.rows), c.dim, fmt_bytes(static_cast<double>(c.rows) * c.dim * 4).c_str(),
+                static_cast<unsigned long long>(c.rows), c.dim, model::format_bytes(uint64_t(c.rows) * c.dim * 4).c_str(),
                 static_cast<unsigned long long>(c.batch / c.pooling * c.pooling),
                 static_cast<unsigned long long>(c.batch / c.pooling), c.pooling,
                 c.zipf > 0 ? ("zipf " + std::to_string(c.zipf).substr(0, 4)).c_str() : "uniform", c.sets, c.reps);
@@ -100,7 +90,7 @@ std::string to_text(const BenchReport& rep) {
       o << line;
     }
     std::snprintf(line, sizeof line, "context: STREAM triad %.1f GB/s, memory latency %.0f ns (buffers sized to the table: %s)\n",
-                  rep.anchor_gbs, rep.latency_ns, fmt_bytes(static_cast<double>(rep.anchor_bytes)).c_str());
+                  rep.anchor_gbs, rep.latency_ns, model::format_bytes(uint64_t(rep.anchor_bytes)).c_str());
     o << line << "\n";
   } else if (rep.anchor_gbs > 0) {
     std::snprintf(line, sizeof line,
@@ -120,7 +110,7 @@ std::string to_text(const BenchReport& rep) {
     if (r.hit_rate >= 0) std::snprintf(hit, sizeof hit, "%.3f", r.hit_rate);
     else std::snprintf(hit, sizeof hit, "-");
     std::snprintf(line, sizeof line, "%-26s %11s %8.1f %9s %10.1f %10.1f %9.2f %10.1f %6.2fx %6s%s\n", r.strategy.c_str(),
-                  fmt_bytes(static_cast<double>(r.device_bytes)).c_str(), r.bytes_per_row, err, r.gather_rows_per_s / 1e6,
+                  model::format_bytes(uint64_t(r.device_bytes)).c_str(), r.bytes_per_row, err, r.gather_rows_per_s / 1e6,
                   r.bag_rows_per_s / 1e6, r.bag_gbs, r.bound_rows_per_s / 1e6,
                   r.bound_rows_per_s > 0 ? r.bag_rows_per_s / r.bound_rows_per_s : 0.0, hit, r.needs_retraining ? "  (needs retraining)" : "");
     o << line;
