@@ -2,7 +2,7 @@
 //
 // The recording: 100 tables x 10M rows (Zipf lookups through the real statistics engine,
 // 1M per table), a device memory timeline of 200K events, kernels and NVTX ranges: a fake
-// GPU recording (gui/fake), made once and kept in --data.
+// GPU recording (tests/fixtures/fake_gpu_recording), made once and kept in --data.
 //
 // Each repetition is a fresh process (this binary re-executes itself) that opens the file in
 // edo-dashboard's window on the offscreen platform and measures

@@ -19,7 +19,7 @@ double sectors_touched(double bytes, double stride, double sector) {
   const auto s = static_cast<uint64_t>(std::max(1.0, stride > 0 ? stride : bytes));
   const auto b = static_cast<uint64_t>(std::ceil(bytes));
   // Start offsets modulo the sector repeat after sector / gcd(stride, sector) entries (the
-  // same arithmetic as kernels/bench/bounds.cpp sector_bytes, for any sector size).
+  // same arithmetic as kernels/measure/bounds.cpp sector_bytes, for any sector size).
   const uint64_t period = g / std::gcd(s % g == 0 ? g : s % g, g);
   double sum = 0;
   for (uint64_t i = 0; i < period; ++i) sum += static_cast<double>(((i * s) % g + b + g - 1) / g);
@@ -79,7 +79,7 @@ LookupTraffic lookup_traffic(const std::string& spec_text, uint32_t dim, double 
     row_read(4 * width, 4 * width, k);
   } else if (n == "qr") {
     // A quotient row from memory; the m remainder rows stay on chip while they are small
-    // (kernels/bench/bounds.cpp: m x dim floats <= 4 MiB), else a second read.
+    // (kernels/measure/bounds.cpp: m x dim floats <= 4 MiB), else a second read.
     const double m = static_cast<double>(int_param(s, "m", 4));
     if (m * 4 * D <= (4 << 20)) {
       row_read(4 * D, 4 * D);

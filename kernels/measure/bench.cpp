@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "bench/anchors.h"
+#include "measure/anchors.h"
 #include "edo/kernels/backend.h"
 #include "edo/kernels/bench.h"
 #include "edo/kernels/cpu.h"

@@ -1,5 +1,5 @@
 // The CPU anchors of the strategy benchmark: STREAM triad, memory latency, random-row probe.
-#include "bench/anchors.h"
+#include "measure/anchors.h"
 
 #include <omp.h>
 
