@@ -14,24 +14,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupti_callback_data.h"
+#include "cupti_memory_apis.h"
+
 namespace edo::capture {
 
 namespace {
 thread_local int tl_runtime_depth = 0;
 
-template <class T>
-const T* params(const CUpti_CallbackData* cb) {
-  return static_cast<const T*>(cb->functionParams);
-}
-
-bool runtime_ok(const CUpti_CallbackData* cb) {
-  return !cb->functionReturnValue || *static_cast<const int*>(cb->functionReturnValue) == 0;  // cudaSuccess
-}
-bool driver_ok(const CUpti_CallbackData* cb) {
-  return !cb->functionReturnValue || *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
-}
-
-uint64_t as_u64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // Argument words read per launch (a launch passes at most 32 KiB of parameters; PyTorch's
 // largest structs are a few KiB): bounds the callback's work.
@@ -519,152 +509,71 @@ void CuptiTranslator::name_args(const char* symbol, void** args, LaunchInfo& out
 
 CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                                      const CUpti_CallbackData* cb) {
-  Output out;
-  if (!cb) return out;
+  if (!cb) return {};
   const bool enter = cb->callbackSite == CUPTI_API_ENTER;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (enter) {
-      ++tl_runtime_depth;
-      out.graph = runtime_graph_event(id, cb, true);
-      if (is_runtime_launch(id)) {
-        // Only remembered here: the arguments come from the driver launch this call goes
-        // through (see the driver branch), and the launch is reported at EXIT.
-        LaunchFrame& f = launches().push(domain, id);
-        if (cb->symbolName) f.info.name = demangle_cached(cb->symbolName);
-        f.info.correlation = cb->correlationId;
-        if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
-            id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060) {
-          auto* p = params<cudaLaunchKernelExC_v11060_params>(cb);
-          if (p) {
-            if (p->config) f.info.stream = as_u64(p->config->stream);
-            f.args = p->args;
-          }
-        } else if (auto* p = params<cudaLaunchKernel_v7000_params>(cb)) {
-          // cudaLaunchKernel, cudaLaunchCooperativeKernel and __cudaLaunchKernel share this
-          // parameter layout; the last one's first parameter is a cudaKernel_t (a CUkernel).
-          f.info.stream = as_u64(p->stream);
-          f.args = p->args;
-          if (id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
-              id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000)
-            f.kernel = p->func;
-        }
-      }
-      return out;
-    }
-    if (is_runtime_launch(id)) {
-      if (tl_runtime_depth > 0) --tl_runtime_depth;
-      LaunchFrame* f = pop_frame(domain, id);
-      if (!f || !runtime_ok(cb)) return out;
-      // No driver launch seen (a runtime that launches another way): a CUkernel can still be
-      // described by the driver.
-      if (!f->info.args_read && f->kernel) chevron_args(f->kernel, f->args, f->info, out);
-      // No handle the driver can describe (cudaLaunchKernel and friends take the host-side entry function): the
-      // parameter types in the kernel's mangled name give their number and the pointers' places.
-      if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);
-      if (f->info.name.empty()) name_into(cb->symbolName, f->kernel, KernelHandle::kKernel, f->info.name);
-      out.launch = &f->info;
-      return out;
-    }
-    if (tl_runtime_depth > 0) --tl_runtime_depth;
-    if ((out.graph = runtime_graph_event(id, cb, false))) return out;
-    if (!runtime_ok(cb)) return out;
-    MemOp op;
-    op.correlation = cb->correlationId;
-    switch (id) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
-        auto* p = params<cudaMalloc_v3020_params>(cb);
-        if (!p->devPtr) return out;
-        op.address = as_u64(*p->devPtr); op.bytes = p->size; op.api = "cudaMalloc";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020: {
-        auto* p = params<cudaMallocPitch_v3020_params>(cb);
-        if (!p->devPtr || !p->pitch) return out;
-        op.address = as_u64(*p->devPtr); op.bytes = *p->pitch * p->height; op.api = "cudaMallocPitch";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
-        auto* p = params<cudaMallocManaged_v6000_params>(cb);
-        if (!p->devPtr) return out;
-        op.address = as_u64(*p->devPtr); op.bytes = p->size; op.api = "cudaMallocManaged";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020: {
-        auto* p = params<cudaMallocAsync_v11020_params>(cb);
-        if (!p->devPtr) return out;
-        op.address = as_u64(*p->devPtr); op.bytes = p->size; op.stream = as_u64(p->hStream); op.api = "cudaMallocAsync";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020: {
-        auto* p = params<cudaMallocFromPoolAsync_v11020_params>(cb);
-        if (!p->ptr) return out;
-        op.address = as_u64(*p->ptr); op.bytes = p->size; op.stream = as_u64(p->stream); op.api = "cudaMallocFromPoolAsync";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020: {
-        auto* p = params<cudaFree_v3020_params>(cb);
-        op.kind = MemOp::kFree; op.address = as_u64(p->devPtr); op.api = "cudaFree";
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020: {
-        auto* p = params<cudaFreeAsync_v11020_params>(cb);
-        op.kind = MemOp::kFree; op.address = as_u64(p->devPtr); op.stream = as_u64(p->hStream); op.api = "cudaFreeAsync";
-        break;
-      }
-      default:
-        return out;
-    }
-    if (op.address) out.mem.push_back(std::move(op));
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return on_runtime(id, cb, enter);
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return on_driver(id, cb, enter);
+  return {};
+}
+
+CuptiTranslator::Output CuptiTranslator::on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter) {
+  Output out;
+  if (enter) {
+    ++tl_runtime_depth;
+    out.graph = runtime_graph_event(id, cb, true);
+    if (is_runtime_launch(id)) runtime_launch_enter(id, cb);
     return out;
   }
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return out;
-  if (is_driver_launch(id)) {
-    if (!enter) {
-      LaunchFrame* f = pop_frame(domain, id);
-      if (f && !f->merged && driver_ok(cb)) out.launch = &f->info;
-      return out;
+  if (tl_runtime_depth > 0) --tl_runtime_depth;
+  if (is_runtime_launch(id)) return runtime_launch_exit(id, cb);
+  if ((out.graph = runtime_graph_event(id, cb, false))) return out;
+  if (!runtime_ok(cb)) return out;
+  if (auto op = runtime_memory_op(id, cb)) out.mem.push_back(std::move(*op));
+  return out;
+}
+
+void CuptiTranslator::runtime_launch_enter(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  // Only remembered here: the arguments come from the driver launch this call goes through
+  // (see driver_launch), and the launch is reported at EXIT.
+  LaunchFrame& f = launches().push(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  if (cb->symbolName) f.info.name = demangle_cached(cb->symbolName);
+  f.info.correlation = cb->correlationId;
+  if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
+      id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060) {
+    auto* p = params<cudaLaunchKernelExC_v11060_params>(cb);
+    if (p) {
+      if (p->config) f.info.stream = as_u64(p->config->stream);
+      f.args = p->args;
     }
-    CUfunction fn = nullptr;
-    void** kernel_params = nullptr;
-    void** extra = nullptr;
-    uint64_t stream = 0;
-    switch (id) {
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-        auto* p = params<cuLaunchKernel_params>(cb);
-        if (p) fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = as_u64(p->hStream);
-        break;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-        auto* p = params<cuLaunchKernelEx_params>(cb);
-        if (p) fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = p->config ? as_u64(p->config->hStream) : 0;
-        break;
-      }
-      default: {  // cooperative launches: no `extra`
-        auto* p = params<cuLaunchCooperativeKernel_params>(cb);
-        if (p) fn = p->f, kernel_params = p->kernelParams, stream = as_u64(p->hStream);
-        break;
-      }
-    }
-    LaunchFrames& v = launches();
-    LaunchFrame* r = v.top();
-    if (r && r->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !r->info.args_read) {
-      // The driver launch of the runtime launch in progress on this thread: its CUfunction
-      // and kernelParams describe the runtime launch's arguments.
-      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r->info);
-      r->info.driver_correlation = cb->correlationId;
-      if (r->info.name.empty()) name_into(cb->symbolName, fn, KernelHandle::kFunction, r->info.name);
-      v.push(domain, id).merged = true;  // (may move the frames: r is not used after)
-    } else {
-      LaunchFrame& f = v.push(domain, id);
-      name_into(cb->symbolName, fn, KernelHandle::kFunction, f.info.name);
-      f.info.correlation = cb->correlationId;
-      f.info.stream = stream;
-      pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, f.info);
-    }
-    return out;
+  } else if (auto* p = params<cudaLaunchKernel_v7000_params>(cb)) {
+    // cudaLaunchKernel, cudaLaunchCooperativeKernel and __cudaLaunchKernel share this
+    // parameter layout; the last one's first parameter is a cudaKernel_t (a CUkernel).
+    f.info.stream = as_u64(p->stream);
+    f.args = p->args;
+    if (id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
+        id == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000)
+      f.kernel = p->func;
   }
+}
+
+CuptiTranslator::Output CuptiTranslator::runtime_launch_exit(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  Output out;
+  LaunchFrame* f = pop_frame(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  if (!f || !runtime_ok(cb)) return out;
+  // No driver launch seen (a runtime that launches another way): a CUkernel can still be
+  // described by the driver.
+  if (!f->info.args_read && f->kernel) chevron_args(f->kernel, f->args, f->info, out);
+  // No handle the driver can describe (cudaLaunchKernel and friends take the host-side entry function): the
+  // parameter types in the kernel's mangled name give their number and the pointers' places.
+  if (!f->info.args_read && !f->kernel && f->args) name_args(cb->symbolName, f->args, f->info);
+  if (f->info.name.empty()) name_into(cb->symbolName, f->kernel, KernelHandle::kKernel, f->info.name);
+  out.launch = &f->info;
+  return out;
+}
+
+CuptiTranslator::Output CuptiTranslator::on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter) {
+  Output out;
+  if (is_driver_launch(id)) return driver_launch(id, cb, enter);
   if (tl_runtime_depth > 0) return out;  // inside a runtime call we already trace
   if ((out.graph = driver_graph_event(id, cb, enter))) return out;
   // At ENTER: the handles are still valid then, and any use after the call is of a new kernel.
@@ -672,80 +581,66 @@ CuptiTranslator::Output CuptiTranslator::on_callback(CUpti_CallbackDomain domain
     out.unloaded = enter;
     return out;
   }
-  if (enter) return out;
-  if (!driver_ok(cb)) return out;
-  MemOp op;
-  op.correlation = cb->correlationId;
-  switch (id) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
-      auto* p = params<cuMemAlloc_v2_params>(cb);
-      if (!p->dptr) return out;
-      op.address = *p->dptr; op.bytes = p->bytesize; op.api = "cuMemAlloc";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
-      auto* p = params<cuMemAllocPitch_v2_params>(cb);
-      if (!p->dptr || !p->pPitch) return out;
-      op.address = *p->dptr; op.bytes = *p->pPitch * p->Height; op.api = "cuMemAllocPitch";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
-      auto* p = params<cuMemAllocManaged_params>(cb);
-      if (!p->dptr) return out;
-      op.address = *p->dptr; op.bytes = p->bytesize; op.api = "cuMemAllocManaged";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync: {
-      auto* p = params<cuMemAllocAsync_params>(cb);
-      if (!p->dptr) return out;
-      op.address = *p->dptr; op.bytes = p->bytesize; op.stream = as_u64(p->hStream); op.api = "cuMemAllocAsync";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync: {
-      auto* p = params<cuMemAllocFromPoolAsync_params>(cb);
-      if (!p->dptr) return out;
-      op.address = *p->dptr; op.bytes = p->bytesize; op.stream = as_u64(p->hStream); op.api = "cuMemAllocFromPoolAsync";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
-      auto* p = params<cuMemFree_v2_params>(cb);
-      op.kind = MemOp::kFree; op.address = p->dptr; op.api = "cuMemFree";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync: {
-      auto* p = params<cuMemFreeAsync_params>(cb);
-      op.kind = MemOp::kFree; op.address = p->dptr; op.stream = as_u64(p->hStream); op.api = "cuMemFreeAsync";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
-      // Physical memory without an address yet: remembered until it is mapped.
-      auto* p = params<cuMemCreate_params>(cb);
-      if (p->handle) {
-        std::lock_guard<std::mutex> lk(mu_);
-        vmm_handles_[uint64_t(*p->handle)] = p->size;
-      }
-      return out;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
-      auto* p = params<cuMemRelease_params>(cb);
+  if (enter || !driver_ok(cb) || vmm_handle_call(id, cb)) return out;
+  if (auto op = driver_memory_op(id, cb)) out.mem.push_back(std::move(*op));
+  return out;
+}
+
+bool CuptiTranslator::vmm_handle_call(CUpti_CallbackId id, const CUpti_CallbackData* cb) {
+  // Physical memory without an address yet: remembered until it is mapped (cuMemMap).
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuMemCreate) {
+    auto* p = params<cuMemCreate_params>(cb);
+    if (p->handle) {
       std::lock_guard<std::mutex> lk(mu_);
-      vmm_handles_.erase(uint64_t(p->handle));
-      return out;
+      vmm_handles_[uint64_t(*p->handle)] = p->size;
     }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
-      auto* p = params<cuMemMap_params>(cb);
-      op.address = p->ptr; op.bytes = p->size; op.api = "cuMemMap";
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
-      auto* p = params<cuMemUnmap_params>(cb);
-      op.kind = MemOp::kFree; op.address = p->ptr; op.bytes = p->size; op.api = "cuMemUnmap";
-      break;
-    }
-    default:
-      return out;
+    return true;
   }
-  if (op.address) out.mem.push_back(std::move(op));
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuMemRelease) {
+    auto* p = params<cuMemRelease_params>(cb);
+    std::lock_guard<std::mutex> lk(mu_);
+    vmm_handles_.erase(uint64_t(p->handle));
+    return true;
+  }
+  return false;
+}
+
+CuptiTranslator::Output CuptiTranslator::driver_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter) {
+  Output out;
+  if (!enter) {
+    LaunchFrame* f = pop_frame(CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (f && !f->merged && driver_ok(cb)) out.launch = &f->info;
+    return out;
+  }
+  CUfunction fn = nullptr;
+  void** kernel_params = nullptr;
+  void** extra = nullptr;
+  uint64_t stream = 0;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+    if (auto* p = params<cuLaunchKernel_params>(cb))
+      fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = as_u64(p->hStream);
+  } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    if (auto* p = params<cuLaunchKernelEx_params>(cb))
+      fn = p->f, kernel_params = p->kernelParams, extra = p->extra, stream = p->config ? as_u64(p->config->hStream) : 0;
+  } else if (auto* p = params<cuLaunchCooperativeKernel_params>(cb)) {  // cooperative launches: no `extra`
+    fn = p->f, kernel_params = p->kernelParams, stream = as_u64(p->hStream);
+  }
+  LaunchFrames& v = launches();
+  LaunchFrame* r = v.top();
+  if (r && r->domain == CUPTI_CB_DOMAIN_RUNTIME_API && !r->info.args_read) {
+    // The driver launch of the runtime launch in progress on this thread: its CUfunction
+    // and kernelParams describe the runtime launch's arguments.
+    pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, r->info);
+    r->info.driver_correlation = cb->correlationId;
+    if (r->info.name.empty()) name_into(cb->symbolName, fn, KernelHandle::kFunction, r->info.name);
+    v.push(CUPTI_CB_DOMAIN_DRIVER_API, id).merged = true;  // (may move the frames: r is not used after)
+  } else {
+    LaunchFrame& f = v.push(CUPTI_CB_DOMAIN_DRIVER_API, id);
+    name_into(cb->symbolName, fn, KernelHandle::kFunction, f.info.name);
+    f.info.correlation = cb->correlationId;
+    f.info.stream = stream;
+    pointer_args(fn, KernelHandle::kFunction, kernel_params, extra, f.info);
+  }
   return out;
 }
 

@@ -124,6 +124,14 @@ class CuptiTranslator {
   static const std::vector<CUpti_CallbackId>& driver_cbids();
 
  private:
+  // on_callback by domain, and the launch paths (what each reads is said in the .cpp).
+  Output on_runtime(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter);
+  Output on_driver(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter);
+  void runtime_launch_enter(CUpti_CallbackId id, const CUpti_CallbackData* cb);
+  Output runtime_launch_exit(CUpti_CallbackId id, const CUpti_CallbackData* cb);
+  Output driver_launch(CUpti_CallbackId id, const CUpti_CallbackData* cb, bool enter);
+  // cuMemCreate / cuMemRelease: the handles' sizes until they are mapped; true when `id` was one.
+  bool vmm_handle_call(CUpti_CallbackId id, const CUpti_CallbackData* cb);
   void pointer_args(const void* handle, KernelHandle kind, void** args, void** extra, LaunchInfo& out);
   void name_into(const char* symbol, const void* handle, KernelHandle kind, std::string& out) const;
   void name_args(const char* symbol, void** args, LaunchInfo& out);
