@@ -21,6 +21,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/db/recording_state.h"
 #include "edo/model/processes.h"
+#include "recording_saves.h"
 
 namespace edo::collector {
 namespace {
@@ -126,41 +127,138 @@ std::string place_recording(const std::string& recording, const std::string& out
   return output;
 }
 
-// A little disk space held back for the note that says why a save failed (issue 30 §5): a full
-// disk has no room left for even the few bytes of that note, so this space is given back right
-// before it is written. An unlinked file held open: the space is the kernel's to free when edo
-// ends, however it ends, and no file is left in the user's folder.
-class SpaceReserve {
- public:
-  static constexpr size_t kBytes = 16 * 1024;  // a few pages of the log: the note needs one
-  explicit SpaceReserve(const std::string& beside) {
-    namespace fs = std::filesystem;
-    const fs::path dir = fs::path(beside).parent_path().empty() ? fs::path(".") : fs::path(beside).parent_path();
-    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd_ < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
-      const std::string named = beside + ".reserve";
-      fd_ = ::open(named.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-      if (fd_ >= 0) ::unlink(named.c_str());
-    }
-    if (fd_ < 0) return;
-    // As much of it as there is room for (on a nearly full disk, what is left: one page of the
-    // log is what the note needs).
-    const std::vector<char> page(4096, 0);
-    size_t held = 0;
-    while (held < kBytes && ::write(fd_, page.data(), page.size()) == ssize_t(page.size())) held += page.size();
-    if (held == 0) release();
-  }
-  ~SpaceReserve() { release(); }
-  SpaceReserve(const SpaceReserve&) = delete;
-  SpaceReserve& operator=(const SpaceReserve&) = delete;
-  void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
+using clock = std::chrono::steady_clock;
 
- private:
-  int fd_ = -1;
+// The database file and its log, journal and shared-memory files.
+void remove_recording_files(const std::string& recording) {
+  std::error_code ec;
+  for (const char* side : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(recording + side, ec);
+}
+
+// The recording's database, created beside the output; what a failed creation left is removed
+// (a full disk takes the file's first pages, not the rest: no recording), and the error names
+// the output the user gave.
+std::unique_ptr<db::ProfileStore> create_recording(const std::string& recording, const std::string& output) {
+  try {
+    return std::make_unique<db::ProfileStore>(recording, db::ProfileStore::Mode::kCreate);
+  } catch (const db::DbError& e) {
+    remove_recording_files(recording);
+    const std::string what = e.what();
+    if (what.rfind(recording, 0) != 0) throw;
+    throw db::DbError(output + what.substr(recording.size()));
+  }
+}
+
+// A signal for the job: ask every traced process for a flush, wait for the replies (a
+// bounded time, said when it runs out), then pass the signals received so far on. A traced
+// process connects when it registers its first table, reads one or counts a step (the
+// tracer's sink.h), so one that has recorded anything is asked, even if its first flush is
+// not out yet (issue 24: it was not, and a SIGTERM right after a registration lost it all).
+void pass_signals_on(ChannelServer& server, ProfileBuilder& builder, const RecordSettings& st, JobLauncher& launcher,
+                     const Recorder::Say& say) {
+  server.accept_pending(builder);
+  const uint64_t before = builder.flush_replies();
+  const size_t asked = server.request_flush();
+  const auto give_up = clock::now() + st.flush_wait;
+  while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
+  // Taken after the wait: the same signal noted again meanwhile (`timeout` sends it to the
+  // pid and then to the group) is passed on once.
+  const unsigned sigs = g_pending_signals.exchange(0);
+  if (const uint64_t got = builder.flush_replies() - before; got < asked) {
+    char wait_s[32];
+    std::snprintf(wait_s, sizeof wait_s, "%g", std::chrono::duration<double>(st.flush_wait).count());
+    say(num(asked - got) + " of " + num(asked) + " traced process(es) did not answer the flush request within " + wait_s +
+        " s; the signal is passed on (what they recorded since their last flush is lost)");
+  }
+  for (int sig = 1; sig < 32; ++sig)
+    if (sigs & (1u << sig)) launcher.signal(sig);
+}
+
+struct JobEnd {
+  int code = 0;
+  clock::time_point exit_time;
 };
+
+// Receives the traced processes' frames until the job has ended and its connections are
+// drained, passing signals on and saving every st.save_every.
+JobEnd collect_until_drained(ChannelServer& server, ProfileBuilder& builder, const RecordSettings& st,
+                             JobLauncher& launcher, const Recorder::Say& say, RecordingSaves& saves) {
+  JobEnd end;
+  bool exited = false;
+  auto last_save = clock::now();
+  auto last_activity = clock::now();
+  while (true) {
+    if (server.poll_once(builder, 100)) last_activity = clock::now();
+    if (g_pending_signals.load() && !exited) pass_signals_on(server, builder, st, launcher, say);
+    if (!exited) {
+      if (const std::optional<int> c = launcher.poll_exit()) {
+        end.code = *c;
+        exited = true;
+        end.exit_time = clock::now();
+        // The job's last process often connects only in its exit handler: its connection may
+        // still wait in the backlog, with all its frames in it. Take it before closing.
+        server.accept_pending(builder);
+        server.stop_listening();
+      }
+    }
+    if (exited) {
+      // Drain: connections close when their processes end; grandchildren that outlive the
+      // job get a short grace period.
+      if (server.connections() == 0) break;
+      if (clock::now() - last_activity > st.drain_grace && clock::now() - end.exit_time > st.drain_grace) break;
+    }
+    if (clock::now() - last_save > st.save_every) {
+      saves.save(false);
+      last_save = clock::now();
+    }
+  }
+  return end;
+}
+
+// Every session gets a command line, and the job's first process a session for its exit code
+// even when it reported nothing itself; when no process connected at all, one line says why
+// that may be.
+void give_the_job_a_session(ProfileBuilder& builder, int64_t child, const std::string& untraced_reason,
+                            int64_t job_start_unix_ns, int64_t job_ns, const Recorder::Say& say) {
+  bool have_root = false;
+  const bool nothing = builder.profile().sessions.empty();
+  for (auto& s : builder.profile().sessions) {
+    have_root |= s.pid == child;
+    // A process that died before its first flush, gone before its command line could be read
+    // (ProfileBuilder::close_stream): the job's own is known here; another's is not.
+    if (s.command.empty())
+      s.command = s.pid == child ? builder.profile().metadata["recorded_command"]
+                                 : "(unknown: the process ended before its first flush)";
+  }
+  if (!have_root) {
+    // The job's first process reported nothing itself (a launcher or shell script whose
+    // children did the work), or nothing was traced at all: give it a row for its exit code.
+    model::Session s;
+    int64_t max_id = 0;
+    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
+    s.id = max_id + 1;
+    s.command = builder.profile().metadata["recorded_command"];
+    s.pid = child;
+    s.parent_pid = getpid();
+    s.source = "record";
+    s.start_unix_ns = job_start_unix_ns;
+    s.duration_ns = job_ns;
+    // The node's name as the tracer gives it (EDO_HOSTNAME, which the job inherits from here).
+    const char* named = getenv("EDO_HOSTNAME");
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    s.host = named && *named ? named : host;
+    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
+    // Only when no process ever connected: one that connected and died before its first flush
+    // has a session of its own (ended_without_final_flush, ChannelServer), and was no static
+    // binary.
+    if (nothing && !untraced_reason.empty())
+      say("no traced process reported anything: " + untraced_reason);
+    else if (nothing)
+      say("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "
+           "not load libedo_trace.so: statically linked, LD_PRELOAD cleared)");
+  }
+}
 
 }  // namespace
 
@@ -186,20 +284,7 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   // (issue 30 §4): two edo record -o with one output never write one file, the output is
   // replaced only whole, and a killed edo leaves its file where edo report finds it.
   const std::string recording = db::recording_file_for(st.output, getpid());
-  std::unique_ptr<db::ProfileStore> store;
-  try {
-    store = std::make_unique<db::ProfileStore>(recording, db::ProfileStore::Mode::kCreate);
-  } catch (const db::DbError& e) {
-    // What a failed creation left (a full disk takes the file's first pages, not the rest) is
-    // no recording: it goes, so that nothing in the folder reads as one.
-    std::error_code ec;
-    for (const char* side : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(recording + side, ec);
-    // Said of the output the user named (the folder is the same).
-    const std::string what = e.what();
-    if (what.rfind(recording, 0) != 0) throw;
-    throw db::DbError(st.output + what.substr(recording.size()));
-  }
-  std::unique_ptr<SpaceReserve> reserve;  // taken after the first save (it must not take that one's space)
+  std::unique_ptr<db::ProfileStore> store = create_recording(recording, st.output);
   builder_ = std::make_unique<ProfileBuilder>("record");
   ProfileBuilder& builder = *builder_;
   for (auto& [k, v] : st.metadata) builder.profile().metadata[k] = v;
@@ -214,210 +299,39 @@ RecordOutcome Recorder::run(const RecordSettings& st) {
   // Which process is the job: the report's header shows it, not the first process to connect.
   builder.profile().metadata[model::kJobRootPid] = std::to_string(child);
 
-  // ---- collect ----
-  using clock = std::chrono::steady_clock;
-  auto last_save = clock::now();
-  uint64_t saved_gen = 0;
-  // A save that fails (disk full, file size limit, ...) never stops the job: one line says so
-  // the first time, later saves keep trying, and the closing line says what the file holds.
-  bool save_failed = false, final_save_failed = false;
-  auto last_good_save = clock::now();
-  const auto every_s = std::chrono::duration<double>(st.save_every).count();
-  // Every save says whether the recording is whole (db/recording_state.h): in progress until
-  // the final save, with the job's start and the time of the save.
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  bool saved_once = false;
-  auto now_unix_ns = [] {
-    return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::system_clock::now().time_since_epoch()).count());
-  };
-  // What the file holds (as of the latest save that worked) and what edo has received: a failed
-  // save says both, in the file when a small write still gets through, and at the end.
-  uint64_t saved_lookups = 0;
-  std::string last_save_error;
-  std::string job_end_unix_ns;  // set once the job ended
-  auto received_lookups = [&] {
-    uint64_t n = 0;
-    for (const auto& t : builder.profile().tables) n += t.aggregate.lookups();
-    return n;
-  };
-  auto save = [&](bool final_save) {
-    try {
-      if (!final_save && saved_once && builder.generation() == saved_gen) {
-        store->save_metadata({{db::kRecordingSavedNs, now_unix_ns()}});  // nothing new: still running
-        last_good_save = clock::now();
-        return;
-      }
-      auto& meta = builder.profile().metadata;
-      meta[db::kRecordingState] = final_save ? "complete" : "in_progress";
-      meta[db::kRecordingWriterPid] = std::to_string(getpid());
-      meta[db::kRecordingWriterHost] = host;
-      meta[db::kRecordingStartedNs] = std::to_string(job_start_unix_ns);
-      meta[db::kRecordingSavedNs] = now_unix_ns();
-      const uint64_t lookups = received_lookups();
-      meta[db::kRecordingSavedLookups] = std::to_string(lookups);
-      // A save that works after failed ones holds everything again: the failure noted in the file
-      // (save_metadata below) is history, blanked (a save replaces keys, it does not remove them).
-      if (save_failed)
-        for (const char* k : {db::kRecordingSaveError, db::kRecordingReceivedNs, db::kRecordingReceivedLookups}) meta[k] = "";
-      store->save(builder.finish(), final_save);
-      saved_once = true;
-      saved_gen = builder.generation();
-      saved_lookups = lookups;
-      last_good_save = clock::now();
-    } catch (const std::exception& e) {
-      // "<file>: cannot write: the disk is full (...); free some space" -> what follows the file.
-      std::string why = e.what();
-      if (const size_t at = why.find(": cannot write: "); at != std::string::npos) why = why.substr(at + 16);
-      last_save_error = why;
-      if (!save_failed) {
-        char every[32];
-        std::snprintf(every, sizeof every, "%g", every_s);
-        say_(std::string(e.what()) + "; the job runs on, the file keeps what was saved before, and edo retries every " +
-             every + " s");
-      }
-      save_failed = true;
-      final_save_failed = final_save;
-      // Why, and how much was received: a few bytes, which fit where the whole save did not (the
-      // space held back for them on a full disk; a file size limit leaves room below it). Every
-      // reader then says what is missing, not only that something is.
-      if (saved_once) {
-        // Received until now, or, at the final save, until the job ended (what edo record says too).
-        std::map<std::string, std::string> note = {{db::kRecordingSaveError, why},
-                                                   {db::kRecordingReceivedNs, job_end_unix_ns.empty() ? now_unix_ns() : job_end_unix_ns},
-                                                   {db::kRecordingReceivedLookups, std::to_string(received_lookups())}};
-        if (final_save) note[db::kRecordingFinalSave] = "failed";
-        if (reserve) reserve->release();  // the room for this note
-        try {
-          store->save_metadata(note);
-          // Room again for the next note (the final one says the most), from what is left.
-          reserve = std::make_unique<SpaceReserve>(recording);
-        } catch (const std::exception&) {
-          // Not even that: the file still says "in progress" and reads "incomplete" once edo is gone.
-        }
-      }
-    }
-  };
-  save(false);  // from the start, the file says the recording is in progress
-  if (saved_once) reserve = std::make_unique<SpaceReserve>(recording);
-  // A signal for the job: ask every traced process for a flush, wait for the replies (a
-  // bounded time, said when it runs out), then pass the signals received so far on. A traced
-  // process connects when it registers its first table, reads one or counts a step (the
-  // tracer's sink.h), so one that has recorded anything is asked, even if its first flush is
-  // not out yet (issue 24: it was not, and a SIGTERM right after a registration lost it all).
-  auto pass_on = [&] {
-    server.accept_pending(builder);
-    const uint64_t before = builder.flush_replies();
-    const size_t asked = server.request_flush();
-    const auto give_up = clock::now() + st.flush_wait;
-    while (builder.flush_replies() - before < asked && clock::now() < give_up) server.poll_once(builder, 20);
-    // Taken after the wait: the same signal noted again meanwhile (`timeout` sends it to the
-    // pid and then to the group) is passed on once.
-    const unsigned sigs = g_pending_signals.exchange(0);
-    if (const uint64_t got = builder.flush_replies() - before; got < asked) {
-      char wait_s[32];
-      std::snprintf(wait_s, sizeof wait_s, "%g", std::chrono::duration<double>(st.flush_wait).count());
-      say_(num(asked - got) + " of " + num(asked) + " traced process(es) did not answer the flush request within " + wait_s +
-           " s; the signal is passed on (what they recorded since their last flush is lost)");
-    }
-    for (int sig = 1; sig < 32; ++sig)
-      if (sigs & (1u << sig)) launcher_.signal(sig);
-  };
-  int code = 0;
-  bool exited = false;
-  auto exit_time = clock::now();
-  auto last_activity = clock::now();
-  while (true) {
-    if (server.poll_once(builder, 100)) last_activity = clock::now();
-    if (g_pending_signals.load() && !exited) pass_on();
-    if (!exited) {
-      if (const std::optional<int> c = launcher_.poll_exit()) {
-        code = *c;
-        exited = true;
-        exit_time = clock::now();
-        // The job's last process often connects only in its exit handler: its connection may
-        // still wait in the backlog, with all its frames in it. Take it before closing.
-        server.accept_pending(builder);
-        server.stop_listening();
-      }
-    }
-    if (exited) {
-      // Drain: connections close when their processes end; grandchildren that outlive the
-      // job get a short grace period.
-      if (server.connections() == 0) break;
-      if (clock::now() - last_activity > st.drain_grace && clock::now() - exit_time > st.drain_grace) break;
-    }
-    if (clock::now() - last_save > st.save_every) {
-      save(false);
-      last_save = clock::now();
-    }
-  }
+  RecordingSaves saves(*store, recording, builder, say_, std::chrono::duration<double>(st.save_every).count(),
+                       job_start_unix_ns);
+  saves.first();  // from the start, the file says the recording is in progress
+  const JobEnd end = collect_until_drained(server, builder, st, launcher_, say_, saves);
+  const int code = end.code;
+  const auto exit_time = end.exit_time;
   while (server.poll_once(builder, 0)) {
   }
   builder.close_all_streams();
 
-  bool have_root = false;
-  const bool nothing = builder.profile().sessions.empty();
-  for (auto& s : builder.profile().sessions) {
-    have_root |= s.pid == child;
-    // A process that died before its first flush, gone before its command line could be read
-    // (ProfileBuilder::close_stream): the job's own is known here; another's is not.
-    if (s.command.empty())
-      s.command = s.pid == child ? builder.profile().metadata["recorded_command"]
-                                 : "(unknown: the process ended before its first flush)";
-  }
-  if (!have_root) {
-    // The job's first process reported nothing itself (a launcher or shell script whose
-    // children did the work), or nothing was traced at all: give it a row for its exit code.
-    model::Session s;
-    int64_t max_id = 0;
-    for (auto& x : builder.profile().sessions) max_id = std::max(max_id, x.id);
-    s.id = max_id + 1;
-    s.command = builder.profile().metadata["recorded_command"];
-    s.pid = child;
-    s.parent_pid = getpid();
-    s.source = "record";
-    s.start_unix_ns = job_start_unix_ns;
-    s.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
-    // The node's name as the tracer gives it (EDO_HOSTNAME, which the job inherits from here).
-    const char* named = getenv("EDO_HOSTNAME");
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    s.host = named && *named ? named : host;
-    builder.profile().sessions.insert(builder.profile().sessions.begin(), s);
-    // Only when no process ever connected: one that connected and died before its first flush
-    // has a session of its own (ended_without_final_flush, ChannelServer), and was no static
-    // binary.
-    if (nothing && !st.untraced_reason.empty())
-      say_("no traced process reported anything: " + st.untraced_reason);
-    else if (nothing)
-      say_("no traced process reported anything (no table registered, no NVTX range, no GPU allocation; or the job does "
-           "not load libedo_trace.so: statically linked, LD_PRELOAD cleared)");
-  }
-  builder.set_exit_code(child, code);
   const int64_t job_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exit_time - job_start).count();
+  give_the_job_a_session(builder, child, st.untraced_reason, job_start_unix_ns, job_ns, say_);
+  builder.set_exit_code(child, code);
   builder.profile().metadata[model::kJobDurationNs] = std::to_string(job_ns);
-  job_end_unix_ns = std::to_string(job_start_unix_ns + job_ns);
+  saves.set_job_end(job_start_unix_ns + job_ns);
   for (auto& is : builder.issues()) say_(is.stream + ", byte " + num(is.offset) + ": " + is.message);
-  save(true);
+  saves.save(true);
   RecordOutcome out;
   out.code = code;
-  out.final_save_failed = final_save_failed;
-  out.unsaved_s = std::chrono::duration<double>(clock::now() - last_good_save).count();
-  out.save_error = last_save_error;
-  out.saved_lookups = saved_lookups;
-  out.received_lookups = received_lookups();
+  out.final_save_failed = saves.final_save_failed();
+  out.unsaved_s = std::chrono::duration<double>(clock::now() - saves.last_good_save()).count();
+  out.save_error = saves.last_error();
+  out.saved_lookups = saves.saved_lookups();
+  out.received_lookups = saves.received_lookups();
   // The first save comes before the job starts: what the file holds of the job is never negative.
-  out.saved_s = saved_once ? std::max(0.0, std::chrono::duration<double>(last_good_save - job_start).count()) : 0;
+  out.saved_s = saves.saved_once() ? std::max(0.0, std::chrono::duration<double>(saves.last_good_save() - job_start).count()) : 0;
   out.job_s = std::chrono::duration<double>(exit_time - job_start).count();
+  const bool saved_once = saves.saved_once();
   store.reset();  // closed: its log folded back into the file
   if (!saved_once) {
     // Not even the first save (the file's "in progress") got through: the file is an empty
     // database that would read as a whole recording of nothing. It goes; nothing is placed.
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    for (const char* side : {"", "-wal", "-shm", "-journal"}) fs::remove(recording + side, ec);
+    remove_recording_files(recording);
     out.nothing_saved = true;
     return out;
   }
