@@ -146,50 +146,32 @@ void say_unsent_files(const std::string& prefix, std::filesystem::file_time_type
                n, terminal_safe(prefix).c_str(), terminal_safe(prefix).c_str(), terminal_safe(db).c_str());
 }
 
-int run_record(const RecordOptions& o) {
-  if (o.command.empty()) throw UsageError("missing the command to run (edo record [options] -- CMD ARGS...)");
-  const TraceLibrary trace = find_trace_library();
-  const std::string& lib = trace.lib;
-  int err = 0;
-  const std::string exe = resolve_command(o.command[0], err);
-  if (err) {
-    std::fprintf(stderr, "edo record: %s: %s\n", terminal_safe(o.command[0]).c_str(), err == 127 ? "command not found" : "permission denied");
-    return err;
+// The plan of --apply-plan, checked before the job starts (a trial run that would silently run
+// the baseline is worse than none): its canonical path in `plan`, or a one-line error and 1.
+// Its content is read (and validated whole) by the job's edo.apply_plan.
+int check_apply_plan(const RecordOptions& o, std::string& plan) {
+  if (o.apply_plan.empty()) return 0;
+  struct stat st;
+  if (stat(o.apply_plan.c_str(), &st) != 0 || S_ISDIR(st.st_mode) || access(o.apply_plan.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "edo record: --apply-plan %s: %s\n", terminal_safe(o.apply_plan).c_str(),
+                 stat(o.apply_plan.c_str(), &st) != 0 ? std::strerror(errno)
+                 : S_ISDIR(st.st_mode) ? "is a directory, not a plan file" : std::strerror(EACCES));
+    return 1;
   }
-  // The tracer is 64-bit only: a 32-bit program's loader refuses it (and says "wrong ELF class"
-  // on the job's stderr). The job still runs, unchanged, as without edo (64-bit programs it
-  // starts are traced); said here once, and at the end instead of a guess at the cause.
-  std::string untraced_reason;
-  if (const std::string p32 = thirty_two_bit_program(exe); !p32.empty()) {
-    untraced_reason = terminal_safe(p32) + " is a 32-bit program and libedo_trace.so is 64-bit only: the job runs untraced " +
-                      "(the loader's \"wrong ELF class: ELFCLASS64\" line about libedo_trace.so is that); record a 64-bit " +
-                      "build of it";
-    std::fprintf(stderr, "edo record: %s\n", untraced_reason.c_str());
+  plan = canonical(o.apply_plan);
+  const char* torch_hooks = getenv("EDO_TORCH");
+  if (torch_hooks && std::string(torch_hooks) == "0") {
+    std::fprintf(stderr, "edo record: --apply-plan needs the PyTorch hooks, which EDO_TORCH=0 turns off (unset it)\n");
+    return 1;
   }
-  std::string prog = o.command[0];
-  if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
-  const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
-  check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
-  std::string plan;
-  if (!o.apply_plan.empty()) {
-    // Checked before the job starts: a trial run that would silently run the baseline is worse
-    // than none. The plan's content is read (and validated whole) by the job's edo.apply_plan.
-    struct stat st;
-    if (stat(o.apply_plan.c_str(), &st) != 0 || S_ISDIR(st.st_mode) || access(o.apply_plan.c_str(), R_OK) != 0) {
-      std::fprintf(stderr, "edo record: --apply-plan %s: %s\n", terminal_safe(o.apply_plan).c_str(),
-                   stat(o.apply_plan.c_str(), &st) != 0 ? std::strerror(errno)
-                   : S_ISDIR(st.st_mode) ? "is a directory, not a plan file" : std::strerror(EACCES));
-      return 1;
-    }
-    plan = canonical(o.apply_plan);
-    const char* torch_hooks = getenv("EDO_TORCH");
-    if (torch_hooks && std::string(torch_hooks) == "0") {
-      std::fprintf(stderr, "edo record: --apply-plan needs the PyTorch hooks, which EDO_TORCH=0 turns off (unset it)\n");
-      return 1;
-    }
-  }
+  return 0;
+}
 
-  // ---- the job's environment ----
+// The job's environment: edo's own environment without what edo sets, then the tracer
+// (LD_PRELOAD, NVTX injection), where unsent frames go, the recording options and the Python hooks.
+std::vector<std::string> job_environment(const RecordOptions& o, const TraceLibrary& trace, const std::string& unsent,
+                                         const std::string& plan) {
+  const std::string& lib = trace.lib;
   std::vector<std::string> env;
   auto getv = [](const char* n) -> std::string { const char* v = getenv(n); return v ? v : ""; };
   for (char** e = environ; *e; ++e) {
@@ -223,13 +205,7 @@ int run_record(const RecordOptions& o) {
     env.push_back("NVTX_INJECTION64_PATH=" + lib);
   }
   env.push_back("EDO_TRACE_LIB=" + lib);
-  // Where a traced process keeps what it could not send once edo is gone (killed, crashed, or
-  // ended before the process): <output>.unsent.<pid>, absolute, since the job may change its
-  // directory (docs/losses.md).
-  const std::string unsent = unsent_prefix(out);
   env.push_back("EDO_UNSENT=" + unsent);
-  // (A second early: file times come from a coarser clock.)
-  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
   if (o.exact_rows) env.push_back("EDO_EXACT_ROWS=" + std::to_string(o.exact_rows));
   if (o.flush_ms) env.push_back("EDO_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.weights) env.push_back("EDO_WEIGHTS=1");
@@ -244,22 +220,13 @@ int run_record(const RecordOptions& o) {
   }
   if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
 
-  collector::RecordSettings settings;
-  settings.output = out;
-  settings.replace_existing = o.force;
-  settings.untraced_reason = untraced_reason;
-  settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
-  settings.metadata["edo_version"] = EDO_VERSION;
-  settings.metadata["recorded_command"] = [&] {
-    std::string c;
-    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
-    return c;
-  }();
-  collector::ProcessLauncher launcher;
-  collector::Recorder recorder(launcher, [](const std::string& line) {
-    std::fprintf(stderr, "edo record: %s\n", terminal_safe(line).c_str());
-  });
-  const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
+  return env;
+}
+
+// What edo record says at the end, and its exit code: the job's, unless the recording could not
+// be saved whole or placed (then 1 when the job itself succeeded).
+int say_outcome(const collector::RecordOutcome& r, const collector::Recorder& recorder, const RecordOptions& o,
+                const std::string& out, const std::string& unsent, std::filesystem::file_time_type started) {
   const int code = r.code;
   if (r.nothing_saved) {
     // Not one save got through (issue 30 §5): no file is left that would read as a whole, empty
@@ -293,6 +260,58 @@ int run_record(const RecordOptions& o) {
     std::fprintf(stderr, "  %s\n", terminal_safe(line).c_str());
   say_unsent_files(unsent, started);
   return code;
+}
+
+int run_record(const RecordOptions& o) {
+  if (o.command.empty()) throw UsageError("missing the command to run (edo record [options] -- CMD ARGS...)");
+  const TraceLibrary trace = find_trace_library();
+  int err = 0;
+  const std::string exe = resolve_command(o.command[0], err);
+  if (err) {
+    std::fprintf(stderr, "edo record: %s: %s\n", terminal_safe(o.command[0]).c_str(), err == 127 ? "command not found" : "permission denied");
+    return err;
+  }
+  // The tracer is 64-bit only: a 32-bit program's loader refuses it (and says "wrong ELF class"
+  // on the job's stderr). The job still runs, unchanged, as without edo (64-bit programs it
+  // starts are traced); said here once, and at the end instead of a guess at the cause.
+  std::string untraced_reason;
+  if (const std::string p32 = thirty_two_bit_program(exe); !p32.empty()) {
+    untraced_reason = terminal_safe(p32) + " is a 32-bit program and libedo_trace.so is 64-bit only: the job runs untraced " +
+                      "(the loader's \"wrong ELF class: ELFCLASS64\" line about libedo_trace.so is that); record a 64-bit " +
+                      "build of it";
+    std::fprintf(stderr, "edo record: %s\n", untraced_reason.c_str());
+  }
+  std::string prog = o.command[0];
+  if (auto s = prog.rfind('/'); s != std::string::npos) prog = prog.substr(s + 1);
+  const std::string out = o.output.empty() ? unused_output_name("edo." + prog + "." + std::to_string(getpid())) : o.output;
+  check_output_path(out, o.force);  // before the job starts: nothing of the user's is replaced
+  std::string plan;
+  if (const int rc = check_apply_plan(o, plan)) return rc;
+  // Where a traced process keeps what it could not send once edo is gone (killed, crashed, or
+  // ended before the process): <output>.unsent.<pid>, absolute, since the job may change its
+  // directory (docs/losses.md).
+  const std::string unsent = unsent_prefix(out);
+  // (A second early: file times come from a coarser clock.)
+  const auto started = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(1);
+  const std::vector<std::string> env = job_environment(o, trace, unsent, plan);
+
+  collector::RecordSettings settings;
+  settings.output = out;
+  settings.replace_existing = o.force;
+  settings.untraced_reason = untraced_reason;
+  settings.job = {exe, o.command, env, "EDO_ROOT_PID", {}};
+  settings.metadata["edo_version"] = EDO_VERSION;
+  settings.metadata["recorded_command"] = [&] {
+    std::string c;
+    for (auto& a : o.command) c += (c.empty() ? "" : " ") + a;
+    return c;
+  }();
+  collector::ProcessLauncher launcher;
+  collector::Recorder recorder(launcher, [](const std::string& line) {
+    std::fprintf(stderr, "edo record: %s\n", terminal_safe(line).c_str());
+  });
+  const collector::RecordOutcome r = recorder.run(settings);  // throws with a one-line message
+  return say_outcome(r, recorder, o, out, unsent, started);
 }
 
 // CLI11 2.1 mangles a trailing command line (flags of the job, a second "--"); once it has
