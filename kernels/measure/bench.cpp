@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -121,59 +122,200 @@ double cuda_bound(const AccessModel& m, const BenchReport& rep, std::string& bas
 
 }  // namespace
 
-BenchReport run_bench(const BenchConfig& cfg) {
+namespace {
+
+void check_config(const BenchConfig& cfg) {
   if (cfg.backend != "cpu" && cfg.backend != "cuda") throw std::invalid_argument("backend must be cpu or cuda");
   if (cfg.rows == 0 || cfg.dim == 0) throw std::invalid_argument("rows and dim must be positive");
   if (cfg.pooling == 0 || cfg.batch < cfg.pooling) throw std::invalid_argument("batch must be at least one bag of `pooling` indices");
   if (cfg.sets < 1 || cfg.reps < 1 || cfg.warmup < 0) throw std::invalid_argument("sets and reps must be >= 1");
+}
+
+using Say = std::function<void(const std::string&)>;
+
+// Anchors sized to the work: the fp32 table's bytes, within [4 MiB, 1 GiB] (latency) and
+// [4 MiB, 256 MiB] per triad array; on the GPU [256 MiB, 1 GiB] per copy buffer (beyond
+// the L2 cache) and [64 MiB, 256 MiB] of pinned host memory. On the CPU the triad is kept: it
+// runs again in every repetition, beside the strategies (its first pass is in `triad_passes`).
+std::unique_ptr<bench::Triad> measure_anchors(const BenchConfig& cfg, double work, BenchReport& rep,
+                                              std::vector<double>& triad_passes, const Say& say) {
+  auto clamp_bytes = [&](double lo, double hi) { return static_cast<std::uint64_t>(std::clamp(work, lo, hi)); };
+  std::unique_ptr<bench::Triad> triad;
+  if (cfg.backend == "cpu") {
+    const std::uint64_t lat = clamp_bytes(4 << 20, 1 << 30);
+    say("anchors: memory latency over " + model::format_bytes(lat) + ", STREAM triad (" + std::to_string(rep.threads) +
+        " threads)");
+    rep.latency_ns = memory_latency_ns(lat, std::clamp<std::uint64_t>(lat / 64 * 2, 100'000, 2'000'000));
+    triad = std::make_unique<bench::Triad>(rep.threads, clamp_bytes(4 << 20, 256 << 20));
+    triad_passes.push_back(triad->pass());
+    rep.anchor_bytes = std::max(lat, triad->bytes());
+  } else {
+    const std::uint64_t d2d = clamp_bytes(256 << 20, 1 << 30), h2d = clamp_bytes(64 << 20, 256 << 20);
+    say("anchors: device-to-device copy (" + model::format_bytes(d2d) + "), pinned host-to-device copy (" +
+        model::format_bytes(h2d) + ")");
+    rep.anchor_gbs = cuda::d2d_copy_gbs(d2d);
+    rep.h2d_gbs = cuda::h2d_copy_gbs(h2d);
+    rep.onchip_gbs = cuda::device_info().onchip_gbs();
+    rep.anchor_bytes = h2d;  // host memory; the copy buffers are on the device
+  }
+  return triad;
+}
+
+// One strategy encoded from the fp32 weights, with what encoding tells: bytes, error, access.
+struct Encoded {
+  BenchResult r;
+  std::unique_ptr<EncodedTable> table;
+};
+
+Encoded encode_strategy(const StrategySpec& spec, const float* w, const std::vector<std::uint64_t>& counts,
+                        const BenchConfig& cfg) {
+  Encoded e;
+  BenchResult& r = e.r;
+  r.strategy = spec.to_string();
+  r.name = spec.name;
+  EncodeOptions eo;
+  eo.counts = counts.data();
+  eo.seed = cfg.seed;
+  auto t0 = Clock::now();
+  e.table = encode(spec, w, cfg.rows, cfg.dim, eo);
+  r.encode_s = seconds_since(t0);
+  r.params = e.table->params();
+  r.device_bytes = e.table->device_bytes();
+  r.host_bytes = e.table->host_bytes();
+  r.bytes_per_row = e.table->bytes_read_per_row();
+  r.needs_retraining = e.table->needs_retraining();
+  r.error = reconstruction_error(*e.table, w, counts.data());
+  r.access = access_model(*e.table);
+  return e;
+}
+
+// Tables are encoded, then measured in groups that fit in memory: in each repetition every
+// table of the group runs one gather pass and one bag pass (the order rotating), then the
+// CPU's probes and a triad pass. The machine's speed drifts over seconds on a shared host;
+// interleaving puts every strategy and its bound in the same minutes, so their ratios hold
+// even when the absolute figures move. On CUDA each table is measured alone (device
+// memory), timed with events.
+class GroupMeasurer {
+ public:
+  GroupMeasurer(const BenchConfig& cfg, Backend& backend, const Workload& work, Probes& probes, bench::Triad* triad,
+                std::vector<double>& triad_passes, Say say)
+      : cfg_(cfg), backend_(backend), work_(work), probes_(probes), triad_(triad), triad_passes_(triad_passes),
+        say_(std::move(say)), on_cpu_(cfg.backend == "cpu"),
+        budget_(!on_cpu_ ? 1 : (cfg.group_bytes ? cfg.group_bytes : available_bytes() / 3)) {}
+
+  // Adds an encoded table; the group so far is measured first when this one would not fit.
+  void add(Encoded e) {
+    const std::uint64_t bytes = e.r.device_bytes + e.r.host_bytes;
+    if (!group_.empty() && group_bytes_ + bytes > budget_) measure();
+    group_bytes_ += bytes;
+    group_.push_back(Entry{std::move(e.r), std::move(e.table), nullptr, {}, {}});
+  }
+  // Measures what is left; the results, in the order added (bounds not filled in yet).
+  std::vector<BenchResult> finish() {
+    measure();
+    return std::move(done_);
+  }
+
+ private:
+  struct Entry {
+    BenchResult r;
+    std::unique_ptr<EncodedTable> table;
+    std::unique_ptr<LoadedTable> loaded;
+    std::vector<double> gather, bag;
+  };
+
+  void measure() {
+    if (group_.empty()) return;
+    say_("measure " + std::to_string(group_.size()) + " strateg" + (group_.size() == 1 ? "y" : "ies") + ", " +
+         std::to_string(cfg_.reps) + " interleaved repetitions");
+    const bool probing = on_cpu_ && cfg_.anchor;
+    for (auto& e : group_) {
+      e.loaded = backend_.load(*e.table, work_);
+      for (int i = 0; i < cfg_.warmup; ++i) e.loaded->pass(false), e.loaded->pass(true);
+      e.loaded->reset_stats();
+      if (probing) probes_.need(e.r.access);
+    }
+    if (probing) probes_.pass_all(work_.batches, false);  // warm-up
+    const double per_pass = static_cast<double>(work_.indices());
+    for (int rep_i = 0; rep_i < cfg_.reps; ++rep_i) {
+      for (std::size_t k = 0; k < group_.size(); ++k) {
+        Entry& e = group_[(k + static_cast<std::size_t>(rep_i)) % group_.size()];
+        for (int bag = 0; bag < 2; ++bag) (bag ? e.bag : e.gather).push_back(per_pass / e.loaded->pass(bag));
+      }
+      if (probing) probes_.pass_all(work_.batches, true);
+      if (triad_) triad_passes_.push_back(triad_->pass());
+    }
+    for (auto& e : group_) {
+      e.r.gather_rows_per_s = median(e.gather);
+      e.r.bag_rows_per_s = median(e.bag);
+      e.r.hit_rate = e.loaded->hit_rate();
+      if (e.r.hit_rate >= 0) e.r.access.host_fraction = 1.0 - e.r.hit_rate;
+      done_.push_back(std::move(e.r));
+    }
+    group_.clear();
+    group_bytes_ = 0;
+  }
+
+  const BenchConfig& cfg_;
+  Backend& backend_;
+  const Workload& work_;
+  Probes& probes_;
+  bench::Triad* triad_;
+  std::vector<double>& triad_passes_;
+  Say say_;
+  const bool on_cpu_;
+  const std::uint64_t budget_;
+  std::vector<Entry> group_;
+  std::uint64_t group_bytes_ = 0;
+  std::vector<BenchResult> done_;
+};
+
+// Bandwidths from the measured rates, and each strategy's bound from the probes (CPU) or the
+// device's copy bandwidths (CUDA).
+void fill_bounds(BenchResult& r, const BenchConfig& cfg, const BenchReport& rep, Probes& probes) {
+  r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
+  r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
+  if (r.hit_rate >= 0) r.miss_gbs = r.bag_rows_per_s * (1.0 - r.hit_rate) * r.access.read_bytes / 1e9;
+  if (!cfg.anchor) return;
+  if (cfg.backend == "cpu") {
+    r.bound_rows_per_s = probes.rate(r.access) / r.access.reads;
+    r.bound_basis = "random-row probe, " + r.access.basis;
+  } else {
+    r.bound_rows_per_s = cuda_bound(r.access, rep, r.bound_basis);
+  }
+}
+
+double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;  // -1: unknown (BenchReport)
+}
+
+}  // namespace
+
+BenchReport run_bench(const BenchConfig& cfg) {
+  check_config(cfg);
   const auto specs = StrategySpec::parse_list(cfg.strategies);
   for (const auto& spec : specs) check_spec(spec, cfg.rows, cfg.dim);  // before minutes of work
   auto backend = make_backend(cfg.backend);  // "no CUDA device: ..." before any work
-  const bool on_cpu = cfg.backend == "cpu";
-  auto say = [&](const std::string& s) {
+  const Say say = [&](const std::string& s) {
     if (cfg.progress) cfg.progress(s);
   };
   BenchReport rep;
   rep.config = cfg;
-  {
-    double l[1];
-    if (getloadavg(l, 1) == 1) rep.load_before = l[0];
-    rep.cpus = static_cast<int>(cpu::allowed_cpus().size());
-  }
+  rep.load_before = load_average();
+  rep.cpus = static_cast<int>(cpu::allowed_cpus().size());
   if (cfg.threads > 0) set_num_threads(cfg.threads);
   rep.threads = num_threads();
   if (cfg.pin) cpu::pin_threads();
   rep.isa = backend->description();
 
-  // Anchors sized to the work: the fp32 table's bytes, within [4 MiB, 1 GiB] (latency) and
-  // [4 MiB, 256 MiB] per triad array; on the GPU [256 MiB, 1 GiB] per copy buffer (beyond
-  // the L2 cache) and [64 MiB, 256 MiB] of pinned host memory.
   const double work = static_cast<double>(cfg.rows) * cfg.dim * 4;
-  auto clamp_bytes = [&](double lo, double hi) { return static_cast<std::uint64_t>(std::clamp(work, lo, hi)); };
-  std::unique_ptr<bench::Triad> triad;
   std::vector<double> triad_passes;
-  rep.anchor_name = on_cpu ? "triad" : "d2d_copy";
-  if (cfg.anchor) {
-    if (on_cpu) {
-      const std::uint64_t lat = clamp_bytes(4 << 20, 1 << 30);
-      say("anchors: memory latency over " + model::format_bytes(lat) + ", STREAM triad (" + std::to_string(rep.threads) +
-          " threads)");
-      rep.latency_ns = memory_latency_ns(lat, std::clamp<std::uint64_t>(lat / 64 * 2, 100'000, 2'000'000));
-      triad = std::make_unique<bench::Triad>(rep.threads, clamp_bytes(4 << 20, 256 << 20));
-      triad_passes.push_back(triad->pass());
-      rep.anchor_bytes = std::max(lat, triad->bytes());
-    } else {
-      const std::uint64_t d2d = clamp_bytes(256 << 20, 1 << 30), h2d = clamp_bytes(64 << 20, 256 << 20);
-      say("anchors: device-to-device copy (" + model::format_bytes(d2d) + "), pinned host-to-device copy (" +
-          model::format_bytes(h2d) + ")");
-      rep.anchor_gbs = cuda::d2d_copy_gbs(d2d);
-      rep.h2d_gbs = cuda::h2d_copy_gbs(h2d);
-      rep.onchip_gbs = cuda::device_info().onchip_gbs();
-      rep.anchor_bytes = h2d;  // host memory; the copy buffers are on the device
-    }
-  }
+  rep.anchor_name = cfg.backend == "cpu" ? "triad" : "d2d_copy";
+  std::unique_ptr<bench::Triad> triad = cfg.anchor ? measure_anchors(cfg, work, rep, triad_passes, say) : nullptr;
 
-  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" + model::format_bytes(static_cast<uint64_t>(work)) + "), index sets");
+  say("weights " + std::to_string(cfg.rows) + " x " + std::to_string(cfg.dim) + " fp32 (" +
+      model::format_bytes(static_cast<uint64_t>(work)) + "), index sets");
   HostBuffer wbuf(cfg.rows * cfg.dim * 4, false);
   float* w = wbuf.as<float>();
   random_weights(w, cfg.rows, cfg.dim, cfg.seed, 1.0f / std::sqrt(static_cast<float>(cfg.dim)));
@@ -185,99 +327,19 @@ BenchReport run_bench(const BenchConfig& cfg) {
     for (auto i : b) ++counts[static_cast<std::uint64_t>(i)];
   Probes probes(wbuf.data(), wbuf.size(), rep.threads);
 
-  // Tables are encoded, then measured in groups that fit in memory: in each repetition every
-  // table of the group runs one gather pass and one bag pass (the order rotating), then the
-  // CPU's probes and a triad pass. The machine's speed drifts over seconds on a shared host;
-  // interleaving puts every strategy and its bound in the same minutes, so their ratios hold
-  // even when the absolute figures move. On CUDA each table is measured alone (device
-  // memory), timed with events.
-  const double per_pass = static_cast<double>(work_sets.indices());
-  struct Entry {
-    BenchResult r;
-    std::unique_ptr<EncodedTable> table;
-    std::unique_ptr<LoadedTable> loaded;
-    std::vector<double> gather, bag;
-  };
-  std::vector<Entry> group;
-  std::vector<Entry> done;  // measured; bounds are filled in at the end (probe medians)
-  std::uint64_t group_bytes = 0;
-  const std::uint64_t budget = !on_cpu ? 1 : (cfg.group_bytes ? cfg.group_bytes : available_bytes() / 3);
-  auto measure_group = [&] {
-    if (group.empty()) return;
-    say("measure " + std::to_string(group.size()) + " strateg" + (group.size() == 1 ? "y" : "ies") + ", " +
-        std::to_string(cfg.reps) + " interleaved repetitions");
-    for (auto& e : group) {
-      e.loaded = backend->load(*e.table, work_sets);
-      for (int i = 0; i < cfg.warmup; ++i) e.loaded->pass(false), e.loaded->pass(true);
-      e.loaded->reset_stats();
-      if (on_cpu && cfg.anchor) probes.need(e.r.access);
-    }
-    if (on_cpu && cfg.anchor) probes.pass_all(work_sets.batches, false);  // warm-up
-    for (int rep_i = 0; rep_i < cfg.reps; ++rep_i) {
-      for (std::size_t k = 0; k < group.size(); ++k) {
-        Entry& e = group[(k + static_cast<std::size_t>(rep_i)) % group.size()];
-        for (int bag = 0; bag < 2; ++bag) (bag ? e.bag : e.gather).push_back(per_pass / e.loaded->pass(bag));
-      }
-      if (on_cpu && cfg.anchor) probes.pass_all(work_sets.batches, true);
-      if (triad) triad_passes.push_back(triad->pass());
-    }
-    for (auto& e : group) {
-      e.r.gather_rows_per_s = median(e.gather);
-      e.r.bag_rows_per_s = median(e.bag);
-      e.r.hit_rate = e.loaded->hit_rate();
-      if (e.r.hit_rate >= 0) e.r.access.host_fraction = 1.0 - e.r.hit_rate;
-      e.loaded.reset();
-      e.table.reset();
-      done.push_back(std::move(e));
-    }
-    group.clear();
-    group_bytes = 0;
-  };
-
+  GroupMeasurer measurer(cfg, *backend, work_sets, probes, triad.get(), triad_passes, say);
   for (const auto& spec : specs) {
     say("strategy " + spec.to_string() + ": encode");
-    BenchResult r;
-    r.strategy = spec.to_string();
-    r.name = spec.name;
-    EncodeOptions eo;
-    eo.counts = counts.data();
-    eo.seed = cfg.seed;
-    auto t0 = Clock::now();
-    auto table = encode(spec, w, cfg.rows, cfg.dim, eo);
-    r.encode_s = seconds_since(t0);
-    r.params = table->params();
-    r.device_bytes = table->device_bytes();
-    r.host_bytes = table->host_bytes();
-    r.bytes_per_row = table->bytes_read_per_row();
-    r.needs_retraining = table->needs_retraining();
-    r.error = reconstruction_error(*table, w, counts.data());
-    r.access = access_model(*table);
-    const std::uint64_t bytes = r.device_bytes + r.host_bytes;
-    if (!group.empty() && group_bytes + bytes > budget) measure_group();
-    group_bytes += bytes;
-    group.push_back(Entry{std::move(r), std::move(table), nullptr, {}, {}});
+    measurer.add(encode_strategy(spec, w, counts, cfg));
   }
-  measure_group();
+  std::vector<BenchResult> done = measurer.finish();
   if (!triad_passes.empty()) rep.anchor_gbs = median(triad_passes);
   rep.probes = probes.report();
-  for (auto& e : done) {
-    BenchResult& r = e.r;
-    r.gather_gbs = r.gather_rows_per_s * r.bytes_per_row / 1e9;
-    r.bag_gbs = r.bag_rows_per_s * r.bytes_per_row / 1e9;
-    if (r.hit_rate >= 0) r.miss_gbs = r.bag_rows_per_s * (1.0 - r.hit_rate) * r.access.read_bytes / 1e9;
-    if (cfg.anchor) {
-      if (on_cpu) {
-        const double p = probes.rate(r.access);
-        r.bound_rows_per_s = p / r.access.reads;
-        r.bound_basis = "random-row probe, " + r.access.basis;
-      } else {
-        r.bound_rows_per_s = cuda_bound(r.access, rep, r.bound_basis);
-      }
-    }
+  for (BenchResult& r : done) {
+    fill_bounds(r, cfg, rep, probes);
     rep.results.push_back(std::move(r));
   }
-  double l[1];
-  if (getloadavg(l, 1) == 1) rep.load_after = l[0];
+  rep.load_after = load_average();
   return rep;
 }
 
