@@ -153,135 +153,157 @@ void ProfileBuilder::apply(Stream& s, wire::Message& msg, uint64_t offset) {
     }
   }
   if (s.skipping) return;
-  std::visit(
-      [&](auto& v) {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, wire::Hello>) {
-          end_session(s);
-          model::Session ses;
-          ses.id = next_session_id_++;
-          ses.command = v.command;
-          ses.host = v.host;
-          ses.pid = v.pid;
-          ses.parent_pid = v.ppid;
-          ses.rank = v.rank;
-          ses.local_rank = v.local_rank;
-          ses.identity.job_id = v.job_id;
-          ses.identity.master = v.master;
-          ses.identity.world_size = v.world_size;
-          ses.identity.group_rank = v.group_rank;
-          ses.identity.local_world_size = v.local_world_size;
-          ses.start_unix_ns = v.start_unix_ns;
-          ses.source = source_;
-          profile_.sessions.push_back(ses);
-          s.session = int64_t(profile_.sessions.size() - 1);
-          s.tables.clear();
-          s.has_agg.clear();
-          s.weights.clear();
-          for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
-          if (!v.run_id.empty()) profile_.metadata["run_id"] = v.run_id;
-          if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
-        } else if constexpr (std::is_same_v<T, wire::TableReg>) {
-          model::Session* ses = session(s);
-          model::Table t;
-          t.session_id = ses->id;
-          t.name = v.name;
-          t.rows = v.rows;
-          t.dim = v.dim;
-          t.dtype = dtype_name(v.dtype);
-          t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
-          t.base_address = v.base;
-          t.weight_bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
-          take_pending_facts(t);
-          profile_.tables.push_back(std::move(t));
-          s.tables[v.id] = profile_.tables.size() - 1;
-        } else if constexpr (std::is_same_v<T, wire::Tie>) {
-          model::Session* ses = session(s);
-          auto a = s.tables.find(v.table), b = s.tables.find(v.tied_with);
-          if (a == s.tables.end() || b == s.tables.end()) {
-            issues_.push_back({s.label, offset, "tie refers to an unknown table id"});
-            return;
-          }
-          profile_.ties.push_back({ses->id, profile_.tables[a->second].name, profile_.tables[b->second].name});
-        } else if constexpr (std::is_same_v<T, wire::TableDelta>) {
-          auto it = s.tables.find(v.table);
-          if (it == s.tables.end()) {
-            issues_.push_back({s.label, offset, "delta for an unknown table id " + std::to_string(v.table)});
-            return;
-          }
-          stats::TableAggregate agg;
-          if (!stats::TableAggregate::deserialize(v.aggregate, agg)) {
-            issues_.push_back({s.label, offset, "undecodable table aggregate (skipped)"});
-            return;
-          }
-          model::Table& t = profile_.tables[it->second];
-          first_seen_[it->second].add(s.has_agg.count(it->second) ? t.aggregate : stats::TableAggregate(), agg);
-          if (!s.has_agg.count(it->second)) {
-            t.aggregate = std::move(agg);
-            s.has_agg.insert(it->second);
-          } else if (!t.aggregate.merge(agg)) {
-            issues_.push_back({s.label, offset, "table aggregate of another shape for '" + t.name + "' (skipped)"});
-          }
-        } else if constexpr (std::is_same_v<T, wire::ExtraBytes>) {
-          auto it = s.tables.find(v.table);
-          if (it == s.tables.end()) return;
-          // Each kind replaces its previous value; gradients and optimizer state are kept apart.
-          model::Table& t = profile_.tables[it->second];
-          uint64_t& slot = s.extra[{it->second, v.kind}];
-          uint64_t& part = model::is_gradient_kind(v.kind) ? t.grad_bytes : t.optimizer_bytes;
-          part = part - slot + v.bytes;
-          slot = v.bytes;
-          t.extra_by_kind[v.kind] = v.bytes;
-        } else if constexpr (std::is_same_v<T, wire::Steps>) {
-          session(s)->steps = v.steps;
-        } else if constexpr (std::is_same_v<T, wire::MemoryEvents>) {
-          model::Session* ses = session(s);
-          for (auto& e : v.events)
-            profile_.memory_events.push_back({ses->id, e.time_ns, e.bytes, e.address, e.stream, e.device, e.kind, ""});
-        } else if constexpr (std::is_same_v<T, wire::KernelStats>) {
-          model::Session* ses = session(s);
-          auto& ks = profile_.kernels;
-          ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const model::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
-          for (auto& k : v.kernels) {
-            model::KernelStat st{ses->id, k.name, k.launches, k.total_ns, k.tables, {}};
-            for (auto& t : k.per_table) st.per_table.push_back({t.table, t.launches, t.total_ns});
-            ks.push_back(std::move(st));
-          }
-        } else if constexpr (std::is_same_v<T, wire::RangeStats>) {
-          model::Session* ses = session(s);
-          auto& rs = profile_.ranges;
-          rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const model::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
-          for (auto& r : v.ranges) rs.push_back({ses->id, r.name, r.count, r.total_ns, r.lookups, r.alloc_bytes});
-        } else if constexpr (std::is_same_v<T, wire::Dropped>) {
-          // Absolute values, each counter replacing its previous one.
-          model::Session* ses = session(s);
-          for (auto& [k, n] : v.counters) ses->drops[k] = n;
-          ses->dropped_events = model::dropped_events_of(ses->drops);
-        } else if constexpr (std::is_same_v<T, wire::Note>) {
-          if (v.key == wire::kFlushReplyNote) {
-            ++flush_replies_;
-            return;
-          }
-          model::Session* ses = session(s);
-          if (v.key == "edo.gpu") {
-            // The tracer names each GPU it sets up counting on: the session's GPUs, distinct,
-            // comma-separated (what `edo tune` matches a stored device profile against).
-            const std::string list = "," + ses->gpus + ",";
-            if (list.find("," + v.value + ",") == std::string::npos) ses->gpus += (ses->gpus.empty() ? "" : ",") + v.value;
-          }
-          if (apply_training_note(s.label, *ses, v, offset)) return;
-          profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
-          profile_.metadata[v.key] = v.value;
-        } else if constexpr (std::is_same_v<T, wire::WeightRows>) {
-          apply_weight_rows(s, v, offset);
-        } else if constexpr (std::is_same_v<T, wire::Goodbye>) {
-          model::Session* ses = session(s);
-          said_goodbye_.insert(ses->id);
-          ses->duration_ns = v.duration_ns;
-          if (v.reason == wire::EndReason::kSignal && !ses->exit_code) ses->exit_code = 128 + v.code;
-        }
-      },
-      msg);
+  std::visit([&](auto& v) { on(s, v, offset); }, msg);
+}
+
+// One handler per message type (a type without one does not compile).
+void ProfileBuilder::on(Stream& s, wire::Hello& v, uint64_t /*offset*/) {
+  end_session(s);
+  model::Session ses;
+  ses.id = next_session_id_++;
+  ses.command = v.command;
+  ses.host = v.host;
+  ses.pid = v.pid;
+  ses.parent_pid = v.ppid;
+  ses.rank = v.rank;
+  ses.local_rank = v.local_rank;
+  ses.identity.job_id = v.job_id;
+  ses.identity.master = v.master;
+  ses.identity.world_size = v.world_size;
+  ses.identity.group_rank = v.group_rank;
+  ses.identity.local_world_size = v.local_world_size;
+  ses.start_unix_ns = v.start_unix_ns;
+  ses.source = source_;
+  profile_.sessions.push_back(ses);
+  s.session = int64_t(profile_.sessions.size() - 1);
+  s.tables.clear();
+  s.has_agg.clear();
+  s.weights.clear();
+  for (auto& [k, val] : v.settings) profile_.metadata["setting." + k] = val;
+  if (!v.run_id.empty()) profile_.metadata["run_id"] = v.run_id;
+  if (!v.tool_version.empty()) profile_.metadata["tracer_version"] = v.tool_version;
+}
+
+void ProfileBuilder::on(Stream& s, wire::TableReg& v, uint64_t /*offset*/) {
+  model::Session* ses = session(s);
+  model::Table t;
+  t.session_id = ses->id;
+  t.name = v.name;
+  t.rows = v.rows;
+  t.dim = v.dim;
+  t.dtype = dtype_name(v.dtype);
+  t.device = v.device == 1 ? (v.device_index >= 0 ? "cuda:" + std::to_string(v.device_index) : "cuda") : "host";
+  t.base_address = v.base;
+  t.weight_bytes = v.rows * v.dim * std::max<uint32_t>(1, model::dtype_size(t.dtype));
+  take_pending_facts(t);
+  profile_.tables.push_back(std::move(t));
+  s.tables[v.id] = profile_.tables.size() - 1;
+}
+
+void ProfileBuilder::on(Stream& s, wire::Tie& v, uint64_t offset) {
+  model::Session* ses = session(s);
+  auto a = s.tables.find(v.table), b = s.tables.find(v.tied_with);
+  if (a == s.tables.end() || b == s.tables.end()) {
+    issues_.push_back({s.label, offset, "tie refers to an unknown table id"});
+    return;
+  }
+  profile_.ties.push_back({ses->id, profile_.tables[a->second].name, profile_.tables[b->second].name});
+}
+
+void ProfileBuilder::on(Stream& s, wire::TableDelta& v, uint64_t offset) {
+  auto it = s.tables.find(v.table);
+  if (it == s.tables.end()) {
+    issues_.push_back({s.label, offset, "delta for an unknown table id " + std::to_string(v.table)});
+    return;
+  }
+  stats::TableAggregate agg;
+  if (!stats::TableAggregate::deserialize(v.aggregate, agg)) {
+    issues_.push_back({s.label, offset, "undecodable table aggregate (skipped)"});
+    return;
+  }
+  model::Table& t = profile_.tables[it->second];
+  first_seen_[it->second].add(s.has_agg.count(it->second) ? t.aggregate : stats::TableAggregate(), agg);
+  if (!s.has_agg.count(it->second)) {
+    t.aggregate = std::move(agg);
+    s.has_agg.insert(it->second);
+  } else if (!t.aggregate.merge(agg)) {
+    issues_.push_back({s.label, offset, "table aggregate of another shape for '" + t.name + "' (skipped)"});
+  }
+}
+
+void ProfileBuilder::on(Stream& s, wire::ExtraBytes& v, uint64_t /*offset*/) {
+  auto it = s.tables.find(v.table);
+  if (it == s.tables.end()) return;
+  // Each kind replaces its previous value; gradients and optimizer state are kept apart.
+  model::Table& t = profile_.tables[it->second];
+  uint64_t& slot = s.extra[{it->second, v.kind}];
+  uint64_t& part = model::is_gradient_kind(v.kind) ? t.grad_bytes : t.optimizer_bytes;
+  part = part - slot + v.bytes;
+  slot = v.bytes;
+  t.extra_by_kind[v.kind] = v.bytes;
+}
+
+void ProfileBuilder::on(Stream& s, wire::Steps& v, uint64_t /*offset*/) {
+  session(s)->steps = v.steps;
+}
+
+void ProfileBuilder::on(Stream& s, wire::MemoryEvents& v, uint64_t /*offset*/) {
+  model::Session* ses = session(s);
+  for (auto& e : v.events)
+    profile_.memory_events.push_back({ses->id, e.time_ns, e.bytes, e.address, e.stream, e.device, e.kind, ""});
+}
+
+void ProfileBuilder::on(Stream& s, wire::KernelStats& v, uint64_t /*offset*/) {
+  model::Session* ses = session(s);
+  auto& ks = profile_.kernels;
+  ks.erase(std::remove_if(ks.begin(), ks.end(), [&](const model::KernelStat& k) { return k.session_id == ses->id; }), ks.end());
+  for (auto& k : v.kernels) {
+    model::KernelStat st{ses->id, k.name, k.launches, k.total_ns, k.tables, {}};
+    for (auto& t : k.per_table) st.per_table.push_back({t.table, t.launches, t.total_ns});
+    ks.push_back(std::move(st));
+  }
+}
+
+void ProfileBuilder::on(Stream& s, wire::RangeStats& v, uint64_t /*offset*/) {
+  model::Session* ses = session(s);
+  auto& rs = profile_.ranges;
+  rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const model::RangeStat& r) { return r.session_id == ses->id; }), rs.end());
+  for (auto& r : v.ranges) rs.push_back({ses->id, r.name, r.count, r.total_ns, r.lookups, r.alloc_bytes});
+}
+
+void ProfileBuilder::on(Stream& s, wire::Dropped& v, uint64_t /*offset*/) {
+  // Absolute values, each counter replacing its previous one.
+  model::Session* ses = session(s);
+  for (auto& [k, n] : v.counters) ses->drops[k] = n;
+  ses->dropped_events = model::dropped_events_of(ses->drops);
+}
+
+void ProfileBuilder::on(Stream& s, wire::Note& v, uint64_t offset) {
+  if (v.key == wire::kFlushReplyNote) {
+    ++flush_replies_;
+    return;
+  }
+  model::Session* ses = session(s);
+  if (v.key == "edo.gpu") {
+    // The tracer names each GPU it sets up counting on: the session's GPUs, distinct,
+    // comma-separated (what `edo tune` matches a stored device profile against).
+    const std::string list = "," + ses->gpus + ",";
+    if (list.find("," + v.value + ",") == std::string::npos) ses->gpus += (ses->gpus.empty() ? "" : ",") + v.value;
+  }
+  if (apply_training_note(s.label, *ses, v, offset)) return;
+  profile_.metadata["session." + std::to_string(ses->id) + "." + v.key] = v.value;
+  profile_.metadata[v.key] = v.value;
+}
+
+void ProfileBuilder::on(Stream& s, wire::WeightRows& v, uint64_t offset) {
+  apply_weight_rows(s, v, offset);
+}
+
+void ProfileBuilder::on(Stream& s, wire::Goodbye& v, uint64_t /*offset*/) {
+  model::Session* ses = session(s);
+  said_goodbye_.insert(ses->id);
+  ses->duration_ns = v.duration_ns;
+  if (v.reason == wire::EndReason::kSignal && !ses->exit_code) ses->exit_code = 128 + v.code;
 }
 
 // One part of a weight snapshot: a part of a new snapshot (another sequence number) replaces

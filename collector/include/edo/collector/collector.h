@@ -75,6 +75,19 @@ class ProfileBuilder {
   struct Stream;
   void drain(Stream& s);  // applies every message the stream's decoder has ready
   void apply(Stream& s, wire::Message& m, uint64_t offset);
+  void on(Stream& s, wire::Hello& v, uint64_t offset);
+  void on(Stream& s, wire::TableReg& v, uint64_t offset);
+  void on(Stream& s, wire::Tie& v, uint64_t offset);
+  void on(Stream& s, wire::TableDelta& v, uint64_t offset);
+  void on(Stream& s, wire::ExtraBytes& v, uint64_t offset);
+  void on(Stream& s, wire::Steps& v, uint64_t offset);
+  void on(Stream& s, wire::MemoryEvents& v, uint64_t offset);
+  void on(Stream& s, wire::KernelStats& v, uint64_t offset);
+  void on(Stream& s, wire::RangeStats& v, uint64_t offset);
+  void on(Stream& s, wire::Dropped& v, uint64_t offset);
+  void on(Stream& s, wire::Note& v, uint64_t offset);
+  void on(Stream& s, wire::WeightRows& v, uint64_t offset);
+  void on(Stream& s, wire::Goodbye& v, uint64_t offset);
   void apply_weight_rows(Stream& s, wire::WeightRows& v, uint64_t offset);
   // The PyTorch hooks' training facts (pytorch.loss, pytorch.optimizer, pytorch.dense_use;
   // pytorch_notes.cpp): into the session's and its tables' fields. Returns false for any other
