@@ -230,141 +230,164 @@ std::string encode(const Message& m) {
   return s;
 }
 
+namespace {
+
+// One reader per message type, in the order encode() writes its fields.
+void read(Reader& r, Hello& v) {
+  v.protocol = r.u32(); v.pid = r.i(); v.ppid = r.i(); v.rank = r.opt(); v.local_rank = r.opt();
+  v.start_unix_ns = r.i(); v.host = r.str(); v.command = r.str(); v.tool_version = r.str();
+  uint64_t n = r.count();
+  for (uint64_t k = 0; k < n && r.ok; ++k) {
+    std::string key = r.str();
+    v.settings.emplace_back(std::move(key), r.str());
+  }
+  if (v.protocol >= kHelloRunId) v.run_id = r.str();
+  if (v.protocol >= kHelloIdentity) {
+    v.job_id = r.str(); v.master = r.str(); v.world_size = r.opt(); v.group_rank = r.opt();
+    v.local_world_size = r.opt();
+  }
+}
+
+void read(Reader& r, TableReg& v) {
+  v.id = r.u32(); v.name = r.str(); v.base = r.u(); v.rows = r.u(); v.dim = r.u32();
+  uint64_t dt = r.u(), dev = r.u();
+  if (dt > 255 || dev > 255) r.fail();
+  v.dtype = static_cast<uint8_t>(dt); v.device = static_cast<uint8_t>(dev);
+  v.device_index = static_cast<int32_t>(r.i());
+}
+
+void read(Reader& r, Tie& v) {
+  v.table = r.u32(); v.tied_with = r.u32();
+}
+
+void read(Reader& r, TableDelta& v) {
+  v.table = r.u32(); v.aggregate = r.str();
+}
+
+void read(Reader& r, ExtraBytes& v) {
+  v.table = r.u32(); v.kind = r.str(); v.bytes = r.u();
+}
+
+void read(Reader& r, Steps& v) {
+  v.steps = r.u();
+}
+
+void read(Reader& r, MemoryEvents& v) {
+  uint64_t n = r.count();
+  v.events.reserve(n);
+  for (uint64_t k = 0; k < n && r.ok; ++k) {
+    MemEvent e;
+    e.time_ns = r.i(); e.bytes = r.i(); e.address = r.u(); e.stream = r.u();
+    e.device = static_cast<int32_t>(r.i()); e.kind = r.str();
+    v.events.push_back(std::move(e));
+  }
+}
+
+void read(Reader& r, KernelStats& v) {
+  uint64_t n = r.count();
+  for (uint64_t k = 0; k < n && r.ok; ++k) {
+    Kernel kn;
+    kn.name = r.str(); kn.launches = r.u(); kn.total_ns = r.u();
+    uint64_t t = r.count();
+    for (uint64_t j = 0; j < t && r.ok; ++j) kn.tables.push_back(r.str());
+    v.kernels.push_back(std::move(kn));
+  }
+  if (r.ok && !r.done()) {  // per-table section (absent in older streams)
+    for (auto& kn : v.kernels) {
+      uint64_t t = r.count();
+      for (uint64_t j = 0; j < t && r.ok; ++j) {
+        KernelTable kt;
+        kt.table = r.str(); kt.launches = r.u(); kt.total_ns = r.u();
+        kn.per_table.push_back(std::move(kt));
+      }
+    }
+  }
+}
+
+void read(Reader& r, RangeStats& v) {
+  uint64_t n = r.count();
+  for (uint64_t k = 0; k < n && r.ok; ++k) {
+    Range g;
+    g.name = r.str(); g.count = r.u(); g.total_ns = r.u(); g.lookups = r.u(); g.alloc_bytes = r.u();
+    v.ranges.push_back(std::move(g));
+  }
+}
+
+void read(Reader& r, Dropped& v) {
+  uint64_t n = r.count();
+  for (uint64_t k = 0; k < n && r.ok; ++k) {
+    std::string key = r.str();
+    v.counters.emplace_back(std::move(key), r.u());
+  }
+}
+
+void read(Reader& r, Note& v) {
+  v.key = r.str(); v.value = r.str();
+}
+
+void read(Reader& r, Goodbye& v) {
+  v.duration_ns = r.i();
+  uint64_t reason = r.u();
+  if (reason > 2) r.fail();
+  v.reason = static_cast<EndReason>(reason);
+  v.code = static_cast<int32_t>(r.i());
+}
+
+void read(Reader& r, WeightRows& v) {
+  v.table = r.u32(); v.snapshot = r.u32(); v.part = r.u32(); v.parts = r.u32();
+  const uint64_t dt = r.u();
+  if (dt > 255) r.fail();
+  v.dtype = static_cast<uint8_t>(dt);
+  v.dim = r.u32(); v.table_rows = r.u(); v.population = r.u(); v.hot_rows = r.u();
+  const uint64_t n = r.count();
+  v.rows.reserve(n);
+  for (uint64_t k = 0; k < n && r.ok; ++k) v.rows.push_back(r.u());
+  v.values = r.str();
+  if (v.part >= v.parts || v.hot_rows > v.rows.size()) r.fail();
+}
+
+template <class T>
+bool read_into(Reader& r, Message& out) {
+  T v;
+  read(r, v);
+  out = std::move(v);
+  return r.done();
+}
+
+}  // namespace
+
 bool decode_payload(MsgType type, std::string_view payload, Message& out) {
   Reader r{payload};
   switch (type) {
-    case MsgType::kHello: {
-      Hello v;
-      v.protocol = r.u32(); v.pid = r.i(); v.ppid = r.i(); v.rank = r.opt(); v.local_rank = r.opt();
-      v.start_unix_ns = r.i(); v.host = r.str(); v.command = r.str(); v.tool_version = r.str();
-      uint64_t n = r.count();
-      for (uint64_t k = 0; k < n && r.ok; ++k) {
-        std::string key = r.str();
-        v.settings.emplace_back(std::move(key), r.str());
-      }
-      if (v.protocol >= kHelloRunId) v.run_id = r.str();
-      if (v.protocol >= kHelloIdentity) {
-        v.job_id = r.str(); v.master = r.str(); v.world_size = r.opt(); v.group_rank = r.opt();
-        v.local_world_size = r.opt();
-      }
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kTable: {
-      TableReg v;
-      v.id = r.u32(); v.name = r.str(); v.base = r.u(); v.rows = r.u(); v.dim = r.u32();
-      uint64_t dt = r.u(), dev = r.u();
-      if (dt > 255 || dev > 255) r.fail();
-      v.dtype = static_cast<uint8_t>(dt); v.device = static_cast<uint8_t>(dev);
-      v.device_index = static_cast<int32_t>(r.i());
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kTie: {
-      Tie v; v.table = r.u32(); v.tied_with = r.u32(); out = v;
-      break;
-    }
-    case MsgType::kTableDelta: {
-      TableDelta v; v.table = r.u32(); v.aggregate = r.str(); out = std::move(v);
-      break;
-    }
-    case MsgType::kExtraBytes: {
-      ExtraBytes v; v.table = r.u32(); v.kind = r.str(); v.bytes = r.u(); out = std::move(v);
-      break;
-    }
-    case MsgType::kSteps: {
-      Steps v; v.steps = r.u(); out = v;
-      break;
-    }
-    case MsgType::kMemoryEvents: {
-      MemoryEvents v;
-      uint64_t n = r.count();
-      v.events.reserve(n);
-      for (uint64_t k = 0; k < n && r.ok; ++k) {
-        MemEvent e;
-        e.time_ns = r.i(); e.bytes = r.i(); e.address = r.u(); e.stream = r.u();
-        e.device = static_cast<int32_t>(r.i()); e.kind = r.str();
-        v.events.push_back(std::move(e));
-      }
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kKernelStats: {
-      KernelStats v;
-      uint64_t n = r.count();
-      for (uint64_t k = 0; k < n && r.ok; ++k) {
-        Kernel kn;
-        kn.name = r.str(); kn.launches = r.u(); kn.total_ns = r.u();
-        uint64_t t = r.count();
-        for (uint64_t j = 0; j < t && r.ok; ++j) kn.tables.push_back(r.str());
-        v.kernels.push_back(std::move(kn));
-      }
-      if (r.ok && !r.done()) {  // per-table section (absent in older streams)
-        for (auto& kn : v.kernels) {
-          uint64_t t = r.count();
-          for (uint64_t j = 0; j < t && r.ok; ++j) {
-            KernelTable kt;
-            kt.table = r.str(); kt.launches = r.u(); kt.total_ns = r.u();
-            kn.per_table.push_back(std::move(kt));
-          }
-        }
-      }
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kRangeStats: {
-      RangeStats v;
-      uint64_t n = r.count();
-      for (uint64_t k = 0; k < n && r.ok; ++k) {
-        Range g;
-        g.name = r.str(); g.count = r.u(); g.total_ns = r.u(); g.lookups = r.u(); g.alloc_bytes = r.u();
-        v.ranges.push_back(std::move(g));
-      }
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kDropped: {
-      Dropped v;
-      uint64_t n = r.count();
-      for (uint64_t k = 0; k < n && r.ok; ++k) {
-        std::string key = r.str();
-        v.counters.emplace_back(std::move(key), r.u());
-      }
-      out = std::move(v);
-      break;
-    }
-    case MsgType::kNote: {
-      Note v; v.key = r.str(); v.value = r.str(); out = std::move(v);
-      break;
-    }
-    case MsgType::kGoodbye: {
-      Goodbye v; v.duration_ns = r.i();
-      uint64_t reason = r.u();
-      if (reason > 2) r.fail();
-      v.reason = static_cast<EndReason>(reason);
-      v.code = static_cast<int32_t>(r.i());
-      out = v;
-      break;
-    }
-    case MsgType::kWeightRows: {
-      WeightRows v;
-      v.table = r.u32(); v.snapshot = r.u32(); v.part = r.u32(); v.parts = r.u32();
-      const uint64_t dt = r.u();
-      if (dt > 255) r.fail();
-      v.dtype = static_cast<uint8_t>(dt);
-      v.dim = r.u32(); v.table_rows = r.u(); v.population = r.u(); v.hot_rows = r.u();
-      const uint64_t n = r.count();
-      v.rows.reserve(n);
-      for (uint64_t k = 0; k < n && r.ok; ++k) v.rows.push_back(r.u());
-      v.values = r.str();
-      if (v.part >= v.parts || v.hot_rows > v.rows.size()) r.fail();
-      out = std::move(v);
-      break;
-    }
+    case MsgType::kHello:
+      return read_into<Hello>(r, out);
+    case MsgType::kTable:
+      return read_into<TableReg>(r, out);
+    case MsgType::kTie:
+      return read_into<Tie>(r, out);
+    case MsgType::kTableDelta:
+      return read_into<TableDelta>(r, out);
+    case MsgType::kExtraBytes:
+      return read_into<ExtraBytes>(r, out);
+    case MsgType::kSteps:
+      return read_into<Steps>(r, out);
+    case MsgType::kMemoryEvents:
+      return read_into<MemoryEvents>(r, out);
+    case MsgType::kKernelStats:
+      return read_into<KernelStats>(r, out);
+    case MsgType::kRangeStats:
+      return read_into<RangeStats>(r, out);
+    case MsgType::kDropped:
+      return read_into<Dropped>(r, out);
+    case MsgType::kNote:
+      return read_into<Note>(r, out);
+    case MsgType::kGoodbye:
+      return read_into<Goodbye>(r, out);
+    case MsgType::kWeightRows:
+      return read_into<WeightRows>(r, out);
     default:
       return false;
   }
-  return r.done();
 }
 
 // ---- stream decoder ----------------------------------------------------------------------
