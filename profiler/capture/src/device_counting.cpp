@@ -311,6 +311,67 @@ void DeviceCounting::params_for(const Table& t, const void* indices, uint64_t n,
   p.dirty_shift = device::kDirtyBlockShift;
 }
 
+// The kernel must not read past the caller's buffer: a fault would break the job's context.
+// Its first and last bytes must both be in device memory the driver knows (a pointer it cannot
+// place at all, e.g. pinned host memory, is trusted: the caller's own kernel reads it).
+bool DeviceCounting::past_the_buffer(const void* indices, uint64_t n, int type) const {
+  if (!drv_.cuMemGetAddressRange || n == 0) return false;
+  const uint64_t a = reinterpret_cast<uint64_t>(indices), bytes = n * (type == EDO_I64 ? 8 : 4);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  return drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a)) == CUDA_SUCCESS && a + bytes > uint64_t(base) + size &&
+         drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a + bytes - 1)) != CUDA_SUCCESS;
+}
+
+// The context's and the table's device state, looked up under mu_ (set up, once, by set_up under
+// setup_mu_ alone); false when the context is new, or usable and without this table.
+bool DeviceCounting::find_state(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto ci = contexts_.find(ctx);
+  auto ti = tables_.find(info.id);
+  if (ci != contexts_.end() && ci->second->usable) c = ci->second.get();
+  if (c && ti != tables_.end() && ti->second->ctx == c) t = ti->second.get();
+  return ci != contexts_.end() && (!ci->second->usable || ti != tables_.end());
+}
+
+// The batch's sample region in the arena (mu_ held): room for its LRU sample and the footprint
+// window it contributes, if one is due; none when the arena is full (counted, not sampled).
+void DeviceCounting::plan_sample(Context& c, Table& t, uint64_t n, Batch& b, device::CountParams& p) {
+  // Room for about twice the expected sample (thinning keeps hot rows from flooding it).
+  const double r = t.rate;
+  uint64_t cap = 4096 + uint64_t(2.0 * r * double(n) / (1.0 + 7.0 * r)) + (t.exact ? 0 : n / 64);
+  cap = std::min<uint64_t>({cap, n, (arena_bytes_ / 4) / sizeof(device::SampleEntry)});
+  // The footprint window this batch contributes, if one is due.
+  uint64_t wb = 0, wn = 0;
+  bool starts = false;
+  if (t.window_need) {
+    wn = std::min<uint64_t>(n, t.window_need);
+  } else if (t.pos + n >= t.next_window) {
+    wn = std::min<uint64_t>(n, stats::kCountedWindow);
+    wb = n - wn;
+    starts = true;
+  }
+  const uint64_t bytes = align8(sizeof(device::RegionHeader) + cap * sizeof(device::SampleEntry) + wn * 8);
+  if (reserve(&c, bytes, b.off)) {
+    b.bytes = bytes;
+    b.end = c.head;
+    b.cap = uint32_t(cap);
+    b.window_n = uint32_t(wn);
+    b.window_starts = starts;
+    if (starts) t.next_window = t.pos + n + window_every(t.windows_taken++);
+    p.region = c.arena + b.off;
+    p.cap = b.cap;
+    p.window_begin = wb;
+    p.window_n = b.window_n;
+    t.window_need = starts ? stats::kCountedWindow - wn : t.window_need - wn;
+  } else {
+    // Arena full (the host is behind): counted, not sampled.
+    ++totals_.batches_without_sample;
+    b.window_breaks = t.window_need || starts;
+    t.window_need = 0;
+  }
+}
+
 int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t n, int type, CUstream stream) {
   // Everything below runs in RELAXED capture mode (InternalCall): the job's thread may be in
   // the middle of its own capture.
@@ -338,33 +399,13 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
     count_drop("device_batches", 1);
     return EDO_ERR_CUDA;
   }
-  // The kernel must not read past the caller's buffer: a fault would break the job's context.
-  // Its first and last bytes must both be in device memory the driver knows (a pointer it
-  // cannot place at all, e.g. pinned host memory, is trusted: the caller's own kernel reads it).
-  if (drv_.cuMemGetAddressRange && n > 0) {
-    const uint64_t a = reinterpret_cast<uint64_t>(indices), bytes = n * (type == EDO_I64 ? 8 : 4);
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    if (drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a)) == CUDA_SUCCESS && a + bytes > uint64_t(base) + size &&
-        drv_.cuMemGetAddressRange(&base, &size, CUdeviceptr(a + bytes - 1)) != CUDA_SUCCESS) {
-      count_drop("device_batches_past_their_buffer", 1);
-      return EDO_ERR_INVALID_ARGUMENT;
-    }
+  if (past_the_buffer(indices, n, type)) {
+    count_drop("device_batches_past_their_buffer", 1);
+    return EDO_ERR_INVALID_ARGUMENT;
   }
-  // The context's and the table's device state: looked up under mu_, set up (once, driver
-  // calls) under setup_mu_ alone.
   Context* c = nullptr;
   Table* t = nullptr;
-  bool known;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto ci = contexts_.find(ctx);
-    auto ti = tables_.find(info.id);
-    known = ci != contexts_.end() && (!ci->second->usable || ti != tables_.end());
-    if (ci != contexts_.end() && ci->second->usable) c = ci->second.get();
-    if (c && ti != tables_.end() && ti->second->ctx == c) t = ti->second.get();
-  }
-  if (!known && !capturing) set_up(ctx, info, c, t);
+  if (!find_state(ctx, info, c, t) && !capturing) set_up(ctx, info, c, t);
   if (capturing && !t) {
     // The table's first batch is inside a capture: its set-up cannot happen there, and the
     // host-copy path would put a copy and an event into the capture. Not counted (replays
@@ -387,41 +428,7 @@ int DeviceCounting::lookup(const TableInfo& info, const void* indices, uint64_t 
     b->table = t;
     b->ctx = c;
     b->pos = t->pos;
-    if (cfg_.track_lru) {
-      // Room for about twice the expected sample (thinning keeps hot rows from flooding it).
-      const double r = t->rate;
-      uint64_t cap = 4096 + uint64_t(2.0 * r * double(n) / (1.0 + 7.0 * r)) + (t->exact ? 0 : n / 64);
-      cap = std::min<uint64_t>({cap, n, (arena_bytes_ / 4) / sizeof(device::SampleEntry)});
-      // The footprint window this batch contributes, if one is due.
-      uint64_t wb = 0, wn = 0;
-      bool starts = false;
-      if (t->window_need) {
-        wn = std::min<uint64_t>(n, t->window_need);
-      } else if (t->pos + n >= t->next_window) {
-        wn = std::min<uint64_t>(n, stats::kCountedWindow);
-        wb = n - wn;
-        starts = true;
-      }
-      const uint64_t bytes = align8(sizeof(device::RegionHeader) + cap * sizeof(device::SampleEntry) + wn * 8);
-      if (reserve(c, bytes, b->off)) {
-        b->bytes = bytes;
-        b->end = c->head;
-        b->cap = uint32_t(cap);
-        b->window_n = uint32_t(wn);
-        b->window_starts = starts;
-        if (starts) t->next_window = t->pos + n + window_every(t->windows_taken++);
-        p.region = c->arena + b->off;
-        p.cap = b->cap;
-        p.window_begin = wb;
-        p.window_n = b->window_n;
-        t->window_need = starts ? stats::kCountedWindow - wn : t->window_need - wn;
-      } else {
-        // Arena full (the host is behind): counted, not sampled.
-        ++totals_.batches_without_sample;
-        b->window_breaks = t->window_need || starts;
-        t->window_need = 0;
-      }
-    }
+    if (cfg_.track_lru) plan_sample(*c, *t, n, *b, p);
     t->pos += n;
     for (CUevent& e : events)
       if (!free_events_.empty()) {

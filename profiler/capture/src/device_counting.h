@@ -38,6 +38,10 @@
 
 namespace edo::capture {
 
+namespace device {
+struct CountParams;  // the counting kernel's parameters (device/count_kernel.h)
+}
+
 struct TableInfo;
 
 class DeviceCounting {
@@ -86,6 +90,10 @@ class DeviceCounting {
   // table, under setup_mu_ alone; what it makes is published under mu_. Never inside a CUDA
   // graph capture. Leaves c / t null when they cannot be had.
   void set_up(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t);
+  // lookup()'s steps (device_counting.cpp says what each checks or plans).
+  bool past_the_buffer(const void* indices, uint64_t n, int type) const;
+  bool find_state(CUcontext ctx, const TableInfo& info, Context*& c, Table*& t);
+  void plan_sample(Context& c, Table& t, uint64_t n, Batch& b, device::CountParams& p);  // mu_
   std::unique_ptr<Context> make_context(CUcontext ctx);            // setup_mu_
   void note_device_name();                                          // setup_mu_, in the context
   std::unique_ptr<Table> make_table(const TableInfo& info, Context* c);  // setup_mu_
