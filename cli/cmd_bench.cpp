@@ -61,29 +61,31 @@ int run_storage(const Options& o) {
   return 0;
 }
 
-edo::cli::Runner setup_bench(CLI::App& sub) {
-  struct Options {
-    std::string backend = "cpu";
-    std::uint64_t rows = 1'000'000;
-    std::uint32_t dim = 128;
-    std::uint64_t batch = 65536;
-    std::uint32_t pooling = 32;
-    double zipf = 1.05;
-    bool uniform = false;
-    std::string strategies = "all";
-    int threads = 0;
-    int reps = 7;
-    int sets = 8;
-    std::uint64_t seed = 42;
-    bool json = false;
-    bool quiet = false;
-    bool no_pin = false;
-    std::string save_device;
-    std::string storage;
-    std::string storage_bytes = "1GiB";
-    double storage_seconds = 2.0;
-  };
-  auto o = std::make_shared<Options>();
+// The options of `edo bench`, with their defaults.
+struct BenchOptions {
+  std::string backend = "cpu";
+  std::uint64_t rows = 1'000'000;
+  std::uint32_t dim = 128;
+  std::uint64_t batch = 65536;
+  std::uint32_t pooling = 32;
+  double zipf = 1.05;
+  bool uniform = false;
+  std::string strategies = "all";
+  int threads = 0;
+  int reps = 7;
+  int sets = 8;
+  std::uint64_t seed = 42;
+  bool json = false;
+  bool quiet = false;
+  bool no_pin = false;
+  std::string save_device;
+  std::string storage;
+  std::string storage_bytes = "1GiB";
+  double storage_seconds = 2.0;
+};
+
+// Registers the options and the help text (the defaults shown are BenchOptions').
+void add_bench_options(CLI::App& sub, const std::shared_ptr<BenchOptions>& o) {
   sub.footer(
       "Benchmark memory-saving strategies (fp16, bf16, fp8, int8/int4 row-wise, PQ, multi-hash, QR, low-rank,\n"
       "pruning, offload with a hot-row cache) on synthetic weights: device bytes, bytes per row, error,\n"
@@ -133,63 +135,69 @@ edo::cli::Runner setup_bench(CLI::App& sub) {
   sub.add_option("--storage-seconds", o->storage_seconds, "seconds each random-read test of --storage runs")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
+}
 
-  return [o]() -> int {
-    if (!o->storage.empty()) return run_storage(*o);
-    if (o->pooling > o->batch) throw edo::cli::UsageError("--pooling must not exceed --batch");
-    if (!o->save_device.empty() && o->strategies != "all" && o->strategies.find("fp32") == std::string::npos)
-      throw edo::cli::UsageError("--save-device needs the fp32 strategy (its gather calibrates the model): add fp32 to --strategies");
+// The strategy benchmark: checks, the run, its text or JSON, and --save-device.
+int run_strategy_bench(const BenchOptions& o) {
+  if (o.pooling > o.batch) throw edo::cli::UsageError("--pooling must not exceed --batch");
+  if (!o.save_device.empty() && o.strategies != "all" && o.strategies.find("fp32") == std::string::npos)
+    throw edo::cli::UsageError("--save-device needs the fp32 strategy (its gather calibrates the model): add fp32 to --strategies");
+  try {
+    (void)edo::kernels::StrategySpec::parse_list(o.strategies);
+  } catch (const std::invalid_argument& e) {
+    throw edo::cli::UsageError(std::string("--strategies: ") + e.what());
+  }
+  if (o.backend == "cuda") {
+    const std::string st = edo::kernels::cuda::device_status();
+    if (!st.empty()) throw edo::cli::Failure(st + "; run with --backend cpu instead");
+  }
+  edo::kernels::BenchConfig c;
+  c.backend = o.backend;
+  c.rows = o.rows;
+  c.dim = o.dim;
+  c.batch = o.batch;
+  c.pooling = o.pooling;
+  c.zipf = o.uniform ? 0.0 : o.zipf;
+  c.strategies = o.strategies;
+  c.threads = o.threads;
+  c.reps = o.reps;
+  c.sets = o.sets;
+  c.seed = o.seed;
+  c.pin = !o.no_pin;
+  if (!o.quiet) c.progress = [](const std::string& m) { std::fprintf(stderr, "edo bench: %s\n", m.c_str()); };
+  edo::kernels::BenchReport rep;
+  try {
+    rep = edo::kernels::run_bench(c);
+  } catch (const std::invalid_argument& e) {
+    throw edo::cli::UsageError(e.what());
+  } catch (const std::bad_alloc&) {
+    // the fp32 source weights alone are rows x dim x 4 bytes, each encoded table comes on top
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "not enough memory for a %llu x %u benchmark (the fp32 weights alone are %.1f GiB); lower --rows or --dim",
+                  static_cast<unsigned long long>(c.rows), c.dim, static_cast<double>(c.rows) * c.dim * 4 / (1ull << 30));
+    throw edo::cli::Failure(msg);
+  }
+  if (o.json) std::cout << edo::kernels::to_json(rep).dump(2) << "\n";
+  else std::cout << edo::kernels::to_text(rep);
+  if (!o.save_device.empty()) {
+    // The profile is made of the report's own JSON (the same reading as --target-device FILE).
     try {
-      (void)edo::kernels::StrategySpec::parse_list(o->strategies);
-    } catch (const std::invalid_argument& e) {
-      throw edo::cli::UsageError(std::string("--strategies: ") + e.what());
+      const auto device = edo::tuner::device_from_json(edo::kernels::to_json(rep), "this edo bench run", o.save_device);
+      const std::string path = edo::tuner::save_device(device);
+      std::fprintf(stderr, "edo bench: saved device profile '%s' in %s ('edo tune --target-device \"%s\"' models it)\n",
+                   device.name.c_str(), path.c_str(), device.name.c_str());
+    } catch (const std::exception& e) {
+      throw edo::cli::Failure(std::string("--save-device: ") + e.what());
     }
-    if (o->backend == "cuda") {
-      const std::string st = edo::kernels::cuda::device_status();
-      if (!st.empty()) throw edo::cli::Failure(st + "; run with --backend cpu instead");
-    }
-    edo::kernels::BenchConfig c;
-    c.backend = o->backend;
-    c.rows = o->rows;
-    c.dim = o->dim;
-    c.batch = o->batch;
-    c.pooling = o->pooling;
-    c.zipf = o->uniform ? 0.0 : o->zipf;
-    c.strategies = o->strategies;
-    c.threads = o->threads;
-    c.reps = o->reps;
-    c.sets = o->sets;
-    c.seed = o->seed;
-    c.pin = !o->no_pin;
-    if (!o->quiet) c.progress = [](const std::string& m) { std::fprintf(stderr, "edo bench: %s\n", m.c_str()); };
-    edo::kernels::BenchReport rep;
-    try {
-      rep = edo::kernels::run_bench(c);
-    } catch (const std::invalid_argument& e) {
-      throw edo::cli::UsageError(e.what());
-    } catch (const std::bad_alloc&) {
-      // the fp32 source weights alone are rows x dim x 4 bytes, each encoded table comes on top
-      char msg[256];
-      std::snprintf(msg, sizeof msg,
-                    "not enough memory for a %llu x %u benchmark (the fp32 weights alone are %.1f GiB); lower --rows or --dim",
-                    static_cast<unsigned long long>(c.rows), c.dim, static_cast<double>(c.rows) * c.dim * 4 / (1ull << 30));
-      throw edo::cli::Failure(msg);
-    }
-    if (o->json) std::cout << edo::kernels::to_json(rep).dump(2) << "\n";
-    else std::cout << edo::kernels::to_text(rep);
-    if (!o->save_device.empty()) {
-      // The profile is made of the report's own JSON (the same reading as --target-device FILE).
-      try {
-        const auto device = edo::tuner::device_from_json(edo::kernels::to_json(rep), "this edo bench run", o->save_device);
-        const std::string path = edo::tuner::save_device(device);
-        std::fprintf(stderr, "edo bench: saved device profile '%s' in %s ('edo tune --target-device \"%s\"' models it)\n",
-                     device.name.c_str(), path.c_str(), device.name.c_str());
-      } catch (const std::exception& e) {
-        throw edo::cli::Failure(std::string("--save-device: ") + e.what());
-      }
-    }
-    return 0;
-  };
+  }
+  return 0;
+}
+
+edo::cli::Runner setup_bench(CLI::App& sub) {
+  auto o = std::make_shared<BenchOptions>();
+  add_bench_options(sub, o);
+  return [o]() -> int { return !o->storage.empty() ? run_storage(*o) : run_strategy_bench(*o); };
 }
 
 }  // namespace
