@@ -154,19 +154,9 @@ model::Table make_table(const SynthOptions& o, const stats::StatsConfig& config,
   return table;
 }
 
-int run_synth(const SynthOptions& o) {
-  if (o.min_rows > o.rows)
-    throw UsageError("--min-rows " + std::to_string(o.min_rows) + " is more than --rows " + std::to_string(o.rows) +
-                     " (the largest table); give --rows at least --min-rows");
-  if (o.min_zipf > o.zipf)
-    throw UsageError("--min-zipf is more than --zipf (the most skewed table); give --zipf at least --min-zipf");
-  check_output_path(o.output, o.force);
-  // Created before the work, so that an unwritable path is said at once, not after minutes;
-  // written beside the output and renamed over it once whole (issue 30 §4).
-  db::ProfileStore store = db::ProfileStore::create_beside(o.output);
-  const auto start = std::chrono::system_clock::now();
-  const auto t0 = std::chrono::steady_clock::now();
-  model::Profile profile;
+// The one session of a synthetic recording: this command, this host and process, and as many
+// steps as the lookups make batches.
+model::Session synth_session(const SynthOptions& o, std::chrono::system_clock::time_point start) {
   model::Session session;
   session.id = 1;
   session.command = command_line(o);
@@ -179,10 +169,13 @@ int run_synth(const SynthOptions& o) {
   session.source = "synth";
   session.gpus = o.gpu;
   session.steps = (o.lookups + o.batch - 1) / o.batch;
-  profile.metadata["edo_version"] = EDO_VERSION;
-  profile.metadata["synth.zipf_alpha"] = std::to_string(o.zipf);
-  profile.metadata["synth.seed"] = std::to_string(o.seed);
+  return session;
+}
 
+// Every table, made by `threads` workers that take them in turn (each table depends only on
+// (options, t): the output is the same whatever their number), with a progress line; `computed`
+// counts the tables whose statistics were computed from drawn counts (iid_workload.h).
+std::vector<model::Table> make_tables(const SynthOptions& o, int& computed_tables) {
   stats::StatsConfig config;
   config.exact_rows_limit = o.exact_rows;
   const int threads = std::clamp(o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency()), 1, o.tables);
@@ -194,8 +187,6 @@ int run_synth(const SynthOptions& o) {
   std::exception_ptr error;
   std::mutex mu;
   std::condition_variable cv;
-  // Tables are independent and each depends only on (options, t): the workers take them in
-  // turn, and the output is the same whatever their number.
   auto worker = [&] {
     for (int t; !failed && (t = next++) < o.tables;) {
       try {
@@ -228,17 +219,40 @@ int run_synth(const SynthOptions& o) {
   }
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
-  uint64_t total_rows = 0;
+  computed_tables = 0;
+  for (char c : computed) computed_tables += c;
+  progress.finish();
+  return tables;
+}
+
+int run_synth(const SynthOptions& o) {
+  if (o.min_rows > o.rows)
+    throw UsageError("--min-rows " + std::to_string(o.min_rows) + " is more than --rows " + std::to_string(o.rows) +
+                     " (the largest table); give --rows at least --min-rows");
+  if (o.min_zipf > o.zipf)
+    throw UsageError("--min-zipf is more than --zipf (the most skewed table); give --zipf at least --min-zipf");
+  check_output_path(o.output, o.force);
+  // Created before the work, so that an unwritable path is said at once, not after minutes;
+  // written beside the output and renamed over it once whole (issue 30 §4).
+  db::ProfileStore store = db::ProfileStore::create_beside(o.output);
+  const auto start = std::chrono::system_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
+  model::Profile profile;
+  model::Session session = synth_session(o, start);
+  profile.metadata["edo_version"] = EDO_VERSION;
+  profile.metadata["synth.zipf_alpha"] = std::to_string(o.zipf);
+  profile.metadata["synth.seed"] = std::to_string(o.seed);
+
   int computed_tables = 0;
-  for (int t = 0; t < o.tables; ++t) {
-    tables[static_cast<size_t>(t)].session_id = session.id;
-    total_rows += tables[static_cast<size_t>(t)].rows;
-    computed_tables += computed[static_cast<size_t>(t)];
+  std::vector<model::Table> tables = make_tables(o, computed_tables);
+  uint64_t total_rows = 0;
+  for (auto& t : tables) {
+    t.session_id = session.id;
+    total_rows += t.rows;
   }
   profile.tables = std::move(tables);
   // How many tables had their statistics computed from drawn counts (iid_workload.h), not streamed.
   if (computed_tables > 0) profile.metadata["synth.computed_tables"] = std::to_string(computed_tables);
-  progress.finish();
   session.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   session.exit_code = 0;
   profile.sessions.push_back(session);
