@@ -1,6 +1,6 @@
 // Internal to edo_kernels_cuda: how the warp-per-bag kernel (warp_bag.cuh) reads a row of PQ,
 // multi-hash, QR and pruned tables (offload's are in offload_rows.h). Host and device code: the
-// unit tests (tests/unit/kernels/test_cuda_element_rows.cpp) check on the CPU that every
+// unit tests (tests/unit/kernels/cuda_element_rows_test.cpp) check on the CPU that every
 // format's meta/column/load4/load1 give its decode bit for bit.
 //
 // A format F provides (warp_bag.cuh says how the kernel uses them):

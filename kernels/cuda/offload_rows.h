@@ -1,5 +1,5 @@
 // Internal to edo_kernels_cuda: offload on the device, host and device code (the unit tests,
-// tests/unit/kernels/test_cuda_element_rows.cpp, run these thread bodies on the CPU against
+// tests/unit/kernels/cuda_element_rows_test.cpp, run these thread bodies on the CPU against
 // edo/kernels/lru.h's LruCache and the formats' decode).
 //
 //   StaticF / LruF   how the warp-per-bag kernel (warp_bag.cuh) reads a row: slot map (static)

@@ -1,6 +1,6 @@
 // Internal to edo_kernels_cuda: the lookup kernels of the row formats (fp32, fp16, bf16, fp8,
 // int8, int4), written once for the device and the host. row_tables.cu launches them; the unit
-// tests (tests/unit/kernels/test_cuda_row_kernels.cpp) run the same thread bodies on the CPU, one
+// tests (tests/unit/kernels/cuda_row_kernels_test.cpp) run the same thread bodies on the CPU, one
 // thread after the other, against the fp64 reference. Only the primitives at the top differ
 // between the two compilations (an intrinsic or a PTX instruction on the device, its documented
 // definition on the host); the GPU tests check those against the formats' decodes.
