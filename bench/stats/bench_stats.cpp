@@ -323,11 +323,13 @@ int main(int argc, char** argv) {
   }
   if (const double plain_t = rate_of("BM_TracerPlainCounts"); plain_t > 0) {
     // bench_trace_overhead's tracer thread, without the job's traffic between batches
-    for (const auto& [name, what] : {std::pair{"BM_TracerCountsOnly", "counts only (EDO_LRU=0)"},
-                                     std::pair{"BM_TracerEveryStatistic", "every statistic"}})
-      if (const double r = rate_of(name); r > 0)
-        std::printf("tracer_stream %s: %.1f ns/index  anchor counts[row]++: %.1f ns/index  ratio %.2f  (target <= 20 ns: %s)\n",
-                    what, 1e3 / r, 1e3 / plain_t, plain_t / r, 1e3 / r <= 20 ? "met" : "NOT met");
+    // the 20 ns target is for every statistic; counts alone are a part of it
+    if (const double r = rate_of("BM_TracerCountsOnly"); r > 0)
+      std::printf("tracer_stream counts only (EDO_LRU=0): %.1f ns/index  anchor counts[row]++: %.1f ns/index  ratio %.2f\n",
+                  1e3 / r, 1e3 / plain_t, plain_t / r);
+    if (const double r = rate_of("BM_TracerEveryStatistic"); r > 0)
+      std::printf("tracer_stream every statistic: %.1f ns/index  anchor counts[row]++: %.1f ns/index  ratio %.2f  "
+                  "(target <= 20 ns: %s)\n", 1e3 / r, 1e3 / plain_t, plain_t / r, 1e3 / r <= 20 ? "met" : "NOT met");
   }
   if ((shards > 0 || matt > 0) && !std::getenv("EDO_BENCH_NO_MAE")) {
     double max_err = 0.0;
