@@ -29,7 +29,8 @@ void ExactCounts::hash_grow() {
   hvals_ = std::move(vals);
 }
 
-size_t ExactCounts::hash_slot(uint64_t row) {
+// Inlined into the hashed loop (a call per index was a tenth of its time).
+__attribute__((always_inline)) inline size_t ExactCounts::hash_slot(uint64_t row) {
   if ((hsize_ + 1) * 4 > hkeys_.size() * 3) hash_grow();
   const uint64_t mask = hkeys_.size() - 1;
   uint64_t s = mix64(row) & mask;
@@ -46,6 +47,7 @@ size_t ExactCounts::hash_slot(uint64_t row) {
 
 std::vector<std::pair<uint64_t, uint64_t>> ExactCounts::hashed_sorted() const {
   std::vector<std::pair<uint64_t, uint64_t>> v;
+  v.reserve(hsize_);
   for (size_t i = 0; i < hkeys_.size(); ++i) {
     if (!hkeys_[i]) continue;
     const uint64_t r = hkeys_[i] - 1;
@@ -56,7 +58,7 @@ std::vector<std::pair<uint64_t, uint64_t>> ExactCounts::hashed_sorted() const {
     }
     if (c) v.emplace_back(r, c);
   }
-  std::sort(v.begin(), v.end());
+  sort_by_row(v, rows_);
   return v;
 }
 
@@ -146,10 +148,18 @@ uint64_t ExactCounts::add_impl(const I* idx, size_t n) {
 // The hashed form's loop: one probe per index (the table holds only the rows read). It turns
 // dense, and hands the rest of the batch to the dense loop, once more than rows/kDenseShare
 // rows were read.
+// Its probes are cache misses as the dense loop's increments are (a table that read 100,000
+// rows holds a 3 MB table the job's traffic evicts): the home slot of the row a few indices
+// ahead is prefetched, key and count (a slot moved by a growth is a wasted prefetch, no more).
 template <class I>
 uint64_t ExactCounts::add_hashed(const I* idx, size_t n) {
   uint64_t oor = 0;
   for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n && !hkeys_.empty()) {
+      const uint64_t s = mix64(static_cast<uint64_t>(static_cast<int64_t>(idx[i + kPrefetchAhead]))) & (hkeys_.size() - 1);
+      __builtin_prefetch(hkeys_.data() + s, 1, 3);
+      __builtin_prefetch(hvals_.data() + s, 1, 3);
+    }
     const uint64_t r = static_cast<uint64_t>(static_cast<int64_t>(idx[i]));
     if (__builtin_expect(r >= rows_, 0)) {
       ++oor;

@@ -40,6 +40,9 @@ inline size_t ingest_chunk(uint64_t rows, const StatsConfig& c) {
 // read since the start; it turns dense once those exceed rows/8 (kDenseShare), where the
 // dense array is no larger and its loop faster. Memory then follows the rows a table read,
 // not the rows it registered (issue 31: 10,000 tables, most of their rows never read).
+// Sorts (row, count) pairs of distinct rows, every row below `rows`, by row (row_sort.cpp).
+void sort_by_row(std::vector<std::pair<uint64_t, uint64_t>>& v, uint64_t rows);
+
 class ExactCounts {
  public:
   static constexpr unsigned kBlockShift = 12;

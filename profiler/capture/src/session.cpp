@@ -65,14 +65,21 @@ TableCounts::Entry& TableCounts::entry(const TableInfo& t, const Registry* regis
   while (fit && this->left() - std::min(this->left(), waiting_min_) < own_full && shed_one_lru()) {
   }
   const uint64_t left = this->left();
+  e.need = first_need(t.rows, first);
+  // Its full statistics as of the batch in hand (a waiting table is reserved as of
+  // kFirstIndices; a first batch of 65,536 indices can read more rows): when they fit beside
+  // every waiting table's, the share is them; a share sized to 4,096 rows read would cut the
+  // exact LRU prefix of a table that read more down to those, with the budget free.
+  const uint64_t need_full = fit ? stats::state_bound_bytes(t.rows, e.need, cfg_) : own_full;
   // What the other waiting tables keep, and this table's share of the rest: in proportion to
   // its full statistics among theirs (all of it when they all fit), at least its smallest.
   const uint64_t free = left - std::min(left, waiting_min_);
   const uint64_t wanted = own_full + waiting_full_;
   const uint64_t proportional =
-      wanted <= left ? own_full : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
+      need_full + waiting_full_ <= left ? std::max(own_full, need_full)
+      : wanted <= left                  ? own_full
+                                        : uint64_t(static_cast<long double>(left) * own_full / static_cast<long double>(wanted));
   const uint64_t share = std::min(free, std::max(own_min, proportional));
-  e.need = first_need(t.rows, first);
   stats::StatsConfig c = fit ? stats::fit_state_to(t.rows, e.need, cfg_, share) : cfg_;
   // The ordered sample and the closed drift windows start small; the share's config is their
   // cap (raise_order_limit, close_window).

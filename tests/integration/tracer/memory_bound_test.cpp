@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "e2e_support.h"
@@ -25,9 +26,10 @@ struct Measured {
   Profile profile;
 };
 
-Measured run_job(uint64_t memory_mb, uint64_t buffer_mb, uint64_t events) {
+Measured run_job(uint64_t memory_mb, uint64_t buffer_mb, uint64_t events, int tables = kTables, uint64_t rows = kRows,
+                 uint64_t lookups = kLookups) {
   const std::string trace = tmp_path("memory.trace"), db = tmp_path("memory.edodb");
-  Result r = run({MEMORY_JOB, std::to_string(kTables), std::to_string(kRows), std::to_string(kLookups)},
+  Result r = run({MEMORY_JOB, std::to_string(tables), std::to_string(rows), std::to_string(lookups)},
                  with({"EDO_OUTPUT=" + trace, "EDO_MAX_MEMORY_MB=" + std::to_string(memory_mb),
                        "EDO_MAX_BUFFER_MB=" + std::to_string(buffer_mb), "EDO_MAX_EVENTS=" + std::to_string(events),
                        "EDO_FLUSH_MS=200"}));
@@ -95,6 +97,34 @@ TEST(TracerMemory, TablesBeyondTheBoundAreRefusedAndCounted) {
   ASSERT_TRUE(drops.count("memory_bound_tables"));
   EXPECT_EQ(drops.at("memory_bound_tables"), kTables - with_stats);
   EXPECT_EQ(drops.at("memory_bound_lookups"), (kTables - with_stats) * kLookups);
+}
+
+// A table placed by a first batch that reads more rows than a waiting table is reserved for
+// (65,536 indices, ~63,500 rows: the reservation assumes 4,096) gets its full statistics when
+// the budget has room: its exact LRU prefix covers every reference (the curve's cold
+// references are the distinct rows read, exactly) and no "smaller statistics" note is written.
+// (The share was the full bound as of 4,096 rows: the prefix was cut to 4,096 rows, SHARDS
+// estimated the rest, and the recording said the table was sized down under 4 GiB.)
+TEST(TracerMemory, ALargeFirstBatchKeepsTheFullStatisticsWhenTheBudgetHasRoom) {
+  const uint64_t rows = 1'000'000, lookups = 2 * 65536;
+  Measured m = run_job(4096, 64, 1024, 1, rows, lookups);
+  // memory_job.c's rows: xorshift64 modulo rows
+  std::set<uint64_t> read;
+  uint64_t x = 88172645463325252ull;
+  for (uint64_t i = 0; i < lookups; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    read.insert(x % rows);
+  }
+  const Profile& p = m.profile;
+  ASSERT_EQ(p.tables.size(), 1u);
+  const auto& a = p.tables[0].aggregate;
+  EXPECT_EQ(a.lookups(), lookups);
+  EXPECT_EQ(a.mode(), edo::stats::CountMode::kExact);
+  EXPECT_EQ(a.stack_distances().cold(), double(read.size()));
+  EXPECT_EQ(a.stack_distances().total(), double(lookups));
+  EXPECT_EQ(p.metadata.count("memory_bound"), 0u) << p.metadata.at("memory_bound");
 }
 
 }  // namespace

@@ -359,3 +359,30 @@ TEST(ShedLru, ACurveOfPartOfTheStreamIsNotKept) {
 
 }  // namespace
 }  // namespace edo::stats
+
+namespace edo::stats {
+namespace {
+
+// sort_by_row() (the radix sort of a hashed segment's rows) gives std::sort's order for
+// distinct rows below any table size: one digit, a digit and one bit, several digits, rows
+// past 2^32; and on both sides of the size where it stops comparison sorting.
+TEST(ExactCountsTest, SortByRowMatchesAComparisonSort) {
+  std::mt19937_64 rng(5);
+  for (const uint64_t rows : {uint64_t{1}, uint64_t{2}, uint64_t{2048}, uint64_t{2049}, uint64_t{1'000'000},
+                              (uint64_t{1} << 22) + 3, uint64_t{1} << 40}) {
+    for (const size_t n : {size_t{0}, size_t{1}, size_t{4095}, size_t{4096}, size_t{50'000}}) {
+      std::set<uint64_t> picked;
+      while (picked.size() < std::min<uint64_t>(n, rows)) picked.insert(rng() % rows);
+      std::vector<std::pair<uint64_t, uint64_t>> v;
+      for (uint64_t r : picked) v.emplace_back(r, rng());
+      std::shuffle(v.begin(), v.end(), rng);
+      std::vector<std::pair<uint64_t, uint64_t>> want = v;
+      std::sort(want.begin(), want.end());
+      detail::sort_by_row(v, rows);
+      ASSERT_EQ(v, want) << rows << " rows, " << n << " pairs";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edo::stats
