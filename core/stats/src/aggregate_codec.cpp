@@ -294,14 +294,11 @@ bool decode_sample_section(std::string_view& in, uint64_t rows, OrderedSample& o
 // lazy: the counts and the ordered sample are checked as fully as when decoded, then kept
 // in their encoded form (TableAggregate::deserialize_lazily()).
 // keep_sample false (lazy only): the ordered sample is checked and dropped.
-bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool keep_sample = true) {
-  if (in.empty()) return false;
-  const uint8_t version = static_cast<uint8_t>(in.front());
-  if (version != detail::kVersion && version != detail::kVersionOrdered) return false;
-  in.remove_prefix(1);
-  StatsConfig c;
+// The statistics' configuration, as encode wrote it after the version byte; false when a
+// value is out of the range any edo writes.
+bool decode_config(std::string_view& in, StatsConfig& c) {
   uint64_t v[9];
-  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };  // windows: a varint per row
+  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };
   if (!get(v[0]) || !get(v[1]) || !get(v[2]) || !get(v[3]) || !get(v[4]) || !get(v[5])) return false;
   if (!get_double(in, c.shards_rate) || !(c.shards_rate > 0.0) || c.shards_rate > 1.0) return false;
   if (!get(v[6]) || !get(v[7]) || in.empty()) return false;
@@ -320,21 +317,15 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool k
   c.drift_top_k = static_cast<uint32_t>(v[6]);
   c.max_windows = static_cast<uint32_t>(v[7]);
   c.track_lru = lru == 1;
-  uint64_t rows;
-  if (!get(rows) || in.empty()) return false;
-  const uint8_t mode = static_cast<uint8_t>(in.front());
-  in.remove_prefix(1);
-  if (mode > 1) return false;
-  a.config = c;
-  a.rows = rows;
-  a.mode = static_cast<CountMode>(mode);
-  a.hist.clear();
-  a.windows.clear();
-  if (!get(a.lookups) || !get(a.out_of_range)) return false;
+  return true;
+}
+
+// The counts section: decoded, or (lazy) checked and kept as bytes, decoded when first read.
+bool decode_counts(std::string_view& in, TableAggregate::Impl& a, bool lazy) {
   const char* counts_begin = in.data();
   if (lazy && a.mode == CountMode::kExact) {  // checked without building them
     uint64_t nonzero = 0;
-    if (!detail::scan_exact_counts(in, rows, [&](uint64_t, uint64_t) { ++nonzero; })) return false;
+    if (!detail::scan_exact_counts(in, a.rows, [&](uint64_t, uint64_t) { ++nonzero; })) return false;
     a.encoded.unique_rows = nonzero;
   } else {
     if (!decode_counts_section(in, a)) return false;
@@ -346,10 +337,17 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool k
     }
   }
   if (lazy) {  // keep the section's bytes
-    a.exact.reset(rows);
+    a.exact.reset(a.rows);
     a.encoded.counts.assign(counts_begin, static_cast<size_t>(in.data() - counts_begin));
     a.encoded.counts_pending.store(true, std::memory_order_release);
   }
+  return true;
+}
+
+// The stack-distance histogram: its non-empty bins as (gap, value) pairs, the cold count and
+// the largest distance.
+bool decode_histogram(std::string_view& in, TableAggregate::Impl& a) {
+  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };
   uint64_t nb, gap, bin = 0;
   if (!get(nb) || nb * 9 > in.size()) return false;
   std::vector<double> bins;
@@ -366,38 +364,70 @@ bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool k
   if (!get_double(in, cold) || !get(maxd)) return false;
   bins.shrink_to_fit();  // resize() doubled it on the way: a loaded histogram holds its bins alone
   a.hist.set(std::move(bins), cold, maxd);
-  uint64_t nw;
-  if (!get(nw) || nw > c.max_windows || nw * 3 > in.size()) return false;
+  return true;
+}
+
+// The footprint windows: each one's index, lookups and distinct rows (ascending, as gaps).
+bool decode_windows(std::string_view& in, TableAggregate::Impl& a) {
+  auto get = [&](uint64_t& x) { return detail::get_varint_inline(in, x); };  // windows: a varint per row
+  uint64_t nw, gap;
+  if (!get(nw) || nw > a.config.max_windows || nw * 3 > in.size()) return false;
   a.windows.resize(nw);
   for (auto& win : a.windows) {
     uint64_t nr, r = 0;
     if (!get(win.window_index) || !get(win.lookups) || !get(nr) || nr > in.size()) return false;
     win.rows.resize(nr);
     for (uint64_t k = 0; k < nr; ++k) {
-      if (!get(gap) || (k > 0 && gap == 0) || gap >= rows - r) return false;
+      if (!get(gap) || (k > 0 && gap == 0) || gap >= a.rows - r) return false;
       r += gap;
       win.rows[k] = r;
     }
   }
+  return true;
+}
+
+// The ordered sample (the last part): decoded, kept as checked bytes (lazy), or dropped unread.
+bool decode_sample(std::string_view& in, TableAggregate::Impl& a, bool lazy, bool keep_sample) {
+  const char* sample_begin = in.data();
+  if (lazy && !keep_sample) {
+    // Dropped unread: its header is checked (the sample is the last part, so the bytes left
+    // are its references), its references are not read. Walking them was a quarter of a
+    // report's time at 10,000 tables (issue 31), for a part the reader never uses.
+    if (!OrderedSample::check_header(in)) return false;
+    in = {};
+    a.has_sample = false;
+  } else if (lazy) {  // checked without keeping the references
+    if (!OrderedSample::check(in, a.rows)) return false;
+    a.encoded.sample.assign(sample_begin, static_cast<size_t>(in.data() - sample_begin));
+    a.encoded.sample_pending.store(true, std::memory_order_release);
+  } else if (!decode_sample_section(in, a.rows, a.sample)) {
+    return false;
+  }
+  return true;
+}
+
+bool decode_impl(std::string_view in, TableAggregate::Impl& a, bool lazy, bool keep_sample = true) {
+  if (in.empty()) return false;
+  const uint8_t version = static_cast<uint8_t>(in.front());
+  if (version != detail::kVersion && version != detail::kVersionOrdered) return false;
+  in.remove_prefix(1);
+  StatsConfig c;
+  if (!decode_config(in, c)) return false;
+  uint64_t rows;
+  if (!detail::get_varint_inline(in, rows) || in.empty()) return false;
+  const uint8_t mode = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (mode > 1) return false;
+  a.config = c;
+  a.rows = rows;
+  a.mode = static_cast<CountMode>(mode);
+  a.hist.clear();
+  a.windows.clear();
+  if (!detail::get_varint_inline(in, a.lookups) || !detail::get_varint_inline(in, a.out_of_range)) return false;
+  if (!decode_counts(in, a, lazy) || !decode_histogram(in, a) || !decode_windows(in, a)) return false;
   a.has_sample = version == detail::kVersionOrdered;
   a.sample = OrderedSample{};
-  if (a.has_sample) {
-    const char* sample_begin = in.data();
-    if (lazy && !keep_sample) {
-      // Dropped unread: its header is checked (the sample is the last part, so the bytes left
-      // are its references), its references are not read. Walking them was a quarter of a
-      // report's time at 10,000 tables (issue 31), for a part the reader never uses.
-      if (!OrderedSample::check_header(in)) return false;
-      in = {};
-      a.has_sample = false;
-    } else if (lazy) {  // checked without keeping the references
-      if (!OrderedSample::check(in, rows)) return false;
-      a.encoded.sample.assign(sample_begin, static_cast<size_t>(in.data() - sample_begin));
-      a.encoded.sample_pending.store(true, std::memory_order_release);
-    } else if (!decode_sample_section(in, rows, a.sample)) {
-      return false;
-    }
-  }
+  if (a.has_sample && !decode_sample(in, a, lazy, keep_sample)) return false;
   return in.empty();
 }
 
