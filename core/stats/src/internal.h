@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <map>
 #include <vector>
 
 #include "edo/stats/row_hash.h"
@@ -602,6 +603,17 @@ class CountedShards {
                    StackDistanceHistogram& out);
 
  private:
+  // Reuse times of hot rows seen in the windows, by bucket of their mean reuse time.
+  struct HotReuse {
+    std::map<uint32_t, double> reuse;  // reuse time -> references
+    double observed = 0.0, censored = 0.0;
+  };
+  // add_segment's steps (counted_shards.cpp).
+  void sampled_into_classes(std::vector<SampledRef>& sample, bool classed, std::vector<StackDistanceHistogram>& cls,
+                            std::vector<double>& samples);
+  std::map<int, HotReuse> hot_reuse_in_windows(const HotRow& hot_row) const;
+  double add_hot_references(const std::vector<std::pair<double, double>>& hot, const std::map<int, HotReuse>& seen,
+                            std::vector<double>& bins, uint64_t& maxd) const;
   static int bucket_of(double mu);
   uint64_t id_of(uint64_t row);
   double rate_;

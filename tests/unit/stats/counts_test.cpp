@@ -279,7 +279,9 @@ TEST(ExactCountsTest, HashedCountingMatchesDenseFromTheStart) {
       }
       // Sparse while at most rows/8 rows were read, dense after: memory follows the rows read.
       EXPECT_EQ(hashed.dense(), seen.size() * detail::ExactCounts::kDenseShare > rows) << rows << " " << distinct;
-      if (hashed.hashed()) EXPECT_LE(hashed.hash_slots() * 12, seen.size() * 32 + 64 * 12);
+      if (hashed.hashed()) {
+        EXPECT_LE(hashed.hash_slots() * 12, seen.size() * 32 + 64 * 12);
+      }
     }
   }
 }
