@@ -78,7 +78,8 @@ bool looks_alive(int64_t pid) {
 // tracer keeps its connection on a thread with a descriptor table of its own
 // (profiler/capture/src/own_fd_thread.h): that thread can close it before the leader shows any
 // sign of dying. So a process that looks alive is looked at again for 50 ms (a process that
-// truly runs on costs the collector that once per connection).
+// truly runs on costs the collector that once per connection; one that said goodbye is not
+// looked at: ProfileBuilder asks only for a session without its Goodbye).
 bool still_runs(int64_t pid) {
   for (int i = 0; i < 25; ++i) {
     if (!looks_alive(pid)) return false;
@@ -177,7 +178,7 @@ bool ChannelServer::poll_once(ProfileBuilder& b, int timeout_ms) {
     }
     if (closed) {
       ::close(c.fd);
-      b.close_stream(c.stream, still_runs(c.pid));
+      b.close_stream(c.stream, [pid = c.pid] { return still_runs(pid); });
       any = true;
     } else {
       keep.push_back(c);

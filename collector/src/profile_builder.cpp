@@ -76,9 +76,9 @@ void ProfileBuilder::drain(Stream& s) {
   }
 }
 
-void ProfileBuilder::close_stream(int stream) { close_stream(stream, false); }
+void ProfileBuilder::close_stream(int stream) { close_stream(stream, {}); }
 
-void ProfileBuilder::close_stream(int stream, bool peer_runs_on) {
+void ProfileBuilder::close_stream(int stream, const std::function<bool()>& peer_runs_on) {
   Stream& s = *streams_.at(size_t(stream));
   if (!s.open) return;
   s.open = false;
@@ -117,11 +117,11 @@ void ProfileBuilder::close_all_streams() {
 // A process that still ran when its stream ended was neither killed nor crashed: its
 // connection was taken from it (the job closed the tracer's descriptor), and the rest of its
 // trace went to its unsent file: that, not a crash, is what the session says (issue 30 §6).
-void ProfileBuilder::end_session(Stream& s, bool peer_runs_on) {
+void ProfileBuilder::end_session(Stream& s, const std::function<bool()>& peer_runs_on) {
   if (s.session < 0) return;
   model::Session& ses = profile_.sessions[size_t(s.session)];
   if (said_goodbye_.count(ses.id)) return;
-  ses.drops[peer_runs_on ? model::kConnectionLost : model::kEndedWithoutFinalFlush] = 1;
+  ses.drops[peer_runs_on && peer_runs_on() ? model::kConnectionLost : model::kEndedWithoutFinalFlush] = 1;
   ses.dropped_events = model::dropped_events_of(ses.drops);
   ++generation_;
 }

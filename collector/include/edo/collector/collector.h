@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,7 +44,8 @@ class ProfileBuilder {
   void feed(int stream, const void* data, size_t n);
   // `peer_runs_on`: the connected process was still running (not exiting) when its connection
   // closed: a session without its Goodbye gets connection_lost, not ended_without_final_flush.
-  void close_stream(int stream, bool peer_runs_on);
+  // Asked only for such a session (looking costs the collector up to 50 ms: ChannelServer).
+  void close_stream(int stream, const std::function<bool()>& peer_runs_on);
   // End of stream: a partial frame at the tail is reported as a truncation issue, and a
   // session that had not said goodbye gets the ended_without_final_flush counter. A connection
   // that ends before its process's first flush arrived (it died, or was killed, within ~1 flush
@@ -98,7 +100,7 @@ class ProfileBuilder {
   // A malformed training note: the first of its key in a stream is an issue, later ones count in it.
   void malformed_note(const std::string& stream, const std::string& key, uint64_t offset, const std::string& why);
   model::Session* session(Stream& s);
-  void end_session(Stream& s, bool peer_runs_on = false);
+  void end_session(Stream& s, const std::function<bool()>& peer_runs_on = {});
   void attribute();
 
   std::string source_;
