@@ -20,7 +20,10 @@ std::string coverage_arg(uint32_t bp) {
 
 std::string trim_vocab_not_offered(const TableGroup& g) {
   if (!g.lm_head) return "not a token table (the hooks noted no LM head for it)";
-  if (!g.members.empty() || !g.identical.empty()) return "shares its weights with another table";
+  // A tied head registered under its own name is a member of the group: the one sharer allowed.
+  for (const auto& m : g.members)
+    if (m != g.lm_head->name) return "shares its weights with " + m + ", which is not its LM head";
+  if (!g.identical.empty()) return "holds the same weights as another table";
   if (g.lm_head->rows != 0 && g.lm_head->rows != g.rows) return "its head's rows are not the table's";
   std::string why;
   if (!vocab_coverage(g.counts, g.rows, why)) return why;

@@ -4,7 +4,7 @@ the `edo export --format vocab-remap` file), then checks what a trimmed model mu
 as JSON, what PyTorch holds for the table after one training step (gpt_bpe_plan_e2e.py compares
 it with the plan's bytes).
 
-    trim_apply_check.py PLAN REMAP --config tied|untied [--no-remap]
+    trim_apply_check.py PLAN REMAP --config tied|untied|llama3 --rows V [--no-remap]
 
 Checked here: on a batch of kept ids (old ids, fed as the data loader feeds them) the trimmed
 model's logits are the original model's logits of the kept ids, in new-id order; a dropped id
@@ -33,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("plan")
     ap.add_argument("remap")
-    ap.add_argument("--config", choices=["tied", "untied"], required=True)
+    ap.add_argument("--config", choices=["tied", "untied", "llama3"], required=True)
     ap.add_argument("--rows", type=int, required=True, help="the recorded table's rows (the tokenizer's vocabulary)")
     ap.add_argument("--no-remap", action="store_true")
     a = ap.parse_args()

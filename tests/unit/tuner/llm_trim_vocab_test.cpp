@@ -47,7 +47,10 @@ TableGroup token_group(bool tied, uint64_t sample_refs = 1 << 16) {
   a.shape = {10, 10, 4};
   a.dtype = "f32";
   g.activation = a;
-  if (tied) g.dense_use = "F.linear";
+  if (tied) {
+    g.dense_use = "F.linear";
+    g.members = {"lm_head"};  // the tied head, registered under its own name on the same weights
+  }
   return g;
 }
 
@@ -127,6 +130,9 @@ TEST(TrimVocab, NeverForARecommenderTableNorFromASampledOrder) {
   const TableGroup sampled = token_group(false, 64);
   add_trim_vocab_candidates(sampled, baseline_of(sampled), out);
   EXPECT_TRUE(out.empty()) << "a sampled order names not every id a remap needs";
+  TableGroup shared = token_group(true);
+  shared.members.push_back("decoder_input");
+  EXPECT_NE(trim_vocab_not_offered(shared).find("decoder_input"), std::string::npos);
 }
 
 // Issue 33 point 4: a low-rank lookup of rank r keeps a tokens x r intermediate and, trained,
