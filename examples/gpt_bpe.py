@@ -118,11 +118,9 @@ class GPT(nn.Module):
 
 
 def _nbytes(t):
-    if t is None:
-        return 0
-    if t.is_sparse:
-        return t._values().numel() * t._values().element_size() + t._indices().numel() * t._indices().element_size()
-    return t.numel() * t.element_size()
+    """Bytes a tensor holds (a sparse gradient: its values and its int64 indices)."""
+    parts = [] if t is None else [t._values(), t._indices()] if t.is_sparse else [t]
+    return sum(p.numel() * p.element_size() for p in parts)
 
 
 def held_bytes(model, opt):

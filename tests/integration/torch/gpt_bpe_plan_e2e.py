@@ -34,9 +34,8 @@ import sqlite3
 import sys
 import tempfile
 
-import edo_job_env
 from edo_job_env import HERE, run
-from gpt_bpe_e2e import check, expected_coverage, job_python
+from gpt_bpe_e2e import check, example_setup, expected_coverage
 
 STEPS = 20
 TOKENS = 8 * 32  # the example's batch x seq: wte's lookups a step
@@ -97,11 +96,7 @@ def write_trim_into_plan(path, trim):
 
 
 def main():
-    config = sys.argv[1]
-    sys.argv = [sys.argv[0]] + sys.argv[2:]
-    build, source, edo, _, env = edo_job_env.setup()
-    py = job_python(build)
-    job = os.path.join(source, "examples", "gpt_bpe.py")
+    config, build, edo, env, py, job = example_setup()
     penv = dict(env, PYTHONPATH=os.path.join(build, "lib", "python"), EDO_TORCH="0")
     with tempfile.TemporaryDirectory() as tmp:
         db, ids_file, out_file = (os.path.join(tmp, n) for n in ("run.edodb", "ids.txt", "out.json"))
