@@ -166,8 +166,8 @@ def main():
         import edo
         applied = edo.apply_plan(model, a.apply_plan, optimizer=opt, allow_tying=True, vocab_remap=a.vocab_remap)
         for name, e in applied.items():
-            print("gpt_bpe: apply_plan %s: %s%s, applied %s%s" % (name, e["strategy"], "+" + e["optimizer"] if e["optimizer"] else "",
-                                                                 e["applied"], e["why"]), file=sys.stderr)
+            print("gpt_bpe: apply_plan %s: %s%s, applied %s: %s" % (name, e["strategy"], "+" + e["optimizer"] if e["optimizer"] else "",
+                                                                   e["applied"], e["why"]), file=sys.stderr)
     # A trimmed vocabulary's logits are over the new ids: the targets take the same remap.
     target_remap = getattr(model.lm_head, "edo_vocab_remap", None)
     gen = torch.Generator().manual_seed(a.seed)
