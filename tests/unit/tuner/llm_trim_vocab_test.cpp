@@ -11,11 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "edo/tuner/tuner.h"
 #include "edo/tuner/vocab_coverage.h"
+#include "synthetic.h"
 #include "vocab_hand_stream.h"
 
 namespace edo::tuner {
@@ -133,6 +136,45 @@ TEST(TrimVocab, NeverForARecommenderTableNorFromASampledOrder) {
   TableGroup shared = token_group(true);
   shared.members.push_back("decoder_input");
   EXPECT_NE(trim_vocab_not_offered(shared).find("decoder_input"), std::string::npos);
+}
+
+// Through tune(): the hand stream's table trained by plain SGD (weights and gradient, 32 bytes a
+// row: 256), its untied head noted by the hooks. Under a budget of 224 bytes (the 99.9 % trim: 5
+// rows, 160, + the 64-byte remap) the plan takes that trim, with the held-out error 10/300 (not
+// the baseline's measured 0); a --strategies list without trim_vocab offers none.
+TEST(TrimVocab, ThePlannerTakesItUnderABudgetAndAListMustNameIt) {
+  model::Table t;
+  t.id = 1;
+  t.session_id = 1;
+  t.name = "wte";
+  t.rows = testing::kVocab;
+  t.dim = 4;
+  t.dtype = "fp32";
+  t.weight_bytes = t.grad_bytes = 128;
+  t.extra_by_kind = {{"grad", 128}};
+  t.aggregate = testing::recorded_vocab(testing::hand_stream(), 1 << 16);
+  model::Profile p = testing::synthetic_profile({t}, 10);
+  p.metadata["pytorch.lm_head.wte"] =
+      R"({"head": "lm_head", "tied": false, "rows": 8, "dim": 4, "dtype": "fp32", "weight_bytes": 128, "grad_bytes": 128,)"
+      R"( "optimizer_bytes": 0, "dense_reads_per_step": 1, "dense_read_bytes_per_step": 128})";
+  TuneOptions o;
+  o.backend = "cpu";
+  o.reps = 1;
+  o.time_limit_s = 0;
+  o.max_error = INFINITY;
+  o.budget_bytes = 224;
+  o.strategies = "trim_vocab";
+  const model::TuneResult r = tune(p, {}, o);
+  ASSERT_TRUE(r.feasible);
+  const model::TuneCandidate& c = r.candidates.at(static_cast<size_t>(r.choices.at(0).candidate));
+  EXPECT_EQ(c.optimizer, "trim_vocab");
+  EXPECT_EQ(c.device_bytes, 224u);
+  EXPECT_DOUBLE_EQ(c.error, 10.0 / 300.0);
+  EXPECT_TRUE(c.needs_retraining);
+  EXPECT_NE(r.choices[0].why.find("edo export --format vocab-remap --coverage 99.9"), std::string::npos) << r.choices[0].why;
+  o.strategies = "fp16";
+  o.budget_bytes = 1 << 20;
+  for (const auto& x : tune(p, {}, o).candidates) EXPECT_NE(x.optimizer, "trim_vocab");
 }
 
 // Issue 33 point 4: a low-rank lookup of rank r keeps a tokens x r intermediate and, trained,
