@@ -146,9 +146,10 @@ def trim(model, m, name, entry, params, optimizer, vocab_remap, prefix, undo):
         entry["applied"] = False
         entry["why"] += "; not applied: %s (%s)" % (why or why_head, _export_hint(name, params))
         return
-    if m.padding_idx is not None and remap["new_id_of_old"][m.padding_idx] >= len(remap["kept_old_ids"]):
+    if m.padding_idx is not None and m.padding_idx not in set(remap["kept_old_ids"]):
         entry["applied"] = False
-        entry["why"] += "; not applied: the padding id is not kept"
+        entry["why"] += ("; not applied: the padding id %d is not kept (it would read the UNK row): export the remap "
+                         "with --unk %d" % (m.padding_idx, m.padding_idx))
         return
     kept = torch.tensor(remap["kept_old_ids"], dtype=torch.int64, device=w.device)
     new_of = torch.tensor(remap["new_id_of_old"], dtype=torch.int64, device=w.device)
@@ -173,10 +174,10 @@ def trim(model, m, name, entry, params, optimizer, vocab_remap, prefix, undo):
     entry["freed_bytes"] = head_before - (0 if head.weight is new else sum(_bytes(t) for t in (head.weight, head.bias)))
     entry["why"] += ("; vocabulary trimmed to %d of %d ids (the %s %% set; other ids read UNK, old id %d): the table and "
                      "the head %r keep those rows, the ids fed are remapped by its edo_vocab_remap buffer; the logits are "
-                     "over the new ids: map the targets with model.%s.edo_vocab_remap%s" % (
+                     "over the new ids: map the targets with model.%s.edo_vocab_remap" % (
                          len(kept), rows, params.get("vocab_coverage", "?"), remap.get("unk", {}).get("old_id", -1),
-                         params.get("head"), params.get("head"),
-                         "" if in_opt or optimizer is None else
-                         "; the optimizer given does not train this table's weight"))
+                         params.get("head"), params.get("head")))
+    if optimizer is not None and not in_opt:
+        entry["why"] += "; the optimizer given does not train this table's weight"
     if optimizer is None:
         entry["why"] += "; no optimizer= given: make the optimizer after apply_plan (it must train the new Parameters)"

@@ -142,6 +142,8 @@ def main():
         check_py = [py, os.path.join(HERE, "trim_apply_check.py"), plan_file, remap_file, "--config", config, "--rows", str(V)]
         off = json.loads(run(check_py + ["--no-remap"], env=penv).stdout)
         check(not off["applied"] and off["rows"] == V and "--format vocab-remap" in off["why"], "without the remap: %r" % off)
+        check(not off["other_applied"] and off["other_rows"] == V and "the plan %d" % exp["ids"] in off["other_why"],
+              "another remap: %r" % off)
         got = json.loads(run(check_py, env=penv).stdout)
         kept = exp["ids"]
         check(got["applied"] and got["rows"] == got["head_rows"] == kept and got["logits_shape"][-1] == kept, "applied %r" % got)

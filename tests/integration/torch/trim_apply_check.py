@@ -8,7 +8,8 @@ it with the plan's bytes).
 
 Checked here: on a batch of kept ids (old ids, fed as the data loader feeds them) the trimmed
 model's logits are the original model's logits of the kept ids, in new-id order; a dropped id
-reads the UNK row. --no-remap calls apply_plan without vocab_remap= (it must refuse).
+reads the UNK row. --no-remap calls apply_plan without vocab_remap=, then with a remap that keeps
+one id fewer than the plan (both must refuse).
 """
 
 import argparse
@@ -53,6 +54,10 @@ def main():
     e = res["wte"]
     out = dict(applied=e["applied"], why=e["why"], optimizer=e["optimizer"], rows=int(model.wte.weight.shape[0]))
     if a.no_remap or not e["applied"]:
+        # Another remap than the plan's (one id fewer): refused as well, nothing changed.
+        other = dict(remap, kept_old_ids=remap["kept_old_ids"][:-1])
+        o = edo.apply_plan(model, a.plan, optimizer=opt, allow_tying=True, vocab_remap=other)["wte"]
+        out.update(other_applied=o["applied"], other_why=o["why"], other_rows=int(model.wte.weight.shape[0]))
         print(json.dumps(out))
         return
     with torch.no_grad():
