@@ -44,16 +44,15 @@ void add_trim_vocab_candidates(const TableGroup& g, Candidate base, std::vector<
     if (!remap) return;  // a sampled order: no remap names every id the data needs
     const VocabTrim t = vocab_trim(*cov, g.dim, element, base.device_bytes, g.lm_head, bp);
     const uint64_t kept = remap->kept.size();
-    if (kept != t.kept_rows || kept >= g.rows || kept == last_kept) continue;
+    // The remap the model applies to incoming ids lives beside the table: one int64 per old id.
+    const uint64_t remap_bytes = g.rows * 8;
+    if (kept != t.kept_rows || kept >= g.rows || kept == last_kept || t.table_bytes_saved <= remap_bytes) continue;
     last_kept = kept;
     Candidate c = base;
     c.baseline = false;
     c.optimizer = "trim_vocab";
     c.measure_as = 0;  // the same lookups on the same format, renumbered
     c.needs_retraining = true;
-    // The remap the model applies to incoming ids lives beside the table: one int64 per old id.
-    const uint64_t remap_bytes = g.rows * 8;
-    if (t.table_bytes_saved <= remap_bytes) continue;
     c.device_bytes = base.device_bytes - t.table_bytes_saved + remap_bytes;
     const uint64_t dropped = g.rows - kept;
     const uint64_t logits = 2 * tokens * dropped * logit_element;  // the logits and their gradient
