@@ -347,8 +347,8 @@ Runner setup(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--strategies", o->strategies,
                  "only these strategies besides each table's baseline, comma-separated (fp16,bf16,fp8,int8,int4,offload,"
-                 "pruned,lowrank,pq,multihash,qr,mch,ssd,sparse_gradient; default: all; a list takes the sparse-gradient "
-                 "lever only when it names sparse_gradient)");
+                 "pruned,lowrank,pq,multihash,qr,mch,ssd,sparse_gradient,trim_vocab; default: all; a list takes the "
+                 "sparse-gradient and trim-vocabulary levers only when it names sparse_gradient or trim_vocab)");
   sub.add_option("--time-limit", o->time_limit,
                  "seconds the command may take at most (0: none); measuring stops in time and the plan uses what was measured")
       ->check(CLI::Range(0.0, 1e7))->capture_default_str();

@@ -18,6 +18,11 @@ It knows nothing about edo. Run it under the profiler with
 --ids FILE writes the token ids fed to the token table, in the order fed (one line, spaces),
 --outputs FILE the configuration, the tokenizer's vocabulary size and the losses (JSON),
 --tokenizer FILE the trained tokenizer (tokenizer.json, loadable with tokenizers.Tokenizer.from_file).
+--apply-plan PLAN applies an `edo tune` plan with edo.apply_plan before the first step (the edo
+package must be importable), giving it the optimizer, agreeing to tie the head, and, with
+--vocab-remap FILE (`edo export --format vocab-remap`), to trim the vocabulary; the targets then
+go through the same remap. --outputs then also holds what apply_plan did and the bytes PyTorch
+holds for the token table and the head after the last step.
 
 `tokenizers` comes from PyPI: scripts/tokenizers-venv.sh makes a virtual environment with it
 on top of Debian's python3-torch.
@@ -112,6 +117,26 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(self.blocks(x)))
 
 
+def _nbytes(t):
+    """Bytes a tensor holds (a sparse gradient: its values and its int64 indices)."""
+    parts = [] if t is None else [t._values(), t._indices()] if t.is_sparse else [t]
+    return sum(p.numel() * p.element_size() for p in parts)
+
+
+def held_bytes(model, opt):
+    """What PyTorch holds for the token table and the head: weights, gradients, the optimizer's
+    per-element state (not its step counter) and buffers (a trimmed table's id remap)."""
+    out = {}
+    for name, mod in (("wte", model.wte), ("lm_head", model.lm_head)):
+        w = mod.weight
+        tied = name == "lm_head" and w is model.wte.weight
+        state = sum(_nbytes(v) for v in opt.state.get(w, {}).values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+        out[name] = {"rows": int(w.shape[0]), "tied": tied, "weight": 0 if tied else _nbytes(w),
+                     "grad": 0 if tied else _nbytes(w.grad), "state": 0 if tied else state,
+                     "buffers": sum(_nbytes(b) for b in mod.buffers(recurse=False))}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(CONFIGS), default="untied")
@@ -122,6 +147,8 @@ def main():
     ap.add_argument("--ids", help="write the token ids fed to the token table, in order")
     ap.add_argument("--outputs", help="write the configuration, vocabulary sizes and losses (JSON)")
     ap.add_argument("--tokenizer", help="write the trained tokenizer (tokenizer.json)")
+    ap.add_argument("--apply-plan", metavar="PLAN", help="edo.apply_plan(model, PLAN, ...) before the first step")
+    ap.add_argument("--vocab-remap", metavar="FILE", help="the token table's remap, for a plan that trims the vocabulary")
     a = ap.parse_args()
     rows, dim, heads, tied = CONFIGS[a.config]
     torch.manual_seed(a.seed)
@@ -134,16 +161,27 @@ def main():
         tok.save(a.tokenizer)
     model = GPT(vocab, dim, heads, a.seq, tied)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    applied = None
+    if a.apply_plan:
+        import edo
+        applied = edo.apply_plan(model, a.apply_plan, optimizer=opt, allow_tying=True, vocab_remap=a.vocab_remap)
+        for name, e in applied.items():
+            print("gpt_bpe: apply_plan %s: %s%s, applied %s: %s" % (name, e["strategy"], "+" + e["optimizer"] if e["optimizer"] else "",
+                                                                   e["applied"], e["why"]), file=sys.stderr)
+    # A trimmed vocabulary's logits are over the new ids: the targets take the same remap.
+    target_remap = getattr(model.lm_head, "edo_vocab_remap", None)
     gen = torch.Generator().manual_seed(a.seed)
     fed, losses = [], []
     for _ in range(a.steps):
         starts = torch.randint(0, len(stream) - a.seq - 1, (a.batch,), generator=gen)
         win = torch.stack([stream[s:s + a.seq + 1] for s in starts.tolist()])
         x, y = win[:, :-1], win[:, 1:]
+        if target_remap is not None:
+            y = target_remap[y]
         if a.ids:
             fed.append(x.reshape(-1))
         logits = model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -155,7 +193,9 @@ def main():
         with open(a.outputs, "w") as f:
             json.dump({"config": a.config, "rows": vocab, "dim": dim, "tied": tied, "tokenizer_vocab": learned,
                        "corpus_files": len(files), "corpus_tokens": len(stream), "batch": a.batch, "seq": a.seq,
-                       "steps": a.steps, "losses": losses}, f)
+                       "steps": a.steps, "losses": losses, "applied": applied and {
+                           n: {k: v for k, v in e.items() if isinstance(v, (str, int, float, bool))} for n, e in applied.items()},
+                       "held": held_bytes(model, opt)}, f)
     print("gpt_bpe %s: %d rows x %d, tokenizer %d ids, %d corpus tokens, loss %.3f -> %.3f" %
           (a.config, vocab, dim, learned, len(stream), losses[0], losses[-1]))
 

@@ -59,9 +59,9 @@ std::string vocab_remap_text(const VocabRemapRequest& r) {
                      std::to_string(view->rows - 1) + "): give the old id of the tokenizer's UNK token");
   std::string why;
   const auto cov = tuner::vocab_coverage(view->aggregate, view->rows, why);
-  const auto kept = cov ? tuner::vocab_fitted_ids(view->aggregate, view->rows, bp, why) : std::vector<uint64_t>{};
-  if (kept.empty()) throw Failure("table '" + terminal_safe(name) + "': no remap: " + why);
-  const tuner::VocabRemap m = tuner::vocab_remap(kept, view->rows, r.unk.value_or(kept.front()));
+  const auto remap = cov ? tuner::vocab_trim_remap(view->aggregate, view->rows, bp, r.unk, why) : std::nullopt;
+  if (!remap) throw Failure("table '" + terminal_safe(name) + "': no remap: " + why);
+  const tuner::VocabRemap& m = *remap;
   const tuner::VocabTarget* target = nullptr;
   for (const auto& x : cov->targets)
     if (x.target_bp == bp) target = &x;

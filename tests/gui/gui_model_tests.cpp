@@ -33,6 +33,7 @@
 #include "edo/gui/tune_runner.h"
 #include "edo/db/tune_store.h"
 #include "edo/stats/table_stats.h"
+#include "../unit/tuner/vocab_hand_stream.h"
 #include "fake_gpu_recording.h"
 #include "test_support.h"
 
@@ -649,6 +650,40 @@ class ModelTests : public QObject {
     QCOMPARE(cell("lm_head", TablesModel::kLmHead).toString(), QStringLiteral("head of wte (tied)"));
     const QString tied = tableLlmSummary(p, *model.table(row_of("wte")));
     QVERIFY2(tied.contains(QStringLiteral("LM head lm_head, tied: the table's own weights")), qPrintable(tied));
+  }
+
+  // Issue 33 point 5: the Table view's vocabulary coverage of a token table, on the hand-worked
+  // stream of tests/unit/tuner/vocab_hand_stream.h (8 ids, fitted on 700 lookups, scored on 300):
+  // 99 %: ids {1, 2, 3}, 280 of 300 held out; 99.9 % and 99.99 %: ids 1..5, 290 of 300. A table
+  // the hooks noted no LM head for gets none.
+  void tableViewShowsTheVocabularyCoverageOfATokenTable() {
+    model::Profile p;
+    model::Session s;
+    s.id = 1;
+    p.sessions.push_back(s);
+    for (const char* name : {"wte", "item"}) {
+      model::Table t;
+      t.id = static_cast<int64_t>(p.tables.size()) + 1;
+      t.session_id = 1;
+      t.name = name;
+      t.rows = tuner::testing::kVocab;
+      t.dim = 4;
+      t.dtype = "fp32";
+      t.weight_bytes = t.rows * 16;
+      t.aggregate = tuner::testing::recorded_vocab(tuner::testing::hand_stream(), 1 << 16);
+      p.tables.push_back(std::move(t));
+    }
+    p.metadata["session.1.pytorch.lm_head.wte"] =
+        R"({"dense_read_bytes_per_step": 128, "dense_reads_per_step": 1, "dim": 4, "dtype": "fp32", "grad_bytes": 0, "head": "lm_head",)"
+        R"( "optimizer_bytes": 0, "optimizer_state": {}, "rows": 8, "tied": true, "weight_bytes": 0})";
+    RecordingPtr rec = make_recording(QStringLiteral("/tmp/vocab.edodb"), p);
+    const QString wte = vocabCoverageText(rec->profile, *rec->find_table("wte"));
+    QCOMPARE(wte, QStringLiteral("vocabulary coverage (fitted on the first 70 % of lookups, scored on the rest): "
+                                 "99 %: 3 ids (93.33 % held out) · 99.9 %: 5 ids (96.67 % held out) · "
+                                 "99.99 %: 5 ids (96.67 % held out)"));
+    QVERIFY2(tableLlmSummary(rec->profile, *rec->find_table("wte")).contains(wte), "not in the Table view's summary");
+    QCOMPARE(vocabCoverageText(rec->profile, *rec->find_table("item")), QString());
+    QCOMPARE(tableLlmSummary(rec->profile, *rec->find_table("item")), QString());
   }
 
   // Processes: each one's role in the job, and what is known of a forked worker's exit.

@@ -29,4 +29,17 @@ std::vector<std::string> checkpointing_notes(const model::Profile& profile, cons
   return out;
 }
 
+uint64_t activation_rows_per_step(const TableGroup& g) {
+  if (!g.activation || g.dim == 0) return 0;
+  const uint64_t element = model::dtype_size(g.activation->dtype.empty() ? g.dtype : g.activation->dtype);
+  return element ? g.activation->output_bytes / (static_cast<uint64_t>(g.dim) * element) : 0;
+}
+
+uint64_t lowrank_activation_bytes(const TableGroup& g, uint32_t rank) {
+  const uint64_t rows = activation_rows_per_step(g);
+  if (rows == 0) return 0;
+  const uint64_t element = model::dtype_size(g.activation->dtype.empty() ? g.dtype : g.activation->dtype);
+  return rows * rank * element * (g.activation->grad_bytes > 0 ? 2 : 1);
+}
+
 }  // namespace edo::tuner

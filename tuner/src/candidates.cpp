@@ -7,12 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cache_policies.h"
+#include "activation_notes.h"
 #include "cache_replay.h"
 #include "edo/dtype.h"
 #include "edo/kernels/strategy.h"
 #include "llm_candidates.h"
 #include "mch_candidates.h"
 #include "step_timing.h"
+#include "trim_candidates.h"
 
 namespace edo::tuner {
 
@@ -154,6 +156,8 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // keeps its recorded format: that reader reads the weight tensor itself, so a cast (an fp16
   // weight under an fp32 matmul), a packed format or a host copy would break or slow it
   // (edo.apply_plan leaves such a table as it is for the same reason).
+  // Trimming a token table's vocabulary keeps the format: a tied head still reads it whole.
+  add_trim_vocab_candidates(g, b.out.front(), b.out);
   if (!g.dense_use.empty()) return std::move(b.out);
   // Row formats no larger than the baseline.
   if (base == "fp32") {
@@ -272,7 +276,12 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
       const uint32_t r = std::max(1u, g.dim / div);
       if (r == last || r >= g.dim) continue;
       last = r;
-      b.add("lowrank", "lowrank:rank=" + std::to_string(r), ordered_json{{"rank", r}}, 4, false, Trainable{R * r + double(r) * D, R + r});
+      // With a recorded activation, the rows x r intermediate (and its gradient) per step.
+      const uint64_t act = lowrank_activation_bytes(g, r);
+      const size_t at = b.out.size();
+      b.add("lowrank", "lowrank:rank=" + std::to_string(r), act ? ordered_json{{"rank", r}, {"activation_bytes", act}} : ordered_json{{"rank", r}},
+            4, false, Trainable{R * r + double(r) * D, R + r});
+      for (size_t i = at; i < b.out.size(); ++i) b.out[i].device_bytes += act;
     }
     // 8 and 16 columns per sub-space (4 would cost more bytes than int8 and far more time to
     // encode); k-means on a 16384-row sample, 5 rounds: the encoding the plan names.

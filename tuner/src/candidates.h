@@ -27,7 +27,8 @@ struct Candidate {
   std::string spec;            // kernels spec (what is encoded and measured)
   std::string params_json;     // the parameters a reader needs (JSON object)
   std::string optimizer;       // "" (as recorded / inference), "rowwise_adagrad", "sparse_adam",
-                               // "sparse_adagrad" or "frozen" (llm_candidates.h)
+                               // "sparse_adagrad", "frozen", "tie_head" (llm_candidates.h) or
+                               // "trim_vocab" (trim_candidates.h)
   bool baseline = false;       // the table as recorded
   bool needs_retraining = false;
   int level = 0;               // measurement order: every table's level 0 first, then level 1...

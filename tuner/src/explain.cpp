@@ -58,6 +58,31 @@ std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
   return s;
 }
 
+// A trimmed vocabulary (trim_candidates.h): what it keeps, where the remap comes from, what the
+// head and its softmax give back outside the tables, and what held-out data loses.
+static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows) {
+  if (!p.is_object()) return "";
+  auto count = [&](const char* k) { return p.contains(k) && p[k].is_number() ? number(p[k].get<double>(), "%.0f") : std::string("?"); };
+  auto text = [&](const char* k) { return p.contains(k) && p[k].is_string() ? p[k].get<std::string>() : std::string("?"); };
+  auto bytes = [&](const char* k) {
+    return p.contains(k) && p[k].is_number_unsigned() ? model::format_bytes(p[k].get<uint64_t>()) : std::string("?");
+  };
+  const std::string cov = text("vocab_coverage");
+  std::string s = ", vocabulary trimmed to the " + cov + " % set: keeps " + count("kept_rows") + " of " + number(static_cast<double>(rows), "%.0f") +
+                  " token ids, the others read the UNK row (old id " + count("unk_old_id") +
+                  "; the id remap is `edo export --format vocab-remap --coverage " + cov + "`)";
+  const std::string kind = text("head_kind");
+  if (kind == "untied")
+    s += "; the untied head " + text("head") + " keeps the same rows (" + bytes("saved_head_bytes") +
+         " of its weights, gradient and optimizer state freed outside the tables)";
+  else if (kind == "tied")
+    s += "; the tied head " + text("head") + " shrinks with the table";
+  s += " and its softmax computes only the kept ids' logits (" + bytes("saved_logit_bytes_per_step") +
+       " less of logits and their gradient per step); " + count("held_out_lost_lookups") + " of " + count("held_out_lookups") +
+       " held-out lookups fall on dropped ids";
+  return s;
+}
+
 // What the candidate is, in words.
 std::string describe(const model::TuneCandidate& c, uint64_t rows) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
@@ -72,6 +97,9 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
     s = "product quantisation, " + number(get("m"), "%.0f") + " sub-spaces";
   } else if (c.strategy == "lowrank") {
     s = "low rank " + number(get("rank"), "%.0f");
+    if (get("activation_bytes") > 0)
+      s += " (its lookups' rows x " + number(get("rank"), "%.0f") + " intermediate and gradient add " +
+           model::format_bytes(static_cast<uint64_t>(get("activation_bytes"))) + " per step, counted)";
   } else if (c.strategy == "multihash") {
     s = "multi-hash into " + number(get("buckets"), "%.0f") + " buckets";
   } else if (c.strategy == "qr") {
@@ -108,6 +136,7 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
       s += " (" + p["head"].get<std::string>() + "'s weights, gradient and optimizer state freed: " +
            number(p["saved_bytes"].get<double>(), "%.0f") + " bytes outside the tables)";
   }
+  if (c.optimizer == "trim_vocab") s += trim_vocab_text(p, rows);
   if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
     std::string names;
     for (const auto& n : p["shared_by"])

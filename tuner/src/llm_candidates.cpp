@@ -61,7 +61,7 @@ std::string sparse_gradient_refusal(const TableGroup& g) {
   return "";
 }
 
-void add_training_lever_candidates(const TableGroup& g, const Candidate& base, std::vector<Candidate>& out) {
+void add_training_lever_candidates(const TableGroup& g, Candidate base, std::vector<Candidate>& out) {
   const double D = g.dim;
   const double element = model::dtype_size(g.dtype);
   const uint64_t weights = g.weight_bytes;

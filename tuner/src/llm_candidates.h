@@ -42,7 +42,8 @@ std::string sparse_gradient_refusal(const TableGroup& g);
 // The tie-head candidate's bytes are the table's own (its gradient dense: the head's reaches
 // every row); what it frees is the head's, outside the tables' budget: in its params
 // ("saved_bytes" and its parts), never counted as a table's saving.
-void add_training_lever_candidates(const TableGroup& g, const Candidate& base, std::vector<Candidate>& out);
+// `base` is a copy: it is usually an element of `out`, which appending moves.
+void add_training_lever_candidates(const TableGroup& g, Candidate base, std::vector<Candidate>& out);
 
 // The numerical check of the sparse-gradient candidates: a refused one gets `rejected` (never
 // offered) with the reason; a kept one a note of what was checked.

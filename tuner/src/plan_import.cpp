@@ -253,9 +253,9 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     }
   }
   if (!optimizer.empty() && optimizer != "rowwise_adagrad" && optimizer != "sparse_adam" && optimizer != "sparse_adagrad" &&
-      optimizer != "frozen" && optimizer != "tie_head")
+      optimizer != "frozen" && optimizer != "tie_head" && optimizer != "trim_vocab")
     fail(where + ": optimizer \"" + printable_name(optimizer) +
-         "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\" or empty");
+         "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\", \"trim_vocab\" or empty");
   // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
   // object of finite numbers (what edo tune says about how a figure was obtained).
   std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
@@ -266,7 +266,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
                     {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
   else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
-  else if (strategy == "lowrank") allowed["rank"] = 'c';
+  else if (strategy == "lowrank") allowed.insert({{"rank", 'c'}, {"activation_bytes", 'c'}});
   else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
   else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
   else if (strategy == "qr") allowed["m"] = 'c';
@@ -283,7 +283,11 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   if (row_format)
     allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
                     {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
-                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'}});
+                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'},
+                    // trim_vocab (trim_candidates.h)
+                    {"vocab_coverage", 's'}, {"kept_rows", 'c'}, {"unk_old_id", 'c'}, {"held_out_lookups", 'c'},
+                    {"held_out_lost_lookups", 'c'}, {"saved_table_bytes", 'c'}, {"remap_bytes", 'c'}, {"head_kind", 's'}, {"saved_head_bytes", 'c'},
+                    {"saved_logit_bytes_per_step", 'c'}});
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");

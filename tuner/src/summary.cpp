@@ -69,6 +69,7 @@ std::string strategy_label(const model::TuneResult& r, const model::TuneCandidat
   if (c.optimizer == "sparse_adagrad") s += "+adagrad(sparse)";
   if (c.optimizer == "frozen") s += "+frozen";
   if (c.optimizer == "tie_head") s += "+tied_head";
+  if (c.optimizer == "trim_vocab") s += "+trim_vocab";
   return s;
 }
 

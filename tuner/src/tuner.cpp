@@ -205,6 +205,7 @@ std::set<std::string> allowed_strategies(const std::string& list) {
       known.push_back("mch");
       known.push_back("ssd");  // the SSD tier behind a device and a host cache (ssd_candidates.h)
       known.push_back("sparse_gradient");
+      known.push_back("trim_vocab");  // a token table's vocabulary trimmed (trim_candidates.h)
       if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
         std::string all;
         for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
@@ -332,7 +333,9 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       g.budget_left_bytes = budget_all > others ? budget_all - others : 0;
     }
     g.fine_tune = o.fine_tune;
-    if (const auto head = lm_head_of(profile, g.name); head && !head->tied && head->rows == g.rows && head->dim == g.dim) {
+    g.lm_head = lm_head_of(profile, g.name);
+    g.activation = activation_of(profile, g.name);
+    if (const auto& head = g.lm_head; head && !head->tied && head->rows == g.rows && head->dim == g.dim) {
       g.untied_head = head->name;
       g.head_weight_bytes = head->weight_bytes;
       g.head_grad_bytes = head->grad_bytes;
@@ -356,6 +359,8 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
         // applied with the job's optimizer in hand (apply_plan(..., optimizer=opt)): a list of
         // strategies takes it only when it names it.
         if ((c.optimizer == "sparse_adam" || c.optimizer == "sparse_adagrad") && !allowed.count("sparse_gradient")) continue;
+        // Trimming changes the model's vocabulary: a list takes it only when it names it.
+        if (c.optimizer == "trim_vocab" && !allowed.count("trim_vocab")) continue;
         moved[static_cast<int>(ci)] = static_cast<int>(kept.size());
         kept.push_back(c);
         if (kept.back().measure_as >= 0) kept.back().measure_as = moved.at(kept.back().measure_as);
@@ -768,6 +773,12 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
         m.error = *cands[gi][ci].held_out_error;
         m.note += std::string(m.note.empty() ? "" : "; ") +
                   "error: held-out share of lookups not served by their own id's row (replayed through TorchRec's MCH module)";
+      }
+      // A trimmed vocabulary: the held-out share of lookups on dropped ids (they read UNK).
+      if (cands[gi][ci].optimizer == "trim_vocab" && cands[gi][ci].held_out_error) {
+        m.error = *cands[gi][ci].held_out_error;
+        m.note += std::string(m.note.empty() ? "" : "; ") +
+                  "error: share of held-out lookups (after the first 70 %) on ids the trimmed vocabulary drops";
       }
       ++done;
     }

@@ -155,6 +155,13 @@ VocabRemap vocab_remap(std::vector<uint64_t> kept, uint64_t rows, uint64_t unk_o
   return r;
 }
 
+std::optional<VocabRemap> vocab_trim_remap(const stats::TableAggregate& counts, uint64_t rows, uint32_t target_bp,
+                                           std::optional<uint64_t> unk, std::string& why_not) {
+  const auto kept = vocab_fitted_ids(counts, rows, target_bp, why_not);
+  if (kept.empty()) return std::nullopt;
+  return vocab_remap(kept, rows, unk.value_or(kept.front()));
+}
+
 VocabTrim vocab_trim(const VocabCoverage& c, uint64_t dim, uint64_t element_bytes, uint64_t table_total_bytes,
                      const std::optional<LmHead>& head, uint32_t target_bp) {
   VocabTrim t;

@@ -12,6 +12,7 @@
 #include "edo/model/profile.h"
 #include "edo/model/weights.h"
 #include "edo/stats/table_stats.h"
+#include "edo/tuner/llm_facts.h"
 
 namespace edo::tuner {
 
@@ -50,6 +51,10 @@ struct TableGroup {
   // module name and what it holds, which tying it to this table frees.
   std::string untied_head;
   uint64_t head_weight_bytes = 0, head_grad_bytes = 0, head_optimizer_bytes = 0;
+  // A token table (the hooks noted an LM head for it, tied or untied): its head and its lookups'
+  // activations per step, which the "trim vocabulary" candidate shrinks (trim_candidates.h).
+  std::optional<LmHead> lm_head;
+  std::optional<Activation> activation;
   // Set (to the reason) when the held-out replay of its recorded order is not run (the time
   // limit left no time for it): its offload hit rates are then the recorded curve's estimates.
   std::string replay_skipped;

@@ -4,6 +4,7 @@
 
 #include "edo/gui/format.h"
 #include "edo/tuner/llm_facts.h"
+#include "edo/tuner/vocab_coverage.h"
 
 namespace edo::gui {
 namespace {
@@ -62,12 +63,27 @@ QString lmHeadDetail(const model::Profile& profile, const model::TableView& t) {
       .arg(QString::fromStdString(h->name), format_bytes(h->weight_bytes), format_bytes(h->grad_bytes), format_bytes(h->optimizer_bytes), reads);
 }
 
+QString vocabCoverageText(const model::Profile& profile, const model::TableView& t) {
+  if (!tuner::is_token_table(profile, t.table_name)) return {};
+  std::string why;
+  const auto c = tuner::vocab_coverage(t.aggregate, t.rows, why);
+  if (!c) return QObject::tr("vocabulary coverage unavailable: %1").arg(QString::fromStdString(why));
+  QStringList targets;
+  for (const auto& x : c->targets)
+    targets << QObject::tr("%1: %2 ids (%3 held out)")
+                   .arg(QString::fromStdString(tuner::target_text(x.target_bp)), format_count(x.ids),
+                        QString::number(100.0 * x.held_out_coverage, 'f', 2) + QStringLiteral(" %"));
+  return QObject::tr("vocabulary coverage%1 (fitted on the first 70 % of lookups, scored on the rest): %2")
+      .arg(c->exact() ? QString() : QObject::tr(" (estimated from a sample)"), targets.join(QStringLiteral(" · ")));
+}
+
 QString tableLlmSummary(const model::Profile& profile, const model::TableView& t) {
   QStringList parts;
   if (const QString a = activationText(profile, t); !a.isEmpty())
     parts << QObject::tr("activation per step: %1 (%2)").arg(a, activationDetail(profile, t));
   if (const QString h = lmHeadDetail(profile, t); !h.isEmpty()) parts << h;
   else if (const QString o = lmHeadText(profile, t); !o.isEmpty()) parts << QObject::tr("LM head: %1").arg(o);
+  if (const QString v = vocabCoverageText(profile, t); !v.isEmpty()) parts << v;
   return parts.isEmpty() ? QString() : QStringLiteral("\n") + parts.join(QStringLiteral(" · "));
 }
 

@@ -2,7 +2,9 @@
 
 #include <map>
 
+#include "edo/db/table_samples.h"
 #include "edo/db/tune_store.h"
+#include "edo/tuner/vocab_coverage.h"
 #include "edo/model/union_view.h"
 
 namespace edo::gui {
@@ -74,9 +76,15 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
   return rec;
 }
 
+model::Profile load_profile_for_dashboard(const db::ProfileStore& store, const std::function<void(size_t, size_t)>& on_table) {
+  model::Profile profile = store.load_for_viewing(on_table);
+  db::load_ordered_samples(store, profile, [&](const model::Table& t) { return tuner::is_token_table(profile, t.name); });
+  return profile;
+}
+
 std::shared_ptr<Recording> load_recording(const QString& path) {
   db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-  return make_recording(path, store.load_for_viewing(), {}, db::load_latest_tune_result(store));
+  return make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
 }
 
 }  // namespace edo::gui

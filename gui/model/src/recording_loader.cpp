@@ -70,7 +70,7 @@ void RecordingLoader::open(const QString& path) {
         job->last_progress = now;
         post([job, fraction, what](RecordingLoader* self) { self->deliver_progress(job, fraction, what); });
       };
-      model::Profile profile = store.load_for_viewing([&](size_t done, size_t total) {
+      model::Profile profile = load_profile_for_dashboard(store, [&](size_t done, size_t total) {
         report(0.5 * static_cast<double>(done) / static_cast<double>(total),
                QStringLiteral("Reading statistics: table %1 of %2").arg(done).arg(total), done == total);
       });

@@ -81,7 +81,8 @@ def snapshot_weights():
     return _hooks().snapshot_weights()
 
 
-def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=None, allow_tying=False):
+def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=None, allow_tying=False,
+               vocab_remap=None):
     """Converts each table of ``model`` that ``plan`` (a JSON/YAML plan file, an .edodb with a
     plan, or an edo.plan/1 dict) names to the plan's choice, in place. Returns {table:
     {"strategy", "before_bytes", "after_bytes", "applied", "why", "optimizer"}}. The whole plan is
@@ -89,10 +90,11 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
     optimizer state, updated by stochastic rounding. See edo/_apply.py and docs/tuning.md
     ("Applying a plan"). ``optimizer``: the job's optimizer, for a table the plan moves to a sparse
     gradient under SparseAdam (edo/_levers.py); ``allow_tying``: the model agrees to have its
-    untied LM head tied to its token table where the plan says so."""
+    untied LM head tied to its token table where the plan says so; ``vocab_remap``: the
+    ``edo export --format vocab-remap`` file of a token table the plan trims (edo/_vocab_trim.py)."""
     from ._apply import apply_plan as _apply_plan
     return _apply_plan(model, plan, training=training, rows_read=rows_read, prefix=prefix, optimizer=optimizer,
-                       allow_tying=allow_tying)
+                       allow_tying=allow_tying, vocab_remap=vocab_remap)
 
 
 def load_plan(plan):

@@ -404,7 +404,8 @@ def _register_with_edo(new, name):
         pass
 
 
-def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=None, allow_tying=False):
+def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=None, allow_tying=False,
+               vocab_remap=None):
     """Converts, in place, each table of ``model`` that ``plan`` names to the plan's choice.
 
     ``plan``: a JSON/YAML plan file (``edo export``), an ``.edodb`` with a plan (``edo tune``),
@@ -415,7 +416,9 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
     names (``edo.instrument(model, prefix)``). ``optimizer``: the job's optimizer, needed for a
     table the plan moves to a sparse gradient under SparseAdam ("sparse_adam", ``_levers``).
     ``allow_tying``: the model agrees to have its untied LM head tied to its token table when the
-    plan says so (a tied model must be retrained; off by default).
+    plan says so (a tied model must be retrained; off by default). ``vocab_remap``: the file (or its
+    dict) ``edo export --format vocab-remap`` wrote for a table the plan trims ("trim_vocab",
+    ``_vocab_trim``); the job then maps its targets through ``<head>.edo_vocab_remap``.
 
     Returns {table name: {"strategy", "before_bytes", "after_bytes", "applied", "why",
     "optimizer"}} for every table of the plan; a table the model does not have is listed
@@ -427,7 +430,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
     undo = []
     try:
         with torch.no_grad():
-            return _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer, allow_tying)
+            return _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer, allow_tying, vocab_remap)
     except BaseException:
         # All or nothing: a conversion that failed midway puts back what was converted.
         for back in reversed(undo):
@@ -438,7 +441,7 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
         raise
 
 
-def _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer=None, allow_tying=False):
+def _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer=None, allow_tying=False, vocab_remap=None):
     torch = _torch()
     nn = torch.nn
     Quant, Pruned, _ = _cls()
@@ -590,6 +593,14 @@ def _apply_tables(model, tables, training, rows_read, prefix, undo, optimizer=No
             _levers.apply_lever(model, modules[name], entry, is_training, optimizer,
                                 _dense_reader(model, modules[name], getattr(modules[name], "weight", None)), undo,
                                 params=params, allow_tying=allow_tying, prefix=prefix)
+        if entry["optimizer"] == "trim_vocab" and entry["applied"]:
+            if isinstance(modules[name], (nn.Embedding, nn.EmbeddingBag)) and isinstance(modules[name].weight, nn.Parameter):
+                from . import _vocab_trim
+                _vocab_trim.trim(model, modules[name], name, entry, params, optimizer, vocab_remap, prefix, undo)
+                entry["after_bytes"] = module_bytes(modules[name])
+            else:
+                entry.update(applied=False, why=entry["why"] + "; trim_vocab left out: the table is no longer a plain "
+                             "nn.Embedding/EmbeddingBag")
         if entry["optimizer"] == "rowwise_adagrad" and is_training:
             entry["why"] += "; the plan's bytes assume row-wise Adagrad: train it with edo.RowwiseAdagrad"
     return result

@@ -36,7 +36,11 @@ _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
 # The training levers on a row format (tuner/src/llm_candidates.h): a sparse gradient, freezing.
 _LEVER_PARAMS = {"gradient": "s", "gradient_rows_per_step": "c", "gradient_rows_basis": "s", "dense_gradient_bytes": "c",
                  "sparse_gradient_bytes": "c", "optimizer_from": "s", "saved_gradient_bytes": "c",
-                 "saved_optimizer_bytes": "c", "head": "s", "saved_bytes": "c", "saved_weight_bytes": "c"}
+                 "saved_optimizer_bytes": "c", "head": "s", "saved_bytes": "c", "saved_weight_bytes": "c",
+                 # trim_vocab (tuner/src/trim_candidates.h)
+                 "vocab_coverage": "s", "kept_rows": "c", "unk_old_id": "c", "held_out_lookups": "c",
+                 "held_out_lost_lookups": "c", "saved_table_bytes": "c", "remap_bytes": "c", "head_kind": "s", "saved_head_bytes": "c",
+                 "saved_logit_bytes_per_step": "c"}
 _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, 'f' number >= 0, 'o' object of those
     "shared": {"with": "s", "format": "s"},
     "unchanged": {},
@@ -44,7 +48,7 @@ _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, '
     "offload": dict(_COMMON_PARAMS, cache_rows="c", policy="s", heldout="o", hit_rate_estimated="s", knee_rows="c",
                     cache_policy="s", policy_replays="o", policy_headroom="f", policy_replays_missing="s"),
     "pruned": dict(_COMMON_PARAMS, kept_rows="c", held_out_lost_fraction="f", held_out_lookups="c"),
-    "lowrank": dict(_COMMON_PARAMS, rank="c"),
+    "lowrank": dict(_COMMON_PARAMS, rank="c", activation_bytes="c"),
     "pq": dict(_COMMON_PARAMS, m="c", k="c", iters="c", sample="c"),
     "multihash": dict(_COMMON_PARAMS, buckets="c", k="c"),
     "qr": dict(_COMMON_PARAMS, m="c"),
@@ -222,8 +226,9 @@ def check_table(t, i, names=None):
     if spec and strategy not in ("shared", "unchanged"):
         _check_spec(spec, strategy, where)
     opt = t.get("optimizer") or ""
-    if opt not in ("", "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head"):
-        _fail(where, 'optimizer "%s" is not "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head" '
+    if opt not in ("", "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head", "trim_vocab"):
+        _fail(where, 'optimizer "%s" is not "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head", '
+              '"trim_vocab" '
               'or empty'
               % printable(opt))
     rows = t.get("rows") if _is_count(t.get("rows")) else 0

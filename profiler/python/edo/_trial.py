@@ -167,7 +167,7 @@ def summary(path, results):
     """``applied plan P: 3 of 4 tables converted (name: why; ...)``"""
     changing = {n: e for n, e in results.items()
                 if e["strategy"] not in ("unchanged", "fp32", "shared") or e.get("optimizer") in (
-                    "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head")}
+                    "rowwise_adagrad", "sparse_adam", "sparse_adagrad", "frozen", "tie_head", "trim_vocab")}
     done = [n for n, e in changing.items() if e["applied"]]
     left = ["%s: %s" % (n, e["why"]) for n, e in changing.items() if not e["applied"]]
     line = "applied plan %s: %d of %d tables converted" % (path, len(done), len(changing))

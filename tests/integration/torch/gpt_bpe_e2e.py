@@ -63,12 +63,16 @@ def expected_coverage(ids, bp_targets, fit_fraction=0.7):
     return cut, len(held), len(counts), out
 
 
-def main():
+def example_setup():
+    """(CONFIG, build, edo, env, the job's python, examples/gpt_bpe.py) from the command line."""
     config = sys.argv[1]
     sys.argv = [sys.argv[0]] + sys.argv[2:]
     build, source, edo, _, env = edo_job_env.setup()
-    py = job_python(build)
-    job = os.path.join(source, "examples", "gpt_bpe.py")
+    return config, build, edo, env, job_python(build), os.path.join(source, "examples", "gpt_bpe.py")
+
+
+def main():
+    config, build, edo, env, py, job = example_setup()
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "run.edodb")
         ids_file, out_file, remap_file = (os.path.join(tmp, n) for n in ("ids.txt", "out.json", "remap.json"))

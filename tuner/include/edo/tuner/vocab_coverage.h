@@ -67,6 +67,14 @@ struct VocabRemap {
 };
 VocabRemap vocab_remap(std::vector<uint64_t> kept, uint64_t rows, uint64_t unk_old);
 
+// The remap of a token table trimmed to its fitted set for `target_bp`, the one thing both
+// `edo export --format vocab-remap` writes and the tuner's "trim vocabulary" candidate keeps:
+// vocab_remap of vocab_fitted_ids, the UNK being `unk` (an old id) or, by default, the lowest
+// kept id (no row added). nullopt with `why_not` when the recording cannot name every id (no
+// exact ordered sample).
+std::optional<VocabRemap> vocab_trim_remap(const stats::TableAggregate& counts, uint64_t rows, uint32_t target_bp,
+                                           std::optional<uint64_t> unk, std::string& why_not);
+
 // The "trim vocabulary" figures of a token table cut to the ids of one coverage target: the
 // rows kept (the fitted set; the UNK row is one of them: the first kept id by default), the
 // bytes those rows hold, what the dropped rows held in the table (weights, gradient, optimizer

@@ -55,6 +55,11 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
                                           const std::function<void(size_t, size_t)>& on_progress = {},
                                           std::optional<model::TuneResult> tune = std::nullopt);
+// The profile as the dashboard reads it: ProfileStore::load_for_viewing, plus the ordered sample
+// of each token table (a table the hooks noted an LM head for), which its vocabulary coverage is
+// fitted on (edo/tuner/vocab_coverage.h), as `edo report` does.
+model::Profile load_profile_for_dashboard(const db::ProfileStore& store,
+                                          const std::function<void(size_t, size_t)>& on_table = {});
 // Both stages in a row, on the calling thread (tools and tests). Throws db::DbError.
 std::shared_ptr<Recording> load_recording(const QString& path);
 
