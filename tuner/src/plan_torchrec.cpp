@@ -11,6 +11,7 @@
 
 #include "edo/tuner/plan_io.h"
 #include "cache_policies.h"
+#include "torchrec_key_value.h"
 
 namespace edo::tuner {
 
@@ -290,6 +291,53 @@ class EdoCacheStatistics(CacheStatistics):
 
 )";
 
+// An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not when TorchRec
+// cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows (SSDTableBatchedEmbeddingBags
+// asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/training.py).
+std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::TuneTable* t, std::string& dt, std::string& why_not) {
+  if (!t || !t->training) {
+    why_not = "TorchRec's inference sharders have no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels: quant, "
+              "quant_uvm, quant_uvm_caching; torchrec 1.9.2 torchrec/distributed/embedding_types.py line 675)";
+    return std::nullopt;
+  }
+  dt = data_type_of(t->dtype.empty() ? "fp32" : t->dtype, true, why_not);
+  if (dt.empty()) return std::nullopt;
+  const uint32_t element_bytes = dt == "FP16" ? 2 : 4;
+  auto kv = key_value_sizing(c.params_json, t->rows, t->dim, element_bytes, why_not);
+  if (!kv) dt.clear();
+  return kv;
+}
+
+// The key-value part of an ssd table's ParameterConstraints: the L1's load factor (TorchRec
+// copies CacheParams.load_factor into the TBE's cache_load_factor, torchrec/distributed/utils.py
+// line 460) and KeyValueParams (its fields reach the SSD TBE as fused params, utils.py line 493).
+std::string key_value_constraint(const KeyValueSizing& kv) {
+  char lf[40];
+  std::snprintf(lf, sizeof lf, "%.17g", kv.load_factor);  // round trip: int(lf x rows / 32) must give l1_sets
+  return std::string("        cache_params=CacheParams(load_factor=") + lf + "),\n" +
+         "        key_value_params=KeyValueParams(max_l1_cache_size=" + std::to_string(kv.max_l1_cache_mb) +
+         ", l2_cache_size=" + std::to_string(kv.l2_cache_gb) + "),\n";
+}
+
+// key_value_tables' entry: the sizes exported and the replay they come from (params of the ssd
+// candidate: hit rates of each level and the SSD reads a step, NaN-free numbers only).
+std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  std::string s = "{\"device_cache_rows\": " + std::to_string(kv.device_cache_rows) +
+                  ", \"host_cache_rows\": " + std::to_string(kv.host_cache_rows) +
+                  ", \"l1_rows\": " + std::to_string(kv.l1_sets * kFbgemmWays) +
+                  ", \"max_l1_cache_size_mb\": " + std::to_string(kv.max_l1_cache_mb) +
+                  ", \"l2_cache_size_gb\": " + std::to_string(kv.l2_cache_gb) + ", \"replayed\": {";
+  const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step"};
+  bool first = true;
+  for (const char* k : keys)
+    if (p.is_object() && p.contains(k) && p[k].is_number()) {
+      s += std::string(first ? "" : ", ") + "\"" + k + "\": " + python_number(p[k].get<double>());
+      first = false;
+    }
+  return s + "}}";
+}
+
 // The sharding part of a table's ParameterConstraints in a plan over several devices: the one
 // sharding type edo's placement chose (TorchRec's ShardingType values "table_wise", "row_wise",
 // "column_wise"; its planner still picks the ranks and weighs communication) and, for
@@ -342,7 +390,7 @@ std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {
 
 std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
   std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning, managed,
-      placement;
+      placement, key_value;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
   // Every training table given TorchRec's fused kernel (the sharder's fused_params reach them
@@ -400,6 +448,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     std::string why_not;
     std::string dt;
     uint64_t kept = 0;
+    std::optional<KeyValueSizing> kv;  // an ssd choice TorchRec can serve from SSD
     if (c.strategy == "pruned") {
       // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
       // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
@@ -412,6 +461,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
       else
         dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
+    } else if (c.strategy == "ssd") {
+      kv = ssd_choice(c, r.table_named(ch.table), dt, why_not);
+      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv) + ",\n";
     } else if (c.strategy == "mch") {
       // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
       dt = data_type_of(table_dtype, training, why_not);
@@ -448,6 +500,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     std::string kernel = training ? "FUSED" : "QUANT";
     const TorchRecFacts* f = facts_of(ch.table);
     std::string extra = workload_of(f) + sharding;
+    if (kv) {
+      kernel = "KEY_VALUE";
+      extra += key_value_constraint(*kv);
+    }
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
       const double lf = cache_load_factor(c, rows);
@@ -492,7 +548,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
   out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
   out += "from torchrec.distributed.planner.types import ParameterConstraints\n";
-  out += "from torchrec.distributed.types import CacheParams, CacheStatistics\n";
+  out += "from torchrec.distributed.types import CacheParams, CacheStatistics, KeyValueParams\n";
   out += "from torchrec.modules.embedding_configs import DataType\n";
   out += kCacheStatisticsClass;
   out += "EDO_PLAN = {\n";
@@ -521,6 +577,15 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "#   in a ManagedCollisionCollection. The model must be trained with it. \"predicted\": edo's replay of the\n";
   out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
   out += "managed_collision = {\n" + managed + "}\n\n";
+  out += "# key_value_tables: tables on the SSD tier (edo strategy \"ssd\"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)\n";
+  out += "#   with the L1 (device, 32-way sets) and L2 (host LRU) edo replayed the recorded stream through, rounded up:\n";
+  out += "#   the L1 to whole sets (l1_rows) and max_l1_cache_size to whole MB, the L2 to whole GB (an item: the row, its\n";
+  out += "#   8-byte id, CacheLib's 32-byte header). KEY_VALUE needs a \"cuda\" topology with SSD capacity (the sharders\n";
+  out += "#   offer it for cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts\n";
+  out += "#   tables with equal fused params (these KeyValueParams included) in one TBE, so shard two tables with equal\n";
+  out += "#   sizes with fused_params[\"use_one_tbe_per_table\"] = True. TorchRec's planner prices their lookups at\n";
+  out += "#   Topology(ssd_mem_bw=...) (100 MB/s unless given); \"replayed\": edo's replay of the recorded stream through both levels.\n";
+  out += "key_value_tables = {\n" + key_value + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
   out += "# or LFU state; plans since edo counts these): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
