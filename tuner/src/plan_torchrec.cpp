@@ -308,14 +308,11 @@ std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::Tu
   return kv;
 }
 
-// The key-value part of an ssd table's ParameterConstraints: the L1's load factor (TorchRec
-// copies CacheParams.load_factor into the TBE's cache_load_factor, torchrec/distributed/utils.py
-// line 460) and KeyValueParams (its fields reach the SSD TBE as fused params, utils.py line 493).
+// The key-value part of an ssd table's ParameterConstraints: KeyValueParams, whose fields reach
+// the SSD TBE as fused params (torchrec/distributed/utils.py line 493-504). No CacheParams: a
+// load factor does not reach a key-value table's TBE (torchrec_key_value.h).
 std::string key_value_constraint(const KeyValueSizing& kv) {
-  char lf[40];
-  std::snprintf(lf, sizeof lf, "%.17g", kv.load_factor);  // round trip: int(lf x rows / 32) must give l1_sets
-  return std::string("        cache_params=CacheParams(load_factor=") + lf + "),\n" +
-         "        key_value_params=KeyValueParams(max_l1_cache_size=" + std::to_string(kv.max_l1_cache_mb) +
+  return "        key_value_params=KeyValueParams(max_l1_cache_size=" + std::to_string(kv.max_l1_cache_mb) +
          ", l2_cache_size=" + std::to_string(kv.l2_cache_gb) + "),\n";
 }
 
@@ -578,13 +575,14 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
   out += "managed_collision = {\n" + managed + "}\n\n";
   out += "# key_value_tables: tables on the SSD tier (edo strategy \"ssd\"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)\n";
-  out += "#   with the L1 (device, 32-way sets) and L2 (host LRU) edo replayed the recorded stream through, rounded up:\n";
-  out += "#   the L1 to whole sets (l1_rows) and max_l1_cache_size to whole MB, the L2 to whole GB (an item: the row, its\n";
-  out += "#   8-byte id, CacheLib's 32-byte header). KEY_VALUE needs a \"cuda\" topology with SSD capacity (the sharders\n";
-  out += "#   offer it for cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts\n";
-  out += "#   tables with equal fused params (these KeyValueParams included) in one TBE, so shard two tables with equal\n";
-  out += "#   sizes with fused_params[\"use_one_tbe_per_table\"] = True. TorchRec's planner prices their lookups at\n";
-  out += "#   Topology(ssd_mem_bw=...) (100 MB/s unless given); \"replayed\": edo's replay of the recorded stream through both levels.\n";
+  out += "#   with the device cache (L1) and host cache (L2) edo replayed the recorded stream through, rounded up so the\n";
+  out += "#   replayed hit rates are kept: max_l1_cache_size to whole MB (l1_rows: the rows TorchRec's SSD TBE then caches,\n";
+  out += "#   whole 32-row sets, at most 0.2 of the table), l2_cache_size to whole GB (an item: the row, its 8-byte id,\n";
+  out += "#   CacheLib's 32-byte header). KEY_VALUE needs a \"cuda\" topology with SSD capacity (the sharders offer it for\n";
+  out += "#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with\n";
+  out += "#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the\n";
+  out += "#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MB/s unless given).\n";
+  out += "#   \"replayed\": edo's replay of the recorded stream through both levels.\n";
   out += "key_value_tables = {\n" + key_value + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";

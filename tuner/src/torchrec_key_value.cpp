@@ -14,6 +14,10 @@ constexpr uint64_t kGiB = uint64_t{1} << 30;
 // A CacheLib item (FBGEMM's L2): the row id as the key (int64) and CacheLib's item header
 // (CacheLib's FAQ: an item is "size of key + size of value + 32 bytes").
 constexpr uint64_t kL2ItemOverhead = 8 + 32;
+// The cache_load_factor of every SSD TBE TorchRec builds (`cache_load_factor = 0.2` in
+// _populate_ssd_tbe_params, torchrec/distributed/batched_embedding_kernel.py line 351; its
+// planner's KV_CACHING_RATIO is the same 0.2).
+constexpr double kKeyValueCachingRatio = 0.2;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
@@ -38,15 +42,20 @@ std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, u
   KeyValueSizing s;
   s.device_cache_rows = *device_rows;
   s.host_cache_rows = *host_rows;
-  // Whole sets of 32 rows, rounded up (FBGEMM allocates at least one): the L1 holds at least
-  // the rows the replay gave it, so its hit rate is at least the replayed one.
-  s.l1_sets = std::max<uint64_t>(1, ceil_div(s.device_cache_rows, kFbgemmWays));
-  // TorchRec caps the sets at floor(MB x 2^20 / 32 / element bytes / dim): the MB rounded up
-  // keeps every one of them (the cap is then at least l1_sets; the load factor below decides).
-  s.max_l1_cache_mb = ceil_div(s.l1_sets * kFbgemmWays * element_bytes * dim, kMiB);
-  // int(load_factor x rows / 32) = l1_sets exactly: half a row past the sets' rows, so
-  // floating-point error cannot drop a set. At most 1 (a device cache of the whole table).
-  s.load_factor = std::min(1.0, (static_cast<double>(s.l1_sets * kFbgemmWays) + 16.0) / static_cast<double>(rows));
+  // Whole sets of 32 rows, rounded up, in whole MB, rounded up: TorchRec's cap
+  // int(MB x 2^20 / 32 / element bytes / dim) is then at least the sets the replay's rows need,
+  // so the L1 holds at least those rows and hits at least as often.
+  const uint64_t set_bytes = uint64_t{kFbgemmWays} * element_bytes * dim;
+  const uint64_t needed_sets = std::max<uint64_t>(1, ceil_div(s.device_cache_rows, kFbgemmWays));
+  s.max_l1_cache_mb = ceil_div(needed_sets * set_bytes, kMiB);
+  // TorchRec's other bound, int(0.2 x rows / 32) at least 1, in its floating-point order.
+  const auto fifth_sets = std::max<uint64_t>(1, static_cast<uint64_t>(kKeyValueCachingRatio * static_cast<double>(rows) / kFbgemmWays));
+  if (needed_sets > fifth_sets) {
+    why_not = "TorchRec's SSD TBE caps the device cache at 0.2 of the rows (KV_CACHING_RATIO; a table's load factor "
+              "does not reach it) and the replay's device cache is larger";
+    return std::nullopt;
+  }
+  s.l1_sets = std::min(s.max_l1_cache_mb * kMiB / set_bytes, fifth_sets);
   // Whole GB, rounded up: room for host_cache_rows items. CacheLib's allocation classes can
   // round an item up further (to its class size); the whole-GB rounding usually covers that.
   const uint64_t item_bytes = uint64_t{dim} * element_bytes + kL2ItemOverhead;

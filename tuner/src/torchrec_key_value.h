@@ -10,17 +10,23 @@
 //    ._filter_compute_kernels, planner/enumerators.py line 505-511). The inference sharders have
 //    no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels, embedding_types.py line
 //    675-686: quant, quant_uvm, quant_uvm_caching).
-//  * The L1 is FBGEMM's 32-way set-associative device cache: cache_sets =
-//    max(int(cache_load_factor x rows / 32), 1), the load factor from CacheParams.load_factor
-//    (0.2 when unset), capped at max_l1_cache_size MB / 32 / element bytes / dim
+//  * The L1 is FBGEMM's 32-way set-associative device cache of cache_sets sets:
+//    max(int(0.2 x rows / 32), 1), capped at int(max_l1_cache_size MB / 32 / element bytes / dim)
 //    (_populate_ssd_tbe_params, torchrec/distributed/batched_embedding_kernel.py line 343-407).
+//    The 0.2 is fixed: a table's CacheParams.load_factor is carried into a TBE for
+//    fused_uvm_caching tables only (_get_weighted_avg_cache_load_factor, torchrec/distributed/
+//    embedding_sharding.py line 443-468) and the sharder's cache_load_factor is left out of the
+//    TBE's params (_get_grouping_fused_params, line 484-485). So max_l1_cache_size sizes the L1,
+//    and an L1 of more than a fifth of the rows cannot be had.
 //  * The L2 is a CacheLib LRU of l2_cache_size GB in host memory (EmbeddingRocksDBWrapper's
 //    l2_cache_size, fbgemm_gpu/tbe/ssd/training.py; CacheLibCache, fbgemm_gpu/src/
 //    split_embeddings_cache/cachelib_cache.cpp): an item is the 8-byte row id, the row, and
 //    CacheLib's 32-byte item header.
 //  * Both sizes are per TBE: TorchRec groups tables whose fused params are equal (KeyValueParams
-//    included, the load factor left out) into one TBE (_get_grouping_fused_params,
-//    torchrec/distributed/embedding_sharding.py line 471-496).
+//    included) into one TBE (group_tables, torchrec/distributed/embedding_sharding.py line 570-620).
+//  * TorchRec's planner charges a key-value table min(max_l1_cache_size MB, 0.2 x its bytes) of
+//    device memory, its whole bytes of SSD and no host memory (calculate_shard_storages,
+//    planner/shard_estimators.py line 416-436 and 470-480): the L2 is not in its DDR budget.
 #pragma once
 
 #include <cstdint>
@@ -32,14 +38,14 @@ namespace edo::tuner {
 struct KeyValueSizing {
   uint64_t device_cache_rows = 0;  // the replay's L1 rows
   uint64_t host_cache_rows = 0;    // the replay's L2 rows
-  uint64_t l1_sets = 0;            // FBGEMM's L1 sets (32 rows each) holding device_cache_rows
   uint64_t max_l1_cache_mb = 0;    // KeyValueParams.max_l1_cache_size
+  uint64_t l1_sets = 0;            // the sets TorchRec then builds (32 rows each), >= the replay's rows
   uint64_t l2_cache_gb = 0;        // KeyValueParams.l2_cache_size (0: no L2)
-  double load_factor = 0;          // CacheParams.load_factor giving exactly l1_sets sets
 };
 
 // The sizes for an ssd choice's params (JSON text) on a table of `rows` rows of `dim` elements
-// of `element_bytes`; nullopt (and why_not, one line) when the params lack the cache rows.
+// of `element_bytes`; nullopt (and why_not, one line) when the params lack the cache rows or
+// TorchRec cannot build an L1 that large.
 std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, uint64_t rows, uint32_t dim,
                                                uint32_t element_bytes, std::string& why_not);
 

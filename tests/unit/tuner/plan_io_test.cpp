@@ -432,17 +432,20 @@ TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
 }
 
 // Issue 35 point 3: a table on the ssd tier is TorchRec's KEY_VALUE kernel with the L1 and L2
-// edo replayed, rounded up (tuner/src/torchrec_key_value.h). By hand, 10^7-row tables:
-//  t_ssd (fp32, dim 64, 256 B a row): 5000 device rows -> 157 sets of 32 = 5024 rows = 1286144 B
-//    -> max_l1_cache_size 2 MB; load factor (5024 + 16) / 10^7 = 0.000504 (int(0.000504 x 10^7 / 32)
-//    = 157); 4194304 host rows x (256 + 8 + 32) B = 1241513984 B -> l2_cache_size 2 GB (the rows
+// edo replayed, rounded up (tuner/src/torchrec_key_value.h). TorchRec's SSD TBE then caches
+// min(int(MB x 2^20 / 32 / element bytes / dim), int(0.2 x rows / 32)) sets of 32 rows. By hand,
+// 10^7-row tables (0.2 of them: 62500 sets):
+//  t_ssd (fp32, dim 64, 8192 B a set): 5000 device rows -> 157 sets = 1286144 B -> 2 MB -> 256
+//    sets = 8192 rows; 4194304 host rows x (256 + 8 + 32) B = 1241513984 B -> 2 GB (the rows
 //    alone are exactly 1 GiB: CacheLib's id and item header push them over).
-//  t_exact (fp32, dim 64): 4096 device rows = 128 sets = exactly 1 MB -> 1 (TorchRec's cap
-//    floor(2^20 / 32 / 4 / 64) = 128 sets keeps them all); no host rows -> l2_cache_size 0.
-//  t_over (fp32, dim 64): 4097 device rows -> 129 sets = 4128 rows = 1056768 B -> 2 MB.
-//  t_half (fp16, dim 128, 256 B a row): 32 device rows -> 1 set = 8192 B -> 1 MB; 10^7 host rows
-//    x (256 + 40) B = 2960000000 B = 2.76 GiB -> 3 GB; FP16 rows train with stochastic rounding.
-// Inference, bf16 rows and params without the cache rows stay edo-only, with the reason.
+//  t_exact (fp32, dim 64): 4096 device rows = 128 sets = exactly 1 MB -> 1 MB, 4096 rows; no
+//    host rows -> l2_cache_size 0.
+//  t_over (fp32, dim 64): 4097 device rows -> 129 sets = 1056768 B -> 2 MB -> 8192 rows.
+//  t_half (fp16, dim 128, 8192 B a set): 32 device rows -> 1 set -> 1 MB -> 128 sets = 4096
+//    rows; 10^7 host rows x (256 + 40) B = 2960000000 B = 2.76 GiB -> 3 GB; FP16 rows train with
+//    stochastic rounding.
+//  t_wide (fp32, dim 64): 2000001 device rows -> 62501 sets, one more than TorchRec builds.
+// Inference, bf16 rows, params without the cache rows and t_wide stay edo-only, with the reason.
 TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   TuneResult r = torchrec_rows_plan({
@@ -453,7 +456,8 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
       {"m.ebc.embedding_bags.t_half", "adagrad", "fp16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":10000000})"},
       {"m.ebc.embedding_bags.t_served", "", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
       {"m.ebc.embedding_bags.t_bf16", "adagrad", "bf16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
-      {"m.ebc.embedding_bags.t_bare", "adagrad", "fp32", "ssd", "{}"}});
+      {"m.ebc.embedding_bags.t_bare", "adagrad", "fp32", "ssd", "{}"},
+      {"m.ebc.embedding_bags.t_wide", "adagrad", "fp32", "ssd", R"({"device_cache_rows":2000001,"host_cache_rows":0})"}});
   for (auto& t : r.tables) {
     t.rows = 10000000;
     t.dim = t.dtype == "fp16" ? 128 : 64;
@@ -461,8 +465,8 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   const nlohmann::json j = read_torchrec(r, "ssd.py");
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
-  const std::map<std::string, std::array<uint64_t, 4>> expected{  // l1 rows, MB, GB, sets
-      {"t_ssd", {5024, 2, 2, 157}}, {"t_exact", {4096, 1, 0, 128}}, {"t_over", {4128, 2, 0, 129}}, {"t_half", {32, 1, 3, 1}}};
+  const std::map<std::string, std::array<uint64_t, 3>> expected{  // l1 rows, MB, GB
+      {"t_ssd", {8192, 2, 2}}, {"t_exact", {4096, 1, 0}}, {"t_over", {8192, 2, 0}}, {"t_half", {4096, 1, 3}}};
   for (const auto& [t, e] : expected) {
     const auto& c = j["constraints"][t];
     EXPECT_EQ(c["compute_kernels"], nlohmann::json::array({"key_value"})) << t;
@@ -470,15 +474,12 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
     EXPECT_EQ(c["key_value_params"]["max_l1_cache_size"], e[1]) << t;
     EXPECT_EQ(c["key_value_params"]["l2_cache_size"], e[2]) << t;
     EXPECT_EQ(c["key_value_params"]["ssd_storage_directory"], nullptr) << t;  // the user's disk
-    EXPECT_EQ(c["algorithm"], nullptr) << t;
-    // TorchRec's L1: int(load_factor x rows / 32) sets (batched_embedding_kernel.py line 354).
-    EXPECT_EQ(static_cast<uint64_t>(c["load_factor"].get<double>() * 1e7 / 32), e[3]) << t;
+    EXPECT_EQ(c["load_factor"], nullptr) << t;  // no CacheParams: its load factor would not reach the TBE
     EXPECT_EQ(j["key_value_tables"][t]["l1_rows"], e[0]) << t;
     EXPECT_EQ(j["key_value_tables"][t]["max_l1_cache_size_mb"], e[1]) << t;
     EXPECT_EQ(j["key_value_tables"][t]["l2_cache_size_gb"], e[2]) << t;
     EXPECT_FALSE(j["edo_only"].contains(t)) << t;
   }
-  EXPECT_DOUBLE_EQ(j["constraints"]["t_ssd"]["load_factor"].get<double>(), 0.000504);
   EXPECT_EQ(j["key_value_tables"]["t_ssd"]["replayed"],
             nlohmann::json({{"device_hit_rate", 0.61}, {"host_hit_rate", 0.25}, {"ssd_reads_per_step", 14.5}}));
   EXPECT_EQ(j["data_types"]["t_ssd"], "FP32");
@@ -486,7 +487,8 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   EXPECT_EQ(j["constraints"]["t_half"]["stochastic_rounding"], true);
   const std::map<std::string, std::string> why{{"t_served", "inference sharders have no key-value kernel"},
                                                {"t_bf16", "FBGEMM has no BF16 weights"},
-                                               {"t_bare", "no device_cache_rows and host_cache_rows"}};
+                                               {"t_bare", "no device_cache_rows and host_cache_rows"},
+                                               {"t_wide", "caps the device cache at 0.2 of the rows"}};
   for (const auto& [t, w] : why) {
     EXPECT_EQ(j["edo_only"][t], "ssd") << t;
     EXPECT_FALSE(j["key_value_tables"].contains(t)) << t;
