@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "edo/kernels/strategy.h"
 #include "edo/tuner/plan_io.h"
 #include "cache_policies.h"
 #include "torchrec_key_value.h"
@@ -291,6 +293,17 @@ class EdoCacheStatistics(CacheStatistics):
 
 )";
 
+// The row format an ssd choice keeps its rows in: its spec when that is a row format (plan
+// import requires one), else the table's recorded dtype.
+std::string ssd_row_format(const TuneCandidate& c, const model::TuneTable& t) {
+  try {
+    const std::string f = kernels::StrategySpec::parse(c.spec).name;
+    if (f == "fp32" || f == "fp16" || f == "bf16" || f == "fp8" || f == "int8" || f == "int4") return f;
+  } catch (const std::invalid_argument&) {
+  }
+  return t.dtype.empty() ? "fp32" : t.dtype;
+}
+
 // An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not when TorchRec
 // cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows (SSDTableBatchedEmbeddingBags
 // asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/training.py).
@@ -300,7 +313,7 @@ std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::Tu
               "quant_uvm, quant_uvm_caching; torchrec 1.9.2 torchrec/distributed/embedding_types.py line 675)";
     return std::nullopt;
   }
-  dt = data_type_of(t->dtype.empty() ? "fp32" : t->dtype, true, why_not);
+  dt = data_type_of(ssd_row_format(c, *t), true, why_not);
   if (dt.empty()) return std::nullopt;
   const uint32_t element_bytes = dt == "FP16" ? 2 : 4;
   auto kv = key_value_sizing(c.params_json, t->rows, t->dim, element_bytes, why_not);
@@ -476,7 +489,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       // PQ, hashing, QR, low rank, training pruning, fp8, and formats FBGEMM has no kernel for in this
       // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
       // for whoever implements it.
-      edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
+      // An ssd choice's spec is its row format only: the tier is named too.
+      const std::string spec = c.strategy == "ssd" && c.spec != "ssd" && !c.spec.empty() ? "ssd (" + c.spec + " rows)" : c.spec;
+      edo_only += comment + "    " + name + ": " + python_string(spec) + ",\n";
       why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
       // Its workload still helps the planner place it (no kernel or data type constrained).
       if (const std::string w = workload_of(facts_of(ch.table)) + sharding; !w.empty())

@@ -445,7 +445,10 @@ TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
 //    rows; 10^7 host rows x (256 + 40) B = 2960000000 B = 2.76 GiB -> 3 GB; FP16 rows train with
 //    stochastic rounding.
 //  t_wide (fp32, dim 64): 2000001 device rows -> 62501 sets, one more than TorchRec builds.
-// Inference, bf16 rows, params without the cache rows and t_wide stay edo-only, with the reason.
+//  t_spec16 (an fp32 table whose ssd choice's spec is fp16): FP16 rows, 4096 B a set -> 1 MB,
+//    256 sets.
+// Inference, bf16 rows, int8 rows (t_spec8), params without the cache rows and t_wide stay
+// edo-only, with the reason.
 TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   TuneResult r = torchrec_rows_plan({
@@ -457,7 +460,11 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
       {"m.ebc.embedding_bags.t_served", "", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
       {"m.ebc.embedding_bags.t_bf16", "adagrad", "bf16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
       {"m.ebc.embedding_bags.t_bare", "adagrad", "fp32", "ssd", "{}"},
-      {"m.ebc.embedding_bags.t_wide", "adagrad", "fp32", "ssd", R"({"device_cache_rows":2000001,"host_cache_rows":0})"}});
+      {"m.ebc.embedding_bags.t_wide", "adagrad", "fp32", "ssd", R"({"device_cache_rows":2000001,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_spec16", "adagrad", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_spec8", "adagrad", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":0})"}});
+  r.candidates[r.candidates.size() - 2].spec = "fp16";  // the row format of an ssd choice, when it names one
+  r.candidates[r.candidates.size() - 1].spec = "int8";
   for (auto& t : r.tables) {
     t.rows = 10000000;
     t.dim = t.dtype == "fp16" ? 128 : 64;
@@ -466,7 +473,8 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
   const std::map<std::string, std::array<uint64_t, 3>> expected{  // l1 rows, MB, GB
-      {"t_ssd", {8192, 2, 2}}, {"t_exact", {4096, 1, 0}}, {"t_over", {8192, 2, 0}}, {"t_half", {4096, 1, 3}}};
+      {"t_ssd", {8192, 2, 2}}, {"t_exact", {4096, 1, 0}}, {"t_over", {8192, 2, 0}}, {"t_half", {4096, 1, 3}},
+      {"t_spec16", {8192, 1, 0}}};  // fp16 rows of dim 64: a set is 4096 B, 1 MB holds 256 sets
   for (const auto& [t, e] : expected) {
     const auto& c = j["constraints"][t];
     EXPECT_EQ(c["compute_kernels"], nlohmann::json::array({"key_value"})) << t;
@@ -485,12 +493,14 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   EXPECT_EQ(j["data_types"]["t_ssd"], "FP32");
   EXPECT_EQ(j["data_types"]["t_half"], "FP16");
   EXPECT_EQ(j["constraints"]["t_half"]["stochastic_rounding"], true);
+  EXPECT_EQ(j["data_types"]["t_spec16"], "FP16");
   const std::map<std::string, std::string> why{{"t_served", "inference sharders have no key-value kernel"},
                                                {"t_bf16", "FBGEMM has no BF16 weights"},
                                                {"t_bare", "no device_cache_rows and host_cache_rows"},
-                                               {"t_wide", "caps the device cache at 0.2 of the rows"}};
+                                               {"t_wide", "caps the device cache at 0.2 of the rows"},
+                                               {"t_spec8", "inference-only in FBGEMM"}};
   for (const auto& [t, w] : why) {
-    EXPECT_EQ(j["edo_only"][t], "ssd") << t;
+    EXPECT_EQ(j["edo_only"][t], t == "t_spec8" ? "ssd (int8 rows)" : "ssd") << t;
     EXPECT_FALSE(j["key_value_tables"].contains(t)) << t;
     EXPECT_NE(j["edo_only_why"][t].get<std::string>().find(w), std::string::npos) << t << ": " << j["edo_only_why"][t];
   }
