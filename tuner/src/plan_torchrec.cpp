@@ -304,20 +304,24 @@ std::string ssd_row_format(const TuneCandidate& c, const model::TuneTable& t) {
   return t.dtype.empty() ? "fp32" : t.dtype;
 }
 
-// An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not when TorchRec
-// cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows (SSDTableBatchedEmbeddingBags
-// asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/training.py).
+// An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not (and no data
+// type) when TorchRec cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows
+// (SSDTableBatchedEmbeddingBags asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/
+// training.py). An inference table keeps its sizes (key_value_tables) without a constraint: the
+// quant sharders an inference plan is for have no key-value kernel.
 std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::TuneTable* t, std::string& dt, std::string& why_not) {
-  if (!t || !t->training) {
-    why_not = "TorchRec's inference sharders have no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels: quant, "
-              "quant_uvm, quant_uvm_caching; torchrec 1.9.2 torchrec/distributed/embedding_types.py line 675)";
+  if (!t) {
+    why_not = "the table is not in the plan";
     return std::nullopt;
   }
   dt = data_type_of(ssd_row_format(c, *t), true, why_not);
   if (dt.empty()) return std::nullopt;
-  const uint32_t element_bytes = dt == "FP16" ? 2 : 4;
-  auto kv = key_value_sizing(c.params_json, t->rows, t->dim, element_bytes, why_not);
-  if (!kv) dt.clear();
+  auto kv = key_value_sizing(c.params_json, t->rows, t->dim, dt == "FP16" ? 2 : 4, why_not);
+  if (!kv || !t->training) dt.clear();
+  if (kv && !t->training)
+    why_not = "TorchRec's inference (quant) sharders have no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels: quant, "
+              "quant_uvm, quant_uvm_caching; torchrec 1.9.2 torchrec/distributed/embedding_types.py line 675); key_value_tables "
+              "has its KeyValueParams for serving it unquantized through EmbeddingBagCollectionSharder";
   return kv;
 }
 
@@ -331,13 +335,14 @@ std::string key_value_constraint(const KeyValueSizing& kv) {
 
 // key_value_tables' entry: the sizes exported and the replay they come from (params of the ssd
 // candidate: hit rates of each level and the SSD reads a step, NaN-free numbers only).
-std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv) {
+std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bool in_constraints) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
   std::string s = "{\"device_cache_rows\": " + std::to_string(kv.device_cache_rows) +
                   ", \"host_cache_rows\": " + std::to_string(kv.host_cache_rows) +
                   ", \"l1_rows\": " + std::to_string(kv.l1_sets * kFbgemmWays) +
                   ", \"max_l1_cache_size_mb\": " + std::to_string(kv.max_l1_cache_mb) +
-                  ", \"l2_cache_size_gb\": " + std::to_string(kv.l2_cache_gb) + ", \"replayed\": {";
+                  ", \"l2_cache_size_gb\": " + std::to_string(kv.l2_cache_gb) +
+                  ", \"in_constraints\": " + (in_constraints ? "True" : "False") + ", \"replayed\": {";
   const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step"};
   bool first = true;
   for (const char* k : keys)
@@ -473,7 +478,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
     } else if (c.strategy == "ssd") {
       kv = ssd_choice(c, r.table_named(ch.table), dt, why_not);
-      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv) + ",\n";
+      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv, !dt.empty()) + ",\n";
     } else if (c.strategy == "mch") {
       // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
       dt = data_type_of(table_dtype, training, why_not);
@@ -597,7 +602,8 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with\n";
   out += "#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the\n";
   out += "#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MB/s unless given).\n";
-  out += "#   \"replayed\": edo's replay of the recorded stream through both levels.\n";
+  out += "#   \"replayed\": edo's replay of the recorded stream through both levels. in_constraints False: an inference\n";
+  out += "#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).\n";
   out += "key_value_tables = {\n" + key_value + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";

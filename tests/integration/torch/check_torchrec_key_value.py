@@ -7,7 +7,10 @@ real torchrec and fbgemm-gpu-cpu; exits 77 without them.
     check_torchrec_key_value.py PLAN.py TABLES.json
 
 TABLES.json: {config name: {"rows": N, "dim": D, "features": [...]}} (the recorded model).
-Four things, all TorchRec's own code (torchrec 1.9.2), none needing a GPU:
+An inference table on the SSD tier (in_constraints False: no constraint, TorchRec's quant
+sharders have no key-value kernel) is given the KEY_VALUE constraint its key_value_tables entry
+describes, as for serving it unquantized through EmbeddingBagCollectionSharder. Four things, all
+TorchRec's own code (torchrec 1.9.2), none needing a GPU:
   cuda:    EmbeddingEnumerator on a "cuda" topology (SSD capacity: TorchRec's default 2 TB) with
            the plan's constraints: the kernels and KeyValueParams of every option, and each table's
            storage estimate, and again with max_l1_cache_size 0 (the difference is what the
@@ -17,7 +20,7 @@ Four things, all TorchRec's own code (torchrec 1.9.2), none needing a GPU:
            (add_params_from_parameter_sharding), the TBE groups (group_tables) and each SSD TBE's
            parameters (_populate_ssd_tbe_params: cache_sets, l2_cache_size).
   cpu:     the same enumerator on a "cpu" topology, and the training sharder's kernels for
-           "cpu" and "cuda" (BaseEmbeddingSharder.compute_kernels).
+           "cpu" and "cuda" (BaseEmbeddingSharder.compute_kernels), the quant sharder's for "cuda".
   no_ssd:  the enumerator on a "cuda" topology without SSD capacity.
 """
 
@@ -103,11 +106,23 @@ def main():
     except ImportError as e:
         print("check_torchrec_key_value: skipped: no real torchrec here (%s); scripts/torchrec-venv.sh makes one" % e)
         return 77
+    from torchrec.distributed.planner.types import ParameterConstraints
+    from torchrec.distributed.quant_embeddingbag import QuantEmbeddingBagCollectionSharder
+    from torchrec.distributed.types import KeyValueParams
     plan = load_plan(sys.argv[1])
     tables = json.load(open(sys.argv[2]))
+    # An inference table on the SSD tier has no constraint (the quant sharders have no key-value
+    # kernel): it is served unquantized through EmbeddingBagCollectionSharder with the sizes in
+    # key_value_tables, as edo_only_why says.
+    for name, kv in plan.key_value_tables.items():
+        if not kv["in_constraints"]:
+            plan.constraints[name] = ParameterConstraints(
+                compute_kernels=["key_value"],
+                key_value_params=KeyValueParams(max_l1_cache_size=kv["max_l1_cache_size_mb"], l2_cache_size=kv["l2_cache_size_gb"]))
     hbm = 64 * 1024 ** 3
     cuda = Topology(world_size=1, compute_device="cuda", hbm_cap=hbm)
-    out = {"cuda": enumerate_options(plan, tables, cuda, plan.constraints)}
+    out = {"key_value_tables": plan.key_value_tables, "edo_only_why": plan.edo_only_why,
+           "cuda": enumerate_options(plan, tables, cuda, plan.constraints)}
     # The estimator's device bytes for the L1 alone: the same options with max_l1_cache_size 0.
     no_l1 = copy.deepcopy(plan.constraints)
     for name in plan.key_value_tables:
@@ -125,6 +140,7 @@ def main():
     out["cpu"] = enumerate_options(plan, tables, Topology(world_size=1, compute_device="cpu"), plan.constraints)
     sharder = EmbeddingBagCollectionSharder()
     out["sharder_kernels"] = {dev: sharder.compute_kernels("table_wise", dev) for dev in ("cpu", "cuda")}
+    out["quant_sharder_kernels"] = QuantEmbeddingBagCollectionSharder().compute_kernels("table_wise", "cuda")
     out["no_ssd"] = enumerate_options(plan, tables, Topology(world_size=1, compute_device="cuda", hbm_cap=hbm, ssd_cap=0),
                                       plan.constraints)
     print(json.dumps(out))

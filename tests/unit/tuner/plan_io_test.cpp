@@ -448,7 +448,7 @@ TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
 //  t_spec16 (an fp32 table whose ssd choice's spec is fp16): FP16 rows, 4096 B a set -> 1 MB,
 //    256 sets.
 // Inference, bf16 rows, int8 rows (t_spec8), params without the cache rows and t_wide stay
-// edo-only, with the reason.
+// edo-only, with the reason; the inference table's sizes are still in key_value_tables.
 TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   TuneResult r = torchrec_rows_plan({
@@ -486,22 +486,29 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
     EXPECT_EQ(j["key_value_tables"][t]["l1_rows"], e[0]) << t;
     EXPECT_EQ(j["key_value_tables"][t]["max_l1_cache_size_mb"], e[1]) << t;
     EXPECT_EQ(j["key_value_tables"][t]["l2_cache_size_gb"], e[2]) << t;
+    EXPECT_EQ(j["key_value_tables"][t]["in_constraints"], true) << t;
     EXPECT_FALSE(j["edo_only"].contains(t)) << t;
   }
+  // An inference table: its sizes for serving it unquantized, no constraint (32 fp32 rows of dim
+  // 64 -> 1 set -> 1 MB -> 128 sets; 64 host rows -> 1 GB).
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["in_constraints"], false);
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["l1_rows"], 4096);
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["l2_cache_size_gb"], 1);
   EXPECT_EQ(j["key_value_tables"]["t_ssd"]["replayed"],
             nlohmann::json({{"device_hit_rate", 0.61}, {"host_hit_rate", 0.25}, {"ssd_reads_per_step", 14.5}}));
   EXPECT_EQ(j["data_types"]["t_ssd"], "FP32");
   EXPECT_EQ(j["data_types"]["t_half"], "FP16");
   EXPECT_EQ(j["constraints"]["t_half"]["stochastic_rounding"], true);
   EXPECT_EQ(j["data_types"]["t_spec16"], "FP16");
-  const std::map<std::string, std::string> why{{"t_served", "inference sharders have no key-value kernel"},
+  const std::map<std::string, std::string> why{{"t_served", "inference (quant) sharders have no key-value kernel"},
                                                {"t_bf16", "FBGEMM has no BF16 weights"},
                                                {"t_bare", "no device_cache_rows and host_cache_rows"},
                                                {"t_wide", "caps the device cache at 0.2 of the rows"},
                                                {"t_spec8", "inference-only in FBGEMM"}};
   for (const auto& [t, w] : why) {
     EXPECT_EQ(j["edo_only"][t], t == "t_spec8" ? "ssd (int8 rows)" : "ssd") << t;
-    EXPECT_FALSE(j["key_value_tables"].contains(t)) << t;
+    EXPECT_FALSE(j["constraints"].contains(t)) << t;
+    EXPECT_EQ(j["key_value_tables"].contains(t), t == "t_served") << t;
     EXPECT_NE(j["edo_only_why"][t].get<std::string>().find(w), std::string::npos) << t << ": " << j["edo_only_why"][t];
   }
 }
