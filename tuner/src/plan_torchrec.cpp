@@ -304,6 +304,20 @@ std::string ssd_row_format(const TuneCandidate& c, const model::TuneTable& t) {
   return t.dtype.empty() ? "fp32" : t.dtype;
 }
 
+// What the file says above key_value_tables (fixed text).
+constexpr const char* kKeyValueTablesComment =
+    R"(# key_value_tables: tables on the SSD tier (edo strategy "ssd"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)
+#   with the device cache (L1) and host cache (L2) edo replayed the recorded stream through, rounded up so the
+#   replayed hit rates are kept: max_l1_cache_size to whole MB (l1_rows: the rows TorchRec's SSD TBE then caches,
+#   whole 32-row sets, at most 0.2 of the table), l2_cache_size to whole GB (an item: the row, its 8-byte id,
+#   CacheLib's 32-byte header). KEY_VALUE needs a "cuda" topology with SSD capacity (the sharders offer it for
+#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with
+#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the
+#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MB/s unless given).
+#   "replayed": edo's replay of the recorded stream through both levels. in_constraints False: an inference
+#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).
+)";
+
 // An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not (and no data
 // type) when TorchRec cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows
 // (SSDTableBatchedEmbeddingBags asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/
@@ -594,16 +608,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "#   in a ManagedCollisionCollection. The model must be trained with it. \"predicted\": edo's replay of the\n";
   out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
   out += "managed_collision = {\n" + managed + "}\n\n";
-  out += "# key_value_tables: tables on the SSD tier (edo strategy \"ssd\"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)\n";
-  out += "#   with the device cache (L1) and host cache (L2) edo replayed the recorded stream through, rounded up so the\n";
-  out += "#   replayed hit rates are kept: max_l1_cache_size to whole MB (l1_rows: the rows TorchRec's SSD TBE then caches,\n";
-  out += "#   whole 32-row sets, at most 0.2 of the table), l2_cache_size to whole GB (an item: the row, its 8-byte id,\n";
-  out += "#   CacheLib's 32-byte header). KEY_VALUE needs a \"cuda\" topology with SSD capacity (the sharders offer it for\n";
-  out += "#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with\n";
-  out += "#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the\n";
-  out += "#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MB/s unless given).\n";
-  out += "#   \"replayed\": edo's replay of the recorded stream through both levels. in_constraints False: an inference\n";
-  out += "#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).\n";
+  out += kKeyValueTablesComment;
   out += "key_value_tables = {\n" + key_value + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";

@@ -25,32 +25,10 @@ TorchRec's own code (torchrec 1.9.2), none needing a GPU:
 """
 
 import copy
-import importlib.util
 import json
 import sys
 
-
-def load_plan(path):
-    spec = importlib.util.spec_from_file_location("edo_plan", path)
-    plan = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plan)
-    return plan
-
-
-def model_of(tables, plan):
-    import torch
-    from torchrec.modules.embedding_configs import EmbeddingBagConfig
-    from torchrec.modules.embedding_modules import EmbeddingBagCollection
-    configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
-                                  **({"data_type": plan.data_types[n]} if n in plan.data_types else {}))
-               for n, t in tables.items()]
-
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ebc = EmbeddingBagCollection(tables=configs, device=torch.device("meta"))
-
-    return Model()
+from check_torchrec_planner import load_plan, model_of
 
 
 def enumerate_options(plan, tables, topology, constraints):
