@@ -279,6 +279,18 @@ void migrate_to_v16(SQLite::Database& db) {
   add_column_if_missing(db, "tune_runs", "fine_tune", "INTEGER NOT NULL DEFAULT 0");
 }
 
+// Version 17 (issue 35 point 2): a third memory tier. Each candidate's and each choice's bytes on
+// the SSD (the ssd strategy keeps the whole table there behind a device and a host cache), the
+// plan's total of them, and the host and SSD budgets the plan was made under (0: no limit).
+// Older plans: nothing on the SSD, no host or SSD limit.
+void migrate_to_v17(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_candidates", "ssd_bytes", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tune_choices", "ssd_bytes", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tune_plans", "plan_ssd_bytes", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tune_plans", "host_budget_bytes", "INTEGER NOT NULL DEFAULT 0");
+  add_column_if_missing(db, "tune_plans", "ssd_budget_bytes", "INTEGER NOT NULL DEFAULT 0");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -297,6 +309,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 14) migrate_to_v14(db);
   if (from < 15) migrate_to_v15(db);
   if (from < 16) migrate_to_v16(db);
+  if (from < 17) migrate_to_v17(db);
 }
 
 }  // namespace

@@ -43,9 +43,12 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
   SQLite::Statement plan(d,
       "INSERT INTO tune_plans(run_id, created_unix, budget_bytes, max_error, feasible, min_feasible_bytes,"
       " baseline_device_bytes, baseline_host_bytes, baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us,"
-      " objective, devices) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " objective, devices, plan_ssd_bytes, host_budget_bytes, ssd_budget_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   plan.bind(13, r.objective);
   plan.bind(14, static_cast<int64_t>(r.devices));
+  plan.bind(15, i64(r.plan_ssd_bytes));
+  plan.bind(16, i64(r.host_budget_bytes));
+  plan.bind(17, i64(r.ssd_budget_bytes));
   plan.bind(1, r.run_id);
   plan.bind(2, r.created_unix);
   plan.bind(3, i64(r.budget_bytes));
@@ -62,7 +65,7 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
   const int64_t plan_id = d.getLastInsertRowid();
   SQLite::Statement choice(d,
       "INSERT INTO tune_choices(plan_id, table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why,"
-      " sharding) VALUES (?,?,?,?,?,?,?,?,?)");
+      " sharding, ssd_bytes) VALUES (?,?,?,?,?,?,?,?,?,?)");
   SQLite::Statement shard(d,
       "INSERT INTO tune_shards(plan_id, table_name, position, device, first, size, device_bytes, lookups_per_step)"
       " VALUES (?,?,?,?,?,?,?,?)");
@@ -79,6 +82,7 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
     choice.bind(7, std::isfinite(c.step_us) ? c.step_us : 0.0);
     choice.bind(8, c.why);
     choice.bind(9, c.sharding);
+    choice.bind(10, i64(c.ssd_bytes));
     choice.exec();
     for (size_t i = 0; i < c.shards.size(); ++i) {
       const model::TuneShard& s = c.shards[i];
@@ -172,7 +176,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
         "INSERT INTO tune_candidates(run_id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes,"
         " step_us, error, hit_rate, recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo,"
         " step_us_hi, step_covers, forward_us, backward_us, update_us, heldout_hit_rate, timing_kind, timing_from, validated,"
-        " rejected) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " rejected, ssd_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     for (TuneCandidate& c : r.candidates) {
       cand.reset();
       cand.bind(1, r.run_id);
@@ -202,6 +206,7 @@ void save_tune_result(ProfileStore& store, TuneResult& r) {
       cand.bind(25, c.timing_from);
       cand.bind(26, c.validated ? 1 : 0);
       cand.bind(27, c.rejected);
+      cand.bind(28, i64(c.ssd_bytes));
       cand.exec();
       c.id = d.getLastInsertRowid();
     }
@@ -307,7 +312,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     SQLite::Statement cand(d,
         "SELECT id, table_name, strategy, spec, params, optimizer, device_bytes, host_bytes, step_us, error, hit_rate,"
         " recorded_hit_rate, needs_retraining, measured, measured_rows, note, step_us_lo, step_us_hi, step_covers, forward_us,"
-        " backward_us, update_us, heldout_hit_rate, timing_kind, timing_from, validated, rejected FROM tune_candidates"
+        " backward_us, update_us, heldout_hit_rate, timing_kind, timing_from, validated, rejected, ssd_bytes FROM tune_candidates"
         " WHERE run_id = ? ORDER BY id");
     cand.bind(1, run_id);
     while (cand.executeStep()) {
@@ -339,13 +344,15 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.timing_from = cand.getColumn(24).getString();
       c.validated = cand.getColumn(25).getInt() != 0;
       c.rejected = cand.getColumn(26).getString();
+      c.ssd_bytes = u64(cand.getColumn(27));
       index_of[c.id] = static_cast<int64_t>(r.candidates.size());
       r.candidates.push_back(std::move(c));
     }
 
     SQLite::Statement plan(d,
         "SELECT id, budget_bytes, max_error, feasible, min_feasible_bytes, baseline_device_bytes, baseline_host_bytes,"
-        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix, objective, devices FROM tune_plans"
+        " baseline_step_us, plan_device_bytes, plan_host_bytes, plan_step_us, created_unix, objective, devices, plan_ssd_bytes, host_budget_bytes,"
+        " ssd_budget_bytes FROM tune_plans"
         " WHERE run_id = ? ORDER BY id DESC LIMIT 1");
     plan.bind(1, run_id);
     if (!plan.executeStep()) return r;  // a run without a plan (should not happen): candidates only
@@ -365,9 +372,12 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     const int64_t devices = plan.getColumn(13).getInt64();
     if (devices < 1 || devices > 65536) corrupt(store, "tune plan for " + std::to_string(devices) + " devices");
     r.devices = static_cast<uint32_t>(devices);
+    r.plan_ssd_bytes = u64(plan.getColumn(14));
+    r.host_budget_bytes = u64(plan.getColumn(15));
+    r.ssd_budget_bytes = u64(plan.getColumn(16));
 
     SQLite::Statement choices(d,
-        "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why, sharding FROM tune_choices"
+        "SELECT table_name, candidate_id, shares_with, device_bytes, host_bytes, step_us, why, sharding, ssd_bytes FROM tune_choices"
         " WHERE plan_id = ? ORDER BY rowid");
     SQLite::Statement shards(d,
         "SELECT device, first, size, device_bytes, lookups_per_step FROM tune_shards WHERE plan_id = ? AND table_name = ?"
@@ -387,6 +397,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
       c.step_us = choices.getColumn(5).getDouble();
       c.why = choices.getColumn(6).getString();
       c.sharding = choices.getColumn(7).getString();
+      c.ssd_bytes = u64(choices.getColumn(8));
       shards.reset();
       shards.bind(1, plan_id);
       shards.bind(2, c.table);

@@ -206,6 +206,20 @@ void check_names(const ordered_json& v, const std::string& key, const std::strin
     if (!x.is_string()) fail(where + ": params \"" + key + "\" holds something that is not a table name");
 }
 
+// An ssd choice's params (their types already checked): both cache sizes, at most the table's
+// rows, and hit rates that are shares of the same lookups.
+void check_ssd_params(const ordered_json& params, uint64_t rows, const std::string& where) {
+  for (const char* key : {"device_cache_rows", "host_cache_rows", "device_hit_rate", "host_hit_rate"})
+    if (!params.contains(key)) fail(where + ": an ssd choice's params have no \"" + key + "\"");
+  for (const char* key : {"device_cache_rows", "host_cache_rows"})
+    if (rows > 0 && params[key].get<double>() > static_cast<double>(rows))
+      fail(where + ": params \"" + key + "\" is larger than the table's " + std::to_string(rows) + " rows");
+  const double h1 = params["device_hit_rate"].get<double>(), h2 = params["host_hit_rate"].get<double>();
+  if (h1 + h2 > 1 + 1e-9) fail(where + ": params \"device_hit_rate\" plus \"host_hit_rate\" is more than 1 (shares of the same lookups)");
+  if (params.contains("cache_policy") && params["cache_policy"] != "lru")
+    fail(where + ": params \"cache_policy\" is not \"lru\" (the two-level replay's policy)");
+}
+
 void check_choice(const std::string& strategy, const std::string& spec, const ordered_json& params, const std::string& optimizer,
                   uint64_t rows, const std::string& where) {
   const auto& names = kernels::strategy_names();
@@ -213,21 +227,25 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
                           strategy == "int8" || strategy == "int4";
   // "mch": managed collision (mch_candidates.h), the table's rows in a row format behind a remap.
   const bool mch = strategy == "mch";
-  if (!mch && strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
+  // "ssd": the whole table on storage behind a device and a host cache (ssd_candidates.h), its
+  // rows in a row format.
+  const bool ssd = strategy == "ssd";
+  const bool keyed = mch || ssd;  // not a kernels strategy: a row format in the spec
+  if (!keyed && strategy != "shared" && strategy != "unchanged" && std::find(names.begin(), names.end(), strategy) == names.end()) {
     std::string all;
     for (const auto& n : names) all += n + ", ";
-    fail(where + ": strategy \"" + printable_name(strategy) + "\" is not one of edo's (" + all + "mch, shared, unchanged)");
+    fail(where + ": strategy \"" + printable_name(strategy) + "\" is not one of edo's (" + all + "mch, ssd, shared, unchanged)");
   }
-  if (mch && !spec.empty()) {
+  if (keyed && !spec.empty()) {
     std::string name;
     try {
       name = kernels::StrategySpec::parse(spec).name;
     } catch (const std::invalid_argument&) {
     }
     if (name != "fp32" && name != "fp16" && name != "bf16" && name != "fp8" && name != "int8" && name != "int4")
-      fail(where + ": spec \"" + printable_name(spec) + "\" is not a row format (an mch choice keeps its rows in one)");
+      fail(where + ": spec \"" + printable_name(spec) + "\" is not a row format (an " + strategy + " choice keeps its rows in one)");
   }
-  if (!mch && !spec.empty() && strategy != "shared" && strategy != "unchanged") {
+  if (!keyed && !spec.empty() && strategy != "shared" && strategy != "unchanged") {
     try {
       if (kernels::StrategySpec::parse(spec).name != strategy) fail(where + ": spec \"" + printable_name(spec) + "\" is not a " + strategy + " spec");
     } catch (const std::invalid_argument&) {
@@ -256,6 +274,10 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
                     {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
                     {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
+  else if (ssd)
+    allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
+                    {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
+                    {"ssd_queue_depth", 'c'}, {"host_link_gbps", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'}});
   else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
   // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
   if (row_format)
@@ -288,6 +310,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
     if (rows > 0 && params["cache_rows"].get<double>() > static_cast<double>(rows))
       fail(where + ": params \"cache_rows\" is larger than the table's " + std::to_string(rows) + " rows");
   }
+  if (ssd) check_ssd_params(params, rows, where);
   if (mch) {
     if (!params.contains("slots") || params["slots"].get<double>() < 2) fail(where + ": an mch choice's params need \"slots\" >= 2");
     if (params.contains("policy")) {
@@ -376,6 +399,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
     r.plan_device_bytes = get_u64(plan, "device_bytes", "plan");
     r.plan_step_us = get_number(plan, "step_us", "plan", true, 0.0);
     if (plan.contains("host_bytes")) r.plan_host_bytes = get_u64(plan, "host_bytes", "plan");
+    if (plan.contains("ssd_bytes")) r.plan_ssd_bytes = get_u64(plan, "ssd_bytes", "plan");
   } else if (!plan.is_null()) {
     fail("\"plan\" is neither an object nor null");
   }
@@ -408,6 +432,9 @@ TuneResult plan_from_json(const ordered_json& doc) {
   }
   if (doc.contains("allow_unvalidated")) r.allow_unvalidated = get_bool(doc, "allow_unvalidated", top);
   if (doc.contains("fine_tune")) r.fine_tune = get_bool(doc, "fine_tune", top);
+  // Plans written before per-tier budgets had no host or SSD limit (null: none).
+  for (auto [key, into] : {std::pair{"host_budget_bytes", &r.host_budget_bytes}, std::pair{"ssd_budget_bytes", &r.ssd_budget_bytes}})
+    if (auto it = doc.find(key); it != doc.end() && !it->is_null()) *into = get_u64(doc, key, top);
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
     for (const auto& n : *it) {
@@ -468,6 +495,15 @@ TuneResult plan_from_json(const ordered_json& doc) {
     ch.table = name;
     ch.device_bytes = get_u64(t, "device_bytes", where);
     ch.host_bytes = get_u64(t, "host_bytes", where);
+    // Plans written before the SSD tier have nothing on it; the tier, when given, is the strategy's.
+    if (t.contains("ssd_bytes")) ch.ssd_bytes = get_u64(t, "ssd_bytes", where);
+    if (auto tier = t.find("tier"); tier != t.end() && !tier->is_null()) {
+      model::TuneCandidate probe;
+      probe.strategy = strategy == "shared" || strategy == "unchanged" ? std::string() : strategy;
+      const std::string expected(model::tier_of(probe));
+      if (!tier->is_string() || (strategy != "shared" && *tier != expected))
+        fail(where + ": \"tier\" is not \"" + expected + "\", the tier of a " + printable_name(strategy) + " choice");
+    }
     ch.step_us = get_number(t, "step_us", where, true, 0.0);
     ch.why = get_string(t, "why", where);
     if (r.feasible) read_sharding(t, r.devices, ch, where);
@@ -499,6 +535,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
       c.optimizer = opt_string(t, "optimizer", where);
       c.device_bytes = ch.device_bytes;
       c.host_bytes = ch.host_bytes;
+      c.ssd_bytes = ch.ssd_bytes;
       c.step_us = ch.step_us;
       // Not validated: no error was measured on held-out lookups (null in the file); the plan
       // took it at --allow-unvalidated, so it stays plannable with no loss of its own.

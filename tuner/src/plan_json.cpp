@@ -118,6 +118,10 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["training"] = t->training;
     j["tuned"] = t->tuned;
   }
+  // The memory tier that holds the table (model::tier_of: "device", "host" or "ssd"; a tied
+  // table is in its owner's) and its bytes on the SSD (the ssd tier: the whole table).
+  j["tier"] = c ? std::string(model::tier_of(*c)) : std::string("device");
+  j["ssd_bytes"] = ch.ssd_bytes;
   // A plan over several devices: where the table is (docs/tuning.md "Placement").
   if (r.devices > 1 && !ch.shards.empty()) {
     ordered_json devices = ordered_json::array(), shards = ordered_json::array();
@@ -183,7 +187,10 @@ ordered_json plan_to_json(const TuneResult& r) {
                    {"step_us", number_or_null(r.baseline_step_us)},
                    {"host_bytes", r.baseline_host_bytes}};
   if (r.feasible) {
-    j["plan"] = {{"device_bytes", r.plan_device_bytes}, {"step_us", number_or_null(r.plan_step_us)}, {"host_bytes", r.plan_host_bytes}};
+    j["plan"] = {{"device_bytes", r.plan_device_bytes},
+                 {"step_us", number_or_null(r.plan_step_us)},
+                 {"host_bytes", r.plan_host_bytes},
+                 {"ssd_bytes", r.plan_ssd_bytes}};
   } else {
     j["plan"] = nullptr;
   }
@@ -211,6 +218,9 @@ ordered_json plan_to_json(const TuneResult& r) {
   j["objective"] = valid_utf8(r.objective);
   j["allow_unvalidated"] = r.allow_unvalidated;
   j["fine_tune"] = r.fine_tune;
+  // The host and SSD budgets (`edo tune --host-budget`, `--ssd-budget`; null: no limit).
+  j["host_budget_bytes"] = r.host_budget_bytes ? ordered_json(r.host_budget_bytes) : ordered_json(nullptr);
+  j["ssd_budget_bytes"] = r.ssd_budget_bytes ? ordered_json(r.ssd_budget_bytes) : ordered_json(nullptr);
   j["weights_text"] = valid_utf8(weights_text(r));
   // Every step time of the plan is either measured on this device or modelled for it.
   j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};

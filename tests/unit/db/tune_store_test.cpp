@@ -436,6 +436,56 @@ TEST(TuneStore, AnOffloadCandidatesHeldOutHitRateIsKeptAndOlderFilesHaveNone) {
   EXPECT_GE(current_schema_version(), 10);
 }
 
+// Schema step 17 (issue 35 point 2): an ssd candidate's and choice's bytes on the SSD, the plan's
+// total and its host and SSD budgets round-trip; a schema-16 file reads as nothing on the SSD
+// and no host or SSD limit.
+TEST(TuneStore, TheSsdTierAndPerTierBudgetsRoundTripAndOlderFilesHaveNone) {
+  const std::string path = temp_path("tune-ssd.edodb");
+  { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
+  TuneResult r = sample_result();
+  TuneCandidate s = r.candidates[0];
+  s.strategy = "ssd";
+  s.spec = "fp32";
+  s.params_json = R"({"device_cache_rows":10,"host_cache_rows":100,"device_hit_rate":0.5,"host_hit_rate":0.25,"ssd_reads_per_step":3})";
+  s.device_bytes = 1000;
+  s.host_bytes = 6400;
+  s.ssd_bytes = 64000;
+  r.candidates.push_back(s);
+  r.host_budget_bytes = 8000;
+  r.ssd_budget_bytes = 1 << 30;
+  r.plan_ssd_bytes = 64000;
+  r.choices[0].candidate = 3;
+  r.choices[0].device_bytes = 1000;
+  r.choices[0].host_bytes = 6400;
+  r.choices[0].ssd_bytes = 64000;
+  {
+    ProfileStore store(path, ProfileStore::Mode::kReadWrite);
+    save_tune_result(store, r);
+    const TuneResult q = load_tune_result(store, r.run_id);
+    ASSERT_EQ(q.candidates.size(), 4u);
+    EXPECT_EQ(q.candidates[3].ssd_bytes, 64000u);
+    EXPECT_EQ(model::tier_of(q.candidates[3]), "ssd");
+    EXPECT_EQ(model::tier_of(q.candidates[1]), "host");
+    EXPECT_EQ(model::tier_of(q.candidates[0]), "device");
+    EXPECT_EQ(q.candidates[0].ssd_bytes, 0u);
+    EXPECT_EQ(q.choices[0].ssd_bytes, 64000u);
+    EXPECT_EQ(q.choices[0].candidate, 3);
+    EXPECT_EQ(q.plan_ssd_bytes, 64000u);
+    EXPECT_EQ(q.host_budget_bytes, 8000u);
+    EXPECT_EQ(q.ssd_budget_bytes, uint64_t{1} << 30);
+  }
+  as_schema_version(path, 16, {"tune_candidates.ssd_bytes", "tune_choices.ssd_bytes", "tune_plans.plan_ssd_bytes",
+                               "tune_plans.host_budget_bytes", "tune_plans.ssd_budget_bytes"});
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  const TuneResult old = load_tune_result(store, r.run_id);
+  EXPECT_EQ(old.candidates[3].ssd_bytes, 0u);
+  EXPECT_EQ(old.choices[0].ssd_bytes, 0u);
+  EXPECT_EQ(old.plan_ssd_bytes, 0u);
+  EXPECT_EQ(old.host_budget_bytes, 0u);
+  EXPECT_EQ(old.ssd_budget_bytes, 0u);
+  EXPECT_GE(current_schema_version(), 17);
+}
+
 // Schema step 11: each candidate records where its step time comes from (measured, a twin's,
 // predicted from its class's representative); older files say nothing ('').
 TEST(TuneStore, CandidatesRecordWhereTheirTimeComesFrom) {

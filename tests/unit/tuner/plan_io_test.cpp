@@ -202,6 +202,91 @@ TEST(PlanImport, JsonAndYamlReadBackToTheSamePlan) {
   EXPECT_EQ(from_yaml.frontier, r.frontier);
 }
 
+// The SSD tier (issue 35 point 2): each table's tier and bytes on the SSD, the plan's total on
+// it and the host and SSD budgets are in the JSON and YAML and read back; a plan written before
+// has none of them and reads as nothing on the SSD and no limit.
+TEST(PlanImport, TheSsdTierAndPerTierBudgetsReadBack) {
+  TuneResult r = sample_plan();
+  TuneCandidate s = cand(hostile_names()[1], "ssd", "fp32",
+                         R"({"device_cache_rows":100,"host_cache_rows":2000,"device_hit_rate":0.5,"host_hit_rate":0.3,)"
+                         R"("ssd_reads_per_step":102.4,"cache_policy":"lru"})",
+                         9000, 128000, 55, 0);
+  s.ssd_bytes = 6400000;
+  r.candidates.push_back(s);
+  r.choices[1] = {hostile_names()[1], 4, "", 9000, 128000, 55, "ssd", "", {}};
+  r.choices[1].ssd_bytes = 6400000;
+  r.plan_ssd_bytes = 6400000;
+  r.host_budget_bytes = 200000;
+  r.ssd_budget_bytes = uint64_t{1} << 40;
+  const auto j = nlohmann::json::parse(plan_to_json_text(r));
+  EXPECT_EQ(j["tables"][1]["tier"], "ssd");
+  EXPECT_EQ(j["tables"][1]["ssd_bytes"], 6400000);
+  EXPECT_EQ(j["tables"][1]["params"]["host_cache_rows"], 2000);
+  EXPECT_EQ(j["tables"][2]["tier"], "host");
+  EXPECT_EQ(j["tables"][0]["tier"], "device");
+  EXPECT_EQ(j["tables"][4]["tier"], "device");  // tied to table 0: its owner's tier
+  EXPECT_EQ(j["tables"][0]["ssd_bytes"], 0);
+  EXPECT_EQ(j["plan"]["ssd_bytes"], 6400000);
+  EXPECT_EQ(j["host_budget_bytes"], 200000);
+  EXPECT_EQ(j["ssd_budget_bytes"], uint64_t{1} << 40);
+  for (const TuneResult& back : {plan_from_text(plan_to_json_text(r)), plan_from_text(plan_to_yaml(r))}) {
+    expect_same_plan(back, r);
+    EXPECT_EQ(back.choices[1].ssd_bytes, 6400000u);
+    EXPECT_EQ(back.candidates[static_cast<size_t>(back.choices[1].candidate)].ssd_bytes, 6400000u);
+    EXPECT_EQ(back.host_budget_bytes, 200000u);
+    EXPECT_EQ(back.ssd_budget_bytes, uint64_t{1} << 40);
+    EXPECT_EQ(back.plan_ssd_bytes, 6400000u);
+  }
+  // No limit is null, and reads back as none.
+  r.host_budget_bytes = r.ssd_budget_bytes = 0;
+  const auto unlimited = nlohmann::json::parse(plan_to_json_text(r));
+  EXPECT_TRUE(unlimited["host_budget_bytes"].is_null());
+  EXPECT_EQ(plan_from_text(plan_to_json_text(r)).host_budget_bytes, 0u);
+  // Older plans: none of the keys.
+  auto old = plan_to_json(sample_plan());
+  old.erase("host_budget_bytes");
+  old.erase("ssd_budget_bytes");
+  old["plan"].erase("ssd_bytes");
+  for (auto& t : old["tables"]) {
+    t.erase("tier");
+    t.erase("ssd_bytes");
+  }
+  const TuneResult before = plan_from_json(old);
+  EXPECT_EQ(before.plan_ssd_bytes, 0u);
+  EXPECT_EQ(before.ssd_budget_bytes, 0u);
+  for (const auto& ch : before.choices) EXPECT_EQ(ch.ssd_bytes, 0u);
+}
+
+TEST(PlanImport, AnSsdChoiceIsCheckedLikeTheOthers) {
+  TuneResult r = sample_plan();
+  TuneCandidate s = cand(hostile_names()[1], "ssd", "fp32",
+                         R"({"device_cache_rows":100,"host_cache_rows":2000,"device_hit_rate":0.5,"host_hit_rate":0.3})", 9000,
+                         128000, 55, 0);
+  r.candidates.push_back(s);
+  r.choices[1] = {hostile_names()[1], 4, "", 9000, 128000, 55, "ssd", "", {}};
+  const auto good = plan_to_json(r);
+  auto expect_refused = [&](auto change, const std::string& says) {
+    auto j = good;
+    change(j["tables"][1]);
+    try {
+      plan_from_json(j);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const PlanError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  };
+  EXPECT_NO_THROW(plan_from_json(good));
+  expect_refused([](auto& t) { t["tier"] = "device"; }, "\"tier\" is not \"ssd\"");
+  expect_refused([](auto& t) { t["params"]["host_cache_rows"] = 200000; }, "larger than the table's 100000 rows");
+  expect_refused([](auto& t) { t["params"]["host_hit_rate"] = 0.6; }, "more than 1");
+  expect_refused([](auto& t) { t["params"].erase("device_cache_rows"); }, "no \"device_cache_rows\"");
+  expect_refused([](auto& t) { t["params"]["cache_policy"] = "lfu"; }, "not \"lru\"");
+  expect_refused([](auto& t) { t["params"]["slots"] = 4; }, "not one a ssd choice has");
+  expect_refused([](auto& t) { t["spec"] = "pq:m=2"; }, "not a row format");
+  expect_refused([](auto& t) { t["ssd_bytes"] = -1; }, "ssd_bytes");
+}
+
 TEST(PlanImport, PythonReadsTheYamlAsTheSameDocumentAsTheJson) {
   if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
   if (!run(std::string(EDO_PYTHON) + " -c 'import yaml; print(1)' 2>/dev/null").size()) GTEST_SKIP() << "no PyYAML";

@@ -30,7 +30,8 @@ struct TuneCandidate {
   // recorded optimizer kept, "rowwise_adagrad" for the optimizer-state lever.
   std::string optimizer;
   uint64_t device_bytes = 0;   // weights + optimizer state + metadata on the device (exact)
-  uint64_t host_bytes = 0;     // host memory the format needs (offload)
+  uint64_t host_bytes = 0;     // host memory the format needs (offload; ssd: the host cache)
+  uint64_t ssd_bytes = 0;      // storage the format needs (ssd: the whole table on the SSD)
   double step_us = std::numeric_limits<double>::quiet_NaN();  // lookup time per step (NaN: not measured)
   // The interval the step time's repetitions spread over (interleaved with the baseline's: the
   // range of their ratios times the baseline's time); NaN when unknown. Candidates of one
@@ -77,6 +78,15 @@ struct TuneCandidate {
   bool plannable(bool allow_unvalidated) const { return usable() && rejected.empty() && (validated || allow_unvalidated); }
 };
 
+// The memory tier that holds a candidate's table (derived, never stored): "ssd" (the table on
+// storage behind a device cache and a host cache, strategy "ssd"), "host" (the table in host
+// memory behind a device cache, strategy "offload") or "device" (every other format).
+inline std::string_view tier_of(const TuneCandidate& c) {
+  if (c.strategy == "ssd") return "ssd";
+  if (c.strategy == "offload") return "host";
+  return "device";
+}
+
 // One piece of a table placed on one device of a plan over N devices (`edo tune --devices N`,
 // docs/tuning.md "Placement"): the whole table (table-wise), a contiguous range of its rows
 // (row-wise) or of its columns (column-wise). Its bytes are the table's device bytes (weights,
@@ -105,6 +115,9 @@ struct TuneChoice {
   // "" and none in a single-device plan.
   std::string sharding;
   std::vector<TuneShard> shards;
+  // Beside device_bytes and host_bytes (last, so that brace-initialised choices keep their
+  // meaning): the table's bytes on the SSD (the ssd tier: the whole table; else 0).
+  uint64_t ssd_bytes = 0;
 };
 
 // One recorded table as the tuner saw it (baseline).
@@ -148,6 +161,10 @@ struct TuneResult {
   // min_feasible_bytes is per device like the budget.
   uint32_t devices = 1;
   uint64_t budget_bytes = 0;
+  // The other tiers' budgets (`edo tune --host-budget`, `--ssd-budget`), totals over the plan;
+  // 0: no limit (every plan before tiers were recorded).
+  uint64_t host_budget_bytes = 0;
+  uint64_t ssd_budget_bytes = 0;
   double max_error = std::numeric_limits<double>::infinity();
   std::string tables_glob = "*";
   uint64_t seed = 0;
@@ -182,6 +199,7 @@ struct TuneResult {
   double baseline_step_us = 0;
   uint64_t plan_device_bytes = 0;
   uint64_t plan_host_bytes = 0;
+  uint64_t plan_ssd_bytes = 0;
   double plan_step_us = 0;
   std::vector<TuneChoice> choices;
   // Non-dominated (device bytes, step us) pairs of whole plans, bytes ascending.
