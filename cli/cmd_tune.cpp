@@ -39,6 +39,7 @@ constexpr double kDefaultTimeLimitS = 300;
 struct TuneCliOptions {
   std::string file;
   std::string budget;
+  std::string host_budget, ssd_budget;  // "" : no limit
   std::string max_error;
   std::string backend = "auto";
   std::string target_device;
@@ -143,6 +144,8 @@ int run_tune(const TuneCliOptions& o) {
   try {
     t.budget_bytes = tuner::parse_size(o.budget);
     if (!o.measure_bytes.empty()) t.measure_bytes = tuner::parse_size(o.measure_bytes);
+    if (!o.host_budget.empty()) t.host_budget_bytes = tuner::parse_size(o.host_budget);
+    if (!o.ssd_budget.empty()) t.ssd_budget_bytes = tuner::parse_size(o.ssd_budget);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -298,13 +301,25 @@ Runner setup(CLI::App& sub) {
       "ranges of rows (row-wise), or of columns (column-wise, only a table with fewer rows than shards), over several\n"
       "when it is larger than a device's room or takes more than its share of the lookups; bytes and measured lookups\n"
       "per step are balanced and no device holds more than --budget. No communication model: TorchRec's planner weighs\n"
-      "that (edo export --format torchrec carries the sharding types).\n\n"
+      "that (edo export --format torchrec carries the sharding types).\n"
+      "Tiers: --host-budget and --ssd-budget bound the plan's host and SSD bytes. A table larger than\n"
+      "--host-budget (or, with --ssd-budget, than what --budget leaves it) is offered the SSD tier: the table on\n"
+      "the SSD behind a device cache and a host cache (FBGEMM's SSD TBE), hit rates from replaying the recording's\n"
+      "held-out lookups through both, step time from the device profile's host link and storage figures (edo bench\n"
+      "--storage DIR --save-device NAME; without them TorchRec's 100 MiB/s, said in the table's note). The plan\n"
+      "then shows each table's TIER (device, host, ssd) and its SSD bytes.\n\n"
       "Examples:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600\n"
       "  edo tune job.edodb --devices 8 --budget 80GiB");
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_option("--budget", o->budget,
                  "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB; with --devices N, per device")
       ->required();
+  sub.add_option("--host-budget", o->host_budget,
+                 "host memory for the whole plan (offloaded tables, the SSD tier's host caches), e.g. 64GiB; default: no "
+                 "limit. Tables larger than it are offered the SSD tier");
+  sub.add_option("--ssd-budget", o->ssd_budget,
+                 "SSD space for the whole plan (tables on the SSD tier), e.g. 2TiB; default: no limit. Given, the SSD tier is "
+                 "offered to the tables that do not fit what --budget leaves them");
   sub.add_option("--max-error", o->max_error,
                  fmt::format("largest access-weighted relative L2 error a table may get, or inf for no limit (default: {:g}, "
                              "which admits fp16, bf16 and int8 and keeps out fp8, int4, PQ, low rank and hashing)",
@@ -332,7 +347,7 @@ Runner setup(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--strategies", o->strategies,
                  "only these strategies besides each table's baseline, comma-separated (fp16,bf16,fp8,int8,int4,offload,"
-                 "pruned,lowrank,pq,multihash,qr,mch,sparse_gradient; default: all; a list takes the sparse-gradient "
+                 "pruned,lowrank,pq,multihash,qr,mch,ssd,sparse_gradient; default: all; a list takes the sparse-gradient "
                  "lever only when it names sparse_gradient)");
   sub.add_option("--time-limit", o->time_limit,
                  "seconds the command may take at most (0: none); measuring stops in time and the plan uses what was measured")

@@ -39,8 +39,17 @@ std::string plan_text(const model::TuneResult& r) {
     labels.push_back(!ch.shares_with.empty() ? "shared" : c ? terminal_safe(tuner::strategy_label(r, *c)) : "unchanged");
     label_width = std::max(label_width, display_width(labels.back()));
   }
-  out += fmt::format("\n{} {} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right("TABLE", width), pad_right("STRATEGY", label_width),
-                     "DEVICE", "HOST", "STEP", "ERROR", "HIT", "WHY");
+  // A plan with a table off the device tier (model::tier_of) shows each table's tier and its
+  // bytes on the SSD; other plans keep their columns.
+  bool tiers = false;
+  for (const auto& ch : r.choices)
+    if (ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size())
+      tiers = tiers || model::tier_of(r.candidates[static_cast<size_t>(ch.candidate)]) != "device";
+  auto tier_cells = [&](const model::TuneChoice& ch, const model::TuneCandidate* c) {
+    return tiers ? fmt::format(" {:<6} {:>11}", c ? std::string(model::tier_of(*c)) : "device", model::format_bytes(ch.ssd_bytes)) : "";
+  };
+  out += fmt::format("\n{} {}{} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right("TABLE", width), pad_right("STRATEGY", label_width),
+                     tiers ? fmt::format(" {:<6} {:>11}", "TIER", "SSD") : "", "DEVICE", "HOST", "STEP", "ERROR", "HIT", "WHY");
   for (size_t i = 0; i < r.choices.size(); ++i) {
     const auto& ch = r.choices[i];
     const model::TuneCandidate* c =
@@ -50,8 +59,8 @@ std::string plan_text(const model::TuneResult& r) {
       out += name + "\n";
       name.clear();
     }
-    out += fmt::format("{} {} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right(name, width), pad_right(labels[i], label_width),
-                       model::format_bytes(ch.device_bytes), model::format_bytes(ch.host_bytes), c ? us(ch.step_us) : "-",
+    out += fmt::format("{} {}{} {:>11} {:>11} {:>10} {:>8} {:>6}  {}\n", pad_right(name, width), pad_right(labels[i], label_width),
+                       tier_cells(ch, c), model::format_bytes(ch.device_bytes), model::format_bytes(ch.host_bytes), c ? us(ch.step_us) : "-",
                        c ? tuner::error_text(*c) : "-",
                        c && c->hit_rate ? fmt::format("{:.0f}%", 100.0 * *c->hit_rate) : "-", terminal_safe(ch.why));
   }

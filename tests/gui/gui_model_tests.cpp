@@ -791,6 +791,32 @@ class ModelTests : public QObject {
     plan.setResult(r);
     QCOMPARE(plan.index(0, PlanModel::kHeadroom).data().toString(), QStringLiteral("12.5 pts (LFU)"));
     QCOMPARE(plan.index(1, PlanModel::kHeadroom).data().toString(), QStringLiteral("–"));  // tied: the owner's
+    // The tiers (issue 35 point 2): each choice's and candidate's tier (model::tier_of) and SSD
+    // bytes; a table kept as recorded is on the device.
+    QCOMPARE(plan.index(0, PlanModel::kTier).data().toString(), QStringLiteral("host"));
+    QCOMPARE(plan.index(1, PlanModel::kTier).data().toString(), QStringLiteral("device"));  // its candidate's (fp16)
+    QCOMPARE(plan.index(2, PlanModel::kTier).data().toString(), QStringLiteral("device"));
+    model::TuneCandidate ssd = fp16;
+    ssd.strategy = "ssd";
+    ssd.optimizer = "";
+    ssd.ssd_bytes = uint64_t{3} << 30;
+    r->candidates = {fp16, held, estimated, ssd};
+    r->choices[0].candidate = 3;
+    r->choices[0].ssd_bytes = ssd.ssd_bytes;
+    plan.setResult(r);
+    candidates.setResult(r);
+    check_model(plan);
+    check_model(candidates);
+    QCOMPARE(plan.index(0, PlanModel::kTier).data().toString(), QStringLiteral("ssd"));
+    QCOMPARE(plan.index(0, PlanModel::kSsd).data().toString(), format_bytes(uint64_t{3} << 30));
+    QCOMPARE(plan.index(0, PlanModel::kSsd).data(SortRole).toULongLong(), qulonglong{3} << 30);
+    QCOMPARE(plan.index(2, PlanModel::kSsd).data(SortRole).toULongLong(), qulonglong{0});
+    QCOMPARE(candidates.index(3, CandidatesModel::kTier).data().toString(), QStringLiteral("ssd"));
+    QCOMPARE(candidates.index(1, CandidatesModel::kTier).data().toString(), QStringLiteral("host"));
+    QCOMPARE(candidates.index(0, CandidatesModel::kTier).data().toString(), QStringLiteral("device"));
+    QCOMPARE(candidates.index(3, CandidatesModel::kSsd).data(SortRole).toULongLong(), qulonglong{3} << 30);
+    QCOMPARE(candidates.headerData(CandidatesModel::kSsd, Qt::Horizontal).toString(), QStringLiteral("SSD"));
+    QCOMPARE(plan.headerData(PlanModel::kTier, Qt::Horizontal).toString(), QStringLiteral("Tier"));
     candidates.setResult(nullptr);
     QCOMPARE(candidates.rowCount(), 0);
   }

@@ -39,6 +39,10 @@ struct Candidate {
   std::optional<double> heldout_hit_rate;
   uint64_t device_bytes = 0;   // weights + optimizer state + gradients + metadata
   uint64_t host_bytes = 0;
+  uint64_t ssd_bytes = 0;      // ssd (ssd_candidates.h): the whole table on the SSD
+  // A modelled time added to the measured one it shares (measure_as): ssd's misses over the
+  // host link and from the SSD (ssd_candidates.h).
+  double added_us = 0;
   std::string why_not;         // set when the candidate cannot be measured (kept, with the reason)
   // Pruning: the error on held-out lookups (model::held_out_split), replacing the measured
   // one (0 on the rows the whole recording read); unset when the recording cannot say.

@@ -84,6 +84,12 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
         ", eviction every " + number(get("eviction_interval"), "%.0f") + " steps): held out " + percent(get("hit_rate")) + " hits, " +
         percent(get("insert_rate")) + " inserts, " + percent(get("collision_rate")) + " collisions, " + percent(get("eviction_rate")) +
         " evictions; " + percent(get("own_row_rate")) + " of lookups read a row their id held before the step";
+  } else if (c.strategy == "ssd") {
+    // The SSD tier (ssd_candidates.h): both caches' sizes and the held-out two-level replay.
+    s = "on the SSD behind a device cache of " + number(get("device_cache_rows"), "%.0f") + " rows and a host cache of " +
+        number(get("host_cache_rows"), "%.0f") + " rows (LRU, as FBGEMM's SSD TBE): held out " + percent(get("device_hit_rate")) +
+        " of lookups from the device cache, " + percent(get("host_hit_rate")) + " from the host cache, " +
+        number(get("ssd_reads_per_step"), "%.4g") + " SSD reads per step";
   } else if (c.strategy == "pruned") {
     s = "pruned to the " + number(get("kept_rows"), "%.0f") + " rows read";
     if (p.is_object() && p.contains("held_out_lost_fraction"))

@@ -18,6 +18,7 @@ struct Point {
   uint32_t prev;  // index in the previous level
   uint32_t opt;   // index in the item's pruned options
   int64_t loss;
+  uint64_t ssd = 0;
 };
 
 // The objective's key: what a plan minimises first, then second.
@@ -34,7 +35,7 @@ uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MA
 
 // Keeps the points no other point beats in both bytes and key (sorted: bytes ascending, so
 // a point survives when its key is strictly better than everything cheaper's).
-std::vector<Point> non_dominated(std::vector<Point>& pts, const Key& key) {
+void sort_points(std::vector<Point>& pts, const Key& key) {
   std::sort(pts.begin(), pts.end(), [&](const Point& a, const Point& b) {
     if (a.bytes != b.bytes) return a.bytes < b.bytes;
     if (key.less(a, b)) return true;
@@ -42,9 +43,33 @@ std::vector<Point> non_dominated(std::vector<Point>& pts, const Key& key) {
     if (a.prev != b.prev) return a.prev < b.prev;
     return a.opt < b.opt;
   });
+}
+
+std::vector<Point> non_dominated(std::vector<Point>& pts, const Key& key) {
+  sort_points(pts, key);
   std::vector<Point> out;
   for (const Point& p : pts)
     if (out.empty() || key.less(p, out.back())) out.push_back(p);
+  return out;
+}
+
+// With tier limits: the points within them that no other beats in device, host and SSD bytes
+// and key at once (each compared with those kept before it, bytes ascending).
+std::vector<Point> non_dominated_tiers(std::vector<Point>& pts, const Key& key, const TierLimits& limits) {
+  std::vector<Point> in;
+  for (const Point& p : pts)
+    if ((!limits.host || p.host <= limits.host) && (!limits.ssd || p.ssd <= limits.ssd)) in.push_back(p);
+  sort_points(in, key);
+  std::vector<Point> out;
+  for (const Point& p : in) {
+    bool beaten = false;
+    for (const Point& q : out)
+      if (q.host <= p.host && q.ssd <= p.ssd && !key.less(p, q)) {
+        beaten = true;
+        break;
+      }
+    if (!beaten) out.push_back(p);
+  }
   return out;
 }
 
@@ -66,7 +91,8 @@ int64_t loss_units(double loss) {
   return loss >= 4.6e9 ? int64_t{1} << 52 : static_cast<int64_t>(std::llround(loss * 1e9));
 }
 
-Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t max_frontier, Objective objective) {
+Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t max_frontier, Objective objective,
+                    TierLimits limits) {
   const Key key{objective};
   Solution sol;
   std::vector<std::vector<PlanOption>> opts(items.size());
@@ -76,8 +102,11 @@ Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t 
     std::stable_sort(o.begin(), o.end(), [&](const PlanOption& a, const PlanOption& b) {
       return a.device_bytes != b.device_bytes ? a.device_bytes < b.device_bytes : key.less(a, b);
     });
-    for (const PlanOption& x : o)
-      if (opts[i].empty() || key.less(x, opts[i].back())) opts[i].push_back(x);
+    for (const PlanOption& x : o) {
+      // With tier limits an option with more device bytes may be needed for its fewer host or
+      // SSD bytes: all are kept (the merge drops what another point beats).
+      if (limits.any() || opts[i].empty() || key.less(x, opts[i].back())) opts[i].push_back(x);
+    }
     if (opts[i].empty()) {
       sol.min_feasible_bytes = UINT64_MAX;
       return sol;
@@ -101,22 +130,38 @@ Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t 
       for (uint32_t k = 0; k < opts[i].size(); ++k) {
         const PlanOption& o = opts[i][k];
         next.push_back(Point{add_sat(prev[j].bytes, o.device_bytes), prev[j].time + o.step_us,
-                             add_sat(prev[j].host, o.host_bytes), j, k, prev[j].loss + o.loss});
+                             add_sat(prev[j].host, o.host_bytes), j, k, prev[j].loss + o.loss,
+                             add_sat(prev[j].ssd, o.ssd_bytes)});
       }
-    last = thin(non_dominated(next, key), max_frontier);
+    last = thin(limits.any() ? non_dominated_tiers(next, key, limits) : non_dominated(next, key), max_frontier);
+    if (last.empty()) {  // no partial plan within the host or SSD limit
+      sol.min_feasible_bytes = UINT64_MAX;
+      return sol;
+    }
     std::vector<Step> s(last.size());
     for (size_t p = 0; p < last.size(); ++p) s[p] = {last[p].prev, last[p].opt};
     steps.push_back(std::move(s));
   }
-  for (const Point& p : last) sol.frontier.emplace_back(p.bytes, p.time);
   sol.min_feasible_bytes = last.front().bytes;
-  // Keys fall as bytes grow: the last point within the budget is the best plan.
   size_t pick = last.size();
-  for (size_t k = 0; k < last.size() && last[k].bytes <= budget; ++k) pick = k;
+  if (!limits.any()) {
+    for (const Point& p : last) sol.frontier.emplace_back(p.bytes, p.time);
+    // Keys fall as bytes grow: the last point within the budget is the best plan.
+    for (size_t k = 0; k < last.size() && last[k].bytes <= budget; ++k) pick = k;
+  } else {
+    // Keys need not fall as bytes grow (a point may be kept for its host or SSD bytes): the
+    // best key within the budget (ties: fewer bytes, as sorted), and the frontier of the
+    // (bytes, time) pairs the kept points make.
+    for (size_t k = 0; k < last.size() && last[k].bytes <= budget; ++k)
+      if (pick == last.size() || key.less(last[k], last[pick])) pick = k;
+    for (const Point& p : last)
+      if (sol.frontier.empty() || p.time < sol.frontier.back().second) sol.frontier.emplace_back(p.bytes, p.time);
+  }
   if (pick == last.size()) return sol;
   sol.feasible = true;
   sol.device_bytes = last[pick].bytes;
   sol.host_bytes = last[pick].host;
+  sol.ssd_bytes = last[pick].ssd;
   sol.step_us = last[pick].time;
   sol.loss = last[pick].loss;
   sol.chosen.assign(items.size(), 0);

@@ -253,7 +253,8 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
       for (size_t ci : of_table(t.name)) {
         const auto& c = r.candidates[ci];
         if (c.table == t.name && c.plannable(r.allow_unvalidated) && c.error <= max_error)
-          item.options.push_back({c.device_bytes, c.host_bytes, c.step_us, ci, candidate_loss(c, baseline_of.count(t.name) && baseline_of.at(t.name) == &c)});
+          item.options.push_back({c.device_bytes, c.host_bytes, c.step_us, ci,
+                                  candidate_loss(c, baseline_of.count(t.name) && baseline_of.at(t.name) == &c), c.ssd_bytes});
       }
     auto base = baseline_of.find(t.name);
     const bool measured_baseline = t.tuned && base != baseline_of.end() && base->second->usable();
@@ -273,19 +274,22 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   // The frontier (bytes vs measured step time) and the smallest feasible budget are the speed
   // objective's on the measured times; the plan is the run's objective's on the ranked ones.
   const size_t frontier = frontier_points(items.size());
-  const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed);
-  Solution sol = solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed);
+  // The host and SSD budgets (0: none) bound the whole plan's bytes on those tiers.
+  const TierLimits limits{r.host_budget_bytes, r.ssd_budget_bytes};
+  const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed, limits);
+  Solution sol = solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed, limits);
   if (sol.feasible) grow_caches_priced(r, items, item_table, room, sol);
   for (const auto& [b, us] : fastest.frontier) r.frontier.emplace_back(b + fixed, us);
   r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;
   if (!sol.feasible || fixed > budget) {
-    r.plan_device_bytes = r.plan_host_bytes = 0;
+    r.plan_device_bytes = r.plan_host_bytes = r.plan_ssd_bytes = 0;
     r.plan_step_us = 0;
     return;
   }
   r.feasible = true;
   r.plan_device_bytes = sol.device_bytes + fixed;
   r.plan_host_bytes = sol.host_bytes;
+  r.plan_ssd_bytes = sol.ssd_bytes;
   // The plan's time is its choices' measured times (the knapsack ranked ties as equal).
   r.plan_step_us = 0;
   for (size_t id : sol.chosen) r.plan_step_us += r.candidates[id].step_us;
@@ -331,6 +335,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
           if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
       ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
       ch.host_bytes = c.host_bytes;
+      ch.ssd_bytes = c.ssd_bytes;
       auto b = baseline_of.find(owner);
       ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra);
     } else if (is_apart) {

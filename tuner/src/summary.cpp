@@ -87,6 +87,7 @@ std::string verdict_text(const model::TuneResult& r) {
       r.complete ? "" : r.stop_reason == "time limit" ? " among the candidates measured before --time-limit stopped the run"
                                                       : " among the candidates measured before the run stopped";
   if (!r.feasible) {
+    if (const std::string tiers = tier_shortfall(r); !tiers.empty()) return "plan: none fits: " + tiers + measured;
     if (r.min_feasible_bytes == UINT64_MAX)
       return "plan: none: some table has no measured candidate within the error limit" + measured +
              (r.complete ? "; raise --max-error" : "; raise --time-limit or --max-error");
@@ -101,7 +102,8 @@ std::string verdict_text(const model::TuneResult& r) {
   return "plan: " + model::format_bytes(r.plan_device_bytes) + " device" +
          (r.devices > 1 ? " over " + std::to_string(r.devices) + " devices" : "") +
          change(static_cast<double>(r.baseline_device_bytes), static_cast<double>(r.plan_device_bytes)) + ", " +
-         model::format_bytes(r.plan_host_bytes) + " host, " + format_duration_us(r.plan_step_us) + " per step" +
+         model::format_bytes(r.plan_host_bytes) + " host, " +
+         (r.plan_ssd_bytes > 0 ? model::format_bytes(r.plan_ssd_bytes) + " SSD, " : "") + format_duration_us(r.plan_step_us) + " per step" +
          change(r.baseline_step_us, r.plan_step_us) + "; " + (saved >= 0 ? "saves " : "adds ") +
          model::format_bytes(static_cast<uint64_t>(std::fabs(saved)));
 }
@@ -112,6 +114,8 @@ std::vector<std::string> summary_lines(const model::TuneResult& r) {
   out.push_back("weights: " + weights_text(r) + "; " + run_text(r));
   std::string budget = "budget: " + model::format_bytes(r.budget_bytes);
   if (r.devices > 1) budget += " per device on " + std::to_string(r.devices) + " devices";
+  if (r.host_budget_bytes > 0) budget += ", host " + model::format_bytes(r.host_budget_bytes);
+  if (r.ssd_budget_bytes > 0) budget += ", SSD " + model::format_bytes(r.ssd_budget_bytes);
   if (std::isfinite(r.max_error)) budget += ", max error " + printf_text("%.3g", r.max_error) + " per table";
   budget += "; objective: " + r.objective +
             (r.objective == "speed" ? " (the fastest plan within the error limit)"

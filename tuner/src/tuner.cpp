@@ -33,6 +33,7 @@
 #include "modelled.h"
 #include "representatives.h"
 #include "small_tables.h"
+#include "ssd_candidates.h"
 #include "step_timing.h"
 #include "timing_target.h"
 #include "workload.h"
@@ -153,6 +154,38 @@ void apply_held_out(model::TuneCandidate& m, const Candidate& c) {
   m.validated = c.validated;
 }
 
+// An ssd candidate (ssd_candidates.h) shares the baseline's lookups and adds its misses' modelled
+// time: an exact offset from the baseline's measurement (no interval of its own, plan.cpp
+// rank_ties), in the forward (FBGEMM's prefetch brings the rows in before it).
+void add_modelled_misses(model::TuneCandidate& m, const Candidate& c) {
+  if (!std::isfinite(m.step_us)) return;
+  m.step_us += c.added_us;
+  m.step_us_lo = m.step_us_hi = NAN;
+  if (std::isfinite(m.forward_us)) m.forward_us += c.added_us;
+  m.hit_rate = c.heldout_hit_rate;
+  m.note += std::string(m.note.empty() ? "" : "; ") + "+" + number(c.added_us, "%.3g") +
+            " us modelled for the device cache's misses (host link and SSD reads, params \"storage\")";
+}
+
+// The host link and storage the SSD tier is costed with: the modelled GPU's profile, else a
+// stored profile of this device's name, else the CPU backend's nominal link and no storage.
+SsdLinks ssd_links_of(const TimingTarget& target, const std::string& device) {
+  SsdLinks l;
+  std::optional<DeviceProfile> p = target.model ? target.model : find_stored_device(device);
+  if (!p) return l;
+  l.host_link_gbs = p->host_link_gbs;
+  l.host_link_basis = p->host_link_basis;
+  if (!p->storage.is_null()) {
+    try {
+      l.storage = kernels::storage_from_json(p->storage, "device profile " + p->name);
+      l.storage_source = "device profile " + p->name;
+    } catch (const std::invalid_argument&) {
+      // Unusable figures: TorchRec's default, said in each candidate.
+    }
+  }
+  return l;
+}
+
 // The strategies --strategies allows (empty: all); throws std::invalid_argument naming an
 // unknown one.
 std::set<std::string> allowed_strategies(const std::string& list) {
@@ -170,6 +203,7 @@ std::set<std::string> allowed_strategies(const std::string& list) {
       // under SparseAdam or Adagrad: llm_candidates.h).
       auto known = kernels::strategy_names();
       known.push_back("mch");
+      known.push_back("ssd");  // the SSD tier behind a device and a host cache (ssd_candidates.h)
       known.push_back("sparse_gradient");
       if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
         std::string all;
@@ -212,7 +246,8 @@ constexpr double kReplayShareOfLimit = 0.25;
 // `owned`: the caller's profile, when it is handed over (tune(Profile&&)): its statistics are
 // released once the workload holds them, and those of tables not tuned once enumerated.
 Enumerated enumerate(const model::Profile& profile, const std::vector<model::WeightSnapshot>& snapshots,
-                     const TuneOptions& o, model::TuneResult& r, model::Profile* owned, clock::time_point t0) {
+                     const TuneOptions& o, model::TuneResult& r, model::Profile* owned, clock::time_point t0,
+                     const SsdLinks& links) {
   const std::set<std::string> allowed = allowed_strategies(o.strategies);
   Enumerated e;
   Workload& w = e.w;
@@ -304,6 +339,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       g.head_optimizer_bytes = head->optimizer_bytes;
     }
     cands[gi] = enumerate_candidates(g, kernels_size);
+    add_ssd_candidates(g, {o.host_budget_bytes, o.ssd_budget_bytes}, links, cands[gi]);
     // Nothing after the candidates reads the ordered sample (their replay): freed, when the
     // tuner owns the statistics (tune(Profile&&)).
     if (owned) g.counts.release_ordered_sample();
@@ -335,6 +371,7 @@ Enumerated enumerate(const model::Profile& profile, const std::vector<model::Wei
       m.optimizer = c.optimizer;
       m.device_bytes = c.device_bytes;
       m.host_bytes = c.host_bytes;
+      m.ssd_bytes = c.ssd_bytes;
       m.recorded_hit_rate = c.recorded_hit_rate;
       m.heldout_hit_rate = c.heldout_hit_rate;
       m.needs_retraining = c.needs_retraining;
@@ -724,6 +761,7 @@ std::string measure_all(Enumerated& e, model::TuneResult& r, kernels::Backend& b
       m.note = src.note;
       m.timing_kind = src.timing_kind;
       m.timing_from = src.timing_from;
+      if (cands[gi][ci].added_us > 0) add_modelled_misses(m, cands[gi][ci]);
       // Managed collision: the held-out share of lookups its slots do not serve with their own
       // id's row (mch_candidates.h), not the baseline's 0.
       if (cands[gi][ci].strategy == "mch" && cands[gi][ci].held_out_error) {
@@ -787,7 +825,9 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   const TimingTarget target = choose_timing(profile, o, r.backend);
   r.timing_kind = target.model ? "modelled" : "measured";
   r.timing_device = target.model ? target.model->name : r.device;
-  Enumerated e = enumerate(profile, snapshots, o, r, owned, t0);
+  r.host_budget_bytes = o.host_budget_bytes;
+  r.ssd_budget_bytes = o.ssd_budget_bytes;
+  Enumerated e = enumerate(profile, snapshots, o, r, owned, t0, ssd_links_of(target, r.device));
   if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
   const std::string stop = measure_all(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr);
   // A table read whole every step (a tied LM head): each candidate's step also reads every row

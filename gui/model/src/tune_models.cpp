@@ -89,8 +89,10 @@ QString choice_strategy(const model::TuneResult& r, const model::TuneChoice& ch)
 PlanModel::PlanModel(QObject* parent)
     : TableModelBase({{tr("Table"), {}, false},
                       {tr("Strategy"), tr("The strategy the plan chose for the table"), false},
+                      {tr("Tier"), tr("Where the table lives: device, host (offloaded behind a device cache) or ssd (on the SSD behind a device and a host cache)"), false},
                       {tr("Recorded"), tr("Device memory as recorded: weights + optimizer state"), true},
                       {tr("Planned"), tr("Device memory under the plan (weights + optimizer state + metadata)"), true},
+                      {tr("SSD"), tr("SSD space under the plan (the ssd tier: the whole table)"), true},
                       {tr("Saved"), tr("Recorded minus planned"), true},
                       {tr("Step time"), tr("The table's time per step with the chosen strategy: forward, backward and update for a training table, the forward for an inference one (the Why says what was measured and what modelled)"), true},
                       {tr("Error"), tr("Access-weighted relative L2 error of the strategy's rows"), true},
@@ -127,8 +129,13 @@ QVariant PlanModel::cell(int row, int column, int role) const {
       if (c && ch.shares_with.empty()) shown = QString::fromStdString(tuner::strategy_label(*result_, *c));
       return answer(role, shown, choice_strategy(*result_, ch));
     }
+    case kTier: {
+      const QString tier = QString::fromUtf8(c ? model::tier_of(*c).data() : "device");  // tied: the owner's tier
+      return answer(role, tier, tier);
+    }
     case kRecorded: return answer(role, format_bytes(recorded), qulonglong(recorded));
     case kPlanned: return answer(role, format_bytes(ch.device_bytes), qulonglong(ch.device_bytes));
+    case kSsd: return answer(role, format_bytes(ch.ssd_bytes), qulonglong(ch.ssd_bytes));
     case kSaved:
       return answer(role, saved >= 0 ? format_bytes(static_cast<uint64_t>(saved)) : QStringLiteral("-") + format_bytes(static_cast<uint64_t>(-saved)),
                     saved);
@@ -146,8 +153,10 @@ QVariant PlanModel::cell(int row, int column, int role) const {
 CandidatesModel::CandidatesModel(QObject* parent)
     : TableModelBase({{tr("Table"), tr("The table (or the owner of tables sharing weights)"), false},
                       {tr("Strategy"), {}, false},
+                      {tr("Tier"), tr("Where the table lives: device, host (offload) or ssd"), false},
                       {tr("Device"), tr("Device memory: weights + optimizer state + metadata (exact)"), true},
-                      {tr("Host"), tr("Host memory the format needs (offload)"), true},
+                      {tr("Host"), tr("Host memory the format needs (offload; ssd: the host cache)"), true},
+                      {tr("SSD"), tr("SSD space the format needs (ssd: the whole table)"), true},
                       {tr("Step time"), tr("Lookup time per step, measured with the recorded access pattern"), true},
                       {tr("Error"), tr("Access-weighted relative L2 error"), true},
                       {tr("Hit rate"), tr("Offload: cache hit rate measured (and the recording's curve at that size)"), true},
@@ -199,8 +208,13 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
   switch (column) {
     case kTable: return answer(role, QString::fromStdString(c.table), QString::fromStdString(c.table));
     case kStrategy: return answer(role, strategy, strategy);
+    case kTier: {
+      const QString tier = QString::fromUtf8(model::tier_of(c).data());
+      return answer(role, tier, tier);
+    }
     case kDevice: return answer(role, format_bytes(c.device_bytes), qulonglong(c.device_bytes));
     case kHost: return answer(role, format_bytes(c.host_bytes), qulonglong(c.host_bytes));
+    case kSsd: return answer(role, format_bytes(c.ssd_bytes), qulonglong(c.ssd_bytes));
     case kStepTime: return answer(role, c.measured ? step_time(c.step_us) : QStringLiteral("–"), c.measured ? sortable(c.step_us) : -1.0);
     case kError: return answer(role, candidate_error(c), sortable(c.error));
     case kHitRate: return answer(role, hit, c.hit_rate ? *c.hit_rate : -1.0);

@@ -47,6 +47,8 @@ _NO_MODULE = {
     "fp8": "PyTorch's embedding lookups have no fp8 kernel",
     "mch": "PyTorch has no managed-collision module (TorchRec's MCHManagedCollisionModule does: edo export --format "
            "torchrec, managed_collision; the model must be retrained with it)",
+    "ssd": "PyTorch has no SSD-backed embedding module (FBGEMM's SSD TBE, TorchRec's key-value kernels, has one: "
+           "edo export --format torchrec)",
 }
 
 

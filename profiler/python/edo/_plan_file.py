@@ -28,8 +28,9 @@ class PlanError(ValueError):
 # here (a plan written by hand as a dict), but when present their type is checked. Change the
 # two together.
 STRATEGIES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq", "multihash", "qr", "lowrank",
-              "pruned", "offload", "mch")   # kernels::strategy_names() (kernels/core/strategy.cpp) and "mch"
-# (managed collision, tuner/src/mch_candidates.h: its spec is the row format of its N rows)
+              "pruned", "offload", "mch", "ssd")   # kernels::strategy_names() (kernels/core/strategy.cpp), "mch"
+# (managed collision, tuner/src/mch_candidates.h: its spec is the row format of its N rows) and
+# "ssd" (the SSD tier, tuner/src/ssd_candidates.h: its spec is the row format of its rows)
 _ROW_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
 # The training levers on a row format (tuner/src/llm_candidates.h): a sparse gradient, freezing.
@@ -50,6 +51,9 @@ _PARAMS = {  # strategy -> params key -> 'c' count, 's' text, 'n' table names, '
     "mch": dict(_COMMON_PARAMS, slots="c", policy="s", eviction_interval="c", decay_exponent="f", hit_rate="f",
                 insert_rate="f", collision_rate="f", eviction_rate="f", own_row_rate="f", module_bytes="c",
                 heldout="o", steps_approximated="s"),
+    "ssd": dict(_COMMON_PARAMS, device_cache_rows="c", host_cache_rows="c", device_hit_rate="f", host_hit_rate="f",
+                ssd_reads_per_step="f", host_fetches_per_step="f", row_bytes="c", ssd_read_us="f", ssd_queue_depth="c",
+                host_link_gbs="f", storage="s", cache_policy="s", heldout="o"),
 }
 
 
@@ -98,9 +102,9 @@ def _check_spec(spec, strategy, where):
     parts = spec.split(":")
     if parts[0] not in STRATEGIES or any("=" not in p or p.startswith("=") for p in parts[1:]):
         _fail(where, 'spec "%s" is not an edo strategy spec' % printable(spec))
-    if strategy == "mch":
+    if strategy in ("mch", "ssd"):
         if parts[0] not in _ROW_FORMATS:
-            _fail(where, 'spec "%s" is not a row format (an mch choice keeps its rows in one)' % printable(spec))
+            _fail(where, 'spec "%s" is not a row format (an %s choice keeps its rows in one)' % (printable(spec), strategy))
     elif parts[0] != strategy:
         _fail(where, 'spec "%s" is not a %s spec' % (printable(spec), strategy))
 

@@ -24,6 +24,17 @@ struct PlanOption {
   // What the option loses, in integer units (loss_units()): sums are exact, so plans of equal
   // loss compare equal and their times decide.
   int64_t loss = 0;
+  uint64_t ssd_bytes = 0;
+};
+
+// Limits on the host and SSD bytes of a whole plan (`edo tune --host-budget`, `--ssd-budget`);
+// 0: none. With none, the plan is the one-budget knapsack above. With one, the partial plans
+// over a limit are dropped and a partial plan is kept unless another is no worse in device,
+// host and SSD bytes and the objective's key (exact but for the thinning above, which then
+// keeps points by device bytes alone).
+struct TierLimits {
+  uint64_t host = 0, ssd = 0;
+  bool any() const { return host > 0 || ssd > 0; }
 };
 
 // A loss (error, retraining) in the integer units of PlanOption::loss: 1e-9 each.
@@ -43,7 +54,7 @@ struct Solution {
   // The smallest total device bytes any choice reaches; UINT64_MAX when some item has no option.
   uint64_t min_feasible_bytes = 0;
   std::vector<size_t> chosen;         // one option id per item (empty when infeasible)
-  uint64_t device_bytes = 0, host_bytes = 0;
+  uint64_t device_bytes = 0, host_bytes = 0, ssd_bytes = 0;
   double step_us = 0;
   int64_t loss = 0;
   // Whole plans no other beats in bytes and the objective's key, bytes ascending. Under kSpeed
@@ -53,6 +64,6 @@ struct Solution {
 
 // Ties (equal key) go to fewer bytes, then to the option listed first.
 Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget_bytes, size_t max_frontier = size_t{1} << 14,
-                    Objective objective = Objective::kSpeed);
+                    Objective objective = Objective::kSpeed, TierLimits limits = {});
 
 }  // namespace edo::tuner

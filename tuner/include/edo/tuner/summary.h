@@ -27,6 +27,14 @@ std::string run_text(const model::TuneResult& result);
 // smallest budget named is that of the candidates measured, and the text says so.
 std::string verdict_text(const model::TuneResult& result);
 
+// Why no plan meets the host or SSD budget (`edo tune --host-budget`, `--ssd-budget`), or "":
+// for each tier over its budget in the plan the device budget gets without those limits,
+// "the host budget of 1.00 GiB is 512.00 MiB short of the 1.50 GiB the plan for this device
+// budget puts on the host (raise --host-budget)", then the smallest device budget that fits
+// within them when there is one. "" when the plan is feasible, no tier budget is set, or the
+// device budget alone is not met.
+std::string tier_shortfall(const model::TuneResult& result);
+
 // A plan over several devices (result.devices > 1): one line per device ("device 0: 93.3 MB,
 // 1.2K lookups/step") and one per table saying where it is ("t0: row_wise over devices 0, 1, 2
 // (rows 0-16666 on 0 ...)"); none for a single-device plan or when there is no plan.

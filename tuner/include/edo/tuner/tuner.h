@@ -47,6 +47,12 @@ struct TuneOptions {
   // devices x budget_bytes together and its tables are placed table-wise, row-wise or
   // column-wise so that each device holds at most budget_bytes. 1: today's single-device plan.
   uint32_t devices = 1;
+  // The other tiers' budgets for the whole plan (`edo tune --host-budget`, `--ssd-budget`; 0:
+  // no limit): a plan's host bytes (offload's tables, the SSD tier's host caches) and SSD bytes
+  // (the SSD tier's tables) fit them. Either one given offers the SSD tier (ssd candidates) to
+  // the tables that do not fit the host budget or what the device budget leaves them.
+  uint64_t host_budget_bytes = 0;
+  uint64_t ssd_budget_bytes = 0;
   // Per-table error limit (infinity: none). Candidates over it are not chosen; with a finite
   // limit, those whose error (computed first, on the reference rows) is clearly over it are
   // not timed at all (docs/tuning.md "Error gate").
@@ -73,7 +79,8 @@ struct TuneOptions {
   std::string target_device;
   std::string tables = "*";            // glob over table names: only matching tables are tuned
   // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
-  // int8, int4, offload, pruned, lowrank, pq, multihash, qr); empty: all of them.
+  // int8, int4, offload, pruned, lowrank, pq, multihash, qr, mch, ssd, sparse_gradient); empty:
+  // all of them.
   std::string strategies;
   double time_limit_s = 0;             // 0: none; else measuring stops by then and the plan uses what was measured
   uint64_t seed = 42;                  // index batches, synthetic weights, k-means, hashing

@@ -1,5 +1,6 @@
-// The Tuner view's tables: the plan (one row per table: its strategy, memory before and after,
-// step time, why) and every candidate measured (strategy, memory, time, error, hit rate, note),
+// The Tuner view's tables: the plan (one row per table: its strategy, its memory tier
+// (model::tier_of: device, host or ssd), memory before and after, bytes on the SSD, step time,
+// why) and every candidate measured (strategy, memory, time, error, hit rate, note),
 // from a model::TuneResult that `edo tune` stored or the dashboard just ran.
 #pragma once
 
@@ -24,7 +25,7 @@ QString choice_strategy(const model::TuneResult& result, const model::TuneChoice
 class PlanModel : public TableModelBase {
   Q_OBJECT
  public:
-  enum Columns { kTable, kStrategy, kRecorded, kPlanned, kSaved, kStepTime, kError, kHeadroom, kWhy, kColumnCount };
+  enum Columns { kTable, kStrategy, kTier, kRecorded, kPlanned, kSsd, kSaved, kStepTime, kError, kHeadroom, kWhy, kColumnCount };
   explicit PlanModel(QObject* parent = nullptr);
   void setResult(TuneResultPtr result);
 
@@ -39,7 +40,7 @@ class PlanModel : public TableModelBase {
 class CandidatesModel : public TableModelBase {
   Q_OBJECT
  public:
-  enum Columns { kTable, kStrategy, kDevice, kHost, kStepTime, kError, kHitRate, kHeadroom, kRetraining, kInPlan, kNote, kColumnCount };
+  enum Columns { kTable, kStrategy, kTier, kDevice, kHost, kSsd, kStepTime, kError, kHitRate, kHeadroom, kRetraining, kInPlan, kNote, kColumnCount };
   explicit CandidatesModel(QObject* parent = nullptr);
   void setResult(TuneResultPtr result);
 
