@@ -313,7 +313,7 @@ constexpr const char* kKeyValueTablesComment =
 #   CacheLib's 32-byte header). KEY_VALUE needs a "cuda" topology with SSD capacity (the sharders offer it for
 #   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with
 #   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the
-#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MB/s unless given).
+#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MiB/s unless given).
 #   "replayed": edo's replay of the recorded stream through both levels. in_constraints False: an inference
 #   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).
 )";
@@ -477,7 +477,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     std::string why_not;
     std::string dt;
     uint64_t kept = 0;
-    std::optional<KeyValueSizing> kv;  // an ssd choice TorchRec can serve from SSD
+    std::optional<KeyValueSizing> kv;  // an ssd choice's sizes (its constraint only when dt is set)
     if (c.strategy == "pruned") {
       // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
       // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
