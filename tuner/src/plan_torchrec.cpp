@@ -6,11 +6,9 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "edo/kernels/strategy.h"
 #include "edo/tuner/plan_io.h"
 #include "cache_policies.h"
 #include "torchrec_key_value.h"
@@ -292,17 +290,6 @@ class EdoCacheStatistics(CacheStatistics):
         return EmbeddingOffloadStats(self._cacheability, self._expected_lookups, hist, self.height)
 
 )";
-
-// The row format an ssd choice keeps its rows in: its spec when that is a row format (plan
-// import requires one), else the table's recorded dtype.
-std::string ssd_row_format(const TuneCandidate& c, const model::TuneTable& t) {
-  try {
-    const std::string f = kernels::StrategySpec::parse(c.spec).name;
-    if (f == "fp32" || f == "fp16" || f == "bf16" || f == "fp8" || f == "int8" || f == "int4") return f;
-  } catch (const std::invalid_argument&) {
-  }
-  return t.dtype.empty() ? "fp32" : t.dtype;
-}
 
 // What the file says above key_value_tables (fixed text).
 constexpr const char* kKeyValueTablesComment =

@@ -1,6 +1,9 @@
 #include "torchrec_key_value.h"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "edo/kernels/strategy.h"
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +64,23 @@ std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, u
   const uint64_t item_bytes = uint64_t{dim} * element_bytes + kL2ItemOverhead;
   s.l2_cache_gb = ceil_div(s.host_cache_rows * item_bytes, kGiB);
   return s;
+}
+
+std::string ssd_row_format(const model::TuneCandidate& c, const model::TuneTable& t) {
+  try {
+    const std::string f = kernels::StrategySpec::parse(c.spec).name;
+    if (f == "fp32" || f == "fp16" || f == "bf16" || f == "fp8" || f == "int8" || f == "int4") return f;
+  } catch (const std::invalid_argument&) {
+  }
+  return t.dtype.empty() ? "fp32" : t.dtype;
+}
+
+nlohmann::ordered_json key_value_params_json(const model::TuneCandidate& c, const model::TuneTable& t) {
+  const std::string f = ssd_row_format(c, t);
+  std::string why_not;
+  const auto kv = f == "fp32" || f == "fp16" ? key_value_sizing(c.params_json, t.rows, t.dim, f == "fp16" ? 2 : 4, why_not) : std::nullopt;
+  if (!kv) return nullptr;
+  return {{"max_l1_cache_size", kv->max_l1_cache_mb}, {"l2_cache_size", kv->l2_cache_gb}, {"l1_rows", kv->l1_sets * kFbgemmWays}};
 }
 
 }  // namespace edo::tuner

@@ -33,6 +33,10 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "edo/model/tune.h"
+
 namespace edo::tuner {
 
 struct KeyValueSizing {
@@ -48,5 +52,14 @@ struct KeyValueSizing {
 // TorchRec cannot build an L1 that large.
 std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, uint64_t rows, uint32_t dim,
                                                uint32_t element_bytes, std::string& why_not);
+
+// The row format an ssd choice keeps its rows in: its spec when that is a row format (plan
+// import requires one), else the table's recorded dtype ("fp32" when none).
+std::string ssd_row_format(const model::TuneCandidate& c, const model::TuneTable& t);
+
+// The plan's (JSON, YAML) view of an ssd choice's KeyValueParams: {"max_l1_cache_size" (MB),
+// "l2_cache_size" (GB), "l1_rows"}, or null when TorchRec's SSD TBE cannot hold it (rows not
+// FP32/FP16, or no sizes: why in the TorchRec export's edo_only_why).
+nlohmann::ordered_json key_value_params_json(const model::TuneCandidate& c, const model::TuneTable& t);
 
 }  // namespace edo::tuner

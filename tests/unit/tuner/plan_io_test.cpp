@@ -554,6 +554,20 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
     t.rows = 10000000;
     t.dim = t.dtype == "fp16" ? 128 : 64;
   }
+  // The JSON and YAML plans carry the same KeyValueParams (null where TorchRec's SSD TBE cannot
+  // hold the rows or the params have no sizes).
+  const auto doc = plan_to_json(r);
+  const auto kv_of = [&](const std::string& table) {
+    for (const auto& t : doc["tables"])
+      if (t["name"] == "m.ebc.embedding_bags." + table) return nlohmann::json::parse(t["key_value_params"].dump());
+    return nlohmann::json("absent");
+  };
+  EXPECT_EQ(kv_of("t_ssd"), nlohmann::json({{"max_l1_cache_size", 2}, {"l2_cache_size", 2}, {"l1_rows", 8192}}));
+  EXPECT_EQ(kv_of("t_half"), nlohmann::json({{"max_l1_cache_size", 1}, {"l2_cache_size", 3}, {"l1_rows", 4096}}));
+  EXPECT_EQ(kv_of("t_served"), nlohmann::json({{"max_l1_cache_size", 1}, {"l2_cache_size", 1}, {"l1_rows", 4096}}));
+  for (const char* t : {"t_bf16", "t_bare", "t_wide", "t_spec8"}) EXPECT_EQ(kv_of(t), nullptr) << t;
+  EXPECT_NE(plan_to_yaml(r).find("\"key_value_params\":\n      \"max_l1_cache_size\": 2\n      \"l2_cache_size\": 2\n      \"l1_rows\": 8192"),
+            std::string::npos);
   const nlohmann::json j = read_torchrec(r, "ssd.py");
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
