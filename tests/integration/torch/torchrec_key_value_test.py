@@ -15,6 +15,8 @@ check_torchrec_key_value.py. Checks, with answers worked out by hand below:
   * the inference table is not in the constraints (TorchRec's quant sharders offer no
     key_value: BaseQuantEmbeddingSharder.compute_kernels, embedding_types.py line 675-686), and
     the sizes key_value_tables gives it for the unquantized sharder plan and build as above;
+  * the JSON plan (`edo export PLAN.json --format json`) carries the same sizes per table
+    (key_value_params);
   * a "cpu" topology is refused: TorchRec's training sharder offers key_value for "cuda" only
     (BaseEmbeddingSharder.compute_kernels, torchrec/distributed/embedding_types.py line 570-589:
     "cpu" gets ["fused"]), so the enumerator raises "No available sharding type and compute
@@ -68,8 +70,13 @@ def plan_document():
                "host_bytes": 0, "step_us": 1.0, "error": 0.0, "needs_retraining": False, "why": "hand-built"}
         if "device_rows" in t:
             row["strategy"] = "ssd"
+            row["spec"] = t["dtype"]  # an ssd choice's row format
+            # Every param edo tune's ssd candidate writes (ssd_candidates.cpp), as plan import reads them.
             row["params"] = {"device_cache_rows": t["device_rows"], "host_cache_rows": t["host_rows"],
-                             "device_hit_rate": 0.5, "host_hit_rate": 0.3, "ssd_reads_per_step": 12.0}
+                             "device_hit_rate": 0.5, "host_hit_rate": 0.3, "ssd_reads_per_step": 12.0,
+                             "host_fetches_per_step": 20.0, "row_bytes": t["dim"] * elem, "host_link_gbs": 25.0,
+                             "storage": "TorchRec's planner default of 100 MiB/s", "cache_policy": "lru",
+                             "heldout": {"fit_fraction": 0.7, "sample_rate": 1.0, "heldout_sampled_refs": 1000}}
             row["device_bytes"] = t["sets"] * 32 * t["dim"] * elem
             row["host_bytes"] = t["host_rows"] * t["dim"] * elem
         tables.append(row)
@@ -140,6 +147,11 @@ def main():
         r = subprocess.run([edo, "export", plan_json, "--format", "torchrec", "-o", plan_py], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("FAILED: edo export: " + r.stderr[-2000:])
+        # The JSON plan written back carries the same KeyValueParams as the TorchRec file.
+        r = subprocess.run([edo, "export", plan_json, "--format", "json"], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("FAILED: edo export --format json: " + r.stderr[-2000:])
+        as_json = {t["name"].rsplit(".", 1)[-1]: t.get("key_value_params") for t in json.loads(r.stdout)["tables"]}
         r = subprocess.run([py, os.path.join(HERE, "check_torchrec_key_value.py"), plan_py, tables], capture_output=True,
                            text=True, timeout=600)
         if r.returncode != 0:
@@ -147,6 +159,10 @@ def main():
         out = json.loads(r.stdout)
     exported = out["key_value_tables"]
     bad = check(out, exported)
+    for name, kv in exported.items():
+        want = {"max_l1_cache_size": kv["max_l1_cache_size_mb"], "l2_cache_size": kv["l2_cache_size_gb"], "l1_rows": kv["l1_rows"]}
+        if as_json.get(name) != want:
+            bad.append("%s: the JSON plan's key_value_params %r, the TorchRec file's %r" % (name, as_json.get(name), want))
     for b in bad:
         print("FAILED:", b)
     if bad:
