@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <tuple>
 
 namespace edo::tuner {
@@ -54,21 +55,30 @@ std::vector<Point> non_dominated(std::vector<Point>& pts, const Key& key) {
 }
 
 // With tier limits: the points within them that no other beats in device, host and SSD bytes
-// and key at once (each compared with those kept before it, bytes ascending).
+// and key at once. Bytes ascending, a point is beaten by a point kept before it with no more
+// host and SSD bytes and a key no worse; per distinct (host, SSD) pair only the last one kept
+// matters (its key is the best of that pair so far), so each point is compared with one point
+// per pair: few pairs in practice (the host and SSD bytes of the few offloaded or SSD tables'
+// options), where comparing with every kept point was quadratic in the frontier.
 std::vector<Point> non_dominated_tiers(std::vector<Point>& pts, const Key& key, const TierLimits& limits) {
   std::vector<Point> in;
   for (const Point& p : pts)
     if ((!limits.host || p.host <= limits.host) && (!limits.ssd || p.ssd <= limits.ssd)) in.push_back(p);
   sort_points(in, key);
-  std::vector<Point> out;
+  std::vector<Point> out, best;  // best: per (host, SSD) pair, the last point kept with it
+  std::map<std::pair<uint64_t, uint64_t>, size_t> pair_at;
   for (const Point& p : in) {
     bool beaten = false;
-    for (const Point& q : out)
+    for (const Point& q : best)
       if (q.host <= p.host && q.ssd <= p.ssd && !key.less(p, q)) {
         beaten = true;
         break;
       }
-    if (!beaten) out.push_back(p);
+    if (beaten) continue;
+    out.push_back(p);
+    auto [it, fresh] = pair_at.try_emplace({p.host, p.ssd}, best.size());
+    if (fresh) best.push_back(p);
+    else best[it->second] = p;
   }
   return out;
 }
@@ -93,6 +103,13 @@ int64_t loss_units(double loss) {
 
 Solution solve_plan(const std::vector<PlanItem>& items, uint64_t budget, size_t max_frontier, Objective objective,
                     TierLimits limits) {
+  if (limits.any()) {
+    // The best plan without the limits is the best with them when it meets them (and the
+    // one-budget search keeps fewer points: it is faster and thins less).
+    Solution free = solve_plan(items, budget, max_frontier, objective);
+    if (free.feasible && (!limits.host || free.host_bytes <= limits.host) && (!limits.ssd || free.ssd_bytes <= limits.ssd))
+      return free;
+  }
   const Key key{objective};
   Solution sol;
   std::vector<std::vector<PlanOption>> opts(items.size());

@@ -4,10 +4,12 @@
 // device and a host cache, with the bytes per tier FBGEMM's SSD TBE allocates for those caches
 // and the hit rates of an exact two-level replay of the job's own ids (regenerated here from the
 // job's generator) on the held-out 30 %; the printed plan and `edo report` show its tier; a host
-// budget no plan can meet is a one-line error naming the tier and the shortfall.
+// or SSD budget no plan can meet is a one-line error naming the tier and the shortfall;
+// --ssd-budget alone offers the tier; a device profile's storage figures cost the SSD reads.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
@@ -130,6 +132,52 @@ TEST(SsdTierCli, AHostBudgetNoPlanMeetsNamesTheTierAndTheShortfall) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("the host budget of 1.00 KiB is"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("raise --host-budget"), std::string::npos) << r.err;
+}
+
+TEST(SsdTierCli, AnSsdBudgetBoundsThePlanAndOneNoPlanMeetsNamesTheShortfall) {
+  ASSERT_FALSE(tuned().is_discarded());
+  // --ssd-budget alone offers the tier to the tables over what --budget leaves them: both
+  // (512 GiB and 2 GiB) on the SSD within 1 TiB.
+  const auto ok = run_command(kEdo + " tune " + recording() + " --budget 1GiB --ssd-budget 1TiB --strategies ssd --max-error inf --json");
+  ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  const json plan = json::parse(ok.out, nullptr, false);
+  EXPECT_EQ(table_named(plan, "big")["tier"], "ssd") << ok.out;
+  EXPECT_EQ(plan["plan"]["ssd_bytes"], (uint64_t{514} << 30));
+  EXPECT_EQ(plan["ssd_budget_bytes"], uint64_t{1} << 40);
+  EXPECT_TRUE(plan["host_budget_bytes"].is_null());
+  // 513 GiB holds one of them, and the other does not fit the device: no plan, named.
+  const auto r = run_command(kEdo + " tune " + recording() + " --budget 1GiB --ssd-budget 513GiB --strategies ssd --max-error inf");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("the SSD budget of 513.00 GiB is 1.00 GiB short of the 514.00 GiB"), std::string::npos) << r.err;
+}
+
+TEST(SsdTierCli, AProfilesStorageFiguresCostTheSsdReads) {
+  ASSERT_FALSE(tuned().is_discarded());
+  // An edo.device/1 profile with the storage `edo bench --storage DIR --save-device` stores:
+  // 4096-byte row reads at 250,000 per second at queue depth 32 (4 us each), a 50 GB/s link.
+  const json storage = {{"dir", "/mnt/nvme"},         {"file_bytes", 1 << 30},     {"block_bytes", 4096},
+                        {"row_bytes", 16},            {"row_read_bytes", 4096},    {"seq_read_gbs", 6.5},
+                        {"seq_write_gbs", 3.0},       {"method", "psync threads"},
+                        {"random_4k_qd1", {{"reads_per_s", 12000}, {"mean_latency_us", 80}}},
+                        {"random_4k_qd32", {{"reads_per_s", 250000}, {"mean_latency_us", 120}}},
+                        {"row_qd1", {{"reads_per_s", 12000}, {"mean_latency_us", 80}}},
+                        {"row_qd32", {{"reads_per_s", 250000}, {"mean_latency_us", 120}}}};
+  const json device = {{"schema", "edo.device/1"}, {"name", "Test SSD box"}, {"source", "written by the test"},
+                       {"memory_gbs", 3000},        {"onchip_gbs", 10000},       {"host_link_gbs", 50},
+                       {"host_link_measured", true}, {"host_link_basis", "test"}, {"launch_us", 5},
+                       {"launch_measured", true},   {"launch_basis", "test"},    {"storage", storage}};
+  const std::string file = (fs::path(recording()).parent_path() / "device.json").string();
+  std::ofstream(file) << device.dump();
+  const auto r = run_command(kEdo + " tune " + recording() + kTune + " --target-device " + file + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json big = table_named(json::parse(r.out, nullptr, false), "big");
+  ASSERT_EQ(big["strategy"], "ssd") << r.out;
+  const json& p = big["params"];
+  EXPECT_DOUBLE_EQ(p["ssd_read_us"].get<double>(), 4.0);
+  EXPECT_EQ(p["ssd_queue_depth"], 32);
+  EXPECT_EQ(p["host_link_gbs"], 50);
+  EXPECT_NE(p["storage"].get<std::string>().find("queue depth 32 measured by edo bench --storage (device profile Test SSD box)"),
+            std::string::npos) << p.dump();
 }
 
 }  // namespace

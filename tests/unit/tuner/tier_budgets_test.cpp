@@ -121,5 +121,29 @@ TEST(SsdCandidates, DeviceCacheBytesAndMissTimeByHand) {
   EXPECT_NE(basis.find("queue depth 32"), std::string::npos) << basis;
 }
 
+TEST(SsdCandidates, OfferedOnlyPastTheHostBudgetOrWhatTheDeviceBudgetLeaves) {
+  TableGroup g;
+  g.name = "t";
+  g.rows = 1000;
+  g.dim = 16;
+  g.weight_bytes = 64000;
+  g.lookups_per_step = 10;
+  EXPECT_EQ(ssd_not_offered(g, {0, 0}), "no host or SSD budget");
+  EXPECT_EQ(ssd_not_offered(g, {64000, 0}), "fits the host budget and what the device budget leaves it");
+  EXPECT_EQ(ssd_not_offered(g, {63999, 0}), "");
+  // --ssd-budget alone: past what the device budget leaves the table (none without a budget).
+  EXPECT_NE(ssd_not_offered(g, {0, 1 << 20}), "");
+  g.budget_left_bytes = 64000;
+  EXPECT_NE(ssd_not_offered(g, {0, 1 << 20}), "");
+  g.budget_left_bytes = 63999;
+  EXPECT_EQ(ssd_not_offered(g, {0, 1 << 20}), "");
+  EXPECT_EQ(ssd_not_offered(g, {0, 63999}), "larger than the SSD budget");
+  g.dense_use = "lm_head";
+  EXPECT_EQ(ssd_not_offered(g, {0, 1 << 20}), "read whole by lm_head");
+  g.dense_use.clear();
+  g.optimizer_bytes = 8000;
+  EXPECT_NE(ssd_not_offered(g, {0, 1 << 20}).find("trained"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace edo::tuner
