@@ -8,6 +8,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/summary.h"
 #include "text.h"
+#include "torchrec_key_value.h"
 
 namespace edo::tuner {
 
@@ -122,6 +123,8 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   // table is in its owner's) and its bytes on the SSD (the ssd tier: the whole table).
   j["tier"] = c ? std::string(model::tier_of(*c)) : std::string("device");
   j["ssd_bytes"] = ch.ssd_bytes;
+  // An ssd table: the KeyValueParams the TorchRec export gives it (torchrec_key_value.h).
+  if (c && t && c->strategy == "ssd") j["key_value_params"] = key_value_params_json(*c, *t);
   // A plan over several devices: where the table is (docs/tuning.md "Placement").
   if (r.devices > 1 && !ch.shards.empty()) {
     ordered_json devices = ordered_json::array(), shards = ordered_json::array();

@@ -11,6 +11,7 @@
 
 #include "edo/tuner/plan_io.h"
 #include "cache_policies.h"
+#include "torchrec_key_value.h"
 
 namespace edo::tuner {
 
@@ -290,6 +291,69 @@ class EdoCacheStatistics(CacheStatistics):
 
 )";
 
+// What the file says above key_value_tables (fixed text).
+constexpr const char* kKeyValueTablesComment =
+    R"(# key_value_tables: tables on the SSD tier (edo strategy "ssd"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)
+#   with the device cache (L1) and host cache (L2) edo replayed the recorded stream through, rounded up so the
+#   replayed hit rates are kept: max_l1_cache_size to whole MB (l1_rows: the rows TorchRec's SSD TBE then caches,
+#   whole 32-row sets, at most 0.2 of the table), l2_cache_size to whole GB (an item: the row, its 8-byte id,
+#   CacheLib's 32-byte header). KEY_VALUE needs a "cuda" topology with SSD capacity (the sharders offer it for
+#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with
+#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the
+#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MiB/s unless given).
+#   "replayed": edo's replay of the recorded stream through both levels. in_constraints False: an inference
+#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).
+)";
+
+// An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not (and no data
+// type) when TorchRec cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows
+// (SSDTableBatchedEmbeddingBags asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/
+// training.py). An inference table keeps its sizes (key_value_tables) without a constraint: the
+// quant sharders an inference plan is for have no key-value kernel.
+std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::TuneTable* t, std::string& dt, std::string& why_not) {
+  if (!t) {
+    why_not = "the table is not in the plan";
+    return std::nullopt;
+  }
+  dt = data_type_of(ssd_row_format(c, *t), true, why_not);
+  if (dt.empty()) return std::nullopt;
+  auto kv = key_value_sizing(c.params_json, t->rows, t->dim, dt == "FP16" ? 2 : 4, why_not);
+  if (!kv || !t->training) dt.clear();
+  if (kv && !t->training)
+    why_not = "TorchRec's inference (quant) sharders have no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels: quant, "
+              "quant_uvm, quant_uvm_caching; torchrec 1.9.2 torchrec/distributed/embedding_types.py line 675); key_value_tables "
+              "has its KeyValueParams for serving it unquantized through EmbeddingBagCollectionSharder";
+  return kv;
+}
+
+// The key-value part of an ssd table's ParameterConstraints: KeyValueParams, whose fields reach
+// the SSD TBE as fused params (torchrec/distributed/utils.py line 493-504). No CacheParams: a
+// load factor does not reach a key-value table's TBE (torchrec_key_value.h).
+std::string key_value_constraint(const KeyValueSizing& kv) {
+  return "        key_value_params=KeyValueParams(max_l1_cache_size=" + std::to_string(kv.max_l1_cache_mb) +
+         ", l2_cache_size=" + std::to_string(kv.l2_cache_gb) + "),\n";
+}
+
+// key_value_tables' entry: the sizes exported and the replay they come from (params of the ssd
+// candidate: hit rates of each level and the SSD reads a step, NaN-free numbers only).
+std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bool in_constraints) {
+  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  std::string s = "{\"device_cache_rows\": " + std::to_string(kv.device_cache_rows) +
+                  ", \"host_cache_rows\": " + std::to_string(kv.host_cache_rows) +
+                  ", \"l1_rows\": " + std::to_string(kv.l1_sets * kFbgemmWays) +
+                  ", \"max_l1_cache_size_mb\": " + std::to_string(kv.max_l1_cache_mb) +
+                  ", \"l2_cache_size_gb\": " + std::to_string(kv.l2_cache_gb) +
+                  ", \"in_constraints\": " + (in_constraints ? "True" : "False") + ", \"replayed\": {";
+  const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step"};
+  bool first = true;
+  for (const char* k : keys)
+    if (p.is_object() && p.contains(k) && p[k].is_number()) {
+      s += std::string(first ? "" : ", ") + "\"" + k + "\": " + python_number(p[k].get<double>());
+      first = false;
+    }
+  return s + "}}";
+}
+
 // The sharding part of a table's ParameterConstraints in a plan over several devices: the one
 // sharding type edo's placement chose (TorchRec's ShardingType values "table_wise", "row_wise",
 // "column_wise"; its planner still picks the ranks and weighs communication) and, for
@@ -342,7 +406,7 @@ std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {
 
 std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
   std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning, managed,
-      placement;
+      placement, key_value;
   uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
   bool rowwise_adagrad = false;
   // Every training table given TorchRec's fused kernel (the sharder's fused_params reach them
@@ -400,6 +464,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     std::string why_not;
     std::string dt;
     uint64_t kept = 0;
+    std::optional<KeyValueSizing> kv;  // an ssd choice's sizes (its constraint only when dt is set)
     if (c.strategy == "pruned") {
       // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
       // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
@@ -412,6 +477,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
       else
         dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
+    } else if (c.strategy == "ssd") {
+      kv = ssd_choice(c, r.table_named(ch.table), dt, why_not);
+      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv, !dt.empty()) + ",\n";
     } else if (c.strategy == "mch") {
       // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
       dt = data_type_of(table_dtype, training, why_not);
@@ -427,7 +495,9 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
       // PQ, hashing, QR, low rank, training pruning, fp8, and formats FBGEMM has no kernel for in this
       // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
       // for whoever implements it.
-      edo_only += comment + "    " + name + ": " + python_string(c.spec) + ",\n";
+      // An ssd choice's spec is its row format only: the tier is named too.
+      const std::string spec = c.strategy == "ssd" && c.spec != "ssd" && !c.spec.empty() ? "ssd (" + c.spec + " rows)" : c.spec;
+      edo_only += comment + "    " + name + ": " + python_string(spec) + ",\n";
       why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
       // Its workload still helps the planner place it (no kernel or data type constrained).
       if (const std::string w = workload_of(facts_of(ch.table)) + sharding; !w.empty())
@@ -448,6 +518,10 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
     std::string kernel = training ? "FUSED" : "QUANT";
     const TorchRecFacts* f = facts_of(ch.table);
     std::string extra = workload_of(f) + sharding;
+    if (kv) {
+      kernel = "KEY_VALUE";
+      extra += key_value_constraint(*kv);
+    }
     if (c.strategy == "offload") {
       kernel += "_UVM_CACHING";
       const double lf = cache_load_factor(c, rows);
@@ -492,7 +566,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
   out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
   out += "from torchrec.distributed.planner.types import ParameterConstraints\n";
-  out += "from torchrec.distributed.types import CacheParams, CacheStatistics\n";
+  out += "from torchrec.distributed.types import CacheParams, CacheStatistics, KeyValueParams\n";
   out += "from torchrec.modules.embedding_configs import DataType\n";
   out += kCacheStatisticsClass;
   out += "EDO_PLAN = {\n";
@@ -521,6 +595,8 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "#   in a ManagedCollisionCollection. The model must be trained with it. \"predicted\": edo's replay of the\n";
   out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
   out += "managed_collision = {\n" + managed + "}\n\n";
+  out += kKeyValueTablesComment;
+  out += "key_value_tables = {\n" + key_value + "}\n\n";
   out += "module_paths = {\n" + paths + "}\n\n";
   out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
   out += "# or LFU state; plans since edo counts these): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";

@@ -34,15 +34,31 @@ def load_plan(path):
     return plan
 
 
+def model_of(tables, plan):
+    """The recorded model on the meta device: one EmbeddingBagCollection `ebc` of TABLES.json's
+    tables, each with the plan's data type (FP32 when it has none)."""
+    import torch
+    from torchrec.modules.embedding_configs import EmbeddingBagConfig
+    from torchrec.modules.embedding_modules import EmbeddingBagCollection
+    configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
+                                  **({"data_type": plan.data_types[n]} if n in plan.data_types else {}))
+               for n, t in tables.items()]
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ebc = EmbeddingBagCollection(tables=configs, device=torch.device("meta"))
+
+    return Model()
+
+
 def main():
     try:
-        import torch
         from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
         from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
         from torchrec.distributed.quant_embeddingbag import QuantEmbeddingBagCollectionSharder
         from torchrec.inference.modules import quantize_inference_model
-        from torchrec.modules.embedding_configs import EmbeddingBagConfig, data_type_to_dtype
-        from torchrec.modules.embedding_modules import EmbeddingBagCollection
+        from torchrec.modules.embedding_configs import data_type_to_dtype
     except ImportError as e:
         print("check_torchrec_planner: skipped: no real torchrec here (%s); scripts/torchrec-venv.sh makes one" % e)
         return 77
@@ -63,17 +79,7 @@ def main():
                 cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=lf, stats=plan.cache_statistics[name]))
         plan.constraints, plan.data_types, plan.fused_params = constraints, {}, {}
         mode = "train"
-    tables = json.load(open(tables_path))
-    configs = [EmbeddingBagConfig(name=n, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=t["features"],
-                                  **({"data_type": plan.data_types[n]} if n in plan.data_types else {}))
-               for n, t in tables.items()]
-
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ebc = EmbeddingBagCollection(tables=configs, device=torch.device("meta"))
-
-    model = Model()
+    model = model_of(json.load(open(tables_path)), plan)
     if mode == "infer":
         model = quantize_inference_model(
             model, per_table_weight_dtype={n: data_type_to_dtype(dt) for n, dt in plan.data_types.items()})

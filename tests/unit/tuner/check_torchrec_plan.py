@@ -14,10 +14,10 @@ ALLOWED_NAMES = {"CacheStatistics", "EdoCacheStatistics", "CacheAlgorithm", "Emb
                  "EDO_PLAN", "constraints", "data_types", "edo_only", "shared_with", "True", "False", "None",
                  "EmbOptimType", "edo_only_why", "module_paths", "fused_params", "fbgemm_offload_device_bytes",
                  "cache_statistics", "num_embeddings_post_pruning", "edo_placement", "rowwise_adagrad_tables",
-                 "fused_params_reaches", "managed_collision"}
+                 "fused_params_reaches", "managed_collision", "KeyValueParams", "key_value_tables"}
 ALLOWED_ATTRS = {"value", "LRU", "LFU", "FUSED", "FUSED_UVM_CACHING", "QUANT", "QUANT_UVM_CACHING", "FP32", "FP16",
-                 "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD"}
-ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics"}
+                 "BF16", "INT8", "INT4", "EXACT_ROWWISE_ADAGRAD", "KEY_VALUE"}
+ALLOWED_CALLS = {"ParameterConstraints", "CacheParams", "EdoCacheStatistics", "KeyValueParams"}
 
 
 def fixed_class(node):
@@ -92,6 +92,15 @@ def stats_dict(st, load_factor=None):
     return out
 
 
+def kv_dict(kv):
+    """The KeyValueParams fields the export sets (None: the constraint has none)."""
+    from torchrec.distributed.types import KeyValueParams
+    if kv is None:
+        return None
+    return {"is_key_value_params": isinstance(kv, KeyValueParams), "max_l1_cache_size": kv.max_l1_cache_size,
+            "l2_cache_size": kv.l2_cache_size, "ssd_storage_directory": kv.ssd_storage_directory}
+
+
 out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_PLAN, "constraints": {}, "data_types": {},
        "edo_only": plan.edo_only, "shared_with": plan.shared_with, "edo_only_why": plan.edo_only_why,
        "module_paths": plan.module_paths, "fbgemm_offload_device_bytes": plan.fbgemm_offload_device_bytes,
@@ -99,7 +108,8 @@ out = {"audit": audit(sys.argv[1]), "real_torchrec": real, "edo_plan": plan.EDO_
        "num_embeddings_post_pruning": getattr(plan, "num_embeddings_post_pruning", {}),
        "edo_placement": getattr(plan, "edo_placement", {}),
        "rowwise_adagrad_tables": getattr(plan, "rowwise_adagrad_tables", None),
-       "fused_params_reaches": getattr(plan, "fused_params_reaches", None)}
+       "fused_params_reaches": getattr(plan, "fused_params_reaches", None),
+       "key_value_tables": getattr(plan, "key_value_tables", {})}
 # Every pruned count goes where TorchRec reads it: an EmbeddingBagConfig built with it.
 from torchrec.modules.embedding_configs import EmbeddingBagConfig  # noqa: E402
 for name, n in out["num_embeddings_post_pruning"].items():
@@ -110,7 +120,7 @@ for name, c in plan.constraints.items():
     cp = getattr(c, "cache_params", None)
     out["constraints"][name] = {
         "compute_kernels": list(c.compute_kernels or []),
-        "algorithm": cp.algorithm.name if cp is not None else None,
+        "algorithm": cp.algorithm.name if cp is not None and cp.algorithm is not None else None,
         "load_factor": cp.load_factor if cp is not None else None,
         "stochastic_rounding": getattr(c, "stochastic_rounding", None),
         "feature_names": c.feature_names,
@@ -119,6 +129,7 @@ for name, c in plan.constraints.items():
         "batch_sizes": c.batch_sizes,
         "sharding_types": c.sharding_types,
         "min_partition": c.min_partition,
+        "key_value_params": kv_dict(c.key_value_params),
     }
     st = getattr(cp, "stats", None) if cp is not None else None
     if st is not None:

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -513,6 +514,102 @@ TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
     EXPECT_NE(j["edo_only_why"][t].get<std::string>().find("DataType has no FP8 member"), std::string::npos) << t;
   }
   EXPECT_NE(j["edo_only_why"]["t_fp8"].get<std::string>().find("SparseType.NFP8"), std::string::npos);
+}
+
+// Issue 35 point 3: a table on the ssd tier is TorchRec's KEY_VALUE kernel with the L1 and L2
+// edo replayed, rounded up (tuner/src/torchrec_key_value.h). TorchRec's SSD TBE then caches
+// min(int(MB x 2^20 / 32 / element bytes / dim), int(0.2 x rows / 32)) sets of 32 rows. By hand,
+// 10^7-row tables (0.2 of them: 62500 sets):
+//  t_ssd (fp32, dim 64, 8192 B a set): 5000 device rows -> 157 sets = 1286144 B -> 2 MB -> 256
+//    sets = 8192 rows; 4194304 host rows x (256 + 8 + 32) B = 1241513984 B -> 2 GB (the rows
+//    alone are exactly 1 GiB: CacheLib's id and item header push them over).
+//  t_exact (fp32, dim 64): 4096 device rows = 128 sets = exactly 1 MB -> 1 MB, 4096 rows; no
+//    host rows -> l2_cache_size 0.
+//  t_over (fp32, dim 64): 4097 device rows -> 129 sets = 1056768 B -> 2 MB -> 8192 rows.
+//  t_half (fp16, dim 128, 8192 B a set): 32 device rows -> 1 set -> 1 MB -> 128 sets = 4096
+//    rows; 10^7 host rows x (256 + 40) B = 2960000000 B = 2.76 GiB -> 3 GB; FP16 rows train with
+//    stochastic rounding.
+//  t_wide (fp32, dim 64): 2000001 device rows -> 62501 sets, one more than TorchRec builds.
+//  t_spec16 (an fp32 table whose ssd choice's spec is fp16): FP16 rows, 4096 B a set -> 1 MB,
+//    256 sets.
+// Inference, bf16 rows, int8 rows (t_spec8), params without the cache rows and t_wide stay
+// edo-only, with the reason; the inference table's sizes are still in key_value_tables.
+TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
+  if (std::string(EDO_PYTHON).empty()) GTEST_SKIP() << "no python3";
+  TuneResult r = torchrec_rows_plan({
+      {"m.ebc.embedding_bags.t_ssd", "adagrad", "fp32", "ssd",
+       R"({"device_cache_rows":5000,"host_cache_rows":4194304,"device_hit_rate":0.61,"host_hit_rate":0.25,"ssd_reads_per_step":14.5})"},
+      {"m.ebc.embedding_bags.t_exact", "adagrad", "fp32", "ssd", R"({"device_cache_rows":4096,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_over", "adagrad", "fp32", "ssd", R"({"device_cache_rows":4097,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_half", "adagrad", "fp16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":10000000})"},
+      {"m.ebc.embedding_bags.t_served", "", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
+      {"m.ebc.embedding_bags.t_bf16", "adagrad", "bf16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
+      {"m.ebc.embedding_bags.t_bare", "adagrad", "fp32", "ssd", "{}"},
+      {"m.ebc.embedding_bags.t_wide", "adagrad", "fp32", "ssd", R"({"device_cache_rows":2000001,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_spec16", "adagrad", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_spec8", "adagrad", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":0})"}});
+  r.candidates[r.candidates.size() - 2].spec = "fp16";  // the row format of an ssd choice, when it names one
+  r.candidates[r.candidates.size() - 1].spec = "int8";
+  for (auto& t : r.tables) {
+    t.rows = 10000000;
+    t.dim = t.dtype == "fp16" ? 128 : 64;
+  }
+  // The JSON and YAML plans carry the same KeyValueParams (null where TorchRec's SSD TBE cannot
+  // hold the rows or the params have no sizes).
+  const auto doc = plan_to_json(r);
+  const auto kv_of = [&](const std::string& table) {
+    for (const auto& t : doc["tables"])
+      if (t["name"] == "m.ebc.embedding_bags." + table) return nlohmann::json::parse(t["key_value_params"].dump());
+    return nlohmann::json("absent");
+  };
+  EXPECT_EQ(kv_of("t_ssd"), nlohmann::json({{"max_l1_cache_size", 2}, {"l2_cache_size", 2}, {"l1_rows", 8192}}));
+  EXPECT_EQ(kv_of("t_half"), nlohmann::json({{"max_l1_cache_size", 1}, {"l2_cache_size", 3}, {"l1_rows", 4096}}));
+  EXPECT_EQ(kv_of("t_served"), nlohmann::json({{"max_l1_cache_size", 1}, {"l2_cache_size", 1}, {"l1_rows", 4096}}));
+  for (const char* t : {"t_bf16", "t_bare", "t_wide", "t_spec8"}) EXPECT_EQ(kv_of(t), nullptr) << t;
+  EXPECT_NE(plan_to_yaml(r).find("\"key_value_params\":\n      \"max_l1_cache_size\": 2\n      \"l2_cache_size\": 2\n      \"l1_rows\": 8192"),
+            std::string::npos);
+  const nlohmann::json j = read_torchrec(r, "ssd.py");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["audit"], nlohmann::json::array()) << j["audit"].dump();
+  const std::map<std::string, std::array<uint64_t, 3>> expected{  // l1 rows, MB, GB
+      {"t_ssd", {8192, 2, 2}}, {"t_exact", {4096, 1, 0}}, {"t_over", {8192, 2, 0}}, {"t_half", {4096, 1, 3}},
+      {"t_spec16", {8192, 1, 0}}};  // fp16 rows of dim 64: a set is 4096 B, 1 MB holds 256 sets
+  for (const auto& [t, e] : expected) {
+    const auto& c = j["constraints"][t];
+    EXPECT_EQ(c["compute_kernels"], nlohmann::json::array({"key_value"})) << t;
+    EXPECT_EQ(c["key_value_params"]["is_key_value_params"], true) << t;
+    EXPECT_EQ(c["key_value_params"]["max_l1_cache_size"], e[1]) << t;
+    EXPECT_EQ(c["key_value_params"]["l2_cache_size"], e[2]) << t;
+    EXPECT_EQ(c["key_value_params"]["ssd_storage_directory"], nullptr) << t;  // the user's disk
+    EXPECT_EQ(c["load_factor"], nullptr) << t;  // no CacheParams: its load factor would not reach the TBE
+    EXPECT_EQ(j["key_value_tables"][t]["l1_rows"], e[0]) << t;
+    EXPECT_EQ(j["key_value_tables"][t]["max_l1_cache_size_mb"], e[1]) << t;
+    EXPECT_EQ(j["key_value_tables"][t]["l2_cache_size_gb"], e[2]) << t;
+    EXPECT_EQ(j["key_value_tables"][t]["in_constraints"], true) << t;
+    EXPECT_FALSE(j["edo_only"].contains(t)) << t;
+  }
+  // An inference table: its sizes for serving it unquantized, no constraint (32 fp32 rows of dim
+  // 64 -> 1 set -> 1 MB -> 128 sets; 64 host rows -> 1 GB).
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["in_constraints"], false);
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["l1_rows"], 4096);
+  EXPECT_EQ(j["key_value_tables"]["t_served"]["l2_cache_size_gb"], 1);
+  EXPECT_EQ(j["key_value_tables"]["t_ssd"]["replayed"],
+            nlohmann::json({{"device_hit_rate", 0.61}, {"host_hit_rate", 0.25}, {"ssd_reads_per_step", 14.5}}));
+  EXPECT_EQ(j["data_types"]["t_ssd"], "FP32");
+  EXPECT_EQ(j["data_types"]["t_half"], "FP16");
+  EXPECT_EQ(j["constraints"]["t_half"]["stochastic_rounding"], true);
+  EXPECT_EQ(j["data_types"]["t_spec16"], "FP16");
+  const std::map<std::string, std::string> why{{"t_served", "inference (quant) sharders have no key-value kernel"},
+                                               {"t_bf16", "FBGEMM has no BF16 weights"},
+                                               {"t_bare", "no device_cache_rows and host_cache_rows"},
+                                               {"t_wide", "caps the device cache at 0.2 of the rows"},
+                                               {"t_spec8", "inference-only in FBGEMM"}};
+  for (const auto& [t, w] : why) {
+    EXPECT_EQ(j["edo_only"][t], t == "t_spec8" ? "ssd (int8 rows)" : "ssd") << t;
+    EXPECT_FALSE(j["constraints"].contains(t)) << t;
+    EXPECT_EQ(j["key_value_tables"].contains(t), t == "t_served") << t;
+    EXPECT_NE(j["edo_only_why"][t].get<std::string>().find(w), std::string::npos) << t << ": " << j["edo_only_why"][t];
+  }
 }
 
 TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {

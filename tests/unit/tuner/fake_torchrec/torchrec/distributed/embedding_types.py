@@ -1,4 +1,4 @@
-"""Test fake of torchrec's EmbeddingComputeKernel."""
+"""Test fake of torchrec's EmbeddingComputeKernel (its members in torchrec 1.9.2 up to the SSD ones)."""
 import enum
 
 
@@ -10,3 +10,8 @@ class EmbeddingComputeKernel(enum.Enum):
     QUANT = "quant"
     QUANT_UVM = "quant_uvm"
     QUANT_UVM_CACHING = "quant_uvm_caching"
+    KEY_VALUE = "key_value"
+    CUSTOMIZED_KERNEL = "customized_kernel"
+    SSD_VIRTUAL_TABLE = "ssd_virtual_table"
+    DRAM_VIRTUAL_TABLE = "dram_virtual_table"
+    DRAM_SSD_VIRTUAL_TABLE = "dram_ssd_virtual_table"

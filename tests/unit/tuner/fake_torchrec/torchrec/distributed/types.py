@@ -1,5 +1,6 @@
 """Stand-in for torchrec/distributed/types.py (pytorch/torchrec a48cef79ebc3, October 2025):
-CacheStatistics and CacheParams with the real fields; a wrong keyword fails as it would there."""
+CacheStatistics, CacheParams and KeyValueParams (torchrec 1.9.2, line 720) with the real fields;
+a wrong keyword fails as it would there."""
 import abc
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -35,3 +36,26 @@ class CacheParams:
     prefetch_pipeline: Optional[bool] = None
     stats: Optional[CacheStatistics] = None
     multipass_prefetch_config: Optional[Any] = None
+
+
+@dataclass
+class KeyValueParams:
+    ssd_storage_directory: Optional[str] = None
+    ssd_rocksdb_write_buffer_size: Optional[int] = None
+    ssd_rocksdb_shards: Optional[int] = None
+    gather_ssd_cache_stats: Optional[bool] = None
+    stats_reporter_config: Optional[Any] = None
+    use_passed_in_path: bool = True
+    l2_cache_size: Optional[int] = None  # size in GB
+    max_l1_cache_size: Optional[int] = None  # size in MB
+    enable_async_update: Optional[bool] = None
+    bulk_init_chunk_size: Optional[int] = None
+    lazy_bulk_init_enabled: Optional[bool] = None
+    enable_raw_embedding_streaming: Optional[bool] = None
+    res_store_shards: Optional[int] = None
+    kvzch_tbe_config: Optional[Any] = None
+    load_ckpt_without_opt: bool = False
+    ps_hosts: Optional[Any] = None
+    ps_client_thread_num: Optional[int] = None
+    ps_max_key_per_request: Optional[int] = None
+    ps_max_local_index_length: Optional[int] = None
