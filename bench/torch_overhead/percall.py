@@ -62,18 +62,26 @@ def job(rounds, block):
     calls = {"bag": lambda: bag(ids, offsets), "emb": lambda: emb(ids)}
     wrapped = {n: getattr(F, n) for n in ("embedding", "embedding_bag")}
     originals = {n: getattr(f, "_edo_original", f) for n, f in wrapped.items()}
+    # edo's hook: in the module's __dict__, called by the class's patched forward (or a forward
+    # pre-hook, edo before issue 32). "Off" is plain PyTorch: no hook, the classes' own forward.
+    forwards = {c: c.__dict__["forward"] for c in (nn.Embedding, nn.EmbeddingBag)}
     hooks = {}
     for m in (bag, emb):
-        hooks[m] = [(k, h) for k, h in m._forward_pre_hooks.items()
-                    if isinstance(h, _counting.EdoPreHook)]
-        if not hooks[m]:
+        hooks[m] = ([(k, h) for k, h in m._forward_pre_hooks.items()
+                     if isinstance(h, _counting.EdoPreHook)],
+                    m.__dict__.get("_edo_hook"))
+        if not hooks[m][0] and hooks[m][1] is None:
             sys.exit("percall: edo's hook is not on the module (is this run under edo record?)")
 
     def edo_on(on):
         for n in wrapped:
             setattr(F, n, wrapped[n] if on else originals[n])
-        for m, hs in hooks.items():
-            for k, h in hs:
+        for c, f in forwards.items():
+            c.forward = f if on else getattr(f, "_edo_original", f)
+        for m, (pre, attr) in hooks.items():
+            if attr is not None:
+                m.__dict__["_edo_hook"] = attr if on else None
+            for k, h in pre:
                 if on:
                     m._forward_pre_hooks[k] = h
                 else:

@@ -240,20 +240,54 @@ def _compiled_hook(key, module, args):
     return _compiled.traced_hook(key, module, args)
 
 
+# The instance attribute that holds a module's hook when its class runs edo's class-level forward
+# (wrap_forward); the patched classes carry it as None.
+HOOK_ATTR = "_edo_hook"
+
+
+def hook_of(module):
+    """The EdoPreHook counting ``module``'s lookups (in its __dict__ or among its forward
+    pre-hooks), or None."""
+    h = module.__dict__.get(HOOK_ATTR)
+    if h is not None:
+        return h._edo_hook
+    for h in (module.__dict__.get("_forward_pre_hooks") or {}).values():
+        if isinstance(h, EdoPreHook):
+            return h._edo_hook
+    return None
+
+
+def wrap_forward(orig):
+    """``nn.Embedding.forward`` / ``nn.EmbeddingBag.forward`` with edo's hook called first.
+
+    A forward pre-hook moves torch's ``Module.__call__`` off its no-hook fast path (on torch 2.x
+    that alone costs about 2 us a call); a module whose class runs this forward keeps its hook
+    in its own ``__dict__`` instead and torch's fast path stays. A subclass that overrides
+    forward gets a real pre-hook (install_hook): its forward may never come here."""
+    @functools.wraps(orig)
+    def forward(self, *args, **kwargs):
+        hook = self._edo_hook
+        if hook is not None:
+            hook(self, args)
+        return orig(self, *args, **kwargs)
+    forward._edo_original = orig
+    return forward
+
+
 def install_hook(module):
     hooks = module.__dict__.get("_forward_pre_hooks")
-    if hooks is None:
+    if hooks is None or hook_of(module) is not None:
         return
-    for h in hooks.values():
-        if isinstance(h, EdoPreHook):
-            return
     with R.lock:
         key = R.next_key
         R.next_key += 1
         hs = EdoPreHook(key)
         keys = R.modules_by_key
         keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
-    module.register_forward_pre_hook(make_hook(hs))
+    if getattr(type(module).forward, "_edo_original", None) is not None:
+        module.__dict__[HOOK_ATTR] = make_hook(hs)   # the class runs wrap_forward's forward
+    else:
+        module.register_forward_pre_hook(make_hook(hs))
     owners = _state.S.hooks_owner
     hid = id(hooks)
     owners[hid] = weakref.ref(module, lambda _r, k=hid, d=owners: d.pop(k, None))
