@@ -536,6 +536,73 @@ class HookTest(unittest.TestCase):
         self.assertEqual(out.shape, (2, 3))
 
 
+class ClassForwardTest(unittest.TestCase):
+    """Counting through the patched class forward (the hook in the module's __dict__, torch's
+    no-hook fast path kept) is exact however the module is subclassed, called or copied."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+
+    def check(self, module, calls, name):
+        """Runs ``calls`` (each: args, kwargs) through ``module``; every id counted once."""
+        fed = collections.Counter()
+        for args, kwargs in calls:
+            module(*args, **kwargs)
+            fed.update(bincount((list(args) + [kwargs.get("input")])[0]))
+        self.assertEqual(self.fake.count_of(name), fed)
+
+    def test_plain_module_keeps_torchs_fast_path(self):
+        e = nn.EmbeddingBag(40, 4, mode="sum")
+        self.assertIsNotNone(H.hook_of(e))
+        self.assertEqual(len(e._forward_pre_hooks), 0)
+        edo.instrument(e, "bag")
+        ids, off = torch.tensor([1, 2, 3, 3, 39]), torch.tensor([0, 2])
+        psw = torch.rand(5)
+        self.check(e, [((ids, off), {}), ((ids, off, psw), {}),
+                       ((), {"input": ids, "offsets": off, "per_sample_weights": psw})], "bag")
+
+    def test_subclasses_with_and_without_their_own_forward(self):
+        class Scaled(nn.Embedding):      # overrides forward, calls the base one
+            def forward(self, x):
+                return super().forward(x) * 2
+
+        class Direct(nn.Embedding):      # overrides forward, never calls the base one
+            def forward(self, x):
+                return F.embedding(x.clamp(max=9), self.weight)
+
+        class Plain(nn.Embedding):       # inherits the base forward
+            pass
+
+        ids = torch.tensor([[1, 2], [9, 9]])
+        for cls, pre_hooks in ((Scaled, 1), (Direct, 1), (Plain, 0)):
+            e = cls(10, 3)
+            self.assertEqual(len(e._forward_pre_hooks), pre_hooks, cls.__name__)
+            edo.instrument(e, cls.__name__)
+            self.check(e, [((ids,), {}), ((ids[0],), {})], cls.__name__)
+
+    def test_pickled_module_counts_like_the_original(self):
+        e = nn.EmbeddingBag(30, 4, mode="sum", include_last_offset=True)
+        e2 = pickle.loads(pickle.dumps(e))
+        self.assertIsNotNone(H.hook_of(e2))
+        self.assertNotIn("_edo_hook", e2.state_dict())
+        edo.instrument(e2, "copy")
+        ids, off, psw = torch.tensor([4, 5, 6, 29]), torch.tensor([0, 1, 4]), torch.rand(4)
+        self.assertTrue(torch.equal(e(ids, off, psw), e2(ids, off, psw)))
+        self.assertEqual(self.fake.count_of("copy"), bincount(ids))
+        c = copy.deepcopy(e2)
+        edo.instrument(c, "deep")
+        self.check(c, [((ids, off, psw), {})], "deep")
+
+    def test_jit_script_puts_the_patched_forward_back(self):
+        forward = nn.Embedding.__dict__["forward"]
+        s = torch.jit.script(nn.Embedding(5, 2))
+        self.assertIs(nn.Embedding.__dict__["forward"], forward)
+        self.assertEqual(tuple(s(torch.tensor([1])).shape), (1, 2))
+
+
 class FactsTest(unittest.TestCase):
     """Issue 29's notes: pytorch.loss, pytorch.optimizer, pytorch.dense_use."""
 
