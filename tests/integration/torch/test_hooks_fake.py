@@ -603,6 +603,40 @@ class ClassForwardTest(unittest.TestCase):
         self.assertEqual(tuple(s(torch.tensor([1])).shape), (1, 2))
 
 
+class FastLookupTest(unittest.TestCase):
+    """edo._fastlookup (the C module, built where Python.h is) and the ctypes function it
+    replaces hand edo_table_lookup the same arguments and return its result: both are bound
+    here to one recording C callback of edo_table_lookup's signature."""
+
+    PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64,
+                             ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+    CALLS = [(0, 0x7F0012345678, 768, _native.I64, _native.HOST, None),
+             (5, 8, 1, _native.I32, _native.CUDA, 0x55AA00FF00),
+             (-2, 0, 0, _native.I64, _native.HOST, None),
+             (2 ** 40, 2 ** 63 + 8, 2 ** 33, _native.I32, _native.HOST, 0)]
+
+    def test_same_arguments_and_results_as_ctypes(self):
+        try:
+            from edo import _fastlookup  # noqa: F401
+        except ImportError:
+            self.skipTest("edo._fastlookup was not built (no Python.h): ctypes only")
+        seen = []
+        cb = self.PROTO(lambda *a: seen.append(a) or -len(seen))
+        via_ctypes = ctypes.cast(cb, self.PROTO)
+        via_ctypes.argtypes = list(self.PROTO._argtypes_)
+        fast = _native.fast_lookup(cb)
+        self.assertIsNotNone(fast)
+        results = {}
+        for name, f in (("ctypes", via_ctypes), ("fast", fast)):
+            start = len(seen)
+            results[name] = ([f(*c) for c in self.CALLS], seen[start:])
+        self.assertEqual(results["fast"][1], results["ctypes"][1])
+        self.assertEqual([r + len(self.CALLS) for r in results["fast"][0]], results["ctypes"][0])
+        self.assertEqual(results["ctypes"][1][0], self.CALLS[0])
+        with self.assertRaises(TypeError):
+            fast(1, 2, 3)
+
+
 class FactsTest(unittest.TestCase):
     """Issue 29's notes: pytorch.loss, pytorch.optimizer, pytorch.dense_use."""
 
