@@ -78,7 +78,7 @@ void IngestQueue::recycle(std::vector<Batch*>& done) {
   std::lock_guard<std::mutex> lk(mu_);
   queued_bytes_ -= std::min(queued_bytes_, freed);
   for (Batch* b : done) {
-    if (pool_bytes_ + b->capacity <= kPoolBytes) {
+    if (pool_bytes_ + b->capacity <= pool_max_) {
       pool_bytes_ += b->capacity;
       pool_.push_back(b);
     } else {
