@@ -1,9 +1,10 @@
-"""Counting: the forward pre-hook, the functional wrappers, and the hand-over of index tensors.
+"""Counting: edo's hook (called by the patched class forward, or a forward pre-hook), the
+functional wrappers, and the hand-over of index tensors.
 
 Every index fed to a table is one lookup, including ``padding_idx`` entries (the row is part of
 the table) and indices that an ``EmbeddingBag`` with ``include_last_offset`` leaves outside
 every bag. CUDA indices are handed to the tracer as device pointers on the current stream: no
-host synchronisation. A module's own forward calls ``F.embedding`` too: the pre-hook leaves a
+host synchronisation. A module's own forward calls ``F.embedding`` too: the hook leaves a
 per-thread token that the functional wrapper consumes, so it is not counted twice.
 """
 
@@ -158,13 +159,14 @@ class EdoPreHook(object, metaclass=_HookType):
     registered since (``State.generation``). While torch.compile / torch.export trace the hook,
     it puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
 
-    __slots__ = ("key", "state", "generation", "mod_state")
+    __slots__ = ("key", "state", "generation", "mod_state", "bag")
 
     def __init__(self, key=-1):
         self.key = key
         self.state = None
         self.generation = -1
         self.mod_state = None
+        self.bag = False   # the module is an EmbeddingBag (its activation is one row per bag)
 
     def count_eager(self, module, idx, offsets=None):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
@@ -182,15 +184,17 @@ class EdoPreHook(object, metaclass=_HookType):
                 if st is None:
                     return None
                 self.state, self.generation, self.mod_state = s, s.generation, st
+                self.bag = isinstance(module, R.emb_classes[1])
             if idx is None:
                 return None
             t = R.torch
+            tab = st.table
+            n = None
             if (idx.__class__ is t.Tensor and idx.layout is t.strided and idx.is_cpu
                     and idx.dtype is t.int64 and idx.is_contiguous()):
                 # The common case inline: contiguous int64 ids on the host.
                 n = idx.numel()
                 if n:
-                    tab = st.table
                     rc = R.backend.table_lookup(tab.handle, idx.data_ptr(), n, _native.I64,
                                                 _native.HOST, None)
                     s.dirty = True
@@ -199,10 +203,10 @@ class EdoPreHook(object, metaclass=_HookType):
                     if rc < 0:
                         _lookup_failed(tab, rc)
             else:
-                count(st.table, idx)
-            if idx.__class__ is t.Tensor or isinstance(idx, t.Tensor):
-                bags = _family.bags_of(module, idx, offsets) if isinstance(module, R.emb_classes[1]) else None
-                _family.account(st.table, idx, w, bags)
+                count(tab, idx)
+            if n is not None or isinstance(idx, t.Tensor):
+                bags = _family.bags_of(module, idx, offsets) if self.bag else None
+                _family.account(tab, idx, w, bags, n)
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:
             _state.internal_error("forward pre-hook", e)
