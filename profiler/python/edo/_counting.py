@@ -239,6 +239,29 @@ def make_hook(hs):
     return _edo_pre_hook
 
 
+def _first_call_hook(hs):
+    """A forward pre-hook that only takes itself off at the module's first eager call.
+
+    While it is on, torch takes the slow path of ``Module.__call__`` for that call, which reads
+    the global forward hooks after the forward: the ones edo registers while the first forward
+    names the tables (_torchrec: the bags each call pooled) are called for that call too, as
+    they were when edo's hook was a pre-hook. From the next call on torch's fast path stays."""
+    def _edo_first_call(module, args):
+        compiling = R.compiling
+        if compiling is not None and compiling():
+            return None   # traced: no change to the module's hooks inside a graph
+        hooks = module.__dict__.get("_forward_pre_hooks")
+        if hooks:
+            # found by a mark, not by name: a closure over itself would be a reference cycle
+            # keeping the hook state (and the weight it last saw) until a garbage collection
+            for k in [k for k, h in hooks.items() if getattr(h, "_edo_first", False)]:
+                del hooks[k]
+        return None
+    _edo_first_call._edo_hook = hs
+    _edo_first_call._edo_first = True
+    return _edo_first_call
+
+
 def _compiled_hook(key, module, args):
     from . import _compiled
     return _compiled.traced_hook(key, module, args)
@@ -290,6 +313,7 @@ def install_hook(module):
         keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
     if getattr(type(module).forward, "_edo_original", None) is not None:
         module.__dict__[HOOK_ATTR] = make_hook(hs)   # the class runs wrap_forward's forward
+        module.register_forward_pre_hook(_first_call_hook(hs))
     else:
         module.register_forward_pre_hook(make_hook(hs))
     owners = _state.S.hooks_owner
