@@ -72,6 +72,8 @@ def main():
         return min(out)
 
     hooks = dict(m._forward_pre_hooks)
+    attr = m.__dict__.get("_edo_hook")   # edo's hook when its class's patched forward calls it
+    forward = type(m).__dict__["forward"]
     wrapped = F.embedding_bag
     original = wrapped._edo_original
 
@@ -79,6 +81,9 @@ def main():
         m._forward_pre_hooks.clear()
         if hook:
             m._forward_pre_hooks.update(hooks)
+        if attr is not None:
+            m.__dict__["_edo_hook"] = attr if hook else None
+            type(m).forward = forward if hook else forward._edo_original
         if extra is not None:
             m.register_forward_pre_hook(extra)
         F.embedding_bag = wrapped if wrapper else original
@@ -95,7 +100,7 @@ def main():
         wrapper = best(fwd) - plain
         setup(True, True)
         both = best(fwd) - plain
-        h = list(hooks.values())[0]
+        h = attr if attr is not None else list(hooks.values())[0]
         direct = best(lambda: h(m, (ids, offsets)))
     print("torch %s, edo package %s: plain %.2f us; added by a no-op hook %.2f, edo's hook %.2f, "
           "edo's functional wrapper alone (it counts then) %.2f, both (edo as installed) %.2f; "

@@ -22,6 +22,7 @@ IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uin
     if (!pool_.empty()) {
       b = pool_.back();
       pool_.pop_back();
+      pool_bytes_ -= b->capacity;
     }
   }
   if (!b) b = new (std::nothrow) Batch();
@@ -41,11 +42,14 @@ IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uin
   b->type = type;
   b->count = count;
   b->bytes = bytes;
+  bool notify = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(b);
+    unseen_bytes_ += bytes;
+    if (!wake_ && unseen_bytes_ >= wake_bytes_) notify = wake_ = true;
   }
-  cv_.notify_one();
+  if (notify) cv_.notify_one();
   return Push::kOk;
 }
 
@@ -54,6 +58,7 @@ void IngestQueue::push_window_marker() {
   if (b) {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(b);
+    wake_ = true;
   }
   cv_.notify_one();
 }
@@ -62,6 +67,8 @@ std::vector<Batch*> IngestQueue::take() {
   std::vector<Batch*> work;
   std::lock_guard<std::mutex> lk(mu_);
   work.swap(queue_);
+  unseen_bytes_ = 0;
+  wake_ = false;
   return work;
 }
 
@@ -71,8 +78,12 @@ void IngestQueue::recycle(std::vector<Batch*>& done) {
   std::lock_guard<std::mutex> lk(mu_);
   queued_bytes_ -= std::min(queued_bytes_, freed);
   for (Batch* b : done) {
-    if (pool_.size() < 16) pool_.push_back(b);
-    else delete b;
+    if (pool_bytes_ + b->capacity <= pool_max_) {
+      pool_bytes_ += b->capacity;
+      pool_.push_back(b);
+    } else {
+      delete b;
+    }
   }
   done.clear();
 }
@@ -81,12 +92,13 @@ void IngestQueue::put_back(std::vector<Batch*>& rest) {
   if (rest.empty()) return;
   std::lock_guard<std::mutex> lk(mu_);
   queue_.insert(queue_.begin(), rest.begin(), rest.end());
+  wake_ = true;  // left for later by a give-up (a signal's flush): due at the next wait
   rest.clear();
 }
 
 bool IngestQueue::wait_until(std::chrono::steady_clock::time_point until) {
   std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait_until(lk, until, [this] { return !queue_.empty() || stop_; });
+  cv_.wait_until(lk, until, [this] { return wake_ || stop_; });
   return stop_;
 }
 

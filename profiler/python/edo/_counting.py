@@ -1,9 +1,10 @@
-"""Counting: the forward pre-hook, the functional wrappers, and the hand-over of index tensors.
+"""Counting: edo's hook (called by the patched class forward, or a forward pre-hook), the
+functional wrappers, and the hand-over of index tensors.
 
 Every index fed to a table is one lookup, including ``padding_idx`` entries (the row is part of
 the table) and indices that an ``EmbeddingBag`` with ``include_last_offset`` leaves outside
 every bag. CUDA indices are handed to the tracer as device pointers on the current stream: no
-host synchronisation. A module's own forward calls ``F.embedding`` too: the pre-hook leaves a
+host synchronisation. A module's own forward calls ``F.embedding`` too: the hook leaves a
 per-thread token that the functional wrapper consumes, so it is not counted twice.
 """
 
@@ -158,13 +159,14 @@ class EdoPreHook(object, metaclass=_HookType):
     registered since (``State.generation``). While torch.compile / torch.export trace the hook,
     it puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
 
-    __slots__ = ("key", "state", "generation", "mod_state")
+    __slots__ = ("key", "state", "generation", "mod_state", "bag")
 
     def __init__(self, key=-1):
         self.key = key
         self.state = None
         self.generation = -1
         self.mod_state = None
+        self.bag = False   # the module is an EmbeddingBag (its activation is one row per bag)
 
     def count_eager(self, module, idx, offsets=None):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
@@ -182,15 +184,17 @@ class EdoPreHook(object, metaclass=_HookType):
                 if st is None:
                     return None
                 self.state, self.generation, self.mod_state = s, s.generation, st
+                self.bag = isinstance(module, R.emb_classes[1])
             if idx is None:
                 return None
             t = R.torch
+            tab = st.table
+            n = None
             if (idx.__class__ is t.Tensor and idx.layout is t.strided and idx.is_cpu
                     and idx.dtype is t.int64 and idx.is_contiguous()):
                 # The common case inline: contiguous int64 ids on the host.
                 n = idx.numel()
                 if n:
-                    tab = st.table
                     rc = R.backend.table_lookup(tab.handle, idx.data_ptr(), n, _native.I64,
                                                 _native.HOST, None)
                     s.dirty = True
@@ -199,10 +203,10 @@ class EdoPreHook(object, metaclass=_HookType):
                     if rc < 0:
                         _lookup_failed(tab, rc)
             else:
-                count(st.table, idx)
-            if idx.__class__ is t.Tensor or isinstance(idx, t.Tensor):
-                bags = _family.bags_of(module, idx, offsets) if isinstance(module, R.emb_classes[1]) else None
-                _family.account(st.table, idx, w, bags)
+                count(tab, idx)
+            if n is not None or isinstance(idx, t.Tensor):
+                bags = _family.bags_of(module, idx, offsets) if self.bag else None
+                _family.account(tab, idx, w, bags, n)
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:
             _state.internal_error("forward pre-hook", e)
@@ -235,25 +239,83 @@ def make_hook(hs):
     return _edo_pre_hook
 
 
+def _first_call_hook(hs):
+    """A forward pre-hook that only takes itself off at the module's first eager call.
+
+    While it is on, torch takes the slow path of ``Module.__call__`` for that call, which reads
+    the global forward hooks after the forward: the ones edo registers while the first forward
+    names the tables (_torchrec: the bags each call pooled) are called for that call too, as
+    they were when edo's hook was a pre-hook. From the next call on torch's fast path stays."""
+    def _edo_first_call(module, args):
+        compiling = R.compiling
+        if compiling is not None and compiling():
+            return None   # traced: no change to the module's hooks inside a graph
+        hooks = module.__dict__.get("_forward_pre_hooks")
+        if hooks:
+            # found by a mark, not by name: a closure over itself would be a reference cycle
+            # keeping the hook state (and the weight it last saw) until a garbage collection
+            for k in [k for k, h in hooks.items() if getattr(h, "_edo_first", False)]:
+                del hooks[k]
+        return None
+    _edo_first_call._edo_hook = hs
+    _edo_first_call._edo_first = True
+    return _edo_first_call
+
+
 def _compiled_hook(key, module, args):
     from . import _compiled
     return _compiled.traced_hook(key, module, args)
 
 
+# The instance attribute that holds a module's hook when its class runs edo's class-level forward
+# (wrap_forward); the patched classes carry it as None.
+HOOK_ATTR = "_edo_hook"
+
+
+def hook_of(module):
+    """The EdoPreHook counting ``module``'s lookups (in its __dict__ or among its forward
+    pre-hooks), or None."""
+    h = module.__dict__.get(HOOK_ATTR)
+    if h is not None:
+        return h._edo_hook
+    for h in (module.__dict__.get("_forward_pre_hooks") or {}).values():
+        if isinstance(h, EdoPreHook):
+            return h._edo_hook
+    return None
+
+
+def wrap_forward(orig):
+    """``nn.Embedding.forward`` / ``nn.EmbeddingBag.forward`` with edo's hook called first.
+
+    A forward pre-hook moves torch's ``Module.__call__`` off its no-hook fast path (on torch 2.x
+    that alone costs about 2 us a call); a module whose class runs this forward keeps its hook
+    in its own ``__dict__`` instead and torch's fast path stays. A subclass that overrides
+    forward gets a real pre-hook (install_hook): its forward may never come here."""
+    @functools.wraps(orig)
+    def forward(self, *args, **kwargs):
+        hook = self._edo_hook
+        if hook is not None:
+            hook(self, args)
+        return orig(self, *args, **kwargs)
+    forward._edo_original = orig
+    return forward
+
+
 def install_hook(module):
     hooks = module.__dict__.get("_forward_pre_hooks")
-    if hooks is None:
+    if hooks is None or hook_of(module) is not None:
         return
-    for h in hooks.values():
-        if isinstance(h, EdoPreHook):
-            return
     with R.lock:
         key = R.next_key
         R.next_key += 1
         hs = EdoPreHook(key)
         keys = R.modules_by_key
         keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
-    module.register_forward_pre_hook(make_hook(hs))
+    if getattr(type(module).forward, "_edo_original", None) is not None:
+        module.__dict__[HOOK_ATTR] = make_hook(hs)   # the class runs wrap_forward's forward
+        module.register_forward_pre_hook(_first_call_hook(hs))
+    else:
+        module.register_forward_pre_hook(make_hook(hs))
     owners = _state.S.hooks_owner
     hid = id(hooks)
     owners[hid] = weakref.ref(module, lambda _r, k=hid, d=owners: d.pop(k, None))

@@ -177,9 +177,10 @@ def head_state(h, opt_prefix, state, grad):
 
 # ---- activations ------------------------------------------------------------------------
 
-def account(tab, idx, weight, bags=None):
+def account(tab, idx, weight, bags=None, n=None):
     """One lookup call of ``tab`` (the table counted): its output bytes (and its gradient's).
-    ``bags``: an EmbeddingBag's bag count (None for nn.Embedding: one output row per id).
+    ``bags``: an EmbeddingBag's bag count (None for nn.Embedding: one output row per id);
+    ``n``: ``idx.numel()`` when the caller has it already.
     On every eager lookup: kept to a few attribute reads (the shape is kept as torch gives it
     and turned into a list only when a note is sent)."""
     s = _state.S
@@ -189,7 +190,7 @@ def account(tab, idx, weight, bags=None):
         a = s.act_step[tab.name] = [0, 0, 0, None, tab, tab.dim * _elem(weight)]
         ensure_exit()
     if bags is None:
-        out = idx.numel() * a[5]
+        out = (idx.numel() if n is None else n) * a[5]
         a[3] = idx.shape
     else:
         out = bags * a[5]

@@ -1,4 +1,5 @@
-"""ctypes binding of the edo C API (profiler/include/edo/edo.h).
+"""ctypes binding of the edo C API (profiler/include/edo/edo.h); edo_table_lookup, called on
+every embedding forward, through the small C module edo._fastlookup where it was built.
 
 The library is found, in order:
   1. in the process's global symbol namespace (``edo record`` LD_PRELOADs
@@ -87,7 +88,7 @@ class NativeBackend(object):
 
     available = True
 
-    def __init__(self, lib, source):
+    def __init__(self, lib, source, fast=True):
         self.source = source
         reg = lib.edo_table_register
         reg.restype = ctypes.c_int64
@@ -126,9 +127,11 @@ class NativeBackend(object):
         self._lib = lib
         self._register = reg
         self._lookup = look
-        # The per-lookup call goes straight to the ctypes function (same arguments as the
-        # method below): one Python frame less on every embedding forward.
-        self.table_lookup = look
+        # The per-lookup call goes straight to edo._fastlookup's C function bound to this
+        # library's entry (no ctypes argument conversion), or to the ctypes function where
+        # that module was not built; same arguments as the method below, one Python frame
+        # less on every embedding forward.
+        self.table_lookup = (fast and fast_lookup(look)) or look
         self._extra = extra
         self._weights = weights
         self._step = step
@@ -165,6 +168,17 @@ class NativeBackend(object):
             return s.decode("utf-8", "replace") if s else ERRORS.get(code, "error %d" % code)
         except Exception:
             return ERRORS.get(code, "error %d" % code)
+
+
+def fast_lookup(look):
+    """edo._fastlookup.lookup calling ``look``'s C function (a ctypes function of
+    edo_table_lookup's signature), or None where the module was not built."""
+    try:
+        from . import _fastlookup
+    except ImportError:
+        return None
+    _fastlookup.bind(ctypes.cast(look, ctypes.c_void_p).value)
+    return _fastlookup.lookup
 
 
 def _has_api(lib):

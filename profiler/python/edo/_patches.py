@@ -1,9 +1,11 @@
 """Patches: what edo changes in the imported torch (and how it is undone).
 
   * ``nn.Embedding`` / ``nn.EmbeddingBag`` ``__init__`` (and ``__setstate__``): every new
-    instance, subclasses included, gets the forward pre-hook (``_counting.EdoPreHook``).
-    ``__getstate__`` leaves the hook out, so pickled / deep-copied models never reference
-    edo. Pickled for another process (``multiprocessing``'s ForkingPickler: spawn-context
+    instance, subclasses included, gets edo's hook (``_counting.EdoPreHook``): kept in the
+    instance's ``__dict__`` and called by the class's patched ``forward`` (torch's no-hook fast
+    path of ``Module.__call__`` stays), or registered as a forward pre-hook for a subclass that
+    overrides ``forward``. ``__getstate__`` leaves the hook out, so pickled / deep-copied
+    models never reference edo. Pickled for another process (``multiprocessing``'s ForkingPickler: spawn-context
     DataLoader workers, torch.multiprocessing queues) the state also carries the table's name
     here, so that the other process names the same table alike; a checkpoint (``torch.save``,
     ``pickle``) carries nothing of edo.
@@ -85,6 +87,9 @@ def _patch_class(cls):
             state = sup() if sup is not None else self.__dict__
         if not isinstance(state, dict):
             return state
+        if _counting.HOOK_ATTR in state:
+            state = dict(state)
+            del state[_counting.HOOK_ATTR]
         hooks = state.get("_forward_pre_hooks")
         if hooks and any(isinstance(h, _counting.EdoPreHook) for h in hooks.values()):
             state = dict(state)
@@ -100,6 +105,11 @@ def _patch_class(cls):
                 _state.internal_error("naming a table for another process", e)
         return state
 
+    orig_forward = cls.__dict__["forward"]
+    R.orig[(cls, "forward")] = orig_forward
+    R.orig[(cls, _counting.HOOK_ATTR)] = None   # unpatch() deletes the class default
+    setattr(cls, _counting.HOOK_ATTR, None)
+    cls.forward = _counting.wrap_forward(orig_forward)
     R.orig[(cls, "__init__")] = orig_init
     R.orig[(cls, "__setstate__")] = orig_set
     R.orig[(cls, "__getstate__")] = orig_get
@@ -186,22 +196,33 @@ def _patch_jit(torch):
     @functools.wraps(orig)
     def script(obj, *args, **kwargs):
         # TorchScript compiles what forward calls: while it does, torch.nn.functional holds
-        # the original functions and the modules carry no edo hook.
+        # the original functions, nn.Embedding / EmbeddingBag their own forward, and the
+        # modules carry no edo hook.
         depth = getattr(_tls, "script_depth", 0)
         if depth:
             return orig(obj, *args, **kwargs)
         _tls.script_depth = 1
         removed = []
         swapped = []
+        detached = []
         try:
+            for cls in R.emb_classes:
+                cur = cls.__dict__.get("forward")
+                o = getattr(cur, "_edo_original", None)
+                if o is not None:
+                    cls.forward = o
+                    swapped.append((cls, "forward", cur))
             for fname in ("embedding", "embedding_bag"):
                 cur = getattr(F, fname)
                 o = getattr(cur, "_edo_original", None)
                 if o is not None:
                     setattr(F, fname, o)
-                    swapped.append((fname, cur))
+                    swapped.append((F, fname, cur))
             if isinstance(obj, torch.nn.Module):
                 for m in obj.modules():
+                    h = m.__dict__.pop(_counting.HOOK_ATTR, None)
+                    if h is not None:
+                        detached.append((m, h))
                     hooks = m.__dict__.get("_forward_pre_hooks")
                     if hooks:
                         for k, h in list(hooks.items()):
@@ -215,8 +236,10 @@ def _patch_jit(torch):
         finally:
             for hooks, k, h in removed:
                 hooks[k] = h
-            for fname, cur in swapped:
-                setattr(F, fname, cur)
+            for m, h in detached:
+                m.__dict__[_counting.HOOK_ATTR] = h
+            for owner, name, cur in swapped:
+                setattr(owner, name, cur)
             _tls.script_depth = 0
     R.orig[(jit, "script")] = orig
     jit.script = script

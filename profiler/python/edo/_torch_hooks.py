@@ -25,7 +25,7 @@ own exceptions (one warning, then carries on).
 import collections
 
 from . import _state
-from ._counting import EdoPreHook, count  # noqa: F401  (isinstance checks; edo.lookup)
+from ._counting import EdoPreHook, count, hook_of  # noqa: F401  (isinstance checks; edo.lookup)
 from ._naming import instrument  # noqa: F401
 from ._optim import user_step  # noqa: F401
 from ._patches import patch, unpatch  # noqa: F401

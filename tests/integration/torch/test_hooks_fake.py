@@ -342,8 +342,7 @@ class HookTest(unittest.TestCase):
         self.assertNotIn(b"_EdoPreHook", data)
         m2 = pickle.loads(data)
         # the unpickled copy is instrumented again (its own hooks)
-        self.assertTrue(any(isinstance(h, H.EdoPreHook)
-                            for h in m2.embeddings.word_embeddings._forward_pre_hooks.values()))
+        self.assertIsNotNone(H.hook_of(m2.embeddings.word_embeddings))
         m3 = copy.deepcopy(m)
         m3.bags["user"](torch.tensor([4]), torch.tensor([0]))
         self.assertIn("bags.user#2", self.fake.names())
@@ -358,7 +357,7 @@ class HookTest(unittest.TestCase):
         s = torch.jit.script(m)
         x = torch.tensor([1, 2])
         self.assertTrue(torch.equal(s(x), m(x)))
-        self.assertTrue(any(isinstance(h, H.EdoPreHook) for h in m[0]._forward_pre_hooks.values()))
+        self.assertIsNotNone(H.hook_of(m[0]))
 
     def test_threads(self):
         e = nn.EmbeddingBag(1000, 4)
@@ -535,6 +534,113 @@ class HookTest(unittest.TestCase):
         e = nn.Embedding(10, 3)
         out = e(torch.tensor([1, 2]))
         self.assertEqual(out.shape, (2, 3))
+
+
+class ClassForwardTest(unittest.TestCase):
+    """Counting through the patched class forward (the hook in the module's __dict__, torch's
+    no-hook fast path kept) is exact however the module is subclassed, called or copied."""
+
+    def setUp(self):
+        self.fake = FakeBackend()
+        H.set_backend(self.fake)
+        H.reset_state()
+        H.set_enabled(True)
+        self.fed = {}
+
+    def check(self, module, calls, name):
+        """Runs ``calls`` (each: args, kwargs) through ``module``; every id fed to table
+        ``name`` in this test is counted once."""
+        fed = self.fed.setdefault(name, collections.Counter())
+        for args, kwargs in calls:
+            module(*args, **kwargs)
+            fed.update(bincount((list(args) + [kwargs.get("input")])[0]))
+        self.assertEqual(self.fake.count_of(name), fed)
+
+    def test_plain_module_keeps_torchs_fast_path(self):
+        e = nn.EmbeddingBag(40, 4, mode="sum")
+        self.assertIsNotNone(H.hook_of(e))
+        edo.instrument(e, "bag")
+        ids, off = torch.tensor([1, 2, 3, 3, 39]), torch.tensor([0, 2])
+        # the first call only takes torch's slow path (global hooks registered while it names
+        # the tables are called for it); from then on no pre-hook
+        self.assertEqual(len(e._forward_pre_hooks), 1)
+        self.check(e, [((ids, off), {})], "bag")
+        self.assertEqual(len(e._forward_pre_hooks), 0)
+        psw = torch.rand(5)
+        self.check(e, [((ids, off), {}), ((ids, off, psw), {}),
+                       ((), {"input": ids, "offsets": off, "per_sample_weights": psw})], "bag")
+
+    def test_subclasses_with_and_without_their_own_forward(self):
+        class Scaled(nn.Embedding):      # overrides forward, calls the base one
+            def forward(self, x):
+                return super().forward(x) * 2
+
+        class Direct(nn.Embedding):      # overrides forward, never calls the base one
+            def forward(self, x):
+                return F.embedding(x.clamp(max=9), self.weight)
+
+        class Plain(nn.Embedding):       # inherits the base forward
+            pass
+
+        ids = torch.tensor([[1, 2], [9, 9]])
+        for cls, pre_hooks in ((Scaled, 1), (Direct, 1), (Plain, 0)):
+            e = cls(10, 3)
+            edo.instrument(e, cls.__name__)
+            self.check(e, [((ids,), {}), ((ids[0],), {})], cls.__name__)
+            self.assertEqual(len(e._forward_pre_hooks), pre_hooks, cls.__name__)
+
+    def test_pickled_module_counts_like_the_original(self):
+        e = nn.EmbeddingBag(30, 4, mode="sum", include_last_offset=True)
+        e2 = pickle.loads(pickle.dumps(e))
+        self.assertIsNotNone(H.hook_of(e2))
+        self.assertNotIn("_edo_hook", e2.state_dict())
+        edo.instrument(e2, "copy")
+        ids, off, psw = torch.tensor([4, 5, 6, 29]), torch.tensor([0, 1, 4]), torch.rand(4)
+        self.assertTrue(torch.equal(e(ids, off, psw), e2(ids, off, psw)))
+        self.assertEqual(self.fake.count_of("copy"), bincount(ids))
+        c = copy.deepcopy(e2)
+        edo.instrument(c, "deep")
+        self.check(c, [((ids, off, psw), {})], "deep")
+
+    def test_jit_script_puts_the_patched_forward_back(self):
+        forward = nn.Embedding.__dict__["forward"]
+        s = torch.jit.script(nn.Embedding(5, 2))
+        self.assertIs(nn.Embedding.__dict__["forward"], forward)
+        self.assertEqual(tuple(s(torch.tensor([1])).shape), (1, 2))
+
+
+class FastLookupTest(unittest.TestCase):
+    """edo._fastlookup (the C module, built where Python.h is) and the ctypes function it
+    replaces hand edo_table_lookup the same arguments and return its result: both are bound
+    here to one recording C callback of edo_table_lookup's signature."""
+
+    PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64,
+                             ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+    CALLS = [(0, 0x7F0012345678, 768, _native.I64, _native.HOST, None),
+             (5, 8, 1, _native.I32, _native.CUDA, 0x55AA00FF00),
+             (-2, 0, 0, _native.I64, _native.HOST, None),
+             (2 ** 40, 2 ** 63 + 8, 2 ** 33, _native.I32, _native.HOST, 0)]
+
+    def test_same_arguments_and_results_as_ctypes(self):
+        try:
+            from edo import _fastlookup  # noqa: F401
+        except ImportError:
+            self.skipTest("edo._fastlookup was not built (no Python.h): ctypes only")
+        seen = []
+        cb = self.PROTO(lambda *a: seen.append(a) or -len(seen))
+        via_ctypes = ctypes.cast(cb, self.PROTO)
+        via_ctypes.argtypes = list(self.PROTO._argtypes_)
+        fast = _native.fast_lookup(cb)
+        self.assertIsNotNone(fast)
+        results = {}
+        for name, f in (("ctypes", via_ctypes), ("fast", fast)):
+            start = len(seen)
+            results[name] = ([f(*c) for c in self.CALLS], seen[start:])
+        self.assertEqual(results["fast"][1], results["ctypes"][1])
+        self.assertEqual([r + len(self.CALLS) for r in results["fast"][0]], results["ctypes"][0])
+        self.assertEqual(results["ctypes"][1][0], self.CALLS[0])
+        with self.assertRaises(TypeError):
+            fast(1, 2, 3)
 
 
 class FactsTest(unittest.TestCase):
@@ -925,8 +1031,9 @@ class BootTest(unittest.TestCase):
                 from edo import _torch_hooks as H
                 assert H.patched(), 'not patched'
                 e = torch.nn.Embedding(5, 2)
-                assert any(isinstance(h, H.EdoPreHook) for h in e._forward_pre_hooks.values())
+                assert H.hook_of(e) is not None, 'no hook'
                 e(torch.tensor([1]))
+                assert not e._forward_pre_hooks, 'a pre-hook: torch fast path lost'
                 print('OK')
                 """, {}, pp)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -948,7 +1055,7 @@ class BootTest(unittest.TestCase):
             from edo import _torch_hooks as H
             e = torch.nn.Embedding(5, 2)
             assert not H.patched()
-            assert not e._forward_pre_hooks
+            assert not e._forward_pre_hooks and H.hook_of(e) is None
             assert edo.instrument(e) is e and not edo.tables()
             edo.step()
             print('OK')

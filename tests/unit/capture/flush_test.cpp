@@ -2,7 +2,9 @@
 // (encode_flush), and the post-fork reset (a new Session on the same registry).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "edo/edo.h"
@@ -194,6 +196,29 @@ TEST(IngestQueue, IsBoundedByBytes) {
   ASSERT_EQ(work.size(), 1u);
   q.recycle(work);
   EXPECT_EQ(q.push_copy(0, x, 4, EDO_I32, 4), IngestQueue::Push::kOk) << "recycled bytes are free again";
+}
+
+// The background thread sleeps through small pushes (its periodic wake-up takes them) and is
+// woken once a quarter of the bound is queued, or by a window marker: a waiter whose deadline
+// is an hour away returns (a missed wake-up hangs the test until ctest's timeout).
+TEST(IngestQueue, WakesTheConsumerForAQuarterOfTheBoundOrAMarker) {
+  IngestQueue q(4096);  // wakes at 1024 bytes
+  const std::vector<int64_t> ids(64, 3);
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  for (int round = 0; round < 2; ++round) {
+    std::thread consumer([&] { EXPECT_FALSE(q.wait_until(far)); });
+    if (round == 0) {
+      for (int i = 0; i < 2; ++i) ASSERT_EQ(q.push_copy(0, ids.data(), 64, EDO_I64, 8), IngestQueue::Push::kOk);
+    } else {
+      ASSERT_EQ(q.push_copy(0, ids.data(), 1, EDO_I64, 8), IngestQueue::Push::kOk);
+      q.push_window_marker();
+    }
+    consumer.join();
+    auto work = q.take();
+    EXPECT_EQ(work.size(), 2u);
+    for (Batch* b : work) EXPECT_EQ(b->count, b->table < 0 ? 0u : (round == 0 ? 64u : 1u));
+    q.recycle(work);
+  }
 }
 
 // EDO_MAX_EVENTS: memory events beyond the bound between two flushes are dropped and counted,
