@@ -125,7 +125,7 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
       const double fetches = g.lookups_per_step * (1 - n.device_rate()), reads = g.lookups_per_step * n.ssd_rate();
       std::string basis, write_basis;
       double added = ssd_added_us(fetches, reads, row_bytes, links, basis);
-      const double writebacks = g.lookups_per_step * n.share_of(n.writebacks), ssd_writes = g.lookups_per_step * n.share_of(n.ssd_writes);
+      const double writebacks = g.lookups_per_step * n.share(n.writebacks), ssd_writes = g.lookups_per_step * n.share(n.ssd_writes);
       if (training) added += ssd_writeback_us(writebacks, ssd_writes, row_bytes, links, write_basis);
       const uint64_t device = ssd_device_cache_bytes(l1, row_bytes);
       nlohmann::ordered_json params{{"device_cache_rows", l1},

@@ -46,9 +46,6 @@ struct TwoLevelCount {
   double host_rate() const { return share(host_hits); }
   double ssd_rate() const { return share(ssd_reads); }
   // Any count per counted reference (writebacks, ssd_writes).
-  double share_of(uint64_t n) const { return share(n); }
-
- private:
   double share(uint64_t n) const { return refs ? static_cast<double>(n) / static_cast<double>(refs) : 0.0; }
 };
 
