@@ -277,7 +277,10 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
   else if (ssd)
     allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
                     {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
-                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'}});
+                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'},
+                    // a trained table (ssd_candidates.h)
+                    {"writebacks_per_step", 'f'}, {"ssd_writes_per_step", 'f'}, {"storage_writes", 's'}, {"optimizer", 's'},
+                    {"optimizer_state_bytes", 'c'}, {"optimizer_why", 's'}});
   else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
   // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
   if (row_format)

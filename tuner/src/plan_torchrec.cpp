@@ -302,7 +302,10 @@ constexpr const char* kKeyValueTablesComment =
 #   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the
 #   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MiB/s unless given).
 #   "replayed": edo's replay of the recorded stream through both levels. in_constraints False: an inference
-#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why).
+#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why). A trained table: "optimizer"
+#   EXACT_ROWWISE_ADAGRAD (FBGEMM's SSD TBE trains with it, PARTIAL_ROWWISE_ADAM or ADAM only, and keeps the
+#   state on the device for every row: edo's plan counts row-wise Adagrad's one float per row), so it is in
+#   rowwise_adagrad_tables and fused_params names it; "optimizer_why" when the job trained with another.
 )";
 
 // An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not (and no data
@@ -336,15 +339,23 @@ std::string key_value_constraint(const KeyValueSizing& kv) {
 
 // key_value_tables' entry: the sizes exported and the replay they come from (params of the ssd
 // candidate: hit rates of each level and the SSD reads a step, NaN-free numbers only).
-std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bool in_constraints) {
+// A trained table's entry names the optimizer TorchRec must train it with ("optimizer") and,
+// when the job's was another, why it changes (the candidate's "optimizer_why").
+std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bool in_constraints, bool training) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
   std::string s = "{\"device_cache_rows\": " + std::to_string(kv.device_cache_rows) +
                   ", \"host_cache_rows\": " + std::to_string(kv.host_cache_rows) +
                   ", \"l1_rows\": " + std::to_string(kv.l1_sets * kFbgemmWays) +
                   ", \"max_l1_cache_size_mb\": " + std::to_string(kv.max_l1_cache_mb) +
                   ", \"l2_cache_size_gb\": " + std::to_string(kv.l2_cache_gb) +
-                  ", \"in_constraints\": " + (in_constraints ? "True" : "False") + ", \"replayed\": {";
-  const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step"};
+                  ", \"in_constraints\": " + (in_constraints ? "True" : "False");
+  if (training) {
+    s += ", \"optimizer\": \"EXACT_ROWWISE_ADAGRAD\"";
+    if (p.is_object() && p.contains("optimizer_why") && p["optimizer_why"].is_string())
+      s += ", \"optimizer_why\": " + python_string(p["optimizer_why"].get<std::string>());
+  }
+  s += ", \"replayed\": {";
+  const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step", "writebacks_per_step", "ssd_writes_per_step"};
   bool first = true;
   for (const char* k : keys)
     if (p.is_object() && p.contains(k) && p[k].is_number()) {
@@ -479,7 +490,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
     } else if (c.strategy == "ssd") {
       kv = ssd_choice(c, r.table_named(ch.table), dt, why_not);
-      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv, !dt.empty()) + ",\n";
+      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv, !dt.empty(), training) + ",\n";
     } else if (c.strategy == "mch") {
       // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
       dt = data_type_of(table_dtype, training, why_not);
@@ -504,7 +515,11 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
         constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
       continue;
     }
-    if (training && c.optimizer == "rowwise_adagrad") {
+    // FBGEMM's SSD TBE trains with EXACT_ROWWISE_ADAGRAD, PARTIAL_ROWWISE_ADAM or ADAM only
+    // (fbgemm_gpu 1.9.0 tbe/ssd/training.py line 353-357) and keeps the state on the device for
+    // every row: a KEY_VALUE table trains with row-wise Adagrad (ssd_candidates.h), which the
+    // sharder's fused_params must name, whatever the plan's candidate recorded.
+    if (training && (c.optimizer == "rowwise_adagrad" || kv)) {
       rowwise_adagrad = true;
       rowwise_tables += "    " + name + ",\n";
       ++rowwise_count;
@@ -613,7 +628,7 @@ std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, To
   out += "\n# The plan moves these " + std::to_string(rowwise_count) + " table(s) to row-wise Adagrad (sparse gradient):\n";
   out += "rowwise_adagrad_tables = [\n" + rowwise_tables + "]\n";
   out += "# fused_params reaches every training table its sharder shards: these " + std::to_string(fused_count) +
-         " with FUSED kernels.\n";
+         " with FUSED or KEY_VALUE kernels.\n";
   if (rowwise_adagrad && fused_count > rowwise_count)
     out += "# " + std::to_string(fused_count - rowwise_count) +
            " of them are not in rowwise_adagrad_tables: the plan's bytes for those assume the job's own optimizer, so\n"

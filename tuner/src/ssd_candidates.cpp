@@ -53,7 +53,6 @@ std::string ssd_not_offered(const TableGroup& g, const TierBudgets& budgets) {
   if (budgets.ssd > 0 && g.weight_bytes > budgets.ssd) return "larger than the SSD budget";
   if (!g.dense_use.empty()) return "read whole by " + g.dense_use;
   if (!g.members.empty() || !g.identical.empty()) return "shares its weights with another table";
-  if (g.optimizer_bytes > 0 || g.grad_bytes > 0) return "trained (the SSD TBE's optimizer state in its rows is not modelled)";
   if (!(g.lookups_per_step > 0) || g.rows < 2 || g.weight_bytes == 0) return "no lookups or rows";
   return "";
 }
@@ -78,6 +77,32 @@ double ssd_added_us(double fetches, double reads, uint64_t row_bytes, const SsdL
   return link_us + ssd_us;
 }
 
+std::string ssd_optimizer(const TableGroup& g, std::string& why) {
+  why.clear();
+  if (g.optimizer == "rowwise_adagrad") return "";
+  const std::string job = g.optimizer.empty() ? "an optimizer without state (SGD)" : g.optimizer;
+  why = "trained with " + job + " as recorded; TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE) trains with EXACT_ROWWISE_ADAGRAD, " +
+        "PARTIAL_ROWWISE_ADAM or ADAM only and keeps their state on the device for every row (no offloading outside the "
+        "zero-collision kernels): row-wise Adagrad's one float per row is the state that fits (fused_params optimizer "
+        "EXACT_ROWWISE_ADAGRAD)";
+  return "rowwise_adagrad";
+}
+
+double ssd_writeback_us(double writebacks, double ssd_writes, uint64_t row_bytes, const SsdLinks& links, std::string& basis) {
+  const double bytes = static_cast<double>(row_bytes);
+  const double link_us = writebacks * bytes / (links.host_link_gbs * 1e9) * 1e6;
+  double ssd_us = 0;
+  if (links.storage && links.storage->seq_write_gbs > 0) {
+    ssd_us = ssd_writes * bytes / (links.storage->seq_write_gbs * 1e9) * 1e6;
+    basis = "SSD writes: sequential write bandwidth measured by edo bench --storage (" + links.storage_source +
+            "; RocksDB writes logs and SST files, not rows in place)";
+  } else {
+    ssd_us = ssd_writes * bytes / kTorchRecSsdBytesPerS * 1e6;
+    basis = "SSD writes: not measured: TorchRec's planner default of 100 MiB/s";
+  }
+  return link_us + ssd_us;
+}
+
 void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const SsdLinks& links, std::vector<Candidate>& out) {
   if (out.empty() || !out.front().baseline || !ssd_not_offered(g, budgets).empty()) return;
   std::string why_not = g.replay_skipped;
@@ -86,6 +111,9 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
   if (!fit || !replay) return;
   const uint64_t row_bytes = g.weight_bytes / g.rows;
   const Candidate& base = out.front();
+  const bool training = g.optimizer_bytes > 0 || g.grad_bytes > 0;
+  std::string optimizer_why;
+  const std::string optimizer = training ? ssd_optimizer(g, optimizer_why) : "";
   // Device cache sizes: the LRU sizes fitted on the earlier part (50-99 % hits there); when it
   // shows too little reuse to reach 50 %, the smallest cache FBGEMM makes (one set of 32 ways).
   std::vector<uint64_t> l1_sizes = fit->fitted_cache_rows(g.rows);
@@ -95,8 +123,10 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
       const TwoLevelCount n = replay_two_level(replay->stream(), mini(l1, replay->rate()), mini(l2, replay->rate()));
       if (n.refs == 0) continue;
       const double fetches = g.lookups_per_step * (1 - n.device_rate()), reads = g.lookups_per_step * n.ssd_rate();
-      std::string basis;
-      const double added = ssd_added_us(fetches, reads, row_bytes, links, basis);
+      std::string basis, write_basis;
+      double added = ssd_added_us(fetches, reads, row_bytes, links, basis);
+      const double writebacks = g.lookups_per_step * n.share(n.writebacks), ssd_writes = g.lookups_per_step * n.share(n.ssd_writes);
+      if (training) added += ssd_writeback_us(writebacks, ssd_writes, row_bytes, links, write_basis);
       const uint64_t device = ssd_device_cache_bytes(l1, row_bytes);
       nlohmann::ordered_json params{{"device_cache_rows", l1},
                                     {"host_cache_rows", l2},
@@ -112,6 +142,14 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
                                      {{"fit_fraction", CacheReplay::kFitFraction},
                                       {"sample_rate", replay->rate()},
                                       {"heldout_sampled_refs", n.refs}}}};
+      if (training) {
+        params["writebacks_per_step"] = writebacks;
+        params["ssd_writes_per_step"] = ssd_writes;
+        params["storage_writes"] = write_basis;
+        params["optimizer"] = "rowwise_adagrad";
+        params["optimizer_state_bytes"] = ssd_optimizer_state_bytes(g.rows);
+        if (!optimizer_why.empty()) params["optimizer_why"] = optimizer_why;
+      }
       if (links.storage) {
         params["ssd_read_us"] = 1e6 / links.storage->row_qd32.reads_per_s;
         params["ssd_queue_depth"] = 32;
@@ -125,10 +163,12 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
       c.added_us = added;
       c.heldout_hit_rate = n.device_rate();
       c.cache_rows = l1;
-      // Device: the L1 and its metadata. Host: the L2's rows (CacheLib items of the row's
+      c.optimizer = optimizer;
+      c.needs_retraining = !optimizer.empty();  // as the optimizer-state lever: another optimizer
+      // Device: the L1 and its metadata (and a trained table's row-wise Adagrad state). Host: the L2's rows (CacheLib items of the row's
       // bytes, kv_db_table_batched_embeddings.cpp:108-116; its own bookkeeping not counted) and
       // the L1's eviction buffers. SSD: the whole table.
-      c.device_bytes = device;
+      c.device_bytes = device + (training ? ssd_optimizer_state_bytes(g.rows) : 0);
       c.host_bytes = l2 * row_bytes + eviction_buffer_bytes(l1, row_bytes);
       c.ssd_bytes = g.weight_bytes;
       out.push_back(std::move(c));

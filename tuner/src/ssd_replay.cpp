@@ -3,6 +3,7 @@
 #include <list>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace edo::tuner {
 namespace {
@@ -31,9 +32,11 @@ class Lru {
     where_[row] = order_.begin();
     return out;
   }
-  // A write into the level: held rows become the most recent, others are inserted.
-  void put(uint64_t row) {
-    if (!touch(row)) insert(row);
+  // A write into the level: held rows become the most recent, others are inserted (returns
+  // the row that displaced, if any).
+  std::optional<uint64_t> put(uint64_t row) {
+    if (touch(row)) return std::nullopt;
+    return insert(row);
   }
 
  private:
@@ -46,6 +49,7 @@ class Lru {
 
 TwoLevelCount replay_two_level(const ReplayStream& s, uint64_t device_slots, uint64_t host_slots) {
   Lru l1(device_slots), l2(host_slots);
+  std::unordered_set<uint64_t> dirty;  // rows L2 holds that were written back into it
   TwoLevelCount n;
   for (size_t i = 0; i < s.rows.size(); ++i) {
     const uint64_t row = s.rows[i];
@@ -59,13 +63,19 @@ TwoLevelCount replay_two_level(const ReplayStream& s, uint64_t device_slots, uin
     if (host_slots > 0 && l2.touch(row)) n.host_hits += counted;
     else {
       n.ssd_reads += counted;
-      if (host_slots > 0) l2.insert(row);
+      if (host_slots > 0)
+        if (const auto out = l2.insert(row); out && dirty.erase(*out)) n.ssd_writes += counted;
     }
     if (device_slots == 0) continue;
     // The row takes an L1 slot; the row it displaces is written back through L2 (set).
     if (const auto evicted = l1.insert(row)) {
       n.writebacks += counted;
-      if (host_slots > 0) l2.put(*evicted);
+      if (host_slots == 0) {
+        n.ssd_writes += counted;
+        continue;
+      }
+      if (const auto out = l2.put(*evicted); out && dirty.erase(*out)) n.ssd_writes += counted;
+      dirty.insert(*evicted);
     }
   }
   return n;

@@ -19,6 +19,10 @@
 // (reads) and L1's evictions (writes). That is what replay_two_level() models, reference by
 // reference, with both levels fully associative LRU (L1 is 32-way set-associative in FBGEMM and
 // CacheLib's LRU refreshes a row's position at most once a minute: both are approximated).
+// For a trained table every row L1 holds has been updated (dirty): each L1 eviction is a write
+// over the host link into L2, and a row L2 evicts after such a write is written to the SSD
+// (with no L2, the L1 eviction goes straight to the SSD). A row L2 took from an SSD read and
+// never had written back is clean: evicting it writes nothing.
 // Hits are counted as in cache_policies.h: the lookup that brings a row in is the miss that
 // fetched it, later lookups while it stays are hits; references before `split` only warm both
 // levels.
@@ -36,11 +40,12 @@ struct TwoLevelCount {
   uint64_t host_hits = 0;    // missed L1, found in L2
   uint64_t ssd_reads = 0;    // missed both: read from the SSD
   uint64_t writebacks = 0;   // L1 evictions written to L2 (from split on)
+  uint64_t ssd_writes = 0;   // dirty rows written to the SSD: L2's evictions of written-back rows,
+                             // or every L1 eviction when there is no L2 (from split on)
   double device_rate() const { return share(device_hits); }
   double host_rate() const { return share(host_hits); }
   double ssd_rate() const { return share(ssd_reads); }
-
- private:
+  // Any count per counted reference (writebacks, ssd_writes).
   double share(uint64_t n) const { return refs ? static_cast<double>(n) / static_cast<double>(refs) : 0.0; }
 };
 

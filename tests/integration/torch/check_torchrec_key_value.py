@@ -18,7 +18,7 @@ TorchRec's own code (torchrec 1.9.2), none needing a GPU:
            and KeyValueParams it chose.
   runtime: what a sharded model would build from those choices: the fused params
            (add_params_from_parameter_sharding), the TBE groups (group_tables) and each SSD TBE's
-           parameters (_populate_ssd_tbe_params: cache_sets, l2_cache_size).
+           parameters (_populate_ssd_tbe_params: cache_sets, l2_cache_size) and optimizer.
   cpu:     the same enumerator on a "cpu" topology, and the training sharder's kernels for
            "cpu" and "cuda" (BaseEmbeddingSharder.compute_kernels), the quant sharder's for "cuda".
   no_ssd:  the enumerator on a "cuda" topology without SSD capacity.
@@ -72,8 +72,12 @@ def runtime_tbes(plan, tables, sharding):
     out = []
     for group in group_tables([sharded])[0]:
         p = _populate_ssd_tbe_params(group)
+        # The optimizer the TBE is built with (KeyValueEmbeddingBag passes fused_params on to
+        # SSDTableBatchedEmbeddingBags, which asserts it is one it trains with).
+        optimizer = (group.fused_params or {}).get("optimizer")
         out.append({"tables": [t.name for t in group.embedding_tables], "cache_sets": p["cache_sets"],
-                    "l2_cache_size": p.get("l2_cache_size"), "weights_precision": p["weights_precision"].name})
+                    "l2_cache_size": p.get("l2_cache_size"), "weights_precision": p["weights_precision"].name,
+                    "optimizer": getattr(optimizer, "name", optimizer)})
     return out
 
 

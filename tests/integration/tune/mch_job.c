@@ -1,7 +1,7 @@
 /* A C job for managed-collision sizing (issue 35 points 4 and 5), for `edo record` + `edo tune`
  * end to end (mch_cli_test.cpp).
  *
- *   mch_job [IDS_FILE]
+ *   mch_job [--train-big] [IDS_FILE]
  *
  * Two host tables, 50 steps:
  *   ids  an id space of 2^30 rows x 128 fp32 (512 GiB as registered: edo sketches its counts),
@@ -10,6 +10,10 @@
  *        mod 2^30 (an odd multiplier: distinct ranks are distinct ids). Far more distinct ids
  *        than a small budget affords rows: the managed-collision candidate's table.
  *   big  2^27 rows x 4 fp32 (2 GiB, larger than a host budget of 1 GiB), 1000 uniform ids a step.
+ * With --train-big, big is trained with Adam: its state (exp_avg and exp_avg_sq, 2 GiB each) is
+ * and its sparse gradient (1000 rows and their indices) are recorded as the table's extra bytes,
+ * as edo's PyTorch hook records them (the
+ * SSD tier for a trained table: ssd_tier_cli_test.cpp). The ids are the same either way.
  * With IDS_FILE, the ids table's ids are written there too (int64, little endian, in order),
  * for the test to replay exactly. The job never reads the rows (the tracer records lookups,
  * not values): one small buffer stands for both tables' weights. */
@@ -18,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static float weights[4096];
 static uint64_t state = 0x2545F4914F6CDD1DULL;
@@ -37,15 +42,23 @@ static void check(int64_t rc, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  FILE* out = argc > 1 ? fopen(argv[1], "wb") : NULL;
-  if (argc > 1 && !out) {
-    fprintf(stderr, "mch_job: cannot write %s\n", argv[1]);
+  const int train_big = argc > 1 && strcmp(argv[1], "--train-big") == 0;
+  const char* ids_file = argc > 1 + train_big ? argv[1 + train_big] : NULL;
+  FILE* out = ids_file ? fopen(ids_file, "wb") : NULL;
+  if (ids_file && !out) {
+    fprintf(stderr, "mch_job: cannot write %s\n", ids_file);
     return 98;
   }
   const int64_t ids = edo_table_register("ids", weights, UINT64_C(1) << 30, 128, EDO_F32, EDO_HOST);
   check(ids, "register ids");
   const int64_t big = edo_table_register("big", weights + 2048, UINT64_C(1) << 27, 4, EDO_F32, EDO_HOST);
   check(big, "register big");
+  if (train_big) {
+    check(edo_table_set_extra_bytes(big, "adam.exp_avg", UINT64_C(2) << 30), "extra bytes exp_avg");
+    check(edo_table_set_extra_bytes(big, "adam.exp_avg_sq", UINT64_C(2) << 30), "extra bytes exp_avg_sq");
+    /* A sparse gradient: the step's 1000 rows (16 bytes) and their int64 indices. */
+    check(edo_table_set_extra_bytes(big, "grad", 1000 * (16 + 8)), "extra bytes grad");
+  }
   int64_t idx[1000], bidx[1000];
   for (int step = 0; step < 50; ++step) {
     for (int k = 0; k < 1000; ++k) {

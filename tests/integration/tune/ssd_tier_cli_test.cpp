@@ -6,8 +6,14 @@
 // job's generator) on the held-out 30 %; the printed plan and `edo report` show its tier; a host
 // or SSD budget no plan can meet is a one-line error naming the tier and the shortfall;
 // --ssd-budget alone offers the tier; a device profile's storage figures cost the SSD reads.
+// Trained (mch_job --train-big: Adam state recorded for "big"), the table trains on the SSD tier
+// with row-wise Adagrad (its state on the device for every row: ssd_candidates.h), its step
+// pays the replay's write-backs, and `edo export --format torchrec` gives it TorchRec's
+// KEY_VALUE kernel with that optimizer; with EDO_TORCHREC_PYTHON the exported file goes through
+// the real TorchRec (check_torchrec_key_value.py, a cuda topology).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,25 +30,34 @@ namespace {
 
 const std::string kEdo = EDO_BIN;
 
+std::string record(const std::string& name, const std::string& args) {
+  const std::string dir = edo::testing::process_temp_dir("edo_ssd_cli_");
+  const std::string path = (fs::path(dir) / name).string();
+  const auto c = run_command(kEdo + " record -o " + path + " -- " + MCH_JOB + args);
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  return path;
+}
+
 const std::string& recording() {
-  static const std::string db = [] {
-    const std::string dir = edo::testing::process_temp_dir("edo_ssd_cli_");
-    const std::string path = (fs::path(dir) / "job.edodb").string();
-    const auto c = run_command(kEdo + " record -o " + path + " -- " + MCH_JOB);
-    EXPECT_EQ(c.exit_code, 0) << c.err;
-    return path;
-  }();
+  static const std::string db = record("job.edodb", "");
+  return db;
+}
+
+const std::string& trained_recording() {
+  static const std::string db = record("trained.edodb", " --train-big");
   return db;
 }
 
 const std::string kTune = " --budget 1GiB --host-budget 1GiB --strategies ssd --max-error inf";
 
+json tune(const std::string& db) {
+  const auto r = run_command(kEdo + " tune " + db + kTune + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return json::parse(r.out, nullptr, false);
+}
+
 const json& tuned() {
-  static const json plan = [] {
-    const auto r = run_command(kEdo + " tune " + recording() + kTune + " --json");
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return json::parse(r.out, nullptr, false);
-  }();
+  static const json plan = tune(recording());
   return plan;
 }
 
@@ -178,6 +193,76 @@ TEST(SsdTierCli, AProfilesStorageFiguresCostTheSsdReads) {
   EXPECT_EQ(p["host_link_gbs"], 50);
   EXPECT_NE(p["storage"].get<std::string>().find("queue depth 32 measured by edo bench --storage (device profile Test SSD box)"),
             std::string::npos) << p.dump();
+}
+
+TEST(SsdTierCli, ATrainedTableTrainsOnTheSsdWithRowwiseAdagradAndPaysItsWriteBacks) {
+  const json plan = tune(trained_recording());
+  ASSERT_FALSE(plan.is_discarded());
+  ASSERT_TRUE(plan["feasible"].get<bool>()) << plan.dump();
+  const json big = table_named(plan, "big");
+  ASSERT_EQ(big["strategy"], "ssd") << big.dump();
+  EXPECT_EQ(big["tier"], "ssd");
+  EXPECT_EQ(big["optimizer"], "rowwise_adagrad");
+  EXPECT_EQ(big["recorded_optimizer"], "adam");
+  EXPECT_TRUE(big["needs_retraining"].get<bool>());
+  const json& p = big["params"];
+  EXPECT_NE(p["optimizer_why"].get<std::string>().find("trained with adam as recorded"), std::string::npos) << p.dump();
+  const uint64_t l1 = p["device_cache_rows"], l2 = p["host_cache_rows"];
+  // Device: the L1 (as untrained) and row-wise Adagrad's fp32 for each of the 2^27 rows.
+  const uint64_t slots = (l1 + 31) / 32 * 32;
+  EXPECT_EQ(p["optimizer_state_bytes"], uint64_t{1} << 29);
+  EXPECT_EQ(big["device_bytes"].get<uint64_t>(), slots * 32 + (uint64_t{1} << 29)) << p.dump();
+  EXPECT_EQ(big["host_bytes"].get<uint64_t>(), l2 * 16 + 2 * (slots * 28 + 4)) << p.dump();
+  EXPECT_EQ(big["ssd_bytes"], uint64_t{2} << 30);
+  // The write-backs of the exact replay of the job's ids at those sizes.
+  const edo::tuner::TwoLevelCount want = edo::tuner::replay_two_level(big_stream(), l1, l2);
+  ASSERT_EQ(want.refs, 15000u);
+  EXPECT_NEAR(p["writebacks_per_step"].get<double>(), 1000.0 * static_cast<double>(want.writebacks) / 15000, 1e-9);
+  EXPECT_NEAR(p["ssd_writes_per_step"].get<double>(), 1000.0 * static_cast<double>(want.ssd_writes) / 15000, 1e-9);
+  EXPECT_GT(want.ssd_writes, 14000u) << "uniform ids over 2^27 rows: nearly every lookup evicts a dirty row to the SSD";
+  EXPECT_NE(p["storage_writes"].get<std::string>().find("100 MiB/s"), std::string::npos) << p.dump();
+
+  // Exported for TorchRec: the KEY_VALUE kernel, trained with row-wise Adagrad.
+  const std::string dir = fs::path(trained_recording()).parent_path().string();
+  const std::string plan_json = dir + "/plan.json", plan_py = dir + "/plan.py", tables = dir + "/tables.json";
+  std::ofstream(plan_json) << plan.dump();
+  const auto e = run_command(kEdo + " export " + plan_json + " --format torchrec -o " + plan_py);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  std::ifstream in(plan_py);
+  const std::string py((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = py.find("\n    \"big\": ParameterConstraints(\n");
+  ASSERT_NE(at, std::string::npos) << py;
+  EXPECT_EQ(py.find("compute_kernels=[EmbeddingComputeKernel.KEY_VALUE.value]", at), py.find("compute_kernels=", at)) << py;
+  EXPECT_NE(py.find("fused_params = {\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD}"), std::string::npos) << py;
+  EXPECT_NE(py.find("rowwise_adagrad_tables = [\n    \"big\",\n]"), std::string::npos) << py;
+  const std::string edo_only = py.substr(py.find("\nedo_only = {"), py.find("\nedo_only_why") - py.find("\nedo_only = {"));
+  EXPECT_EQ(edo_only.find("\"big\""), std::string::npos) << edo_only;
+
+  const char* python = std::getenv("EDO_TORCHREC_PYTHON");
+  if (!python || !*python) GTEST_SKIP() << "EDO_TORCHREC_PYTHON is not set: the real TorchRec check of the exported file is skipped";
+  std::ofstream(tables) << json{{"big", {{"rows", uint64_t{1} << 27}, {"dim", 4}, {"features", {"f_big"}}}},
+                                {"ids", {{"rows", uint64_t{1} << 30}, {"dim", 128}, {"features", {"f_ids"}}}}}
+                               .dump();
+  const auto c = run_command(std::string(python) + " " + CHECK_KEY_VALUE + " " + plan_py + " " + tables);
+  if (c.exit_code == 77) GTEST_SKIP() << c.out;
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  const json out = json::parse(c.out, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << c.out;
+  const json& kv = out["key_value_tables"]["big"];
+  EXPECT_EQ(kv["optimizer"], "EXACT_ROWWISE_ADAGRAD");
+  EXPECT_EQ(out["planned"]["big"], json({{"compute_kernel", "key_value"},
+                                          {"max_l1_cache_size", kv["max_l1_cache_size_mb"]},
+                                          {"l2_cache_size", kv["l2_cache_size_gb"]}}))
+      << c.out;
+  bool built = false;
+  for (const auto& tbe : out["runtime"])
+    if (tbe["tables"] == json::array({"big"})) {
+      built = true;
+      EXPECT_EQ(tbe["cache_sets"].get<uint64_t>() * 32, kv["l1_rows"].get<uint64_t>()) << tbe.dump();
+      EXPECT_GE(kv["l1_rows"].get<uint64_t>(), l1);
+      EXPECT_EQ(tbe["optimizer"], "EXACT_ROWWISE_ADAGRAD") << tbe.dump();
+    }
+  EXPECT_TRUE(built) << out["runtime"].dump();
 }
 
 }  // namespace

@@ -539,7 +539,8 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
   TuneResult r = torchrec_rows_plan({
       {"m.ebc.embedding_bags.t_ssd", "adagrad", "fp32", "ssd",
        R"({"device_cache_rows":5000,"host_cache_rows":4194304,"device_hit_rate":0.61,"host_hit_rate":0.25,"ssd_reads_per_step":14.5})"},
-      {"m.ebc.embedding_bags.t_exact", "adagrad", "fp32", "ssd", R"({"device_cache_rows":4096,"host_cache_rows":0})"},
+      {"m.ebc.embedding_bags.t_exact", "adagrad", "fp32", "ssd",
+       R"({"device_cache_rows":4096,"host_cache_rows":0,"optimizer_why":"trained with adagrad as recorded","writebacks_per_step":9.5})"},
       {"m.ebc.embedding_bags.t_over", "adagrad", "fp32", "ssd", R"({"device_cache_rows":4097,"host_cache_rows":0})"},
       {"m.ebc.embedding_bags.t_half", "adagrad", "fp16", "ssd", R"({"device_cache_rows":32,"host_cache_rows":10000000})"},
       {"m.ebc.embedding_bags.t_served", "", "fp32", "ssd", R"({"device_cache_rows":32,"host_cache_rows":64})"},
@@ -610,6 +611,18 @@ TEST(PlanTorchRec, SsdTablesAreKeyValueKernelsSizedFromTheReplay) {
     EXPECT_EQ(j["key_value_tables"].contains(t), t == "t_served") << t;
     EXPECT_NE(j["edo_only_why"][t].get<std::string>().find(w), std::string::npos) << t << ": " << j["edo_only_why"][t];
   }
+  // A trained KEY_VALUE table trains with row-wise Adagrad (FBGEMM's SSD TBE: ssd_candidates.h):
+  // named in its entry (with the candidate's why), in rowwise_adagrad_tables and fused_params.
+  EXPECT_EQ(j["key_value_tables"]["t_ssd"]["optimizer"], "EXACT_ROWWISE_ADAGRAD");
+  EXPECT_FALSE(j["key_value_tables"]["t_ssd"].contains("optimizer_why"));
+  EXPECT_EQ(j["key_value_tables"]["t_exact"]["optimizer_why"], "trained with adagrad as recorded");
+  EXPECT_EQ(j["key_value_tables"]["t_exact"]["replayed"], nlohmann::json({{"writebacks_per_step", 9.5}}));
+  EXPECT_FALSE(j["key_value_tables"]["t_served"].contains("optimizer"));
+  EXPECT_EQ(j["fused_params"], nlohmann::json({{"optimizer", "EXACT_ROWWISE_ADAGRAD"}}));
+  const auto& rowwise = j["rowwise_adagrad_tables"];
+  for (const char* t : {"t_ssd", "t_exact", "t_over", "t_half", "t_spec16"})
+    EXPECT_NE(std::find(rowwise.begin(), rowwise.end(), t), rowwise.end()) << t;
+  EXPECT_EQ(std::find(rowwise.begin(), rowwise.end(), "t_served"), rowwise.end());
 }
 
 TEST(PlanTorchRec, PythonStringQuotesEveryCodePoint) {

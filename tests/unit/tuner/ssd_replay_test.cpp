@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 namespace edo::tuner {
@@ -45,6 +46,13 @@ struct Level {
 TwoLevelCount brute_force(const ReplayStream& s, size_t l1_slots, size_t l2_slots) {
   Level l1{l1_slots, {}}, l2{l2_slots, {}};
   TwoLevelCount n;
+  std::vector<uint64_t> dirty;  // rows L2 holds that L1 wrote back into it
+  auto drop = [&](uint64_t r, uint64_t c) {  // L2 displaced r: a dirty row is written to the SSD
+    auto it = std::find(dirty.begin(), dirty.end(), r);
+    if (it == dirty.end()) return;
+    dirty.erase(it);
+    n.ssd_writes += c;
+  };
   for (size_t i = 0; i < s.rows.size(); ++i) {
     const uint64_t r = s.rows[i];
     const uint64_t c = i >= s.split ? 1 : 0;
@@ -58,21 +66,23 @@ TwoLevelCount brute_force(const ReplayStream& s, size_t l1_slots, size_t l2_slot
       n.host_hits += c;
     } else {
       n.ssd_reads += c;
-      if (l2_slots) l2.insert(r, out);
+      if (l2_slots && l2.insert(r, out)) drop(out, c);
     }
     if (!l1_slots) continue;
     if (l1.insert(r, out)) {
       n.writebacks += c;
-      if (l2_slots && !l2.touch(out)) {
-        uint64_t dropped = 0;
-        l2.insert(out, dropped);
-      }
+      if (!l2_slots) n.ssd_writes += c;
+      uint64_t dropped = 0;
+      if (l2_slots && !l2.touch(out) && l2.insert(out, dropped)) drop(dropped, c);
+      if (l2_slots && std::find(dirty.begin(), dirty.end(), out) == dirty.end()) dirty.push_back(out);
     }
   }
   return n;
 }
 
-void expect_counts(const TwoLevelCount& n, uint64_t refs, uint64_t device, uint64_t host, uint64_t ssd, uint64_t writebacks) {
+void expect_counts(const TwoLevelCount& n, uint64_t refs, uint64_t device, uint64_t host, uint64_t ssd, uint64_t writebacks,
+                   std::optional<uint64_t> ssd_writes = std::nullopt) {
+  if (ssd_writes) EXPECT_EQ(n.ssd_writes, *ssd_writes);
   EXPECT_EQ(n.refs, refs);
   EXPECT_EQ(n.device_hits, device);
   EXPECT_EQ(n.host_hits, host);
@@ -86,7 +96,10 @@ TEST(TwoLevelReplay, AnL1EvictionIsWrittenBackAndServedByL2) {
   //  2: misses both, SSD; L2 = {2} (1 leaves); L1 = {2}, 1 displaced and written back: L2 = {1}.
   //  1: misses L1, found in L2 (host hit); L1 = {1}, 2 written back: L2 = {2}.
   //  2: host hit likewise.
-  expect_counts(replay_two_level(stream_of({1, 2, 1, 2}, 0), 1, 1), 4, 0, 2, 2, 3);
+  // Trained, the written-back rows are dirty: the 2nd reference's L2 evictions drop clean rows
+  // (1 read from the SSD, then 2 likewise); the 3rd's write-back of 2 displaces the dirty 1, the
+  // 4th's of 1 the dirty 2: 2 SSD writes.
+  expect_counts(replay_two_level(stream_of({1, 2, 1, 2}, 0), 1, 1), 4, 0, 2, 2, 3, 2);
 }
 
 TEST(TwoLevelReplay, L2IsNeitherInclusiveNorExclusive) {
@@ -98,7 +111,8 @@ TEST(TwoLevelReplay, L2IsNeitherInclusiveNorExclusive) {
   //  3 (counted): host hit, a row L1 no longer holds: 1 host hit, 1 write-back.
   expect_counts(replay_two_level(stream_of({1, 2, 3, 1, 2, 3}, 5), 2, 2), 1, 0, 1, 0, 1);
   // Without L2 every L1 miss is an SSD read; without L1 every reference goes to L2.
-  expect_counts(replay_two_level(stream_of({1, 2, 3, 1, 2, 3}, 0), 2, 0), 6, 0, 0, 6, 4);
+  // (with no L2 each of the 4 write-backs is an SSD write)
+  expect_counts(replay_two_level(stream_of({1, 2, 3, 1, 2, 3}, 0), 2, 0), 6, 0, 0, 6, 4, 4);
   expect_counts(replay_two_level(stream_of({1, 1, 2, 1}, 0), 0, 2), 4, 0, 2, 2, 0);
   // Repeats in L1: 1 1 1 with one row of L1: one SSD read, two device hits.
   expect_counts(replay_two_level(stream_of({1, 1, 1}, 0), 1, 4), 3, 2, 0, 1, 0);
@@ -114,7 +128,7 @@ TEST(TwoLevelReplay, MatchesABruteForceSimulationOnRandomStreams) {
     const ReplayStream s = stream_of(rows, rng() % rows.size());
     const size_t l1 = rng() % 12, l2 = rng() % 30;
     const TwoLevelCount got = replay_two_level(s, l1, l2), want = brute_force(s, l1, l2);
-    expect_counts(got, want.refs, want.device_hits, want.host_hits, want.ssd_reads, want.writebacks);
+    expect_counts(got, want.refs, want.device_hits, want.host_hits, want.ssd_reads, want.writebacks, want.ssd_writes);
     EXPECT_EQ(got.device_hits + got.host_hits + got.ssd_reads, got.refs);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "trial " << trial << " L1 " << l1 << " L2 " << l2;
