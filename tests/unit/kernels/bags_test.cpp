@@ -91,7 +91,9 @@ TEST(Bags, EveryInstructionSetVariantAgrees) {
       check_strategy(s, 300, 40, 23);   // D not a multiple of the vector width
       // odd D: int4's last element alone in its byte (PQ needs m | D)
       if (std::string(s).rfind("pq", 0) != 0) check_strategy(s, 300, 9, 37);
-      check_strategy(s, 300, 64, 31);   // compile-time dimensions 64 and 128
+      check_strategy(s, 300, 16, 41);   // compile-time dimensions 16, 32, 64 and 128
+      check_strategy(s, 300, 32, 43);
+      check_strategy(s, 300, 64, 31);
       check_strategy(s, 300, 128, 29);
     }
     cpu::override_kernels(nullptr);

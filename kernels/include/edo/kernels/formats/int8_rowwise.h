@@ -17,8 +17,11 @@ namespace edo::kernels {
 
 EDO_HD std::uint64_t int8_row_bytes(std::uint32_t dim) { return round_up(std::uint64_t{dim} + 8u, kRowAlign); }
 
+// The code goes to float through a signed int (the same value: q <= 255): compilers vectorise
+// int32 -> float (cvtdq2ps) but converted the unsigned code one element at a time
+// (vcvtusi2ss), which made int8 bags of 16-wide rows 4x slower than fp32 on the CPU.
 EDO_HD float int8_dequant(std::uint8_t q, float scale, float bias) {
-  return fma_f(static_cast<float>(q), scale, bias);
+  return fma_f(static_cast<float>(static_cast<std::int32_t>(q)), scale, bias);
 }
 
 // Scale and bias of a row: read from the row's tail.
