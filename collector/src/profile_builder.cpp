@@ -445,7 +445,11 @@ std::vector<std::string> summary_lines(const model::Profile& p, bool weights_ask
   // The advice names the settings that lift the losses there are (each counter's own), none for a
   // loss no setting lifts.
   const std::string lift = model::lifting_settings(p.drops());
-  out.push_back("dropped events: " + std::to_string(p.dropped_events()) + (lift.empty() ? "" : " (raise " + lift + ")"));
+  // A loss counted in another unit (lookups of a table that got no statistics) leaves the event
+  // count at 0: the line then says so rather than "0 (raise ...)".
+  const bool other_loss = p.dropped_events() == 0 && !lift.empty();
+  out.push_back("dropped events: " + std::to_string(p.dropped_events()) + (other_loss ? ", but data was lost (below)" : "") +
+                (lift.empty() ? "" : " (raise " + lift + ")"));
   for (const auto& [name, n] : p.drops())
     if (n) out.push_back("  " + model::describe_drop(name, n));
   if (weights_asked || !p.weights.empty()) out.push_back(weights_line(p));

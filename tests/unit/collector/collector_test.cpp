@@ -686,3 +686,17 @@ TEST(Collector, OptimizerNoteBeforeTheRegistrationInAnEarlierFlush) {
   EXPECT_EQ(b.profile().tables[0].dense_use, "F.linear");
   EXPECT_FALSE(b.profile().tables[0].optimizer_params.has_value());
 }
+
+// Lookups of a table that got no statistics are lost without a dropped event: the line must not
+// read "dropped events: 0 (raise ...)" as if the advice were for nothing.
+TEST(Collector, SummarySaysDataWasLostWhenNoEventWasDropped) {
+  model::Profile p;
+  model::Session s;
+  s.drops["memory_bound_tables"] = 1;
+  s.drops["memory_bound_lookups"] = 4096;
+  p.sessions.push_back(s);
+  const auto lines = collector::summary_lines(p);
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_EQ(lines[2], "dropped events: 0, but data was lost (below) (raise EDO_MAX_MEMORY_MB)") << lines[2];
+  EXPECT_NE(lines[3].find("memory_bound_lookups: 4096"), std::string::npos) << lines[3];
+}
