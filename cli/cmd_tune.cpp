@@ -138,8 +138,9 @@ uint32_t parse_devices(const std::string& text) {
   return static_cast<uint32_t>(v);
 }
 
-int run_tune(const TuneCliOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
+// The tuner's options from the command line's: sizes, the error limit, devices and the target
+// device checked here (a bad one is a usage error, exit 2, before the recording is opened).
+tuner::TuneOptions tune_options(const TuneCliOptions& o) {
   tuner::TuneOptions t;
   try {
     t.budget_bytes = tuner::parse_size(o.budget);
@@ -175,12 +176,12 @@ int run_tune(const TuneCliOptions& o) {
   t.threads = o.threads;
   t.reps = o.reps;
   t.representatives = !o.every_table;
+  return t;
+}
 
-  db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
-  // Not const: tune() takes it over and frees the statistics it no longer needs as it goes.
-  model::Profile profile = store.load();
-  // A shape no embedding table has (a damaged file, a count stored out of range) is the file's
-  // fault, not the command line's: named with its table and file, exit 1.
+// A shape no embedding table has (a damaged file, a count stored out of range) is the file's
+// fault, not the command line's: named with its table and file, exit 1.
+void check_table_shapes(const model::Profile& profile, const std::string& file) {
   for (const auto& tb : profile.tables) {
     const uint64_t elem = std::max<uint32_t>(model::dtype_size(tb.dtype), 1);
     uint64_t bytes = 0;
@@ -188,18 +189,14 @@ int run_tune(const TuneCliOptions& o) {
         __builtin_mul_overflow(bytes, elem, &bytes))
       throw Failure(fmt::format("{}: table '{}' has {} rows x {}: more than any embedding table edo can tune (2^40 rows); "
                                 "the recording is damaged: re-record it",
-                                terminal_safe(o.file), terminal_safe(tb.name), tb.rows, tb.dim));
+                                terminal_safe(file), terminal_safe(tb.name), tb.rows, tb.dim));
   }
-  if (const db::RecordingState rec = db::recording_state(profile); !rec.whole())
-    std::fprintf(stderr, "edo tune: %s: %s\n", terminal_safe(o.file).c_str(), terminal_safe(rec.describe()).c_str());
-  const auto weights = db::load_weight_snapshots(store);
+}
 
-  if (o.time_limit > 0) {
-    // The limit is the whole command's: what loading took is gone, and saving the results
-    // afterwards needs a moment (a second and 2 %).
-    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    t.time_limit_s = std::max(0.001, o.time_limit - used - 1.0 - 0.02 * o.time_limit);
-  }
+// tune() with a progress bar, Ctrl-C stopping it after the candidate being measured (the
+// previous SIGINT handler is back afterwards, whatever happens).
+model::TuneResult tune_interruptibly(model::Profile&& profile, const std::vector<model::WeightSnapshot>& weights,
+                                     const tuner::TuneOptions& t) {
   g_cancel.store(false);
   struct sigaction sa{}, old{};
   sa.sa_handler = on_interrupt;
@@ -221,12 +218,12 @@ int run_tune(const TuneCliOptions& o) {
   }
   bar.finish();
   sigaction(SIGINT, &old, nullptr);
-  // The options in force are the user's: the tuner ran with the limit less loading and saving.
-  r.time_limit_s = o.time_limit;
-  db::save_tune_result(store, r);
+  return r;
+}
 
-  if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
-  else std::fputs(plan_text(r).c_str(), stdout);
+// The one line on stderr after the plan: how many candidates were measured (or modelled), how
+// the others got their times, how long it took, where the results are.
+void print_done_line(const model::TuneResult& r, const std::string& file) {
   uint64_t gated = 0, borrowed = 0;
   for (const auto& c : r.candidates) {
     gated += c.note.rfind("not timed: error", 0) == 0;
@@ -241,7 +238,34 @@ int run_tune(const TuneCliOptions& o) {
   std::fprintf(stderr, "edo tune: %s %llu of %llu candidates%s in %.1f s %s; results saved in %s\n",
                r.timing_kind == "modelled" ? "modelled" : "measured",
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
-               how.empty() ? "" : (" (" + how + ")").c_str(), r.elapsed_s, where.c_str(), terminal_safe(o.file).c_str());
+               how.empty() ? "" : (" (" + how + ")").c_str(), r.elapsed_s, where.c_str(), terminal_safe(file).c_str());
+}
+
+int run_tune(const TuneCliOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  tuner::TuneOptions t = tune_options(o);
+  db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadWrite);
+  // Not const: tune() takes it over and frees the statistics it no longer needs as it goes.
+  model::Profile profile = store.load();
+  check_table_shapes(profile, o.file);
+  if (const db::RecordingState rec = db::recording_state(profile); !rec.whole())
+    std::fprintf(stderr, "edo tune: %s: %s\n", terminal_safe(o.file).c_str(), terminal_safe(rec.describe()).c_str());
+  const auto weights = db::load_weight_snapshots(store);
+
+  if (o.time_limit > 0) {
+    // The limit is the whole command's: what loading took is gone, and saving the results
+    // afterwards needs a moment (a second and 2 %).
+    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.time_limit_s = std::max(0.001, o.time_limit - used - 1.0 - 0.02 * o.time_limit);
+  }
+  model::TuneResult r = tune_interruptibly(std::move(profile), weights, t);
+  // The options in force are the user's: the tuner ran with the limit less loading and saving.
+  r.time_limit_s = o.time_limit;
+  db::save_tune_result(store, r);
+
+  if (o.json) std::fputs(tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).append("\n").c_str(), stdout);
+  else std::fputs(plan_text(r).c_str(), stdout);
+  print_done_line(r, o.file);
   // Ctrl-C: what was measured is saved and planned, and the exit status says the command was
   // interrupted (128 + SIGINT), as a shell expects of a job stopped by Ctrl-C.
   if (r.stop_reason == "cancelled") return 130;
@@ -262,9 +286,9 @@ std::string builtin_device_names() {
   return s;
 }
 
-Runner setup(CLI::App& sub) {
-  auto o = std::make_shared<TuneCliOptions>();
-  sub.footer(
+// The help's footer: what tune measures and how it picks, the exit status, times, devices, tiers.
+std::string footer_text() {
+  return
       "Measures fp32/fp16/bf16/fp8/int8/int4, product quantisation, multi-hash, quotient-remainder, low rank,\n"
       "pruning of rows never read, offload with a hot-row cache (sizes from the recorded LRU curve) and, for\n"
       "training jobs, row-wise Adagrad instead of the recorded optimizer, for every table, on this machine, with\n"
@@ -309,7 +333,12 @@ Runner setup(CLI::App& sub) {
       "--storage DIR --save-device NAME; without them TorchRec's 100 MiB/s, said in the table's note). The plan\n"
       "then shows each table's TIER (device, host, ssd) and its SSD bytes.\n\n"
       "Examples:\n  edo tune run.edodb --budget 24GiB --max-error 0.05 --time-limit 600\n"
-      "  edo tune job.edodb --devices 8 --budget 80GiB");
+      "  edo tune job.edodb --devices 8 --budget 80GiB";
+}
+
+Runner setup(CLI::App& sub) {
+  auto o = std::make_shared<TuneCliOptions>();
+  sub.footer(footer_text());
   sub.add_option("file", o->file, "an .edodb from 'edo record', 'edo import' or 'edo synth'")->required();
   sub.add_option("--budget", o->budget,
                  "device memory for all tables (weights + optimizer state + metadata), e.g. 24GiB; with --devices N, per device")

@@ -30,20 +30,20 @@ class Fenwick {
   std::vector<int64_t> t_;
 };
 
+// Why an ordered sample cannot be replayed (null when it can).
+const char* unusable(const stats::OrderedSample* s) {
+  if (!s) return "recording has no ordered sample";
+  if (!s->valid) return "the ordered sample is not one stream's order (several processes, or counted on a GPU)";
+  if (s->threshold == 0 || s->end - s->begin < 2) return "the ordered sample is empty";
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<CacheReplay> CacheReplay::of(const stats::TableAggregate& counts, std::string& why_not, double fit_fraction) {
   const stats::OrderedSample* s = counts.ordered_sample();
-  if (!s) {
-    why_not = "recording has no ordered sample";
-    return std::nullopt;
-  }
-  if (!s->valid) {
-    why_not = "the ordered sample is not one stream's order (several processes, or counted on a GPU)";
-    return std::nullopt;
-  }
-  if (s->threshold == 0 || s->end - s->begin < 2) {
-    why_not = "the ordered sample is empty";
+  if (const char* why = unusable(s)) {
+    why_not = why;
     return std::nullopt;
   }
   CacheReplay r;
@@ -92,41 +92,7 @@ std::optional<CacheReplay> CacheReplay::of(const stats::TableAggregate& counts, 
   }
   for (auto* part : {&r.fit_, &r.held_})
     for (auto& v : part->d) std::sort(v.begin(), v.end());
-  if (!r.stratified_) {
-    r.fit_.weight[0] = r.held_.weight[0] = 1.0;
-  } else {
-    // Each class's lookups in the recording, split between the parts as its sampled
-    // references are (a class the sample missed: as the positions are).
-    std::array<double, kClasses> total{};
-    std::unordered_map<uint64_t, uint64_t> rows_with;
-    counts.for_each_nonzero([&](uint64_t, uint64_t c) {
-      total[static_cast<size_t>(std::bit_width(c))] += static_cast<double>(c);
-      ++rows_with[c];
-      r.lookups_ += static_cast<double>(c);
-    });
-    // Counts above 1024 are binned (128 bins an octave, each at its rows' mean count) so that
-    // Che's fixed point, solved per cache size, sums over a few thousand terms at most.
-    std::map<uint64_t, std::pair<double, double>> bins;  // bin -> (rows, lookups)
-    for (const auto& [c, n] : rows_with) {
-      const auto w = static_cast<uint64_t>(std::bit_width(c));
-      const uint64_t bin = c <= 1024 ? c : (w << 32) | ((c >> (w - 8)) & 0x7f);
-      auto& b = bins[bin];
-      b.first += static_cast<double>(n);
-      b.second += static_cast<double>(n) * static_cast<double>(c);
-    }
-    for (const auto& [bin, b] : bins) {
-      const auto mean = static_cast<uint64_t>(std::llround(b.second / b.first));
-      r.count_rows_.emplace_back(mean, static_cast<uint64_t>(std::llround(b.first)));
-    }
-    std::sort(r.count_rows_.begin(), r.count_rows_.end(), std::greater<>());
-    const double positions_held = static_cast<double>(s->end - r.split_) / static_cast<double>(s->end - s->begin);
-    for (size_t c = 0; c < kClasses; ++c) {
-      const double nf = static_cast<double>(r.fit_.d[c].size()), nh = static_cast<double>(r.held_.d[c].size());
-      const double held_share = nf + nh > 0 ? nh / (nf + nh) : positions_held;
-      r.fit_.weight[c] = total[c] * (1.0 - held_share);
-      r.held_.weight[c] = total[c] * held_share;
-    }
-  }
+  r.weigh_classes(counts, *s);
   std::vector<std::pair<uint64_t, uint64_t>> rows;  // (fit count, row) of rows read before the cut
   for (const auto& [row, c] : per_row)
     if (c.fit > 0) rows.emplace_back(c.fit, row);
@@ -136,6 +102,44 @@ std::optional<CacheReplay> CacheReplay::of(const stats::TableAggregate& counts, 
     r.hot_held_.emplace_back(rr.cls, rr.held);
   }
   return r;
+}
+
+void CacheReplay::weigh_classes(const stats::TableAggregate& counts, const stats::OrderedSample& s) {
+  if (!stratified_) {
+    fit_.weight[0] = held_.weight[0] = 1.0;
+    return;
+  }
+  // Each class's lookups in the recording, split between the parts as its sampled references
+  // are (a class the sample missed: as the positions are).
+  std::array<double, kClasses> total{};
+  std::unordered_map<uint64_t, uint64_t> rows_with;
+  counts.for_each_nonzero([&](uint64_t, uint64_t c) {
+    total[static_cast<size_t>(std::bit_width(c))] += static_cast<double>(c);
+    ++rows_with[c];
+    lookups_ += static_cast<double>(c);
+  });
+  // Counts above 1024 are binned (128 bins an octave, each at its rows' mean count) so that
+  // Che's fixed point, solved per cache size, sums over a few thousand terms at most.
+  std::map<uint64_t, std::pair<double, double>> bins;  // bin -> (rows, lookups)
+  for (const auto& [c, n] : rows_with) {
+    const auto w = static_cast<uint64_t>(std::bit_width(c));
+    const uint64_t bin = c <= 1024 ? c : (w << 32) | ((c >> (w - 8)) & 0x7f);
+    auto& b = bins[bin];
+    b.first += static_cast<double>(n);
+    b.second += static_cast<double>(n) * static_cast<double>(c);
+  }
+  for (const auto& [bin, b] : bins) {
+    const auto mean = static_cast<uint64_t>(std::llround(b.second / b.first));
+    count_rows_.emplace_back(mean, static_cast<uint64_t>(std::llround(b.first)));
+  }
+  std::sort(count_rows_.begin(), count_rows_.end(), std::greater<>());
+  const double positions_held = static_cast<double>(s.end - split_) / static_cast<double>(s.end - s.begin);
+  for (size_t c = 0; c < kClasses; ++c) {
+    const double nf = static_cast<double>(fit_.d[c].size()), nh = static_cast<double>(held_.d[c].size());
+    const double held_share = nf + nh > 0 ? nh / (nf + nh) : positions_held;
+    fit_.weight[c] = total[c] * (1.0 - held_share);
+    held_.weight[c] = total[c] * held_share;
+  }
 }
 
 double CacheReplay::combine(const Rates& weight, const Rates& rate, const std::array<bool, kClasses>& known, const Rates* model) {

@@ -70,6 +70,10 @@ class CacheReplay {
     std::array<double, kClasses> weight{};  // the class's share of this part's lookups
   };
   using Rates = std::array<double, kClasses>;
+  // Each class's share of each part's lookups (of()): 1 for the single class of an unstratified
+  // replay; else the recording's lookups of the class split between the parts as its sampled
+  // references are, with the recorded counts binned for Che's approximation (count_rows_).
+  void weigh_classes(const stats::TableAggregate& counts, const stats::OrderedSample& s);
   // Per class a rate (-1: no rows), and the rows of those classes the cache holds.
   struct Model {
     Rates rate{};

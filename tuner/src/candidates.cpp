@@ -136,6 +136,197 @@ struct Builder {
   }
 };
 
+// Row formats no larger than the baseline: fp16/bf16, int8, int4, fp8.
+void add_row_formats(Builder& b, const std::string& base, const Trainable& dense) {
+  if (base == "fp32") {
+    b.add("fp16", "fp16", ordered_json::object(), 1, false, dense);
+    b.add("bf16", "bf16", ordered_json::object(), 1, false, dense);
+  } else if (base == "fp16") {
+    b.add("bf16", "bf16", ordered_json::object(), 2, false, dense);
+  } else if (base == "bf16") {
+    b.add("fp16", "fp16", ordered_json::object(), 2, false, dense);
+  }
+  b.add("int8", "int8", ordered_json::object(), 1, false, dense);
+  b.add("int4", "int4", ordered_json::object(), 1, false, dense);
+  if (base != "fp8") b.add("fp8", "fp8", ordered_json{{"scale", "row"}}, 2, false, dense);
+}
+
+// The offload cache sizes offered: fitted on the replay's earlier part, else from the recorded
+// LRU curve; plus the knee of the curve (issue 34 point 3: the size past which extra rows stop
+// paying), offered whether or not the curve reaches 50 % hits (the hit rate said is the held-out
+// one) — the plan grows a smaller cache of the table up to it with the budget left (plan.cpp).
+// `knee` becomes the offered size it coincides with (within 5 %), 0 when there is none.
+std::vector<uint64_t> offload_sizes(const TableGroup& g, const std::optional<CacheReplay>& replay, uint64_t& knee) {
+  std::vector<uint64_t> sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
+  knee = replay ? replay->knee_cache_rows(g.rows) : 0;
+  if (knee > 0) {
+    auto near = std::find_if(sizes.begin(), sizes.end(), [&](uint64_t k) {
+      return static_cast<double>(std::max(k, knee)) <= 1.05 * static_cast<double>(std::min(k, knee));
+    });
+    if (near != sizes.end()) {
+      knee = *near;
+    } else {
+      sizes.push_back(knee);
+      std::sort(sizes.begin(), sizes.end());
+    }
+  }
+  return sizes;
+}
+
+// Where an offload candidate's hit rates come from: the held-out replay of the recorded order
+// (cache_replay.h), every replacement policy replayed on the same held-out part in batches of a
+// step (cache_policies.h), or why not.
+struct OffloadEvidence {
+  std::optional<CacheReplay> replay;
+  std::optional<PolicyReplay> policies;
+  std::string why_no_replay, why_no_policies;
+};
+
+// The LRU candidate's params (what FBGEMM runs): its algorithm (TorchRec's CacheAlgorithm) is
+// the one of more held-out hits in FBGEMM's own set-associative cache, LRU when nothing says.
+// Returns that algorithm.
+std::string add_policy_params(ordered_json& params, const OffloadEvidence& ev, const std::optional<PolicyRates>& pr) {
+  std::string algorithm = "lru";
+  if (pr) {
+    algorithm = pr->chosen;
+    params["policy_replays"] = {{"cache_rows", pr->cache_rows},
+                                {"slots", pr->slots},
+                                {"sample_rate", ev.policies->rate()},
+                                {"lru", pr->lru},
+                                {"lfu", pr->lfu},
+                                {"fbgemm_lru", pr->fbgemm_lru},
+                                {"fbgemm_lfu", pr->fbgemm_lfu},
+                                {"fbgemm_lru_prefetch", pr->fbgemm_lru_prefetch},
+                                {"optimal", pr->optimal}};
+    params["policy_headroom"] = pr->headroom();
+  } else if (ev.replay) {
+    params["policy_replays_missing"] = ev.why_no_policies;
+  }
+  params["cache_policy"] = algorithm;
+  return algorithm;
+}
+
+// One cache size's two candidates, an LRU and a static hot set (the LRU of the middle size at
+// level 2, the others at 3). The LRU's device bytes are what FBGEMM allocates for its cache
+// (cache_policies.h), in place of edo's own smaller cache: the plan is exported to run under
+// FBGEMM, which keeps the cache in the table's element size (cache_precision = weights_precision).
+void add_offload_size(Builder& b, const OffloadEvidence& ev, uint64_t k, uint64_t knee, bool middle, const Trainable& dense) {
+  const TableGroup& g = b.g;
+  const double R = static_cast<double>(g.rows);
+  // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
+  const std::string frac = round_trip_number((static_cast<double>(k) + 0.5) / R);
+  const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
+  const double cov = stats::coverage_of_top(g.counts, k);
+  std::optional<PolicyRates> pr;
+  if (ev.policies) pr = ev.policies->at(k, g.rows);
+  for (const char* policy : {"lru", "static"}) {
+    const bool is_lru = std::string(policy) == "lru";
+    ordered_json params{{"cache_rows", k}, {"policy", policy}};
+    if (ev.replay) {
+      params["heldout"] = {{"fit_fraction", CacheReplay::kFitFraction}, {"sample_rate", ev.replay->rate()},
+                           {"heldout_sampled_refs", ev.replay->held_out_refs()}};
+    } else {
+      params["hit_rate_estimated"] = ev.why_no_replay;
+    }
+    if (is_lru && knee > 0) params["knee_rows"] = knee;
+    const std::string algorithm = is_lru ? add_policy_params(params, ev, pr) : "lru";
+    const size_t at = b.out.size();
+    const std::string spec = "offload:cache=" + frac + ":policy=" + policy;
+    b.add("offload", spec, params, is_lru && middle ? 2 : 3, false, dense, k, is_lru ? lru : cov);
+    if (ev.replay)
+      for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? ev.replay->lru_hit_rate(k) : ev.replay->static_hit_rate(k);
+    if (is_lru) {
+      const uint32_t element_bytes = model::dtype_size(g.dtype) == 2 ? 2 : 4;
+      const uint64_t own = b.size(spec, g.rows, g.dim, 0).device_bytes;
+      const uint64_t fbgemm = fbgemm_cache_device_bytes(g.rows, g.dim, element_bytes, static_cast<double>(k) / R, algorithm == "lfu", false);
+      for (size_t j = at; j < b.out.size(); ++j) b.out[j].device_bytes = b.out[j].device_bytes - own + fbgemm;
+    }
+  }
+}
+
+// Offload with a hot-row cache. With the recording's ordered sample, sizes and the static hot
+// set are fitted on its earlier part and the hit rates are the held-out part's, replayed
+// (cache_replay.h); without it, sizes come from the recorded LRU curve and the hit rates are
+// estimated (said in the params).
+void add_offload_candidates(Builder& b, const Trainable& dense) {
+  const TableGroup& g = b.g;
+  OffloadEvidence ev;
+  ev.why_no_replay = g.replay_skipped;
+  if (g.replay_skipped.empty()) ev.replay = CacheReplay::of(g.counts, ev.why_no_replay);
+  if (ev.replay) ev.policies = PolicyReplay::of(g.counts, g.lookups_per_step, ev.why_no_policies);
+  uint64_t knee = 0;
+  const std::vector<uint64_t> sizes = offload_sizes(g, ev.replay, knee);
+  for (size_t i = 0; i < sizes.size(); ++i) add_offload_size(b, ev, sizes[i], knee, i == sizes.size() / 2, dense);
+}
+
+// Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
+// Held out: the rows read in the first half of the recording are the pruned set fitted there;
+// the second half's lookups on rows first read after it are what such a table loses on lookups
+// it was not fitted to. Each returns a zero row: the access-weighted relative L2 error is
+// sqrt(lost fraction) (rows of about equal norm).
+void add_pruned_candidate(Builder& b) {
+  const TableGroup& g = b.g;
+  if (!(g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0)) return;
+  b.kept_rows = g.counts.unique_rows();
+  ordered_json params{{"kept_rows", b.kept_rows}};
+  const model::HeldOut h = held_out_of(g);
+  if (h.valid) {
+    params["held_out_lost_fraction"] = h.lost_fraction();
+    params["held_out_lookups"] = h.held_out_lookups;
+  }
+  if (h.valid && g.first_seen.size() > 1) params["held_out_streams"] = g.first_seen.size();
+  const size_t at = b.out.size();
+  const double D = g.dim;
+  b.add("pruned", "pruned", params, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
+  for (size_t i = at; i < b.out.size(); ++i) {
+    if (h.valid) b.out[i].held_out_error = std::sqrt(h.lost_fraction());
+    b.out[i].validated = h.valid;
+  }
+}
+
+// Low rank (rank dim/8, dim/4, dim/2) and product quantisation: 8 and 16 columns per sub-space
+// (4 would cost more bytes than int8 and far more time to encode); k-means on a 16384-row
+// sample, 5 rounds: the encoding the plan names.
+void add_fitted_candidates(Builder& b) {
+  const TableGroup& g = b.g;
+  if (g.dim < 8) return;
+  const double R = static_cast<double>(g.rows), D = g.dim;
+  uint32_t last = 0;
+  for (uint32_t div : {8u, 4u, 2u}) {
+    const uint32_t r = std::max(1u, g.dim / div);
+    if (r == last || r >= g.dim) continue;
+    last = r;
+    // With a recorded activation, the rows x r intermediate (and its gradient) per step.
+    const uint64_t act = lowrank_activation_bytes(g, r);
+    const size_t at = b.out.size();
+    b.add("lowrank", "lowrank:rank=" + std::to_string(r), act ? ordered_json{{"rank", r}, {"activation_bytes", act}} : ordered_json{{"rank", r}},
+          4, false, Trainable{R * r + double(r) * D, R + r});
+    for (size_t i = at; i < b.out.size(); ++i) b.out[i].device_bytes += act;
+  }
+  for (uint32_t dsub : {8u, 16u}) {
+    if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
+    const uint32_t m = g.dim / dsub;
+    b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", ordered_json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
+          false, Trainable{256.0 * m * dsub, 256.0 * m});
+  }
+}
+
+// Hashing and quotient-remainder: the model must be trained with them.
+void add_hashing_candidates(Builder& b) {
+  const TableGroup& g = b.g;
+  if (g.rows < 1024) return;
+  const double R = static_cast<double>(g.rows), D = g.dim;
+  for (uint64_t div : {4u, 16u}) {
+    const uint64_t buckets = g.rows / div;
+    b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,
+          Trainable{static_cast<double>(buckets) * D, static_cast<double>(buckets)});
+  }
+  for (uint64_t m : {4u, 16u}) {
+    const double q = std::ceil(R / static_cast<double>(m));
+    b.add("qr", "qr:m=" + std::to_string(m), ordered_json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
+  }
+}
+
 }  // namespace
 
 std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& size) {
@@ -159,151 +350,11 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   // Trimming a token table's vocabulary keeps the format: a tied head still reads it whole.
   add_trim_vocab_candidates(g, b.out.front(), b.out);
   if (!g.dense_use.empty()) return std::move(b.out);
-  // Row formats no larger than the baseline.
-  if (base == "fp32") {
-    b.add("fp16", "fp16", ordered_json::object(), 1, false, dense);
-    b.add("bf16", "bf16", ordered_json::object(), 1, false, dense);
-  } else if (base == "fp16") {
-    b.add("bf16", "bf16", ordered_json::object(), 2, false, dense);
-  } else if (base == "bf16") {
-    b.add("fp16", "fp16", ordered_json::object(), 2, false, dense);
-  }
-  b.add("int8", "int8", ordered_json::object(), 1, false, dense);
-  b.add("int4", "int4", ordered_json::object(), 1, false, dense);
-  if (base != "fp8") b.add("fp8", "fp8", ordered_json{{"scale", "row"}}, 2, false, dense);
-  // Offload with a hot-row cache (the first size at level 2, the others at 3). With the
-  // recording's ordered sample, sizes and the static hot set are fitted on its earlier part and
-  // the hit rates are the held-out part's, replayed (cache_replay.h); without it, sizes come
-  // from the recorded LRU curve and the hit rates are estimated (said in the params).
-  std::string why_no_replay = g.replay_skipped, why_no_policies;
-  const auto replay = g.replay_skipped.empty() ? CacheReplay::of(g.counts, why_no_replay) : std::nullopt;
-  // Every replacement policy on the same held-out part (cache_policies.h), batches of a step.
-  const auto policies = replay ? PolicyReplay::of(g.counts, g.lookups_per_step, why_no_policies) : std::nullopt;
-  std::vector<uint64_t> sizes = replay ? replay->fitted_cache_rows(g.rows) : offload_cache_rows(g.summary, g.rows);
-  // The knee of the curve (issue 34 point 3): the size past which extra rows stop paying. It is
-  // offered whether or not the curve reaches 50 % hits (the hit rate said is the held-out one),
-  // and the plan grows a smaller cache of the table up to it with the budget left (plan.cpp).
-  uint64_t knee = replay ? replay->knee_cache_rows(g.rows) : 0;
-  if (knee > 0) {
-    auto near = std::find_if(sizes.begin(), sizes.end(), [&](uint64_t k) {
-      return static_cast<double>(std::max(k, knee)) <= 1.05 * static_cast<double>(std::min(k, knee));
-    });
-    if (near != sizes.end()) {
-      knee = *near;
-    } else {
-      sizes.push_back(knee);
-      std::sort(sizes.begin(), sizes.end());
-    }
-  }
-  // FBGEMM keeps the cache in the table's element size (cache_precision = weights_precision).
-  const uint32_t element_bytes = model::dtype_size(g.dtype) == 2 ? 2 : 4;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const uint64_t k = sizes[i];
-    // +0.5 row: the kernels take the cache as a fraction and floor fraction * rows.
-    const std::string frac = round_trip_number((static_cast<double>(k) + 0.5) / R);
-    const double lru = stats::lru_hit_rate(g.counts, static_cast<double>(k));
-    const double cov = stats::coverage_of_top(g.counts, k);
-    std::optional<PolicyRates> pr;
-    if (policies) pr = policies->at(k, g.rows);
-    for (const char* policy : {"lru", "static"}) {
-      const bool is_lru = std::string(policy) == "lru";
-      ordered_json params{{"cache_rows", k}, {"policy", policy}};
-      if (replay) {
-        params["heldout"] = {{"fit_fraction", CacheReplay::kFitFraction}, {"sample_rate", replay->rate()},
-                             {"heldout_sampled_refs", replay->held_out_refs()}};
-      } else {
-        params["hit_rate_estimated"] = why_no_replay;
-      }
-      if (is_lru && knee > 0) params["knee_rows"] = knee;
-      // The LRU candidate is what FBGEMM runs: its algorithm (TorchRec's CacheAlgorithm) is the
-      // one of more held-out hits in FBGEMM's own set-associative cache, LRU when nothing says.
-      std::string algorithm = "lru";
-      if (is_lru && pr) {
-        algorithm = pr->chosen;
-        params["policy_replays"] = {{"cache_rows", pr->cache_rows},
-                                    {"slots", pr->slots},
-                                    {"sample_rate", policies->rate()},
-                                    {"lru", pr->lru},
-                                    {"lfu", pr->lfu},
-                                    {"fbgemm_lru", pr->fbgemm_lru},
-                                    {"fbgemm_lfu", pr->fbgemm_lfu},
-                                    {"fbgemm_lru_prefetch", pr->fbgemm_lru_prefetch},
-                                    {"optimal", pr->optimal}};
-        params["policy_headroom"] = pr->headroom();
-      } else if (is_lru && replay) {
-        params["policy_replays_missing"] = why_no_policies;
-      }
-      if (is_lru) params["cache_policy"] = algorithm;
-      const size_t at = b.out.size();
-      const std::string spec = "offload:cache=" + frac + ":policy=" + policy;
-      b.add("offload", spec, params, is_lru && i == sizes.size() / 2 ? 2 : 3, false, dense, k, is_lru ? lru : cov);
-      if (replay)
-        for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? replay->lru_hit_rate(k) : replay->static_hit_rate(k);
-      if (is_lru) {
-        // What FBGEMM allocates for this cache (cache_policies.h) is what the plan counts, in
-        // place of edo's own smaller cache: the plan is exported to run under FBGEMM.
-        const uint64_t own = size(spec, g.rows, g.dim, 0).device_bytes;
-        const uint64_t fbgemm = fbgemm_cache_device_bytes(g.rows, g.dim, element_bytes, static_cast<double>(k) / R, algorithm == "lfu", false);
-        for (size_t j = at; j < b.out.size(); ++j) b.out[j].device_bytes = b.out[j].device_bytes - own + fbgemm;
-      }
-    }
-  }
-  // Pruning of rows never read (exact counts only: a sketch cannot say which rows were read).
-  if (g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0) {
-    b.kept_rows = g.counts.unique_rows();
-    // Held out: the rows read in the first half of the recording are the pruned set fitted
-    // there; the second half's lookups on rows first read after it are what such a table
-    // loses on lookups it was not fitted to. Each returns a zero row: the access-weighted
-    // relative L2 error is sqrt(lost fraction) (rows of about equal norm).
-    ordered_json params{{"kept_rows", b.kept_rows}};
-    const model::HeldOut h = held_out_of(g);
-    if (h.valid) {
-      params["held_out_lost_fraction"] = h.lost_fraction();
-      params["held_out_lookups"] = h.held_out_lookups;
-    }
-    if (h.valid && g.first_seen.size() > 1) params["held_out_streams"] = g.first_seen.size();
-    const size_t at = b.out.size();
-    b.add("pruned", "pruned", params, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
-    for (size_t i = at; i < b.out.size(); ++i) {
-      if (h.valid) b.out[i].held_out_error = std::sqrt(h.lost_fraction());
-      b.out[i].validated = h.valid;
-    }
-  }
-  // Low rank and product quantisation.
-  if (g.dim >= 8) {
-    uint32_t last = 0;
-    for (uint32_t div : {8u, 4u, 2u}) {
-      const uint32_t r = std::max(1u, g.dim / div);
-      if (r == last || r >= g.dim) continue;
-      last = r;
-      // With a recorded activation, the rows x r intermediate (and its gradient) per step.
-      const uint64_t act = lowrank_activation_bytes(g, r);
-      const size_t at = b.out.size();
-      b.add("lowrank", "lowrank:rank=" + std::to_string(r), act ? ordered_json{{"rank", r}, {"activation_bytes", act}} : ordered_json{{"rank", r}},
-            4, false, Trainable{R * r + double(r) * D, R + r});
-      for (size_t i = at; i < b.out.size(); ++i) b.out[i].device_bytes += act;
-    }
-    // 8 and 16 columns per sub-space (4 would cost more bytes than int8 and far more time to
-    // encode); k-means on a 16384-row sample, 5 rounds: the encoding the plan names.
-    for (uint32_t dsub : {8u, 16u}) {
-      if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
-      const uint32_t m = g.dim / dsub;
-      b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", ordered_json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
-            false, Trainable{256.0 * m * dsub, 256.0 * m});
-    }
-  }
-  // Hashing and quotient-remainder: the model must be trained with them.
-  if (g.rows >= 1024) {
-    for (uint64_t div : {4u, 16u}) {
-      const uint64_t buckets = g.rows / div;
-      b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,
-            Trainable{static_cast<double>(buckets) * D, static_cast<double>(buckets)});
-    }
-    for (uint64_t m : {4u, 16u}) {
-      const double q = std::ceil(R / static_cast<double>(m));
-      b.add("qr", "qr:m=" + std::to_string(m), ordered_json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
-    }
-  }
+  add_row_formats(b, base, dense);
+  add_offload_candidates(b, dense);
+  add_pruned_candidate(b);
+  add_fitted_candidates(b);
+  add_hashing_candidates(b);
   // Managed collision (mch_candidates.h): only past the budget, replayed on the recorded order.
   add_mch_candidates(g, size, b.out);
   // Training levers on the recorded format: a sparse gradient, freezing (llm_candidates.h).

@@ -130,141 +130,163 @@ struct Alias {
 
 }  // namespace
 
-TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_bytes, uint64_t seed) : g_(g) {
-  const uint64_t R = g.rows;
-  const uint32_t D = g.dim;
-  rows_ = measured_rows(R, D, cap_bytes);
-  const size_t max_hot = static_cast<size_t>(std::min<uint64_t>(rows_ == R ? R : rows_ / 2, uint64_t{1} << 20));
-  const AccessModel m = access_model(g.counts, R, max_hot);
-  const uint64_t H = m.hot_rows.size();
-  const auto perm = kernels::random_permutation(rows_, seed);
+// Where the recorded counts sit among the measured rows (permuted positions perm[0..)): the
+// H hot rows first, then the tail's T positions, each with an even share of the tail's lookups.
+struct TableBench::Placement {
+  uint64_t H = 0, T = 0;
+  double tail_each = 0;
+  std::unordered_map<uint64_t, uint64_t> position_of_hot;  // original row -> measured position
+};
+
+TableBench::Placement TableBench::place_counts(const AccessModel& m, const std::vector<int64_t>& perm) {
+  Placement at;
+  at.H = m.hot_rows.size();
   // Tail support: at full size, as many positions as the table had other rows read; scaled,
   // every other position (the tail stays as wide, and as cache-unfriendly, as the measured
   // table allows).
-  uint64_t T = 0;
-  if (m.tail_rows > 0) T = rows_ == R ? std::min<uint64_t>(m.tail_rows, rows_ - H) : rows_ - H;
+  if (m.tail_rows > 0) at.T = rows_ == g_.rows ? std::min<uint64_t>(m.tail_rows, rows_ - at.H) : rows_ - at.H;
   counts_.assign(rows_, 0);
-  std::unordered_map<uint64_t, uint64_t> position_of_hot;
-  position_of_hot.reserve(H * 2);
-  for (uint64_t i = 0; i < H; ++i) {
+  at.position_of_hot.reserve(at.H * 2);
+  for (uint64_t i = 0; i < at.H; ++i) {
     counts_[perm[i]] = static_cast<uint64_t>(m.hot_counts[i]);
-    position_of_hot[m.hot_rows[i]] = static_cast<uint64_t>(perm[i]);
+    at.position_of_hot[m.hot_rows[i]] = static_cast<uint64_t>(perm[i]);
   }
-  const double tail_each = T ? m.tail_lookups / static_cast<double>(T) : 0;
-  for (uint64_t i = 0; i < T; ++i) counts_[perm[H + i]] = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(tail_each)));
+  at.tail_each = at.T ? m.tail_lookups / static_cast<double>(at.T) : 0;
+  for (uint64_t i = 0; i < at.T; ++i)
+    counts_[perm[at.H + i]] = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(at.tail_each)));
+  return at;
+}
 
-  // Index batches drawn from the model.
-  std::vector<double> w(m.hot_counts);
-  if (T) w.push_back(m.tail_lookups);
-  model_weights_ = w;
-  hot_ = H;
-  tail_ = T;
+// Index batches drawn from the access model (the hot rows' counts, then the tail's lookups, as
+// model_weights_), one step's lookups each (at most --max-batch); the distinct rows per batch
+// (what a sparse update touches per step).
+void TableBench::draw_batches(const Placement& at, const std::vector<int64_t>& perm, const TuneOptions& o, kernels::Rng& rng) {
   const uint64_t batch =
-      std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(g.lookups_per_step)), 1, std::max<uint64_t>(1, o.max_batch));
+      std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(g_.lookups_per_step)), 1, std::max<uint64_t>(1, o.max_batch));
   std::vector<std::vector<int64_t>> batches(static_cast<size_t>(std::max(1, o.batches)));
-  kernels::Rng rng(seed ^ 0xba7c4e5ULL);
-  if (w.empty()) {
+  if (model_weights_.empty()) {
     for (auto& b : batches) {  // never read: uniform rows
       b.resize(batch);
       for (auto& x : b) x = static_cast<int64_t>(rng.below(rows_));
     }
   } else {
-    const Alias alias(w);
+    const Alias alias(model_weights_);
     for (auto& b : batches) {
       b.resize(batch);
       for (auto& x : b) {
         const uint32_t k = alias.draw(rng);
-        x = k < H ? perm[k] : perm[H + rng.below(T)];
+        x = k < at.H ? perm[k] : perm[at.H + rng.below(at.T)];
       }
     }
   }
   lookups_per_pass_ = static_cast<double>(batch) * static_cast<double>(batches.size());
-  train_ = training_step_of(g);
-  {
-    // Distinct rows per batch: what a sparse update touches per step.
-    double distinct = 0;
-    std::vector<int64_t> sorted;
-    for (const auto& b : batches) {
-      sorted = b;
-      std::sort(sorted.begin(), sorted.end());
-      distinct += static_cast<double>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
-    }
-    distinct_per_batch_ = distinct / static_cast<double>(batches.size());
+  double distinct = 0;
+  std::vector<int64_t> sorted;
+  for (const auto& b : batches) {
+    sorted = b;
+    std::sort(sorted.begin(), sorted.end());
+    distinct += static_cast<double>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
   }
+  distinct_per_batch_ = distinct / static_cast<double>(batches.size());
   batch_ = batch;
   work_ = kernels::Workload::fixed_bags(std::move(batches), 1);
+}
 
-  // Weights and the error's reference rows.
-  weights_.resize(rows_ * D);
-  kernels::random_weights(weights_.data(), rows_, D, seed ^ 0x3e1647ULL);
-  if (g.snapshot) {
-    recorded_ = true;
-    const model::WeightSnapshot& s = *g.snapshot;
-    const std::vector<float> v = snapshot_fp32(s);
-    // Filler rows follow the snapshot's per-column mean and spread.
-    std::vector<double> mean(D, 0.0), sq(D, 0.0);
-    for (size_t i = 0; i < s.rows.size(); ++i)
-      for (uint32_t d = 0; d < D; ++d) {
-        mean[d] += v[i * D + d];
-        sq[d] += static_cast<double>(v[i * D + d]) * v[i * D + d];
-      }
-    const double n = std::max<double>(1, static_cast<double>(s.rows.size()));
-    for (uint64_t r = 0; r < rows_; ++r)
-      for (uint32_t d = 0; d < D; ++d) {
-        const double mu = mean[d] / n, sd = std::sqrt(std::max(0.0, sq[d] / n - mu * mu));
-        weights_[r * D + d] = static_cast<float>(mu + sd * weights_[r * D + d]);
-      }
-    // Snapshot rows go to their hot position, or to a free position among the read rows (or
-    // among the others for rows never read).
-    uint64_t next_read = H, next_unread = H + T;
-    std::vector<char> used(rows_, 0);
-    for (uint64_t i = 0; i < H; ++i) used[perm[i]] = 1;
-    auto take = [&](uint64_t& cursor, uint64_t end) -> int64_t {
-      while (cursor < end && used[perm[cursor]]) ++cursor;
-      return cursor < end ? perm[cursor++] : -1;
-    };
-    for (size_t i = 0; i < s.rows.size(); ++i) {
-      const uint64_t row = s.rows[i];
-      const double c = static_cast<double>(g.counts.count(row));
-      int64_t pos;
-      if (auto it = position_of_hot.find(row); it != position_of_hot.end()) pos = static_cast<int64_t>(it->second);
-      else if (c > 0) pos = take(next_read, H + T);
-      else pos = take(next_unread, rows_);
-      if (pos < 0) pos = take(next_read, rows_);
-      if (pos < 0) continue;  // cannot happen while rows_ >= snapshot rows
-      used[pos] = 1;
-      if (c > 0) counts_[pos] = std::max<uint64_t>(counts_[pos], 1);
-      std::memcpy(&weights_[static_cast<uint64_t>(pos) * D], &v[i * D], D * sizeof(float));
-      ref_.positions.push_back(static_cast<uint64_t>(pos));
-      ref_.values.insert(ref_.values.end(), v.begin() + static_cast<long>(i * D), v.begin() + static_cast<long>((i + 1) * D));
-      ref_.weights.push_back(c * s.inclusion_weight(i));
+// Recorded weights: filler rows follow the snapshot's per-column mean and spread; the snapshot's
+// rows go to their hot position, or to a free position among the read rows (or among the others
+// for rows never read), and are the error's reference rows.
+void TableBench::place_snapshot(const model::WeightSnapshot& s, const Placement& at, const std::vector<int64_t>& perm) {
+  const uint32_t D = g_.dim;
+  recorded_ = true;
+  const std::vector<float> v = snapshot_fp32(s);
+  std::vector<double> mean(D, 0.0), sq(D, 0.0);
+  for (size_t i = 0; i < s.rows.size(); ++i)
+    for (uint32_t d = 0; d < D; ++d) {
+      mean[d] += v[i * D + d];
+      sq[d] += static_cast<double>(v[i * D + d]) * v[i * D + d];
     }
-  } else {
-    // Synthetic weights: the hottest rows exactly, the other read rows through a sample.
-    const uint64_t hot_ref = std::min<uint64_t>(H, 32768), tail_ref = std::min<uint64_t>(T, 32768);
-    for (uint64_t i = 0; i < hot_ref; ++i) {
-      ref_.positions.push_back(static_cast<uint64_t>(perm[i]));
-      ref_.weights.push_back(m.hot_counts[i]);
+  const double n = std::max<double>(1, static_cast<double>(s.rows.size()));
+  for (uint64_t r = 0; r < rows_; ++r)
+    for (uint32_t d = 0; d < D; ++d) {
+      const double mu = mean[d] / n, sd = std::sqrt(std::max(0.0, sq[d] / n - mu * mu));
+      weights_[r * D + d] = static_cast<float>(mu + sd * weights_[r * D + d]);
     }
-    for (uint64_t k = 0; k < tail_ref; ++k) {
-      ref_.positions.push_back(static_cast<uint64_t>(perm[H + rng.below(T)]));
-      ref_.weights.push_back(tail_each * static_cast<double>(T) / static_cast<double>(tail_ref));
-    }
-    for (uint64_t p : ref_.positions) ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
+  uint64_t next_read = at.H, next_unread = at.H + at.T;
+  std::vector<char> used(rows_, 0);
+  for (uint64_t i = 0; i < at.H; ++i) used[perm[i]] = 1;
+  auto take = [&](uint64_t& cursor, uint64_t end) -> int64_t {
+    while (cursor < end && used[perm[cursor]]) ++cursor;
+    return cursor < end ? perm[cursor++] : -1;
+  };
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const uint64_t row = s.rows[i];
+    const double c = static_cast<double>(g_.counts.count(row));
+    int64_t pos;
+    if (auto it = at.position_of_hot.find(row); it != at.position_of_hot.end()) pos = static_cast<int64_t>(it->second);
+    else if (c > 0) pos = take(next_read, at.H + at.T);
+    else pos = take(next_unread, rows_);
+    if (pos < 0) pos = take(next_read, rows_);
+    if (pos < 0) continue;  // cannot happen while rows_ >= snapshot rows
+    used[pos] = 1;
+    if (c > 0) counts_[pos] = std::max<uint64_t>(counts_[pos], 1);
+    std::memcpy(&weights_[static_cast<uint64_t>(pos) * D], &v[i * D], D * sizeof(float));
+    ref_.positions.push_back(static_cast<uint64_t>(pos));
+    ref_.values.insert(ref_.values.end(), v.begin() + static_cast<long>(i * D), v.begin() + static_cast<long>((i + 1) * D));
+    ref_.weights.push_back(c * s.inclusion_weight(i));
   }
+}
+
+// Synthetic weights: the hottest rows exactly, the other read rows through a sample (drawn
+// from `rng` after the batches).
+void TableBench::sample_synthetic_reference(const AccessModel& m, const Placement& at, const std::vector<int64_t>& perm,
+                                            kernels::Rng& rng) {
+  const uint32_t D = g_.dim;
+  const uint64_t hot_ref = std::min<uint64_t>(at.H, 32768), tail_ref = std::min<uint64_t>(at.T, 32768);
+  for (uint64_t i = 0; i < hot_ref; ++i) {
+    ref_.positions.push_back(static_cast<uint64_t>(perm[i]));
+    ref_.weights.push_back(m.hot_counts[i]);
+  }
+  for (uint64_t k = 0; k < tail_ref; ++k) {
+    ref_.positions.push_back(static_cast<uint64_t>(perm[at.H + rng.below(at.T)]));
+    ref_.weights.push_back(at.tail_each * static_cast<double>(at.T) / static_cast<double>(tail_ref));
+  }
+  for (uint64_t p : ref_.positions) ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
+}
+
+// A table never read (no reference row weighs anything): every row counts the same.
+void TableBench::uniform_reference_if_unread(const std::vector<int64_t>& perm) {
   double total = 0;
   for (double x : ref_.weights) total += x;
-  if (total <= 0) {
-    // A table never read: every row counts the same.
-    ref_ = ReferenceRows{};
-    const uint64_t n = std::min<uint64_t>(rows_, 65536);
-    for (uint64_t k = 0; k < n; ++k) {
-      const uint64_t p = static_cast<uint64_t>(perm[k]);
-      ref_.positions.push_back(p);
-      ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
-      ref_.weights.push_back(1.0);
-    }
+  if (total > 0) return;
+  const uint32_t D = g_.dim;
+  ref_ = ReferenceRows{};
+  const uint64_t n = std::min<uint64_t>(rows_, 65536);
+  for (uint64_t k = 0; k < n; ++k) {
+    const uint64_t p = static_cast<uint64_t>(perm[k]);
+    ref_.positions.push_back(p);
+    ref_.values.insert(ref_.values.end(), &weights_[p * D], &weights_[p * D] + D);
+    ref_.weights.push_back(1.0);
   }
+}
+
+TableBench::TableBench(const TableGroup& g, const TuneOptions& o, uint64_t cap_bytes, uint64_t seed) : g_(g) {
+  rows_ = measured_rows(g.rows, g.dim, cap_bytes);
+  const size_t max_hot = static_cast<size_t>(std::min<uint64_t>(rows_ == g.rows ? g.rows : rows_ / 2, uint64_t{1} << 20));
+  const AccessModel m = access_model(g.counts, g.rows, max_hot);
+  const auto perm = kernels::random_permutation(rows_, seed);
+  const Placement at = place_counts(m, perm);
+  model_weights_ = m.hot_counts;
+  if (at.T) model_weights_.push_back(m.tail_lookups);
+  hot_ = at.H;
+  tail_ = at.T;
+  kernels::Rng rng(seed ^ 0xba7c4e5ULL);
+  draw_batches(at, perm, o, rng);
+  train_ = training_step_of(g);
+  weights_.resize(rows_ * g.dim);
+  kernels::random_weights(weights_.data(), rows_, g.dim, seed ^ 0x3e1647ULL);
+  if (g.snapshot) place_snapshot(*g.snapshot, at, perm);
+  else sample_synthetic_reference(m, at, perm, rng);
+  uniform_reference_if_unread(perm);
 }
 
 bool row_format(const std::string& strategy) {

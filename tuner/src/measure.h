@@ -27,6 +27,7 @@
 #include "step_timing.h"
 #include "edo/kernels/backend.h"
 #include "edo/kernels/strategy.h"
+#include "edo/kernels/workload.h"
 #include "edo/tuner/tuner.h"
 #include "workload.h"
 
@@ -148,6 +149,16 @@ class TableBench {
   // The baseline's encoded table, made on first use and kept for this setup's paired timing.
   kernels::EncodedTable& baseline_table(const TuneOptions& options);  // (training updates it in place)
 
+  // The constructor's steps (measure.cpp): where the recorded counts go among the measured
+  // rows, the index batches drawn from them, and the weights with the error's reference rows.
+  struct Placement;
+  Placement place_counts(const AccessModel& m, const std::vector<int64_t>& perm);
+  void draw_batches(const Placement& at, const std::vector<int64_t>& perm, const TuneOptions& o, kernels::Rng& rng);
+  void place_snapshot(const model::WeightSnapshot& s, const Placement& at, const std::vector<int64_t>& perm);
+  void sample_synthetic_reference(const AccessModel& m, const Placement& at, const std::vector<int64_t>& perm,
+                                  kernels::Rng& rng);
+  void uniform_reference_if_unread(const std::vector<int64_t>& perm);
+
   const TableGroup& g_;
   uint64_t rows_ = 0;
   bool recorded_ = false;
@@ -171,8 +182,24 @@ class TableBench {
   std::unique_ptr<kernels::TrainingTable> base_train_;
   bool base_known_ = false, base_trained_ = false;
   double base_fwd_us_ = 0, base_bwd_us_ = 0, base_upd_us_ = 0, base_row_bytes_ = 0;
-  // One candidate's training step (measure() for a training recording).
+  // One candidate's training step (measure() for a training recording), and its steps
+  // (measure_training.cpp): the passes timed, their median, the phases modelled.
   Measurement measure_training(const Candidate& c, kernels::Backend& backend, const TuneOptions& o, double baseline_us);
+  struct Phases;
+  struct PassScale;
+  struct PhaseReps;
+  PassScale pass_scale(const TrainingStep& step, const kernels::EncodedTable& table) const;
+  PhaseReps time_training(kernels::TrainingTable& train, const TrainingStep& step, const PassScale& scale,
+                          kernels::Backend& backend, const TuneOptions& o, bool paired);
+  PhaseReps time_forward(kernels::LoadedTable& loaded, const PassScale& scale, kernels::Backend& backend,
+                         const TuneOptions& o, bool paired);
+  Phases modelled_backward_update(const PassScale& scale, double fwd_us, bool scale_base) const;
+  std::string model_offload_step(const Candidate& c, const std::string& spec, kernels::LoadedTable& loaded,
+                                 const TrainingStep& step, const PassScale& scale, const TuneOptions& o, Phases& med,
+                                 Measurement& out) const;
+  std::string model_untrained_phases(const Candidate& c, const kernels::Backend& backend, const PassScale& scale,
+                                     bool scale_base, Phases& med, double& lo, double& hi) const;
+  void remember_baseline(const Phases& med, bool trained, const kernels::EncodedTable& table);
 };
 
 // Host-link bandwidth the CPU backend's offload misses are charged at (bytes/s): a CPU
