@@ -11,7 +11,7 @@
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/storage_probe.h"
 #include "edo/tuner/device_profile.h"
-#include "edo/tuner/size.h"
+#include "edo/text/size.h"
 
 namespace {
 
@@ -22,7 +22,7 @@ int run_storage(const Options& o) {
   edo::kernels::StorageProbeConfig c;
   c.dir = o.storage;
   try {
-    c.file_bytes = edo::tuner::parse_size(o.storage_bytes);
+    c.file_bytes = edo::parse_size(o.storage_bytes);
   } catch (const std::invalid_argument& e) {
     throw edo::cli::UsageError(std::string("--storage-bytes: ") + e.what());
   }

@@ -360,7 +360,7 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<RecordOptions>();
   sub.add_option("-o,--output", o->output, "the .edodb to write (default edo.<program>.<pid>.edodb, never an existing file)");
   sub.add_flag("--force", o->force, "replace the -o file if it is an edo database (other files are never replaced)");
-  // The ranges libedo_trace.so accepts (profiler/capture/src/config.cpp): a value outside them
+  // The ranges libedo_trace.so accepts (profiler/capture/src/config/config.cpp): a value outside them
   // is a usage error here, not a warning from every traced process later.
   sub.add_option("--exact-rows", o->exact_rows, "exact per-row counts up to this many rows (EDO_EXACT_ROWS)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));

@@ -23,7 +23,7 @@
 #include "edo/db/table_samples.h"
 #include "edo/db/tune_store.h"
 #include "edo/tuner/vocab_coverage.h"
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 #include "edo/tuner/plan_io.h"
 #include "support/plan_text.h"
 #include "support/report_json.h"
@@ -463,7 +463,7 @@ int run_report(const ReportOptions& o) {
                    t.objective,
                    t.timing_kind == "modelled" ? ", times modelled for " + terminal_safe(t.timing_device) : std::string(),
                    t.feasible ? fmt::format("plan {} device, {} per step", model::format_bytes(t.plan_device_bytes),
-                                            tuner::format_duration_us(t.plan_step_us))
+                                            edo::format_duration_us(t.plan_step_us))
                               : std::string("no plan fits"),
                    t.complete ? "" : fmt::format(" (stopped: {})", terminal_safe(t.stop_reason)));
     }

@@ -22,7 +22,7 @@
 #include "edo/db/weight_store.h"
 #include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
-#include "edo/tuner/size.h"
+#include "edo/text/size.h"
 #include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
 #include "support/plan_text.h"
@@ -143,10 +143,10 @@ uint32_t parse_devices(const std::string& text) {
 tuner::TuneOptions tune_options(const TuneCliOptions& o) {
   tuner::TuneOptions t;
   try {
-    t.budget_bytes = tuner::parse_size(o.budget);
-    if (!o.measure_bytes.empty()) t.measure_bytes = tuner::parse_size(o.measure_bytes);
-    if (!o.host_budget.empty()) t.host_budget_bytes = tuner::parse_size(o.host_budget);
-    if (!o.ssd_budget.empty()) t.ssd_budget_bytes = tuner::parse_size(o.ssd_budget);
+    t.budget_bytes = edo::parse_size(o.budget);
+    if (!o.measure_bytes.empty()) t.measure_bytes = edo::parse_size(o.measure_bytes);
+    if (!o.host_budget.empty()) t.host_budget_bytes = edo::parse_size(o.host_budget);
+    if (!o.ssd_budget.empty()) t.ssd_budget_bytes = edo::parse_size(o.ssd_budget);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

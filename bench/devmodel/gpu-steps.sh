@@ -3,7 +3,7 @@
 # 10M x 128 and a 10M x 64 table with the formats the model covers, then devmodel_check on each
 # (the model with that GPU's own figures against its measured gathers), and the run's figures
 # saved as a device profile (edo.device/1) under $RESULTS: compare it with the stored H200
-# profile (tuner/src/device_profiles_builtin.cpp) and update that file from it. Run by
+# profile (tuner/src/measure/device_profiles_builtin.cpp) and update that file from it. Run by
 # scripts/gpu-check.sh; it also runs alone. About 2 minutes on an H200.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

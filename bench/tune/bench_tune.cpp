@@ -41,6 +41,7 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
+#include "edo/text/glob.h"
 #include "edo/tuner/tuner.h"
 #include "representatives.h"
 #include "workload.h"
@@ -239,7 +240,7 @@ int scale(const std::string& backend, const std::string& out, const std::vector<
   }
   std::set<std::string> keep, reps;
   for (const auto& c : first.candidates)
-    if (c.timing_kind == "predicted" && edo::tuner::glob_match(glob, c.table)) {
+    if (c.timing_kind == "predicted" && edo::glob_match(glob, c.table)) {
       keep.insert(c.table);
       reps.insert(c.timing_from);
     }

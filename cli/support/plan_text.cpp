@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "edo/model/profile_summary.h"
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 #include "edo/tuner/summary.h"
 #include "support/terminal.h"
 
@@ -14,7 +14,7 @@ namespace edo::cli {
 
 namespace {
 
-std::string us(double v) { return tuner::format_duration_us(v); }
+std::string us(double v) { return edo::format_duration_us(v); }
 
 }  // namespace
 

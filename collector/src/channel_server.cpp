@@ -76,7 +76,7 @@ bool looks_alive(int64_t pid) {
 // Whether process `pid` still runs after its connection closed (connection_lost), or ended
 // (ended_without_final_flush). A dying process tears its threads down one by one, and the
 // tracer keeps its connection on a thread with a descriptor table of its own
-// (profiler/capture/src/own_fd_thread.h): that thread can close it before the leader shows any
+// (profiler/capture/src/sink/own_fd_thread.h): that thread can close it before the leader shows any
 // sign of dying. So a process that looks alive is looked at again for 50 ms (a process that
 // truly runs on costs the collector that once per connection; one that said goodbye is not
 // looked at: ProfileBuilder asks only for a session without its Goodbye).

@@ -32,7 +32,7 @@
 #include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/model/profile_summary.h"
-#include "edo/tuner/size.h"
+#include "edo/text/size.h"
 #include "edo/tuner/summary.h"
 #include "edo/tuner/torchrec_facts.h"
 #include "tuner_chart.h"
@@ -245,7 +245,7 @@ tuner::TuneOptions TunerView::options() const {
   tuner::TuneOptions o;
   const QString budget = budget_->text().trimmed();
   if (budget.isEmpty()) throw std::invalid_argument("enter a budget: the device memory the tables may take, e.g. 24GiB");
-  o.budget_bytes = tuner::parse_size(budget.toStdString());
+  o.budget_bytes = edo::parse_size(budget.toStdString());
   const QString err = max_error_->text().trimmed();
   if (err.compare(QLatin1String("none"), Qt::CaseInsensitive) == 0) {
     o.max_error = std::numeric_limits<double>::infinity();

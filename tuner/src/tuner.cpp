@@ -21,7 +21,7 @@
 #include "edo/kernels/cuda.h"
 #include "edo/kernels/encode.h"
 #include "edo/model/profile_summary.h"
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "edo/tuner/llm_facts.h"
 #include "llm_candidates.h"

@@ -25,7 +25,7 @@ Conversions:
                 read is not in a plan file: pass ``rows_read={name: row ids}``.
 
 The plan is validated whole before anything changes (``_plan_file.check_tables``, the rules of
-tuner/src/plan_import.cpp): a PlanError leaves the model untouched, and a conversion that raises
+tuner/src/io/plan_import.cpp): a PlanError leaves the model untouched, and a conversion that raises
 midway is undone before the exception reaches the caller.
 
 Training plans keep fp32/fp16/bf16 parameters (int8/int4 are refused for a training table); a

@@ -21,7 +21,7 @@ class PlanError(ValueError):
 
 
 # ---- the one validator ------------------------------------------------------------------
-# Mirrors edo::tuner::plan_from_json's per-table part and check_choice (tuner/src/plan_import.cpp):
+# Mirrors edo::tuner::plan_from_json's per-table part and check_choice (tuner/src/io/plan_import.cpp):
 # the strategy is one of edo's (kernels::strategy_names() plus "shared" and "unchanged"), each
 # params key is one the tuner writes for that strategy, with its type, and every table-level value
 # has the type the C++ reader wants. Keys that are only displayed (why, step_us) may be missing
@@ -29,15 +29,15 @@ class PlanError(ValueError):
 # two together.
 STRATEGIES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "pq", "multihash", "qr", "lowrank",
               "pruned", "offload", "mch", "ssd")   # kernels::strategy_names() (kernels/core/strategy.cpp), "mch"
-# (managed collision, tuner/src/mch_candidates.h: its spec is the row format of its N rows) and
-# "ssd" (the SSD tier, tuner/src/ssd_candidates.h: its spec is the row format of its rows)
+# (managed collision, tuner/src/candidates/mch_candidates.h: its spec is the row format of its N rows) and
+# "ssd" (the SSD tier, tuner/src/candidates/ssd_candidates.h: its spec is the row format of its rows)
 _ROW_FORMATS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 _COMMON_PARAMS = {"same_weights_as": "s", "apart_from": "n", "shared_by": "n"}
-# The training levers on a row format (tuner/src/llm_candidates.h): a sparse gradient, freezing.
+# The training levers on a row format (tuner/src/candidates/llm_candidates.h): a sparse gradient, freezing.
 _LEVER_PARAMS = {"gradient": "s", "gradient_rows_per_step": "c", "gradient_rows_basis": "s", "dense_gradient_bytes": "c",
                  "sparse_gradient_bytes": "c", "optimizer_from": "s", "saved_gradient_bytes": "c",
                  "saved_optimizer_bytes": "c", "head": "s", "saved_bytes": "c", "saved_weight_bytes": "c",
-                 # trim_vocab (tuner/src/trim_candidates.h)
+                 # trim_vocab (tuner/src/candidates/trim_candidates.h)
                  "vocab_coverage": "s", "kept_rows": "c", "unk_old_id": "c", "held_out_lookups": "c",
                  "held_out_lost_lookups": "c", "saved_table_bytes": "c", "remap_bytes": "c", "head_kind": "s", "saved_head_bytes": "c",
                  "saved_logit_bytes_per_step": "c"}

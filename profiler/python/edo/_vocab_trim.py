@@ -1,4 +1,4 @@
-"""The "trim_vocab" lever of a plan (tuner/src/trim_candidates.h; docs/tuning.md "LLM levers"),
+"""The "trim_vocab" lever of a plan (tuner/src/candidates/trim_candidates.h; docs/tuning.md "LLM levers"),
 applied by edo.apply_plan to a token table and its LM head.
 
 The table keeps the rows of the ids the remap keeps (``edo export --format vocab-remap``: the one

@@ -1,4 +1,4 @@
-// Fuzz target: edo::tuner::parse_size (edo tune --budget 24GiB, --measure-bytes) on any text.
+// Fuzz target: edo::parse_size (edo tune --budget 24GiB, --measure-bytes) on any text.
 // Beyond not crashing, both directions are checked against an independent reading of the
 // grammar size.h documents: every accepted text must be in the grammar and mean what it says
 // (compared in long double, within its precision); every text in the grammar whose value fits
@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "edo/tuner/size.h"
+#include "edo/text/size.h"
 
 namespace {
 
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Reading r = read(text);
   uint64_t bytes = 0;
   try {
-    bytes = edo::tuner::parse_size(text);
+    bytes = edo::parse_size(text);
   } catch (const std::invalid_argument& e) {
     if (std::string(e.what()).empty()) finding("refused without a reason", text);
     const bool fits = r.value < 18446744073709551615.0L;

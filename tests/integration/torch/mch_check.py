@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""edo's managed-collision replay (tuner/src/mch_replay.h) against TorchRec's own
+"""edo's managed-collision replay (tuner/src/replay/mch_replay.h) against TorchRec's own
 MCHManagedCollisionModule (issue 35 point 4): the same id stream (Zipf-like ids over a range far
 larger than the table, with a drift halfway) through both, for DistanceLFU (what torchrec's
 mc_adapter builds), LFU and LRU, eviction intervals 1 and 3, and tables of 64, 512 and 4096

@@ -1,5 +1,5 @@
 // Test driver for tests/integration/torch/mch_check.py: runs edo's managed-collision replay
-// (tuner/src/mch_replay.h) on the steps and configurations of a JSON file and prints, per
+// (tuner/src/replay/mch_replay.h) on the steps and configurations of a JSON file and prints, per
 // configuration, what it counted:
 //   mch_replay_check FILE   FILE: {"steps": [[id, ...], ...], "configs": [{"slots": N,
 //                           "interval": I, "policy": "distance_lfu"|"lfu"|"lru"}, ...]}

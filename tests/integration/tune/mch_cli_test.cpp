@@ -2,7 +2,7 @@
 // rows and a 2 GiB table) under `edo record`, then `edo tune` with a budget that holds the large
 // table and 4 MiB more: the id table gets a "managed collision, N slots" candidate whose
 // predicted held-out rates are those of an exact replay of the job's own ids (written by the
-// job) through TorchRec's MCH module (tuner/src/mch_replay.h, checked against torchrec itself
+// job) through TorchRec's MCH module (tuner/src/replay/mch_replay.h, checked against torchrec itself
 // by torch_mch_replay_real); the plan's exports carry it and TorchRec builds the module from
 // the TorchRec export.
 #include <gtest/gtest.h>

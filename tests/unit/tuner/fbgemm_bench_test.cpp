@@ -1,4 +1,4 @@
-// `edo export --format fbgemm-bench`'s index distribution (tuner/src/plan_fbgemm_bench.cpp):
+// `edo export --format fbgemm-bench`'s index distribution (tuner/src/io/plan_fbgemm_bench.cpp):
 // FBGEMM's heavy hitters and Zipf fit (tbe_estimate_indices_distribution), on counts whose answer
 // is known. torch_torchrec_real compares it with FBGEMM's own op on a job's ids.
 #include <cmath>

@@ -517,7 +517,7 @@ TEST(PlanTorchRec, Fp8NamesTheMissingDataType) {
 }
 
 // Issue 35 point 3: a table on the ssd tier is TorchRec's KEY_VALUE kernel with the L1 and L2
-// edo replayed, rounded up (tuner/src/torchrec_key_value.h). TorchRec's SSD TBE then caches
+// edo replayed, rounded up (tuner/src/io/torchrec_key_value.h). TorchRec's SSD TBE then caches
 // min(int(MB x 2^20 / 32 / element bytes / dim), int(0.2 x rows / 32)) sets of 32 rows. By hand,
 // 10^7-row tables (0.2 of them: 62500 sets):
 //  t_ssd (fp32, dim 64, 8192 B a set): 5000 device rows -> 157 sets = 1286144 B -> 2 MB -> 256

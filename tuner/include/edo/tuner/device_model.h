@@ -12,7 +12,7 @@
 // The traffic is the kernels' own layout (kernels/include/edo/kernels/formats/*.h): a row
 // read touches whole sectors (a 72-byte int8 row with its scale and bias at an 80-byte stride
 // touches 3 sectors), offload reads hits from the device cache and misses over the host link.
-// Each lookup is its own bag, as the tuner times them on a backend (tuner/src/measure.cpp).
+// Each lookup is its own bag, as the tuner times them on a backend (tuner/src/measure/measure.cpp).
 #pragma once
 
 #include <cstdint>

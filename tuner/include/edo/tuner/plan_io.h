@@ -60,7 +60,7 @@ struct TorchRecFacts {
   // TorchRec's CacheStatistics. miss_curve: (load factor, miss rate) of an LRU cache of that
   // share of the rows, the miss rate over ALL lookups, first reads (compulsory misses)
   // included: on the held-out part of the recorded stream with the cache warm from the rest
-  // (heldout, tuner/src/cache_replay.h: the rate edo's plan scores offloads by), else over the
+  // (heldout, tuner/src/replay/cache_replay.h: the rate edo's plan scores offloads by), else over the
   // whole recording. expected_lookups: lookups a step (TorchRec multiplies it by the miss rate:
   // the product is the rows fetched a step, edo's count); distinct_lookups: the distinct rows a
   // step (Che's approximation, the meaning TorchRec's docstring gives expected_lookups);

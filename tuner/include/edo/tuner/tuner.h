@@ -75,7 +75,7 @@ struct TuneOptions {
   // A GPU to model the times for instead of measuring them (a stored profile's name or an
   // edo.device/1 / edo.bench/1 file: edo/tuner/device_profile.h); "": measured, except that a
   // GPU recording tuned by backend "auto" on a CPU is modelled for its own GPU when a stored
-  // profile has its name (tuner/src/timing_target.h).
+  // profile has its name (tuner/src/measure/timing_target.h).
   std::string target_device;
   std::string tables = "*";            // glob over table names: only matching tables are tuned
   // Comma-separated strategy names to consider besides each table's baseline (fp16, bf16, fp8,
@@ -163,8 +163,5 @@ void replan(model::TuneResult& result, uint64_t budget_bytes, double max_error);
 // (GPU name, or CPU model and threads).
 std::string resolve_backend(const std::string& requested);
 std::string describe_backend(const std::string& backend);
-
-// True when `name` matches the glob (`*` any run, `?` one character, `[...]` a set).
-bool glob_match(const std::string& pattern, const std::string& name);
 
 }  // namespace edo::tuner

@@ -50,7 +50,7 @@ struct TuneCandidate {
   std::optional<double> hit_rate;           // offload: hit rate measured on the backend
   std::optional<double> recorded_hit_rate;  // offload: the recording's curve at that cache size
   // Offload: replayed on the held-out part of the recorded order (fitted on the first 70 % of
-  // the lookups, scored on the rest: tuner/src/cache_replay.h). When set, hit_rate is this.
+  // the lookups, scored on the rest: tuner/src/replay/cache_replay.h). When set, hit_rate is this.
   std::optional<double> heldout_hit_rate;
   bool needs_retraining = false;
   bool measured = false;       // step_us was measured in this run

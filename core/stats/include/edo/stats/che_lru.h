@@ -2,7 +2,7 @@
 // 2002): an LRU of k rows keeps a row read with probability p for the characteristic time T
 // that solves sum_rows (1 - exp(-p T)) = k; each reference of that row hits, and the row is in
 // the cache, with probability 1 - exp(-p T). Used where a hash-sampled stream missed a class
-// of hot rows: the tuner's held-out replay (tuner/src/cache_replay.cpp) and the union of ranks'
+// of hot rows: the tuner's held-out replay (tuner/src/replay/cache_replay.cpp) and the union of ranks'
 // curve (union_lru.cpp). Standard library only (edo_stats is linked into libedo_trace.so).
 #pragma once
 

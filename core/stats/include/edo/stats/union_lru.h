@@ -16,7 +16,7 @@
 // A sample at rate 1 (every reference) gives the exact LRU curve of the lock-step union. Below
 // rate 1 a bounded sample holds the hottest rows rarely or never (one of them alone can exceed
 // the bound), so with exact counts the estimate is post-stratified as the tuner's held-out
-// replay does (tuner/src/cache_replay.h): rows in classes of equal floor(log2 count) of the
+// replay does (tuner/src/replay/cache_replay.h): rows in classes of equal floor(log2 count) of the
 // union, each class's sampled hit rate weighted by the class's share of the union's lookups;
 // classes hotter than every sampled one from their counts under the independent reference
 // model (Che's approximation), their rows taking room in the cache first. With sketched counts

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edo/model/profile_summary.h"
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 #include "edo/tuner/optimizer.h"
 #include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"

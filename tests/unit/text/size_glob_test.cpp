@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "edo/tuner/duration.h"
-#include "edo/tuner/size.h"
-#include "edo/tuner/tuner.h"
+#include "edo/text/duration.h"
+#include "edo/text/size.h"
+#include "edo/text/glob.h"
 
-namespace edo::tuner {
+namespace edo {
 namespace {
 
 TEST(Size, UnitsAndPlainBytes) {
@@ -85,4 +85,4 @@ TEST(Glob, StarsQuestionMarksAndSets) {
 }
 
 }  // namespace
-}  // namespace edo::tuner
+}  // namespace edo

@@ -35,7 +35,7 @@
 #include "edo/stats/table_stats.h"
 #include "../unit/tuner/vocab_hand_stream.h"
 #include "fake_gpu_recording.h"
-#include "test_support.h"
+#include "gui_test_support.h"
 
 using namespace edo;
 using namespace edo::gui;
@@ -983,4 +983,4 @@ class ModelTests : public QObject {
 };
 
 EDO_GUI_TEST_MAIN(ModelTests, QGuiApplication)
-#include "gui_model_tests.moc"
+#include "gui_model_test.moc"

@@ -6,6 +6,7 @@
 
 #include "edo/dtype.h"
 #include "edo/model/profile_summary.h"
+#include "edo/text/glob.h"
 #include "edo/tuner/tuner.h"
 
 namespace edo::tuner {

@@ -1,4 +1,4 @@
-#include "test_support.h"
+#include "gui_test_support.h"
 
 #include <QCoreApplication>
 #include <QDir>

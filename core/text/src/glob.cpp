@@ -1,8 +1,9 @@
+// Shell-style globs over table names (edo/text/glob.h): `*`, `?` and `[...]` sets.
 #include <string>
 
-#include "edo/tuner/tuner.h"
+#include "edo/text/glob.h"
 
-namespace edo::tuner {
+namespace edo {
 namespace {
 
 // Matches [set] at p (p points after '['); returns the position after ']' or npos when the
@@ -75,4 +76,4 @@ bool glob_match(const std::string& pat, const std::string& s) {
   return p == pat.size();
 }
 
-}  // namespace edo::tuner
+}  // namespace edo

@@ -4,11 +4,11 @@
 
 #include <string>
 
-namespace edo::tuner {
+namespace edo {
 
 // `us` microseconds as text: three significant digits in us, ms or s ("0.412 us", "85.3 us",
 // "13.0 ms", "2.50 s"); with `sign`, a leading '+' or '-' (a change: "+1.20 ms"; zero is
 // "0 us"); without it a negative number still starts with "-". NaN and infinities are "-".
 std::string format_duration_us(double us, bool sign = false);
 
-}  // namespace edo::tuner
+}  // namespace edo

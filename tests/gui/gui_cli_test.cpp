@@ -9,7 +9,7 @@
 #include <QSet>
 #include <QTest>
 
-#include "test_support.h"
+#include "gui_test_support.h"
 
 using namespace edo::gui::testing;
 
@@ -189,4 +189,4 @@ class CliTests : public QObject {
 };
 
 EDO_GUI_TEST_MAIN(CliTests, QCoreApplication)
-#include "gui_cli_tests.moc"
+#include "gui_cli_test.moc"

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "edo/model/profile_summary.h"
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 
 namespace edo::tuner {
 namespace {

@@ -1,9 +1,9 @@
-#include "edo/tuner/duration.h"
+#include "edo/text/duration.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace edo::tuner {
+namespace edo {
 
 namespace {
 
@@ -39,4 +39,4 @@ std::string format_duration_us(double us, bool sign) {
   return buf;
 }
 
-}  // namespace edo::tuner
+}  // namespace edo

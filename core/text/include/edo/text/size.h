@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace edo::tuner {
+namespace edo {
 
 // Parses a size: a non-negative number with an optional unit, no space or one space between:
 // B, KB/MB/GB/TB/PB/EB (powers of 1000), KiB/MiB/GiB/TiB/PiB/EiB (powers of 1024); units are
@@ -13,4 +13,4 @@ namespace edo::tuner {
 // with a one-line message naming the text and the accepted forms.
 uint64_t parse_size(const std::string& text);
 
-}  // namespace edo::tuner
+}  // namespace edo

@@ -18,7 +18,7 @@
 #include "edo/gui/tables_model.h"
 #include "edo/gui/top_tables_model.h"
 #include "edo/gui/tune_models.h"
-#include "test_support.h"
+#include "gui_test_support.h"
 
 using namespace edo;
 using namespace edo::gui;
@@ -287,4 +287,4 @@ class NumbersTests : public QObject {
 };
 
 EDO_GUI_TEST_MAIN(NumbersTests, QGuiApplication)
-#include "gui_numbers_tests.moc"
+#include "gui_numbers_test.moc"

@@ -9,6 +9,7 @@
 
 #include "edo/model/weights.h"
 #include "edo/tuner/optimizer.h"
+#include "edo/text/glob.h"
 #include "edo/tuner/tuner.h"
 #include "candidates.h"
 #include "explain.h"

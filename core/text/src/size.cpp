@@ -1,11 +1,11 @@
-#include "edo/tuner/size.h"
+#include "edo/text/size.h"
 
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-namespace edo::tuner {
+namespace edo {
 namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
@@ -58,4 +58,4 @@ uint64_t parse_size(const std::string& text) {
   return static_cast<uint64_t>(std::floor(value));
 }
 
-}  // namespace edo::tuner
+}  // namespace edo

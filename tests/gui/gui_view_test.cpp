@@ -48,7 +48,7 @@
 #include "edo/gui/tune_runner.h"
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
-#include "test_support.h"
+#include "gui_test_support.h"
 
 using namespace edo;
 using namespace edo::gui;
@@ -660,4 +660,4 @@ class ViewTests : public QObject {
 };
 
 EDO_GUI_TEST_MAIN(ViewTests, QApplication)
-#include "gui_view_tests.moc"
+#include "gui_view_test.moc"
