@@ -14,11 +14,13 @@
 class QChartView;
 class QComboBox;
 class QDoubleSpinBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTableView;
 
 namespace edo::gui {
@@ -46,7 +48,9 @@ class TunerView : public QWidget {
   bool runTune();
   void cancelTune();
   bool replan();
-  // Writes the shown plan: format "json", "yaml" or "torchrec". Returns an error, or "".
+  // Writes the shown plan: format "json", "yaml" or "torchrec", the document `edo export`
+  // writes (tuner::plan_document; TorchRec's with the recording's facts, once its statistics
+  // are loaded). Returns an error, or "".
   QString exportPlan(const QString& format, const QString& path) const;
 
  Q_SIGNALS:
@@ -57,6 +61,12 @@ class TunerView : public QWidget {
   void setBusy(bool busy);
   void say(const QString& text, bool error);
   void exportWithDialog(const QString& format);
+  // The constructor's parts: the run form, the status line with the export buttons, the chart,
+  // plan and candidates, and the runner's signals.
+  QWidget* makeForm();
+  QHBoxLayout* makeStatusRow();
+  QSplitter* makeResultPanes();
+  void connectRunner();
 
   bool interactive_;
   RecordingPtr recording_;

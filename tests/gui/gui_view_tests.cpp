@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -457,6 +458,51 @@ class ViewTests : public QObject {
     QVERIFY2(text.contains(QStringLiteral("the file holds 1.0 s of the job's 4.2 s and 1200 of the 70000 lookups edo record "
                                           "received")),
              qPrintable(text));
+  }
+
+  // Issue 36 point 5: the TorchRec export writes `edo export --format torchrec`'s file from the
+  // facts the loader computed with the statistics (the recording is not read again): the hook's
+  // config name and features, and every table's cache statistics, held out for one process
+  // (replayed from the ordered samples the dashboard's load leaves out) or recorded for two.
+  void torchrecExportEqualsTheCliFromFactsComputedAtLoad() {
+    for (int processes : {1, 2}) {
+      const QString path = torchrec_recording(processes);
+      MainWindow w(false);
+      w.show();
+      QVERIFY(open_and_wait(w, path));
+      QVERIFY(w.showView(QStringLiteral("tuner")));
+      TunerView* t = w.tunerView();
+      QVERIFY(t->result());
+      const QString out = temp_dir() + QStringLiteral("/torchrec-%1.py").arg(processes);
+      QCOMPARE(t->exportPlan(QStringLiteral("torchrec"), out), QString());
+      QFile written(out);
+      QVERIFY(written.open(QIODevice::ReadOnly));
+      const QByteArray text = written.readAll();
+      Run cli = run(edo_bin(), {QStringLiteral("export"), path, QStringLiteral("--format"), QStringLiteral("torchrec")});
+      QCOMPARE(cli.exit_code, 0);
+      QCOMPARE(text, cli.out);
+      // What makes the comparison worth it: the note's facts and a curve per table.
+      QVERIFY2(text.contains("\"t0\": ParameterConstraints(") && text.contains("feature_names=[\"f0\", \"f1\"]"), text.constData());
+      const QRegularExpression stats(QStringLiteral("^    \"[^\"]+\": EdoCacheStatistics\\(.*, (True|False), [0-9.e+-]+\\),$"),
+                                     QRegularExpression::MultilineOption);
+      int tables = 0;
+      for (auto it = stats.globalMatch(QString::fromUtf8(text)); it.hasNext(); ++tables)
+        QCOMPARE(it.next().captured(1), processes == 1 ? QStringLiteral("True") : QStringLiteral("False"));
+      QCOMPARE(tables, 3);
+    }
+  }
+
+  // The facts come with the statistics: while only the outline is loaded, TorchRec's export says
+  // so (the other formats need no facts).
+  void torchrecExportWaitsForTheStatistics() {
+    const QString path = torchrec_recording(1);
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    TunerView t(false);
+    t.setRecording(make_outline(path, store.load_outline(), db::load_latest_tune_result(store)));
+    QVERIFY(t.result());
+    QVERIFY(t.exportPlan(QStringLiteral("torchrec"), temp_dir() + QStringLiteral("/early.py")).contains(QStringLiteral("still loading")));
+    QCOMPARE(t.exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/early.json")), QString());
+    QVERIFY(!QFileInfo::exists(temp_dir() + QStringLiteral("/early.py")));
   }
 
   void tunerShowsThePlanReplansAndExports() {

@@ -74,10 +74,14 @@ void RecordingLoader::open(const QString& path) {
         report(0.5 * static_cast<double>(done) / static_cast<double>(total),
                QStringLiteral("Reading statistics: table %1 of %2").arg(done).arg(total), done == total);
       });
+      // Two passes over the tables: their summaries, then their TorchRec facts (recording.h).
       RecordingPtr full = make_recording(job->path, std::move(profile), [&](size_t done, size_t total) {
+        const size_t views = total / 2;
         report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(total),
-               QStringLiteral("Summarising: table %1 of %2").arg(done).arg(total), done == total);
-      }, std::move(tune));
+               done <= views ? QStringLiteral("Summarising: table %1 of %2").arg(done).arg(views)
+                             : QStringLiteral("TorchRec facts: table %1 of %2").arg(done - views).arg(views),
+               done == total);
+      }, std::move(tune), &store);
       if (job->cancelled) return;
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
     } catch (const Abandoned&) {

@@ -6,6 +6,7 @@
 #include <QString>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
 #include "edo/model/tune.h"
+#include "edo/tuner/plan_io.h"
 
 namespace edo::gui {
 
@@ -39,6 +41,10 @@ struct Recording {
   std::vector<model::RankView> ranks;
   // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
   std::optional<model::TuneResult> tune;
+  // What the recording knows for the TorchRec export (config names, features, pooling, miss
+  // curves), by recorded table name: computed with the statistics (empty in the outline), so
+  // that the export writes `edo export --format torchrec`'s file without reading this one again.
+  std::map<std::string, tuner::TorchRecFacts> torchrec_facts;
 
   const model::TableView* find_table(const std::string& name) const;
   const model::Session* session(int64_t id) const;
@@ -50,11 +56,15 @@ using RecordingPtr = std::shared_ptr<const Recording>;
 // outline with each view's lookups filled in from the stored counts.
 std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
                                         std::optional<model::TuneResult> tune = std::nullopt);
-// Stage 2: the full recording. on_progress(done, total) counts summarised table views; it
-// may throw to abandon the work.
+// Stage 2: the full recording. `store`: the file `profile` was loaded from, whose tables'
+// ordered samples the TorchRec facts are replayed from (recording_torchrec_facts.h; without it,
+// from the profile's own aggregates). on_progress(done, total) counts summarised table views,
+// then, with a store, views whose TorchRec facts are computed (total: twice the views); it may
+// throw to abandon the work.
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
                                           const std::function<void(size_t, size_t)>& on_progress = {},
-                                          std::optional<model::TuneResult> tune = std::nullopt);
+                                          std::optional<model::TuneResult> tune = std::nullopt,
+                                          const db::ProfileStore* store = nullptr);
 // The profile as the dashboard reads it: ProfileStore::load_for_viewing, plus the ordered sample
 // of each token table (a table the hooks noted an LM head for), which its vocabulary coverage is
 // fitted on (edo/tuner/vocab_coverage.h), as `edo report` does.
