@@ -243,7 +243,7 @@ void TunerView::setRecording(RecordingPtr recording) {
   const bool same_file = recording_ && recording && recording_->path == recording->path;
   recording_ = std::move(recording);
   if (same_file && result_) {  // keep a result made here while the statistics loaded
-    setBusy(runner_->busy());      // with them, TorchRec's export
+    refreshExports();
     return;
   }
   // A run on the file that was open stops (keeping what it measured, in that file); its
@@ -251,6 +251,10 @@ void TunerView::setRecording(RecordingPtr recording) {
   if (!same_file && runner_->busy() && (!recording_ || recording_->path != running_path_)) runner_->cancel();
   showResult(recording_ && recording_->tune ? std::make_shared<const model::TuneResult>(*recording_->tune) : nullptr, {});
 }
+
+void TunerView::refreshExports() { setBusy(runner_->busy()); }
+
+bool TunerView::hasTorchRecFacts() const { return recording_ && recording_->torchrec_facts->get(); }
 
 void TunerView::setBudget(const QString& text) { budget_->setText(text); }
 
@@ -321,8 +325,8 @@ void TunerView::setBusy(bool busy) {
   cancel_->setEnabled(busy);
   replan_->setEnabled(!busy && result_);
   progress_->setVisible(busy);
-  // TorchRec's export also waits for the statistics (the recording's facts come with them).
-  const bool facts_in = recording_ && recording_->has_statistics;
+  // TorchRec's export also waits for the recording's facts.
+  const bool facts_in = hasTorchRecFacts();
   for (QPushButton* b : exports_)
     b->setEnabled(!busy && result_ && result_->feasible && (facts_in || b->property("format").toString() != QLatin1String("torchrec")));
 }
@@ -388,14 +392,15 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
 
 QString TunerView::exportPlan(const QString& format, const QString& path) const {
   if (!result_ || !result_->feasible) return tr("there is no plan to export");
-  // TorchRec's file says what the recording knows: those facts come with the statistics (the
-  // loader computes them on its worker, recording.h), so no file is read here.
-  if (format == QLatin1String("torchrec") && recording_ && !recording_->has_statistics)
-    return tr("the recording's statistics are still loading: export TorchRec once they are in");
-  static const std::map<std::string, tuner::TorchRecFacts> kNoFacts;
+  // TorchRec's file says what the recording knows: the loader computes those facts on its
+  // worker after the statistics (recording.h), so no file is read here.
+  const TorchRecFactsSlot::Facts* facts = recording_ ? recording_->torchrec_facts->get() : nullptr;
+  if (format == QLatin1String("torchrec") && recording_ && !facts)
+    return tr("the recording's TorchRec facts are still being computed (after its statistics): export TorchRec once they are in");
+  static const TorchRecFactsSlot::Facts kNoFacts;
   std::string text;
   try {
-    text = tuner::plan_document(*result_, format.toStdString(), recording_ ? recording_->torchrec_facts : kNoFacts);
+    text = tuner::plan_document(*result_, format.toStdString(), facts ? *facts : kNoFacts);
   } catch (const std::invalid_argument&) {
     return tr("unknown export format '%1'").arg(format);
   }

@@ -33,6 +33,10 @@ class TunerView : public QWidget {
   // interactive: export asks for a file and errors open dialogs.
   explicit TunerView(bool interactive, QWidget* parent = nullptr);
   void setRecording(RecordingPtr recording);
+  // The export buttons again (the recording's TorchRec facts arrived: RecordingLoader::
+  // torchrecFactsReady). TorchRec's export waits for them.
+  void refreshExports();
+  bool hasTorchRecFacts() const;
 
   TuneResultPtr result() const { return result_; }
   PlanModel* plan() const { return plan_; }
@@ -49,8 +53,8 @@ class TunerView : public QWidget {
   void cancelTune();
   bool replan();
   // Writes the shown plan: format "json", "yaml" or "torchrec", the document `edo export`
-  // writes (tuner::plan_document; TorchRec's with the recording's facts, once its statistics
-  // are loaded). Returns an error, or "".
+  // writes (tuner::plan_document; TorchRec's with the recording's facts, once they are in).
+  // Returns an error, or "".
   QString exportPlan(const QString& format, const QString& path) const;
 
  Q_SIGNALS:

@@ -36,6 +36,7 @@
 #include "edo/gui/format.h"
 #include "edo/gui/kernels_model.h"
 #include "edo/gui/model_roles.h"
+#include "edo/gui/recording_torchrec_facts.h"
 #include "edo/gui/sessions_model.h"
 #include "edo/gui/top_rows_model.h"
 #include "edo/gui/tables_model.h"
@@ -68,10 +69,12 @@ bool open_and_wait(MainWindow& w, const QString& path) {
   return loaded.wait(240'000);
 }
 
-// Opens `path` in `w` and shows its Tuner view; false when it does not load or holds no plan.
+// Opens `path` in `w` and shows its Tuner view with the recording's TorchRec facts (computed
+// after the statistics); false when it does not load or holds no plan.
 bool open_tuner(MainWindow& w, const QString& path) {
   w.show();
-  return open_and_wait(w, path) && w.showView(QStringLiteral("tuner")) && w.tunerView()->result();
+  return open_and_wait(w, path) && w.showView(QStringLiteral("tuner")) && w.tunerView()->result() &&
+         QTest::qWaitFor([&] { return w.tunerView()->hasTorchRecFacts(); }, 240'000);
 }
 
 // The Tuner view's export as `format` against `edo export`'s of the same file: "" when both are
@@ -503,17 +506,23 @@ class ViewTests : public QObject {
     }
   }
 
-  // The facts come with the statistics: while only the outline is loaded, TorchRec's export says
-  // so (the other formats need no facts).
-  void torchrecExportWaitsForTheStatistics() {
+  // The facts come after the statistics: until they are in, TorchRec's export says so (the
+  // other formats need no facts), and then writes the file.
+  void torchrecExportWaitsForTheFacts() {
     const QString path = torchrec_recording(1);
     db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
+    auto rec = make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
     TunerView t(false);
-    t.setRecording(make_outline(path, store.load_outline(), db::load_latest_tune_result(store)));
-    QVERIFY(t.result());
-    QVERIFY(t.exportPlan(QStringLiteral("torchrec"), temp_dir() + QStringLiteral("/early.py")).contains(QStringLiteral("still loading")));
+    t.setRecording(rec);
+    QVERIFY(t.result() && !t.hasTorchRecFacts());
+    const QString early = temp_dir() + QStringLiteral("/early.py");
+    QVERIFY(t.exportPlan(QStringLiteral("torchrec"), early).contains(QStringLiteral("still being computed")));
+    QVERIFY(!QFileInfo::exists(early));
     QCOMPARE(t.exportPlan(QStringLiteral("json"), temp_dir() + QStringLiteral("/early.json")), QString());
-    QVERIFY(!QFileInfo::exists(temp_dir() + QStringLiteral("/early.py")));
+    fill_torchrec_facts(*rec, &store);
+    t.refreshExports();
+    QVERIFY(t.hasTorchRecFacts());
+    QCOMPARE(t.exportPlan(QStringLiteral("torchrec"), early), QString());
   }
 
   void tunerShowsThePlanReplansAndExports() {

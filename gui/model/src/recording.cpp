@@ -55,25 +55,21 @@ std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::O
 
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
                                           const std::function<void(size_t, size_t)>& on_progress,
-                                          std::optional<model::TuneResult> tune, const db::ProfileStore* store) {
+                                          std::optional<model::TuneResult> tune) {
   auto rec = std::make_shared<Recording>();
   rec->tune = std::move(tune);
   rec->path = path;
   rec->profile = std::move(profile);
   std::vector<std::string> view_of_table;
-  const size_t passes = store ? 2 : 1;  // summaries, then TorchRec facts read again from the file
   rec->tables = model::table_views(
       rec->profile,
       [&](size_t done, size_t total) {
-        if (on_progress) on_progress(done, passes * total);
+        if (on_progress) on_progress(done, total);
       },
       &view_of_table);
   model::add_union_lru(rec->profile, rec->tables, view_of_table);  // read on several ranks: the union LRU curve too
   rec->ranks = model::rank_views(rec->profile, model::job_view(rec->profile), view_of_table);
-  const size_t views = rec->tables.size();
-  rec->torchrec_facts = torchrec_facts_of_views(rec->profile, rec->tables, view_of_table, store, [&](size_t done, size_t) {
-    if (on_progress && store) on_progress(views + done, 2 * views);
-  });
+  rec->view_of_table = std::move(view_of_table);
   for (auto& t : rec->profile.tables) t.aggregate = stats::TableAggregate();
   rec->timelines = build_timelines(rec->profile);
   rec->peak_bytes = rec->profile.peak_bytes();
@@ -90,7 +86,9 @@ model::Profile load_profile_for_dashboard(const db::ProfileStore& store, const s
 
 std::shared_ptr<Recording> load_recording(const QString& path) {
   db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-  return make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store), &store);
+  auto rec = make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
+  fill_torchrec_facts(*rec, &store);
+  return rec;
 }
 
 }  // namespace edo::gui

@@ -1,6 +1,7 @@
 #include "edo/gui/recording_loader.h"
 
 #include "edo/db/tune_store.h"
+#include "edo/gui/recording_torchrec_facts.h"
 
 #include <QCoreApplication>
 #include <QMetaObject>
@@ -31,8 +32,10 @@ RecordingLoader::RecordingLoader(QObject* parent) : QObject(parent) {
 RecordingLoader::~RecordingLoader() { cancel(); }
 
 void RecordingLoader::cancel() {
-  if (job_) job_->cancelled = true;
-  job_.reset();
+  for (auto* job : {&job_, &facts_job_}) {
+    if (*job) (*job)->cancelled = true;
+    job->reset();
+  }
 }
 
 void RecordingLoader::open(const QString& path) {
@@ -74,16 +77,18 @@ void RecordingLoader::open(const QString& path) {
         report(0.5 * static_cast<double>(done) / static_cast<double>(total),
                QStringLiteral("Reading statistics: table %1 of %2").arg(done).arg(total), done == total);
       });
-      // Two passes over the tables: their summaries, then their TorchRec facts (recording.h).
       RecordingPtr full = make_recording(job->path, std::move(profile), [&](size_t done, size_t total) {
-        const size_t views = total / 2;
         report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(total),
-               done <= views ? QStringLiteral("Summarising: table %1 of %2").arg(done).arg(views)
-                             : QStringLiteral("TorchRec facts: table %1 of %2").arg(done - views).arg(views),
-               done == total);
-      }, std::move(tune), &store);
+               QStringLiteral("Summarising: table %1 of %2").arg(done).arg(total), done == total);
+      }, std::move(tune));
       if (job->cancelled) return;
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
+      // Stage 3, with the statistics already shown: the TorchRec facts (their held-out replays
+      // take longer than the statistics), abandoned when another file is opened.
+      fill_torchrec_facts(*full, &store, [&](size_t, size_t) {
+        if (job->cancelled) throw Abandoned{};
+      });
+      post([job, full](RecordingLoader* self) { self->deliver_torchrec_facts(job, full); });
     } catch (const Abandoned&) {
     } catch (const db::DbError& e) {
       QString reason = QString::fromStdString(e.what());
@@ -110,8 +115,14 @@ void RecordingLoader::deliver_progress(const std::shared_ptr<Job>& job, double f
 
 void RecordingLoader::deliver_loaded(const std::shared_ptr<Job>& job, RecordingPtr rec) {
   if (job != job_) return;
-  job_.reset();
+  facts_job_ = std::move(job_);  // its worker goes on with the TorchRec facts
   Q_EMIT loaded(std::move(rec));
+}
+
+void RecordingLoader::deliver_torchrec_facts(const std::shared_ptr<Job>& job, RecordingPtr rec) {
+  if (job != facts_job_) return;
+  facts_job_.reset();
+  Q_EMIT torchrecFactsReady(std::move(rec));
 }
 
 void RecordingLoader::deliver_failure(const std::shared_ptr<Job>& job, const QString& reason) {

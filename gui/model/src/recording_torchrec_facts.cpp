@@ -48,4 +48,8 @@ std::map<std::string, tuner::TorchRecFacts> torchrec_facts_of_views(const model:
   return out;
 }
 
+void fill_torchrec_facts(const Recording& rec, const db::ProfileStore* store, const std::function<void(size_t, size_t)>& on_view) {
+  rec.torchrec_facts->fill(torchrec_facts_of_views(rec.profile, rec.tables, rec.view_of_table, store, on_view));
+}
+
 }  // namespace edo::gui

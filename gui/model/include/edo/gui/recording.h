@@ -5,6 +5,7 @@
 
 #include <QString>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +22,21 @@
 #include "edo/tuner/plan_io.h"
 
 namespace edo::gui {
+
+// Facts written once on one thread and read on another: get() is nullptr until fill().
+class TorchRecFactsSlot {
+ public:
+  using Facts = std::map<std::string, tuner::TorchRecFacts>;
+  void fill(Facts facts) {
+    facts_ = std::move(facts);
+    ready_.store(true, std::memory_order_release);
+  }
+  const Facts* get() const { return ready_.load(std::memory_order_acquire) ? &facts_ : nullptr; }
+
+ private:
+  std::atomic<bool> ready_{false};
+  Facts facts_;
+};
 
 struct Recording {
   QString path;
@@ -41,10 +57,12 @@ struct Recording {
   std::vector<model::RankView> ranks;
   // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
   std::optional<model::TuneResult> tune;
-  // What the recording knows for the TorchRec export (config names, features, pooling, miss
-  // curves), by recorded table name: computed with the statistics (empty in the outline), so
-  // that the export writes `edo export --format torchrec`'s file without reading this one again.
-  std::map<std::string, tuner::TorchRecFacts> torchrec_facts;
+  // Which view each of profile.tables went into (model::table_views()' view_of_table).
+  std::vector<std::string> view_of_table;
+  // What the recording knows for the TorchRec export (recording_torchrec_facts.h): filled once,
+  // by the loader's worker after the statistics are delivered (the held-out replays take
+  // longer than the statistics themselves), so that the export reads no file.
+  std::shared_ptr<TorchRecFactsSlot> torchrec_facts = std::make_shared<TorchRecFactsSlot>();
 
   const model::TableView* find_table(const std::string& name) const;
   const model::Session* session(int64_t id) const;
@@ -56,21 +74,17 @@ using RecordingPtr = std::shared_ptr<const Recording>;
 // outline with each view's lookups filled in from the stored counts.
 std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
                                         std::optional<model::TuneResult> tune = std::nullopt);
-// Stage 2: the full recording. `store`: the file `profile` was loaded from, whose tables'
-// ordered samples the TorchRec facts are replayed from (recording_torchrec_facts.h; without it,
-// from the profile's own aggregates). on_progress(done, total) counts summarised table views,
-// then, with a store, views whose TorchRec facts are computed (total: twice the views); it may
-// throw to abandon the work.
+// Stage 2: the full recording, without its TorchRec facts (stage 3: fill_torchrec_facts()).
+// on_progress(done, total) counts summarised table views; it may throw to abandon the work.
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
                                           const std::function<void(size_t, size_t)>& on_progress = {},
-                                          std::optional<model::TuneResult> tune = std::nullopt,
-                                          const db::ProfileStore* store = nullptr);
+                                          std::optional<model::TuneResult> tune = std::nullopt);
 // The profile as the dashboard reads it: ProfileStore::load_for_viewing, plus the ordered sample
 // of each token table (a table the hooks noted an LM head for), which its vocabulary coverage is
 // fitted on (edo/tuner/vocab_coverage.h), as `edo report` does.
 model::Profile load_profile_for_dashboard(const db::ProfileStore& store,
                                           const std::function<void(size_t, size_t)>& on_table = {});
-// Both stages in a row, on the calling thread (tools and tests). Throws db::DbError.
+// All three stages in a row, on the calling thread (tools and tests). Throws db::DbError.
 std::shared_ptr<Recording> load_recording(const QString& path);
 
 }  // namespace edo::gui

@@ -1,7 +1,7 @@
 // The TorchRec facts of a recording's tables (edo/tuner/torchrec_facts.h: config names,
-// features, pooling, miss curves), computed once while the dashboard loads the recording, on
-// the loader's worker: its TorchRec export then writes what `edo export --format torchrec`
-// writes without opening the file again.
+// features, pooling, miss curves), computed once when the dashboard loads the recording, on the
+// loader's worker after the statistics (stage 3): its TorchRec export then writes what
+// `edo export --format torchrec` writes without opening the file again.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
+#include "edo/gui/recording.h"
 #include "edo/model/profile.h"
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/plan_io.h"
@@ -30,5 +31,9 @@ std::map<std::string, tuner::TorchRecFacts> torchrec_facts_of_views(const model:
                                                                      const std::vector<std::string>& view_of_table,
                                                                      const db::ProfileStore* store,
                                                                      const std::function<void(size_t, size_t)>& on_view = {});
+
+// Fills rec.torchrec_facts with torchrec_facts_of_views() of its views; `store`: the file it
+// was loaded from (nullptr: the views' own aggregates). on_view as there.
+void fill_torchrec_facts(const Recording& rec, const db::ProfileStore* store, const std::function<void(size_t, size_t)>& on_view = {});
 
 }  // namespace edo::gui
