@@ -395,6 +395,9 @@ QString TunerView::exportPlan(const QString& format, const QString& path) const 
   // TorchRec's file says what the recording knows: the loader computes those facts on its
   // worker after the statistics (recording.h), so no file is read here.
   const TorchRecFactsSlot::Facts* facts = recording_ ? recording_->torchrec_facts->get() : nullptr;
+  if (const std::string* error = recording_ && !facts ? recording_->torchrec_facts->error() : nullptr;
+      format == QLatin1String("torchrec") && error)
+    return tr("%1: cannot compute the TorchRec facts (%2)").arg(recording_->path, QString::fromStdString(*error));
   if (format == QLatin1String("torchrec") && recording_ && !facts)
     return tr("the recording's TorchRec facts are still being computed (after its statistics): export TorchRec once they are in");
   static const TorchRecFactsSlot::Facts kNoFacts;

@@ -523,6 +523,12 @@ class ViewTests : public QObject {
     t.refreshExports();
     QVERIFY(t.hasTorchRecFacts());
     QCOMPARE(t.exportPlan(QStringLiteral("torchrec"), early), QString());
+    // Facts that could not be computed: the export says why, once.
+    auto broken = make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
+    broken->torchrec_facts->fail("statistics of table 'synth.table_1' do not decode");
+    t.setRecording(broken);
+    QCOMPARE(t.exportPlan(QStringLiteral("torchrec"), early),
+             path + QStringLiteral(": cannot compute the TorchRec facts (statistics of table 'synth.table_1' do not decode)"));
   }
 
   void tunerShowsThePlanReplansAndExports() {

@@ -85,9 +85,13 @@ void RecordingLoader::open(const QString& path) {
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
       // Stage 3, with the statistics already shown: the TorchRec facts (their held-out replays
       // take longer than the statistics), abandoned when another file is opened.
-      fill_torchrec_facts(*full, &store, [&](size_t, size_t) {
-        if (job->cancelled) throw Abandoned{};
-      });
+      try {
+        fill_torchrec_facts(*full, &store, [&](size_t, size_t) {
+          if (job->cancelled) throw Abandoned{};
+        });
+      } catch (const std::exception& e) {  // the recording is shown: only the TorchRec export misses them
+        full->torchrec_facts->fail(e.what());
+      }
       post([job, full](RecordingLoader* self) { self->deliver_torchrec_facts(job, full); });
     } catch (const Abandoned&) {
     } catch (const db::DbError& e) {

@@ -23,19 +23,27 @@
 
 namespace edo::gui {
 
-// Facts written once on one thread and read on another: get() is nullptr until fill().
+// Facts written once on one thread and read on another: get() is nullptr until fill(), and
+// stays so after fail(why), when error() says why (one line).
 class TorchRecFactsSlot {
  public:
   using Facts = std::map<std::string, tuner::TorchRecFacts>;
   void fill(Facts facts) {
     facts_ = std::move(facts);
-    ready_.store(true, std::memory_order_release);
+    state_.store(kFilled, std::memory_order_release);
   }
-  const Facts* get() const { return ready_.load(std::memory_order_acquire) ? &facts_ : nullptr; }
+  void fail(std::string why) {
+    error_ = std::move(why);
+    state_.store(kFailed, std::memory_order_release);
+  }
+  const Facts* get() const { return state_.load(std::memory_order_acquire) == kFilled ? &facts_ : nullptr; }
+  const std::string* error() const { return state_.load(std::memory_order_acquire) == kFailed ? &error_ : nullptr; }
 
  private:
-  std::atomic<bool> ready_{false};
+  enum State { kPending, kFilled, kFailed };
+  std::atomic<State> state_{kPending};
   Facts facts_;
+  std::string error_;
 };
 
 struct Recording {
