@@ -12,11 +12,10 @@
 #include <string>
 
 #include "command.h"
-#include "edo/tuner/fbgemm_bench.h"
 #include "edo/tuner/plan_io.h"
-#include "edo/tuner/torchrec_facts.h"
 #include "support/output_file.h"
 #include "support/plan_source.h"
+#include "support/recording_exports.h"
 #include "support/terminal.h"
 #include "support/vocab_remap_export.h"
 
@@ -102,7 +101,7 @@ int write_text(const ExportOptions& o, const std::string& text) {
 std::string fbgemm_bench_text(const std::string& file) {
   if (!std::filesystem::exists(file)) throw Failure(terminal_safe(file) + ": no such file; give the .edodb that 'edo record' wrote");
   try {
-    return tuner::fbgemm_bench_of_file(file).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    return fbgemm_bench_of_file(file).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   } catch (const std::runtime_error& e) {
     throw Failure(terminal_safe(file) + ": " + e.what());
   }
@@ -127,11 +126,9 @@ int run_export(const ExportOptions& o) {
   }
   if (o.format == "fbgemm-bench") return write_text(o, fbgemm_bench_text(o.file));
   const model::TuneResult r = load_plan_source(o.file, o.run);
-  std::string text;
-  if (o.format == "json") text = tuner::plan_to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  else if (o.format == "yaml") text = tuner::plan_to_yaml(r);
-  else text = tuner::plan_to_torchrec(r, tuner::torchrec_facts_of_file(o.file));  // what the recording knows
-  write_text(o, text);
+  // TorchRec's file says what the recording knows (config names, features, pooling, miss curves).
+  const auto facts = o.format == "torchrec" ? torchrec_facts_of_file(o.file) : std::map<std::string, tuner::TorchRecFacts>{};
+  write_text(o, tuner::plan_document(r, o.format, facts));
   if (!r.feasible) std::fprintf(stderr, "edo export: note: this plan is infeasible (nothing fit its budget): it lists no tables\n");
   return 0;
 }

@@ -54,6 +54,9 @@ MainWindow::MainWindow(bool interactive, QWidget* parent) : QMainWindow(parent),
   loader_ = new RecordingLoader(this);
   connect(loader_, &RecordingLoader::outlineReady, this, &MainWindow::showOutline);
   connect(loader_, &RecordingLoader::loaded, this, &MainWindow::showLoaded);
+  connect(loader_, &RecordingLoader::torchrecFactsReady, this, [this](RecordingPtr recording) {
+    if (recording == recording_) tuner_->refreshExports();
+  });
   connect(loader_, &RecordingLoader::failed, this, &MainWindow::showFailure);
   connect(loader_, &RecordingLoader::progress, this, [this](double fraction, const QString& what) {
     progress_->setValue(static_cast<int>(fraction * 1000));

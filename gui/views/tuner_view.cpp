@@ -34,7 +34,6 @@
 #include "edo/model/profile_summary.h"
 #include "edo/text/size.h"
 #include "edo/tuner/summary.h"
-#include "edo/tuner/torchrec_facts.h"
 #include "tuner_chart.h"
 
 namespace edo::gui {
@@ -64,7 +63,23 @@ QString budget_text(uint64_t bytes) { return QString::fromStdString(model::forma
 
 TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), interactive_(interactive) {
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(makeForm());
+  layout->addLayout(makeStatusRow());
+  summary_ = new QLabel(this);
+  summary_->setWordWrap(true);
+  summary_->setTextFormat(Qt::RichText);
+  layout->addWidget(summary_);
+  layout->addWidget(makeResultPanes(), 1);
+  runner_ = new TuneRunner(this);
+  connect(run_, &QPushButton::clicked, this, &TunerView::runTune);
+  connect(cancel_, &QPushButton::clicked, this, &TunerView::cancelTune);
+  connect(replan_, &QPushButton::clicked, this, &TunerView::replan);
+  connectRunner();
+  setBusy(false);
+  showResult(nullptr, {});
+}
 
+QWidget* TunerView::makeForm() {
   // The form: what `edo tune` asks for.
   auto* form_box = new QGroupBox(tr("Run edo tune on this machine"), this);
   auto* form = new QHBoxLayout(form_box);
@@ -117,8 +132,11 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   form->addWidget(replan_);
   form->addWidget(progress_, 1);
   form->addStretch();
-  layout->addWidget(form_box);
+  return form_box;
+}
 
+// The status line and the export buttons beside it.
+QHBoxLayout* TunerView::makeStatusRow() {
   auto* status_row = new QHBoxLayout();
   status_ = new QLabel(this);
   status_->setWordWrap(true);
@@ -127,16 +145,16 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
                                {"torchrec", tr("Export TorchRec…")}}) {
     auto* b = new QPushButton(title, this);
     const QString f = QString::fromLatin1(format);
+    b->setProperty("format", f);
     connect(b, &QPushButton::clicked, this, [this, f] { exportWithDialog(f); });
     exports_ << b;
     status_row->addWidget(b);
   }
-  layout->addLayout(status_row);
-  summary_ = new QLabel(this);
-  summary_->setWordWrap(true);
-  summary_->setTextFormat(Qt::RichText);
-  layout->addWidget(summary_);
+  return status_row;
+}
 
+// The Pareto chart and the plan side by side above the candidates (with their table filter).
+QSplitter* TunerView::makeResultPanes() {
   auto* vertical = new QSplitter(Qt::Vertical, this);
   auto* top = new QSplitter(Qt::Horizontal, vertical);
   chart_view_ = charts::make_view(charts::make_chart(tr("Plans: device memory vs step time")), top);
@@ -182,19 +200,17 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
   vertical->addWidget(bottom);
   vertical->setStretchFactor(0, 3);
   vertical->setStretchFactor(1, 2);
-  layout->addWidget(vertical, 1);
-
   connect(table_filter_, &QComboBox::currentIndexChanged, this, [this](int index) {
     // Entry 0 is "all tables"; the others are exact names.
     candidates_proxy_->setFilterFixedString(QString());
     candidates_proxy_->setFilterRegularExpression(
         index <= 0 ? QString() : QLatin1Char('^') + QRegularExpression::escape(table_filter_->itemText(index)) + QLatin1Char('$'));
   });
+  return vertical;
+}
 
-  runner_ = new TuneRunner(this);
-  connect(run_, &QPushButton::clicked, this, &TunerView::runTune);
-  connect(cancel_, &QPushButton::clicked, this, &TunerView::cancelTune);
-  connect(replan_, &QPushButton::clicked, this, &TunerView::replan);
+// The runner's progress, result and failure in the view.
+void TunerView::connectRunner() {
   connect(runner_, &TuneRunner::progress, this, [this](qulonglong done, qulonglong total, double left, const QString& what) {
     progress_->setRange(0, static_cast<int>(std::min<qulonglong>(total, 1'000'000)));
     progress_->setValue(static_cast<int>(std::min(done, total)));
@@ -221,19 +237,24 @@ TunerView::TunerView(bool interactive, QWidget* parent) : QWidget(parent), inter
     if (recording_ && recording_->path != running_path_) return;  // about a file no longer open
     say(reason, true);
   });
-  setBusy(false);
-  showResult(nullptr, {});
 }
 
 void TunerView::setRecording(RecordingPtr recording) {
   const bool same_file = recording_ && recording && recording_->path == recording->path;
   recording_ = std::move(recording);
-  if (same_file && result_) return;  // keep a result made here while the statistics loaded
+  if (same_file && result_) {  // keep a result made here while the statistics loaded
+    refreshExports();
+    return;
+  }
   // A run on the file that was open stops (keeping what it measured, in that file); its
   // result is not shown over this recording.
   if (!same_file && runner_->busy() && (!recording_ || recording_->path != running_path_)) runner_->cancel();
   showResult(recording_ && recording_->tune ? std::make_shared<const model::TuneResult>(*recording_->tune) : nullptr, {});
 }
+
+void TunerView::refreshExports() { setBusy(runner_->busy()); }
+
+bool TunerView::hasTorchRecFacts() const { return recording_ && recording_->torchrec_facts->get(); }
 
 void TunerView::setBudget(const QString& text) { budget_->setText(text); }
 
@@ -304,7 +325,10 @@ void TunerView::setBusy(bool busy) {
   cancel_->setEnabled(busy);
   replan_->setEnabled(!busy && result_);
   progress_->setVisible(busy);
-  for (QPushButton* b : exports_) b->setEnabled(!busy && result_ && result_->feasible);
+  // TorchRec's export also waits for the recording's facts.
+  const bool facts_in = hasTorchRecFacts();
+  for (QPushButton* b : exports_)
+    b->setEnabled(!busy && result_ && result_->feasible && (facts_in || b->property("format").toString() != QLatin1String("torchrec")));
 }
 
 void TunerView::say(const QString& message, bool error) {
@@ -368,20 +392,23 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
 
 QString TunerView::exportPlan(const QString& format, const QString& path) const {
   if (!result_ || !result_->feasible) return tr("there is no plan to export");
+  // TorchRec's file says what the recording knows: the loader computes those facts on its
+  // worker after the statistics (recording.h), so no file is read here.
+  const TorchRecFactsSlot::Facts* facts = recording_ ? recording_->torchrec_facts->get() : nullptr;
+  if (const std::string* error = recording_ && !facts ? recording_->torchrec_facts->error() : nullptr;
+      format == QLatin1String("torchrec") && error)
+    return tr("%1: cannot compute the TorchRec facts (%2)").arg(recording_->path, QString::fromStdString(*error));
+  if (format == QLatin1String("torchrec") && recording_ && !facts)
+    return tr("the recording's TorchRec facts are still being computed (after its statistics): export TorchRec once they are in");
+  static const TorchRecFactsSlot::Facts kNoFacts;
   std::string text;
-  if (format == QLatin1String("json")) text = tuner::plan_to_json_text(*result_);
-  else if (format == QLatin1String("yaml")) text = tuner::plan_to_yaml(*result_);
-  else if (format == QLatin1String("torchrec")) {
-    // With what the recording knows (config names, features, pooling), as `edo export` writes it.
-    std::map<std::string, tuner::TorchRecFacts> facts;
-    try {
-      if (recording_) facts = tuner::torchrec_facts_of_file(recording_->path.toStdString());
-    } catch (const std::exception& e) {
-      return tr("%1: cannot read the recording (%2)").arg(recording_->path, QString::fromStdString(e.what()));
-    }
-    text = tuner::plan_to_torchrec(*result_, facts);
+  try {
+    text = tuner::plan_document(*result_, format.toStdString(), facts ? *facts : kNoFacts);
+  } catch (const std::invalid_argument&) {
+    return tr("unknown export format '%1'").arg(format);
   }
-  else return tr("unknown export format '%1'").arg(format);
+  // The user's chosen file, written here on the UI thread: one document, the only file I/O of
+  // an export (QSaveFile: a reader never sees half a plan).
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
       !file.commit())

@@ -14,11 +14,13 @@
 class QChartView;
 class QComboBox;
 class QDoubleSpinBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTableView;
 
 namespace edo::gui {
@@ -31,6 +33,10 @@ class TunerView : public QWidget {
   // interactive: export asks for a file and errors open dialogs.
   explicit TunerView(bool interactive, QWidget* parent = nullptr);
   void setRecording(RecordingPtr recording);
+  // The export buttons again (the recording's TorchRec facts arrived: RecordingLoader::
+  // torchrecFactsReady). TorchRec's export waits for them.
+  void refreshExports();
+  bool hasTorchRecFacts() const;
 
   TuneResultPtr result() const { return result_; }
   PlanModel* plan() const { return plan_; }
@@ -46,7 +52,9 @@ class TunerView : public QWidget {
   bool runTune();
   void cancelTune();
   bool replan();
-  // Writes the shown plan: format "json", "yaml" or "torchrec". Returns an error, or "".
+  // Writes the shown plan: format "json", "yaml" or "torchrec", the document `edo export`
+  // writes (tuner::plan_document; TorchRec's with the recording's facts, once they are in).
+  // Returns an error, or "".
   QString exportPlan(const QString& format, const QString& path) const;
 
  Q_SIGNALS:
@@ -57,6 +65,12 @@ class TunerView : public QWidget {
   void setBusy(bool busy);
   void say(const QString& text, bool error);
   void exportWithDialog(const QString& format);
+  // The constructor's parts: the run form, the status line with the export buttons, the chart,
+  // plan and candidates, and the runner's signals.
+  QWidget* makeForm();
+  QHBoxLayout* makeStatusRow();
+  QSplitter* makeResultPanes();
+  void connectRunner();
 
   bool interactive_;
   RecordingPtr recording_;

@@ -488,15 +488,20 @@ class ModelTests : public QObject {
     QSignalSpy progress(&loader, &RecordingLoader::progress);
     QSignalSpy loaded(&loader, &RecordingLoader::loaded);
     QSignalSpy failed(&loader, &RecordingLoader::failed);
+    QSignalSpy facts(&loader, &RecordingLoader::torchrecFactsReady);
     std::vector<int> order;
     connect(&loader, &RecordingLoader::outlineReady, this, [&] { order.push_back(1); });
     connect(&loader, &RecordingLoader::loaded, this, [&] { order.push_back(2); });
+    connect(&loader, &RecordingLoader::torchrecFactsReady, this, [&] { order.push_back(3); });
     loader.open(path);
     QVERIFY(loader.busy());
     QVERIFY(loaded.wait(240'000));
+    QVERIFY(facts.count() == 1 || facts.wait(240'000));
     QCOMPARE(failed.count(), 0);
     QCOMPARE(outline.count(), 1);
-    QCOMPARE(order, (std::vector<int>{1, 2}));
+    QCOMPARE(order, (std::vector<int>{1, 2, 3}));
+    QCOMPARE(facts.at(0).at(0).value<RecordingPtr>(), loaded.at(0).at(0).value<RecordingPtr>());
+    QVERIFY(facts.at(0).at(0).value<RecordingPtr>()->torchrec_facts->get());
     QVERIFY(progress.count() >= 2);
     double last = -1;
     for (const auto& args : progress) {

@@ -185,6 +185,35 @@ namespace {
 QJsonObject parse(const Run& r, const char* what);
 }  // namespace
 
+QString torchrec_recording(int processes) {
+  const QString key = QStringLiteral("torchrec %1").arg(processes);
+  if (made().contains(key)) return made()[key];
+  const QString path = temp_dir() + QStringLiteral("/torchrec-%1.edodb").arg(processes);
+  QStringList parts;
+  for (int i = 0; i < processes; ++i) {
+    parts << temp_dir() + QStringLiteral("/torchrec-%1-part%2.edodb").arg(processes).arg(i);
+    Run s = run(edo_bin(), {QStringLiteral("synth"), QStringLiteral("-o"), processes == 1 ? path : parts.back(), QStringLiteral("--tables"),
+                            QStringLiteral("3"), QStringLiteral("--rows"), QStringLiteral("5000"), QStringLiteral("--lookups"),
+                            QString::number(20000 / (i + 1)), QStringLiteral("--seed"), QString::number(i + 1)});
+    if (s.exit_code != 0) qFatal("edo synth failed: %s", s.err.constData());
+  }
+  if (processes > 1) {
+    Run m = run(edo_bin(), QStringList{QStringLiteral("merge")} + parts + QStringList{QStringLiteral("-o"), path, QStringLiteral("--force")});
+    if (m.exit_code != 0) qFatal("edo merge failed: %s", m.err.constData());
+  }
+  {
+    db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadWrite);
+    store.save_metadata({{"torchrec.table.synth.table_0", R"({"config": "t0", "features": ["f0", "f1"], "bags": 3000, )"
+                                                          R"("feature_lookups": [10000, 20000], "feature_bags": [1000, 2000]})"}});
+  }
+  Run t = run(edo_bin(), {QStringLiteral("tune"), path, QStringLiteral("--budget"), QStringLiteral("1MiB"), QStringLiteral("--backend"),
+                          QStringLiteral("cpu"), QStringLiteral("--strategies"), QStringLiteral("fp16,offload"), QStringLiteral("--reps"),
+                          QStringLiteral("1")});
+  if (t.exit_code != 0) qFatal("edo tune failed: %s", t.err.constData());
+  made()[key] = path;
+  return path;
+}
+
 QString tuned_recording(QJsonObject* plan) {
   static QJsonObject stored;
   const QString key = QStringLiteral("tuned");

@@ -41,6 +41,12 @@ QString dlrm_recording(QString* why, const QStringList& script_args = {});
 // A small `edo synth` recording that `edo tune --backend cpu --strategies fp16,int8` has tuned
 // (a few seconds); *plan receives the command's --json output (edo.plan/1).
 QString tuned_recording(QJsonObject* plan);
+// A recording for the TorchRec export, tuned by `edo tune --backend cpu --strategies
+// fp16,offload`, with the PyTorch hook's TorchRec note for table "synth.table_0" (config "t0",
+// two features with their lookups and bags). One process (`edo synth`: its miss curves are held
+// out, replayed from its ordered samples), or two processes' recordings merged by `edo merge`
+// (each table's view merges two tables; the curves are the recorded ones).
+QString torchrec_recording(int processes);
 
 QJsonObject report_json(const QString& path, int top_rows = 0);
 QJsonObject diff_json(const QString& before, const QString& after);

@@ -4,6 +4,7 @@
 
 #include "edo/db/table_samples.h"
 #include "edo/db/tune_store.h"
+#include "edo/gui/recording_torchrec_facts.h"
 #include "edo/tuner/vocab_coverage.h"
 #include "edo/model/union_view.h"
 
@@ -68,6 +69,7 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
       &view_of_table);
   model::add_union_lru(rec->profile, rec->tables, view_of_table);  // read on several ranks: the union LRU curve too
   rec->ranks = model::rank_views(rec->profile, model::job_view(rec->profile), view_of_table);
+  rec->view_of_table = std::move(view_of_table);
   for (auto& t : rec->profile.tables) t.aggregate = stats::TableAggregate();
   rec->timelines = build_timelines(rec->profile);
   rec->peak_bytes = rec->profile.peak_bytes();
@@ -84,7 +86,9 @@ model::Profile load_profile_for_dashboard(const db::ProfileStore& store, const s
 
 std::shared_ptr<Recording> load_recording(const QString& path) {
   db::ProfileStore store(path.toStdString(), db::ProfileStore::Mode::kReadOnly);
-  return make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
+  auto rec = make_recording(path, load_profile_for_dashboard(store), {}, db::load_latest_tune_result(store));
+  fill_torchrec_facts(*rec, &store);
+  return rec;
 }
 
 }  // namespace edo::gui

@@ -1,6 +1,7 @@
 #include "edo/gui/recording_loader.h"
 
 #include "edo/db/tune_store.h"
+#include "edo/gui/recording_torchrec_facts.h"
 
 #include <QCoreApplication>
 #include <QMetaObject>
@@ -31,8 +32,10 @@ RecordingLoader::RecordingLoader(QObject* parent) : QObject(parent) {
 RecordingLoader::~RecordingLoader() { cancel(); }
 
 void RecordingLoader::cancel() {
-  if (job_) job_->cancelled = true;
-  job_.reset();
+  for (auto* job : {&job_, &facts_job_}) {
+    if (*job) (*job)->cancelled = true;
+    job->reset();
+  }
 }
 
 void RecordingLoader::open(const QString& path) {
@@ -80,6 +83,16 @@ void RecordingLoader::open(const QString& path) {
       }, std::move(tune));
       if (job->cancelled) return;
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
+      // Stage 3, with the statistics already shown: the TorchRec facts (their held-out replays
+      // take longer than the statistics), abandoned when another file is opened.
+      try {
+        fill_torchrec_facts(*full, &store, [&](size_t, size_t) {
+          if (job->cancelled) throw Abandoned{};
+        });
+      } catch (const std::exception& e) {  // the recording is shown: only the TorchRec export misses them
+        full->torchrec_facts->fail(e.what());
+      }
+      post([job, full](RecordingLoader* self) { self->deliver_torchrec_facts(job, full); });
     } catch (const Abandoned&) {
     } catch (const db::DbError& e) {
       QString reason = QString::fromStdString(e.what());
@@ -106,8 +119,14 @@ void RecordingLoader::deliver_progress(const std::shared_ptr<Job>& job, double f
 
 void RecordingLoader::deliver_loaded(const std::shared_ptr<Job>& job, RecordingPtr rec) {
   if (job != job_) return;
-  job_.reset();
+  facts_job_ = std::move(job_);  // its worker goes on with the TorchRec facts
   Q_EMIT loaded(std::move(rec));
+}
+
+void RecordingLoader::deliver_torchrec_facts(const std::shared_ptr<Job>& job, RecordingPtr rec) {
+  if (job != facts_job_) return;
+  facts_job_.reset();
+  Q_EMIT torchrecFactsReady(std::move(rec));
 }
 
 void RecordingLoader::deliver_failure(const std::shared_ptr<Job>& job, const QString& reason) {

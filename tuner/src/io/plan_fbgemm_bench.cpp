@@ -7,9 +7,6 @@
 #include <limits>
 #include <numeric>
 
-#include <stdexcept>
-
-#include "edo/db/profile_store.h"
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/fbgemm_bench.h"
 #include "edo/tuner/torchrec_facts.h"
@@ -94,8 +91,7 @@ IndicesDistribution estimate_indices_distribution(const std::vector<uint64_t>& c
 nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile) {
   using nlohmann::ordered_json;
   const auto facts = torchrec_facts(profile);
-  uint64_t steps = 0;
-  for (const auto& s : profile.sessions) steps += s.steps;
+  const uint64_t steps = recorded_steps(profile);
   ordered_json tables = ordered_json::object();
   for (const auto& v : model::table_views(profile)) {
     if (v.rows == 0 || v.dim == 0) continue;
@@ -166,13 +162,6 @@ nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile) {
     tables[v.name] = ordered_json{{"config", std::move(config)}, {"edo", std::move(edo)}};
   }
   return ordered_json{{"schema", "edo.fbgemm-bench/1"}, {"steps", steps}, {"tables", std::move(tables)}};
-}
-
-nlohmann::ordered_json fbgemm_bench_of_file(const std::string& path) {
-  if (!db::is_sqlite_file(path))
-    throw std::runtime_error("the fbgemm-bench format needs a recording (.edodb): a plan file has no access counts; export from the .edodb that 'edo record' wrote");
-  db::ProfileStore store(path, db::ProfileStore::Mode::kReadOnly);
-  return fbgemm_bench_json(store.load());
 }
 
 }  // namespace edo::tuner

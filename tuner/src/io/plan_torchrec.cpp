@@ -11,6 +11,7 @@
 
 #include "edo/tuner/plan_io.h"
 #include "cache_policies.h"
+#include "plan_torchrec_text.h"
 #include "torchrec_key_value.h"
 
 namespace edo::tuner {
@@ -210,104 +211,6 @@ std::optional<std::pair<double, double>> measured_miss_of(const TuneCandidate& c
   return std::make_pair(load_factor, 1.0 - *hit);
 }
 
-// TorchRec's CacheStatistics (torchrec/distributed/types.py, torchrec 1.9.2, line 617): three
-// members read by the planner's offload proposer and shard estimators, and stable_fingerprint(),
-// which the planner calls for its persistent cache key (_CacheParamsFingerprintMemo,
-// torchrec/distributed/planner/types.py line 1586; the base class raises). TorchRec's estimator
-// multiplies expected_miss_rate(clf) by expected_lookups for the rows fetched a step
-// (estimator/estimator.py line 844; expected_miss_rate from the stats at estimator/types.py line
-// 730). EmbeddingOffloadStats (planner/shard_estimators.py line 965) is TorchRec's own form: a
-// histogram of LRU hits over n equal bins of the table's height, its miss rate rescaled to 0 at
-// the whole table. Fixed text: no string but the docstring.
-constexpr const char* kCacheStatisticsClass = R"(
-class EdoCacheStatistics(CacheStatistics):
-    """TorchRec's CacheStatistics from edo's recording.
-
-    expected_miss_rate(clf): the share of ALL lookups that miss an LRU cache of clf * height
-    rows, first reads of a row (compulsory misses) included. heldout=True: measured on the
-    held-out 30 % of the recorded stream with the cache warm from the first 70 %, the rate edo's
-    plan scores offloads by (at the exported load_factor it is the plan's figure); heldout=False:
-    over the whole recording. The curve is (load factor, miss rate) points, linear between them,
-    1 at load factor 0; past the last point the last rate stays (compulsory misses do not shrink
-    with the cache); at clf >= 1 it is 0 (TorchRec then keeps the table in HBM: no cache).
-    TorchRec's own convention (EmbeddingOffloadStats) leaves compulsory misses out and is 0 at 1.
-
-    expected_lookups: the lookups a step (every id read). TorchRec's estimators multiply it by
-    expected_miss_rate: with a miss rate over all lookups the product is the rows fetched a step,
-    edo's count. distinct_lookups: the distinct rows a step (Che's approximation), the meaning
-    TorchRec's docstring gives expected_lookups.
-
-    cacheability: the area under the miss curve (0: very cacheable, 1: not at all).
-    mrc_hist_counts(n) and embedding_offload_stats(n): TorchRec's EmbeddingOffloadStats form, n
-    bins of height / n rows (default min(height, 4096)), the lookups a step each bin's rows hit;
-    its miss rate is the reuse-only rate (m - m_floor) / (1 - m_floor) at the bin's upper edge.
-    """
-
-    def __init__(self, expected_lookups, miss_curve, cacheability, height=0, heldout=False, distinct_lookups=0.0):
-        self._expected_lookups = expected_lookups
-        self._miss_curve = tuple((float(x), float(y)) for x, y in miss_curve)
-        self._cacheability = cacheability
-        self.height = int(height)
-        self.heldout = bool(heldout)
-        self.distinct_lookups = distinct_lookups
-
-    @property
-    def expected_lookups(self):
-        return self._expected_lookups
-
-    def _miss(self, clf):
-        x0, y0 = 0.0, 1.0
-        for x1, y1 in self._miss_curve:
-            if clf <= x1:
-                return y0 + (y1 - y0) * (clf - x0) / (x1 - x0) if x1 > x0 else y1
-            x0, y0 = x1, y1
-        return y0
-
-    def expected_miss_rate(self, clf):
-        if clf <= 0:
-            return 1.0
-        if clf >= 1:
-            return 0.0
-        return self._miss(clf)
-
-    @property
-    def cacheability(self):
-        return self._cacheability
-
-    def stable_fingerprint(self):
-        return (type(self).__qualname__, 1, float(self._expected_lookups), self._miss_curve, float(self._cacheability),
-                self.height, self.heldout, float(self.distinct_lookups))
-
-    def mrc_hist_counts(self, bins=0):
-        n = int(bins) if bins else max(1, min(self.height, 4096))
-        hit = [1.0 - self._miss(j / n) for j in range(n + 1)]
-        return [max(0.0, hit[j + 1] - hit[j]) * self._expected_lookups for j in range(n)]
-
-    def embedding_offload_stats(self, bins=0):
-        import torch
-        from torchrec.distributed.planner.shard_estimators import EmbeddingOffloadStats
-        hist = torch.tensor(self.mrc_hist_counts(bins), dtype=torch.float64)
-        return EmbeddingOffloadStats(self._cacheability, self._expected_lookups, hist, self.height)
-
-)";
-
-// What the file says above key_value_tables (fixed text).
-constexpr const char* kKeyValueTablesComment =
-    R"(# key_value_tables: tables on the SSD tier (edo strategy "ssd"): TorchRec's KEY_VALUE kernel (FBGEMM's SSD TBE)
-#   with the device cache (L1) and host cache (L2) edo replayed the recorded stream through, rounded up so the
-#   replayed hit rates are kept: max_l1_cache_size to whole MB (l1_rows: the rows TorchRec's SSD TBE then caches,
-#   whole 32-row sets, at most 0.2 of the table), l2_cache_size to whole GB (an item: the row, its 8-byte id,
-#   CacheLib's 32-byte header). KEY_VALUE needs a "cuda" topology with SSD capacity (the sharders offer it for
-#   cuda only) and is never chosen unless named in constraints. The sizes are per TBE: TorchRec puts tables with
-#   equal fused params (these KeyValueParams included) in one TBE. TorchRec's planner counts the L1 in HBM, the
-#   table on SSD and the L2 nowhere, and prices the lookups at Topology(ssd_mem_bw=...) (100 MiB/s unless given).
-#   "replayed": edo's replay of the recorded stream through both levels. in_constraints False: an inference
-#   table (TorchRec's quant sharders have no key-value kernel; see edo_only_why). A trained table: "optimizer"
-#   EXACT_ROWWISE_ADAGRAD (FBGEMM's SSD TBE trains with it, PARTIAL_ROWWISE_ADAM or ADAM only, and keeps the
-#   state on the device for every row: edo's plan counts row-wise Adagrad's one float per row), so it is in
-#   rowwise_adagrad_tables and fused_params names it; "optimizer_why" when the job trained with another.
-)";
-
 // An ssd choice's TorchRec data type and sizes (torchrec_key_value.h); why_not (and no data
 // type) when TorchRec cannot serve it from SSD. FBGEMM's SSD TBE keeps FP32 or FP16 rows
 // (SSDTableBatchedEmbeddingBags asserts weights_precision FP32/FP16, fbgemm_gpu/tbe/ssd/
@@ -415,226 +318,192 @@ double distinct_in_window(const std::vector<std::pair<double, double>>& hit, dou
 
 std::string plan_to_torchrec(const TuneResult& r) { return plan_to_torchrec(r, {}); }
 
-std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
-  std::string constraints, data_types, edo_only, shared, paths, why_edo_only, fbgemm_bytes, cache_statistics, post_pruning, managed,
-      placement, key_value;
-  uint64_t fbgemm_total = 0;  // the plan's device bytes with FBGEMM's offload layout
-  bool rowwise_adagrad = false;
-  // Every training table given TorchRec's fused kernel (the sharder's fused_params reach them
-  // all), and the ones the plan moved to row-wise Adagrad.
-  std::string fused_tables, rowwise_tables;
-  size_t fused_count = 0, rowwise_count = 0;
-  // Two collections may both hold a config "t": TorchRec's planner then cannot tell them apart
-  // either; such tables keep their module paths as keys rather than overwrite each other.
-  // The config name the hook recorded, else the module-path rule.
-  auto facts_of = [&](const std::string& table) -> const TorchRecFacts* {
-    auto it = facts.find(table);
-    return it == facts.end() ? nullptr : &it->second;
-  };
-  auto config_of = [&](const std::string& table) {
+namespace {
+
+// How the file keys a table, and what the recording knows of it. The key is the config name
+// the hook recorded, else the module-path rule; two collections may both hold a config "t":
+// TorchRec's planner then cannot tell them apart either, so such tables keep their module paths
+// as keys rather than overwrite each other.
+class TorchRecNames {
+ public:
+  TorchRecNames(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) : facts_(facts) {
+    for (const auto& ch : r.choices) ++uses_[config_of(ch.table)];
+  }
+  const TorchRecFacts* facts_of(const std::string& table) const {
+    auto it = facts_.find(table);
+    return it == facts_.end() ? nullptr : &it->second;
+  }
+  std::string key_of(const std::string& path) const {
+    const std::string n = config_of(path);
+    auto it = uses_.find(n);
+    return it != uses_.end() && it->second > 1 ? path : n;
+  }
+
+ private:
+  std::string config_of(const std::string& table) const {
     const TorchRecFacts* f = facts_of(table);
     return f && !f->config.empty() ? f->config : config_name_of(table);
-  };
-  std::map<std::string, int> uses;
-  for (const auto& ch : r.choices) ++uses[config_of(ch.table)];
-  auto key_of = [&](const std::string& path) {
-    const std::string n = config_of(path);
-    return uses[n] > 1 ? path : n;
-  };
-  for (const auto& ch : r.choices) {
-    if (ch.candidate < 0 || static_cast<size_t>(ch.candidate) >= r.candidates.size()) continue;  // not tuned
-    const TuneCandidate& c = r.candidates[static_cast<size_t>(ch.candidate)];
-    const std::string name = python_string(key_of(ch.table));
-    // The module path, escaped like every recorded text (no newline can end the comment).
-    const std::string comment = "    # module path: " + python_string(ch.table) + "\n";
-    paths += "    " + name + ": " + python_string(ch.table) + ",\n";
-    // An offload's measured miss rate at its load factor goes into its curve (both places).
-    std::optional<std::pair<double, double>> measured;
-    if (c.strategy == "offload" && lru_policy(c))
-      if (const TuneTable* t = r.table_named(ch.table)) measured = measured_miss_of(c, cache_load_factor(c, t->rows));
-    if (const std::string st = statistics_of(facts_of(ch.table), measured); !st.empty())
-      cache_statistics += "    " + name + ": " + st + ",\n";
-    if (!ch.shares_with.empty()) {
-      shared += comment + "    " + name + ": " + python_string(key_of(ch.shares_with)) + ",\n";
-      continue;
-    }
-    const std::string sharding = sharding_of(ch);
-    if (!sharding.empty()) placement += "    " + name + ": " + placement_of(ch) + ",\n";
-    uint64_t rows = 0;
-    uint32_t dim = 0;
-    uint64_t element_bytes = 4;
-    bool training = false;
-    std::string table_dtype = "fp32";
-    if (const TuneTable* t = r.table_named(ch.table)) {  // constant time: 200,000 tables are linear
-      rows = t->rows;
-      dim = t->dim;
-      element_bytes = t->dtype == "fp16" || t->dtype == "bf16" ? 2 : 4;
-      training = t->training;
-      if (!t->dtype.empty()) table_dtype = t->dtype;
-    }
-    std::string why_not;
-    std::string dt;
-    uint64_t kept = 0;
-    std::optional<KeyValueSizing> kv;  // an ssd choice's sizes (its constraint only when dt is set)
-    if (c.strategy == "pruned") {
-      // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
-      // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
-      // table specs; the training sharders and the planner's constraints never read it.
-      kept = kept_rows_of(c);
-      if (training)
-        why_not = "TorchRec prunes for inference only (num_embeddings_post_pruning is read by torchrec.quant and the "
-                  "inference sharders); a training table keeps its num_embeddings rows";
-      else if (kept == 0 || (rows > 0 && kept > rows))
-        why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
-      else
-        dt = data_type_of(table_dtype, false, why_not);  // the kept rows stay in the recorded format
-    } else if (c.strategy == "ssd") {
-      kv = ssd_choice(c, r.table_named(ch.table), dt, why_not);
-      if (kv) key_value += comment + "    " + name + ": " + key_value_entry(c, *kv, !dt.empty(), training) + ",\n";
-    } else if (c.strategy == "mch") {
-      // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
-      dt = data_type_of(table_dtype, training, why_not);
-      if (!dt.empty()) managed += comment + "    " + name + ": " + mch_module_of(c, rows) + ",\n";
-    } else {
-      dt = data_type_of(c.strategy, training, why_not);
-    }
-    if (c.strategy == "offload" && !lru_policy(c)) {
-      dt.clear();
-      why_not = "edo's static hot set is neither of FBGEMM's cache policies (LRU, LFU)";
-    }
-    if (dt.empty()) {
-      // PQ, hashing, QR, low rank, training pruning, fp8, and formats FBGEMM has no kernel for in this
-      // mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why)
-      // for whoever implements it.
-      // An ssd choice's spec is its row format only: the tier is named too.
-      const std::string spec = c.strategy == "ssd" && c.spec != "ssd" && !c.spec.empty() ? "ssd (" + c.spec + " rows)" : c.spec;
-      edo_only += comment + "    " + name + ": " + python_string(spec) + ",\n";
-      why_edo_only += "    " + name + ": " + python_string(why_not) + ",\n";
-      // Its workload still helps the planner place it (no kernel or data type constrained).
-      if (const std::string w = workload_of(facts_of(ch.table)) + sharding; !w.empty())
-        constraints += comment + "    " + name + ": ParameterConstraints(\n" + w + "    ),\n";
-      continue;
-    }
-    // FBGEMM's SSD TBE trains with EXACT_ROWWISE_ADAGRAD, PARTIAL_ROWWISE_ADAM or ADAM only
-    // (fbgemm_gpu 1.9.0 tbe/ssd/training.py line 353-357) and keeps the state on the device for
-    // every row: a KEY_VALUE table trains with row-wise Adagrad (ssd_candidates.h), which the
-    // sharder's fused_params must name, whatever the plan's candidate recorded.
-    if (training && (c.optimizer == "rowwise_adagrad" || kv)) {
-      rowwise_adagrad = true;
-      rowwise_tables += "    " + name + ",\n";
-      ++rowwise_count;
-    }
-    if (training) {
-      fused_tables += "    " + name + ",\n";
-      ++fused_count;
-    }
-    data_types += comment + "    " + name + ": DataType." + dt + ",\n";
-    if (kept > 0) post_pruning += comment + "    " + name + ": " + std::to_string(kept) + ",\n";
-    std::string kernel = training ? "FUSED" : "QUANT";
-    const TorchRecFacts* f = facts_of(ch.table);
-    std::string extra = workload_of(f) + sharding;
-    if (kv) {
-      kernel = "KEY_VALUE";
-      extra += key_value_constraint(*kv);
-    }
-    if (c.strategy == "offload") {
-      kernel += "_UVM_CACHING";
-      const double lf = cache_load_factor(c, rows);
-      extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm." + cache_algorithm_of(c) + ", load_factor=" + python_number(lf) +
-               stats_of(f, measured) + "),\n";
-      // FBGEMM's device bytes under that algorithm (cache_policies.h, cited there).
-      const uint64_t fb =
-          fbgemm_cache_device_bytes(rows, dim, static_cast<uint32_t>(element_bytes), lf, cache_algorithm_of(c) == "LFU", false);
-      fbgemm_bytes += comment + "    " + name + ": " + std::to_string(fb) + ",\n";
-      fbgemm_total += fb - std::min(fb, ch.device_bytes);
-    }
-    // FP16 training weights lose small updates to round-to-nearest: FBGEMM's stochastic rounding.
-    if (training && dt == "FP16") extra += "        stochastic_rounding=True,\n";
-    constraints += comment + "    " + name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
-                   ".value],\n" + extra + "    ),\n";
   }
-  std::string out;
-  out += "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`\n";
-  out += "# (schema edo.plan/1). Recorded text (table names, the device) appears only in string\n";
-  out += "# literals. Use:\n";
-  out += "#   from this_file import constraints, data_types\n";
-  out += "#   EmbeddingBagConfig(name=n, ..., data_type=data_types.get(n, DataType.FP32))\n";
-  out += "#   EmbeddingShardingPlanner(topology=..., constraints=constraints)\n";
-  out += "# edo_only: tables whose chosen strategy TorchRec has no kernel for (edo strategy spec).\n";
-  out += "# shared_with: tables tied to another table's weights (one EmbeddingBagConfig, two features).\n";
-  out += "# Tables are keyed by their TorchRec config name (EmbeddingBagConfig.name: the last part of the\n";
-  out += "# module path after .embedding_bags. / .embeddings., or the name edo's PyTorch hook recorded from the\n";
-  out += "# collection's configs); module_paths maps it back to the recording. feature_names, pooling_factors,\n";
-  out += "# num_poolings, batch_sizes (per feature) and CacheParams.stats (EdoCacheStatistics) are what the recording measured.\n";
-  out += "# EdoCacheStatistics counts EVERY miss, first reads (compulsory misses) included, over all lookups (held out when\n";
-  out += "# heldout=True: the plan's own miss rate at its load factor); expected_lookups is the lookups a step, so TorchRec's\n";
-  out += "# expected_miss_rate x expected_lookups is the rows fetched a step. TorchRec's EmbeddingOffloadStats convention\n";
-  out += "# (compulsory misses left out): .embedding_offload_stats().\n";
-  out += "# sharding_types (and min_partition for column-wise) in constraints: edo's placement over EDO_PLAN's devices.\n";
-  out += "# fused_params: for the sharders (EmbeddingBagCollectionSharder(fused_params=fused_params)); the\n";
-  out += "# plan's bytes assume row-wise Adagrad when it names EmbOptimType.EXACT_ROWWISE_ADAGRAD.\n";
-  out += "# num_embeddings_post_pruning: inference tables pruned to the rows the recording read, for\n";
-  out += "#   EmbeddingBagConfig(name=n, ..., num_embeddings_post_pruning=num_embeddings_post_pruning.get(n)), or before\n";
-  out += "#   torchrec.quant's from_float: setattr(ebc, \"__emb_name_to_num_rows_post_pruning\", num_embeddings_post_pruning).\n";
-  out += "#   TorchRec keeps a table's FIRST N rows: move the kept rows to the front and remap the ids first.\n";
-  out += "from fbgemm_gpu.split_embedding_configs import EmbOptimType\n";
-  out += "from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm\n";
-  out += "from torchrec.distributed.embedding_types import EmbeddingComputeKernel\n";
-  out += "from torchrec.distributed.planner.types import ParameterConstraints\n";
-  out += "from torchrec.distributed.types import CacheParams, CacheStatistics, KeyValueParams\n";
-  out += "from torchrec.modules.embedding_configs import DataType\n";
-  out += kCacheStatisticsClass;
-  out += "EDO_PLAN = {\n";
-  out += "    \"schema\": " + python_string(kPlanSchema) + ",\n";
-  out += "    \"backend\": " + python_string(r.backend) + ",\n";
-  out += "    \"device\": " + python_string(r.device) + ",\n";
-  out += "    \"weights\": " + python_string(r.weights) + ",\n";
-  out += "    \"budget_bytes\": " + std::to_string(r.budget_bytes) + ",\n";
-  out += "    \"plan_device_bytes\": " + std::to_string(r.plan_device_bytes) + ",\n";
-  out += "    \"feasible\": " + std::string(r.feasible ? "True" : "False") + ",\n";
-  out += "    \"devices\": " + std::to_string(r.devices) + ",\n";
-  out += "    \"fbgemm_plan_device_bytes\": " + std::to_string(r.plan_device_bytes + fbgemm_total) + ",\n";
-  out += "}\n\n";
-  out += "constraints = {\n" + constraints + "}\n\n";
-  out += "data_types = {\n" + data_types + "}\n\n";
-  out += "edo_only = {\n" + edo_only + "}\n\n";
-  out += "edo_only_why = {\n" + why_edo_only + "}\n\n";
-  out += "num_embeddings_post_pruning = {\n" + post_pruning + "}\n\n";
-  out += "shared_with = {\n" + shared + "}\n\n";
-  out += "# managed_collision: tables behind TorchRec's managed-collision module (edo strategy \"mch\"), e.g.\n";
-  out += "#   m = managed_collision[n]\n";
-  out += "#   EmbeddingBagConfig(name=n, num_embeddings=m[\"zch_size\"], ...)\n";
-  out += "#   MCHManagedCollisionModule(zch_size=m[\"zch_size\"], device=device, input_hash_size=m[\"input_hash_size\"],\n";
-  out += "#       eviction_policy=DistanceLFU_EvictionPolicy(decay_exponent=m[\"decay_exponent\"]),\n";
-  out += "#       eviction_interval=m[\"eviction_interval\"])  (torchrec.modules.mc_modules)\n";
-  out += "#   in a ManagedCollisionCollection. The model must be trained with it. \"predicted\": edo's replay of the\n";
-  out += "#   recorded ids through that module, held out (the last 30% of the lookups).\n";
-  out += "managed_collision = {\n" + managed + "}\n\n";
-  out += kKeyValueTablesComment;
-  out += "key_value_tables = {\n" + key_value + "}\n\n";
-  out += "module_paths = {\n" + paths + "}\n\n";
-  out += "# FBGEMM's device bytes for each offloaded table (its 32-way cache, cache_index_table_map and LRU\n";
-  out += "# or LFU state; plans since edo counts these): EDO_PLAN's fbgemm_plan_device_bytes is the plan with them.\n";
-  out += "fbgemm_offload_device_bytes = {\n" + fbgemm_bytes + "}\n\n";
-  out += "# Every recorded table's CacheStatistics (for a table you cache yourself: CacheParams(stats=...)).\n";
-  out += "cache_statistics = {\n" + cache_statistics + "}\n\n";
-  out += "# A plan over several devices (EDO_PLAN's devices; budget_bytes is per device): where edo placed each\n";
-  out += "# table (its shards' devices in order). TorchRec's ParameterConstraints has no field for ranks: its planner\n";
-  out += "# places the sharding type given in constraints itself; this is edo's balance of bytes and lookups.\n";
-  out += "edo_placement = {\n" + placement + "}\n\n";
-  out += std::string("fused_params = {") + (rowwise_adagrad ? "\"optimizer\": EmbOptimType.EXACT_ROWWISE_ADAGRAD" : "") + "}\n";
-  // The whole change (issue 29 point 5): a sharder's fused_params reach every table it shards, so
-  // the tables the plan did not move to row-wise Adagrad are named too.
-  out += "\n# The plan moves these " + std::to_string(rowwise_count) + " table(s) to row-wise Adagrad (sparse gradient):\n";
-  out += "rowwise_adagrad_tables = [\n" + rowwise_tables + "]\n";
-  out += "# fused_params reaches every training table its sharder shards: these " + std::to_string(fused_count) +
-         " with FUSED or KEY_VALUE kernels.\n";
-  if (rowwise_adagrad && fused_count > rowwise_count)
-    out += "# " + std::to_string(fused_count - rowwise_count) +
-           " of them are not in rowwise_adagrad_tables: the plan's bytes for those assume the job's own optimizer, so\n"
-           "# shard them with a second sharder (fused_params={}) or accept row-wise Adagrad for them too.\n";
-  out += "fused_params_reaches = [\n" + fused_tables + "]\n";
-  return out;
+  const std::map<std::string, TorchRecFacts>& facts_;
+  std::map<std::string, int> uses_;
+};
+
+// One chosen (tuned) table as the file writes it: its key and comment, what the recording and
+// the plan know of it.
+struct ChoiceEntry {
+  ChoiceEntry(const TuneResult& r, const TorchRecNames& names, const model::TuneChoice& choice)
+      : ch(choice),
+        c(r.candidates[static_cast<size_t>(choice.candidate)]),
+        table(r.table_named(choice.table)),  // constant time: 200,000 tables are linear
+        facts(names.facts_of(choice.table)),
+        name(python_string(names.key_of(choice.table))),
+        comment("    # module path: " + python_string(choice.table) + "\n"),
+        sharding(sharding_of(choice)) {
+    if (!table) return;
+    rows = table->rows;
+    dim = table->dim;
+    element_bytes = table->dtype == "fp16" || table->dtype == "bf16" ? 2 : 4;
+    training = table->training;
+    if (!table->dtype.empty()) table_dtype = table->dtype;
+    if (c.strategy == "offload" && lru_policy(c)) measured = measured_miss_of(c, cache_load_factor(c, rows));
+  }
+  const model::TuneChoice& ch;
+  const TuneCandidate& c;
+  const TuneTable* table;       // nullptr when the plan lacks it
+  const TorchRecFacts* facts;   // nullptr when the recording says nothing of it
+  std::string name;             // its key, a Python string literal
+  std::string comment;          // its module path, escaped like every recorded text
+  std::string sharding;         // sharding_of(ch)
+  // An offload's measured miss rate at its load factor: put into its curve (both places).
+  std::optional<std::pair<double, double>> measured;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  uint64_t element_bytes = 4;
+  bool training = false;
+  std::string table_dtype = "fp32";
+};
+
+// The choice in TorchRec's terms: its DataType member, or why it has none (the table is then
+// edo_only), and what pruning and the ssd tier need besides.
+struct TorchRecForm {
+  std::string dt;
+  std::string why_not;
+  uint64_t kept = 0;                 // a pruned table's rows
+  std::optional<KeyValueSizing> kv;  // an ssd choice's sizes (its constraint only when dt is set)
+};
+
+// The form of e's choice; an ssd choice's key_value_tables entry and an mch choice's
+// managed_collision entry go into `s` here.
+TorchRecForm form_of(const ChoiceEntry& e, TorchRecSections& s) {
+  TorchRecForm f;
+  const TuneCandidate& c = e.c;
+  if (c.strategy == "pruned") {
+    // TorchRec prunes at inference only: BaseEmbeddingConfig.num_embeddings_post_pruning is read
+    // by torchrec.quant (quantize_state_dict keeps the first N rows) and the QUANT sharders'
+    // table specs; the training sharders and the planner's constraints never read it.
+    f.kept = kept_rows_of(c);
+    if (e.training)
+      f.why_not = "TorchRec prunes for inference only (num_embeddings_post_pruning is read by torchrec.quant and the "
+                  "inference sharders); a training table keeps its num_embeddings rows";
+    else if (f.kept == 0 || (e.rows > 0 && f.kept > e.rows))
+      f.why_not = "the plan's kept_rows is not a row count between 1 and the table's rows";
+    else
+      f.dt = data_type_of(e.table_dtype, false, f.why_not);  // the kept rows stay in the recorded format
+  } else if (c.strategy == "ssd") {
+    f.kv = ssd_choice(c, e.table, f.dt, f.why_not);
+    if (f.kv) s.key_value += e.comment + "    " + e.name + ": " + key_value_entry(c, *f.kv, !f.dt.empty(), e.training) + ",\n";
+  } else if (c.strategy == "mch") {
+    // Managed collision: N rows in the recorded format behind TorchRec's MCH module.
+    f.dt = data_type_of(e.table_dtype, e.training, f.why_not);
+    if (!f.dt.empty()) s.managed += e.comment + "    " + e.name + ": " + mch_module_of(c, e.rows) + ",\n";
+  } else {
+    f.dt = data_type_of(c.strategy, e.training, f.why_not);
+  }
+  if (c.strategy == "offload" && !lru_policy(c)) {
+    f.dt.clear();
+    f.why_not = "edo's static hot set is neither of FBGEMM's cache policies (LRU, LFU)";
+  }
+  return f;
+}
+
+// PQ, hashing, QR, low rank, training pruning, fp8, and formats FBGEMM has no kernel for in this
+// mode: the table keeps TorchRec's default placement; the edo strategy is listed (and why) for
+// whoever implements it.
+void add_edo_only(const ChoiceEntry& e, const TorchRecForm& f, TorchRecSections& s) {
+  // An ssd choice's spec is its row format only: the tier is named too.
+  const std::string spec = e.c.strategy == "ssd" && e.c.spec != "ssd" && !e.c.spec.empty() ? "ssd (" + e.c.spec + " rows)" : e.c.spec;
+  s.edo_only += e.comment + "    " + e.name + ": " + python_string(spec) + ",\n";
+  s.why_edo_only += "    " + e.name + ": " + python_string(f.why_not) + ",\n";
+  // Its workload still helps the planner place it (no kernel or data type constrained).
+  if (const std::string w = workload_of(e.facts) + e.sharding; !w.empty())
+    s.constraints += e.comment + "    " + e.name + ": ParameterConstraints(\n" + w + "    ),\n";
+}
+
+// A table TorchRec has a kernel for: its data type, its ParameterConstraints, and where it
+// counts for the sharders' fused_params and FBGEMM's offload bytes.
+void add_constraint(const ChoiceEntry& e, const TorchRecForm& f, TorchRecSections& s) {
+  // FBGEMM's SSD TBE trains with EXACT_ROWWISE_ADAGRAD, PARTIAL_ROWWISE_ADAM or ADAM only
+  // (fbgemm_gpu 1.9.0 tbe/ssd/training.py line 353-357) and keeps the state on the device for
+  // every row: a KEY_VALUE table trains with row-wise Adagrad (ssd_candidates.h), which the
+  // sharder's fused_params must name, whatever the plan's candidate recorded.
+  if (e.training && (e.c.optimizer == "rowwise_adagrad" || f.kv)) {
+    s.rowwise_adagrad = true;
+    s.rowwise_tables += "    " + e.name + ",\n";
+    ++s.rowwise_count;
+  }
+  if (e.training) {
+    s.fused_tables += "    " + e.name + ",\n";
+    ++s.fused_count;
+  }
+  s.data_types += e.comment + "    " + e.name + ": DataType." + f.dt + ",\n";
+  if (f.kept > 0) s.post_pruning += e.comment + "    " + e.name + ": " + std::to_string(f.kept) + ",\n";
+  std::string kernel = e.training ? "FUSED" : "QUANT";
+  std::string extra = workload_of(e.facts) + e.sharding;
+  if (f.kv) {
+    kernel = "KEY_VALUE";
+    extra += key_value_constraint(*f.kv);
+  }
+  if (e.c.strategy == "offload") {
+    kernel += "_UVM_CACHING";
+    const double lf = cache_load_factor(e.c, e.rows);
+    const std::string algorithm = cache_algorithm_of(e.c);
+    extra += "        cache_params=CacheParams(algorithm=CacheAlgorithm." + algorithm + ", load_factor=" + python_number(lf) +
+             stats_of(e.facts, e.measured) + "),\n";
+    // FBGEMM's device bytes under that algorithm (cache_policies.h, cited there).
+    const uint64_t fb = fbgemm_cache_device_bytes(e.rows, e.dim, static_cast<uint32_t>(e.element_bytes), lf, algorithm == "LFU", false);
+    s.fbgemm_bytes += e.comment + "    " + e.name + ": " + std::to_string(fb) + ",\n";
+    s.fbgemm_total += fb - std::min(fb, e.ch.device_bytes);
+  }
+  // FP16 training weights lose small updates to round-to-nearest: FBGEMM's stochastic rounding.
+  if (e.training && f.dt == "FP16") extra += "        stochastic_rounding=True,\n";
+  s.constraints += e.comment + "    " + e.name + ": ParameterConstraints(\n        compute_kernels=[EmbeddingComputeKernel." + kernel +
+                   ".value],\n" + extra + "    ),\n";
+}
+
+// One choice of the plan into the file's sections (nothing for a table that was not tuned).
+void add_choice(const TuneResult& r, const TorchRecNames& names, const model::TuneChoice& ch, TorchRecSections& s) {
+  if (ch.candidate < 0 || static_cast<size_t>(ch.candidate) >= r.candidates.size()) return;  // not tuned
+  const ChoiceEntry e(r, names, ch);
+  s.paths += "    " + e.name + ": " + python_string(ch.table) + ",\n";
+  if (const std::string st = statistics_of(e.facts, e.measured); !st.empty())
+    s.cache_statistics += "    " + e.name + ": " + st + ",\n";
+  if (!ch.shares_with.empty()) {
+    s.shared += e.comment + "    " + e.name + ": " + python_string(names.key_of(ch.shares_with)) + ",\n";
+    return;
+  }
+  if (!e.sharding.empty()) s.placement += "    " + e.name + ": " + placement_of(ch) + ",\n";
+  const TorchRecForm f = form_of(e, s);
+  if (f.dt.empty()) add_edo_only(e, f, s);
+  else add_constraint(e, f, s);
+}
+
+}  // namespace
+
+std::string plan_to_torchrec(const TuneResult& r, const std::map<std::string, TorchRecFacts>& facts) {
+  const TorchRecNames names(r, facts);
+  TorchRecSections s;
+  for (const auto& ch : r.choices) add_choice(r, names, ch, s);
+  return torchrec_file_text(r, s);
 }
 
 }  // namespace edo::tuner

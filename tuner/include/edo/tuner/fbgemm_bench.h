@@ -23,10 +23,8 @@ struct IndicesDistribution {
 IndicesDistribution estimate_indices_distribution(const std::vector<uint64_t>& counts);
 
 // {"schema": "edo.fbgemm-bench/1", "steps", "tables": {name: {"config": TBEDataConfig's dict,
-// "edo": what edo knows beside it}}} for every table of the recording.
+// "edo": what edo knows beside it}}} for every table of the recording (the CLI reads it from an
+// .edodb: cli/support/recording_exports.h).
 nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile);
-// The same for an .edodb; throws std::runtime_error when `path` is not one (a plan file has no
-// access counts).
-nlohmann::ordered_json fbgemm_bench_of_file(const std::string& path);
 
 }  // namespace edo::tuner

@@ -43,8 +43,8 @@ std::string plan_to_yaml(const model::TuneResult& result);       // the same con
 // `edo_only` (name -> the edo strategy, for choices TorchRec has no kernel for).
 std::string plan_to_torchrec(const model::TuneResult& result);
 
-// What a recording knows about one table for TorchRec's planner (cli/support/torchrec_facts.h
-// reads it from an .edodb; a plan file has none). Missing facts leave their keys out.
+// What a recording knows about one table for TorchRec's planner (torchrec_facts.h computes it
+// from a recording; a plan file has none). Missing facts leave their keys out.
 struct TorchRecFacts {
   std::string config;                 // EmbeddingBagConfig.name as recorded ("": the module-path rule)
   std::vector<std::string> features;  // its feature_names
@@ -78,6 +78,13 @@ double distinct_in_window(const std::vector<std::pair<double, double>>& hit, dou
 // The same, with what the recording knows (table name -> facts): keys by the recorded config
 // name, feature_names, pooling_factors / num_poolings / batch_sizes, CacheParams.stats.
 std::string plan_to_torchrec(const model::TuneResult& result, const std::map<std::string, TorchRecFacts>& facts);
+
+// The one export function of `edo export` and the dashboard's Export buttons: the plan as the
+// document of `format`, "json" (plan_to_json_text), "yaml" (plan_to_yaml) or "torchrec"
+// (plan_to_torchrec with `facts`, what the recording knows; the other formats do not read
+// them). Throws std::invalid_argument naming the formats for any other.
+std::string plan_document(const model::TuneResult& result, const std::string& format,
+                          const std::map<std::string, TorchRecFacts>& facts = {});
 
 // Plan import: a JSON or YAML edo.plan/1 document back into a result (tables, choices, one
 // candidate per chosen table, frontier). Throws PlanError. Inputs may be hostile: bounded

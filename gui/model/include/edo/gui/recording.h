@@ -5,7 +5,9 @@
 
 #include <QString>
 
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,8 +19,32 @@
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
 #include "edo/model/tune.h"
+#include "edo/tuner/plan_io.h"
 
 namespace edo::gui {
+
+// Facts written once on one thread and read on another: get() is nullptr until fill(), and
+// stays so after fail(why), when error() says why (one line).
+class TorchRecFactsSlot {
+ public:
+  using Facts = std::map<std::string, tuner::TorchRecFacts>;
+  void fill(Facts facts) {
+    facts_ = std::move(facts);
+    state_.store(kFilled, std::memory_order_release);
+  }
+  void fail(std::string why) {
+    error_ = std::move(why);
+    state_.store(kFailed, std::memory_order_release);
+  }
+  const Facts* get() const { return state_.load(std::memory_order_acquire) == kFilled ? &facts_ : nullptr; }
+  const std::string* error() const { return state_.load(std::memory_order_acquire) == kFailed ? &error_ : nullptr; }
+
+ private:
+  enum State { kPending, kFilled, kFailed };
+  std::atomic<State> state_{kPending};
+  Facts facts_;
+  std::string error_;
+};
 
 struct Recording {
   QString path;
@@ -39,6 +65,12 @@ struct Recording {
   std::vector<model::RankView> ranks;
   // The latest `edo tune` run stored in the file, with its latest plan; none when never tuned.
   std::optional<model::TuneResult> tune;
+  // Which view each of profile.tables went into (model::table_views()' view_of_table).
+  std::vector<std::string> view_of_table;
+  // What the recording knows for the TorchRec export (recording_torchrec_facts.h): filled once,
+  // by the loader's worker after the statistics are delivered (the held-out replays take
+  // longer than the statistics themselves), so that the export reads no file.
+  std::shared_ptr<TorchRecFactsSlot> torchrec_facts = std::make_shared<TorchRecFactsSlot>();
 
   const model::TableView* find_table(const std::string& name) const;
   const model::Session* session(int64_t id) const;
@@ -50,8 +82,8 @@ using RecordingPtr = std::shared_ptr<const Recording>;
 // outline with each view's lookups filled in from the stored counts.
 std::shared_ptr<Recording> make_outline(const QString& path, db::ProfileStore::Outline outline,
                                         std::optional<model::TuneResult> tune = std::nullopt);
-// Stage 2: the full recording. on_progress(done, total) counts summarised table views; it
-// may throw to abandon the work.
+// Stage 2: the full recording, without its TorchRec facts (stage 3: fill_torchrec_facts()).
+// on_progress(done, total) counts summarised table views; it may throw to abandon the work.
 std::shared_ptr<Recording> make_recording(const QString& path, model::Profile profile,
                                           const std::function<void(size_t, size_t)>& on_progress = {},
                                           std::optional<model::TuneResult> tune = std::nullopt);
@@ -60,7 +92,7 @@ std::shared_ptr<Recording> make_recording(const QString& path, model::Profile pr
 // fitted on (edo/tuner/vocab_coverage.h), as `edo report` does.
 model::Profile load_profile_for_dashboard(const db::ProfileStore& store,
                                           const std::function<void(size_t, size_t)>& on_table = {});
-// Both stages in a row, on the calling thread (tools and tests). Throws db::DbError.
+// All three stages in a row, on the calling thread (tools and tests). Throws db::DbError.
 std::shared_ptr<Recording> load_recording(const QString& path);
 
 }  // namespace edo::gui

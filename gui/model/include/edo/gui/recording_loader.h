@@ -1,8 +1,8 @@
-// Opens a recording off the UI thread, in two stages (heaptrack's parser pattern): the
-// outline first (sessions, memory timeline, table shapes, bytes and lookups: enough to paint
-// the overview at once), then the statistics, with progress. Results arrive as signals on the
-// thread that owns the loader; opening another file or destroying the loader abandons a load
-// in progress (its results are never delivered).
+// Opens a recording off the UI thread, in stages (heaptrack's parser pattern): the outline
+// first (sessions, memory timeline, table shapes, bytes and lookups: enough to paint the
+// overview at once), then the statistics, with progress, then the TorchRec facts. Results
+// arrive as signals on the thread that owns the loader; opening another file or destroying the
+// loader abandons a load in progress (its results are never delivered).
 #pragma once
 
 #include <QObject>
@@ -30,6 +30,9 @@ class RecordingLoader : public QObject {
   // fraction in [0, 1] of the statistics stage, and what it is doing.
   void progress(double fraction, const QString& what);
   void loaded(edo::gui::RecordingPtr recording);
+  // After loaded: the recording's TorchRec facts are filled (recording.h; not when another
+  // file was opened meanwhile).
+  void torchrecFactsReady(edo::gui::RecordingPtr recording);
   // reason: one line naming the problem and the fix (from db::DbError).
   void failed(const QString& path, const QString& reason);
 
@@ -38,9 +41,11 @@ class RecordingLoader : public QObject {
   void deliver_outline(const std::shared_ptr<Job>& job, RecordingPtr rec);
   void deliver_progress(const std::shared_ptr<Job>& job, double fraction, const QString& what);
   void deliver_loaded(const std::shared_ptr<Job>& job, RecordingPtr rec);
+  void deliver_torchrec_facts(const std::shared_ptr<Job>& job, RecordingPtr rec);
   void deliver_failure(const std::shared_ptr<Job>& job, const QString& reason);
 
   std::shared_ptr<Job> job_;
+  std::shared_ptr<Job> facts_job_;  // a loaded file's worker still computing its TorchRec facts
   QString path_;
 };
 
