@@ -1,0 +1,64 @@
+// The tune records' declarations (edo/model/tune_fields.h) are the schema the migrations make
+// (db/src/schema.cpp): in a new file, in a file migrated from schema version 1, and the check
+// itself notices a column that only one side has.
+#include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "edo/db/profile_store.h"
+#include "edo/model/tune_fields.h"
+#include "record_columns.h"
+#include "test_profiles.h"
+
+namespace edo::db {
+namespace {
+
+// Every declared table and the columns the store keeps itself (ids and links).
+std::vector<std::string> all_differences(SQLite::Database& d) {
+  std::vector<std::string> out;
+  auto add = [&](std::vector<std::string> more) { out.insert(out.end(), more.begin(), more.end()); };
+  add(schema_differences(d, model::kTuneRunFields, {"id", "notes"}));
+  add(schema_differences(d, model::kTunePlanFields, {"id", "run_id"}));
+  add(schema_differences(d, model::kTuneTableFields, {"run_id"}));
+  add(schema_differences(d, model::kTuneCandidateFields, {"id", "run_id"}));
+  add(schema_differences(d, model::kTuneChoiceFields, {"plan_id", "candidate_id"}));
+  add(schema_differences(d, model::kTuneShardFields, {"plan_id", "table_name", "position"}));
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(DeclaredSchema, ANewFileHasExactlyTheDeclaredColumns) {
+  ProfileStore store = ProfileStore::in_memory();
+  EXPECT_EQ(joined(all_differences(store.database())), "");
+}
+
+TEST(DeclaredSchema, AFileMigratedFromVersionOneHasExactlyTheDeclaredColumns) {
+  const std::string path = testing::temp_path("declared-v1.edodb");
+  std::filesystem::copy_file(std::string(EDO_FIXTURES_DIR) + "/db/v1-synth.edodb", path,
+                             std::filesystem::copy_options::overwrite_existing);
+  ProfileStore store(path, ProfileStore::Mode::kReadWrite);  // migrated when opened
+  EXPECT_EQ(joined(all_differences(store.database())), "");
+}
+
+TEST(DeclaredSchema, TheCheckNamesAColumnOnlyOneSideHasAndATypeThatDiffers) {
+  ProfileStore store = ProfileStore::in_memory();
+  SQLite::Database& d = store.database();
+  d.exec("ALTER TABLE tune_shards ADD COLUMN weight REAL");
+  EXPECT_EQ(joined(schema_differences(d, model::kTuneShardFields, {"plan_id", "table_name", "position"})),
+            "tune_shards.weight: in the database (REAL) but not declared\n");
+  // A declaration whose default is not the migration's.
+  model::Record<model::TuneShard, 1> wrong{"tune_shards", {{{"size", "INTEGER NOT NULL DEFAULT 0", &model::TuneShard::size}}}};
+  const auto diff = schema_differences(d, wrong, {"plan_id", "table_name", "position", "device", "first", "device_bytes",
+                                                  "lookups_per_step", "weight"});
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0], "tune_shards.size: declared INTEGER NOT NULL DEFAULT 0, the migrations made INTEGER NOT NULL");
+}
+
+}  // namespace
+}  // namespace edo::db
