@@ -28,6 +28,7 @@
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
+#include "text_lines.h"
 #include "training_facts.h"
 
 namespace edo::db {
@@ -78,28 +79,6 @@ bool is_sqlite_file(const std::string& path) {
 namespace {
 
 std::string mode_name(stats::CountMode m) { return m == stats::CountMode::kExact ? "exact" : "sketch"; }
-
-// Splits "a\nb" into names (kernel -> tables column).
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t end = s.find('\n', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string join_lines(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += '\n';
-    out += n;
-  }
-  return out;
-}
 
 int64_t u64_to_i64(uint64_t v) { return static_cast<int64_t>(v); }  // bit pattern kept (addresses)
 uint64_t i64_to_u64(int64_t v) { return static_cast<uint64_t>(v); }
@@ -418,15 +397,10 @@ std::map<int64_t, uint64_t> ProfileStore::Impl::stored_lookups() const {
   return out;
 }
 
-void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
-  SQLite::Database& d = *db;
-  std::set<int64_t> session_ids;
-  for (const auto& s : p.sessions) {
-    if (s.id <= 0) throw DbError(path + ": internal error: session without an id");
-    if (!session_ids.insert(s.id).second) throw DbError(path + ": internal error: duplicate session id " + std::to_string(s.id));
-  }
-  SQLite::Transaction txn(d);
+namespace {
 
+// Sessions (updated in place) and their drop counters (replaced).
+void save_sessions(SQLite::Database& d, const Profile& p) {
   SQLite::Statement put_session(d,
       "INSERT INTO sessions(id, command, host, pid, parent_pid, rank, local_rank,"
       " start_unix_ns, duration_ns, exit_code, gpus, source, dropped_events, steps)"
@@ -468,7 +442,43 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
       put_drop.exec();
     }
   }
+}
 
+// The table's derived summary and curves (table_summary, table_curves).
+void save_summary(SQLite::Statement& put_summary, SQLite::Statement& put_curve, const model::Table& t) {
+  const stats::TableSummary s = stats::summarize(t.aggregate);
+  put_summary.reset();
+  put_summary.bind(1, t.id);
+  if (s.zipf.valid) put_summary.bind(2, s.zipf.alpha); else put_summary.bind(2);
+  if (s.zipf.valid) put_summary.bind(3, s.zipf.fit_error); else put_summary.bind(3);
+  put_summary.bind(4, s.coverage_top_0_1pct);
+  put_summary.bind(5, s.coverage_top_1pct);
+  put_summary.bind(6, s.coverage_top_10pct);
+  put_summary.bind(7, s.lru_hit_rate_1pct);
+  put_summary.bind(8, s.lru_hit_rate_10pct);
+  put_summary.bind(9, s.lru_hit_rate_50pct);
+  put_summary.bind(10, s.lru_hit_rate_100pct);
+  put_summary.bind(11, s.mean_drift_jaccard);
+  put_summary.exec();
+  auto put_points = [&](const char* kind, const std::vector<stats::CurvePoint>& pts) {
+    for (const auto& pt : pts) {
+      put_curve.reset();
+      put_curve.bind(1, t.id);
+      put_curve.bind(2, kind);
+      put_curve.bind(3, pt.x);
+      put_curve.bind(4, pt.y);
+      put_curve.exec();
+    }
+  };
+  put_points("coverage", s.coverage_curve);
+  put_points("lru", s.lru_curve);
+  put_points("drift", s.drift);
+}
+
+// Tables (updated in place; new ones get ids), their statistics, and with_summaries their
+// derived summaries.
+void save_tables(SQLite::Database& d, Profile& p, const std::set<int64_t>& session_ids, bool with_summaries,
+                 const std::string& path) {
   int64_t next_table_id = d.execAndGet("SELECT COALESCE(MAX(id), 0) FROM tables").getInt64() + 1;
   for (auto& t : p.tables) {
     if (t.id <= 0) t.id = next_table_id++;
@@ -526,36 +536,12 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     del_curves.bind(1, t.id);
     del_curves.exec();
     if (!with_summaries) continue;
-    const stats::TableSummary s = stats::summarize(t.aggregate);
-    put_summary.reset();
-    put_summary.bind(1, t.id);
-    if (s.zipf.valid) put_summary.bind(2, s.zipf.alpha); else put_summary.bind(2);
-    if (s.zipf.valid) put_summary.bind(3, s.zipf.fit_error); else put_summary.bind(3);
-    put_summary.bind(4, s.coverage_top_0_1pct);
-    put_summary.bind(5, s.coverage_top_1pct);
-    put_summary.bind(6, s.coverage_top_10pct);
-    put_summary.bind(7, s.lru_hit_rate_1pct);
-    put_summary.bind(8, s.lru_hit_rate_10pct);
-    put_summary.bind(9, s.lru_hit_rate_50pct);
-    put_summary.bind(10, s.lru_hit_rate_100pct);
-    put_summary.bind(11, s.mean_drift_jaccard);
-    put_summary.exec();
-    auto put_points = [&](const char* kind, const std::vector<stats::CurvePoint>& pts) {
-      for (const auto& pt : pts) {
-        put_curve.reset();
-        put_curve.bind(1, t.id);
-        put_curve.bind(2, kind);
-        put_curve.bind(3, pt.x);
-        put_curve.bind(4, pt.y);
-        put_curve.exec();
-      }
-    };
-    put_points("coverage", s.coverage_curve);
-    put_points("lru", s.lru_curve);
-    put_points("drift", s.drift);
+    save_summary(put_summary, put_curve, t);
   }
+}
 
-  // Per-session collections are replaced wholesale.
+// Per-session collections, replaced wholesale: ties, memory events, kernels, ranges.
+void save_session_collections(SQLite::Database& d, const Profile& p, const std::set<int64_t>& session_ids) {
   for (int64_t sid : session_ids) {
     for (const char* table : {"ties", "memory_events", "kernels", "kernel_tables", "ranges"}) {
       SQLite::Statement del(d, std::string("DELETE FROM ") + table + " WHERE session_id = ?");
@@ -622,6 +608,21 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_range.bind(6, u64_to_i64(r.alloc_bytes));
     put_range.exec();
   }
+}
+
+}  // namespace
+
+void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
+  SQLite::Database& d = *db;
+  std::set<int64_t> session_ids;
+  for (const auto& s : p.sessions) {
+    if (s.id <= 0) throw DbError(path + ": internal error: session without an id");
+    if (!session_ids.insert(s.id).second) throw DbError(path + ": internal error: duplicate session id " + std::to_string(s.id));
+  }
+  SQLite::Transaction txn(d);
+  save_sessions(d, p);
+  save_tables(d, p, session_ids, with_summaries, path);
+  save_session_collections(d, p, session_ids);
   SQLite::Statement put_meta(d, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
   for (const auto& [key, value] : p.metadata) {
     put_meta.reset();
@@ -757,7 +758,7 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
       k.name = q.getColumn(1).getString();
       k.launches = i64_to_u64(q.getColumn(2).getInt64());
       k.total_ns = i64_to_u64(q.getColumn(3).getInt64());
-      k.tables = split_lines(q.getColumn(4).getString());
+      k.tables = split_lines(q.getColumn(4).getString(), /*keep_empty=*/false);
       p.kernels.push_back(std::move(k));
     }
     std::map<std::pair<int64_t, std::string>, size_t> kernel_at;

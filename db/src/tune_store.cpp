@@ -12,6 +12,7 @@
 #include "edo/model/tune_fields.h"
 #include "open_safely.h"
 #include "record_columns.h"
+#include "text_lines.h"
 
 namespace edo::db {
 namespace {
@@ -77,9 +78,7 @@ void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t,
 // The run's row (its notes one per line) and its tables; sets r.run_id.
 void write_run(SQLite::Database& d, TuneResult& r) {
   SQLite::Statement run(d, insert_sql(kRuns, {"notes"}));
-  std::string notes;
-  for (const auto& n : r.notes) notes += (notes.empty() ? "" : "\n") + n;
-  run.bind(1, notes);
+  run.bind(1, join_lines(r.notes));
   bind_fields(run, r, kRuns, 1);
   run.exec();
   r.run_id = d.getLastInsertRowid();
@@ -114,25 +113,13 @@ void require_writable(const ProfileStore& store) {
   if (store.mode() == ProfileStore::Mode::kReadOnly) throw DbError(store.path() + ": opened read-only, cannot save tune results");
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 void load_run(const ProfileStore& store, int64_t run_id, TuneResult& r) {
   SQLite::Statement run(store.database(), select_sql(kRuns, {"id", "notes"}) + " WHERE id = ?");
   run.bind(1, run_id);
   if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
   FieldReader(run, kRuns).read(run, r);
   r.run_id = run.getColumn("id").getInt64();
-  r.notes = lines_of(run.getColumn("notes").getString());
+  r.notes = split_lines(run.getColumn("notes").getString(), /*keep_empty=*/true);
   if (r.timing_device.empty()) r.timing_device = r.device;  // runs before schema 7: measured on their device
 }
 
