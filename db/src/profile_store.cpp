@@ -25,6 +25,8 @@
 #include "edo/db/recording_state.h"
 #include "edo/dtype.h"
 #include "open_safely.h"
+#include "edo/model/recording_fields.h"
+#include "record_columns.h"
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
@@ -484,13 +486,7 @@ void save_tables(SQLite::Database& d, Profile& p, const std::set<int64_t>& sessi
     if (t.id <= 0) t.id = next_table_id++;
     else next_table_id = std::max(next_table_id, t.id + 1);
   }
-  SQLite::Statement put_table(d,
-      "INSERT INTO tables(id, session_id, name, rows, dim, dtype, device, base_address,"
-      " weight_bytes, optimizer_bytes, grad_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
-      " session_id=excluded.session_id, name=excluded.name, rows=excluded.rows, dim=excluded.dim,"
-      " dtype=excluded.dtype, device=excluded.device, base_address=excluded.base_address,"
-      " weight_bytes=excluded.weight_bytes, optimizer_bytes=excluded.optimizer_bytes,"
-      " grad_bytes=excluded.grad_bytes");
+  SQLite::Statement put_table(d, upsert_sql(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "id"));
   SQLite::Statement put_stats(d,
       "INSERT OR REPLACE INTO table_stats(table_id, counts_mode, lookups, unique_rows, out_of_range,"
       " aggregate) VALUES (?,?,?,?,?,?)");
@@ -508,15 +504,8 @@ void save_tables(SQLite::Database& d, Profile& p, const std::set<int64_t>& sessi
     put_table.reset();
     put_table.bind(1, t.id);
     put_table.bind(2, t.session_id);
-    put_table.bind(3, t.name);
-    put_table.bind(4, u64_to_i64(t.rows));
-    put_table.bind(5, static_cast<int64_t>(t.dim));
-    put_table.bind(6, t.dtype);
-    put_table.bind(7, t.device);
-    put_table.bind(8, u64_to_i64(t.base_address));
-    put_table.bind(9, u64_to_i64(t.weight_bytes));
-    put_table.bind(10, u64_to_i64(t.optimizer_bytes));
-    put_table.bind(11, u64_to_i64(t.grad_bytes));
+    put_table.bind(3, u64_to_i64(t.base_address));
+    bind_fields(put_table, t, model::kRecordedTableFields, 3);
     put_table.exec();
 
     const std::string blob = t.aggregate.serialize();
@@ -685,29 +674,24 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
   {
     const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
     // The outline skips the statistics blobs (NULL): reading them is most of a large file.
-    SQLite::Statement q(d, std::string(
-        "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address,"
-        " t.weight_bytes, t.optimizer_bytes, t.grad_bytes, ") + (with_aggregates ? "s.aggregate" : "NULL") +
-        " FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+    SQLite::Statement q(d, "SELECT " + select_columns(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "t.") +
+                               ", " + (with_aggregates ? "s.aggregate" : "NULL") +
+                               " AS aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+    const FieldReader reader(q, model::kRecordedTableFields);
     while (q.executeStep()) {
       Table t;
-      t.id = q.getColumn(0).getInt64();
-      t.session_id = q.getColumn(1).getInt64();
-      t.name = q.getColumn(2).getString();
-      const std::string which = "table '" + t.name + "'";
-      t.rows = count(q.getColumn(3), which + ": rows");
-      const uint64_t dim = count(q.getColumn(4), which + ": dim");
-      if (dim > UINT32_MAX) fail(which + ": dim is " + std::to_string(dim) + ", more than any table has");
-      t.dim = static_cast<uint32_t>(dim);
+      t.id = q.getColumn("id").getInt64();
+      t.session_id = q.getColumn("session_id").getInt64();
+      t.base_address = i64_to_u64(q.getColumn("base_address").getInt64());
+      try {
+        reader.read(q, t);
+      } catch (const OutOfRange& e) {
+        fail("table '" + t.name + "': " + e.what());
+      }
       // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
       // read every spelling as its name in edo/dtype.h.
-      t.dtype = std::string(canonical_dtype_name(q.getColumn(5).getString()));
-      t.device = q.getColumn(6).getString();
-      t.base_address = i64_to_u64(q.getColumn(7).getInt64());
-      t.weight_bytes = count(q.getColumn(8), which + ": weight_bytes");
-      t.optimizer_bytes = count(q.getColumn(9), which + ": optimizer_bytes");
-      t.grad_bytes = count(q.getColumn(10), which + ": grad_bytes");
-      SQLite::Column blob = q.getColumn(11);
+      t.dtype = std::string(canonical_dtype_name(t.dtype));
+      SQLite::Column blob = q.getColumn("aggregate");
       if (!with_aggregates) {
         // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
         t.aggregate = stats::TableAggregate();

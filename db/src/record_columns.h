@@ -46,13 +46,45 @@ std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const c
   return "INSERT INTO " + std::string(rec.table) + "(" + names + ") VALUES (" + values + ")";
 }
 
+// "INSERT ... ON CONFLICT(<conflict>) DO UPDATE SET k2=excluded.k2, c1=excluded.c1...": a row
+// updated in place when its key is there (its parameters are insert_sql's).
+template <class R, size_t N>
+std::string upsert_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys, const std::string& conflict) {
+  std::string set;
+  auto add = [&](const std::string& c) {
+    if (c != conflict) set += (set.empty() ? "" : ", ") + c + "=excluded." + c;
+  };
+  for (const char* k : keys) add(k);
+  for (const auto& f : rec.fields) add(f.column);
+  return insert_sql(rec, keys) + " ON CONFLICT(" + conflict + ") DO UPDATE SET " + set;
+}
+
+// "UPDATE t SET k1 = :k1, c1 = :c1... WHERE <where> = :<where>": the `keys` (parameters 1..K),
+// the declared columns (bind_fields), then the row's key (parameter K + N + 1).
+template <class R, size_t N>
+std::string update_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys, const std::string& where) {
+  std::string set;
+  auto add = [&](const std::string& c) { set += (set.empty() ? "" : ", ") + c + " = :" + c; };
+  for (const char* k : keys) add(k);
+  for (const auto& f : rec.fields) add(f.column);
+  return "UPDATE " + std::string(rec.table) + " SET " + set + " WHERE " + where + " = :" + where;
+}
+
+// "k1, c1, c2..." for a SELECT; with a `prefix` ("t." in a join) "t.k1 AS k1, ...", so that
+// FieldReader finds each column by its name.
+template <class R, size_t N>
+std::string select_columns(const model::Record<R, N>& rec, const std::vector<const char*>& keys, const std::string& prefix = "") {
+  std::string names;
+  auto add = [&](const std::string& c) { names += (names.empty() ? "" : ", ") + (prefix.empty() ? c : prefix + c + " AS " + c); };
+  for (const char* k : keys) add(k);
+  for (const auto& f : rec.fields) add(f.column);
+  return names;
+}
+
 // "SELECT k1, c1, c2... FROM t" (add the WHERE and ORDER BY).
 template <class R, size_t N>
 std::string select_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys) {
-  std::string names;
-  for (const char* k : keys) names += (names.empty() ? "" : ", ") + std::string(k);
-  for (const auto& f : rec.fields) names += (names.empty() ? "" : ", ") + std::string(f.column);
-  return "SELECT " + names + " FROM " + rec.table;
+  return "SELECT " + select_columns(rec, keys) + " FROM " + rec.table;
 }
 
 namespace detail {
@@ -96,8 +128,10 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
         else if constexpr (std::is_same_v<T, bool>) v = c.getInt64() != 0;
         else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) v = c.getDouble();
         else if constexpr (std::is_same_v<T, int64_t>) v = c.getInt64();
-        else if constexpr (std::is_same_v<T, uint64_t>) v = c.getInt64() < 0 ? 0 : static_cast<uint64_t>(c.getInt64());
-        else {
+        else if constexpr (std::is_same_v<T, uint64_t>) {
+          if (c.getInt64() < 0) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(c.getInt64()) + ", not a count");
+          v = static_cast<uint64_t>(c.getInt64());
+        } else {
           const int64_t x = c.getInt64();
           if (x < f.lo || x > f.hi)
             throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +

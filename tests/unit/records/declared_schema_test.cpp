@@ -1,12 +1,13 @@
-// The tune records' declarations (edo/model/tune_fields.h) are the schema the migrations make
-// (db/src/schema.cpp): in a new file, in a file migrated from schema version 1, and the check
-// itself notices a column that only one side has.
+// The declarations of stored records (edo/model/tune_fields.h, recording_fields.h) are the
+// schema the migrations make (db/src/schema.cpp): in a new file, in a file migrated from schema
+// version 1, and the check itself notices a column that only one side has.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "edo/db/profile_store.h"
+#include "edo/model/recording_fields.h"
 #include "edo/model/tune_fields.h"
 #include "record_columns.h"
 #include "test_profiles.h"
@@ -14,10 +15,21 @@
 namespace edo::db {
 namespace {
 
+// `keys` and the columns of `other`, a declaration of other columns of the same table.
+template <class R, size_t N>
+std::vector<const char*> plus_columns_of(const model::Record<R, N>& other, std::vector<const char*> keys) {
+  for (const auto& f : other.fields) keys.push_back(f.column);
+  return keys;
+}
+
 // Every declared table and the columns the store keeps itself (ids and links).
 std::vector<std::string> all_differences(SQLite::Database& d) {
   std::vector<std::string> out;
   auto add = [&](std::vector<std::string> more) { out.insert(out.end(), more.begin(), more.end()); };
+  // A recording's tables: two declarations share the table.
+  const std::vector<const char*> table_keys = {"id", "session_id", "base_address", "optimizer_kind"};
+  add(schema_differences(d, model::kRecordedTableFields, plus_columns_of(model::kOptimizerParamFields, table_keys)));
+  add(schema_differences(d, model::kOptimizerParamFields, plus_columns_of(model::kRecordedTableFields, table_keys)));
   add(schema_differences(d, model::kTuneRunFields, {"id", "notes"}));
   add(schema_differences(d, model::kTunePlanFields, {"id", "run_id"}));
   add(schema_differences(d, model::kTuneTableFields, {"run_id"}));
