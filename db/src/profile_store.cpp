@@ -125,6 +125,11 @@ struct ProfileStore::Impl {
   Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table, bool for_viewing = false,
                const std::function<void(const model::Table&)>* take = nullptr) const;
   std::map<int64_t, uint64_t> stored_lookups() const;
+
+ private:
+  void load_sessions(SQLite::Database& d, Profile& p) const;
+  void load_tables(SQLite::Database& d, Profile& p, bool with_aggregates, bool keep_samples,
+                   const std::function<void(size_t, size_t)>& on_table, const std::function<void(const model::Table&)>* take) const;
 };
 
 ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
@@ -627,10 +632,8 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   txn.commit();
 }
 
-Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
-                                 bool for_viewing, const std::function<void(const model::Table&)>* take) const {
-  SQLite::Database& d = *db;
-  Profile p;
+// Sessions and their drop counters.
+void ProfileStore::Impl::load_sessions(SQLite::Database& d, Profile& p) const {
   {
     SQLite::Statement q(d,
         "SELECT id, command, host, pid, parent_pid, rank, local_rank, start_unix_ns, duration_ns,"
@@ -666,51 +669,63 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
             count(q.getColumn(2), "session " + std::to_string(it->first) + ": drop count " + q.getColumn(1).getString());
     }
   }
+}
+
+// Tables and (with_aggregates) their statistics, handed to `take` one by one when given.
+void ProfileStore::Impl::load_tables(SQLite::Database& d, Profile& p, bool with_aggregates, bool keep_samples,
+                                     const std::function<void(size_t, size_t)>& on_table,
+                                     const std::function<void(const model::Table&)>* take) const {
+  const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
+  // The outline skips the statistics blobs (NULL): reading them is most of a large file.
+  SQLite::Statement q(d, "SELECT " + select_columns(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "t.") +
+                             ", " + (with_aggregates ? "s.aggregate" : "NULL") +
+                             " AS aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+  const FieldReader reader(q, model::kRecordedTableFields);
+  while (q.executeStep()) {
+    Table t;
+    t.id = q.getColumn("id").getInt64();
+    t.session_id = q.getColumn("session_id").getInt64();
+    t.base_address = i64_to_u64(q.getColumn("base_address").getInt64());
+    try {
+      reader.read(q, t);
+    } catch (const OutOfRange& e) {
+      fail("table '" + t.name + "': " + e.what());
+    }
+    // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
+    // read every spelling as its name in edo/dtype.h.
+    t.dtype = std::string(canonical_dtype_name(t.dtype));
+    SQLite::Column blob = q.getColumn("aggregate");
+    if (!with_aggregates) {
+      // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
+      t.aggregate = stats::TableAggregate();
+    } else if (blob.isNull()) {
+      t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
+    } else {
+      std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
+      if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
+        fail("statistics of table '" + t.name + "' do not decode");
+      }
+    }
+    if (take) {
+      (*take)(t);
+      t.aggregate = stats::TableAggregate();
+    }
+    p.tables.push_back(std::move(t));
+    if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));
+  }
+}
+
+Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
+                                 bool for_viewing, const std::function<void(const model::Table&)>* take) const {
+  SQLite::Database& d = *db;
+  Profile p;
+  load_sessions(d, p);
   // The union LRU, a viewer's only use of the ordered samples, needs two ranks.
   // A reader that takes each table's statistics as they come (take) builds no union LRU.
   const bool keep_samples =
       !for_viewing || (!take && std::count_if(p.sessions.begin(), p.sessions.end(),
                                                [](const Session& s) { return s.rank.has_value(); }) >= 2);
-  {
-    const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
-    // The outline skips the statistics blobs (NULL): reading them is most of a large file.
-    SQLite::Statement q(d, "SELECT " + select_columns(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "t.") +
-                               ", " + (with_aggregates ? "s.aggregate" : "NULL") +
-                               " AS aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
-    const FieldReader reader(q, model::kRecordedTableFields);
-    while (q.executeStep()) {
-      Table t;
-      t.id = q.getColumn("id").getInt64();
-      t.session_id = q.getColumn("session_id").getInt64();
-      t.base_address = i64_to_u64(q.getColumn("base_address").getInt64());
-      try {
-        reader.read(q, t);
-      } catch (const OutOfRange& e) {
-        fail("table '" + t.name + "': " + e.what());
-      }
-      // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
-      // read every spelling as its name in edo/dtype.h.
-      t.dtype = std::string(canonical_dtype_name(t.dtype));
-      SQLite::Column blob = q.getColumn("aggregate");
-      if (!with_aggregates) {
-        // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
-        t.aggregate = stats::TableAggregate();
-      } else if (blob.isNull()) {
-        t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
-      } else {
-        std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
-        if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
-          fail("statistics of table '" + t.name + "' do not decode");
-        }
-      }
-      if (take) {
-        (*take)(t);
-        t.aggregate = stats::TableAggregate();
-      }
-      p.tables.push_back(std::move(t));
-      if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));
-    }
-  }
+  load_tables(d, p, with_aggregates, keep_samples, on_table, take);
   {
     SQLite::Statement q(d, "SELECT session_id, table_name, tied_with FROM ties ORDER BY rowid");
     while (q.executeStep()) {

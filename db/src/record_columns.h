@@ -143,7 +143,8 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
 }
 }  // namespace detail
 
-// Binds r's declared fields to an insert_sql() statement made with `keys` store columns.
+// Binds r's declared fields to an insert_sql(), upsert_sql() or update_sql() statement made with
+// `keys` store columns (bound by the caller).
 template <class R, size_t N>
 void bind_fields(SQLite::Statement& s, const R& r, const model::Record<R, N>& rec, size_t keys) {
   for (size_t i = 0; i < N; ++i) detail::bind_one(s, static_cast<int>(keys + i + 1), r, rec.fields[i]);

@@ -123,7 +123,7 @@ void load_run(const ProfileStore& store, int64_t run_id, TuneResult& r) {
   if (r.timing_device.empty()) r.timing_device = r.device;  // runs before schema 7: measured on their device
 }
 
-void load_tables(const ProfileStore& store, TuneResult& r) {
+void load_tune_tables(const ProfileStore& store, TuneResult& r) {
   SQLite::Statement tables(store.database(), select_sql(kTables, {}) + " WHERE run_id = ? ORDER BY rowid");
   tables.bind(1, r.run_id);
   const FieldReader reader(tables, kTables);
@@ -235,7 +235,7 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
   TuneResult r;
   try {
     load_run(store, run_id, r);
-    load_tables(store, r);
+    load_tune_tables(store, r);
     const auto index_of = load_candidates(store, r);
     load_plan(store, index_of, r);
   } catch (const DbError&) {

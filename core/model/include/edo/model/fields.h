@@ -3,7 +3,7 @@
 // when it has one. db/ derives the INSERT and the load by column name from a declaration
 // (db/src/record_columns.h), the plan writer and reader derive their per-table keys from it
 // (tuner/src/plan_fields.h), and a test checks it against the migrated schema. The
-// declarations themselves are in tune_fields.h.
+// declarations themselves are in tune_fields.h and recording_fields.h.
 #pragma once
 
 #include <array>
@@ -18,7 +18,7 @@ namespace edo::model {
 
 // The member a field holds, by its C++ type. How each type is stored:
 //   std::string            TEXT
-//   uint64_t, int64_t      INTEGER (a negative value read back as uint64_t is 0)
+//   uint64_t, int64_t      INTEGER (a negative value read back as uint64_t: a corrupt file)
 //   uint32_t               INTEGER, checked against the field's range when read
 //   double                 REAL; a non-finite value is NULL in a nullable column (read back as
 //                          the member's default: NaN, infinity...) and 0 in a NOT NULL one
