@@ -577,31 +577,17 @@ void save_session_collections(SQLite::Database& d, const Profile& p, const std::
     put_kernel.bind(5, join_lines(k.tables));
     put_kernel.exec();
   }
-  SQLite::Statement put_kernel_table(d,
-      "INSERT INTO kernel_tables(session_id, kernel, table_name, launches, total_ns) VALUES (?,?,?,?,?)");
+  SQLite::Statement put_kernel_table(d, insert_sql(model::kKernelTableFields, {"session_id", "kernel"}));
   for (const auto& k : p.kernels) {
     for (const auto& t : k.per_table) {
       put_kernel_table.reset();
       put_kernel_table.bind(1, k.session_id);
       put_kernel_table.bind(2, k.name);
-      put_kernel_table.bind(3, t.table);
-      put_kernel_table.bind(4, u64_to_i64(t.launches));
-      put_kernel_table.bind(5, u64_to_i64(t.total_ns));
+      bind_fields(put_kernel_table, t, model::kKernelTableFields, 2);
       put_kernel_table.exec();
     }
   }
-  SQLite::Statement put_range(d,
-      "INSERT INTO ranges(session_id, name, count, total_ns, lookups, alloc_bytes) VALUES (?,?,?,?,?,?)");
-  for (const auto& r : p.ranges) {
-    put_range.reset();
-    put_range.bind(1, r.session_id);
-    put_range.bind(2, r.name);
-    put_range.bind(3, u64_to_i64(r.count));
-    put_range.bind(4, u64_to_i64(r.total_ns));
-    put_range.bind(5, u64_to_i64(r.lookups));
-    put_range.bind(6, u64_to_i64(r.alloc_bytes));
-    put_range.exec();
-  }
+  insert_rows(d, model::kRangeFields, p.ranges, {});
 }
 
 }  // namespace
@@ -762,26 +748,18 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
     }
     std::map<std::pair<int64_t, std::string>, size_t> kernel_at;
     for (size_t i = 0; i < p.kernels.size(); ++i) kernel_at.emplace(std::make_pair(p.kernels[i].session_id, p.kernels[i].name), i);
-    SQLite::Statement qt(d, "SELECT session_id, kernel, table_name, launches, total_ns FROM kernel_tables ORDER BY rowid");
+    SQLite::Statement qt(d, select_sql(model::kKernelTableFields, {"session_id", "kernel"}) + " ORDER BY rowid");
+    const FieldReader reader(qt, model::kKernelTableFields);
     while (qt.executeStep()) {
-      auto it = kernel_at.find({qt.getColumn(0).getInt64(), qt.getColumn(1).getString()});
+      auto it = kernel_at.find({qt.getColumn("session_id").getInt64(), qt.getColumn("kernel").getString()});
       if (it == kernel_at.end()) continue;  // a row without its kernel: nothing to attach it to
-      p.kernels[it->second].per_table.push_back(
-          {qt.getColumn(2).getString(), i64_to_u64(qt.getColumn(3).getInt64()), i64_to_u64(qt.getColumn(4).getInt64())});
+      reader.read(qt, p.kernels[it->second].per_table.emplace_back());
     }
   }
   {
-    SQLite::Statement q(d, "SELECT session_id, name, count, total_ns, lookups, alloc_bytes FROM ranges ORDER BY rowid");
-    while (q.executeStep()) {
-      RangeStat r;
-      r.session_id = q.getColumn(0).getInt64();
-      r.name = q.getColumn(1).getString();
-      r.count = i64_to_u64(q.getColumn(2).getInt64());
-      r.total_ns = i64_to_u64(q.getColumn(3).getInt64());
-      r.lookups = i64_to_u64(q.getColumn(4).getInt64());
-      r.alloc_bytes = i64_to_u64(q.getColumn(5).getInt64());
-      p.ranges.push_back(std::move(r));
-    }
+    SQLite::Statement q(d, select_sql(model::kRangeFields, {}) + " ORDER BY rowid");
+    const FieldReader reader(q, model::kRangeFields);
+    while (q.executeStep()) reader.read(q, p.ranges.emplace_back());
   }
   {
     SQLite::Statement q(d, "SELECT key, value FROM metadata");

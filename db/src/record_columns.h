@@ -15,13 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "edo/db/profile_store.h"
 #include "edo/model/fields.h"
 
 namespace edo::db {
 
-// A stored value outside its field's declared range (the caller says whose file it is).
-struct OutOfRange : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A stored value outside its field's declared range. It does not name the file: the store's
+// load functions catch it and say whose file is corrupt.
+struct OutOfRange : DbError {
+  using DbError::DbError;
 };
 
 // "name TEXT NOT NULL, rows INTEGER NOT NULL, ..." (the declared columns, for CREATE TABLE).

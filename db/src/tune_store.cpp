@@ -238,10 +238,10 @@ TuneResult load_tune_result(const ProfileStore& store, int64_t run_id) {
     load_tune_tables(store, r);
     const auto index_of = load_candidates(store, r);
     load_plan(store, index_of, r);
-  } catch (const DbError&) {
-    throw;
   } catch (const OutOfRange& e) {
     corrupt(store, e.what());
+  } catch (const DbError&) {
+    throw;
   } catch (const SQLite::Exception& e) {
     corrupt(store, e.what());
   }

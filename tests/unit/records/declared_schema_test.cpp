@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "edo/db/profile_store.h"
+#include "edo/db/tune_store.h"
 #include "edo/model/recording_fields.h"
 #include "edo/model/tune_fields.h"
 #include "record_columns.h"
@@ -30,6 +32,8 @@ std::vector<std::string> all_differences(SQLite::Database& d) {
   const std::vector<const char*> table_keys = {"id", "session_id", "base_address", "optimizer_kind"};
   add(schema_differences(d, model::kRecordedTableFields, plus_columns_of(model::kOptimizerParamFields, table_keys)));
   add(schema_differences(d, model::kOptimizerParamFields, plus_columns_of(model::kRecordedTableFields, table_keys)));
+  add(schema_differences(d, model::kKernelTableFields, {"session_id", "kernel"}));
+  add(schema_differences(d, model::kRangeFields, {}));
   add(schema_differences(d, model::kTuneRunFields, {"id", "notes"}));
   add(schema_differences(d, model::kTunePlanFields, {"id", "run_id"}));
   add(schema_differences(d, model::kTuneTableFields, {"run_id"}));
@@ -70,6 +74,44 @@ TEST(DeclaredSchema, TheCheckNamesAColumnOnlyOneSideHasAndATypeThatDiffers) {
                                                   "lookups_per_step", "weight"});
   ASSERT_EQ(diff.size(), 1u);
   EXPECT_EQ(diff[0], "tune_shards.size: declared INTEGER NOT NULL DEFAULT 0, the migrations made INTEGER NOT NULL");
+}
+
+// A value read back outside its declared range is a corrupt file, said in one line that names
+// the file and the column: a recording's range and a tune run's table.
+TEST(DeclaredSchema, ANegativeCountReadBackIsACorruptFile) {
+  const std::string path = testing::temp_path("negative-count.edodb");
+  {
+    ProfileStore store(path, ProfileStore::Mode::kCreate);
+    model::Profile p = testing::sample_profile();
+    ASSERT_FALSE(p.ranges.empty());
+    store.save(p);
+    model::TuneResult r;
+    r.backend = "cpu";
+    model::TuneTable t;
+    t.name = "t";
+    t.rows = 10;
+    r.tables.push_back(t);
+    save_tune_result(store, r);
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE ranges SET count = -1");
+    raw.exec("UPDATE tune_tables SET rows = -5");
+  }
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  auto expect_corrupt = [&](const std::function<void()>& load, const std::string& says) {
+    try {
+      load();
+      ADD_FAILURE() << "loaded; expected: " << says;
+    } catch (const DbError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  expect_corrupt([&] { (void)store.load(); }, "ranges.count is -1, not a count");
+  expect_corrupt([&] { (void)load_latest_tune_result(store); }, "tune_tables.rows is -5, not a count");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The stored fields of a recording's tables (profile.h), each declared once (fields.h): the
-// `tables` rows of the .edodb (docs/database.md). A new field is one line here plus its
+// The stored fields of a recording's records (profile.h), each declared once (fields.h): its
+// `tables`, `kernel_tables` and `ranges` rows in the .edodb (docs/database.md). A new field is one line here plus its
 // migration step (db/src/schema.cpp); docs/development.md "Adding a field" says how.
 #pragma once
 
@@ -36,6 +36,23 @@ inline constexpr Record<OptimizerParams, 8> kOptimizerParamFields{"tables", {{
     {"optimizer_momentum", "REAL NOT NULL DEFAULT 0", &OptimizerParams::momentum},
     {"optimizer_initial_accumulator_value", "REAL NOT NULL DEFAULT 0", &OptimizerParams::initial_accumulator_value},
     {"optimizer_maximize", "INTEGER NOT NULL DEFAULT 0", &OptimizerParams::maximize},
+}}};
+
+// Per kernel, per table it reads (kernel_tables; session_id and kernel are its kernel's).
+inline constexpr Record<KernelTableStat, 3> kKernelTableFields{"kernel_tables", {{
+    {"table_name", "TEXT NOT NULL", &KernelTableStat::table},
+    {"launches", "INTEGER NOT NULL", &KernelTableStat::launches},
+    {"total_ns", "INTEGER NOT NULL", &KernelTableStat::total_ns},
+}}};
+
+// Per NVTX range name (ranges).
+inline constexpr Record<RangeStat, 6> kRangeFields{"ranges", {{
+    {"session_id", "INTEGER NOT NULL", &RangeStat::session_id},
+    {"name", "TEXT NOT NULL", &RangeStat::name},
+    {"count", "INTEGER NOT NULL", &RangeStat::count},
+    {"total_ns", "INTEGER NOT NULL", &RangeStat::total_ns},
+    {"lookups", "INTEGER NOT NULL", &RangeStat::lookups},
+    {"alloc_bytes", "INTEGER NOT NULL", &RangeStat::alloc_bytes},
 }}};
 
 }  // namespace edo::model
