@@ -167,6 +167,47 @@ void check_ssd_params(const ordered_json& params, uint64_t rows, const std::stri
     fail(where + ": params \"cache_policy\" is not \"lru\" (the two-level replay's policy)");
 }
 
+// The params keys a choice of `strategy` may have, each with its type: 'c' a count, 's' text, 'n'
+// a list of table names, 'f' a finite number >= 0, 'o' an object of finite numbers (what edo
+// tune says about how a figure was obtained).
+std::map<std::string, char> allowed_params(const std::string& strategy, bool row_format, const std::string& where) {
+  const bool mch = strategy == "mch", ssd = strategy == "ssd";
+  std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
+  if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
+  else if (strategy == "unchanged") allowed.clear();
+  else if (strategy == "fp8") allowed["scale"] = 's';
+  else if (strategy == "offload")
+    allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
+                    {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
+  else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
+  else if (strategy == "lowrank") allowed.insert({{"rank", 'c'}, {"activation_bytes", 'c'}});
+  else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
+  else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
+  else if (strategy == "qr") allowed["m"] = 'c';
+  else if (mch)
+    allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
+                    {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
+                    {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
+  else if (ssd)
+    allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
+                    {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
+                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'},
+                    // a trained table (ssd_candidates.h)
+                    {"writebacks_per_step", 'f'}, {"ssd_writes_per_step", 'f'}, {"storage_writes", 's'}, {"optimizer", 's'},
+                    {"optimizer_state_bytes", 'c'}, {"optimizer_why", 's'}});
+  else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
+  // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
+  if (row_format)
+    allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
+                    {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
+                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'},
+                    // trim_vocab (trim_candidates.h)
+                    {"vocab_coverage", 's'}, {"kept_rows", 'c'}, {"unk_old_id", 'c'}, {"held_out_lookups", 'c'},
+                    {"held_out_lost_lookups", 'c'}, {"saved_table_bytes", 'c'}, {"remap_bytes", 'c'}, {"head_kind", 's'}, {"saved_head_bytes", 'c'},
+                    {"saved_logit_bytes_per_step", 'c'}});
+  return allowed;
+}
+
 void check_choice(const std::string& strategy, const std::string& spec, const ordered_json& params, const std::string& optimizer,
                   uint64_t rows, const std::string& where) {
   const auto& names = kernels::strategy_names();
@@ -203,41 +244,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
       optimizer != "frozen" && optimizer != "tie_head" && optimizer != "trim_vocab")
     fail(where + ": optimizer \"" + printable_name(optimizer) +
          "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\", \"trim_vocab\" or empty");
-  // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
-  // object of finite numbers (what edo tune says about how a figure was obtained).
-  std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
-  if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
-  else if (strategy == "unchanged") allowed.clear();
-  else if (strategy == "fp8") allowed["scale"] = 's';
-  else if (strategy == "offload")
-    allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
-                    {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
-  else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
-  else if (strategy == "lowrank") allowed.insert({{"rank", 'c'}, {"activation_bytes", 'c'}});
-  else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
-  else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
-  else if (strategy == "qr") allowed["m"] = 'c';
-  else if (mch)
-    allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
-                    {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
-                    {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
-  else if (ssd)
-    allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
-                    {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
-                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'},
-                    // a trained table (ssd_candidates.h)
-                    {"writebacks_per_step", 'f'}, {"ssd_writes_per_step", 'f'}, {"storage_writes", 's'}, {"optimizer", 's'},
-                    {"optimizer_state_bytes", 'c'}, {"optimizer_why", 's'}});
-  else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
-  // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
-  if (row_format)
-    allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
-                    {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
-                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'},
-                    // trim_vocab (trim_candidates.h)
-                    {"vocab_coverage", 's'}, {"kept_rows", 'c'}, {"unk_old_id", 'c'}, {"held_out_lookups", 'c'},
-                    {"held_out_lost_lookups", 'c'}, {"saved_table_bytes", 'c'}, {"remap_bytes", 'c'}, {"head_kind", 's'}, {"saved_head_bytes", 'c'},
-                    {"saved_logit_bytes_per_step", 'c'}});
+  const std::map<std::string, char> allowed = allowed_params(strategy, row_format, where);
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");
