@@ -25,9 +25,12 @@
 #include "edo/db/recording_state.h"
 #include "edo/dtype.h"
 #include "open_safely.h"
+#include "edo/model/recording_fields.h"
+#include "record_columns.h"
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
+#include "text_lines.h"
 #include "training_facts.h"
 
 namespace edo::db {
@@ -79,28 +82,6 @@ namespace {
 
 std::string mode_name(stats::CountMode m) { return m == stats::CountMode::kExact ? "exact" : "sketch"; }
 
-// Splits "a\nb" into names (kernel -> tables column).
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t end = s.find('\n', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string join_lines(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += '\n';
-    out += n;
-  }
-  return out;
-}
-
 int64_t u64_to_i64(uint64_t v) { return static_cast<int64_t>(v); }  // bit pattern kept (addresses)
 uint64_t i64_to_u64(int64_t v) { return static_cast<uint64_t>(v); }
 
@@ -144,6 +125,11 @@ struct ProfileStore::Impl {
   Profile load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table, bool for_viewing = false,
                const std::function<void(const model::Table&)>* take = nullptr) const;
   std::map<int64_t, uint64_t> stored_lookups() const;
+
+ private:
+  void load_sessions(SQLite::Database& d, Profile& p) const;
+  void load_tables(SQLite::Database& d, Profile& p, bool with_aggregates, bool keep_samples,
+                   const std::function<void(size_t, size_t)>& on_table, const std::function<void(const model::Table&)>* take) const;
 };
 
 ProfileStore::ProfileStore(const std::string& path, Mode mode) : impl_(std::make_unique<Impl>()) {
@@ -418,15 +404,10 @@ std::map<int64_t, uint64_t> ProfileStore::Impl::stored_lookups() const {
   return out;
 }
 
-void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
-  SQLite::Database& d = *db;
-  std::set<int64_t> session_ids;
-  for (const auto& s : p.sessions) {
-    if (s.id <= 0) throw DbError(path + ": internal error: session without an id");
-    if (!session_ids.insert(s.id).second) throw DbError(path + ": internal error: duplicate session id " + std::to_string(s.id));
-  }
-  SQLite::Transaction txn(d);
+namespace {
 
+// Sessions (updated in place) and their drop counters (replaced).
+void save_sessions(SQLite::Database& d, const Profile& p) {
   SQLite::Statement put_session(d,
       "INSERT INTO sessions(id, command, host, pid, parent_pid, rank, local_rank,"
       " start_unix_ns, duration_ns, exit_code, gpus, source, dropped_events, steps)"
@@ -468,19 +449,49 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
       put_drop.exec();
     }
   }
+}
 
+// The table's derived summary and curves (table_summary, table_curves).
+void save_summary(SQLite::Statement& put_summary, SQLite::Statement& put_curve, const model::Table& t) {
+  const stats::TableSummary s = stats::summarize(t.aggregate);
+  put_summary.reset();
+  put_summary.bind(1, t.id);
+  if (s.zipf.valid) put_summary.bind(2, s.zipf.alpha); else put_summary.bind(2);
+  if (s.zipf.valid) put_summary.bind(3, s.zipf.fit_error); else put_summary.bind(3);
+  put_summary.bind(4, s.coverage_top_0_1pct);
+  put_summary.bind(5, s.coverage_top_1pct);
+  put_summary.bind(6, s.coverage_top_10pct);
+  put_summary.bind(7, s.lru_hit_rate_1pct);
+  put_summary.bind(8, s.lru_hit_rate_10pct);
+  put_summary.bind(9, s.lru_hit_rate_50pct);
+  put_summary.bind(10, s.lru_hit_rate_100pct);
+  put_summary.bind(11, s.mean_drift_jaccard);
+  put_summary.exec();
+  auto put_points = [&](const char* kind, const std::vector<stats::CurvePoint>& pts) {
+    for (const auto& pt : pts) {
+      put_curve.reset();
+      put_curve.bind(1, t.id);
+      put_curve.bind(2, kind);
+      put_curve.bind(3, pt.x);
+      put_curve.bind(4, pt.y);
+      put_curve.exec();
+    }
+  };
+  put_points("coverage", s.coverage_curve);
+  put_points("lru", s.lru_curve);
+  put_points("drift", s.drift);
+}
+
+// Tables (updated in place; new ones get ids), their statistics, and with_summaries their
+// derived summaries.
+void save_tables(SQLite::Database& d, Profile& p, const std::set<int64_t>& session_ids, bool with_summaries,
+                 const std::string& path) {
   int64_t next_table_id = d.execAndGet("SELECT COALESCE(MAX(id), 0) FROM tables").getInt64() + 1;
   for (auto& t : p.tables) {
     if (t.id <= 0) t.id = next_table_id++;
     else next_table_id = std::max(next_table_id, t.id + 1);
   }
-  SQLite::Statement put_table(d,
-      "INSERT INTO tables(id, session_id, name, rows, dim, dtype, device, base_address,"
-      " weight_bytes, optimizer_bytes, grad_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
-      " session_id=excluded.session_id, name=excluded.name, rows=excluded.rows, dim=excluded.dim,"
-      " dtype=excluded.dtype, device=excluded.device, base_address=excluded.base_address,"
-      " weight_bytes=excluded.weight_bytes, optimizer_bytes=excluded.optimizer_bytes,"
-      " grad_bytes=excluded.grad_bytes");
+  SQLite::Statement put_table(d, upsert_sql(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "id"));
   SQLite::Statement put_stats(d,
       "INSERT OR REPLACE INTO table_stats(table_id, counts_mode, lookups, unique_rows, out_of_range,"
       " aggregate) VALUES (?,?,?,?,?,?)");
@@ -498,15 +509,8 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_table.reset();
     put_table.bind(1, t.id);
     put_table.bind(2, t.session_id);
-    put_table.bind(3, t.name);
-    put_table.bind(4, u64_to_i64(t.rows));
-    put_table.bind(5, static_cast<int64_t>(t.dim));
-    put_table.bind(6, t.dtype);
-    put_table.bind(7, t.device);
-    put_table.bind(8, u64_to_i64(t.base_address));
-    put_table.bind(9, u64_to_i64(t.weight_bytes));
-    put_table.bind(10, u64_to_i64(t.optimizer_bytes));
-    put_table.bind(11, u64_to_i64(t.grad_bytes));
+    put_table.bind(3, u64_to_i64(t.base_address));
+    bind_fields(put_table, t, model::kRecordedTableFields, 3);
     put_table.exec();
 
     const std::string blob = t.aggregate.serialize();
@@ -526,36 +530,12 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     del_curves.bind(1, t.id);
     del_curves.exec();
     if (!with_summaries) continue;
-    const stats::TableSummary s = stats::summarize(t.aggregate);
-    put_summary.reset();
-    put_summary.bind(1, t.id);
-    if (s.zipf.valid) put_summary.bind(2, s.zipf.alpha); else put_summary.bind(2);
-    if (s.zipf.valid) put_summary.bind(3, s.zipf.fit_error); else put_summary.bind(3);
-    put_summary.bind(4, s.coverage_top_0_1pct);
-    put_summary.bind(5, s.coverage_top_1pct);
-    put_summary.bind(6, s.coverage_top_10pct);
-    put_summary.bind(7, s.lru_hit_rate_1pct);
-    put_summary.bind(8, s.lru_hit_rate_10pct);
-    put_summary.bind(9, s.lru_hit_rate_50pct);
-    put_summary.bind(10, s.lru_hit_rate_100pct);
-    put_summary.bind(11, s.mean_drift_jaccard);
-    put_summary.exec();
-    auto put_points = [&](const char* kind, const std::vector<stats::CurvePoint>& pts) {
-      for (const auto& pt : pts) {
-        put_curve.reset();
-        put_curve.bind(1, t.id);
-        put_curve.bind(2, kind);
-        put_curve.bind(3, pt.x);
-        put_curve.bind(4, pt.y);
-        put_curve.exec();
-      }
-    };
-    put_points("coverage", s.coverage_curve);
-    put_points("lru", s.lru_curve);
-    put_points("drift", s.drift);
+    save_summary(put_summary, put_curve, t);
   }
+}
 
-  // Per-session collections are replaced wholesale.
+// Per-session collections, replaced wholesale: ties, memory events, kernels, ranges.
+void save_session_collections(SQLite::Database& d, const Profile& p, const std::set<int64_t>& session_ids) {
   for (int64_t sid : session_ids) {
     for (const char* table : {"ties", "memory_events", "kernels", "kernel_tables", "ranges"}) {
       SQLite::Statement del(d, std::string("DELETE FROM ") + table + " WHERE session_id = ?");
@@ -597,31 +577,32 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
     put_kernel.bind(5, join_lines(k.tables));
     put_kernel.exec();
   }
-  SQLite::Statement put_kernel_table(d,
-      "INSERT INTO kernel_tables(session_id, kernel, table_name, launches, total_ns) VALUES (?,?,?,?,?)");
+  SQLite::Statement put_kernel_table(d, insert_sql(model::kKernelTableFields, {"session_id", "kernel"}));
   for (const auto& k : p.kernels) {
     for (const auto& t : k.per_table) {
       put_kernel_table.reset();
       put_kernel_table.bind(1, k.session_id);
       put_kernel_table.bind(2, k.name);
-      put_kernel_table.bind(3, t.table);
-      put_kernel_table.bind(4, u64_to_i64(t.launches));
-      put_kernel_table.bind(5, u64_to_i64(t.total_ns));
+      bind_fields(put_kernel_table, t, model::kKernelTableFields, 2);
       put_kernel_table.exec();
     }
   }
-  SQLite::Statement put_range(d,
-      "INSERT INTO ranges(session_id, name, count, total_ns, lookups, alloc_bytes) VALUES (?,?,?,?,?,?)");
-  for (const auto& r : p.ranges) {
-    put_range.reset();
-    put_range.bind(1, r.session_id);
-    put_range.bind(2, r.name);
-    put_range.bind(3, u64_to_i64(r.count));
-    put_range.bind(4, u64_to_i64(r.total_ns));
-    put_range.bind(5, u64_to_i64(r.lookups));
-    put_range.bind(6, u64_to_i64(r.alloc_bytes));
-    put_range.exec();
+  insert_rows(d, model::kRangeFields, p.ranges, {});
+}
+
+}  // namespace
+
+void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
+  SQLite::Database& d = *db;
+  std::set<int64_t> session_ids;
+  for (const auto& s : p.sessions) {
+    if (s.id <= 0) throw DbError(path + ": internal error: session without an id");
+    if (!session_ids.insert(s.id).second) throw DbError(path + ": internal error: duplicate session id " + std::to_string(s.id));
   }
+  SQLite::Transaction txn(d);
+  save_sessions(d, p);
+  save_tables(d, p, session_ids, with_summaries, path);
+  save_session_collections(d, p, session_ids);
   SQLite::Statement put_meta(d, "INSERT OR REPLACE INTO metadata(key, value) VALUES (?, ?)");
   for (const auto& [key, value] : p.metadata) {
     put_meta.reset();
@@ -637,10 +618,8 @@ void ProfileStore::Impl::save(Profile& p, bool with_summaries) {
   txn.commit();
 }
 
-Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
-                                 bool for_viewing, const std::function<void(const model::Table&)>* take) const {
-  SQLite::Database& d = *db;
-  Profile p;
+// Sessions and their drop counters.
+void ProfileStore::Impl::load_sessions(SQLite::Database& d, Profile& p) const {
   {
     SQLite::Statement q(d,
         "SELECT id, command, host, pid, parent_pid, rank, local_rank, start_unix_ns, duration_ns,"
@@ -676,56 +655,63 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
             count(q.getColumn(2), "session " + std::to_string(it->first) + ": drop count " + q.getColumn(1).getString());
     }
   }
+}
+
+// Tables and (with_aggregates) their statistics, handed to `take` one by one when given.
+void ProfileStore::Impl::load_tables(SQLite::Database& d, Profile& p, bool with_aggregates, bool keep_samples,
+                                     const std::function<void(size_t, size_t)>& on_table,
+                                     const std::function<void(const model::Table&)>* take) const {
+  const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
+  // The outline skips the statistics blobs (NULL): reading them is most of a large file.
+  SQLite::Statement q(d, "SELECT " + select_columns(model::kRecordedTableFields, {"id", "session_id", "base_address"}, "t.") +
+                             ", " + (with_aggregates ? "s.aggregate" : "NULL") +
+                             " AS aggregate FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
+  const FieldReader reader(q, model::kRecordedTableFields);
+  while (q.executeStep()) {
+    Table t;
+    t.id = q.getColumn("id").getInt64();
+    t.session_id = q.getColumn("session_id").getInt64();
+    t.base_address = i64_to_u64(q.getColumn("base_address").getInt64());
+    try {
+      reader.read(q, t);
+    } catch (const OutOfRange& e) {
+      fail("table '" + t.name + "': " + e.what());
+    }
+    // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
+    // read every spelling as its name in edo/dtype.h.
+    t.dtype = std::string(canonical_dtype_name(t.dtype));
+    SQLite::Column blob = q.getColumn("aggregate");
+    if (!with_aggregates) {
+      // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
+      t.aggregate = stats::TableAggregate();
+    } else if (blob.isNull()) {
+      t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
+    } else {
+      std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
+      if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
+        fail("statistics of table '" + t.name + "' do not decode");
+      }
+    }
+    if (take) {
+      (*take)(t);
+      t.aggregate = stats::TableAggregate();
+    }
+    p.tables.push_back(std::move(t));
+    if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));
+  }
+}
+
+Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(size_t, size_t)>& on_table,
+                                 bool for_viewing, const std::function<void(const model::Table&)>* take) const {
+  SQLite::Database& d = *db;
+  Profile p;
+  load_sessions(d, p);
   // The union LRU, a viewer's only use of the ordered samples, needs two ranks.
   // A reader that takes each table's statistics as they come (take) builds no union LRU.
   const bool keep_samples =
       !for_viewing || (!take && std::count_if(p.sessions.begin(), p.sessions.end(),
                                                [](const Session& s) { return s.rank.has_value(); }) >= 2);
-  {
-    const size_t total = on_table ? static_cast<size_t>(d.execAndGet("SELECT COUNT(*) FROM tables").getInt64()) : 0;
-    // The outline skips the statistics blobs (NULL): reading them is most of a large file.
-    SQLite::Statement q(d, std::string(
-        "SELECT t.id, t.session_id, t.name, t.rows, t.dim, t.dtype, t.device, t.base_address,"
-        " t.weight_bytes, t.optimizer_bytes, t.grad_bytes, ") + (with_aggregates ? "s.aggregate" : "NULL") +
-        " FROM tables t LEFT JOIN table_stats s ON s.table_id = t.id ORDER BY t.id");
-    while (q.executeStep()) {
-      Table t;
-      t.id = q.getColumn(0).getInt64();
-      t.session_id = q.getColumn(1).getInt64();
-      t.name = q.getColumn(2).getString();
-      const std::string which = "table '" + t.name + "'";
-      t.rows = count(q.getColumn(3), which + ": rows");
-      const uint64_t dim = count(q.getColumn(4), which + ": dim");
-      if (dim > UINT32_MAX) fail(which + ": dim is " + std::to_string(dim) + ", more than any table has");
-      t.dim = static_cast<uint32_t>(dim);
-      // Databases written before the one dtype vocabulary hold "f32", "f16", "i8", "f8e4m3"...:
-      // read every spelling as its name in edo/dtype.h.
-      t.dtype = std::string(canonical_dtype_name(q.getColumn(5).getString()));
-      t.device = q.getColumn(6).getString();
-      t.base_address = i64_to_u64(q.getColumn(7).getInt64());
-      t.weight_bytes = count(q.getColumn(8), which + ": weight_bytes");
-      t.optimizer_bytes = count(q.getColumn(9), which + ": optimizer_bytes");
-      t.grad_bytes = count(q.getColumn(10), which + ": grad_bytes");
-      SQLite::Column blob = q.getColumn(11);
-      if (!with_aggregates) {
-        // Empty, of no shape: a shaped empty aggregate of a sketched table allocates its sketch.
-        t.aggregate = stats::TableAggregate();
-      } else if (blob.isNull()) {
-        t.aggregate = stats::TableAggregate(t.rows, stats::StatsConfig{});
-      } else {
-        std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
-        if (!stats::TableAggregate::deserialize_lazily(bytes, t.aggregate, keep_samples)) {
-          fail("statistics of table '" + t.name + "' do not decode");
-        }
-      }
-      if (take) {
-        (*take)(t);
-        t.aggregate = stats::TableAggregate();
-      }
-      p.tables.push_back(std::move(t));
-      if (on_table) on_table(p.tables.size(), std::max(total, p.tables.size()));
-    }
-  }
+  load_tables(d, p, with_aggregates, keep_samples, on_table, take);
   {
     SQLite::Statement q(d, "SELECT session_id, table_name, tied_with FROM ties ORDER BY rowid");
     while (q.executeStep()) {
@@ -757,31 +743,23 @@ Profile ProfileStore::Impl::load(bool with_aggregates, const std::function<void(
       k.name = q.getColumn(1).getString();
       k.launches = i64_to_u64(q.getColumn(2).getInt64());
       k.total_ns = i64_to_u64(q.getColumn(3).getInt64());
-      k.tables = split_lines(q.getColumn(4).getString());
+      k.tables = split_lines(q.getColumn(4).getString(), /*keep_empty=*/false);
       p.kernels.push_back(std::move(k));
     }
     std::map<std::pair<int64_t, std::string>, size_t> kernel_at;
     for (size_t i = 0; i < p.kernels.size(); ++i) kernel_at.emplace(std::make_pair(p.kernels[i].session_id, p.kernels[i].name), i);
-    SQLite::Statement qt(d, "SELECT session_id, kernel, table_name, launches, total_ns FROM kernel_tables ORDER BY rowid");
+    SQLite::Statement qt(d, select_sql(model::kKernelTableFields, {"session_id", "kernel"}) + " ORDER BY rowid");
+    const FieldReader reader(qt, model::kKernelTableFields);
     while (qt.executeStep()) {
-      auto it = kernel_at.find({qt.getColumn(0).getInt64(), qt.getColumn(1).getString()});
+      auto it = kernel_at.find({qt.getColumn("session_id").getInt64(), qt.getColumn("kernel").getString()});
       if (it == kernel_at.end()) continue;  // a row without its kernel: nothing to attach it to
-      p.kernels[it->second].per_table.push_back(
-          {qt.getColumn(2).getString(), i64_to_u64(qt.getColumn(3).getInt64()), i64_to_u64(qt.getColumn(4).getInt64())});
+      reader.read(qt, p.kernels[it->second].per_table.emplace_back());
     }
   }
   {
-    SQLite::Statement q(d, "SELECT session_id, name, count, total_ns, lookups, alloc_bytes FROM ranges ORDER BY rowid");
-    while (q.executeStep()) {
-      RangeStat r;
-      r.session_id = q.getColumn(0).getInt64();
-      r.name = q.getColumn(1).getString();
-      r.count = i64_to_u64(q.getColumn(2).getInt64());
-      r.total_ns = i64_to_u64(q.getColumn(3).getInt64());
-      r.lookups = i64_to_u64(q.getColumn(4).getInt64());
-      r.alloc_bytes = i64_to_u64(q.getColumn(5).getInt64());
-      p.ranges.push_back(std::move(r));
-    }
+    SQLite::Statement q(d, select_sql(model::kRangeFields, {}) + " ORDER BY rowid");
+    const FieldReader reader(q, model::kRangeFields);
+    while (q.executeStep()) reader.read(q, p.ranges.emplace_back());
   }
   {
     SQLite::Statement q(d, "SELECT key, value FROM metadata");

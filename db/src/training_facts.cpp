@@ -8,6 +8,9 @@
 #include <map>
 #include <string>
 
+#include "edo/model/recording_fields.h"
+#include "record_columns.h"
+
 namespace edo::db {
 namespace {
 
@@ -67,27 +70,15 @@ void save_losses(SQLite::Database& d, const model::Session& s) {
   }
 }
 
+// Each table's optimizer (optimizer_kind NULL: none recorded) and hyperparameters.
 void save_table_facts(SQLite::Database& d, const model::Profile& p) {
-  SQLite::Statement put(d,
-      "UPDATE tables SET optimizer_kind = ?, optimizer_lr = ?, optimizer_eps = ?, optimizer_weight_decay = ?,"
-      " optimizer_beta1 = ?, optimizer_beta2 = ?, optimizer_momentum = ?, optimizer_initial_accumulator_value = ?,"
-      " optimizer_maximize = ?, dense_use = ? WHERE id = ?");
-  // A NaN hyperparameter (SQLite: NULL) is stored as 0, what the model reads for "not set".
-  const auto num = [](double v) { return std::isnan(v) ? 0.0 : v; };
+  SQLite::Statement put(d, update_sql(model::kOptimizerParamFields, {"optimizer_kind"}, "id"));
   for (const auto& t : p.tables) {
     put.reset();
-    const model::OptimizerParams o = t.optimizer_params.value_or(model::OptimizerParams{});
-    if (t.optimizer_params) put.bind(1, o.kind); else put.bind(1);
-    put.bind(2, num(o.lr));
-    put.bind(3, num(o.eps));
-    put.bind(4, num(o.weight_decay));
-    put.bind(5, num(o.beta1));
-    put.bind(6, num(o.beta2));
-    put.bind(7, num(o.momentum));
-    put.bind(8, num(o.initial_accumulator_value));
-    put.bind(9, o.maximize ? 1 : 0);
-    put.bind(10, t.dense_use);
-    put.bind(11, t.id);
+    if (t.optimizer_params) put.bind(1, t.optimizer_params->kind);
+    else put.bind(1);
+    bind_fields(put, t.optimizer_params.value_or(model::OptimizerParams{}), model::kOptimizerParamFields, 1);
+    put.bind(static_cast<int>(model::kOptimizerParamFields.fields.size()) + 2, t.id);
     put.exec();
   }
 }
@@ -111,24 +102,14 @@ void load_training_facts(SQLite::Database& d, model::Profile& p) {
   }
   std::map<int64_t, model::Table*> tables;
   for (auto& t : p.tables) tables[t.id] = &t;
-  SQLite::Statement t(d,
-      "SELECT id, optimizer_kind, optimizer_lr, optimizer_eps, optimizer_weight_decay, optimizer_beta1, optimizer_beta2,"
-      " optimizer_momentum, optimizer_initial_accumulator_value, optimizer_maximize, dense_use FROM tables");
+  SQLite::Statement t(d, select_sql(model::kOptimizerParamFields, {"id", "optimizer_kind"}));
+  const FieldReader reader(t, model::kOptimizerParamFields);
   while (t.executeStep()) {
-    auto it = tables.find(t.getColumn(0).getInt64());
-    if (it == tables.end()) continue;
-    it->second->dense_use = t.getColumn(10).getString();
-    if (t.getColumn(1).isNull()) continue;
+    auto it = tables.find(t.getColumn("id").getInt64());
+    if (it == tables.end() || t.getColumn("optimizer_kind").isNull()) continue;
     model::OptimizerParams o;
-    o.kind = t.getColumn(1).getString();
-    o.lr = t.getColumn(2).getDouble();
-    o.eps = t.getColumn(3).getDouble();
-    o.weight_decay = t.getColumn(4).getDouble();
-    o.beta1 = t.getColumn(5).getDouble();
-    o.beta2 = t.getColumn(6).getDouble();
-    o.momentum = t.getColumn(7).getDouble();
-    o.initial_accumulator_value = t.getColumn(8).getDouble();
-    o.maximize = t.getColumn(9).getInt() != 0;
+    o.kind = t.getColumn("optimizer_kind").getString();
+    reader.read(t, o);
     it->second->optimizer_params = o;
   }
 }

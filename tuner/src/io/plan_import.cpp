@@ -12,7 +12,10 @@
 
 #include "edo/kernels/strategy.h"
 #include "edo/tuner/plan_io.h"
+#include "edo/model/tune_fields.h"
 #include "mch_replay.h"
+#include "plan_document.h"
+#include "plan_fields.h"
 
 namespace edo::tuner {
 
@@ -21,6 +24,7 @@ using model::TuneCandidate;
 using model::TuneChoice;
 using model::TuneResult;
 using model::TuneTable;
+using namespace plan_read;
 
 namespace {
 
@@ -30,8 +34,6 @@ constexpr size_t kMaxText = size_t{256} << 20;
 // plan has about 6M values in 200 MB; a value takes at least 8 bytes of text unless aliased).
 constexpr size_t kMaxItems = size_t{1} << 20;  // (a 16K-point frontier is 50K)
 size_t max_items(const std::string& text) { return std::max(kMaxItems, text.size() / 8); }
-
-[[noreturn]] void fail(const std::string& what) { throw PlanError("not a valid edo plan: " + what); }
 
 // Nesting depth of brackets outside quoted strings: rejects "[[[[..." before yaml-cpp's
 // recursive descent could overflow the stack on it. JSON's too: there a ' or # outside a string
@@ -117,61 +119,6 @@ ordered_json yaml_to_json(const YAML::Node& n, int depth, size_t& budget) {
   }
 }
 
-// ---- typed access ------------------------------------------------------------------------
-const ordered_json& field(const ordered_json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end()) fail(where + " has no \"" + key + "\"");
-  return *it;
-}
-
-uint64_t get_u64(const ordered_json& obj, const char* key, const std::string& where) {
-  const ordered_json& v = field(obj, key, where);
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (d >= 0 && d < 1.8446744073709552e19 && d == std::floor(d)) return static_cast<uint64_t>(d);
-  }
-  fail(where + ": \"" + key + "\" is not a byte count (a whole number >= 0)");
-}
-
-// A finite number >= 0, or NaN when the key holds null and null is allowed.
-double get_number(const ordered_json& obj, const char* key, const std::string& where, bool null_ok, double if_null) {
-  const ordered_json& v = field(obj, key, where);
-  if (v.is_null() && null_ok) return if_null;
-  if (v.is_number()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d >= 0) return d;
-  }
-  fail(where + ": \"" + key + "\" is not a number >= 0" + (null_ok ? " or null" : ""));
-}
-
-std::string get_string(const ordered_json& obj, const char* key, const std::string& where) {
-  const ordered_json& v = field(obj, key, where);
-  if (!v.is_string()) fail(where + ": \"" + key + "\" is not text");
-  return v.get<std::string>();
-}
-
-std::string opt_string(const ordered_json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return "";
-  if (!it->is_string()) fail(where + ": \"" + key + "\" is not text");
-  return it->get<std::string>();
-}
-
-bool get_bool(const ordered_json& obj, const char* key, const std::string& where) {
-  const ordered_json& v = field(obj, key, where);
-  if (!v.is_boolean()) fail(where + ": \"" + key + "\" is not true or false");
-  return v.get<bool>();
-}
-
-std::optional<double> opt_rate(const ordered_json& obj, const char* key, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() <= 1)) fail(where + ": \"" + key + "\" is not a rate in [0, 1] or null");
-  return it->get<double>();
-}
-
 std::string printable_name(const std::string& name) {
   // Names in messages: printable ASCII only, bounded (a message is one line).
   std::string out;
@@ -220,6 +167,47 @@ void check_ssd_params(const ordered_json& params, uint64_t rows, const std::stri
     fail(where + ": params \"cache_policy\" is not \"lru\" (the two-level replay's policy)");
 }
 
+// The params keys a choice of `strategy` may have, each with its type: 'c' a count, 's' text, 'n'
+// a list of table names, 'f' a finite number >= 0, 'o' an object of finite numbers (what edo
+// tune says about how a figure was obtained).
+std::map<std::string, char> allowed_params(const std::string& strategy, bool row_format, const std::string& where) {
+  const bool mch = strategy == "mch", ssd = strategy == "ssd";
+  std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
+  if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
+  else if (strategy == "unchanged") allowed.clear();
+  else if (strategy == "fp8") allowed["scale"] = 's';
+  else if (strategy == "offload")
+    allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
+                    {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
+  else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
+  else if (strategy == "lowrank") allowed.insert({{"rank", 'c'}, {"activation_bytes", 'c'}});
+  else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
+  else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
+  else if (strategy == "qr") allowed["m"] = 'c';
+  else if (mch)
+    allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
+                    {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
+                    {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
+  else if (ssd)
+    allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
+                    {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
+                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'},
+                    // a trained table (ssd_candidates.h)
+                    {"writebacks_per_step", 'f'}, {"ssd_writes_per_step", 'f'}, {"storage_writes", 's'}, {"optimizer", 's'},
+                    {"optimizer_state_bytes", 'c'}, {"optimizer_why", 's'}});
+  else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
+  // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
+  if (row_format)
+    allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
+                    {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
+                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'},
+                    // trim_vocab (trim_candidates.h)
+                    {"vocab_coverage", 's'}, {"kept_rows", 'c'}, {"unk_old_id", 'c'}, {"held_out_lookups", 'c'},
+                    {"held_out_lost_lookups", 'c'}, {"saved_table_bytes", 'c'}, {"remap_bytes", 'c'}, {"head_kind", 's'}, {"saved_head_bytes", 'c'},
+                    {"saved_logit_bytes_per_step", 'c'}});
+  return allowed;
+}
+
 void check_choice(const std::string& strategy, const std::string& spec, const ordered_json& params, const std::string& optimizer,
                   uint64_t rows, const std::string& where) {
   const auto& names = kernels::strategy_names();
@@ -256,41 +244,7 @@ void check_choice(const std::string& strategy, const std::string& spec, const or
       optimizer != "frozen" && optimizer != "tie_head" && optimizer != "trim_vocab")
     fail(where + ": optimizer \"" + printable_name(optimizer) +
          "\" is not \"rowwise_adagrad\", \"sparse_adam\", \"sparse_adagrad\", \"frozen\", \"tie_head\", \"trim_vocab\" or empty");
-  // key -> 'c' a count, 's' text, 'n' a list of table names, 'f' a finite number >= 0, 'o' an
-  // object of finite numbers (what edo tune says about how a figure was obtained).
-  std::map<std::string, char> allowed = {{"same_weights_as", 's'}, {"apart_from", 'n'}, {"shared_by", 'n'}};
-  if (strategy == "shared") allowed = {{"with", 's'}, {"format", 's'}};
-  else if (strategy == "unchanged") allowed.clear();
-  else if (strategy == "fp8") allowed["scale"] = 's';
-  else if (strategy == "offload")
-    allowed.insert({{"cache_rows", 'c'}, {"policy", 's'}, {"heldout", 'o'}, {"hit_rate_estimated", 's'}, {"knee_rows", 'c'}, {"cache_policy", 's'},
-                    {"policy_replays", 'o'}, {"policy_headroom", 'f'}, {"policy_replays_missing", 's'}});
-  else if (strategy == "pruned") allowed.insert({{"kept_rows", 'c'}, {"held_out_lost_fraction", 'f'}, {"held_out_lookups", 'c'}});
-  else if (strategy == "lowrank") allowed.insert({{"rank", 'c'}, {"activation_bytes", 'c'}});
-  else if (strategy == "pq") allowed.insert({{"m", 'c'}, {"k", 'c'}, {"iters", 'c'}, {"sample", 'c'}});
-  else if (strategy == "multihash") allowed.insert({{"buckets", 'c'}, {"k", 'c'}});
-  else if (strategy == "qr") allowed["m"] = 'c';
-  else if (mch)
-    allowed.insert({{"slots", 'c'}, {"policy", 's'}, {"eviction_interval", 'c'}, {"decay_exponent", 'f'}, {"hit_rate", 'f'},
-                    {"insert_rate", 'f'}, {"collision_rate", 'f'}, {"eviction_rate", 'f'}, {"own_row_rate", 'f'},
-                    {"module_bytes", 'c'}, {"heldout", 'o'}, {"steps_approximated", 's'}});
-  else if (ssd)
-    allowed.insert({{"device_cache_rows", 'c'}, {"host_cache_rows", 'c'}, {"device_hit_rate", 'f'}, {"host_hit_rate", 'f'},
-                    {"ssd_reads_per_step", 'f'}, {"host_fetches_per_step", 'f'}, {"row_bytes", 'c'}, {"ssd_read_us", 'f'},
-                    {"ssd_queue_depth", 'c'}, {"host_link_gbs", 'f'}, {"storage", 's'}, {"cache_policy", 's'}, {"heldout", 'o'},
-                    // a trained table (ssd_candidates.h)
-                    {"writebacks_per_step", 'f'}, {"ssd_writes_per_step", 'f'}, {"storage_writes", 's'}, {"optimizer", 's'},
-                    {"optimizer_state_bytes", 'c'}, {"optimizer_why", 's'}});
-  else if (!row_format) fail(where + ": strategy \"" + printable_name(strategy) + "\" has no documented params");
-  // The training levers on a row format (llm_candidates.h): a sparse gradient, freezing.
-  if (row_format)
-    allowed.insert({{"gradient", 's'}, {"gradient_rows_per_step", 'c'}, {"gradient_rows_basis", 's'}, {"dense_gradient_bytes", 'c'},
-                    {"sparse_gradient_bytes", 'c'}, {"optimizer_from", 's'}, {"saved_gradient_bytes", 'c'},
-                    {"saved_optimizer_bytes", 'c'}, {"head", 's'}, {"saved_bytes", 'c'}, {"saved_weight_bytes", 'c'},
-                    // trim_vocab (trim_candidates.h)
-                    {"vocab_coverage", 's'}, {"kept_rows", 'c'}, {"unk_old_id", 'c'}, {"held_out_lookups", 'c'},
-                    {"held_out_lost_lookups", 'c'}, {"saved_table_bytes", 'c'}, {"remap_bytes", 'c'}, {"head_kind", 's'}, {"saved_head_bytes", 'c'},
-                    {"saved_logit_bytes_per_step", 'c'}});
+  const std::map<std::string, char> allowed = allowed_params(strategy, row_format, where);
   for (auto it = params.begin(); it != params.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) fail(where + ": params key \"" + printable_name(it.key()) + "\" is not one a " + strategy + " choice has");
@@ -359,15 +313,11 @@ void read_sharding(const ordered_json& t, uint32_t devices, TuneChoice& ch, cons
     const std::string w = what + " shard " + std::to_string(i);
     if (!sh.is_object()) fail(w + " is not an object");
     model::TuneShard s;
-    const uint64_t device = get_u64(sh, "device", w);
+    fields_from_json(sh, s, model::kTuneShardFields, w);
+    const uint64_t device = s.device;
     if (device >= devices) fail(w + ": device " + std::to_string(device) + " is not one of the plan's " + std::to_string(devices));
     if (!list[i].is_number_unsigned() || list[i].get<uint64_t>() != device) fail(w + ": its device is not \"devices\"[" + std::to_string(i) + "]");
     if (!seen.insert(device).second) fail(what + " puts two shards on device " + std::to_string(device));
-    s.device = static_cast<uint32_t>(device);
-    s.offset = get_u64(sh, "offset", w);
-    s.size = get_u64(sh, "size", w);
-    s.device_bytes = get_u64(sh, "device_bytes", w);
-    s.lookups_per_step = get_number(sh, "lookups_per_step", w, true, 0.0);
     if (s.device_bytes > UINT64_MAX - bytes) fail(w + ": the shards' bytes overflow");
     bytes += s.device_bytes;
     ch.shards.push_back(s);
@@ -376,16 +326,8 @@ void read_sharding(const ordered_json& t, uint32_t devices, TuneChoice& ch, cons
   if (bytes != ch.device_bytes)
     fail(what + ": the shards hold " + std::to_string(bytes) + " bytes, the table " + std::to_string(ch.device_bytes));
 }
-
-}  // namespace
-
-TuneResult plan_from_json(const ordered_json& doc) {
-  if (!doc.is_object()) fail("the document is not an object");
-  auto schema = doc.find("schema");
-  if (schema == doc.end() || !schema->is_string()) fail("no \"schema\" (expected \"" + std::string(kPlanSchema) + "\")");
-  if (schema->get<std::string>() != kPlanSchema)
-    fail("schema \"" + printable_name(schema->get<std::string>()) + "\" is not \"" + kPlanSchema + "\" (written by another edo version?)");
-  TuneResult r;
+// The plan's header: budget, machine, the baseline's and the plan's totals.
+void read_totals(const ordered_json& doc, TuneResult& r) {
   const std::string top = "the plan";
   r.budget_bytes = get_u64(doc, "budget_bytes", top);
   r.max_error = get_number(doc, "max_error", top, true, std::numeric_limits<double>::infinity());
@@ -411,6 +353,11 @@ TuneResult plan_from_json(const ordered_json& doc) {
     fail("\"plan\" is neither an object nor null");
   }
   if (doc.contains("feasible") && get_bool(doc, "feasible", top) != r.feasible) fail("\"feasible\" disagrees with \"plan\"");
+}
+
+// How the run went and its options (added keys: plans written before each have its default).
+void read_run(const ordered_json& doc, TuneResult& r) {
+  const std::string top = "the plan";
   r.candidates_measured = get_u64(doc, "candidates_measured", top);
   if (doc.contains("candidates_total")) r.candidates_total = get_u64(doc, "candidates_total", top);
   if (doc.contains("min_feasible_bytes")) r.min_feasible_bytes = get_u64(doc, "min_feasible_bytes", top);
@@ -449,173 +396,194 @@ TuneResult plan_from_json(const ordered_json& doc) {
       r.notes.push_back(n.get<std::string>());
     }
   }
-
   // Plans written before plans over several devices were for one.
   if (doc.contains("devices")) {
     const uint64_t n = get_u64(doc, "devices", top);
     if (n < 1 || n > 65536) fail("\"devices\" is " + std::to_string(n) + ", not a number of devices from 1 to 65536");
     r.devices = static_cast<uint32_t>(n);
   }
+}
 
-  const ordered_json& tables = field(doc, "tables", top);
+// A table as recorded (its declared keys, tune_fields.h) and the keys that only say what the
+// plan assumes of training (checked, derived again on export).
+TuneTable read_recorded_table(const ordered_json& t, const std::string& name, const std::string& weights, const std::string& where) {
+  TuneTable tt;
+  tt.name = name;
+  fields_from_json(t, tt, model::kTuneTableFields, where);
+  // Plans written before "training" was: a table trains when its optimizer's state was recorded.
+  if (!t.contains("training")) tt.training = !tt.optimizer.empty();
+  if (auto du = t.find("dense_use"); du != t.end() && !du->is_null()) tt.dense_use = get_string(t, "dense_use", where);
+  if (auto tp = t.find("train_precision"); tp != t.end() && !tp->is_null()) {
+    if (!tp->is_object() || tp->value("optimizer_state", "") != "fp32" || tp->value("rounding", "") != "stochastic")
+      fail(where + ": \"train_precision\" is not {\"optimizer_state\": \"fp32\", \"rounding\": \"stochastic\"}");
+  }
+  if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense" || *gr == "none")))
+    fail(where + ": \"gradient\" is not \"sparse\" or \"dense\" (or \"none\": frozen)");
+  if (auto sl = t.find("strategy_label"); sl != t.end() && !sl->is_null()) (void)get_string(t, "strategy_label", where);
+  tt.weights = weights;
+  return tt;
+}
+
+// The step time's interval, phases and source of a candidate (each null when unknown).
+void read_step_timing(const ordered_json& t, TuneCandidate& c, const std::string& where) {
+  if (auto iv = t.find("step_us_interval"); iv != t.end() && !iv->is_null()) {
+    if (!iv->is_array() || iv->size() != 2 || !(*iv)[0].is_number() || !(*iv)[1].is_number() ||
+        !((*iv)[0].get<double>() <= (*iv)[1].get<double>()))
+      fail(where + ": \"step_us_interval\" is not a [low, high] pair of step times");
+    c.step_us_lo = (*iv)[0].get<double>();
+    c.step_us_hi = (*iv)[1].get<double>();
+  }
+  if (auto sc = t.find("step_covers"); sc != t.end() && sc->is_string()) c.step_covers = sc->get<std::string>();
+  if (auto ph = t.find("step_phases_us"); ph != t.end() && !ph->is_null()) {
+    auto phase = [&](const char* k) {
+      auto it = ph->find(k);
+      if (!ph->is_object() || it == ph->end() || !it->is_number() || !(it->get<double>() >= 0))
+        fail(where + ": \"step_phases_us\" needs \"forward\", \"backward\" and \"update\" times >= 0");
+      return it->get<double>();
+    };
+    c.forward_us = phase("forward");
+    c.backward_us = phase("backward");
+    c.update_us = phase("update");
+  }
+  if (auto ts = t.find("timing_source"); ts != t.end() && !ts->is_null()) {
+    const std::string what = where + ": \"timing_source\"";
+    if (!ts->is_object()) fail(what + " is not an object");
+    c.timing_kind = get_string(*ts, "kind", what);
+    if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
+      fail(what + " kind \"" + printable_name(c.timing_kind) + "\" is not measured, twin or predicted");
+    c.timing_from = opt_string(*ts, "from", what);
+  }
+}
+
+// The chosen candidate of a table that is not "unchanged": `c` holds its declared keys and
+// what every entry has (error, needs_retraining, hit_rate, validated).
+TuneCandidate read_candidate(const ordered_json& t, TuneCandidate c, const std::string& strategy, const ordered_json& params,
+                             const TuneChoice& ch, const std::string& where) {
+  c.table = ch.shares_with.empty() ? ch.table : ch.shares_with;
+  c.strategy = strategy;
+  // The cache algorithm of an offload (plans written before it was recorded have none: FBGEMM's
+  // default, LRU, is what they ran); it travels in the params, where the exports read it.
+  ordered_json with_policy = params;
+  if (auto cp = t.find("cache_policy"); cp != t.end() && !cp->is_null()) {
+    if (!cp->is_string() || (*cp != "lru" && *cp != "lfu"))
+      fail(where + ": \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms); write one of them or null");
+    if (strategy != "offload") fail(where + ": \"cache_policy\" is set on a table that is not offloaded; set it to null");
+    with_policy["cache_policy"] = *cp;
+  }
+  c.params_json = with_policy.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  c.device_bytes = ch.device_bytes;
+  c.host_bytes = ch.host_bytes;
+  c.ssd_bytes = ch.ssd_bytes;
+  c.step_us = ch.step_us;
+  // Not validated: no error was measured on held-out lookups (null in the file); the plan
+  // took it at --allow-unvalidated, so it stays plannable with no loss of its own.
+  if (!c.validated && std::isnan(c.error)) c.error = 0.0;
+  c.measured = true;
+  if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);
+  read_step_timing(t, c, where);
+  return c;
+}
+
+// The choice's own keys: its bytes (declared), tier, time, reason and sharding.
+TuneChoice read_choice(const ordered_json& t, const std::string& name, const std::string& strategy, const TuneResult& r,
+                       const std::string& where) {
+  TuneChoice ch;
+  ch.table = name;
+  fields_from_json(t, ch, model::kTuneChoiceFields, where);
+  // Plans written before the SSD tier have nothing on it; the tier, when given, is the strategy's.
+  if (t.contains("ssd_bytes")) ch.ssd_bytes = get_u64(t, "ssd_bytes", where);
+  if (auto tier = t.find("tier"); tier != t.end() && !tier->is_null()) {
+    model::TuneCandidate probe;
+    probe.strategy = strategy == "shared" || strategy == "unchanged" ? std::string() : strategy;
+    const std::string expected(model::tier_of(probe));
+    if (!tier->is_string() || (strategy != "shared" && *tier != expected))
+      fail(where + ": \"tier\" is not \"" + expected + "\", the tier of a " + printable_name(strategy) + " choice");
+  }
+  ch.step_us = get_number(t, "step_us", where, true, 0.0);
+  ch.why = get_string(t, "why", where);
+  if (r.feasible) read_sharding(t, r.devices, ch, where);
+  return ch;
+}
+
+// Entry i of "tables": the table, its choice and (unless unchanged) its candidate.
+void read_table_entry(const ordered_json& t, size_t i, std::set<std::string>& names, TuneResult& r) {
+  std::string where = "table " + std::to_string(i);
+  if (!t.is_object()) fail(where + " is not an object");
+  const std::string name = get_string(t, "name", where);
+  where = "table \"" + printable_name(name) + "\"";
+  if (!names.insert(name).second) fail(where + " is listed twice");
+  TuneTable tt = read_recorded_table(t, name, r.weights, where);
+  const std::string strategy = get_string(t, "strategy", where);
+  const ordered_json& params = field(t, "params", where);
+  if (!params.is_object()) fail(where + ": \"params\" is not an object");
+  TuneCandidate declared;
+  fields_from_json(t, declared, model::kTuneCandidateFields, where);
+  declared.validated = t.contains("validated") ? get_bool(t, "validated", where) : true;
+  declared.error = get_number(t, "error", where, true, std::numeric_limits<double>::quiet_NaN());
+  declared.needs_retraining = get_bool(t, "needs_retraining", where);
+  declared.hit_rate = opt_number(t, "hit_rate", where, 0, 1);
+  check_choice(strategy, declared.spec, params, declared.optimizer, tt.rows, where);
+  TuneChoice ch = read_choice(t, name, strategy, r, where);
+  if (strategy == "shared") {
+    auto with = params.find("with");
+    if (with == params.end() || !with->is_string()) fail(where + ": a shared table's params have no \"with\" table");
+    ch.shares_with = with->get<std::string>();
+    tt.shares_with = ch.shares_with;
+    if (ch.shares_with == name) fail(where + " is shared with itself");
+  }
+  if (strategy != "unchanged") {
+    ch.candidate = static_cast<int64_t>(r.candidates.size());
+    r.candidates.push_back(read_candidate(t, std::move(declared), strategy, params, ch, where));
+  } else {
+    tt.tuned = false;
+  }
+  r.tables.push_back(std::move(tt));
+  r.choices.push_back(std::move(ch));
+}
+
+// Each device's totals are its shards' (per_device, when given, must say the same) and within
+// the budget.
+void check_devices(const ordered_json& doc, const TuneResult& r) {
+  std::vector<uint64_t> held(r.devices, 0);
+  for (const auto& ch : r.choices)
+    for (const auto& s : ch.shards) held[s.device] += s.device_bytes;
+  for (uint32_t d = 0; d < r.devices; ++d)
+    if (held[d] > r.budget_bytes)
+      fail("device " + std::to_string(d) + " holds " + std::to_string(held[d]) + " bytes, more than the budget of " +
+           std::to_string(r.budget_bytes) + " per device");
+  if (auto per = doc.find("per_device"); per != doc.end()) {
+    if (!per->is_array() || per->size() != r.devices) fail("\"per_device\" is not a list of one entry per device");
+    for (size_t d = 0; d < per->size(); ++d) {
+      const std::string w = "per_device " + std::to_string(d);
+      if (!(*per)[d].is_object()) fail(w + " is not an object");
+      if (get_u64((*per)[d], "device", w) != d) fail(w + " is not device " + std::to_string(d));
+      if (get_u64((*per)[d], "device_bytes", w) != held[d])
+        fail(w + ": device_bytes disagrees with its shards (" + std::to_string(held[d]) + " bytes)");
+    }
+  }
+}
+
+}  // namespace
+
+TuneResult plan_from_json(const ordered_json& doc) {
+  if (!doc.is_object()) fail("the document is not an object");
+  auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string()) fail("no \"schema\" (expected \"" + std::string(kPlanSchema) + "\")");
+  if (schema->get<std::string>() != kPlanSchema)
+    fail("schema \"" + printable_name(schema->get<std::string>()) + "\" is not \"" + kPlanSchema + "\" (written by another edo version?)");
+  TuneResult r;
+  read_totals(doc, r);
+  read_run(doc, r);
+  const ordered_json& tables = field(doc, "tables", "the plan");
   if (!tables.is_array()) fail("\"tables\" is not a list");
   if (!r.feasible && !tables.empty()) fail("an infeasible plan (\"plan\": null) lists tables");
   std::set<std::string> names;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const ordered_json& t = tables[i];
-    std::string where = "table " + std::to_string(i);
-    if (!t.is_object()) fail(where + " is not an object");
-    const std::string name = get_string(t, "name", where);
-    where = "table \"" + printable_name(name) + "\"";
-    if (!names.insert(name).second) fail(where + " is listed twice");
-    TuneTable tt;
-    tt.name = name;
-    if (t.contains("rows")) tt.rows = get_u64(t, "rows", where);
-    if (t.contains("dim")) {
-      const uint64_t dim = get_u64(t, "dim", where);
-      if (dim > (uint64_t{1} << 24)) fail(where + ": dim " + std::to_string(dim) + " is too large");
-      tt.dim = static_cast<uint32_t>(dim);
-    }
-    tt.dtype = opt_string(t, "dtype", where);
-    if (t.contains("recorded_device_bytes")) tt.device_bytes = get_u64(t, "recorded_device_bytes", where);
-    if (t.contains("lookups_per_step")) tt.lookups_per_step = get_number(t, "lookups_per_step", where, true, 0.0);
-    tt.optimizer = opt_string(t, "recorded_optimizer", where);
-    // Plans written before "training" was: a table trains when its optimizer's state was recorded.
-    tt.training = t.contains("training") ? get_bool(t, "training", where) : !tt.optimizer.empty();
-    if (t.contains("tuned")) tt.tuned = get_bool(t, "tuned", where);
-    if (auto du = t.find("dense_use"); du != t.end() && !du->is_null()) tt.dense_use = get_string(t, "dense_use", where);
-    if (auto tp = t.find("train_precision"); tp != t.end() && !tp->is_null()) {
-      if (!tp->is_object() || tp->value("optimizer_state", "") != "fp32" || tp->value("rounding", "") != "stochastic")
-        fail(where + ": \"train_precision\" is not {\"optimizer_state\": \"fp32\", \"rounding\": \"stochastic\"}");
-    }
-    if (auto gr = t.find("gradient"); gr != t.end() && !gr->is_null() && !(gr->is_string() && (*gr == "sparse" || *gr == "dense" || *gr == "none")))
-      fail(where + ": \"gradient\" is not \"sparse\" or \"dense\" (or \"none\": frozen)");
-    if (auto sl = t.find("strategy_label"); sl != t.end() && !sl->is_null()) (void)get_string(t, "strategy_label", where);
-    const bool validated = t.contains("validated") ? get_bool(t, "validated", where) : true;
-    tt.weights = r.weights;
-
-    const std::string strategy = get_string(t, "strategy", where);
-    const ordered_json& params = field(t, "params", where);
-    if (!params.is_object()) fail(where + ": \"params\" is not an object");
-    check_choice(strategy, opt_string(t, "spec", where), params, opt_string(t, "optimizer", where), tt.rows, where);
-    TuneChoice ch;
-    ch.table = name;
-    ch.device_bytes = get_u64(t, "device_bytes", where);
-    ch.host_bytes = get_u64(t, "host_bytes", where);
-    // Plans written before the SSD tier have nothing on it; the tier, when given, is the strategy's.
-    if (t.contains("ssd_bytes")) ch.ssd_bytes = get_u64(t, "ssd_bytes", where);
-    if (auto tier = t.find("tier"); tier != t.end() && !tier->is_null()) {
-      model::TuneCandidate probe;
-      probe.strategy = strategy == "shared" || strategy == "unchanged" ? std::string() : strategy;
-      const std::string expected(model::tier_of(probe));
-      if (!tier->is_string() || (strategy != "shared" && *tier != expected))
-        fail(where + ": \"tier\" is not \"" + expected + "\", the tier of a " + printable_name(strategy) + " choice");
-    }
-    ch.step_us = get_number(t, "step_us", where, true, 0.0);
-    ch.why = get_string(t, "why", where);
-    if (r.feasible) read_sharding(t, r.devices, ch, where);
-    const double error = get_number(t, "error", where, true, std::numeric_limits<double>::quiet_NaN());
-    const bool retrain = get_bool(t, "needs_retraining", where);
-    const std::optional<double> hit = opt_rate(t, "hit_rate", where);
-    if (strategy == "shared") {
-      auto with = params.find("with");
-      if (with == params.end() || !with->is_string()) fail(where + ": a shared table's params have no \"with\" table");
-      ch.shares_with = with->get<std::string>();
-      tt.shares_with = ch.shares_with;
-      if (ch.shares_with == name) fail(where + " is shared with itself");
-    }
-    if (strategy != "unchanged") {
-      TuneCandidate c;
-      c.table = ch.shares_with.empty() ? name : ch.shares_with;
-      c.strategy = strategy;
-      c.spec = opt_string(t, "spec", where);
-      // The cache algorithm of an offload (plans written before it was recorded have none: FBGEMM's
-      // default, LRU, is what they ran); it travels in the params, where the exports read it.
-      ordered_json with_policy = params;
-      if (auto cp = t.find("cache_policy"); cp != t.end() && !cp->is_null()) {
-        if (!cp->is_string() || (*cp != "lru" && *cp != "lfu"))
-          fail(where + ": \"cache_policy\" is not \"lru\" or \"lfu\" (FBGEMM's cache algorithms); write one of them or null");
-        if (strategy != "offload") fail(where + ": \"cache_policy\" is set on a table that is not offloaded; set it to null");
-        with_policy["cache_policy"] = *cp;
-      }
-      c.params_json = with_policy.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-      c.optimizer = opt_string(t, "optimizer", where);
-      c.device_bytes = ch.device_bytes;
-      c.host_bytes = ch.host_bytes;
-      c.ssd_bytes = ch.ssd_bytes;
-      c.step_us = ch.step_us;
-      // Not validated: no error was measured on held-out lookups (null in the file); the plan
-      // took it at --allow-unvalidated, so it stays plannable with no loss of its own.
-      c.validated = validated;
-      c.error = validated ? error : (std::isnan(error) ? 0.0 : error);
-      c.hit_rate = hit;
-      c.recorded_hit_rate = opt_rate(t, "recorded_hit_rate", where);
-      c.heldout_hit_rate = opt_rate(t, "heldout_hit_rate", where);
-      c.needs_retraining = retrain;
-      c.measured = true;
-      if (t.contains("measured_rows")) c.measured_rows = get_u64(t, "measured_rows", where);
-      if (auto iv = t.find("step_us_interval"); iv != t.end() && !iv->is_null()) {
-        if (!iv->is_array() || iv->size() != 2 || !(*iv)[0].is_number() || !(*iv)[1].is_number() ||
-            !((*iv)[0].get<double>() <= (*iv)[1].get<double>()))
-          fail(where + ": \"step_us_interval\" is not a [low, high] pair of step times");
-        c.step_us_lo = (*iv)[0].get<double>();
-        c.step_us_hi = (*iv)[1].get<double>();
-      }
-      if (auto sc = t.find("step_covers"); sc != t.end() && sc->is_string()) c.step_covers = sc->get<std::string>();
-      if (auto ph = t.find("step_phases_us"); ph != t.end() && !ph->is_null()) {
-        auto phase = [&](const char* k) {
-          auto it = ph->find(k);
-          if (!ph->is_object() || it == ph->end() || !it->is_number() || !(it->get<double>() >= 0))
-            fail(where + ": \"step_phases_us\" needs \"forward\", \"backward\" and \"update\" times >= 0");
-          return it->get<double>();
-        };
-        c.forward_us = phase("forward");
-        c.backward_us = phase("backward");
-        c.update_us = phase("update");
-      }
-      if (auto ts = t.find("timing_source"); ts != t.end() && !ts->is_null()) {
-        const std::string what = where + ": \"timing_source\"";
-        if (!ts->is_object()) fail(what + " is not an object");
-        c.timing_kind = get_string(*ts, "kind", what);
-        if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
-          fail(what + " kind \"" + printable_name(c.timing_kind) + "\" is not measured, twin or predicted");
-        c.timing_from = opt_string(*ts, "from", what);
-      }
-      ch.candidate = static_cast<int64_t>(r.candidates.size());
-      r.candidates.push_back(std::move(c));
-    } else {
-      tt.tuned = false;
-    }
-    r.tables.push_back(std::move(tt));
-    r.choices.push_back(std::move(ch));
-  }
+  for (size_t i = 0; i < tables.size(); ++i) read_table_entry(tables[i], i, names, r);
   for (const auto& ch : r.choices)
     if (!ch.shares_with.empty() && !names.count(ch.shares_with))
       fail("table \"" + printable_name(ch.table) + "\" is shared with \"" + printable_name(ch.shares_with) + "\", which the plan does not list");
-
-  // Each device's totals are its shards' (per_device, when given, must say the same) and within
-  // the budget.
-  if (r.feasible && r.devices > 1) {
-    std::vector<uint64_t> held(r.devices, 0);
-    for (const auto& ch : r.choices)
-      for (const auto& s : ch.shards) held[s.device] += s.device_bytes;
-    for (uint32_t d = 0; d < r.devices; ++d)
-      if (held[d] > r.budget_bytes)
-        fail("device " + std::to_string(d) + " holds " + std::to_string(held[d]) + " bytes, more than the budget of " +
-             std::to_string(r.budget_bytes) + " per device");
-    if (auto per = doc.find("per_device"); per != doc.end()) {
-      if (!per->is_array() || per->size() != r.devices) fail("\"per_device\" is not a list of one entry per device");
-      for (size_t d = 0; d < per->size(); ++d) {
-        const std::string w = "per_device " + std::to_string(d);
-        if (!(*per)[d].is_object()) fail(w + " is not an object");
-        if (get_u64((*per)[d], "device", w) != d) fail(w + " is not device " + std::to_string(d));
-        if (get_u64((*per)[d], "device_bytes", w) != held[d])
-          fail(w + ": device_bytes disagrees with its shards (" + std::to_string(held[d]) + " bytes)");
-      }
-    }
-  }
-
-  const ordered_json& frontier = field(doc, "frontier", top);
+  if (r.feasible && r.devices > 1) check_devices(doc, r);
+  const ordered_json& frontier = field(doc, "frontier", "the plan");
   if (!frontier.is_array()) fail("\"frontier\" is not a list");
   for (const auto& p : frontier) {
     if (!p.is_array() || p.size() != 2) fail("a frontier point is not a [bytes, step_us] pair");
@@ -625,7 +593,7 @@ TuneResult plan_from_json(const ordered_json& doc) {
   return r;
 }
 
-TuneResult plan_from_text(const std::string& text) {
+ordered_json plan_document_from_text(const std::string& text) {
   if (text.size() > kMaxText) fail("larger than " + std::to_string(kMaxText >> 20) + " MiB");
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) fail("the document is empty");
@@ -650,7 +618,9 @@ TuneResult plan_from_text(const std::string& text) {
       fail("YAML: " + what);
     }
   }
-  return plan_from_json(doc);
+  return doc;
 }
+
+TuneResult plan_from_text(const std::string& text) { return plan_from_json(plan_document_from_text(text)); }
 
 }  // namespace edo::tuner

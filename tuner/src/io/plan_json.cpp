@@ -7,6 +7,9 @@
 #include "edo/tuner/placement.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/summary.h"
+#include "edo/model/tune_fields.h"
+#include "plan_document.h"
+#include "plan_fields.h"
 #include "text.h"
 #include "torchrec_key_value.h"
 
@@ -19,22 +22,14 @@ using model::TuneResult;
 
 namespace {
 
-ordered_json number_or_null(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); }
-ordered_json opt_or_null(const std::optional<double>& v) { return v ? number_or_null(*v) : ordered_json(nullptr); }
-
 ordered_json params_of(const TuneCandidate& c) {
   if (c.params_json.empty()) return ordered_json::object();
   ordered_json p = ordered_json::parse(c.params_json, nullptr, /*allow_exceptions=*/false);
   return p.is_object() ? p : ordered_json::object();
 }
 
-ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
-  const TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size()
-                               ? &r.candidates[static_cast<size_t>(ch.candidate)]
-                               : nullptr;
-  const model::TuneTable* t = r.table_named(ch.table);
-  ordered_json j;
-  j["name"] = valid_utf8(ch.table);
+// A table's "strategy" and "params": its candidate's, "shared" with its owner, or "unchanged".
+void strategy_json(ordered_json& j, const TuneChoice& ch, const TuneCandidate* c) {
   if (!ch.shares_with.empty()) {
     j["strategy"] = "shared";
     ordered_json p = {{"with", valid_utf8(ch.shares_with)}};
@@ -51,8 +46,40 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["strategy"] = "unchanged";
     j["params"] = ordered_json::object();
   }
-  j["device_bytes"] = ch.device_bytes;
-  j["host_bytes"] = ch.host_bytes;
+}
+
+// What a training table's plan assumes of training: the gradient the optimizer is given and, for
+// a table in fp16/bf16, fp32 optimizer state with stochastic rounding of the weight update (what
+// edo.apply_plan installs).
+void training_json(ordered_json& j, const TuneResult& r, const TuneCandidate& c) {
+  const bool sparse = c.optimizer == "rowwise_adagrad" || c.optimizer == "sparse_adam" || c.optimizer == "sparse_adagrad" ||
+                      c.step_covers.find("(sparse gradient)") != std::string::npos;
+  j["gradient"] = c.optimizer == "frozen" ? "none" : sparse ? "sparse" : "dense";
+  if (trains_in_low_precision(r, c)) j["train_precision"] = {{"optimizer_state", "fp32"}, {"rounding", "stochastic"}};
+}
+
+// A plan over several devices: where the table is (docs/tuning.md "Placement").
+ordered_json sharding_json(const TuneChoice& ch) {
+  ordered_json devices = ordered_json::array(), shards = ordered_json::array();
+  for (const auto& s : ch.shards) {
+    devices.push_back(s.device);
+    ordered_json shard;
+    fields_to_json(shard, s, model::kTuneShardFields);
+    shards.push_back(std::move(shard));
+  }
+  return {{"type", ch.sharding}, {"devices", devices}, {"shards", shards}};
+}
+
+ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
+  static const TuneCandidate kNone;  // a table kept as recorded: its candidate keys are a default's
+  const TuneCandidate* c = ch.candidate >= 0 && static_cast<size_t>(ch.candidate) < r.candidates.size()
+                               ? &r.candidates[static_cast<size_t>(ch.candidate)]
+                               : nullptr;
+  const model::TuneTable* t = r.table_named(ch.table);
+  ordered_json j;
+  j["name"] = valid_utf8(ch.table);
+  strategy_json(j, ch, c);
+  fields_to_json(j, ch, model::kTuneChoiceFields);
   j["step_us"] = c ? number_or_null(ch.step_us) : ordered_json(nullptr);
   // An error that was not measured on held-out lookups is null, never 0 ("validated": false).
   j["error"] = c ? (c->validated ? number_or_null(c->error) : ordered_json(nullptr)) : ordered_json(0.0);
@@ -60,10 +87,7 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   j["needs_retraining"] = c ? c->needs_retraining : false;
   j["why"] = valid_utf8(ch.why);
   // Added keys.
-  j["spec"] = c ? valid_utf8(c->spec) : "";
-  j["optimizer"] = c ? valid_utf8(c->optimizer) : "";
-  j["recorded_hit_rate"] = c ? opt_or_null(c->recorded_hit_rate) : ordered_json(nullptr);
-  j["heldout_hit_rate"] = c ? opt_or_null(c->heldout_hit_rate) : ordered_json(nullptr);
+  fields_to_json(j, c ? *c : kNone, model::kTuneCandidateFields);
   // Offload run by FBGEMM (issue 34 point 2): the cache algorithm the plan picks (TorchRec's
   // CacheAlgorithm, "lru" or "lfu") and its policy headroom (Belady's optimal minus it, held-out
   // hit rates at FBGEMM's slots: cache_policies.h); null for other strategies, for edo's static
@@ -96,45 +120,19 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   } else {
     j["timing_source"] = nullptr;
   }
-  // The whole change (summary.h strategy_label), and what it assumes of training: the gradient
-  // the optimizer is given and, for a training table in fp16/bf16, fp32 optimizer state with
-  // stochastic rounding of the weight update (what edo.apply_plan installs).
+  // The whole change (summary.h strategy_label), and what it assumes of training.
   j["strategy_label"] = valid_utf8(!ch.shares_with.empty() ? std::string("shared") : c ? strategy_label(r, *c) : std::string("unchanged"));
   j["validated"] = c ? c->validated : true;
-  if (c && t && t->training) {
-    const bool sparse = c->optimizer == "rowwise_adagrad" || c->optimizer == "sparse_adam" || c->optimizer == "sparse_adagrad" ||
-                        c->step_covers.find("(sparse gradient)") != std::string::npos;
-    j["gradient"] = c->optimizer == "frozen" ? "none" : sparse ? "sparse" : "dense";
-    if (trains_in_low_precision(r, *c))
-      j["train_precision"] = {{"optimizer_state", "fp32"}, {"rounding", "stochastic"}};
-  }
+  if (c && t && t->training) training_json(j, r, *c);
   j["dense_use"] = t && !t->dense_use.empty() ? ordered_json(valid_utf8(t->dense_use)) : ordered_json(nullptr);
-  if (t) {
-    j["rows"] = t->rows;
-    j["dim"] = t->dim;
-    j["dtype"] = valid_utf8(t->dtype);
-    j["recorded_device_bytes"] = t->device_bytes;
-    j["lookups_per_step"] = number_or_null(t->lookups_per_step);
-    j["recorded_optimizer"] = valid_utf8(t->optimizer);
-    j["training"] = t->training;
-    j["tuned"] = t->tuned;
-  }
+  if (t) fields_to_json(j, *t, model::kTuneTableFields);
   // The memory tier that holds the table (model::tier_of: "device", "host" or "ssd"; a tied
   // table is in its owner's) and its bytes on the SSD (the ssd tier: the whole table).
   j["tier"] = c ? std::string(model::tier_of(*c)) : std::string("device");
   j["ssd_bytes"] = ch.ssd_bytes;
   // An ssd table: the KeyValueParams the TorchRec export gives it (torchrec_key_value.h).
   if (c && t && c->strategy == "ssd") j["key_value_params"] = key_value_params_json(*c, *t);
-  // A plan over several devices: where the table is (docs/tuning.md "Placement").
-  if (r.devices > 1 && !ch.shards.empty()) {
-    ordered_json devices = ordered_json::array(), shards = ordered_json::array();
-    for (const auto& s : ch.shards) {
-      devices.push_back(s.device);
-      shards.push_back({{"device", s.device}, {"offset", s.offset}, {"size", s.size}, {"device_bytes", s.device_bytes},
-                        {"lookups_per_step", number_or_null(s.lookups_per_step)}});
-    }
-    j["sharding"] = {{"type", ch.sharding}, {"devices", devices}, {"shards", shards}};
-  }
+  if (r.devices > 1 && !ch.shards.empty()) j["sharding"] = sharding_json(ch);
   return j;
 }
 
@@ -245,13 +243,17 @@ std::string plan_to_json_text(const TuneResult& r) {
   return plan_to_json(r).dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
-std::string plan_to_yaml(const TuneResult& r) {
+std::string document_to_yaml(const ordered_json& doc, const std::string& comment) {
   YAML::Emitter out;
   out.SetDoublePrecision(17);
   out.SetFloatPrecision(9);
-  out << YAML::Comment("edo plan (schema edo.plan/1): the same content as `edo export --format json`");
-  emit(out, plan_to_json(r), false);
+  if (!comment.empty()) out << YAML::Comment(comment);
+  emit(out, doc, false);
   return std::string(out.c_str()) + "\n";
+}
+
+std::string plan_to_yaml(const TuneResult& r) {
+  return document_to_yaml(plan_to_json(r), "edo plan (schema edo.plan/1): the same content as `edo export --format json`");
 }
 
 }  // namespace edo::tuner

@@ -2,6 +2,7 @@
 // run's objective (docs/tuning.md "The plan"); over several devices, placement.cpp places it.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -213,6 +214,69 @@ void grow_caches_priced(const model::TuneResult& r, const std::vector<PlanItem>&
   }
 }
 
+// The plan's choice for every table, given the candidate chosen for each group's owner (tables
+// of no group chosen: kept as recorded). A tied table's step time is its share of its group's
+// lookups; identical tables kept apart by the choice hold their own bytes.
+void make_choices(model::TuneResult& r, const std::map<std::string, size_t>& chosen,
+                  const std::map<std::string, const model::TuneCandidate*>& baseline_of,
+                  const std::function<const std::vector<size_t>&(const std::string&)>& of_table, const ExtraLoss& extra,
+                  double max_error) {
+  // Lookups per step of each group (owner and members), to split a group's time.
+  std::map<std::string, double> group_lookups;
+  for (const auto& t : r.tables) group_lookups[t.shares_with.empty() ? t.name : t.shares_with] += t.lookups_per_step;
+  // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
+  std::map<std::string, std::vector<std::string>> apart;
+  for (const auto& [owner, ci] : chosen) {
+    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
+    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
+      for (const auto& n : p["apart_from"])
+        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
+  }
+  auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
+  for (const auto& t : r.tables) {
+    model::TuneChoice ch;
+    ch.table = t.name;
+    ch.shares_with = t.shares_with;
+    const std::string owner = t.shares_with.empty() ? t.name : t.shares_with;
+    auto it = chosen.find(owner);
+    if (it == chosen.end()) {
+      ch.device_bytes = t.device_bytes;
+      ch.why = !t.tuned ? untuned_why(r, t)
+                        : "kept as recorded: its baseline was not measured (stopped early)";
+      if (!t.shares_with.empty()) ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
+      r.choices.push_back(std::move(ch));
+      continue;
+    }
+    const model::TuneCandidate& c = r.candidates[it->second];
+    ch.candidate = static_cast<int64_t>(it->second);
+    const double share = group_lookups[owner] > 0 ? t.lookups_per_step / group_lookups[owner]
+                                                  : (t.shares_with.empty() ? 1.0 : 0.0);
+    ch.step_us = c.step_us * share;
+    const auto& kept_apart = apart[owner];
+    const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
+    if (t.shares_with.empty()) {
+      uint64_t members = 0;
+      if (!kept_apart.empty())  // (most tables have no identical copies: no walk over every table)
+        for (const auto& tt : r.tables)
+          if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
+      ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
+      ch.host_bytes = c.host_bytes;
+      ch.ssd_bytes = c.ssd_bytes;
+      auto b = baseline_of.find(owner);
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra);
+    } else if (is_apart) {
+      ch.shares_with.clear();
+      ch.device_bytes = own_bytes(t);
+      ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
+    } else if (c.params_json.find("shared_by") != std::string::npos) {
+      ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
+    } else {
+      ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";
+    }
+    r.choices.push_back(std::move(ch));
+  }
+}
+
 }  // namespace
 
 void replan(model::TuneResult& r, uint64_t budget, double max_error) {
@@ -296,60 +360,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   for (size_t id : sol.chosen) r.plan_step_us += r.candidates[id].step_us;
   std::map<std::string, size_t> chosen;  // owner -> candidate index
   for (size_t k = 0; k < items.size(); ++k) chosen[r.tables[item_table[k]].name] = sol.chosen[k];
-  // Lookups per step of each group (owner and members), to split a group's time.
-  std::map<std::string, double> group_lookups;
-  for (const auto& t : r.tables) group_lookups[t.shares_with.empty() ? t.name : t.shares_with] += t.lookups_per_step;
-  // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
-  std::map<std::string, std::vector<std::string>> apart;
-  for (const auto& [owner, ci] : chosen) {
-    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
-    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
-      for (const auto& n : p["apart_from"])
-        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
-  }
-  auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
-  for (const auto& t : r.tables) {
-    model::TuneChoice ch;
-    ch.table = t.name;
-    ch.shares_with = t.shares_with;
-    const std::string owner = t.shares_with.empty() ? t.name : t.shares_with;
-    auto it = chosen.find(owner);
-    if (it == chosen.end()) {
-      ch.device_bytes = t.device_bytes;
-      ch.why = !t.tuned ? untuned_why(r, t)
-                        : "kept as recorded: its baseline was not measured (stopped early)";
-      if (!t.shares_with.empty()) ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
-      r.choices.push_back(std::move(ch));
-      continue;
-    }
-    const model::TuneCandidate& c = r.candidates[it->second];
-    ch.candidate = static_cast<int64_t>(it->second);
-    const double share = group_lookups[owner] > 0 ? t.lookups_per_step / group_lookups[owner]
-                                                  : (t.shares_with.empty() ? 1.0 : 0.0);
-    ch.step_us = c.step_us * share;
-    const auto& kept_apart = apart[owner];
-    const bool is_apart = std::find(kept_apart.begin(), kept_apart.end(), t.name) != kept_apart.end();
-    if (t.shares_with.empty()) {
-      uint64_t members = 0;
-      if (!kept_apart.empty())  // (most tables have no identical copies: no walk over every table)
-        for (const auto& tt : r.tables)
-          if (std::find(kept_apart.begin(), kept_apart.end(), tt.name) != kept_apart.end()) members += own_bytes(tt);
-      ch.device_bytes = c.device_bytes - std::min(c.device_bytes, members);
-      ch.host_bytes = c.host_bytes;
-      ch.ssd_bytes = c.ssd_bytes;
-      auto b = baseline_of.find(owner);
-      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra);
-    } else if (is_apart) {
-      ch.shares_with.clear();
-      ch.device_bytes = own_bytes(t);
-      ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
-    } else if (c.params_json.find("shared_by") != std::string::npos) {
-      ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
-    } else {
-      ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";
-    }
-    r.choices.push_back(std::move(ch));
-  }
+  make_choices(r, chosen, baseline_of, of_table, extra, max_error);
 }
 
 }  // namespace edo::tuner
