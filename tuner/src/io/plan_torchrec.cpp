@@ -18,6 +18,7 @@ namespace edo::tuner {
 
 using model::TuneCandidate;
 using model::TuneResult;
+using model::TuneTable;
 
 namespace {
 
