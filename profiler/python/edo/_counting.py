@@ -151,10 +151,13 @@ class EdoPreHook(object, metaclass=_HookType):
         self.mod_state = None
         self.bag = False   # the module is an EmbeddingBag (its activation is one row per bag)
 
-    def count_eager(self, module, idx, offsets=None):
+    def count_eager(self, module, idx, offsets=None, direct=False):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
         kernel calls too, with real tensors, when a compiled graph runs. ``offsets``: an
-        EmbeddingBag's second argument (its bag count sizes the activation, _family)."""
+        EmbeddingBag's second argument (its bag count sizes the activation, _family).
+        ``direct``: the caller then runs torch's forward without edo's functional wrapper
+        (_wrappers.wrap_forward) and is told True once the ids are counted; otherwise the
+        weight is left pending for the wrapper the forward calls next, and None returned."""
         try:
             w = module._parameters.get("weight")
             if w is None:
@@ -190,6 +193,8 @@ class EdoPreHook(object, metaclass=_HookType):
             if n is not None or isinstance(idx, t.Tensor):
                 bags = _family.bags_of(module, idx, offsets) if self.bag else None
                 _family.account(tab, idx, w, bags, n)
+            if direct:
+                return True
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:
             _state.internal_error("forward pre-hook", e)

@@ -57,7 +57,7 @@ def _on_new_module(module, carried=None):
         _state.internal_error("module creation", e)
 
 
-def _patch_class(cls):
+def _patch_class(cls, functional, fname):
     orig_init = cls.__dict__["__init__"]
 
     @functools.wraps(orig_init)
@@ -110,7 +110,7 @@ def _patch_class(cls):
     R.orig[(cls, "forward")] = orig_forward
     R.orig[(cls, _wrappers.HOOK_ATTR)] = None   # unpatch() deletes the class default
     setattr(cls, _wrappers.HOOK_ATTR, None)
-    cls.forward = _wrappers.wrap_forward(orig_forward)
+    cls.forward = _wrappers.wrap_forward(orig_forward, functional, fname)
     R.orig[(cls, "__init__")] = orig_init
     R.orig[(cls, "__setstate__")] = orig_set
     R.orig[(cls, "__getstate__")] = orig_get
@@ -470,13 +470,13 @@ def patch():
             R.torch = torch
             nn = torch.nn
             R.emb_classes = (nn.Embedding, nn.EmbeddingBag)
-            for cls in R.emb_classes:
-                _patch_class(cls)
             F = torch.nn.functional
             for fname in ("embedding", "embedding_bag"):
                 orig = getattr(F, fname)
                 R.orig[(F, fname)] = orig
                 setattr(F, fname, _wrappers.wrap_functional(fname, orig))
+            for cls in R.emb_classes:   # after F: their forward calls torch's F directly (wrap_forward)
+                _patch_class(cls, F, "embedding_bag" if cls is nn.EmbeddingBag else "embedding")
             _patch_optimizer(torch)
             _patch_jit(torch)
             _patch_compile(torch)

@@ -5,6 +5,7 @@ _counting; calls traced by torch.compile / torch.export to _compiled's operator.
 """
 
 import functools
+import types
 import weakref
 
 from . import _compiled
@@ -15,10 +16,12 @@ from ._state import R
 
 def make_hook(hs):
     """The function registered as ``hs``'s module's forward pre-hook (a closure: not picklable,
-    like the hook state)."""
+    like the hook state), or kept in its ``__dict__`` for wrap_forward's forward, which passes
+    ``direct=True`` (returned True: counted, run torch's forward without edo's functional
+    wrapper). As a pre-hook it returns None (anything else would replace the forward's args)."""
     count_eager = hs.count_eager
 
-    def _edo_pre_hook(module, args):
+    def _edo_pre_hook(module, args, direct=False):
         if not R.enabled:
             return None
         compiling = R.compiling
@@ -30,7 +33,7 @@ def make_hook(hs):
             return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
         if not args:
             return count_eager(module, None)
-        return count_eager(module, args[0], args[1] if len(args) > 1 else None)
+        return count_eager(module, args[0], args[1] if len(args) > 1 else None, direct)
     _edo_pre_hook._edo_hook = hs
     return _edo_pre_hook
 
@@ -75,21 +78,63 @@ def hook_of(module):
     return None
 
 
-def wrap_forward(orig):
+def wrap_forward(orig, functional, fname):
     """``nn.Embedding.forward`` / ``nn.EmbeddingBag.forward`` with edo's hook called first.
 
     A forward pre-hook moves torch's ``Module.__call__`` off its no-hook fast path (on torch 2.x
     that alone costs about 2 us a call); a module whose class runs this forward keeps its hook
     in its own ``__dict__`` instead and torch's fast path stays. A subclass that overrides
-    forward gets a real pre-hook (install_hook): its forward may never come here."""
+    forward gets a real pre-hook (install_hook): its forward may never come here.
+
+    Once the hook has counted an eager call, torch's forward runs as ``direct`` (its own code,
+    calling torch's original ``functional.FNAME``): edo's functional wrapper, which would only
+    find the call already counted, costs nothing then (0.4-0.9 us a call). That holds while
+    ``functional.FNAME`` is still edo's wrapper (installed before this is called); a function
+    another tool put there since is called through ``orig``, as before."""
+    wrapper = getattr(functional, fname)
+    direct = _direct_forward(orig, functional)
+
     @functools.wraps(orig)
     def forward(self, *args, **kwargs):
         hook = self._edo_hook
         if hook is not None:
-            hook(self, args)
+            if direct is not None and getattr(functional, fname) is wrapper:
+                if hook(self, args, True) is True:
+                    return direct(self, *args, **kwargs)
+            else:
+                hook(self, args)
         return orig(self, *args, **kwargs)
     forward._edo_original = orig
     return forward
+
+
+class _Unwrapped(object):
+    """``F`` in a direct forward's globals: torch.nn.functional with ``embedding`` and
+    ``embedding_bag`` resolved to torch's originals (every other name read from F itself)."""
+
+    def __init__(self, functional):
+        self._functional = functional
+        for name in ("embedding", "embedding_bag"):
+            f = getattr(functional, name)
+            setattr(self, name, getattr(f, "_edo_original", f))
+
+    def __getattr__(self, name):
+        return getattr(self._functional, name)
+
+
+def _direct_forward(orig, functional):
+    """torch's ``orig`` forward as a function of the same code whose globals are its module's
+    (a copy taken now) with ``F`` an _Unwrapped; None when orig does not read ``F`` as
+    torch.nn.functional (then every call goes through orig)."""
+    code = getattr(orig, "__code__", None)
+    g = getattr(orig, "__globals__", None)
+    if code is None or g is None or g.get("F") is not functional or "F" not in code.co_names:
+        return None
+    g = dict(g)
+    g["F"] = _Unwrapped(functional)
+    f = types.FunctionType(code, g, orig.__name__, orig.__defaults__, orig.__closure__)
+    f.__kwdefaults__ = orig.__kwdefaults__
+    return f
 
 
 def install_hook(module):
