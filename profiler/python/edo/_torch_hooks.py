@@ -31,11 +31,11 @@ import collections
 import weakref
 
 from . import _compiled
-from . import _wrappers
 from . import _naming
 from . import _state
 from . import _tables
 from . import _weights
+from . import _wrappers
 from ._counting import EdoPreHook, count  # noqa: F401  (isinstance checks; edo.lookup)
 from ._wrappers import hook_of  # noqa: F401
 from ._optim import user_step  # noqa: F401
