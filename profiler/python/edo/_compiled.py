@@ -32,6 +32,7 @@ import typing
 
 from . import _counting
 from . import _state
+from . import _tables
 from ._state import R
 
 OP_NAME = "edo::lookup"
@@ -66,7 +67,6 @@ def _kernel(indices, weight, key):
             if module is not None and weight is not None:
                 w = module._parameters.get("weight")
                 if w is None:
-                    from . import _tables
                     w = _tables.weight_of(module)
                 if w is not None and w.data_ptr() == weight.data_ptr():
                     entry[1].count_eager(module, indices)

@@ -1,5 +1,5 @@
-"""Counting: edo's hook (called by the patched class forward, or a forward pre-hook), the
-functional wrappers, and the hand-over of index tensors.
+"""Counting in eager mode: what edo's hooks and functional wrappers (_hooks) do with a call's
+index tensor, and its hand-over to the tracer.
 
 Every index fed to a table is one lookup, including ``padding_idx`` entries (the row is part of
 the table) and indices that an ``EmbeddingBag`` with ``include_last_offset`` leaves outside
@@ -8,9 +8,6 @@ host synchronisation. A module's own forward calls ``F.embedding`` too: the hook
 per-thread token that the functional wrapper consumes, so it is not counted twice.
 """
 
-import functools
-import weakref
-
 from . import _facts
 from . import _family
 from . import _native
@@ -18,21 +15,7 @@ from . import _naming
 from . import _state
 from . import _tables
 from ._state import R
-
-
-def current_stream(idx):
-    """cudaStream_t of the current stream on idx's device, as an int (no Stream object when
-    torch has the raw accessor that inductor uses)."""
-    t = R.torch
-    if R.raw_stream is None:
-        f = getattr(getattr(t, "_C", None), "_cuda_getCurrentRawStream", None)
-        R.raw_stream = f if f is not None else False
-    if R.raw_stream is not False:
-        try:
-            return R.raw_stream(idx.get_device())
-        except Exception:
-            R.raw_stream = False
-    return t.cuda.current_stream(idx.device).cuda_stream
+from ._devices import current_stream  # noqa: F401  (edo._counting.current_stream)
 
 
 def count(tab, idx):
@@ -142,7 +125,7 @@ R.functional_impl = functional_body
 
 
 class _HookType(type):
-    """``isinstance(h, EdoPreHook)`` holds for the hook functions ``make_hook`` returns, which is
+    """``isinstance(h, EdoPreHook)`` holds for the hook functions ``_wrappers.make_hook`` returns, which is
     what every check for "edo's hook" (pickling, jit.script, install_hook) asks."""
 
     def __instancecheck__(cls, obj):
@@ -153,7 +136,7 @@ class _HookType(type):
 class EdoPreHook(object, metaclass=_HookType):
     """One module's forward pre-hook: its state, and what it does in eager mode.
 
-    The hook torch calls is a plain function (``make_hook``: a function call costs a third of an
+    The hook torch calls is a plain function (``_wrappers.make_hook``: a function call costs a third of an
     object's ``__call__``). Eager calls keep the module's ModState here and check it with two
     identity tests and one pointer (no weak-dictionary lookup), valid while no table was
     registered since (``State.generation``). While torch.compile / torch.export trace the hook,
@@ -168,10 +151,13 @@ class EdoPreHook(object, metaclass=_HookType):
         self.mod_state = None
         self.bag = False   # the module is an EmbeddingBag (its activation is one row per bag)
 
-    def count_eager(self, module, idx, offsets=None):
+    def count_eager(self, module, idx, offsets=None, direct=False):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
         kernel calls too, with real tensors, when a compiled graph runs. ``offsets``: an
-        EmbeddingBag's second argument (its bag count sizes the activation, _family)."""
+        EmbeddingBag's second argument (its bag count sizes the activation, _family).
+        ``direct``: the caller then runs torch's forward without edo's functional wrapper
+        (_wrappers.wrap_forward) and is told True once the ids are counted; otherwise the
+        weight is left pending for the wrapper the forward calls next, and None returned."""
         try:
             w = module._parameters.get("weight")
             if w is None:
@@ -207,6 +193,8 @@ class EdoPreHook(object, metaclass=_HookType):
             if n is not None or isinstance(idx, t.Tensor):
                 bags = _family.bags_of(module, idx, offsets) if self.bag else None
                 _family.account(tab, idx, w, bags, n)
+            if direct:
+                return True
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:
             _state.internal_error("forward pre-hook", e)
@@ -215,135 +203,3 @@ class EdoPreHook(object, metaclass=_HookType):
     def __reduce__(self):
         # Only reached when a subclass pickles its hooks itself: refuse to put edo in it.
         raise TypeError("edo's forward pre-hook is not picklable")
-
-
-def make_hook(hs):
-    """The function registered as ``hs``'s module's forward pre-hook (a closure: not picklable,
-    like the hook state)."""
-    count_eager = hs.count_eager
-
-    def _edo_pre_hook(module, args):
-        if not R.enabled:
-            return None
-        compiling = R.compiling
-        if compiling is not None and compiling():
-            if R.op is not None:
-                return _compiled_hook(hs.key, module, args)
-            return R.hook_impl(module, args)
-        if compiling is None and R.hook_impl is not pre_hook_body:
-            return R.hook_impl(module, args)   # torch 2.0-2.2 after torch.compile: as before
-        if not args:
-            return count_eager(module, None)
-        return count_eager(module, args[0], args[1] if len(args) > 1 else None)
-    _edo_pre_hook._edo_hook = hs
-    return _edo_pre_hook
-
-
-def _first_call_hook(hs):
-    """A forward pre-hook that only takes itself off at the module's first eager call.
-
-    While it is on, torch takes the slow path of ``Module.__call__`` for that call, which reads
-    the global forward hooks after the forward: the ones edo registers while the first forward
-    names the tables (_torchrec: the bags each call pooled) are called for that call too, as
-    they were when edo's hook was a pre-hook. From the next call on torch's fast path stays."""
-    def _edo_first_call(module, args):
-        compiling = R.compiling
-        if compiling is not None and compiling():
-            return None   # traced: no change to the module's hooks inside a graph
-        hooks = module.__dict__.get("_forward_pre_hooks")
-        if hooks:
-            # found by a mark, not by name: a closure over itself would be a reference cycle
-            # keeping the hook state (and the weight it last saw) until a garbage collection
-            for k in [k for k, h in hooks.items() if getattr(h, "_edo_first", False)]:
-                del hooks[k]
-        return None
-    _edo_first_call._edo_hook = hs
-    _edo_first_call._edo_first = True
-    return _edo_first_call
-
-
-def _compiled_hook(key, module, args):
-    from . import _compiled
-    return _compiled.traced_hook(key, module, args)
-
-
-# The instance attribute that holds a module's hook when its class runs edo's class-level forward
-# (wrap_forward); the patched classes carry it as None.
-HOOK_ATTR = "_edo_hook"
-
-
-def hook_of(module):
-    """The EdoPreHook counting ``module``'s lookups (in its __dict__ or among its forward
-    pre-hooks), or None."""
-    h = module.__dict__.get(HOOK_ATTR)
-    if h is not None:
-        return h._edo_hook
-    for h in (module.__dict__.get("_forward_pre_hooks") or {}).values():
-        if isinstance(h, EdoPreHook):
-            return h._edo_hook
-    return None
-
-
-def wrap_forward(orig):
-    """``nn.Embedding.forward`` / ``nn.EmbeddingBag.forward`` with edo's hook called first.
-
-    A forward pre-hook moves torch's ``Module.__call__`` off its no-hook fast path (on torch 2.x
-    that alone costs about 2 us a call); a module whose class runs this forward keeps its hook
-    in its own ``__dict__`` instead and torch's fast path stays. A subclass that overrides
-    forward gets a real pre-hook (install_hook): its forward may never come here."""
-    @functools.wraps(orig)
-    def forward(self, *args, **kwargs):
-        hook = self._edo_hook
-        if hook is not None:
-            hook(self, args)
-        return orig(self, *args, **kwargs)
-    forward._edo_original = orig
-    return forward
-
-
-def install_hook(module):
-    hooks = module.__dict__.get("_forward_pre_hooks")
-    if hooks is None or hook_of(module) is not None:
-        return
-    with R.lock:
-        key = R.next_key
-        R.next_key += 1
-        hs = EdoPreHook(key)
-        keys = R.modules_by_key
-        keys[key] = (weakref.ref(module, lambda _r, k=key, d=keys: d.pop(k, None)), hs)
-    if getattr(type(module).forward, "_edo_original", None) is not None:
-        module.__dict__[HOOK_ATTR] = make_hook(hs)   # the class runs wrap_forward's forward
-        module.register_forward_pre_hook(_first_call_hook(hs))
-    else:
-        module.register_forward_pre_hook(make_hook(hs))
-    owners = _state.S.hooks_owner
-    hid = id(hooks)
-    owners[hid] = weakref.ref(module, lambda _r, k=hid, d=owners: d.pop(k, None))
-
-
-def wrap_functional(name, orig):
-    @functools.wraps(orig)
-    def wrapper(input, weight, *args, **kwargs):
-        if R.enabled:
-            tls = _state.S.tls
-            if tls.pending is weight:
-                # A module's forward: its hook has just counted these ids (eager only: while
-                # traced, hooks leave nothing pending).
-                tls.pending = None
-                return orig(input, weight, *args, **kwargs)
-            compiling = R.compiling
-            offsets = (args[0] if args else kwargs.get("offsets")) if name == "embedding_bag" else None
-            if compiling is None:                  # torch < 2.3
-                if _state.S.by_base:
-                    R.functional_impl(name, input, weight, offsets)
-            elif not compiling():
-                if _state.S.by_base:
-                    functional_body(name, input, weight, offsets)
-            elif R.op is not None:
-                from . import _compiled
-                return _compiled.traced_functional(orig, input, weight, args, kwargs)
-            elif _state.S.by_base:
-                R.functional_impl(name, input, weight, offsets)
-        return orig(input, weight, *args, **kwargs)
-    wrapper._edo_original = orig
-    return wrapper

@@ -30,6 +30,7 @@ import os
 import weakref
 
 from . import _state
+from . import _tables
 from ._state import R
 
 HEAD_PREFIX = "pytorch.lm_head."
@@ -65,7 +66,6 @@ def _send_head(h):
     if w is None:
         return
     rows, dim = int(w.shape[0]), int(w.shape[1])
-    from . import _tables
     code = _tables.dtype_code(w.dtype)
     elem = _elem(w)
     full = rows * dim * elem
@@ -134,7 +134,6 @@ def recognise(others, emb_tables):
                     break
         if table is None or table.name in s.heads:
             continue
-        from . import _tables
         owner = _tables.owner_of(table)
         h = Head(path, owner.name, tied, w)
         s.heads[owner.name] = h
@@ -164,14 +163,13 @@ def head_for_weight(p):
 
 def head_state(h, opt_prefix, state, grad):
     """After an optimizer step: the head's gradient and optimizer state bytes."""
-    from ._optim import tensor_bytes
     t = R.torch
     if state:
         for k, v in state.items():
             if isinstance(v, t.Tensor) and v.numel() > 1:
-                h.opt_state["%s.%s" % (opt_prefix, k)] = tensor_bytes(v)
+                h.opt_state["%s.%s" % (opt_prefix, k)] = _tables.tensor_bytes(v)
     if grad is not None:
-        h.grad_bytes = tensor_bytes(grad)
+        h.grad_bytes = _tables.tensor_bytes(grad)
     _send_head(h)
 
 

@@ -304,38 +304,3 @@ def ensure(module):
             s.mod_state[module] = st
             return st
         return bind(module, w, tab)
-
-
-def instrument(model, prefix=""):
-    """Registers every embedding of ``model`` (named relative to it, with ``prefix.``
-    in front when given) and makes sure its lookups are counted. Returns ``model``."""
-    from . import _counting, _patches
-    if not R.enabled:
-        return model
-    if R.torch is None:
-        import torch  # noqa: F401  (the caller has torch: it passes a model)
-        del torch
-        _patches.patch()
-    if not R.patched:
-        return model
-    try:
-        s = _state.S
-        with R.lock:
-            root = unwrap(model)
-            if not any(ref() is root for ref, _ in s.explicit_roots):
-                s.explicit_roots.insert(0, (weakref.ref(root), prefix or ""))
-            # modules created before edo was patched have no hook yet
-            for _, m in walk(root, ""):
-                if isinstance(m, R.emb_classes):
-                    _counting.install_hook(m)
-            if isinstance(root, R.emb_classes):
-                name = prefix or table_name(root)
-                w = _tables.weight_of(root)
-                tab = _tables.register_weight(name, w, root)
-                if tab is not None:
-                    bind(root, w, tab)
-            else:
-                register_tree(root, prefix or "")
-    except Exception as e:  # never break the caller
-        _state.internal_error("instrument", e)
-    return model

@@ -9,20 +9,12 @@ from . import _lowp
 from . import _state
 from . import _tables
 from ._state import R
+from ._tables import tensor_bytes
 
 
 class _OptCache(object):
     __slots__ = ("generation", "ngroups", "params", "sizes", "heads")
 
-
-def tensor_bytes(v):
-    try:
-        if v.is_sparse:
-            return (v._values().numel() * v._values().element_size()
-                    + v._indices().numel() * v._indices().element_size())
-        return v.numel() * v.element_size()
-    except Exception:
-        return 0
 
 
 def _update_extra(opt):

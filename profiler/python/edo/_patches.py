@@ -32,6 +32,7 @@ import threading
 
 from . import _compiled
 from . import _counting
+from . import _wrappers
 from . import _loss
 from . import _naming
 from . import _optim
@@ -51,12 +52,12 @@ def _on_new_module(module, carried=None):
     try:
         _naming.on_new_module(module, carried)
         if R.enabled:
-            _counting.install_hook(module)
+            _wrappers.install_hook(module)
     except Exception as e:
         _state.internal_error("module creation", e)
 
 
-def _patch_class(cls):
+def _patch_class(cls, functional, fname):
     orig_init = cls.__dict__["__init__"]
 
     @functools.wraps(orig_init)
@@ -87,9 +88,9 @@ def _patch_class(cls):
             state = sup() if sup is not None else self.__dict__
         if not isinstance(state, dict):
             return state
-        if _counting.HOOK_ATTR in state:
+        if _wrappers.HOOK_ATTR in state:
             state = dict(state)
-            del state[_counting.HOOK_ATTR]
+            del state[_wrappers.HOOK_ATTR]
         hooks = state.get("_forward_pre_hooks")
         if hooks and any(isinstance(h, _counting.EdoPreHook) for h in hooks.values()):
             state = dict(state)
@@ -107,9 +108,9 @@ def _patch_class(cls):
 
     orig_forward = cls.__dict__["forward"]
     R.orig[(cls, "forward")] = orig_forward
-    R.orig[(cls, _counting.HOOK_ATTR)] = None   # unpatch() deletes the class default
-    setattr(cls, _counting.HOOK_ATTR, None)
-    cls.forward = _counting.wrap_forward(orig_forward)
+    R.orig[(cls, _wrappers.HOOK_ATTR)] = None   # unpatch() deletes the class default
+    setattr(cls, _wrappers.HOOK_ATTR, None)
+    cls.forward = _wrappers.wrap_forward(orig_forward, functional, fname)
     R.orig[(cls, "__init__")] = orig_init
     R.orig[(cls, "__setstate__")] = orig_set
     R.orig[(cls, "__getstate__")] = orig_get
@@ -220,7 +221,7 @@ def _patch_jit(torch):
                     swapped.append((F, fname, cur))
             if isinstance(obj, torch.nn.Module):
                 for m in obj.modules():
-                    h = m.__dict__.pop(_counting.HOOK_ATTR, None)
+                    h = m.__dict__.pop(_wrappers.HOOK_ATTR, None)
                     if h is not None:
                         detached.append((m, h))
                     hooks = m.__dict__.get("_forward_pre_hooks")
@@ -237,7 +238,7 @@ def _patch_jit(torch):
             for hooks, k, h in removed:
                 hooks[k] = h
             for m, h in detached:
-                m.__dict__[_counting.HOOK_ATTR] = h
+                m.__dict__[_wrappers.HOOK_ATTR] = h
             for owner, name, cur in swapped:
                 setattr(owner, name, cur)
             _tls.script_depth = 0
@@ -469,13 +470,13 @@ def patch():
             R.torch = torch
             nn = torch.nn
             R.emb_classes = (nn.Embedding, nn.EmbeddingBag)
-            for cls in R.emb_classes:
-                _patch_class(cls)
             F = torch.nn.functional
             for fname in ("embedding", "embedding_bag"):
                 orig = getattr(F, fname)
                 R.orig[(F, fname)] = orig
-                setattr(F, fname, _counting.wrap_functional(fname, orig))
+                setattr(F, fname, _wrappers.wrap_functional(fname, orig))
+            for cls in R.emb_classes:   # after F: their forward calls torch's F directly (wrap_forward)
+                _patch_class(cls, F, "embedding_bag" if cls is nn.EmbeddingBag else "embedding")
             _patch_optimizer(torch)
             _patch_jit(torch)
             _patch_compile(torch)

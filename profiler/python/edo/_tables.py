@@ -129,3 +129,14 @@ def owner_of(tab):
     if tab.tied_to is not None:
         return _state.S.tables.get(tab.tied_to, tab)
     return tab
+
+
+def tensor_bytes(v):
+    """Bytes a tensor holds (a sparse one: its values and indices); 0 when unknown."""
+    try:
+        if v.is_sparse:
+            return (v._values().numel() * v._values().element_size()
+                    + v._indices().numel() * v._indices().element_size())
+        return v.numel() * v.element_size()
+    except Exception:
+        return 0

@@ -22,6 +22,9 @@ import json
 import os
 import sys
 
+from . import _lowp
+from . import _naming
+from . import _plan_file
 from . import _state
 from ._state import R
 
@@ -42,7 +45,6 @@ def install(torch):
     """At patch(): hooks for a plan to apply, when edo record was given one."""
     if plan_path() is None or _handle:
         return
-    from . import _lowp
     _lowp.install()
     reg = getattr(torch.nn.modules.module, "register_module_forward_pre_hook", None)
     if reg is None:
@@ -96,7 +98,6 @@ def _not_applied():
 
 def _roots():
     """(root, wrapper name or None) for every live model with embedding tables."""
-    from . import _naming
     out = []
     for r in _naming.gc_roots():
         inner = _naming.unwrap(r)
@@ -119,13 +120,13 @@ def _merge(results, res):
 
 def apply_now(path):
     """Applies the plan at ``path`` to every live model; sends pytorch.plan_applied; one line."""
-    import edo
+    from . import _apply   # only with a plan to apply: not read at every job's start
     torch = R.torch
     if path is None:
         return None
     results = {}
     try:
-        plan = edo.load_plan(path)   # a bad plan: one line, nothing changed
+        plan = _plan_file.load_plan(path)   # a bad plan: one line, nothing changed
         with torch.inference_mode(False) if hasattr(torch, "inference_mode") else _Null():
             for root, wrapper in _roots():
                 if wrapper is not None:
@@ -134,8 +135,8 @@ def apply_now(path):
                                                       why="left as it was: the model is already wrapped in %s "
                                                           "(apply the plan before wrapping it)" % wrapper, optimizer=""))
                     continue
-                _merge(results, edo.apply_plan(root, path))
-    except edo.PlanError as e:
+                _merge(results, _apply.apply_plan(root, path))
+    except _plan_file.PlanError as e:
         _say("cannot apply plan %s: %s; the job runs with its model unchanged" % (path, e))
         return None
     for e in results.values():
@@ -159,7 +160,6 @@ def apply_now(path):
 
 
 def _names_in(root):
-    from . import _naming
     return [n for n, m in _naming.walk(root, "") if n and isinstance(m, R.emb_classes)]
 
 

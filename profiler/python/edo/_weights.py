@@ -21,6 +21,7 @@ import os
 import sys
 import weakref
 
+from . import _devices
 from . import _native
 from . import _state
 from ._state import R
@@ -43,8 +44,7 @@ def _take(tab, w, when):
             if w.stride(1) != 1:
                 w = w.contiguous()
             if w.is_cuda:
-                from . import _counting
-                dev, stream = _native.CUDA, _counting.current_stream(w)
+                dev, stream = _native.CUDA, _devices.current_stream(w)
             elif w.device.type == "cpu":
                 dev, stream = _native.HOST, None
             else:

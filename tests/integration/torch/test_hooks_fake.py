@@ -570,6 +570,55 @@ class ClassForwardTest(unittest.TestCase):
         self.check(e, [((ids, off), {}), ((ids, off, psw), {}),
                        ((), {"input": ids, "offsets": off, "per_sample_weights": psw})], "bag")
 
+    def test_counted_forward_runs_torchs_functional_directly(self):
+        """Once the hook counted a call, torch's forward calls torch's own functional: nothing is
+        left pending for edo's wrapper (which is not entered), the output is torch's, and a
+        function another tool puts on F after edo is still called, with the ids counted once."""
+        class Pending(object):   # records what the hooks leave for the functional wrapper
+            def __init__(self):
+                self.left = []
+                self.w = None
+
+            @property
+            def pending(self):
+                return self.w
+
+            @pending.setter
+            def pending(self, w):
+                self.w = w
+                if w is not None:
+                    self.left.append(w)
+
+        bag = nn.EmbeddingBag(40, 4, mode="sum")
+        emb = nn.Embedding(40, 3)
+        edo.instrument(bag, "bag")
+        edo.instrument(emb, "emb")
+        ids, off = torch.tensor([1, 2, 3, 3, 39]), torch.tensor([0, 2])
+        self.check(bag, [((ids, off), {})], "bag")   # first calls: the slow path, as before
+        self.check(emb, [((ids,), {})], "emb")
+        spy = Pending()
+        _state.S.tls = spy
+        self.assertTrue(torch.equal(bag(ids, off), F.embedding_bag._edo_original(ids, bag.weight, off, mode="sum")))
+        self.assertTrue(torch.equal(emb(ids), F.embedding._edo_original(ids, emb.weight)))
+        self.fed["bag"].update(bincount(ids))
+        self.fed["emb"].update(bincount(ids))
+        self.assertEqual(spy.left, [])
+        self.check(bag, [((ids, off), {}), ((), {"input": ids, "offsets": off})], "bag")
+        self.check(emb, [((ids,), {})], "emb")
+        edo_bag = F.embedding_bag
+        seen = []
+
+        def other_tool(*args, **kwargs):
+            seen.append(1)
+            return edo_bag(*args, **kwargs)
+        F.embedding_bag = other_tool
+        try:
+            self.check(bag, [((ids, off), {}), ((ids, off), {})], "bag")
+        finally:
+            F.embedding_bag = edo_bag
+        self.assertEqual(len(seen), 2)
+        self.assertEqual(len(spy.left), 2)   # the hook left the weight for edo's wrapper then
+
     def test_subclasses_with_and_without_their_own_forward(self):
         class Scaled(nn.Embedding):      # overrides forward, calls the base one
             def forward(self, x):
