@@ -20,9 +20,9 @@
 #include "edo/model/profile_summary.h"
 #include "edo/model/training.h"
 #include "edo/stats/table_stats.h"
-#include "support/plan_source.h"
-#include "support/plan_trial.h"
-#include "support/report_json.h"
+#include "support/plan/plan_source.h"
+#include "support/plan/plan_trial.h"
+#include "support/report/report_json.h"
 #include "support/terminal.h"
 
 namespace edo::cli::diff_command {

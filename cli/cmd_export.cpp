@@ -14,10 +14,10 @@
 #include "command.h"
 #include "edo/tuner/plan_io.h"
 #include "support/output_file.h"
-#include "support/plan_source.h"
-#include "support/recording_exports.h"
+#include "support/plan/plan_source.h"
+#include "support/plan/recording_exports.h"
 #include "support/terminal.h"
-#include "support/vocab_remap_export.h"
+#include "support/plan/vocab_remap_export.h"
 
 namespace edo::cli::export_command {
 namespace {
@@ -28,7 +28,7 @@ struct ExportOptions {
   std::string output;
   int64_t run = 0;  // 0: the latest run that found a plan
   bool force = false;
-  VocabRemapRequest vocab;  // --format vocab-remap (support/vocab_remap_export.h)
+  VocabRemapRequest vocab;  // --format vocab-remap (support/plan/vocab_remap_export.h)
 };
 
 // The first line of every `--format torchrec` file (plan_torchrec.cpp): how -o recognises one.

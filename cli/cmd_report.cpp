@@ -25,11 +25,11 @@
 #include "edo/tuner/vocab_coverage.h"
 #include "edo/text/duration.h"
 #include "edo/tuner/plan_io.h"
-#include "support/plan_text.h"
-#include "support/report_json.h"
-#include "support/report_llm.h"
-#include "support/report_ranks.h"
-#include "support/report_union.h"
+#include "support/plan/plan_text.h"
+#include "support/report/report_json.h"
+#include "support/report/report_llm.h"
+#include "support/report/report_ranks.h"
+#include "support/report/report_union.h"
 #include "support/terminal.h"
 #include "support/text_width.h"
 
@@ -402,7 +402,7 @@ void print_text(const model::Profile& profile, const std::vector<model::TableVie
 int run_report(const ReportOptions& o) {
   db::ProfileStore store(o.file, db::ProfileStore::Mode::kReadOnly);
   model::Profile profile = store.load_for_viewing();  // the ordered samples only for the union LRU
-  // Token tables' vocabulary coverage is fitted on their recorded order (support/report_vocab.h).
+  // Token tables' vocabulary coverage is fitted on their recorded order (support/report/report_vocab.h).
   db::load_ordered_samples(store, profile, [&](const model::Table& t) { return tuner::is_token_table(profile, t.name); });
   std::vector<std::string> view_of_table;
   auto tables = model::table_views(profile, {}, &view_of_table);

@@ -25,7 +25,7 @@
 #include "edo/text/size.h"
 #include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
-#include "support/plan_text.h"
+#include "support/plan/plan_text.h"
 #include "support/terminal.h"
 
 namespace edo::cli::tune_command {

@@ -36,7 +36,7 @@
 #include "edo/gui/format.h"
 #include "edo/gui/kernels_model.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/recording_torchrec_facts.h"
+#include "recording_torchrec_facts.h"
 #include "edo/gui/sessions_model.h"
 #include "edo/gui/top_rows_model.h"
 #include "edo/gui/tables_model.h"

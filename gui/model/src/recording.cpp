@@ -4,7 +4,7 @@
 
 #include "edo/db/table_samples.h"
 #include "edo/db/tune_store.h"
-#include "edo/gui/recording_torchrec_facts.h"
+#include "recording_torchrec_facts.h"
 #include "edo/tuner/vocab_coverage.h"
 #include "edo/model/union_view.h"
 

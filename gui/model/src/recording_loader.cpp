@@ -1,7 +1,7 @@
 #include "edo/gui/recording_loader.h"
 
 #include "edo/db/tune_store.h"
-#include "edo/gui/recording_torchrec_facts.h"
+#include "recording_torchrec_facts.h"
 
 #include <QCoreApplication>
 #include <QMetaObject>

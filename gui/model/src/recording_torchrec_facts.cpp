@@ -1,4 +1,4 @@
-#include "edo/gui/recording_torchrec_facts.h"
+#include "recording_torchrec_facts.h"
 
 #include <optional>
 

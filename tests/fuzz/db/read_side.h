@@ -11,7 +11,7 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/model/profile_summary.h"
-#include "support/report_json.h"
+#include "support/report/report_json.h"
 
 namespace edo::fuzz {
 

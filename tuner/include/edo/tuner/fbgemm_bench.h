@@ -24,7 +24,7 @@ IndicesDistribution estimate_indices_distribution(const std::vector<uint64_t>& c
 
 // {"schema": "edo.fbgemm-bench/1", "steps", "tables": {name: {"config": TBEDataConfig's dict,
 // "edo": what edo knows beside it}}} for every table of the recording (the CLI reads it from an
-// .edodb: cli/support/recording_exports.h).
+// .edodb: cli/support/plan/recording_exports.h).
 nlohmann::ordered_json fbgemm_bench_json(const model::Profile& profile);
 
 }  // namespace edo::tuner

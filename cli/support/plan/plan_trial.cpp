@@ -1,4 +1,4 @@
-#include "support/plan_trial.h"
+#include "support/plan/plan_trial.h"
 
 #include "edo/tuner/summary.h"
 

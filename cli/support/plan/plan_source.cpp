@@ -1,4 +1,4 @@
-#include "support/plan_source.h"
+#include "support/plan/plan_source.h"
 
 #include <algorithm>
 #include <filesystem>

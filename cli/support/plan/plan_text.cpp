@@ -1,4 +1,4 @@
-#include "support/plan_text.h"
+#include "support/plan/plan_text.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "support/vocab_remap_export.h"
+#include "support/plan/vocab_remap_export.h"
 
 #include <nlohmann/json.hpp>
 

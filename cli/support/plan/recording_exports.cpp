@@ -1,4 +1,4 @@
-#include "support/recording_exports.h"
+#include "support/plan/recording_exports.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "support/report_union.h"
+#include "support/report/report_union.h"
 
 #include <fmt/format.h>
 

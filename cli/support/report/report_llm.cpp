@@ -1,11 +1,11 @@
-#include "support/report_llm.h"
+#include "support/report/report_llm.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "edo/tuner/llm_facts.h"
-#include "support/report_vocab.h"
+#include "support/report/report_vocab.h"
 #include "support/terminal.h"
 #include "support/text_width.h"
 
@@ -51,7 +51,7 @@ void add_llm_json(const model::Profile& profile, const model::TableView& t, json
   }
   const std::string owner = llm_head_owner(profile, t);
   j["lm_head_of"] = owner.empty() ? json(nullptr) : json(owner);
-  j["vocab"] = vocab_json(profile, t);  // token tables' coverage and trim (support/report_vocab.h)
+  j["vocab"] = vocab_json(profile, t);  // token tables' coverage and trim (support/report/report_vocab.h)
 }
 
 uint64_t lm_head_bytes(const model::Profile& profile, const std::vector<model::TableView>& tables) {
@@ -125,7 +125,7 @@ LlmText llm_text(const model::Profile& profile, const std::vector<model::TableVi
     out.table.push_back(fmt::format("{} {:>10} {:>10} {:>10}  {}  {} {:>10}  {}", pad_right(r.name, w_name), r.out, r.grad, r.peak,
                                     pad_right(r.shape, w_shape), pad_right(r.head, w_head), r.head_bytes, r.reads));
   out.notes = std::move(details);
-  for (auto& l : vocab_text(profile, tables)) out.notes.push_back(std::move(l));  // support/report_vocab.h
+  for (auto& l : vocab_text(profile, tables)) out.notes.push_back(std::move(l));  // support/report/report_vocab.h
   out.notes.push_back("ACTIVATION: the outputs of the table's lookups in the step with the most (B x T x D, or bags x D), "
                       "ACT GRAD their gradient, ACT PEAK both; READS/STEP: the head's forward calls per step, each reading "
                       "every row.");

@@ -1,11 +1,11 @@
-#include "support/report_json.h"
+#include "support/report/report_json.h"
 
 #include <cmath>
 
 #include "edo/model/processes.h"
 #include "edo/model/training.h"
-#include "support/report_llm.h"
-#include "support/report_union.h"
+#include "support/report/report_llm.h"
+#include "support/report/report_union.h"
 
 namespace edo::cli {
 
@@ -161,7 +161,7 @@ json report_json(const model::Profile& profile, const std::vector<model::TableVi
   json tj = json::array();
   for (const auto& t : tables) {
     tj.push_back(table_json(t, top_rows));
-    add_llm_json(profile, t, tj.back());  // activation memory, LM head (support/report_llm.h)
+    add_llm_json(profile, t, tj.back());  // activation memory, LM head (support/report/report_llm.h)
   }
   j["tables"] = tj;
   // The LM heads' memory (not in table_bytes: a head is not a table) and the tables' activations.

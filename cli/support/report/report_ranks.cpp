@@ -1,4 +1,4 @@
-#include "support/report_ranks.h"
+#include "support/report/report_ranks.h"
 
 #include <fmt/format.h>
 

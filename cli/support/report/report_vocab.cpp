@@ -1,4 +1,4 @@
-#include "support/report_vocab.h"
+#include "support/report/report_vocab.h"
 
 #include <fmt/format.h>
 
