@@ -135,6 +135,19 @@ RowParams params_of(const std::uint8_t* p, std::uint32_t D, float table_scale) {
   return row_params<K>(p, D, table_scale);
 }
 
+#if defined(__AVX2__)
+// 8 bytes of int4 codes (16 elements) decoded: the 8 low nibbles (even elements) into `even`,
+// the 8 high ones into `odd`, each fma(q, scale, bias) as int4_dequant (bit for bit).
+inline void int4_decode16(const std::uint8_t* p, RowParams rp, __m256& even, __m256& odd) {
+  std::uint64_t bytes;
+  std::memcpy(&bytes, p, sizeof bytes);
+  const __m256i x = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
+  const __m256 a = _mm256_set1_ps(rp.a), b = _mm256_set1_ps(rp.b);
+  even = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, _mm256_set1_epi32(0xf))), a, b);
+  odd = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), a, b);
+}
+#endif
+
 // KD > 0: the dimension is the compile-time constant KD (common sizes get their own code).
 template <RowKind K, std::uint32_t KD = 0>
 struct RowAcc {
@@ -181,14 +194,10 @@ struct RowAcc {
         // 8 bytes -> 8 low and 8 high nibbles as int32 -> float, the same fma chain as below
         // (bit for bit); compilers unpacked the nibbles one byte at a time.
         if constexpr (KD % 16 == 0) {
-          const __m256 wv = _mm256_set1_ps(w), av = _mm256_set1_ps(rp.a), bv = _mm256_set1_ps(rp.b);
-          const __m256i low = _mm256_set1_epi32(0xf);
+          const __m256 wv = _mm256_set1_ps(w);
           for (std::uint32_t i = 0; i < KD / 2; i += 8) {
-            std::uint64_t bytes;
-            std::memcpy(&bytes, p + i, sizeof bytes);
-            const __m256i x = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
-            const __m256 ev = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, low)), av, bv);
-            const __m256 od = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), av, bv);
+            __m256 ev, od;
+            int4_decode16(p + i, rp, ev, od);
             _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, ev, _mm256_loadu_ps(acc + i)));
             _mm256_storeu_ps(odd + i, _mm256_fmadd_ps(wv, od, _mm256_loadu_ps(odd + i)));
           }
@@ -235,14 +244,9 @@ struct RowAcc {
 #if defined(__AVX2__)
       if constexpr (K == RowKind::INT4 && KD > 0 && KD % 16 == 0) {
         // As accumulate(): 8 bytes -> 16 values, then interleaved back to element order.
-        const __m256 av = _mm256_set1_ps(rp.a), bv = _mm256_set1_ps(rp.b);
-        const __m256i low = _mm256_set1_epi32(0xf);
         for (std::uint32_t i = 0; i < KD / 2; i += 8) {
-          std::uint64_t bytes;
-          std::memcpy(&bytes, p + i, sizeof bytes);
-          const __m256i x = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
-          const __m256 ev = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(x, low)), av, bv);
-          const __m256 od = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(x, 4)), av, bv);
+          __m256 ev, od;
+          int4_decode16(p + i, rp, ev, od);
           const __m256 lo = _mm256_unpacklo_ps(ev, od), hi = _mm256_unpackhi_ps(ev, od);
           _mm256_storeu_ps(out + 2 * i, _mm256_permute2f128_ps(lo, hi, 0x20));
           _mm256_storeu_ps(out + 2 * i + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
