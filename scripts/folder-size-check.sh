@@ -13,9 +13,7 @@
 set -uo pipefail
 limit=20
 declare -A not_split_yet=(
-  [gui/views]=30
   [gui/model/include/edo/gui]=21
-  [core/stats/src]=21
   [profiler/python/edo]=23
 )
 cd "${1:-$(dirname "$0")/..}" || exit 2
