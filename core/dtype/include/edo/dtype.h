@@ -64,6 +64,13 @@ constexpr std::optional<DType> dtype_from_code(unsigned code) {
   return std::nullopt;
 }
 
+// Bytes of one element of the numeric code; 1 for an unknown code (what the tracer counts for
+// a code it cannot name: the bounds it checks then stay the smallest a table could take).
+constexpr std::uint32_t dtype_code_bytes(unsigned code) {
+  const std::optional<DType> t = dtype_from_code(code);
+  return t ? dtype_bytes(*t) : 1;
+}
+
 // A name in any spelling of the table above; nullopt for anything else.
 constexpr std::optional<DType> parse_dtype(std::string_view s) {
   struct Alias {

@@ -1,4 +1,5 @@
 // The exported C API (profiler/include/edo/edo.h). Nothing here throws across the C boundary.
+#include "edo/dtype.h"
 #include "edo/edo.h"
 
 #include <string>
@@ -19,20 +20,11 @@ constexpr uint64_t kMaxRows = uint64_t{1} << 48;
 constexpr uint64_t kMaxBytes = uint64_t{1} << 56;
 constexpr uint64_t kMaxBatch = uint64_t{1} << 48;
 
-int element_bytes(int dtype) {
-  switch (dtype) {
-    case EDO_F32: return 4;
-    case EDO_F16:
-    case EDO_BF16: return 2;
-    default: return 1;
-  }
-}
-
 bool shape_in_range(uint64_t rows, uint32_t dim, int dtype) {
   if (rows > kMaxRows) return false;
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(rows, uint64_t{dim}, &bytes)) return false;
-  if (__builtin_mul_overflow(bytes, uint64_t(element_bytes(dtype)), &bytes)) return false;
+  if (__builtin_mul_overflow(bytes, uint64_t(edo::dtype_code_bytes(static_cast<unsigned>(dtype))), &bytes)) return false;
   return bytes <= kMaxBytes;
 }
 

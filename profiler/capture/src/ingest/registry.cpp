@@ -6,14 +6,10 @@
 namespace edo::capture {
 namespace {
 
-// Bytes per element of an edo_dtype code (the one vocabulary in core's edo/dtype.h).
+// edo_dtype codes are edo::DType codes (the one vocabulary in core's edo/dtype.h).
 static_assert(int(EDO_F32) == int(DType::Fp32) && int(EDO_F16) == int(DType::Fp16) && int(EDO_BF16) == int(DType::Bf16) &&
                   int(EDO_I8) == int(DType::Int8) && int(EDO_U8) == int(DType::Uint8) && int(EDO_F8E4M3) == int(DType::Fp8E4M3),
               "edo_dtype (edo.h) and edo::DType (edo/dtype.h) must keep the same codes");
-uint32_t elem_size(int dtype) {
-  const auto t = dtype_from_code(static_cast<unsigned>(dtype));
-  return t ? dtype_bytes(*t) : 1;
-}
 
 }  // namespace
 
@@ -49,7 +45,7 @@ int64_t Registry::add(const char* name, const void* base, uint64_t rows, uint32_
   t->dim = dim;
   t->dtype = uint8_t(dtype);
   t->device = uint8_t(device);
-  t->bytes = rows * dim * elem_size(dtype);
+  t->bytes = rows * dim * dtype_code_bytes(static_cast<unsigned>(dtype));
   if (index_addresses_) {
     // A new immutable index: threads that hold the old one keep reading it undisturbed.
     wire::AddressIndex::Builder b(*index_);

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "edo/dtype.h"
 #include "edo/edo.h"
 #include "edo/stats/weight_sample.h"
 #include "edo/wire/wire.h"
@@ -34,14 +35,6 @@ constexpr uint64_t kPartBytes = uint64_t{4} << 20;
 constexpr uint64_t kMaxQueuedBytes = uint64_t{1} << 30;
 
 
-uint32_t elem_bytes(int dtype) {
-  switch (dtype) {
-    case EDO_F32: return 4;
-    case EDO_F16:
-    case EDO_BF16: return 2;
-    default: return 1;
-  }
-}
 
 // The hottest rows known now: the running tracker merged with what is still pending. Both are
 // read under flush_mu after draining the queue: a flush moves counts from pending into the
@@ -101,7 +94,7 @@ int api_table_weights(int64_t handle, const void* weights, uint64_t row_stride, 
   if (!info) return EDO_ERR_BAD_HANDLE;
   const TableInfo& sh = *info;
   if (!weights || (device != EDO_HOST && device != EDO_CUDA)) return EDO_ERR_INVALID_ARGUMENT;
-  const uint64_t row_bytes = uint64_t{sh.dim} * elem_bytes(sh.dtype);
+  const uint64_t row_bytes = uint64_t{sh.dim} * dtype_code_bytes(sh.dtype);
   const uint64_t stride = row_stride ? row_stride : row_bytes;
   if (stride < row_bytes) return EDO_ERR_INVALID_ARGUMENT;
   if (!p->active || !p->cfg.weights) return EDO_OK;
