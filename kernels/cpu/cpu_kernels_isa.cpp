@@ -271,10 +271,10 @@ struct RowAcc {
 
 template <RowKind K>
 void row_lookup(const RowView& v, const LookupArgs& g) {
-  // Common embedding widths get their own code: with a run-time width the vectoriser picks a
-  // vector length for the byte loads (64 int8 values under AVX-512) that a 16- or 32-wide row
-  // never fills, so int8 rows of 16 ran scalar at a quarter of fp32's bag rate (edo bench
-  // --rows 20000 --dim 16).
+  // Common embedding widths get their own code: the accumulator stays in vector registers and
+  // the whole-group paths (fp16 through F16C, int4's 16-value decode) apply. fp16 bags of 16-wide
+  // rows ran about 4x faster for it (edo bench --rows 20000 --dim 16); int8's slowness there was
+  // the unsigned conversion (int8_rowwise.h), not the width.
   switch (v.dim) {
     case 16: return run_lookup(RowAcc<K, 16>(v, g), g);
     case 32: return run_lookup(RowAcc<K, 32>(v, g), g);
