@@ -17,6 +17,7 @@ static_assert(hash::kSampleModBits == ShardsSampler::kModBits);
 
 ShardsSampler::ShardsSampler(double rate, uint64_t rows, bool stratify) : rows_(rows), stratify_(stratify) {
   if (stratify_) counts_.assign(std::min(rows, kCountSlots), 0);
+  class_refs_.assign(kClasses, 0);
   rate = std::clamp(rate, 1.0 / (1u << kModBits), 1.0);
   threshold_ = static_cast<uint64_t>(std::llround(rate * (1u << kModBits)));
   if (threshold_ == 0) threshold_ = 1;
@@ -202,10 +203,20 @@ void ShardsSampler::step(const uint64_t* rows, size_t n) {
     bool cross = false;
     if (stratify_) {
       uint32_t* __restrict cnt = counts_.data();
+      uint64_t* __restrict by_class = class_refs_.data();
       for (size_t i = done; i < n; ++i) {
+        // The count of the row kPrefetchCount references ahead (a large table's counts miss
+        // the caches; the address formed as an integer, no pointer past the array).
+        if (i + kPrefetchCount < n)
+          __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(cnt) +
+                                                           count_slot(rows[i + kPrefetchCount]) * sizeof(uint32_t)),
+                             1, 3);
         uint32_t& c = cnt[count_slot(rows[i])];
-        c += c != UINT32_MAX;
-        cls[i] = static_cast<uint8_t>(std::min<uint32_t>(kClasses - 1, 31u - static_cast<uint32_t>(__builtin_clz(c))));
+        const uint32_t inc = c != UINT32_MAX;  // saturated: neither counted nor classed again
+        c += inc;
+        const uint32_t k = std::min<uint32_t>(kClasses - 1, 31u - static_cast<uint32_t>(__builtin_clz(c)));
+        cls[i] = static_cast<uint8_t>(k);
+        by_class[k] += inc;
         if (c == kHotThreshold) {
           end = i + 1;
           cross = true;
@@ -324,24 +335,13 @@ void ShardsSampler::flush_segment(StackDistanceHistogram& out) {
   // Everything else: sampled references, each class scaled to its exact reference count.
   std::vector<double> total(kClasses, 0.0);
   if (stratify_) {
-    // References per class by running count, from the sampler's counts. Classes are by
+    // References per class by running count (class_refs_, tallied by the count pass). Classes are by
     // running count for the totals but by count at the end of a sub-chunk for the hot
     // references, so a difference can go negative: clamp, then rescale so that the classes
     // add up to exactly the references not covered by the hot path.
-    std::vector<double> by_count(kClasses, 0.0);
-    for (const uint32_t n : counts_) {
-      if (!n) continue;
-      for (uint32_t k = 0; k < kClasses; ++k) {
-        const uint64_t lo = uint64_t{1} << k;
-        if (lo > n) break;
-        const uint64_t hi = k + 1 == kClasses ? n : std::min<uint64_t>(n, (lo << 1) - 1);
-        by_count[k] += static_cast<double>(hi - lo + 1);
-        if (hi == n) break;
-      }
-    }
     double sum = 0.0;
     for (size_t k = 0; k < kClasses; ++k) {
-      total[k] = std::max(0.0, by_count[k] - static_cast<double>(hot_refs_[k]));
+      total[k] = std::max(0.0, static_cast<double>(class_refs_[k]) - static_cast<double>(hot_refs_[k]));
       sum += total[k];
     }
     const double want = std::max(0.0, static_cast<double>(refs_) - hot_total);
