@@ -280,6 +280,18 @@ class HyperLogLog {
 };
 
 // ---- Mattson stack distances ------------------------------------------------------------
+// Population count without the popcnt instruction (the library is built for baseline x86-64;
+// the stack's loops are also compiled with popcnt and picked at load).
+// Whether the stack's loops take their popcnt + AVX2 builds (the CPU has them, and no test asked
+// for the baseline ones: MattsonStack::use_baseline_loop_for_test).
+bool stack_fast_loops();
+inline uint64_t popcount_swar(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
+
 // Integer tally of exact stack distances in StackDistanceHistogram's bins: the exact stack's
 // loop does one increment per reference, and add_to() hands the tally to a histogram at a
 // segment's cut. The histogram's bins are the same sums (whole numbers below 2^53 add up
@@ -311,8 +323,9 @@ struct DistanceTally {
 // counts after it. Moving a marker is O(1). (A Fenwick tree, three O(log n) walks per
 // reference, measured 10-20 % slower on Zipf tables of 1K-64K rows; both are bound by
 // mispredicted loop exits.) Timestamps are compacted in place when they run out, keeping the
-// capacity at about four times the live ids. reference_batch() runs a whole chunk in one loop, the
-// id's last timestamp prefetched a few references ahead.
+// capacity at about four times the live ids. reference_batch() takes 2048 references at a time
+// offline (stack_chunk.cpp: one sweep of the block counts per chunk instead of a walk per
+// reference).
 class MattsonStack {
  public:
   static constexpr uint64_t kCold = UINT64_MAX;
@@ -341,11 +354,22 @@ class MattsonStack {
   static constexpr uint32_t kSuperShift = 15;  // timestamps per super count: 32768 (64 blocks)
   void compact();
   void grow_ids(uint64_t max_id);
+  // reference_batch()'s chunk (stack_chunk.cpp), compiled with popcnt + AVX2 and for the baseline.
+  template <bool kPop>
+  size_t chunk_loop(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct);
+  template <bool kPop>
+  void sweep_old_markers(size_t olds, uint32_t* old_after, uint32_t* code);
+  size_t chunk_fast(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct);
+  size_t chunk_base(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct);
   std::vector<uint32_t> last_;   // id -> timestamp + 1 (0 = never)
   std::vector<uint32_t> owner_;  // timestamp -> id + 1 (meaningful where the marker is live)
   std::vector<uint64_t> bits_;   // live markers, one bit per timestamp
   std::vector<uint32_t> block_;  // live markers per 512 timestamps
   std::vector<uint32_t> super_;  // live markers per 32768 timestamps
+  // The batched loop's flags of old markers (as bits_) and of their blocks (as block_): all
+  // clear between chunks.
+  std::vector<uint64_t> qbits_;
+  std::vector<uint8_t> qblock_;
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
   uint64_t id_bound_ = UINT64_MAX;
 };

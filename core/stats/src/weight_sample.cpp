@@ -9,7 +9,7 @@
 namespace edo::stats {
 namespace {
 
-struct SplitMix {
+struct WeightSampleRng {  // splitmix64 (named apart: unity builds batch this file with iid_workload.cpp)
   uint64_t s;
   uint64_t next() {
     uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
@@ -51,7 +51,7 @@ SnapshotRows choose_snapshot_rows(const std::vector<std::pair<uint64_t, uint64_t
   out.population = rows - out.hot.size();
   const uint64_t want = std::min<uint64_t>(limit - out.hot.size(), out.population);
   // Floyd's algorithm: `want` distinct positions of [0, population) in O(want).
-  SplitMix rng{seed ^ 0x5eed5a3b1e5ULL};
+  WeightSampleRng rng{seed ^ 0x5eed5a3b1e5ULL};
   std::unordered_set<uint64_t> chosen;
   chosen.reserve(static_cast<size_t>(want) * 2);
   for (uint64_t j = out.population - want; j < out.population; ++j) {

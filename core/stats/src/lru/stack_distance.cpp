@@ -106,15 +106,6 @@ constexpr uint64_t kBlocksPerSuper = uint64_t{1} << (kSuperShift - kBlockShift);
 // Gaps spanning fewer words than this take the short count (bits_ has this many spare words
 // at its end, so it never reads past it).
 constexpr uint64_t kShortWords = 16;
-constexpr size_t kPrefetchAhead = 16;
-
-inline uint64_t popcount_swar(uint64_t x) {
-  // The library is built for baseline x86-64, which has no popcnt instruction.
-  x = x - ((x >> 1) & 0x5555555555555555ull);
-  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-  return (x * 0x0101010101010101ull) >> 56;
-}
 
 // The stack's arrays as the loop sees them.
 struct StackView {
@@ -158,113 +149,51 @@ __attribute__((always_inline)) inline uint64_t live_after(const StackView& s, ui
   return n + m2;
 }
 
-// References ids[0, n) (each below the size of `last`, at most the capacity's room left of
-// them), up to the first new id while max_distinct are live. Sink(d) gets each distance
-// (kCold for a first reference). Returns how many were referenced.
-template <bool kPop, class Sink>
-__attribute__((always_inline)) inline size_t run_stack(StackView& s, const uint64_t* ids, size_t n,
-                                                       uint64_t max_distinct, Sink&& sink) {
-  uint32_t* __restrict last = s.last;
-  uint32_t* __restrict owner = s.owner;
-  uint64_t* __restrict bits = s.bits;
-  uint32_t* __restrict block = s.block;
-  uint32_t* __restrict super = s.super;
-  uint64_t t = s.now, live = s.live;
-  size_t i = 0;
-  for (; i < n; ++i) {
-    // Cold ids' last timestamps are cache misses (a large table's array is megabytes):
-    // prefetch a few references ahead (the address formed as an integer: no pointer
-    // arithmetic past the array at the batch's end).
-    if (i + kPrefetchAhead < n)
-      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
-                                                       static_cast<uintptr_t>(ids[i + kPrefetchAhead]) * sizeof(uint32_t)),
-                         1, 3);
-    const uint64_t id = ids[i];
-    const uint32_t p = last[id];
-    if (p != 0) {
-      const uint64_t prev = p - 1;
-      sink(live_after<kPop>(s, prev, t));
-      // The marker moves from prev to t. Counters they share are left alone: a decrement and
-      // an increment of one counter back to back (most moves on a skewed trace stay in one
-      // block) made the CPU replay the loads it had run ahead of the first store.
-      bits[prev >> 6] &= ~(uint64_t{1} << (prev & 63));
-      if ((prev >> kBlockShift) != (t >> kBlockShift)) {
-        --block[prev >> kBlockShift];
-        ++block[t >> kBlockShift];
-        if ((prev >> kSuperShift) != (t >> kSuperShift)) {
-          --super[prev >> kSuperShift];
-          ++super[t >> kSuperShift];
-        }
+// References one id (below the size of `last`, with room left in the capacity): returns its
+// distance, kCold for a first reference.
+template <bool kPop>
+__attribute__((always_inline)) inline uint64_t one_reference(StackView& s, uint64_t id) {
+  const uint64_t t = s.now;
+  const uint32_t p = s.last[id];
+  uint64_t d = MattsonStack::kCold;
+  if (p != 0) {
+    const uint64_t prev = p - 1;
+    d = live_after<kPop>(s, prev, t);
+    // The marker moves from prev to t (counters they share are left alone).
+    s.bits[prev >> 6] &= ~(uint64_t{1} << (prev & 63));
+    if ((prev >> kBlockShift) != (t >> kBlockShift)) {
+      --s.block[prev >> kBlockShift];
+      ++s.block[t >> kBlockShift];
+      if ((prev >> kSuperShift) != (t >> kSuperShift)) {
+        --s.super[prev >> kSuperShift];
+        ++s.super[t >> kSuperShift];
       }
-    } else {
-      if (live >= max_distinct) break;
-      sink(MattsonStack::kCold);
-      ++live;
-      ++block[t >> kBlockShift];
-      ++super[t >> kSuperShift];
     }
-    bits[t >> 6] |= uint64_t{1} << (t & 63);
-    owner[t] = static_cast<uint32_t>(id + 1);
-    last[id] = static_cast<uint32_t>(t + 1);
-    ++t;
+  } else {
+    ++s.live;
+    ++s.block[t >> kBlockShift];
+    ++s.super[t >> kSuperShift];
   }
-  s.now = t;
-  s.live = live;
-  return i;
+  s.bits[t >> 6] |= uint64_t{1} << (t & 63);
+  s.owner[t] = static_cast<uint32_t>(id + 1);
+  s.last[id] = static_cast<uint32_t>(t + 1);
+  s.now = t + 1;
+  return d;
 }
 
-// The loop compiled twice: with popcnt and AVX2 (the masked sums become vector adds), and
-// for the library's baseline target; chosen once at load.
-// Tallies into local counters (registers: the bins' stores cannot alias them), written
-// back once per run.
-struct TallySink {
-  uint64_t* bins;
-  uint64_t cold = 0, hits = 0, max_distance = 0;
-  void operator()(uint64_t d) {
-    if (d == MattsonStack::kCold) {
-      ++cold;
-    } else {
-      ++bins[StackDistanceHistogram::bin_of(d)];
-      ++hits;
-      max_distance = d > max_distance ? d : max_distance;
-    }
-  }
-};
-template <bool kPop>
-__attribute__((always_inline)) inline size_t run_tally(StackView& s, const uint64_t* ids, size_t n, uint64_t max_distinct,
-                                                       DistanceTally& out) {
-  TallySink sink{out.bins.data()};
-  const size_t k = run_stack<kPop>(s, ids, n, max_distinct, sink);
-  out.cold += sink.cold;
-  out.hits += sink.hits;
-  out.max_distance = std::max(out.max_distance, sink.max_distance);
-  return k;
-}
-__attribute__((target("popcnt,avx2"))) size_t run_tally_fast(StackView& s, const uint64_t* ids, size_t n,
-                                                             uint64_t max_distinct, DistanceTally& out) {
-  return run_tally<true>(s, ids, n, max_distinct, out);
-}
-size_t run_tally_base(StackView& s, const uint64_t* ids, size_t n, uint64_t max_distinct, DistanceTally& out) {
-  return run_tally<false>(s, ids, n, max_distinct, out);
-}
-__attribute__((target("popcnt,avx2"))) uint64_t run_one_fast(StackView& s, uint64_t id) {
-  uint64_t d = 0;
-  run_stack<true>(s, &id, 1, UINT64_MAX, [&](uint64_t x) { d = x; });
-  return d;
-}
-uint64_t run_one_base(StackView& s, uint64_t id) {
-  uint64_t d = 0;
-  run_stack<false>(s, &id, 1, UINT64_MAX, [&](uint64_t x) { d = x; });
-  return d;
-}
+// compiled twice: with popcnt and AVX2 (the masked sums become vector adds), and for the
+// library's baseline target; chosen once at load
+__attribute__((target("popcnt,avx2"))) uint64_t run_one_fast(StackView& s, uint64_t id) { return one_reference<true>(s, id); }
+uint64_t run_one_base(StackView& s, uint64_t id) { return one_reference<false>(s, id); }
 const bool kHaveFast = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2");
 }();
-bool g_baseline_only = false;  // tests: the baseline loop on a machine that has the fast one
+bool g_baseline_only = false;  // tests: the baseline loops on a machine that has the fast ones
 
 }  // namespace
 
+bool stack_fast_loops() { return kHaveFast && !g_baseline_only; }
 void MattsonStack::use_baseline_loop_for_test(bool on) { g_baseline_only = on; }
 
 void MattsonStack::grow_ids(uint64_t max_id) {
@@ -277,30 +206,10 @@ uint64_t MattsonStack::reference(uint64_t id) {
   grow_ids(id);
   if (now_ == cap_) compact();
   StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
-  const uint64_t d = kHaveFast && !g_baseline_only ? run_one_fast(v, id) : run_one_base(v, id);
+  const uint64_t d = stack_fast_loops() ? run_one_fast(v, id) : run_one_base(v, id);
   now_ = v.now;
   live_ = v.live;
   return d;
-}
-
-size_t MattsonStack::reference_batch(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct) {
-  uint64_t max_id = 0;
-  for (size_t i = 0; i < n; ++i) max_id = std::max(max_id, ids[i]);
-  if (n) grow_ids(max_id);
-  size_t done = 0;
-  while (done < n) {
-    if (now_ == cap_) compact();
-    out.reserve_below(cap_);  // distances are below the live ids, so below the capacity
-    const size_t take = static_cast<size_t>(std::min<uint64_t>(n - done, cap_ - now_));
-    StackView v{last_.data(), owner_.data(), bits_.data(), block_.data(), super_.data(), super_.size(), now_, live_};
-    const size_t k = kHaveFast && !g_baseline_only ? run_tally_fast(v, ids + done, take, max_distinct, out)
-                               : run_tally_base(v, ids + done, take, max_distinct, out);
-    now_ = v.now;
-    live_ = v.live;
-    done += k;
-    if (k < take) break;  // a new id beyond max_distinct
-  }
-  return done;
 }
 
 void MattsonStack::compact() {
@@ -333,6 +242,8 @@ void MattsonStack::compact() {
   std::fill(block_.begin(), block_.begin() + static_cast<ptrdiff_t>(k >> kBlockShift), uint32_t{1} << kBlockShift);
   block_[k >> kBlockShift] += static_cast<uint32_t>(k & ((uint64_t{1} << kBlockShift) - 1));
   super_.assign(((ncap >> kSuperShift) + 8) / 8 * 8, 0);  // whole vectors of 8 (see live_after())
+  qbits_.assign(bits_.size(), 0);  // the batched loop's flags (stack_chunk.cpp), clear between chunks
+  qblock_.assign(block_.size(), 0);
   std::fill(super_.begin(), super_.begin() + static_cast<ptrdiff_t>(k >> kSuperShift), uint32_t{1} << kSuperShift);
   super_[k >> kSuperShift] += static_cast<uint32_t>(k & ((uint64_t{1} << kSuperShift) - 1));
 }

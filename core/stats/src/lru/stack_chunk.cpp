@@ -1,0 +1,247 @@
+// The exact stack's batched loop (MattsonStack::reference_batch): a chunk of references at a
+// time, offline. The distance of a reference is the number of live markers after its id's
+// previous timestamp; within a chunk that splits into
+//  * a previous reference inside the chunk: the chunk's own live markers after it (a
+//    2048-bit bitmap with a count per word: one popcount and 32 byte counts under a mask);
+//  * a previous reference before the chunk (old marker p, the id's first reference in the
+//    chunk): L(p), the live markers after p when the chunk began, minus those of them whose
+//    ids the chunk has already referenced (they moved into the chunk), plus the chunk's live
+//    markers so far (every one of them is after p).
+// L(p) for all of a chunk's old markers comes from one sweep over the block counts in
+// timestamp order (the old markers flagged in a bitmap as they are met), not from a walk of
+// the counts per reference; the markers that moved are counted by their rank in that order.
+// Every distance is the one a move-to-front list gives (MattsonBatchTest).
+#include <algorithm>
+
+#include "internal.h"
+
+namespace edo::stats::detail {
+
+namespace {
+
+constexpr size_t kChunk = 2048;  // references per chunk: the per-chunk scratch is ~20 KiB of stack
+constexpr size_t kChunkWords = kChunk / 64;
+constexpr size_t kChunkPrefetch = 16;  // the last timestamp of the id this many references ahead
+
+template <bool kPop>
+__attribute__((always_inline)) inline uint32_t chunk_pc(uint64_t x) {
+  return static_cast<uint32_t>(kPop ? static_cast<uint64_t>(__builtin_popcountll(x)) : popcount_swar(x));
+}
+
+// kAbove.m[w][k]: the bytes of a ChunkBits' counts[k] that count words after word w.
+struct AboveMasks {
+  uint64_t m[kChunkWords][kChunkWords / 8];
+  constexpr AboveMasks() : m{} {
+    for (size_t w = 0; w < kChunkWords; ++w)
+      for (size_t k = 0; k < kChunkWords / 8; ++k)
+        for (size_t b = 0; b < 8; ++b)
+          if (8 * k + b > w) m[w][k] |= uint64_t{0xff} << (8 * b);
+  }
+};
+constexpr AboveMasks kAbove{};
+
+// A set of positions below kChunk with a count per word, answering "how many after i". The
+// counts are bytes packed 8 to a uint64 and summed under a mask with scalar arithmetic: the
+// loop updates a count and reads them all again in the next reference, and a vector load of
+// counts just stored one at a time waits for the stores to retire (store forwarding fails),
+// where 8-byte loads of 8-byte stores are forwarded.
+struct ChunkBits {
+  static constexpr size_t kPacked = kChunkWords / 8;
+  uint64_t words[kChunkWords];
+  uint64_t counts[kPacked];  // byte b of counts[i]: set positions in words[8 * i + b]
+  void clear() {
+    std::fill(words, words + kChunkWords, 0);
+    std::fill(counts, counts + kPacked, 0);
+  }
+  void set(size_t i) {
+    words[i >> 6] |= uint64_t{1} << (i & 63);
+    counts[i >> 9] += uint64_t{1} << (8 * ((i >> 6) & 7));
+  }
+  // Sets position i (add) or clears it (!add; it is set): no branch.
+  void flip(size_t i, bool add) {
+    words[i >> 6] ^= uint64_t{1} << (i & 63);
+    const uint64_t one = uint64_t{1} << (8 * ((i >> 6) & 7));
+    counts[i >> 9] += add ? one : 0 - one;  // a set byte is >= 1: no borrow into the next
+  }
+  template <bool kPop>
+  __attribute__((always_inline)) uint32_t after(size_t i) const {
+    constexpr uint64_t kEven = 0x00ff00ff00ff00ffull;
+    const size_t w = i >> 6;
+    uint32_t n = chunk_pc<kPop>(words[w] & (~uint64_t{1} << (i & 63)));
+    // the counts of words after w: per packed word, the bytes above w's, as 16-bit lanes
+    // (at most 4 x 2 x 64 each), then the lanes summed by a multiply
+    const uint64_t* mask = kAbove.m[w];
+    uint64_t lanes = 0;
+    for (size_t k = 0; k < kPacked; ++k) {
+      const uint64_t x = counts[k] & mask[k];
+      lanes += (x & kEven) + ((x >> 8) & kEven);
+    }
+    return n + static_cast<uint32_t>((lanes * 0x0001000100010001ull) >> 48);
+  }
+};
+
+// What pass 2 does with a reference (ChunkScratch::code): a first reference ever (kFirstEver), a
+// previous reference in the chunk (its position), or an old marker (kOldMarker | its rank).
+constexpr uint32_t kFirstEver = 0xffffffffu, kOldMarker = 1u << 16, kPosMask = kOldMarker - 1;
+
+struct ChunkScratch {
+  uint32_t code[kChunk];
+  uint32_t old_after[kChunk];  // first references in the chunk of old ids: L(p)
+  ChunkBits sets[2];           // [0]: the chunk's live markers (by position); [1]: old markers moved (by rank)
+};
+
+}  // namespace
+
+// One chunk (n <= kChunk, within the capacity): returns how many ids were referenced.
+template <bool kPop>
+__attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint64_t* ids, size_t n, DistanceTally& out,
+                                                                      uint64_t max_distinct) {
+  ChunkScratch sc;
+  uint32_t* __restrict last = last_.data();
+  uint32_t* __restrict owner = owner_.data();
+  uint64_t* __restrict qbits = qbits_.data();
+  uint8_t* __restrict qblock = qblock_.data();
+  const uint64_t t0 = now_;
+  // Pass 1: previous timestamps, the ids' new ones; an old marker is flagged, and its owner
+  // slot (free once the id moves) holds the chunk position of the id's first reference.
+  uint64_t fresh = 0;
+  size_t olds = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kChunkPrefetch < n)
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
+                                                       static_cast<uintptr_t>(ids[j + kChunkPrefetch]) * sizeof(uint32_t)),
+                         1, 3);
+    const uint64_t id = ids[j];
+    const uint32_t p = last[id];
+    if (p == 0) {
+      if (live_ + fresh >= max_distinct) {
+        n = j;
+        break;
+      }
+      ++fresh;
+      sc.code[j] = kFirstEver;
+    } else if (p <= t0) {
+      qbits[(p - 1) >> 6] |= uint64_t{1} << ((p - 1) & 63);
+      qblock[(p - 1) >> kBlockShift] = 1;
+      owner[p - 1] = static_cast<uint32_t>(j);
+      ++olds;  // its code is set by the sweep
+    } else {
+      sc.code[j] = static_cast<uint32_t>(p - 1 - t0);
+    }
+    last[id] = static_cast<uint32_t>(t0 + j + 1);
+    owner[t0 + j] = static_cast<uint32_t>(id + 1);
+  }
+  sweep_old_markers<kPop>(olds, sc.old_after, sc.code);
+  // Pass 2, in stream order: the distances. A previous reference in the chunk: the chunk's
+  // live markers after it; an old marker: L(p), less the markers after it that moved, plus
+  // the chunk's live markers. One path for both (they alternate at random on a skewed trace).
+  ChunkBits* sets = sc.sets;
+  sets[0].clear();
+  sets[1].clear();
+  uint64_t* __restrict bins = out.bins.data();
+  uint64_t cold = 0, hits = 0, maxd = out.max_distance;
+  uint32_t in_chunk = 0;  // the chunk's live markers
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t c = sc.code[j];
+    if (c == kFirstEver) {
+      ++cold;
+      ++in_chunk;
+      sets[0].flip(j, true);
+      continue;
+    }
+    const bool old = (c & kOldMarker) != 0;
+    const uint32_t x = c & kPosMask;
+    const uint32_t a = sets[old].template after<kPop>(x);
+    const uint64_t d = old ? sc.old_after[j] + in_chunk - a : a;
+    sets[old].flip(x, old);  // the old marker's rank joins the moved; the chunk's q is cleared
+    in_chunk += old;
+    sets[0].flip(j, true);
+    ++bins[StackDistanceHistogram::bin_of(d)];
+    ++hits;
+    maxd = d > maxd ? d : maxd;
+  }
+  out.cold += cold;
+  out.hits += hits;
+  out.max_distance = maxd;
+  // The chunk's live markers join the stack.
+  for (size_t w = 0; w < kChunkWords; ++w)
+    for (uint64_t x = sets[0].words[w]; x; x &= x - 1) {
+      const uint64_t t = t0 + w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
+      bits_[t >> 6] |= uint64_t{1} << (t & 63);
+      ++block_[t >> kBlockShift];
+      ++super_[t >> kSuperShift];
+    }
+  now_ = t0 + n;
+  live_ += fresh;
+  return n;
+}
+
+// The flagged old markers in timestamp order: each one's L(p) (live markers after it) and rank
+// (kOldMarker | rank) into old_after / code at its chunk position (from its owner slot); then the markers are
+// removed (their ids moved into the chunk) and the flags cleared.
+template <bool kPop>
+__attribute__((always_inline)) inline void MattsonStack::sweep_old_markers(size_t olds, uint32_t* old_after,
+                                                                           uint32_t* code) {
+  constexpr uint64_t kWordsInBlock = uint64_t{1} << (kBlockShift - 6);
+  uint64_t* __restrict qbits = qbits_.data();
+  uint8_t* __restrict qblock = qblock_.data();
+  uint64_t before = 0;  // live markers before the current block
+  uint32_t r = 0;
+  const uint64_t blocks = (now_ + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift;
+  for (uint64_t b = 0; b < blocks && r < olds; ++b) {
+    const uint32_t in_block = block_[b];
+    if (!qblock[b]) {
+      before += in_block;
+      continue;
+    }
+    qblock[b] = 0;
+    uint64_t at = before;  // live markers before the current word
+    uint32_t removed = 0;
+    for (uint64_t w = b * kWordsInBlock; w < (b + 1) * kWordsInBlock; ++w) {
+      const uint64_t bw = bits_[w];
+      for (uint64_t x = qbits[w]; x; x &= x - 1) {
+        const uint32_t bit = static_cast<uint32_t>(__builtin_ctzll(x));
+        const uint32_t j = owner_[w * 64 + bit];
+        // live markers after p: all of them, less those before p and p itself
+        old_after[j] = static_cast<uint32_t>(live_ - (at + chunk_pc<kPop>(bw & ((uint64_t{1} << bit) - 1))) - 1);
+        code[j] = kOldMarker | r++;
+      }
+      at += chunk_pc<kPop>(bw);
+      removed += chunk_pc<kPop>(qbits[w]);
+      bits_[w] = bw & ~qbits[w];
+      qbits[w] = 0;
+    }
+    before += in_block;
+    block_[b] -= removed;
+    // the super count of each removed marker (a block lies in one super block)
+    super_[b >> (kSuperShift - kBlockShift)] -= removed;
+  }
+}
+
+
+__attribute__((target("popcnt,avx2"))) size_t MattsonStack::chunk_fast(const uint64_t* ids, size_t n, DistanceTally& out,
+                                                                        uint64_t max_distinct) {
+  return chunk_loop<true>(ids, n, out, max_distinct);
+}
+size_t MattsonStack::chunk_base(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct) {
+  return chunk_loop<false>(ids, n, out, max_distinct);
+}
+
+size_t MattsonStack::reference_batch(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct) {
+  uint64_t max_id = 0;
+  for (size_t i = 0; i < n; ++i) max_id = std::max(max_id, ids[i]);
+  if (n) grow_ids(max_id);
+  size_t done = 0;
+  while (done < n) {
+    if (now_ == cap_) compact();
+    out.reserve_below(cap_);  // distances are below the live ids, so below the capacity
+    const size_t take = static_cast<size_t>(std::min<uint64_t>({n - done, cap_ - now_, kChunk}));
+    const size_t k = stack_fast_loops() ? chunk_fast(ids + done, take, out, max_distinct)
+                                                               : chunk_base(ids + done, take, out, max_distinct);
+    done += k;
+    if (k < take) break;  // a new id beyond max_distinct
+  }
+  return done;
+}
+
+}  // namespace edo::stats::detail
