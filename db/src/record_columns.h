@@ -35,9 +35,11 @@ std::string column_list_sql(const model::Record<R, N>& rec) {
 }
 
 // "INSERT INTO t(k1, k2, c1, c2...) VALUES (:k1, :k2, :c1, :c2...)": the store's own `keys`
-// first (parameters 1..K), then the declared columns (bind_fields binds them in declared order).
+// first (parameters 1..K, bound by their names, ":k1"), then the declared columns (bind_fields
+// binds them in declared order). `verb`: "INSERT OR REPLACE", "INSERT OR IGNORE" for a table
+// whose rows are unique.
 template <class R, size_t N>
-std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys) {
+std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys, const char* verb = "INSERT") {
   std::string names, values;
   auto add = [&](const char* c) {
     names += (names.empty() ? "" : ", ") + std::string(c);
@@ -45,7 +47,7 @@ std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const c
   };
   for (const char* k : keys) add(k);
   for (const auto& f : rec.fields) add(f.column);
-  return "INSERT INTO " + std::string(rec.table) + "(" + names + ") VALUES (" + values + ")";
+  return std::string(verb) + " INTO " + std::string(rec.table) + "(" + names + ") VALUES (" + values + ")";
 }
 
 // "INSERT ... ON CONFLICT(<conflict>) DO UPDATE SET k2=excluded.k2, c1=excluded.c1...": a row
@@ -92,6 +94,9 @@ std::string select_sql(const model::Record<R, N>& rec, const std::vector<const c
 namespace detail {
 inline bool nullable(const char* sql) { return std::strstr(sql, "NOT NULL") == nullptr; }
 
+template <class T>
+constexpr bool is_optional_int = std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<int32_t>>;
+
 template <class R>
 void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f) {
   std::visit(
@@ -103,15 +108,28 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
         else if constexpr (std::is_same_v<T, std::optional<double>>) {
           if (v && std::isfinite(*v)) s.bind(i, *v);
           else s.bind(i);
+        } else if constexpr (is_optional_int<T>) {
+          if (v) s.bind(i, static_cast<int64_t>(*v));
+          else s.bind(i);
         } else if constexpr (std::is_same_v<T, double>) {
           if (std::isfinite(v)) s.bind(i, v);
           else if (nullable(f.sql)) s.bind(i);  // "none" (not measured, no limit)
           else s.bind(i, 0.0);
         } else {
-          s.bind(i, static_cast<int64_t>(v));
+          s.bind(i, static_cast<int64_t>(v));  // a uint64_t: its bits
         }
       },
       f.member);
+}
+
+// A stored integer of a field checked against its declared range.
+template <class R>
+int64_t in_range(const SQLite::Column& c, const model::Field<R>& f, const char* table) {
+  const int64_t x = c.getInt64();
+  if (static_cast<double>(x) < f.lo || static_cast<double>(x) > f.hi)
+    throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +
+                     std::to_string(static_cast<int64_t>(f.lo)) + ".." + std::to_string(static_cast<int64_t>(f.hi)));
+  return x;
 }
 
 // NULL reads as the member's value in `defaults` (a default-constructed record): "none" (NaN,
@@ -129,16 +147,15 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
         if constexpr (std::is_same_v<T, std::string>) v = c.getString();
         else if constexpr (std::is_same_v<T, bool>) v = c.getInt64() != 0;
         else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) v = c.getDouble();
-        else if constexpr (std::is_same_v<T, int64_t>) v = c.getInt64();
+        else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, std::optional<int64_t>>) v = c.getInt64();
         else if constexpr (std::is_same_v<T, uint64_t>) {
-          if (c.getInt64() < 0) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(c.getInt64()) + ", not a count");
-          v = static_cast<uint64_t>(c.getInt64());
-        } else {
           const int64_t x = c.getInt64();
-          if (x < f.lo || x > f.hi)
-            throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +
-                             std::to_string(static_cast<int64_t>(f.lo)) + ".." + std::to_string(static_cast<int64_t>(f.hi)));
-          v = static_cast<T>(x);
+          if (x < 0 && f.lo != model::kAnyBits) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", not a count");
+          v = static_cast<uint64_t>(x);
+        } else if constexpr (std::is_same_v<T, std::optional<int32_t>>) {
+          v = static_cast<int32_t>(in_range(c, f, table));
+        } else {
+          v = static_cast<T>(in_range(c, f, table));
         }
       },
       f.member);
@@ -170,20 +187,27 @@ class FieldReader {
   std::array<int, N> index_{};
 };
 
+// Inserts each of `rows` into a statement made by insert_sql() with `keys` store columns, which
+// the caller has bound by name after a reset() (a statement binds only between runs; a binding
+// stays through reset(): bound once for all rows).
+template <class R, size_t N, class Rows>
+void insert_each(SQLite::Statement& s, const model::Record<R, N>& rec, const Rows& rows, size_t keys) {
+  for (const R& r : rows) {
+    s.reset();
+    bind_fields(s, r, rec, keys);
+    s.exec();
+  }
+}
+
 // Inserts each of `rows` with the store's `keys` bound to the same values (a run id, a plan id).
 template <class R, size_t N>
 void insert_rows(SQLite::Database& d, const model::Record<R, N>& rec, const std::vector<R>& rows,
-                 std::initializer_list<std::pair<const char*, int64_t>> keys) {
+                 std::initializer_list<std::pair<const char*, int64_t>> keys, const char* verb = "INSERT") {
   std::vector<const char*> names;
   for (const auto& k : keys) names.push_back(k.first);
-  SQLite::Statement s(d, insert_sql(rec, names));
-  for (const R& r : rows) {
-    s.reset();
-    int i = 1;
-    for (const auto& k : keys) s.bind(i++, k.second);
-    bind_fields(s, r, rec, keys.size());
-    s.exec();
-  }
+  SQLite::Statement s(d, insert_sql(rec, names, verb));
+  for (const auto& k : keys) s.bind(std::string(":") + k.first, k.second);
+  insert_each(s, rec, rows, keys.size());
 }
 
 // Each column of `table` as "TYPE[ NOT NULL][ DEFAULT value]", by name (PRAGMA table_info).
