@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -152,8 +153,9 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
           const int64_t x = c.getInt64();
           if (x < 0 && f.lo != model::kAnyBits) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", not a count");
           v = static_cast<uint64_t>(x);
-        } else if constexpr (std::is_same_v<T, std::optional<int32_t>>) {
-          v = static_cast<int32_t>(in_range(c, f, table));
+        } else if constexpr (std::is_same_v<T, std::optional<int32_t>> || std::is_same_v<T, int32_t>) {
+          // Saturated (an exit code or device index at the edge of its type is shown, not refused).
+          v = static_cast<int32_t>(std::clamp<int64_t>(c.getInt64(), static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi)));
         } else {
           v = static_cast<T>(in_range(c, f, table));
         }

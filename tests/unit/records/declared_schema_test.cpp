@@ -77,6 +77,19 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+// `load` refuses the file at `path` as corrupt, in one line that names it and says `says`.
+void expect_corrupt(const std::string& path, const std::function<void()>& load, const std::string& says) {
+  try {
+    load();
+    ADD_FAILURE() << "loaded; expected: " << says;
+  } catch (const DbError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
+    EXPECT_NE(what.find(says), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
 TEST(DeclaredSchema, ANewFileHasExactlyTheDeclaredColumns) {
   ProfileStore store = ProfileStore::in_memory();
   EXPECT_EQ(joined(all_differences(store.database())), "");
@@ -127,19 +140,8 @@ TEST(DeclaredSchema, ANegativeCountReadBackIsACorruptFile) {
     raw.exec("UPDATE tune_tables SET rows = -5");
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
-  auto expect_corrupt = [&](const std::function<void()>& load, const std::string& says) {
-    try {
-      load();
-      ADD_FAILURE() << "loaded; expected: " << says;
-    } catch (const DbError& e) {
-      const std::string what = e.what();
-      EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
-      EXPECT_NE(what.find(says), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  };
-  expect_corrupt([&] { (void)store.load(); }, "ranges.count is -1, not a count");
-  expect_corrupt([&] { (void)load_latest_tune_result(store); }, "tune_tables.rows is -5, not a count");
+  expect_corrupt(path, [&] { (void)store.load(); }, "ranges.count is -1, not a count");
+  expect_corrupt(path, [&] { (void)load_latest_tune_result(store); }, "tune_tables.rows is -5, not a count");
 }
 
 // What the new member types say: an address or stream handle keeps all 64 bits (kAnyBits), an
@@ -171,31 +173,29 @@ TEST(DeclaredSchema, AddressesKeepEveryBitAndOptionalNumbersTheirAbsence) {
   EXPECT_EQ(back.sessions[0].identity.clock_shift_ns, -5);
 }
 
-// A device index that does not fit its type, or a negative drop count, in a file: corrupt, said
-// in one line naming the file, the session and the column.
-TEST(DeclaredSchema, AValueOutsideItsTypeReadBackIsACorruptFile) {
-  for (const auto& [edit, says] :
-       {std::pair<std::string, std::string>{"UPDATE memory_events SET device = 4294967296 WHERE time_ns = 10",
-                                            "memory_events.device is 4294967296, outside -2147483648..2147483647"},
-        {"UPDATE sessions SET dropped_events = -2 WHERE id = 2", "session 2: sessions.dropped_events is -2, not a count"}}) {
-    const std::string path = testing::temp_path("outside-type.edodb");
-    {
-      ProfileStore store(path, ProfileStore::Mode::kCreate);
-      model::Profile p = testing::sample_profile();
-      store.save(p);
-    }
-    SQLite::Database(path, SQLite::OPEN_READWRITE).exec(edit);
-    ProfileStore store(path, ProfileStore::Mode::kReadOnly);
-    try {
-      (void)store.load();
-      ADD_FAILURE() << "loaded; expected: " << says;
-    } catch (const DbError& e) {
-      const std::string what = e.what();
-      EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
-      EXPECT_NE(what.find(says), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
+// A negative drop count in a file: corrupt, said in one line naming the file, the session and
+// the column. A device index or exit code beyond 32 bits saturates (HostileDatabase.* shows such
+// a file whole).
+TEST(DeclaredSchema, ANegativeDropCountIsCorruptAnIndexBeyond32BitsSaturates) {
+  const std::string path = testing::temp_path("outside-type.edodb");
+  {
+    ProfileStore store(path, ProfileStore::Mode::kCreate);
+    model::Profile p = testing::sample_profile();
+    store.save(p);
   }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE memory_events SET device = 4294967296 WHERE time_ns = 10");
+    raw.exec("UPDATE sessions SET exit_code = -99999999999 WHERE id = 1");
+  }
+  {
+    const model::Profile back = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+    EXPECT_EQ(back.memory_events.at(0).device, INT32_MAX);
+    EXPECT_EQ(back.sessions.at(0).exit_code, std::optional<int>(INT32_MIN));
+  }
+  SQLite::Database(path, SQLite::OPEN_READWRITE).exec("UPDATE sessions SET dropped_events = -2 WHERE id = 2");
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  expect_corrupt(path, [&] { (void)store.load(); }, "session 2: sessions.dropped_events is -2, not a count");
 }
 
 }  // namespace

@@ -21,9 +21,11 @@ namespace edo::model {
 //   int64_t                INTEGER
 //   uint64_t               INTEGER (a negative value read back: a corrupt file), or with the
 //                          range kAnyBits every 64-bit value (an address), kept bit for bit
-//   uint32_t, int32_t      INTEGER, checked against the field's range when read
+//   uint32_t               INTEGER, checked against the field's range when read
+//   int32_t                INTEGER, saturated to the field's range when read (an exit code or
+//                          device index at the edge of its type is shown, not refused)
 //   std::optional<int64_t> INTEGER, NULL when empty
-//   std::optional<int32_t> INTEGER, NULL when empty, checked against the field's range when read
+//   std::optional<int32_t> INTEGER, NULL when empty, saturated like int32_t
 //   double                 REAL; a non-finite value is NULL in a nullable column (read back as
 //                          the member's default: NaN, infinity...) and 0 in a NOT NULL one
 //   bool                   INTEGER 0 or 1
