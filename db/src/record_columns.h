@@ -125,16 +125,15 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
 
 // A stored integer of a field checked against its declared range.
 template <class R>
-int64_t in_range(const SQLite::Column& c, const model::Field<R>& f, const char* table) {
-  const int64_t x = c.getInt64();
+int64_t in_range(int64_t x, const model::Field<R>& f, const char* table) {
   if (static_cast<double>(x) < f.lo || static_cast<double>(x) > f.hi)
     throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +
                      std::to_string(static_cast<int64_t>(f.lo)) + ".." + std::to_string(static_cast<int64_t>(f.hi)));
   return x;
 }
 
-// NULL reads as the member's value in `defaults` (a default-constructed record): "none" (NaN,
-// no limit), or an empty optional.
+// A column of the current row into r's member. NULL reads as the member's value in `defaults`
+// (a default-constructed record): "none" (NaN, no limit), or an empty optional.
 template <class R>
 void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& defaults, const char* table) {
   std::visit(
@@ -145,19 +144,23 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
           v = defaults.*m;
           return;
         }
-        if constexpr (std::is_same_v<T, std::string>) v = c.getString();
-        else if constexpr (std::is_same_v<T, bool>) v = c.getInt64() != 0;
-        else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) v = c.getDouble();
-        else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, std::optional<int64_t>>) v = c.getInt64();
-        else if constexpr (std::is_same_v<T, uint64_t>) {
-          const int64_t x = c.getInt64();
-          if (x < 0 && f.lo != model::kAnyBits) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", not a count");
-          v = static_cast<uint64_t>(x);
-        } else if constexpr (std::is_same_v<T, std::optional<int32_t>> || std::is_same_v<T, int32_t>) {
-          // Saturated (an exit code or device index at the edge of its type is shown, not refused).
-          v = static_cast<int32_t>(std::clamp<int64_t>(c.getInt64(), static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi)));
+        if constexpr (std::is_same_v<T, std::string>) {
+          v = c.getString();
+        } else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) {
+          v = c.getDouble();
         } else {
-          v = static_cast<T>(in_range(c, f, table));
+          const int64_t x = c.getInt64();
+          if constexpr (std::is_same_v<T, bool>) v = x != 0;
+          else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, std::optional<int64_t>>) v = x;
+          else if constexpr (std::is_same_v<T, uint64_t>) {
+            if (x < 0 && f.lo != model::kAnyBits) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", not a count");
+            v = static_cast<uint64_t>(x);
+          } else if constexpr (std::is_same_v<T, std::optional<int32_t>> || std::is_same_v<T, int32_t>) {
+            // Saturated (an exit code or device index at the edge of its type is shown, not refused).
+            v = static_cast<int32_t>(std::clamp<int64_t>(x, static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi)));
+          } else {
+            v = static_cast<T>(in_range(x, f, table));
+          }
         }
       },
       f.member);
@@ -171,7 +174,9 @@ void bind_fields(SQLite::Statement& s, const R& r, const model::Record<R, N>& re
   for (size_t i = 0; i < N; ++i) detail::bind_one(s, static_cast<int>(keys + i + 1), r, rec.fields[i]);
 }
 
-// Reads a row's declared fields by column name: the positions are looked up once per statement.
+// Reads a row's declared fields by column name: the positions are looked up once per statement,
+// and each column's reader is made at the first row and kept (the largest tables, memory events,
+// are read a million rows at a time: a SQLite::Column per value would cost a reference count).
 template <class R, size_t N>
 class FieldReader {
  public:
@@ -180,13 +185,16 @@ class FieldReader {
   }
   // Throws OutOfRange for a value outside its declared range.
   void read(const SQLite::Statement& s, R& r) const {
-    for (size_t i = 0; i < N; ++i) detail::read_one(s.getColumn(index_[i]), r, rec_.fields[i], defaults_, rec_.table);
+    if (columns_.empty())  // a Column reads its statement's current row, whichever it is
+      for (size_t i = 0; i < N; ++i) columns_.push_back(s.getColumn(index_[i]));
+    for (size_t i = 0; i < N; ++i) detail::read_one(columns_[i], r, rec_.fields[i], defaults_, rec_.table);
   }
 
  private:
   const model::Record<R, N>& rec_;
   const R defaults_{};
   std::array<int, N> index_{};
+  mutable std::vector<SQLite::Column> columns_;
 };
 
 // Inserts each of `rows` into a statement made by insert_sql() with `keys` store columns, which
