@@ -31,18 +31,13 @@
 #include "schema.h"
 #include "session_identity.h"
 #include "table_extras.h"
-#include "text_lines.h"
 #include "training_facts.h"
 
 namespace edo::db {
 
-using model::KernelStat;
-using model::MemoryEvent;
 using model::Profile;
-using model::RangeStat;
 using model::Session;
 using model::Table;
-using model::Tie;
 
 int current_schema_version() { return schema::kCurrentVersion; }
 

@@ -132,15 +132,16 @@ int64_t in_range(int64_t x, const model::Field<R>& f, const char* table) {
   return x;
 }
 
-// A column of the current row into r's member. NULL reads as the member's value in `defaults`
-// (a default-constructed record): "none" (NaN, no limit), or an empty optional.
+// A column of the current row into r's member. In a nullable column, NULL reads as the
+// member's value in `defaults` (a default-constructed record): "none" (NaN, no limit), or an
+// empty optional. A NOT NULL column is not asked (each question to SQLite takes its lock).
 template <class R>
-void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& defaults, const char* table) {
+void read_one(const SQLite::Column& c, bool nullable, R& r, const model::Field<R>& f, const R& defaults, const char* table) {
   std::visit(
       [&](auto m) {
         using T = std::decay_t<decltype(r.*m)>;
         T& v = r.*m;
-        if (c.isNull()) {
+        if (nullable && c.isNull()) {
           v = defaults.*m;
           return;
         }
@@ -181,19 +182,23 @@ template <class R, size_t N>
 class FieldReader {
  public:
   FieldReader(const SQLite::Statement& s, const model::Record<R, N>& rec) : rec_(rec) {
-    for (size_t i = 0; i < N; ++i) index_[i] = s.getColumnIndex(rec.fields[i].column);
+    for (size_t i = 0; i < N; ++i) {
+      index_[i] = s.getColumnIndex(rec.fields[i].column);
+      nullable_[i] = detail::nullable(rec.fields[i].sql);
+    }
   }
   // Throws OutOfRange for a value outside its declared range.
   void read(const SQLite::Statement& s, R& r) const {
     if (columns_.empty())  // a Column reads its statement's current row, whichever it is
       for (size_t i = 0; i < N; ++i) columns_.push_back(s.getColumn(index_[i]));
-    for (size_t i = 0; i < N; ++i) detail::read_one(columns_[i], r, rec_.fields[i], defaults_, rec_.table);
+    for (size_t i = 0; i < N; ++i) detail::read_one(columns_[i], nullable_[i], r, rec_.fields[i], defaults_, rec_.table);
   }
 
  private:
   const model::Record<R, N>& rec_;
   const R defaults_{};
   std::array<int, N> index_{};
+  std::array<bool, N> nullable_{};
   mutable std::vector<SQLite::Column> columns_;
 };
 
