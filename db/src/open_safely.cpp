@@ -40,7 +40,7 @@ const Objects& known_objects() {
     SQLite::Database mem(":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     schema::create(mem);
     SQLite::Statement q(mem, "SELECT type, name FROM sqlite_master");
-    while (q.executeStep()) o.emplace(q.getColumn(0).getString(), q.getColumn(1).getString());
+    while (q.executeStep()) o.emplace(q.getColumn("type").getString(), q.getColumn("name").getString());
     for (const char* t : {"tune_candidates_v1", "tune_plans_v1"}) o.emplace("table", t);
     return o;
   }();
@@ -55,7 +55,7 @@ void check_schema_objects(SQLite::Database& db, const std::string& path) {
   std::string strangers;
   int n = 0;
   while (q.executeStep()) {
-    const std::string type = q.getColumn(0).getString(), name = q.getColumn(1).getString();
+    const std::string type = q.getColumn("type").getString(), name = q.getColumn("name").getString();
     if (known.count({type, name})) continue;
     // SQLite's own: the index of a UNIQUE/PRIMARY KEY constraint, ANALYZE's statistics.
     if ((type == "index" || type == "table") && name.rfind("sqlite_", 0) == 0) continue;

@@ -7,13 +7,13 @@ namespace edo::db {
 
 std::map<std::string, std::string> column_types(SQLite::Database& db, const std::string& table) {
   std::map<std::string, std::string> out;
-  SQLite::Statement q(db, "SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info(?)");
-  q.bind(1, table);
+  SQLite::Statement q(db, "SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info(:table)");
+  q.bind(":table", table);
   while (q.executeStep()) {
-    std::string type = q.getColumn(1).getString();
-    if (q.getColumn(2).getInt() != 0) type += " NOT NULL";
-    if (!q.getColumn(3).isNull()) type += " DEFAULT " + q.getColumn(3).getString();
-    out[q.getColumn(0).getString()] = type;
+    std::string type = q.getColumn("type").getString();
+    if (q.getColumn("notnull").getInt() != 0) type += " NOT NULL";
+    if (!q.getColumn("dflt_value").isNull()) type += " DEFAULT " + q.getColumn("dflt_value").getString();
+    out[q.getColumn("name").getString()] = type;
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -35,9 +36,11 @@ std::string column_list_sql(const model::Record<R, N>& rec) {
 }
 
 // "INSERT INTO t(k1, k2, c1, c2...) VALUES (:k1, :k2, :c1, :c2...)": the store's own `keys`
-// first (parameters 1..K), then the declared columns (bind_fields binds them in declared order).
+// first (parameters 1..K, bound by their names, ":k1"), then the declared columns (bind_fields
+// binds them in declared order). `verb`: "INSERT OR REPLACE", "INSERT OR IGNORE" for a table
+// whose rows are unique.
 template <class R, size_t N>
-std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys) {
+std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const char*>& keys, const char* verb = "INSERT") {
   std::string names, values;
   auto add = [&](const char* c) {
     names += (names.empty() ? "" : ", ") + std::string(c);
@@ -45,7 +48,7 @@ std::string insert_sql(const model::Record<R, N>& rec, const std::vector<const c
   };
   for (const char* k : keys) add(k);
   for (const auto& f : rec.fields) add(f.column);
-  return "INSERT INTO " + std::string(rec.table) + "(" + names + ") VALUES (" + values + ")";
+  return std::string(verb) + " INTO " + std::string(rec.table) + "(" + names + ") VALUES (" + values + ")";
 }
 
 // "INSERT ... ON CONFLICT(<conflict>) DO UPDATE SET k2=excluded.k2, c1=excluded.c1...": a row
@@ -92,6 +95,9 @@ std::string select_sql(const model::Record<R, N>& rec, const std::vector<const c
 namespace detail {
 inline bool nullable(const char* sql) { return std::strstr(sql, "NOT NULL") == nullptr; }
 
+template <class T>
+constexpr bool is_optional_int = std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<int32_t>>;
+
 template <class R>
 void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f) {
   std::visit(
@@ -103,42 +109,59 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
         else if constexpr (std::is_same_v<T, std::optional<double>>) {
           if (v && std::isfinite(*v)) s.bind(i, *v);
           else s.bind(i);
+        } else if constexpr (is_optional_int<T>) {
+          if (v) s.bind(i, static_cast<int64_t>(*v));
+          else s.bind(i);
         } else if constexpr (std::is_same_v<T, double>) {
           if (std::isfinite(v)) s.bind(i, v);
           else if (nullable(f.sql)) s.bind(i);  // "none" (not measured, no limit)
           else s.bind(i, 0.0);
         } else {
-          s.bind(i, static_cast<int64_t>(v));
+          s.bind(i, static_cast<int64_t>(v));  // a uint64_t: its bits
         }
       },
       f.member);
 }
 
-// NULL reads as the member's value in `defaults` (a default-constructed record): "none" (NaN,
-// no limit), or an empty optional.
+// A stored integer of a field checked against its declared range.
 template <class R>
-void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& defaults, const char* table) {
+int64_t in_range(int64_t x, const model::Field<R>& f, const char* table) {
+  if (static_cast<double>(x) < f.lo || static_cast<double>(x) > f.hi)
+    throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +
+                     std::to_string(static_cast<int64_t>(f.lo)) + ".." + std::to_string(static_cast<int64_t>(f.hi)));
+  return x;
+}
+
+// A column of the current row into r's member. In a nullable column, NULL reads as the
+// member's value in `defaults` (a default-constructed record): "none" (NaN, no limit), or an
+// empty optional. A NOT NULL column is not asked (each question to SQLite takes its lock).
+template <class R>
+void read_one(const SQLite::Column& c, bool nullable, R& r, const model::Field<R>& f, const R& defaults, const char* table) {
   std::visit(
       [&](auto m) {
         using T = std::decay_t<decltype(r.*m)>;
         T& v = r.*m;
-        if (c.isNull()) {
+        if (nullable && c.isNull()) {
           v = defaults.*m;
           return;
         }
-        if constexpr (std::is_same_v<T, std::string>) v = c.getString();
-        else if constexpr (std::is_same_v<T, bool>) v = c.getInt64() != 0;
-        else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) v = c.getDouble();
-        else if constexpr (std::is_same_v<T, int64_t>) v = c.getInt64();
-        else if constexpr (std::is_same_v<T, uint64_t>) {
-          if (c.getInt64() < 0) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(c.getInt64()) + ", not a count");
-          v = static_cast<uint64_t>(c.getInt64());
+        if constexpr (std::is_same_v<T, std::string>) {
+          v = c.getString();
+        } else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) {
+          v = c.getDouble();
         } else {
           const int64_t x = c.getInt64();
-          if (x < f.lo || x > f.hi)
-            throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", outside " +
-                             std::to_string(static_cast<int64_t>(f.lo)) + ".." + std::to_string(static_cast<int64_t>(f.hi)));
-          v = static_cast<T>(x);
+          if constexpr (std::is_same_v<T, bool>) v = x != 0;
+          else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, std::optional<int64_t>>) v = x;
+          else if constexpr (std::is_same_v<T, uint64_t>) {
+            if (x < 0 && f.lo != model::kAnyBits) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(x) + ", not a count");
+            v = static_cast<uint64_t>(x);
+          } else if constexpr (std::is_same_v<T, std::optional<int32_t>> || std::is_same_v<T, int32_t>) {
+            // Saturated (an exit code or device index at the edge of its type is shown, not refused).
+            v = static_cast<int32_t>(std::clamp<int64_t>(x, static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi)));
+          } else {
+            v = static_cast<T>(in_range(x, f, table));
+          }
         }
       },
       f.member);
@@ -152,38 +175,54 @@ void bind_fields(SQLite::Statement& s, const R& r, const model::Record<R, N>& re
   for (size_t i = 0; i < N; ++i) detail::bind_one(s, static_cast<int>(keys + i + 1), r, rec.fields[i]);
 }
 
-// Reads a row's declared fields by column name: the positions are looked up once per statement.
+// Reads a row's declared fields by column name: the positions are looked up once per statement,
+// and each column's reader is made at the first row and kept (the largest tables, memory events,
+// are read a million rows at a time: a SQLite::Column per value would cost a reference count).
 template <class R, size_t N>
 class FieldReader {
  public:
   FieldReader(const SQLite::Statement& s, const model::Record<R, N>& rec) : rec_(rec) {
-    for (size_t i = 0; i < N; ++i) index_[i] = s.getColumnIndex(rec.fields[i].column);
+    for (size_t i = 0; i < N; ++i) {
+      index_[i] = s.getColumnIndex(rec.fields[i].column);
+      nullable_[i] = detail::nullable(rec.fields[i].sql);
+    }
   }
   // Throws OutOfRange for a value outside its declared range.
   void read(const SQLite::Statement& s, R& r) const {
-    for (size_t i = 0; i < N; ++i) detail::read_one(s.getColumn(index_[i]), r, rec_.fields[i], defaults_, rec_.table);
+    if (columns_.empty())  // a Column reads its statement's current row, whichever it is
+      for (size_t i = 0; i < N; ++i) columns_.push_back(s.getColumn(index_[i]));
+    for (size_t i = 0; i < N; ++i) detail::read_one(columns_[i], nullable_[i], r, rec_.fields[i], defaults_, rec_.table);
   }
 
  private:
   const model::Record<R, N>& rec_;
   const R defaults_{};
   std::array<int, N> index_{};
+  std::array<bool, N> nullable_{};
+  mutable std::vector<SQLite::Column> columns_;
 };
+
+// Inserts each of `rows` into a statement made by insert_sql() with `keys` store columns, which
+// the caller has bound by name after a reset() (a statement binds only between runs; a binding
+// stays through reset(): bound once for all rows).
+template <class R, size_t N, class Rows>
+void insert_each(SQLite::Statement& s, const model::Record<R, N>& rec, const Rows& rows, size_t keys) {
+  for (const R& r : rows) {
+    s.reset();
+    bind_fields(s, r, rec, keys);
+    s.exec();
+  }
+}
 
 // Inserts each of `rows` with the store's `keys` bound to the same values (a run id, a plan id).
 template <class R, size_t N>
 void insert_rows(SQLite::Database& d, const model::Record<R, N>& rec, const std::vector<R>& rows,
-                 std::initializer_list<std::pair<const char*, int64_t>> keys) {
+                 std::initializer_list<std::pair<const char*, int64_t>> keys, const char* verb = "INSERT") {
   std::vector<const char*> names;
   for (const auto& k : keys) names.push_back(k.first);
-  SQLite::Statement s(d, insert_sql(rec, names));
-  for (const R& r : rows) {
-    s.reset();
-    int i = 1;
-    for (const auto& k : keys) s.bind(i++, k.second);
-    bind_fields(s, r, rec, keys.size());
-    s.exec();
-  }
+  SQLite::Statement s(d, insert_sql(rec, names, verb));
+  for (const auto& k : keys) s.bind(std::string(":") + k.first, k.second);
+  insert_each(s, rec, rows, keys.size());
 }
 
 // Each column of `table` as "TYPE[ NOT NULL][ DEFAULT value]", by name (PRAGMA table_info).

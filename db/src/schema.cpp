@@ -118,12 +118,12 @@ const char* const kStepV3[] = {
 };
 
 void record_version(SQLite::Database& db, int version) {
-  SQLite::Statement ins(db, "INSERT OR REPLACE INTO schema_migrations(version, applied_unix) VALUES (?, ?)");
-  ins.bind(1, version);
-  ins.bind(2, static_cast<int64_t>(std::time(nullptr)));
+  SQLite::Statement ins(db, "INSERT OR REPLACE INTO schema_migrations(version, applied_unix) VALUES (:version, :applied_unix)");
+  ins.bind(":version", version);
+  ins.bind(":applied_unix", static_cast<int64_t>(std::time(nullptr)));
   ins.exec();
-  SQLite::Statement meta(db, "INSERT OR REPLACE INTO edo_meta(key, value) VALUES ('schema_version', ?)");
-  meta.bind(1, std::to_string(version));
+  SQLite::Statement meta(db, "INSERT OR REPLACE INTO edo_meta(key, value) VALUES ('schema_version', :value)");
+  meta.bind(":value", std::to_string(version));
   meta.exec();
 }
 
@@ -167,9 +167,10 @@ void migrate_to_v5(SQLite::Database& db) {
 // A file whose version was set back by hand (the tests of earlier steps do that) may have the
 // columns already: the step adds each only when missing.
 void add_column_if_missing(SQLite::Database& db, const char* table, const char* column, const char* type) {
-  SQLite::Statement q(db, std::string("SELECT COUNT(*) FROM pragma_table_info('") + table + "') WHERE name = ?");
-  q.bind(1, column);
-  if (q.executeStep() && q.getColumn(0).getInt64() == 0)
+  SQLite::Statement q(db, "SELECT COUNT(*) AS n FROM pragma_table_info(:table) WHERE name = :column");
+  q.bind(":table", table);
+  q.bind(":column", column);
+  if (q.executeStep() && q.getColumn("n").getInt64() == 0)
     db.exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + type);
 }
 
@@ -317,8 +318,8 @@ void apply_steps(SQLite::Database& db, int from) {
 void create(SQLite::Database& db) {
   for (const char* sql : kSchemaV1) db.exec(sql);
   apply_steps(db, 1);
-  SQLite::Statement tag(db, "INSERT INTO edo_meta(key, value) VALUES ('format', ?)");
-  tag.bind(1, kFormatTag);
+  SQLite::Statement tag(db, "INSERT INTO edo_meta(key, value) VALUES ('format', :value)");
+  tag.bind(":value", kFormatTag);
   tag.exec();
   record_version(db, kCurrentVersion);
 }
@@ -328,13 +329,13 @@ int read_version(SQLite::Database& db, const std::string& path) {
     throw DbError(path + ": not an edo database (no edo_meta table); record one with 'edo record' or 'edo synth'");
   }
   SQLite::Statement fmt_q(db, "SELECT value FROM edo_meta WHERE key = 'format'");
-  if (!fmt_q.executeStep() || fmt_q.getColumn(0).getString() != kFormatTag) {
+  if (!fmt_q.executeStep() || fmt_q.getColumn("value").getString() != kFormatTag) {
     throw DbError(path + ": not an edo database (format tag missing); record one with 'edo record' or 'edo synth'");
   }
   SQLite::Statement ver_q(db, "SELECT value FROM edo_meta WHERE key = 'schema_version'");
   if (!ver_q.executeStep()) throw DbError(path + ": corrupt edo database (no schema version)");
   try {
-    return std::stoi(ver_q.getColumn(0).getString());
+    return std::stoi(ver_q.getColumn("value").getString());
   } catch (const std::exception&) {
     throw DbError(path + ": corrupt edo database (schema version is not a number)");
   }

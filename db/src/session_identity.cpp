@@ -4,40 +4,22 @@
 
 #include <map>
 
+#include "edo/model/recording_fields.h"
+#include "record_columns.h"
+
 namespace edo::db {
-namespace {
-
-void bind_optional_int(SQLite::Statement& st, int i, const std::optional<int64_t>& v) {
-  if (v) st.bind(i, *v);
-  else st.bind(i);
-}
-
-std::optional<int64_t> opt_of(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getInt64();
-}
-
-}  // namespace
 
 void save_session_identity(SQLite::Database& d, const model::Profile& p) {
-  SQLite::Statement del(d, "DELETE FROM session_identity WHERE session_id = ?");
-  SQLite::Statement put(d,
-      "INSERT INTO session_identity(session_id, job_id, master, world_size, group_rank, local_world_size, clock_shift_ns)"
-      " VALUES (?,?,?,?,?,?,?)");
+  SQLite::Statement del(d, "DELETE FROM session_identity WHERE session_id = :session_id");
+  SQLite::Statement put(d, insert_sql(model::kSessionIdentityFields, {"session_id"}));
   for (const auto& s : p.sessions) {
     del.reset();
-    del.bind(1, s.id);
+    del.bind(":session_id", s.id);
     del.exec();
     if (s.identity.empty()) continue;
     put.reset();
-    put.clearBindings();
-    put.bind(1, s.id);
-    put.bind(2, s.identity.job_id);
-    put.bind(3, s.identity.master);
-    bind_optional_int(put, 4, s.identity.world_size);
-    bind_optional_int(put, 5, s.identity.group_rank);
-    bind_optional_int(put, 6, s.identity.local_world_size);
-    put.bind(7, s.identity.clock_shift_ns);
+    put.bind(":session_id", s.id);
+    bind_fields(put, s.identity, model::kSessionIdentityFields, 1);
     put.exec();
   }
 }
@@ -45,18 +27,11 @@ void save_session_identity(SQLite::Database& d, const model::Profile& p) {
 void load_session_identity(SQLite::Database& d, model::Profile& p) {
   std::map<int64_t, model::Session*> by_id;
   for (auto& s : p.sessions) by_id[s.id] = &s;
-  SQLite::Statement q(d,
-      "SELECT session_id, job_id, master, world_size, group_rank, local_world_size, clock_shift_ns FROM session_identity");
+  SQLite::Statement q(d, select_sql(model::kSessionIdentityFields, {"session_id"}));
+  const FieldReader reader(q, model::kSessionIdentityFields);
   while (q.executeStep()) {
-    auto it = by_id.find(q.getColumn(0).getInt64());
-    if (it == by_id.end()) continue;
-    model::RankIdentity& id = it->second->identity;
-    id.job_id = q.getColumn(1).getString();
-    id.master = q.getColumn(2).getString();
-    id.world_size = opt_of(q.getColumn(3));
-    id.group_rank = opt_of(q.getColumn(4));
-    id.local_world_size = opt_of(q.getColumn(5));
-    id.clock_shift_ns = q.getColumn(6).getInt64();
+    auto it = by_id.find(q.getColumn("session_id").getInt64());
+    if (it != by_id.end()) reader.read(q, it->second->identity);
   }
 }
 

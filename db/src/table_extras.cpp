@@ -10,6 +10,8 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/db/weight_store.h"
+#include "edo/model/recording_fields.h"
+#include "record_columns.h"
 
 namespace edo::db {
 namespace {
@@ -33,78 +35,74 @@ bool rows_from_blob(const void* data, size_t bytes, std::vector<uint64_t>& rows)
   return true;
 }
 
+// A table's rows of a per-table record (`rec`, keyed by table_id), replaced: the delete and
+// insert statements are the caller's, prepared once for every table.
+template <class R, size_t N, class Rows>
+void replace_table_rows(SQLite::Statement& del, SQLite::Statement& put, const model::Record<R, N>& rec, int64_t table_id,
+                        const Rows& rows) {
+  del.reset();
+  del.bind(":table_id", table_id);
+  del.exec();
+  put.reset();  // a statement binds only between runs
+  put.bind(":table_id", table_id);
+  insert_each(put, rec, rows, 1);
+}
+
+// Every row of a per-table record, each handed to `add` with its table (rows of a table not in
+// the profile are skipped).
+template <class R, size_t N, class Add>
+void load_table_rows(SQLite::Database& d, model::Profile& p, const model::Record<R, N>& rec, const std::string& order, Add add) {
+  std::map<int64_t, model::Table*> by_id;
+  for (auto& t : p.tables) by_id[t.id] = &t;
+  SQLite::Statement q(d, select_sql(rec, {"table_id"}) + " ORDER BY " + order);
+  const FieldReader reader(q, rec);
+  while (q.executeStep()) {
+    auto it = by_id.find(q.getColumn("table_id").getInt64());
+    if (it == by_id.end()) continue;
+    R r;
+    try {
+      reader.read(q, r);
+    } catch (const OutOfRange& e) {
+      throw OutOfRange("table '" + it->second->name + "': " + e.what());
+    }
+    add(*it->second, std::move(r));
+  }
+}
+
 }  // namespace
 
 void save_table_extras(SQLite::Database& d, const model::Profile& p) {
-  SQLite::Statement del(d, "DELETE FROM table_extra WHERE table_id = ?");
-  SQLite::Statement put(d, "INSERT INTO table_extra(table_id, kind, bytes) VALUES (?,?,?)");
+  SQLite::Statement del(d, "DELETE FROM table_extra WHERE table_id = :table_id");
+  SQLite::Statement put(d, insert_sql(model::kTableExtraFields, {"table_id"}));
+  std::vector<model::NamedCount> rows;
   for (const auto& t : p.tables) {
-    del.reset();
-    del.bind(1, t.id);
-    del.exec();
-    for (const auto& [kind, bytes] : t.extra_by_kind) {
-      put.reset();
-      put.bind(1, t.id);
-      put.bind(2, kind);
-      put.bind(3, static_cast<int64_t>(bytes));
-      put.exec();
-    }
+    rows.clear();
+    for (const auto& [kind, bytes] : t.extra_by_kind) rows.push_back({kind, bytes});
+    replace_table_rows(del, put, model::kTableExtraFields, t.id, rows);
   }
 }
 
 void save_first_seen(SQLite::Database& d, const model::Profile& p) {
-  SQLite::Statement del(d, "DELETE FROM table_first_seen WHERE table_id = ?");
-  SQLite::Statement put(d, "INSERT OR REPLACE INTO table_first_seen(table_id, position, new_rows, lookups) VALUES (?,?,?,?)");
-  for (const auto& t : p.tables) {
-    del.reset();
-    del.bind(1, t.id);
-    del.exec();
-    for (const auto& s : t.first_seen) {
-      put.reset();
-      put.bind(1, t.id);
-      put.bind(2, static_cast<int64_t>(s.position));
-      put.bind(3, static_cast<int64_t>(s.new_rows));
-      put.bind(4, static_cast<int64_t>(s.lookups));
-      put.exec();
-    }
-  }
+  SQLite::Statement del(d, "DELETE FROM table_first_seen WHERE table_id = :table_id");
+  SQLite::Statement put(d, insert_sql(model::kFirstSeenFields, {"table_id"}, "INSERT OR REPLACE"));
+  for (const auto& t : p.tables) replace_table_rows(del, put, model::kFirstSeenFields, t.id, t.first_seen);
 }
 
 void load_first_seen(SQLite::Database& d, model::Profile& p) {
-  std::map<int64_t, model::Table*> by_id;
-  for (auto& t : p.tables) by_id[t.id] = &t;
-  SQLite::Statement q(d, "SELECT table_id, position, new_rows, lookups FROM table_first_seen ORDER BY table_id, position");
-  while (q.executeStep()) {
-    auto it = by_id.find(q.getColumn(0).getInt64());
-    if (it == by_id.end()) continue;
-    const auto u = [&](int i) { return static_cast<uint64_t>(std::max<int64_t>(0, q.getColumn(i).getInt64())); };
-    it->second->first_seen.push_back({u(1), u(2), u(3)});
-  }
+  load_table_rows(d, p, model::kFirstSeenFields, "table_id, position",
+                  [](model::Table& t, model::FirstSeenSegment s) { t.first_seen.push_back(s); });
 }
 
 void load_table_extras(SQLite::Database& d, model::Profile& p) {
-  std::map<int64_t, model::Table*> by_id;
-  for (auto& t : p.tables) by_id[t.id] = &t;
-  SQLite::Statement q(d, "SELECT table_id, kind, bytes FROM table_extra ORDER BY table_id, kind");
-  while (q.executeStep()) {
-    auto it = by_id.find(q.getColumn(0).getInt64());
-    if (it == by_id.end()) continue;
-    const int64_t bytes = q.getColumn(2).getInt64();
-    // Never negative as edo writes it: damage, not 18446744073709551615 bytes.
-    if (bytes < 0)
-      throw DbError("table '" + it->second->name + "': extra bytes of kind '" + q.getColumn(1).getString() + "' is " +
-                    std::to_string(bytes) + ", not a count");
-    it->second->extra_by_kind[q.getColumn(1).getString()] = static_cast<uint64_t>(bytes);
-  }
+  load_table_rows(d, p, model::kTableExtraFields, "table_id, kind",
+                  [](model::Table& t, model::NamedCount c) { t.extra_by_kind[c.name] = c.count; });
 }
 
 void save_weight_snapshots(SQLite::Database& d, const model::Profile& p, WrittenSnapshots& written) {
   if (p.weights.empty()) return;
   std::map<std::pair<int64_t, std::string>, int64_t> table_id;
   for (const auto& t : p.tables) table_id[{t.session_id, t.name}] = t.id;
-  SQLite::Statement put(d,
-      "INSERT OR REPLACE INTO weight_snapshots(table_id, dtype, dim, table_rows, population, hot_count, rows, vals)"
-      " VALUES (?,?,?,?,?,?,?,?)");
+  SQLite::Statement put(d, insert_sql(model::kWeightSnapshotFields, {"table_id", "rows", "vals"}, "INSERT OR REPLACE"));
   for (const auto& w : p.weights) {
     auto it = table_id.find({w.session_id, w.table});
     if (it == table_id.end() || w.rows.empty()) continue;  // a snapshot of a table not in this profile
@@ -113,14 +111,10 @@ void save_weight_snapshots(SQLite::Database& d, const model::Profile& p, Written
     if (done != written.end() && done->second == w.revision) continue;
     const std::string rows = rows_blob(w.rows);
     put.reset();
-    put.bind(1, it->second);
-    put.bind(2, w.dtype);
-    put.bind(3, static_cast<int64_t>(w.dim));
-    put.bind(4, static_cast<int64_t>(w.table_rows));
-    put.bind(5, static_cast<int64_t>(w.population));
-    put.bind(6, static_cast<int64_t>(w.hot_count));
-    put.bindNoCopy(7, rows.data(), static_cast<int>(rows.size()));
-    put.bindNoCopy(8, w.values.data(), static_cast<int>(w.values.size()));
+    put.bind(":table_id", it->second);
+    put.bindNoCopy(":rows", rows.data(), static_cast<int>(rows.size()));
+    put.bindNoCopy(":vals", w.values.data(), static_cast<int>(w.values.size()));
+    bind_fields(put, w, model::kWeightSnapshotFields, 3);
     put.exec();
     written[it->second] = w.revision;
   }
@@ -130,27 +124,25 @@ std::vector<model::WeightSnapshot> load_weight_snapshots(const ProfileStore& sto
   std::vector<model::WeightSnapshot> out;
   try {
     SQLite::Database& d = store.database();
-    SQLite::Statement q(d,
-        "SELECT t.session_id, t.name, w.dtype, w.dim, w.table_rows, w.population, w.hot_count, w.rows, w.vals"
-        " FROM weight_snapshots w JOIN tables t ON t.id = w.table_id"
-        " WHERE ? = '' OR t.name = ? ORDER BY t.id");
-    q.bind(1, table);
-    q.bind(2, table);
+    SQLite::Statement q(d, "SELECT t.session_id AS session_id, t.name AS name, " +
+                               select_columns(model::kWeightSnapshotFields, {"rows", "vals"}, "w.") +
+                               " FROM weight_snapshots w JOIN tables t ON t.id = w.table_id"
+                               " WHERE :table = '' OR t.name = :table ORDER BY t.id");
+    q.bind(":table", table);
+    const FieldReader reader(q, model::kWeightSnapshotFields);
     while (q.executeStep()) {
       model::WeightSnapshot w;
-      w.session_id = q.getColumn(0).getInt64();
-      w.table = q.getColumn(1).getString();
-      w.dtype = q.getColumn(2).getString();
-      const int64_t dim = q.getColumn(3).getInt64();
-      const int64_t hot = q.getColumn(6).getInt64();
-      w.table_rows = static_cast<uint64_t>(q.getColumn(4).getInt64());
-      w.population = static_cast<uint64_t>(q.getColumn(5).getInt64());
-      SQLite::Column rows = q.getColumn(7);
-      SQLite::Column vals = q.getColumn(8);
-      bool ok = dim > 0 && dim <= (int64_t{1} << 24) && hot >= 0 &&
-                rows_from_blob(rows.getBlob(), static_cast<size_t>(rows.getBytes()), w.rows);
-      w.dim = static_cast<uint32_t>(ok ? dim : 0);
-      w.hot_count = static_cast<uint64_t>(ok ? hot : 0);
+      w.session_id = q.getColumn("session_id").getInt64();
+      w.table = q.getColumn("name").getString();
+      bool ok = true;
+      try {
+        reader.read(q, w);
+      } catch (const OutOfRange&) {
+        ok = false;
+      }
+      SQLite::Column rows = q.getColumn("rows");
+      SQLite::Column vals = q.getColumn("vals");
+      ok = ok && rows_from_blob(rows.getBlob(), static_cast<size_t>(rows.getBytes()), w.rows);
       if (ok) w.values.assign(static_cast<const char*>(vals.getBlob()), static_cast<size_t>(vals.getBytes()));
       if (!ok || !w.consistent())
         throw DbError(store.path() + ": truncated or corrupt edo database (weight snapshot of table '" + w.table +

@@ -8,7 +8,7 @@
 namespace edo::db {
 
 TableStatisticsReader::TableStatisticsReader(const ProfileStore& store)
-    : query_(std::make_unique<SQLite::Statement>(store.database(), "SELECT aggregate FROM table_stats WHERE table_id = ?")) {}
+    : query_(std::make_unique<SQLite::Statement>(store.database(), "SELECT aggregate FROM table_stats WHERE table_id = :table_id")) {}
 
 TableStatisticsReader::~TableStatisticsReader() = default;
 
@@ -16,9 +16,9 @@ stats::TableAggregate TableStatisticsReader::read(const model::Table& t) {
   stats::TableAggregate agg;
   if (t.id == 0) return agg;
   query_->reset();
-  query_->bind(1, static_cast<int64_t>(t.id));
-  if (!query_->executeStep() || query_->getColumn(0).isNull()) return agg;
-  SQLite::Column blob = query_->getColumn(0);
+  query_->bind(":table_id", static_cast<int64_t>(t.id));
+  if (!query_->executeStep() || query_->getColumn("aggregate").isNull()) return agg;
+  SQLite::Column blob = query_->getColumn("aggregate");
   std::string_view bytes(static_cast<const char*>(blob.getBlob()), static_cast<size_t>(blob.getBytes()));
   if (!stats::TableAggregate::deserialize_lazily(bytes, agg, true))
     throw std::runtime_error("statistics of table '" + t.name + "' do not decode");

@@ -30,8 +30,6 @@ constexpr const auto& kCandidates = model::kTuneCandidateFields;
 constexpr const auto& kChoices = model::kTuneChoiceFields;
 constexpr const auto& kShards = model::kTuneShardFields;
 
-int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
-
 [[noreturn]] void corrupt(const ProfileStore& store, const std::string& what) {
   throw DbError(store.path() + ": truncated or corrupt edo database (" + what + "); run 'edo tune' again");
 }
@@ -41,17 +39,18 @@ void write_choices(SQLite::Database& d, const TuneResult& r, int64_t plan_id, co
   SQLite::Statement shard(d, insert_sql(kShards, {"plan_id", "table_name", "position"}));
   for (const TuneChoice& c : r.choices) {
     choice.reset();
-    choice.bind(1, plan_id);
+    choice.bind(":plan_id", plan_id);
     auto it = c.candidate >= 0 ? candidate_ids.find(static_cast<size_t>(c.candidate)) : candidate_ids.end();
-    if (it != candidate_ids.end()) choice.bind(2, it->second);
-    else choice.bind(2);  // kept as recorded, not tuned
+    if (it != candidate_ids.end()) choice.bind(":candidate_id", it->second);
+    else choice.bind(":candidate_id");  // kept as recorded, not tuned
     bind_fields(choice, c, kChoices, 2);
     choice.exec();
+    shard.reset();  // a statement binds only between runs
+    shard.bind(":plan_id", plan_id);
+    shard.bind(":table_name", c.table);
     for (size_t i = 0; i < c.shards.size(); ++i) {
       shard.reset();
-      shard.bind(1, plan_id);
-      shard.bind(2, c.table);
-      shard.bind(3, static_cast<int64_t>(i));
+      shard.bind(":position", static_cast<int64_t>(i));
       bind_fields(shard, c.shards[i], kShards, 3);
       shard.exec();
     }
@@ -60,25 +59,18 @@ void write_choices(SQLite::Database& d, const TuneResult& r, int64_t plan_id, co
 
 void write_plan(SQLite::Database& d, const TuneResult& r, const std::map<size_t, int64_t>& candidate_ids) {
   SQLite::Statement plan(d, insert_sql(kPlans, {"run_id"}));
-  plan.bind(1, r.run_id);
+  plan.bind(":run_id", r.run_id);
   bind_fields(plan, r, kPlans, 1);
   plan.exec();
   const int64_t plan_id = d.getLastInsertRowid();
   write_choices(d, r, plan_id, candidate_ids);
-  SQLite::Statement point(d, "INSERT INTO tune_frontier(plan_id, device_bytes, step_us) VALUES (?,?,?)");
-  for (const auto& [bytes, us] : r.frontier) {
-    point.reset();
-    point.bind(1, plan_id);
-    point.bind(2, i64(bytes));
-    point.bind(3, us);
-    point.exec();
-  }
+  insert_rows(d, model::kTuneFrontierFields, r.frontier, {{"plan_id", plan_id}});
 }
 
 // The run's row (its notes one per line) and its tables; sets r.run_id.
 void write_run(SQLite::Database& d, TuneResult& r) {
   SQLite::Statement run(d, insert_sql(kRuns, {"notes"}));
-  run.bind(1, join_lines(r.notes));
+  run.bind(":notes", join_lines(r.notes));
   bind_fields(run, r, kRuns, 1);
   run.exec();
   r.run_id = d.getLastInsertRowid();
@@ -88,9 +80,9 @@ void write_run(SQLite::Database& d, TuneResult& r) {
 // Every candidate; sets each one's id.
 void write_candidates(SQLite::Database& d, TuneResult& r) {
   SQLite::Statement cand(d, insert_sql(kCandidates, {"run_id"}));
+  cand.bind(":run_id", r.run_id);
   for (TuneCandidate& c : r.candidates) {
     cand.reset();
-    cand.bind(1, r.run_id);
     if (c.params_json.empty()) {  // no parameters: an empty JSON object, as the column says
       TuneCandidate with_params = c;
       with_params.params_json = "{}";
@@ -114,8 +106,8 @@ void require_writable(const ProfileStore& store) {
 }
 
 void load_run(const ProfileStore& store, int64_t run_id, TuneResult& r) {
-  SQLite::Statement run(store.database(), select_sql(kRuns, {"id", "notes"}) + " WHERE id = ?");
-  run.bind(1, run_id);
+  SQLite::Statement run(store.database(), select_sql(kRuns, {"id", "notes"}) + " WHERE id = :id");
+  run.bind(":id", run_id);
   if (!run.executeStep()) throw DbError(store.path() + ": no tune run " + std::to_string(run_id) + "; run 'edo tune' first");
   FieldReader(run, kRuns).read(run, r);
   r.run_id = run.getColumn("id").getInt64();
@@ -124,8 +116,8 @@ void load_run(const ProfileStore& store, int64_t run_id, TuneResult& r) {
 }
 
 void load_tune_tables(const ProfileStore& store, TuneResult& r) {
-  SQLite::Statement tables(store.database(), select_sql(kTables, {}) + " WHERE run_id = ? ORDER BY rowid");
-  tables.bind(1, r.run_id);
+  SQLite::Statement tables(store.database(), select_sql(kTables, {}) + " WHERE run_id = :run_id ORDER BY rowid");
+  tables.bind(":run_id", r.run_id);
   const FieldReader reader(tables, kTables);
   while (tables.executeStep()) reader.read(tables, r.tables.emplace_back());
 }
@@ -133,8 +125,8 @@ void load_tune_tables(const ProfileStore& store, TuneResult& r) {
 // Returns candidate id -> index into r.candidates.
 std::map<int64_t, int64_t> load_candidates(const ProfileStore& store, TuneResult& r) {
   std::map<int64_t, int64_t> index_of;
-  SQLite::Statement cand(store.database(), select_sql(kCandidates, {"id"}) + " WHERE run_id = ? ORDER BY id");
-  cand.bind(1, r.run_id);
+  SQLite::Statement cand(store.database(), select_sql(kCandidates, {"id"}) + " WHERE run_id = :run_id ORDER BY id");
+  cand.bind(":run_id", r.run_id);
   const FieldReader reader(cand, kCandidates);
   while (cand.executeStep()) {
     TuneCandidate& c = r.candidates.emplace_back();
@@ -147,11 +139,12 @@ std::map<int64_t, int64_t> load_candidates(const ProfileStore& store, TuneResult
 
 void load_choices(const ProfileStore& store, int64_t plan_id, const std::map<int64_t, int64_t>& index_of, TuneResult& r) {
   SQLite::Database& d = store.database();
-  SQLite::Statement choices(d, select_sql(kChoices, {"candidate_id"}) + " WHERE plan_id = ? ORDER BY rowid");
-  SQLite::Statement shards(d, select_sql(kShards, {}) + " WHERE plan_id = ? AND table_name = ? ORDER BY position");
+  SQLite::Statement choices(d, select_sql(kChoices, {"candidate_id"}) + " WHERE plan_id = :plan_id ORDER BY rowid");
+  SQLite::Statement shards(d, select_sql(kShards, {}) + " WHERE plan_id = :plan_id AND table_name = :table_name ORDER BY position");
   const FieldReader choice_reader(choices, kChoices);
   const FieldReader shard_reader(shards, kShards);
-  choices.bind(1, plan_id);
+  choices.bind(":plan_id", plan_id);
+  shards.bind(":plan_id", plan_id);
   while (choices.executeStep()) {
     TuneChoice& c = r.choices.emplace_back();
     choice_reader.read(choices, c);
@@ -161,8 +154,7 @@ void load_choices(const ProfileStore& store, int64_t plan_id, const std::map<int
       c.candidate = it->second;
     }
     shards.reset();
-    shards.bind(1, plan_id);
-    shards.bind(2, c.table);
+    shards.bind(":table_name", c.table);
     while (shards.executeStep()) {
       model::TuneShard& s = c.shards.emplace_back();
       shard_reader.read(shards, s);
@@ -175,18 +167,16 @@ void load_choices(const ProfileStore& store, int64_t plan_id, const std::map<int
 // happen: candidates only).
 void load_plan(const ProfileStore& store, const std::map<int64_t, int64_t>& index_of, TuneResult& r) {
   SQLite::Database& d = store.database();
-  SQLite::Statement plan(d, select_sql(kPlans, {"id"}) + " WHERE run_id = ? ORDER BY id DESC LIMIT 1");
-  plan.bind(1, r.run_id);
+  SQLite::Statement plan(d, select_sql(kPlans, {"id"}) + " WHERE run_id = :run_id ORDER BY id DESC LIMIT 1");
+  plan.bind(":run_id", r.run_id);
   if (!plan.executeStep()) return;
   FieldReader(plan, kPlans).read(plan, r);
   const int64_t plan_id = plan.getColumn("id").getInt64();
   load_choices(store, plan_id, index_of, r);
-  SQLite::Statement frontier(d, "SELECT device_bytes, step_us FROM tune_frontier WHERE plan_id = ? ORDER BY device_bytes, rowid");
-  frontier.bind(1, plan_id);
-  while (frontier.executeStep()) {
-    const int64_t bytes = frontier.getColumn(0).getInt64();
-    r.frontier.emplace_back(bytes < 0 ? 0 : static_cast<uint64_t>(bytes), frontier.getColumn(1).getDouble());
-  }
+  SQLite::Statement frontier(d, select_sql(model::kTuneFrontierFields, {}) + " WHERE plan_id = :plan_id ORDER BY device_bytes, rowid");
+  frontier.bind(":plan_id", plan_id);
+  const FieldReader point_reader(frontier, model::kTuneFrontierFields);
+  while (frontier.executeStep()) point_reader.read(frontier, r.frontier.emplace_back());
 }
 
 }  // namespace
@@ -224,7 +214,7 @@ std::vector<int64_t> tune_run_ids(const ProfileStore& store) {
   std::vector<int64_t> ids;
   try {
     SQLite::Statement q(store.database(), "SELECT id FROM tune_runs ORDER BY id");
-    while (q.executeStep()) ids.push_back(q.getColumn(0).getInt64());
+    while (q.executeStep()) ids.push_back(q.getColumn("id").getInt64());
   } catch (const SQLite::Exception& e) {
     corrupt(store, e.what());
   }

@@ -1,11 +1,12 @@
 // The declarations of stored records (edo/model/tune_fields.h, recording_fields.h) are the
-// schema the migrations make (db/src/schema.cpp): in a new file, in a file migrated from schema
-// version 1, and the check itself notices a column that only one side has.
+// schema the migrations make (db/src/schema.cpp), every table of it: in a new file, in a file
+// migrated from schema version 1, and the check itself notices a column that only one side has.
 #include <SQLiteCpp/Database.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
@@ -24,22 +25,49 @@ std::vector<const char*> plus_columns_of(const model::Record<R, N>& other, std::
   return keys;
 }
 
-// Every declared table and the columns the store keeps itself (ids and links).
+// Every declared table and the columns the store keeps itself (ids, links, BLOBs), and the
+// tables no declaration covers.
 std::vector<std::string> all_differences(SQLite::Database& d) {
   std::vector<std::string> out;
-  auto add = [&](std::vector<std::string> more) { out.insert(out.end(), more.begin(), more.end()); };
+  std::set<std::string> covered;
+  auto add = [&](const char* table, std::vector<std::string> more) {
+    covered.insert(table);
+    out.insert(out.end(), more.begin(), more.end());
+  };
+  auto check = [&](const auto& rec, const std::vector<const char*>& keys) { add(rec.table, schema_differences(d, rec, keys)); };
   // A recording's tables: two declarations share the table.
-  const std::vector<const char*> table_keys = {"id", "session_id", "base_address", "optimizer_kind"};
-  add(schema_differences(d, model::kRecordedTableFields, plus_columns_of(model::kOptimizerParamFields, table_keys)));
-  add(schema_differences(d, model::kOptimizerParamFields, plus_columns_of(model::kRecordedTableFields, table_keys)));
-  add(schema_differences(d, model::kKernelTableFields, {"session_id", "kernel"}));
-  add(schema_differences(d, model::kRangeFields, {}));
-  add(schema_differences(d, model::kTuneRunFields, {"id", "notes"}));
-  add(schema_differences(d, model::kTunePlanFields, {"id", "run_id"}));
-  add(schema_differences(d, model::kTuneTableFields, {"run_id"}));
-  add(schema_differences(d, model::kTuneCandidateFields, {"id", "run_id"}));
-  add(schema_differences(d, model::kTuneChoiceFields, {"plan_id", "candidate_id"}));
-  add(schema_differences(d, model::kTuneShardFields, {"plan_id", "table_name", "position"}));
+  const std::vector<const char*> table_keys = {"id", "session_id", "optimizer_kind"};
+  check(model::kRecordedTableFields, plus_columns_of(model::kOptimizerParamFields, table_keys));
+  check(model::kOptimizerParamFields, plus_columns_of(model::kRecordedTableFields, table_keys));
+  check(model::kSessionFields, {"id"});
+  check(model::kSessionDropFields, {"session_id"});
+  check(model::kSessionIdentityFields, {"session_id"});
+  check(model::kStepLossFields, {"session_id", "position", "nonfinite"});
+  check(model::kMetadataFields, {});
+  check(model::kTableStatisticsFields, {"table_id", "aggregate"});
+  check(model::kTableSummaryFields, {"table_id", "zipf_alpha", "zipf_fit_error"});
+  check(model::kTableCurveFields, {"table_id", "kind"});
+  check(model::kTableExtraFields, {"table_id"});
+  check(model::kFirstSeenFields, {"table_id"});
+  check(model::kWeightSnapshotFields, {"table_id", "rows", "vals"});
+  check(model::kTieFields, {});
+  check(model::kMemoryEventFields, {});
+  check(model::kKernelFields, {"tables"});
+  check(model::kKernelTableFields, {"session_id", "kernel"});
+  check(model::kRangeFields, {});
+  check(model::kTuneRunFields, {"id", "notes"});
+  check(model::kTunePlanFields, {"id", "run_id"});
+  check(model::kTuneTableFields, {"run_id"});
+  check(model::kTuneCandidateFields, {"id", "run_id"});
+  check(model::kTuneChoiceFields, {"plan_id", "candidate_id"});
+  check(model::kTuneShardFields, {"plan_id", "table_name", "position"});
+  check(model::kTuneFrontierFields, {"plan_id"});
+  // The file's own (its format tag and versions) and the v1 tune tables a migration set aside.
+  for (const char* own : {"edo_meta", "schema_migrations", "tune_candidates_v1", "tune_plans_v1"}) covered.insert(own);
+  SQLite::Statement tables(d, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  while (tables.executeStep())
+    if (!covered.count(tables.getColumn("name").getString()))
+      out.push_back(tables.getColumn("name").getString() + ": a table no declaration covers");
   return out;
 }
 
@@ -47,6 +75,19 @@ std::string joined(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += l + "\n";
   return out;
+}
+
+// `load` refuses the file at `path` as corrupt, in one line that names it and says `says`.
+void expect_corrupt(const std::string& path, const std::function<void()>& load, const std::string& says) {
+  try {
+    load();
+    ADD_FAILURE() << "loaded; expected: " << says;
+  } catch (const DbError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
+    EXPECT_NE(what.find(says), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
 }
 
 TEST(DeclaredSchema, ANewFileHasExactlyTheDeclaredColumns) {
@@ -99,19 +140,62 @@ TEST(DeclaredSchema, ANegativeCountReadBackIsACorruptFile) {
     raw.exec("UPDATE tune_tables SET rows = -5");
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
-  auto expect_corrupt = [&](const std::function<void()>& load, const std::string& says) {
-    try {
-      load();
-      ADD_FAILURE() << "loaded; expected: " << says;
-    } catch (const DbError& e) {
-      const std::string what = e.what();
-      EXPECT_EQ(what.rfind(path + ": truncated or corrupt edo database (", 0), 0u) << what;
-      EXPECT_NE(what.find(says), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  };
-  expect_corrupt([&] { (void)store.load(); }, "ranges.count is -1, not a count");
-  expect_corrupt([&] { (void)load_latest_tune_result(store); }, "tune_tables.rows is -5, not a count");
+  expect_corrupt(path, [&] { (void)store.load(); }, "ranges.count is -1, not a count");
+  expect_corrupt(path, [&] { (void)load_latest_tune_result(store); }, "tune_tables.rows is -5, not a count");
+}
+
+// What the new member types say: an address or stream handle keeps all 64 bits (kAnyBits), an
+// optional number its absence (NULL), a negative exit code and device index their sign.
+TEST(DeclaredSchema, AddressesKeepEveryBitAndOptionalNumbersTheirAbsence) {
+  ProfileStore store = ProfileStore::in_memory();
+  model::Profile p = testing::sample_profile();
+  p.memory_events[0].address = 0xffff800000001000ULL;
+  p.memory_events[0].stream = UINT64_MAX;
+  p.memory_events[0].device = -1;
+  p.tables[0].base_address = 0x8000000000000000ULL;
+  p.sessions[0].exit_code = -11;
+  p.sessions[0].identity.world_size = 4;
+  p.sessions[0].identity.clock_shift_ns = -5;
+  store.save(p);
+  const model::Profile back = store.load();
+  ASSERT_EQ(back.memory_events.size(), p.memory_events.size());
+  EXPECT_EQ(back.memory_events[0].address, 0xffff800000001000ULL);
+  EXPECT_EQ(back.memory_events[0].stream, UINT64_MAX);
+  EXPECT_EQ(back.memory_events[0].device, -1);
+  EXPECT_EQ(back.tables[0].base_address, 0x8000000000000000ULL);
+  ASSERT_EQ(back.sessions.size(), 2u);
+  EXPECT_EQ(back.sessions[0].exit_code, std::optional<int>(-11));
+  EXPECT_EQ(back.sessions[0].rank, std::optional<int64_t>(0));
+  EXPECT_FALSE(back.sessions[1].rank.has_value());
+  EXPECT_FALSE(back.sessions[1].exit_code.has_value());
+  EXPECT_EQ(back.sessions[0].identity.world_size, std::optional<int64_t>(4));
+  EXPECT_FALSE(back.sessions[0].identity.group_rank.has_value());
+  EXPECT_EQ(back.sessions[0].identity.clock_shift_ns, -5);
+}
+
+// A negative drop count in a file: corrupt, said in one line naming the file, the session and
+// the column. A device index or exit code beyond 32 bits saturates (HostileDatabase.* shows such
+// a file whole).
+TEST(DeclaredSchema, ANegativeDropCountIsCorruptAnIndexBeyond32BitsSaturates) {
+  const std::string path = testing::temp_path("outside-type.edodb");
+  {
+    ProfileStore store(path, ProfileStore::Mode::kCreate);
+    model::Profile p = testing::sample_profile();
+    store.save(p);
+  }
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE memory_events SET device = 4294967296 WHERE time_ns = 10");
+    raw.exec("UPDATE sessions SET exit_code = -99999999999 WHERE id = 1");
+  }
+  {
+    const model::Profile back = ProfileStore(path, ProfileStore::Mode::kReadOnly).load();
+    EXPECT_EQ(back.memory_events.at(0).device, INT32_MAX);
+    EXPECT_EQ(back.sessions.at(0).exit_code, std::optional<int>(INT32_MIN));
+  }
+  SQLite::Database(path, SQLite::OPEN_READWRITE).exec("UPDATE sessions SET dropped_events = -2 WHERE id = 2");
+  ProfileStore store(path, ProfileStore::Mode::kReadOnly);
+  expect_corrupt(path, [&] { (void)store.load(); }, "session 2: sessions.dropped_events is -2, not a count");
 }
 
 }  // namespace

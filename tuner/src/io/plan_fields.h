@@ -46,15 +46,19 @@ inline nlohmann::ordered_json opt_or_null(const std::optional<double>& v) {
 // Writes r's plan fields into `j`, in declared order.
 template <class R, size_t N>
 void fields_to_json(nlohmann::ordered_json& j, const R& r, const model::Record<R, N>& rec) {
+  static const R defaults{};
   for (const auto& f : rec.fields) {
     if (f.in_plan == model::InPlan::kNo) continue;
     std::visit(
         [&](auto m) {
           using T = std::decay_t<decltype(r.*m)>;
           const T& v = r.*m;
-          if constexpr (std::is_same_v<T, std::string>) j[f.plan_key()] = valid_utf8(v);
+          if (f.in_plan == model::InPlan::kNullIsDefault && v == defaults.*m) j[f.plan_key()] = nullptr;
+          else if constexpr (std::is_same_v<T, std::string>) j[f.plan_key()] = valid_utf8(v);
           else if constexpr (std::is_same_v<T, double>) j[f.plan_key()] = number_or_null(v);
           else if constexpr (std::is_same_v<T, std::optional<double>>) j[f.plan_key()] = opt_or_null(v);
+          else if constexpr (std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<int32_t>>)
+            j[f.plan_key()] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
           else j[f.plan_key()] = v;
         },
         f.member);
@@ -62,19 +66,22 @@ void fields_to_json(nlohmann::ordered_json& j, const R& r, const model::Record<R
 }
 
 // Reads r's plan fields from `obj` (`where` names it in messages): a required key must be
-// there, an optional one absent leaves its member as it is; every value is checked against its
-// type and declared range.
+// there, an optional one absent leaves its member as it is, a null one of kNullIsDefault reads
+// as the member's default; every value is checked against its type and declared range.
 template <class R, size_t N>
 void fields_from_json(const nlohmann::ordered_json& obj, R& r, const model::Record<R, N>& rec, const std::string& where) {
   using namespace plan_read;
+  static const R defaults{};
   for (const auto& f : rec.fields) {
     const char* key = f.plan_key();
-    if (f.in_plan == model::InPlan::kNo || (f.in_plan == model::InPlan::kOptional && !obj.contains(key))) continue;
+    const bool optional = f.in_plan == model::InPlan::kOptional || f.in_plan == model::InPlan::kNullIsDefault;
+    if (f.in_plan == model::InPlan::kNo || (optional && !obj.contains(key))) continue;
     std::visit(
         [&](auto m) {
           using T = std::decay_t<decltype(r.*m)>;
           T& v = r.*m;
-          if constexpr (std::is_same_v<T, std::string>) v = f.in_plan == model::InPlan::kRequired ? get_string(obj, key, where) : opt_string(obj, key, where);
+          if (f.in_plan == model::InPlan::kNullIsDefault && obj[key].is_null()) v = defaults.*m;
+          else if constexpr (std::is_same_v<T, std::string>) v = f.in_plan == model::InPlan::kRequired ? get_string(obj, key, where) : opt_string(obj, key, where);
           else if constexpr (std::is_same_v<T, bool>) v = get_bool(obj, key, where);
           else if constexpr (std::is_same_v<T, std::optional<double>>) v = opt_number(obj, key, where, f.lo, f.hi);
           else if constexpr (std::is_same_v<T, double>) {

@@ -16,6 +16,7 @@
 #include "mch_replay.h"
 #include "plan_document.h"
 #include "plan_fields.h"
+#include "plan_header_fields.h"
 
 namespace edo::tuner {
 
@@ -328,67 +329,39 @@ void read_sharding(const ordered_json& t, uint32_t devices, TuneChoice& ch, cons
 }
 // The plan's header: budget, machine, the baseline's and the plan's totals.
 void read_totals(const ordered_json& doc, TuneResult& r) {
-  const std::string top = "the plan";
-  r.budget_bytes = get_u64(doc, "budget_bytes", top);
-  r.max_error = get_number(doc, "max_error", top, true, std::numeric_limits<double>::infinity());
-  r.backend = get_string(doc, "backend", top);
+  fields_from_json(doc, r, kPlanHeadFields, "the plan");
   if (r.backend != "cpu" && r.backend != "cuda") fail("backend \"" + printable_name(r.backend) + "\" is neither cpu nor cuda");
-  r.device = get_string(doc, "device", top);
-  r.weights = get_string(doc, "weights", top);
   if (r.weights != "recorded" && r.weights != "synthetic" && r.weights != "mixed")
     fail("weights \"" + printable_name(r.weights) + "\" is not recorded, synthetic or mixed");
-  const ordered_json& base = field(doc, "baseline", top);
+  const ordered_json& base = field(doc, "baseline", "the plan");
   if (!base.is_object()) fail("\"baseline\" is not an object");
-  r.baseline_device_bytes = get_u64(base, "device_bytes", "baseline");
-  r.baseline_step_us = get_number(base, "step_us", "baseline", true, 0.0);
-  if (base.contains("host_bytes")) r.baseline_host_bytes = get_u64(base, "host_bytes", "baseline");
-  const ordered_json& plan = field(doc, "plan", top);
+  fields_from_json(base, r, kPlanBaselineFields, "baseline");
+  const ordered_json& plan = field(doc, "plan", "the plan");
   if (plan.is_object()) {
     r.feasible = true;
-    r.plan_device_bytes = get_u64(plan, "device_bytes", "plan");
-    r.plan_step_us = get_number(plan, "step_us", "plan", true, 0.0);
-    if (plan.contains("host_bytes")) r.plan_host_bytes = get_u64(plan, "host_bytes", "plan");
-    if (plan.contains("ssd_bytes")) r.plan_ssd_bytes = get_u64(plan, "ssd_bytes", "plan");
+    fields_from_json(plan, r, kPlanTotalsFields, "plan");
   } else if (!plan.is_null()) {
     fail("\"plan\" is neither an object nor null");
   }
-  if (doc.contains("feasible") && get_bool(doc, "feasible", top) != r.feasible) fail("\"feasible\" disagrees with \"plan\"");
 }
 
 // How the run went and its options (added keys: plans written before each have its default).
 void read_run(const ordered_json& doc, TuneResult& r) {
-  const std::string top = "the plan";
-  r.candidates_measured = get_u64(doc, "candidates_measured", top);
-  if (doc.contains("candidates_total")) r.candidates_total = get_u64(doc, "candidates_total", top);
-  if (doc.contains("min_feasible_bytes")) r.min_feasible_bytes = get_u64(doc, "min_feasible_bytes", top);
-  if (doc.contains("complete")) r.complete = get_bool(doc, "complete", top);
-  r.stop_reason = opt_string(doc, "stop_reason", top);
-  if (doc.contains("seed")) r.seed = get_u64(doc, "seed", top);
-  if (doc.contains("created_unix")) r.created_unix = static_cast<int64_t>(std::min<uint64_t>(get_u64(doc, "created_unix", top), INT64_MAX));
-  if (doc.contains("elapsed_s")) r.elapsed_s = get_number(doc, "elapsed_s", top, true, 0.0);
-  if (doc.contains("time_limit_s")) r.time_limit_s = get_number(doc, "time_limit_s", top, true, 0.0);
-  if (doc.contains("tables_glob")) r.tables_glob = get_string(doc, "tables_glob", top);
+  const bool feasible = r.feasible;  // whether "plan" is an object (read_totals)
+  fields_from_json(doc, r, kPlanRunFields, "the plan");
+  if (r.feasible != feasible) fail("\"feasible\" disagrees with \"plan\"");
+  // Plans written before objectives were recorded were the fastest within the error limit.
+  if (r.objective != "least-change" && r.objective != "speed")
+    fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
   // Plans written before the timing was recorded were measured on their backend's device.
   r.timing_device = r.device;
   if (doc.contains("timing")) {
-    const ordered_json& timing = field(doc, "timing", top);
+    const ordered_json& timing = field(doc, "timing", "the plan");
     if (!timing.is_object()) fail("\"timing\" is not an object");
-    r.timing_kind = get_string(timing, "kind", "timing");
+    fields_from_json(timing, r, kPlanTimingFields, "timing");
     if (r.timing_kind != "measured" && r.timing_kind != "modelled")
       fail("timing kind \"" + printable_name(r.timing_kind) + "\" is neither measured nor modelled");
-    r.timing_device = get_string(timing, "device", "timing");
   }
-  // Plans written before objectives were recorded were the fastest within the error limit.
-  if (doc.contains("objective")) {
-    r.objective = get_string(doc, "objective", top);
-    if (r.objective != "least-change" && r.objective != "speed")
-      fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
-  }
-  if (doc.contains("allow_unvalidated")) r.allow_unvalidated = get_bool(doc, "allow_unvalidated", top);
-  if (doc.contains("fine_tune")) r.fine_tune = get_bool(doc, "fine_tune", top);
-  // Plans written before per-tier budgets had no host or SSD limit (null: none).
-  for (auto [key, into] : {std::pair{"host_budget_bytes", &r.host_budget_bytes}, std::pair{"ssd_budget_bytes", &r.ssd_budget_bytes}})
-    if (auto it = doc.find(key); it != doc.end() && !it->is_null()) *into = get_u64(doc, key, top);
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
     for (const auto& n : *it) {
@@ -396,12 +369,7 @@ void read_run(const ordered_json& doc, TuneResult& r) {
       r.notes.push_back(n.get<std::string>());
     }
   }
-  // Plans written before plans over several devices were for one.
-  if (doc.contains("devices")) {
-    const uint64_t n = get_u64(doc, "devices", top);
-    if (n < 1 || n > 65536) fail("\"devices\" is " + std::to_string(n) + ", not a number of devices from 1 to 65536");
-    r.devices = static_cast<uint32_t>(n);
-  }
+  fields_from_json(doc, r, kPlanTailFields, "the plan");
 }
 
 // A table as recorded (its declared keys, tune_fields.h) and the keys that only say what the

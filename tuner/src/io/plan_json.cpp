@@ -10,6 +10,7 @@
 #include "edo/model/tune_fields.h"
 #include "plan_document.h"
 #include "plan_fields.h"
+#include "plan_header_fields.h"
 #include "text.h"
 #include "torchrec_key_value.h"
 
@@ -179,22 +180,10 @@ void emit(YAML::Emitter& out, const ordered_json& j, bool flow) {
 ordered_json plan_to_json(const TuneResult& r) {
   ordered_json j;
   j["schema"] = kPlanSchema;
-  j["budget_bytes"] = r.budget_bytes;
-  j["max_error"] = number_or_null(r.max_error);
-  j["backend"] = valid_utf8(r.backend);
-  j["device"] = valid_utf8(r.device);
-  j["weights"] = valid_utf8(r.weights);
-  j["baseline"] = {{"device_bytes", r.baseline_device_bytes},
-                   {"step_us", number_or_null(r.baseline_step_us)},
-                   {"host_bytes", r.baseline_host_bytes}};
-  if (r.feasible) {
-    j["plan"] = {{"device_bytes", r.plan_device_bytes},
-                 {"step_us", number_or_null(r.plan_step_us)},
-                 {"host_bytes", r.plan_host_bytes},
-                 {"ssd_bytes", r.plan_ssd_bytes}};
-  } else {
-    j["plan"] = nullptr;
-  }
+  fields_to_json(j, r, kPlanHeadFields);
+  fields_to_json(j["baseline"], r, kPlanBaselineFields);
+  if (r.feasible) fields_to_json(j["plan"], r, kPlanTotalsFields);
+  else j["plan"] = nullptr;
   ordered_json tables = ordered_json::array();
   if (r.feasible)
     for (const auto& ch : r.choices) tables.push_back(choice_json(r, ch));
@@ -202,34 +191,15 @@ ordered_json plan_to_json(const TuneResult& r) {
   ordered_json frontier = ordered_json::array();
   for (const auto& [bytes, us] : r.frontier) frontier.push_back({bytes, number_or_null(us)});
   j["frontier"] = frontier;
-  j["candidates_measured"] = r.candidates_measured;
-  // Added keys.
-  j["candidates_total"] = r.candidates_total;
-  j["feasible"] = r.feasible;
-  j["min_feasible_bytes"] = r.min_feasible_bytes;
-  j["complete"] = r.complete;
-  j["stop_reason"] = r.stop_reason.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(r.stop_reason));
-  j["elapsed_s"] = number_or_null(r.elapsed_s);
-  j["time_limit_s"] = r.time_limit_s > 0 ? ordered_json(r.time_limit_s) : ordered_json(nullptr);
-  j["seed"] = r.seed;
-  j["tables_glob"] = valid_utf8(r.tables_glob);
-  j["created_unix"] = r.created_unix;
-  // What the plan optimises ("least-change" or "speed"), and the weights in the words of the
-  // plan's header ("recorded for 4 of 5 tables ...").
-  j["objective"] = valid_utf8(r.objective);
-  j["allow_unvalidated"] = r.allow_unvalidated;
-  j["fine_tune"] = r.fine_tune;
-  // The host and SSD budgets (`edo tune --host-budget`, `--ssd-budget`; null: no limit).
-  j["host_budget_bytes"] = r.host_budget_bytes ? ordered_json(r.host_budget_bytes) : ordered_json(nullptr);
-  j["ssd_budget_bytes"] = r.ssd_budget_bytes ? ordered_json(r.ssd_budget_bytes) : ordered_json(nullptr);
+  fields_to_json(j, r, kPlanRunFields);
   j["weights_text"] = valid_utf8(weights_text(r));
   // Every step time of the plan is either measured on this device or modelled for it.
-  j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};
+  fields_to_json(j["timing"], r, kPlanTimingFields);
   ordered_json notes = ordered_json::array();
   for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
   j["notes"] = notes;
   // Devices the plan is for (budget_bytes is per device), and each one's totals when several.
-  j["devices"] = r.devices;
+  fields_to_json(j, r, kPlanTailFields);
   if (r.devices > 1 && r.feasible) {
     ordered_json per = ordered_json::array();
     for (const auto& d : device_loads(r))

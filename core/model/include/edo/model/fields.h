@@ -18,19 +18,34 @@ namespace edo::model {
 
 // The member a field holds, by its C++ type. How each type is stored:
 //   std::string            TEXT
-//   uint64_t, int64_t      INTEGER (a negative value read back as uint64_t: a corrupt file)
+//   int64_t                INTEGER
+//   uint64_t               INTEGER (a negative value read back: a corrupt file), or with the
+//                          range kAnyBits every 64-bit value (an address), kept bit for bit
 //   uint32_t               INTEGER, checked against the field's range when read
+//   int32_t                INTEGER, saturated to the field's range when read (an exit code or
+//                          device index at the edge of its type is shown, not refused)
+//   std::optional<int64_t> INTEGER, NULL when empty
+//   std::optional<int32_t> INTEGER, NULL when empty, saturated like int32_t
 //   double                 REAL; a non-finite value is NULL in a nullable column (read back as
 //                          the member's default: NaN, infinity...) and 0 in a NOT NULL one
 //   bool                   INTEGER 0 or 1
 //   std::optional<double>  REAL, NULL when empty
 template <class R>
 using Member = std::variant<std::string R::*, uint64_t R::*, int64_t R::*, uint32_t R::*, double R::*, bool R::*,
-                            std::optional<double> R::*>;
+                            std::optional<double> R::*, int32_t R::*, std::optional<int64_t> R::*,
+                            std::optional<int32_t> R::*>;
+
+// The range of a uint64_t field that holds any 64-bit value (an address, a stream handle): stored
+// as the signed integer of the same bits and read back unchecked.
+inline constexpr double kAnyBits = -1;
+// The range of an int32_t field that may hold any value of its type (a device index, an exit code).
+inline constexpr double kInt32Min = INT32_MIN;
+inline constexpr double kInt32Max = INT32_MAX;
 
 // Where a field is in the plan document: not there, optional (older plans lack it: the member
-// keeps its default), or required.
-enum class InPlan { kNo, kOptional, kRequired };
+// keeps its default), required, or optional with null standing for the member's default ("",
+// 0: no limit, none), which is written as null.
+enum class InPlan { kNo, kOptional, kRequired, kNullIsDefault };
 
 template <class R>
 struct Field {

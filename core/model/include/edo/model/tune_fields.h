@@ -8,6 +8,9 @@
 // their order in the database does not matter.
 #pragma once
 
+#include <cstdint>
+#include <utility>
+
 #include "edo/model/fields.h"
 #include "edo/model/tune.h"
 
@@ -127,6 +130,14 @@ inline constexpr Record<TuneShard, 5> kTuneShardFields{"tune_shards", {{
     {"size", "INTEGER NOT NULL", &TuneShard::size, nullptr, InPlan::kRequired},
     {"device_bytes", "INTEGER NOT NULL", &TuneShard::device_bytes, nullptr, InPlan::kRequired},
     {"lookups_per_step", "REAL NOT NULL", &TuneShard::lookups_per_step, nullptr, InPlan::kRequired},
+}}};
+
+// One point of a plan's Pareto frontier (tune_frontier; plan_id is the store's): device bytes and
+// the step time at them.
+using FrontierPoint = std::pair<uint64_t, double>;
+inline constexpr Record<FrontierPoint, 2> kTuneFrontierFields{"tune_frontier", {{
+    {"device_bytes", "INTEGER NOT NULL", &FrontierPoint::first},
+    {"step_us", "REAL NOT NULL", &FrontierPoint::second},
 }}};
 
 }  // namespace edo::model
