@@ -362,7 +362,10 @@ void read_run(const ordered_json& doc, TuneResult& r) {
   if (doc.contains("candidates_total")) r.candidates_total = get_u64(doc, "candidates_total", top);
   if (doc.contains("min_feasible_bytes")) r.min_feasible_bytes = get_u64(doc, "min_feasible_bytes", top);
   if (doc.contains("complete")) r.complete = get_bool(doc, "complete", top);
-  r.stop_reason = opt_string(doc, "stop_reason", top);
+  const std::string stop = opt_string(doc, "stop_reason", top);
+  const std::optional<model::StopReason> stop_reason = model::from_string<model::StopReason>(stop);
+  if (!stop_reason) fail("stop reason \"" + printable_name(stop) + "\" is not " + model::allowed_words<model::StopReason>() + " (or null)");
+  r.stop_reason = *stop_reason;
   if (doc.contains("seed")) r.seed = get_u64(doc, "seed", top);
   if (doc.contains("created_unix")) r.created_unix = static_cast<int64_t>(std::min<uint64_t>(get_u64(doc, "created_unix", top), INT64_MAX));
   if (doc.contains("elapsed_s")) r.elapsed_s = get_number(doc, "elapsed_s", top, true, 0.0);
@@ -373,16 +376,18 @@ void read_run(const ordered_json& doc, TuneResult& r) {
   if (doc.contains("timing")) {
     const ordered_json& timing = field(doc, "timing", top);
     if (!timing.is_object()) fail("\"timing\" is not an object");
-    r.timing_kind = get_string(timing, "kind", "timing");
-    if (r.timing_kind != "measured" && r.timing_kind != "modelled")
-      fail("timing kind \"" + printable_name(r.timing_kind) + "\" is neither measured nor modelled");
+    const std::string kind = get_string(timing, "kind", "timing");
+    const std::optional<model::RunTiming> timing_kind = model::from_string<model::RunTiming>(kind);
+    if (!timing_kind) fail("timing kind \"" + printable_name(kind) + "\" is neither measured nor modelled");
+    r.timing_kind = *timing_kind;
     r.timing_device = get_string(timing, "device", "timing");
   }
   // Plans written before objectives were recorded were the fastest within the error limit.
   if (doc.contains("objective")) {
-    r.objective = get_string(doc, "objective", top);
-    if (r.objective != "least-change" && r.objective != "speed")
-      fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
+    const std::string word = get_string(doc, "objective", top);
+    const std::optional<model::Objective> objective = model::from_string<model::Objective>(word);
+    if (!objective) fail("objective \"" + printable_name(word) + "\" is neither least-change nor speed");
+    r.objective = *objective;
   }
   if (doc.contains("allow_unvalidated")) r.allow_unvalidated = get_bool(doc, "allow_unvalidated", top);
   if (doc.contains("fine_tune")) r.fine_tune = get_bool(doc, "fine_tune", top);
@@ -448,9 +453,11 @@ void read_step_timing(const ordered_json& t, TuneCandidate& c, const std::string
   if (auto ts = t.find("timing_source"); ts != t.end() && !ts->is_null()) {
     const std::string what = where + ": \"timing_source\"";
     if (!ts->is_object()) fail(what + " is not an object");
-    c.timing_kind = get_string(*ts, "kind", what);
-    if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
-      fail(what + " kind \"" + printable_name(c.timing_kind) + "\" is not measured, twin or predicted");
+    const std::string kind = get_string(*ts, "kind", what);
+    const std::optional<model::TimingKind> timing_kind = model::from_string<model::TimingKind>(kind);
+    if (!timing_kind || *timing_kind == model::TimingKind::kNone)
+      fail(what + " kind \"" + printable_name(kind) + "\" is not measured, twin or predicted");
+    c.timing_kind = *timing_kind;
     c.timing_from = opt_string(*ts, "from", what);
   }
 }

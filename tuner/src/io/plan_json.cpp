@@ -114,8 +114,8 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["step_phases_us"] = nullptr;
   // Where the step time comes from (issue 19 point 8): measured on this table, timed on an
   // identical one ("twin"), or predicted from its class's representative; null when unknown.
-  if (c && !c->timing_kind.empty()) {
-    j["timing_source"] = {{"kind", valid_utf8(c->timing_kind)},
+  if (c && c->timing_kind != model::TimingKind::kNone) {
+    j["timing_source"] = {{"kind", model::to_string(c->timing_kind)},
                           {"from", c->timing_from.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(c->timing_from))}};
   } else {
     j["timing_source"] = nullptr;
@@ -208,7 +208,7 @@ ordered_json plan_to_json(const TuneResult& r) {
   j["feasible"] = r.feasible;
   j["min_feasible_bytes"] = r.min_feasible_bytes;
   j["complete"] = r.complete;
-  j["stop_reason"] = r.stop_reason.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(r.stop_reason));
+  j["stop_reason"] = r.stop_reason == model::StopReason::kNone ? ordered_json(nullptr) : ordered_json(model::to_string(r.stop_reason));
   j["elapsed_s"] = number_or_null(r.elapsed_s);
   j["time_limit_s"] = r.time_limit_s > 0 ? ordered_json(r.time_limit_s) : ordered_json(nullptr);
   j["seed"] = r.seed;
@@ -216,7 +216,7 @@ ordered_json plan_to_json(const TuneResult& r) {
   j["created_unix"] = r.created_unix;
   // What the plan optimises ("least-change" or "speed"), and the weights in the words of the
   // plan's header ("recorded for 4 of 5 tables ...").
-  j["objective"] = valid_utf8(r.objective);
+  j["objective"] = model::to_string(r.objective);
   j["allow_unvalidated"] = r.allow_unvalidated;
   j["fine_tune"] = r.fine_tune;
   // The host and SSD budgets (`edo tune --host-budget`, `--ssd-budget`; null: no limit).
@@ -224,7 +224,7 @@ ordered_json plan_to_json(const TuneResult& r) {
   j["ssd_budget_bytes"] = r.ssd_budget_bytes ? ordered_json(r.ssd_budget_bytes) : ordered_json(nullptr);
   j["weights_text"] = valid_utf8(weights_text(r));
   // Every step time of the plan is either measured on this device or modelled for it.
-  j["timing"] = {{"kind", valid_utf8(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};
+  j["timing"] = {{"kind", model::to_string(r.timing_kind)}, {"device", valid_utf8(r.timing_device)}};
   ordered_json notes = ordered_json::array();
   for (const auto& n : r.notes) notes.push_back(valid_utf8(n));
   j["notes"] = notes;
@@ -253,7 +253,8 @@ std::string document_to_yaml(const ordered_json& doc, const std::string& comment
 }
 
 std::string plan_to_yaml(const TuneResult& r) {
-  return document_to_yaml(plan_to_json(r), "edo plan (schema edo.plan/1): the same content as `edo export --format json`");
+  return document_to_yaml(plan_to_json(r), "edo plan (schema edo.plan/1): the same content as " +
+                                               model::command_words().say({.code = model::Reason::kWrittenByExport, .name = "json"}));
 }
 
 }  // namespace edo::tuner
