@@ -162,6 +162,26 @@ int64_t candidate_loss(const model::TuneCandidate& c, bool baseline) {
          (baseline ? 0 : 1);
 }
 
+// The start of a why: what the candidate is and what it saves and costs against the table's
+// baseline (`base`), its error against the limit; the reasons it names marked in `reasons`.
+static std::string change_text(const model::TuneCandidate& c, const model::TuneCandidate* base, const model::TuneTable& t,
+                               double max_error, std::vector<model::TuneReason>& reasons) {
+  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
+  if (!base || &c == base) return "kept as recorded (" + c.strategy + ")" + (limit.empty() ? "" : ", error " + number(c.error, "%.3g") + limit);
+  std::string s = describe(c, t.rows, reasons) + ": ";
+  const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
+  s += saved >= 0 ? "saves " + model::format_bytes(static_cast<uint64_t>(saved)) : "adds " + model::format_bytes(static_cast<uint64_t>(-saved));
+  if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
+  const double dt = c.step_us - base->step_us;
+  s += ", step time " + format_duration_us(dt, true);
+  if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
+  s += ", error " + error_text(c);
+  if (c.validated) return s + limit;
+  s += " (its loss was not measured on held-out lookups; ";
+  model::say(s, reasons, {.code = model::Reason::kTakenUnvalidated});
+  return s + ")";
+}
+
 std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
                    double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra,
                    std::vector<model::TuneReason>& reasons) {
@@ -170,28 +190,7 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
     auto it = extra.find(i);
     return it == extra.end() ? int64_t{0} : it->second;
   };
-  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
-  std::string s;
-  if (!base || &c == base) {
-    s = "kept as recorded (" + c.strategy + ")";
-    if (!limit.empty()) s += ", error " + number(c.error, "%.3g") + limit;
-  } else {
-    s = describe(c, t.rows, reasons) + ": ";
-    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
-    s += saved >= 0 ? "saves " + model::format_bytes(static_cast<uint64_t>(saved)) : "adds " + model::format_bytes(static_cast<uint64_t>(-saved));
-    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
-    const double dt = c.step_us - base->step_us;
-    s += ", step time " + format_duration_us(dt, true);
-    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-    s += ", error " + error_text(c);
-    if (c.validated) {
-      s += limit;
-    } else {
-      s += " (its loss was not measured on held-out lookups; ";
-      model::say(s, reasons, {.code = model::Reason::kTakenUnvalidated});
-      s += ")";
-    }
-  }
+  std::string s = change_text(c, base, t, max_error, reasons);
   const bool modelled = r.timing_kind == model::RunTiming::kModelled;
   s += hit_rate_words(c, modelled);
   if (c.needs_retraining) s += "; needs retraining";
