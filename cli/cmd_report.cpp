@@ -444,10 +444,10 @@ int run_report(const ReportOptions& o) {
     j["plan_run"] = plan ? nlohmann::ordered_json(plan->run_id) : nlohmann::ordered_json(nullptr);
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& t : runs)
-      list.push_back({{"run", t.run_id}, {"created_unix", t.created_unix}, {"backend", t.backend}, {"objective", t.objective},
-                      {"timing", {{"kind", t.timing_kind}, {"device", t.timing_device}}},
+      list.push_back({{"run", t.run_id}, {"created_unix", t.created_unix}, {"backend", t.backend}, {"objective", model::to_string(t.objective)},
+                      {"timing", {{"kind", model::to_string(t.timing_kind)}, {"device", t.timing_device}}},
                       {"budget_bytes", t.budget_bytes}, {"devices", t.devices}, {"feasible", t.feasible}, {"complete", t.complete},
-                      {"stop_reason", t.stop_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.stop_reason)},
+                      {"stop_reason", t.stop_reason == model::StopReason::kNone ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(model::to_string(t.stop_reason))},
                       {"plan_device_bytes", t.feasible ? nlohmann::ordered_json(t.plan_device_bytes) : nlohmann::ordered_json(nullptr)}});
     j["tune_runs"] = list;
     std::puts(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
@@ -460,12 +460,12 @@ int run_report(const ReportOptions& o) {
         fmt::print("  run {}: budget {}, {}{}: {}{}\n", t.run_id,
                    model::format_bytes(t.budget_bytes) +
                        (t.devices > 1 ? fmt::format(" per device on {} devices", t.devices) : std::string()),
-                   t.objective,
-                   t.timing_kind == "modelled" ? ", times modelled for " + terminal_safe(t.timing_device) : std::string(),
+                   model::to_string(t.objective),
+                   t.timing_kind == model::RunTiming::kModelled ? ", times modelled for " + terminal_safe(t.timing_device) : std::string(),
                    t.feasible ? fmt::format("plan {} device, {} per step", model::format_bytes(t.plan_device_bytes),
                                             edo::format_duration_us(t.plan_step_us))
                               : std::string("no plan fits"),
-                   t.complete ? "" : fmt::format(" (stopped: {})", terminal_safe(t.stop_reason)));
+                   t.complete ? "" : fmt::format(" (stopped: {})", model::to_string(t.stop_reason)));
     }
     // The plan keeps its own layout (its table is aligned by plan_text, and its notes are
     // quoted by tests and users as they are).

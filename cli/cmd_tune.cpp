@@ -168,7 +168,7 @@ tuner::TuneOptions tune_options(const TuneCliOptions& o) {
   t.target_device = o.target_device;
   t.tables = o.tables;
   t.strategies = o.strategies;
-  t.objective = o.objective;
+  t.objective = *model::from_string<model::Objective>(o.objective);  // CLI::IsMember checked the word
   t.allow_unvalidated = o.allow_unvalidated;
   t.fine_tune = o.fine_tune;
   t.time_limit_s = o.time_limit;
@@ -226,17 +226,18 @@ model::TuneResult tune_interruptibly(model::Profile&& profile, const std::vector
 void print_done_line(const model::TuneResult& r, const std::string& file) {
   uint64_t gated = 0, borrowed = 0;
   for (const auto& c : r.candidates) {
-    gated += c.note.rfind("not timed: error", 0) == 0;
-    borrowed += c.usable() && (c.timing_kind == "predicted" || c.timing_kind == "twin");
+    gated += c.not_timed == model::NotTimedCause::kOverErrorLimit;
+    borrowed += c.usable() && (c.timing_kind == model::TimingKind::kPredicted || c.timing_kind == model::TimingKind::kTwin);
   }
   std::string how;
   if (borrowed) how += fmt::format("{} predicted from their class's representative or timed as a twin", borrowed);
   if (gated) how += fmt::format("{}{} over the error limit, not timed", how.empty() ? "" : "; ", gated);
-  const std::string where = r.timing_kind == "modelled"
+  const bool modelled = r.timing_kind == model::RunTiming::kModelled;
+  const std::string where = modelled
                                 ? "(times modelled for " + terminal_safe(r.timing_device) + ", errors on the " + r.backend + " backend)"
                                 : "on the " + r.backend + " backend";
   std::fprintf(stderr, "edo tune: %s %llu of %llu candidates%s in %.1f s %s; results saved in %s\n",
-               r.timing_kind == "modelled" ? "modelled" : "measured",
+               std::string(model::to_string(r.timing_kind)).c_str(),
                static_cast<unsigned long long>(r.candidates_measured), static_cast<unsigned long long>(r.candidates_total),
                how.empty() ? "" : (" (" + how + ")").c_str(), r.elapsed_s, where.c_str(), terminal_safe(file).c_str());
 }
@@ -268,13 +269,11 @@ int run_tune(const TuneCliOptions& o) {
   print_done_line(r, o.file);
   // Ctrl-C: what was measured is saved and planned, and the exit status says the command was
   // interrupted (128 + SIGINT), as a shell expects of a job stopped by Ctrl-C.
-  if (r.stop_reason == "cancelled") return 130;
+  if (r.stop_reason == model::StopReason::kCancelled) return 130;
   if (!r.feasible) {
     // The verdict line (tuner/summary.h) says why and names the fix; a run stopped early says
     // its smallest budget is that of the candidates it measured.
-    std::string why = tuner::verdict_text(r);
-    why = "no plan" + why.substr(why.find("none") + 4);  // "plan: none fits ..." -> "no plan fits ..."
-    throw Failure(terminal_safe(why) + (r.min_feasible_bytes == UINT64_MAX ? "" : fmt::format("; run again with --budget {}", r.min_feasible_bytes)));
+    throw Failure(terminal_safe(tuner::no_plan_text(r)) + (r.min_feasible_bytes == UINT64_MAX ? "" : fmt::format("; run again with --budget {}", r.min_feasible_bytes)));
   }
   return 0;
 }

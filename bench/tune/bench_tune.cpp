@@ -240,7 +240,7 @@ int scale(const std::string& backend, const std::string& out, const std::vector<
   }
   std::set<std::string> keep, reps;
   for (const auto& c : first.candidates)
-    if (c.timing_kind == "predicted" && edo::glob_match(glob, c.table)) {
+    if (c.timing_kind == edo::model::TimingKind::kPredicted && edo::glob_match(glob, c.table)) {
       keep.insert(c.table);
       reps.insert(c.timing_from);
     }
@@ -344,7 +344,7 @@ int scale(const std::string& backend, const std::string& out, const std::vector<
   std::vector<double> drift;
   std::map<std::string, const edo::model::TuneCandidate*> then;
   for (const auto& c : first.candidates)
-    if (c.usable() && c.timing_kind == "measured") then[c.table + " " + c.spec] = &c;
+    if (c.usable() && c.timing_kind == edo::model::TimingKind::kMeasured) then[c.table + " " + c.spec] = &c;
   for (const auto& c : real.candidates) {
     auto it = then.find(c.table + " " + c.spec);
     if (c.usable() && it != then.end()) drift.push_back(std::fabs(it->second->step_us - c.step_us) / c.step_us);

@@ -105,6 +105,8 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
         using T = std::decay_t<decltype(r.*m)>;
         const T& v = r.*m;
         if constexpr (std::is_same_v<T, std::string>) s.bind(i, v);
+        else if constexpr (std::is_enum_v<T>) s.bind(i, std::string(model::to_string(v)));
+        else if constexpr (std::is_same_v<T, std::vector<model::TuneReason>>) s.bind(i, model::encode_reasons(v));
         else if constexpr (std::is_same_v<T, bool>) s.bind(i, v ? 1 : 0);
         else if constexpr (std::is_same_v<T, std::optional<double>>) {
           if (v && std::isfinite(*v)) s.bind(i, *v);
@@ -147,6 +149,15 @@ void read_one(const SQLite::Column& c, bool nullable, R& r, const model::Field<R
         }
         if constexpr (std::is_same_v<T, std::string>) {
           v = c.getString();
+        } else if constexpr (std::is_enum_v<T>) {
+          const std::string word = c.getString();
+          const std::optional<T> e = model::from_string<T>(word);
+          if (!e) throw OutOfRange(std::string(table) + "." + f.column + " is \"" + word + "\", not " + model::allowed_words<T>());
+          v = *e;
+        } else if constexpr (std::is_same_v<T, std::vector<model::TuneReason>>) {
+          std::optional<std::vector<model::TuneReason>> reasons = model::decode_reasons(c.getString());
+          if (!reasons) throw OutOfRange(std::string(table) + "." + f.column + " is not a list of reasons");
+          v = std::move(*reasons);
         } else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) {
           v = c.getDouble();
         } else {

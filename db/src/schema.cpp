@@ -292,6 +292,17 @@ void migrate_to_v17(SQLite::Database& db) {
   add_column_if_missing(db, "tune_plans", "ssd_budget_bytes", "INTEGER NOT NULL DEFAULT 0");
 }
 
+// Version 18 (issue 36 point 2): the reasons marked in a run's notes, a candidate's note and a
+// choice's why (edo/model/tune_reasons.h), so that the dashboard words a stored run's advice
+// with its own fields' names, and why a rejected candidate was rejected. Older runs: none marked
+// (their texts read as stored), no cause ('': `rejected` says it in words).
+void migrate_to_v18(SQLite::Database& db) {
+  add_column_if_missing(db, "tune_runs", "note_reasons", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_candidates", "note_reasons", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_choices", "why_reasons", "TEXT NOT NULL DEFAULT ''");
+  add_column_if_missing(db, "tune_candidates", "rejection", "TEXT NOT NULL DEFAULT ''");
+}
+
 // Every step after version 1, in order. A new file is version 1 plus all of them, so that a
 // created file and a migrated one have the same schema.
 void apply_steps(SQLite::Database& db, int from) {
@@ -311,6 +322,7 @@ void apply_steps(SQLite::Database& db, int from) {
   if (from < 15) migrate_to_v15(db);
   if (from < 16) migrate_to_v16(db);
   if (from < 17) migrate_to_v17(db);
+  if (from < 18) migrate_to_v18(db);
 }
 
 }  // namespace

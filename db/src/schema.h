@@ -6,7 +6,7 @@
 namespace edo::db::schema {
 
 // Bump when the schema changes and add a migration step from the previous version.
-constexpr int kCurrentVersion = 17;
+constexpr int kCurrentVersion = 18;
 // The value of edo_meta.format that marks a file as an edo database.
 constexpr const char* kFormatTag = "edo.profile";
 

@@ -247,6 +247,11 @@ std::optional<TuneResult> load_latest_tune_result(const ProfileStore& store) {
 std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
   std::vector<TuneRunSummary> out;
   auto u64 = [](const SQLite::Column& c) { return c.getInt64() < 0 ? uint64_t{0} : static_cast<uint64_t>(c.getInt64()); };
+  auto word = [&]<class E>(const SQLite::Column& c, E& out) {
+    const std::optional<E> e = model::from_string<E>(c.getString());
+    if (!e) corrupt(store, std::string(c.getName()) + " is \"" + c.getString() + "\", not " + model::allowed_words<E>());
+    out = *e;
+  };
   try {
     SQLite::Statement q(store.database(),
         "SELECT r.id AS run_id, r.created_unix AS created_unix, r.backend AS backend, r.device AS device,"
@@ -262,14 +267,14 @@ std::vector<TuneRunSummary> list_tune_runs(const ProfileStore& store) {
       s.backend = q.getColumn("backend").getString();
       s.device = q.getColumn("device").getString();
       s.complete = q.getColumn("complete").getInt() != 0;
-      s.stop_reason = q.getColumn("stop_reason").getString();
+      word(q.getColumn("stop_reason"), s.stop_reason);
       s.budget_bytes = u64(q.getColumn("budget_bytes"));
       s.feasible = q.getColumn("feasible").getInt() != 0;
       s.plan_device_bytes = u64(q.getColumn("plan_device_bytes"));
       s.plan_step_us = q.getColumn("plan_step_us").getDouble();
-      s.objective = q.getColumn("objective").getString();
+      word(q.getColumn("objective"), s.objective);
       s.min_feasible_bytes = u64(q.getColumn("min_feasible_bytes"));
-      s.timing_kind = q.getColumn("timing_kind").getString();
+      word(q.getColumn("timing_kind"), s.timing_kind);
       s.timing_device = q.getColumn("timing_device").getString();
       if (s.timing_device.empty()) s.timing_device = s.device;
       s.devices = static_cast<uint32_t>(std::clamp<int64_t>(q.getColumn("devices").getInt64(), 1, 65536));

@@ -29,6 +29,7 @@
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
 #include "edo/gui/tune_runner.h"
+#include "edo/gui/tune_words.h"
 #include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/model/profile_summary.h"
@@ -288,7 +289,7 @@ bool TunerView::runTune() {
   try {
     o = options();
   } catch (const std::invalid_argument& e) {
-    say(QString::fromStdString(e.what()), true);
+    say(dashboard_error(e), true);
     return false;
   }
   setBusy(true);
@@ -311,7 +312,7 @@ bool TunerView::replan() {
   try {
     o = options();
   } catch (const std::invalid_argument& e) {
-    say(QString::fromStdString(e.what()), true);
+    say(dashboard_error(e), true);
     return false;
   }
   auto copy = std::make_shared<model::TuneResult>(*result_);
@@ -332,7 +333,7 @@ void TunerView::setBusy(bool busy) {
 }
 
 void TunerView::say(const QString& message, bool error) {
-  const QString text = dashboard_wording(message);  // the tuner's errors name flags too
+  const QString& text = message;  // the runner words the tuner's errors (tune_words.h)
   status_->setText(text);
   status_->setStyleSheet(error ? QStringLiteral("color: #b03000;") : QString());
   if (error && interactive_) QMessageBox::warning(this, tr("edo tune"), text);
@@ -382,8 +383,8 @@ void TunerView::showResult(TuneResultPtr result, const QString& note) {
   // The one summary text (edo/tuner/summary.h), as `edo tune` and `edo report` print it, in the
   // view's words (its fields, not the command's flags).
   QString html;
-  for (const auto& line : tuner::summary_lines(r))
-    html += (html.isEmpty() ? QString() : QStringLiteral("<br>")) + dashboard_wording(QString::fromStdString(line)).toHtmlEscaped();
+  for (const auto& line : tuner::summary_lines(r, dashboard_words()))
+    html += (html.isEmpty() ? QString() : QStringLiteral("<br>")) + QString::fromStdString(line).toHtmlEscaped();
   summary_->setText(html);
   say(note, !note.isEmpty() && note.startsWith(QLatin1String("the result was not saved")));
   setBusy(runner_->busy());

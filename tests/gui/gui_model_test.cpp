@@ -31,6 +31,8 @@
 #include "edo/gui/top_tables_model.h"
 #include "edo/gui/tune_models.h"
 #include "edo/gui/tune_runner.h"
+#include "edo/gui/tune_words.h"
+#include "edo/tuner/summary.h"
 #include "edo/db/tune_store.h"
 #include "edo/stats/table_stats.h"
 #include "../unit/tuner/vocab_hand_stream.h"
@@ -740,23 +742,61 @@ class ModelTests : public QObject {
     QVERIFY(text(1, SessionsModel::kRole).startsWith(QStringLiteral("rank")));
   }
 
-  // The tuner's notes name `edo tune`'s flags; the Tuner view says which field to set instead.
-  void tunerNotesInTheDashboardsWords() {
-    const QStringList notes = {
-        QStringLiteral("max error 0.02 per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
-                       "do not): --max-error E to change it, --max-error inf for no limit"),
-        QStringLiteral("weights: synthetic (no weight snapshot recorded; record with 'edo record --weights' for errors on the job's weights)"),
-        QStringLiteral("12 candidate(s) over the error limit were not timed (their error is kept); a larger --max-error times them"),
-        QStringLiteral("not timed: error 0.3 (on the reference rows), over --max-error 0.02"),
-        QStringLiteral("cuda backend unavailable; use --backend cpu (or auto) on this machine"),
-        QStringLiteral("not measured: does not fit in memory at 100 rows (lower --measure-bytes)"),
-        QStringLiteral("not tuned (outside --tables or not encodable): kept as recorded")};
-    for (const QString& n : notes) {
-      const QString gui = dashboard_wording(n);
-      QVERIFY2(!gui.contains(QStringLiteral("--")), qPrintable(gui));
+  // The tuner records its advice as reasons (edo/model/tune_reasons.h): `edo tune` words each
+  // with its flag, the Tuner view with the field that sets the same option, and never a flag.
+  void tunerReasonsInTheDashboardsWords() {
+    using model::Reason;
+    for (int code = 0; code <= static_cast<int>(Reason::kUnknownTargetDevice); ++code) {
+      const model::TuneReason r{.code = static_cast<Reason>(code), .value = 0.02, .name = "host", .detail = "a, b"};
+      const std::string command = model::command_words().say(r);
+      const std::string dashboard = dashboard_words().say(r);
+      QVERIFY2(command.find("--") != std::string::npos, command.c_str());  // each reason is advice the command words with a flag
+      QVERIFY2(dashboard.find("--") == std::string::npos, dashboard.c_str());
     }
-    QVERIFY(dashboard_wording(notes[0]).contains(QStringLiteral("Max error")));
-    QCOMPARE(dashboard_wording(QStringLiteral("no steps recorded")), QStringLiteral("no steps recorded"));
+    QCOMPARE(QString::fromStdString(dashboard_words().say({.code = Reason::kOverMaxError, .value = 0.02})),
+             QStringLiteral("over the Max error 0.02"));
+    QCOMPARE(QString::fromStdString(model::command_words().say({.code = Reason::kOverMaxError, .value = 0.02})),
+             QStringLiteral("over --max-error 0.02"));
+    QCOMPARE(QString::fromStdString(dashboard_words().say({.code = Reason::kLargerTimeLimit, .name = "measures more"})),
+             QStringLiteral("a larger Time limit measures more"));
+
+    // A candidate's note as the tuner marks it: the Note column words it, the stored text keeps
+    // the command's words; a note stored before reasons were marked reads as stored.
+    auto r = std::make_shared<model::TuneResult>();
+    model::TuneCandidate gated;
+    gated.table = "t";
+    gated.strategy = "int4";
+    gated.note = "not timed: error 0.3 (on the reference rows), ";
+    model::say(gated.note, gated.note_reasons, {.code = Reason::kOverMaxError, .value = 0.02});
+    QCOMPARE(QString::fromStdString(gated.note), QStringLiteral("not timed: error 0.3 (on the reference rows), over --max-error 0.02"));
+    model::TuneCandidate old = gated;
+    old.note_reasons.clear();
+    r->candidates = {gated, old};
+    CandidatesModel candidates;
+    candidates.setResult(r);
+    QCOMPARE(candidates.data(candidates.index(0, CandidatesModel::kNote)).toString(),
+             QStringLiteral("not timed: error 0.3 (on the reference rows), over the Max error 0.02"));
+    QCOMPARE(candidates.data(candidates.index(1, CandidatesModel::kNote)).toString(), QString::fromStdString(old.note));
+
+    // The summary: the run's notes and the verdict in the view's words.
+    r->notes = {"no steps recorded", "max error 0.02 per table is the default (...): "};
+    model::say_in_line(r->notes[1], r->note_reasons, 1, {.code = Reason::kChangeMaxError});
+    r->complete = false;
+    r->stop_reason = model::StopReason::kTimeLimit;
+    r->time_limit_s = 60;
+    const std::vector<std::string> command = tuner::summary_lines(*r), dashboard = tuner::summary_lines(*r, dashboard_words());
+    QCOMPARE(command.size(), dashboard.size());
+    std::string all_command, all_dashboard;
+    for (size_t i = 0; i < command.size(); ++i) {
+      all_command += command[i] + "\n";
+      all_dashboard += dashboard[i] + "\n";
+    }
+    QVERIFY2(all_command.find("--max-error E to change it") != std::string::npos, all_command.c_str());
+    QVERIFY2(all_command.find("stopped by --time-limit 60 s") != std::string::npos, all_command.c_str());
+    QVERIFY2(all_dashboard.find("--") == std::string::npos, all_dashboard.c_str());
+    QVERIFY2(all_dashboard.find("change it in the Max error field") != std::string::npos, all_dashboard.c_str());
+    QVERIFY2(all_dashboard.find("stopped by the Time limit 60 s") != std::string::npos, all_dashboard.c_str());
+    QVERIFY2(all_dashboard.find("note: no steps recorded\n") != std::string::npos, all_dashboard.c_str());
   }
 
   // The plan's rows on a hand-made result: the optimizer lever shown beside the strategy, a
@@ -921,7 +961,7 @@ class ModelTests : public QObject {
     QVERIFY(done.wait(240'000));
     auto stopped = done.at(0).at(0).value<TuneResultPtr>();
     QVERIFY(!stopped->complete);
-    QCOMPARE(stopped->stop_reason, std::string("cancelled"));
+    QCOMPARE(std::string(edo::model::to_string(stopped->stop_reason)), std::string("cancelled"));
     QVERIFY(stopped->candidates_measured < stopped->candidates_total);
 
     // A budget the tuner cannot read fails in one line; so does a missing file.

@@ -623,7 +623,7 @@ class ViewTests : public QObject {
     const auto kept = db::load_latest_tune_result(store);
     QVERIFY(kept.has_value());
     QVERIFY(kept->run_id != first_run);
-    QCOMPARE(kept->stop_reason, std::string("cancelled"));
+    QCOMPARE(std::string(edo::model::to_string(kept->stop_reason)), std::string("cancelled"));
   }
 
   // A GPU job's recording tuned here (no GPU): the view says its times are modelled for the
@@ -645,7 +645,7 @@ class ViewTests : public QObject {
     QVERIFY(t->runTune());
     QVERIFY(shown.wait(240'000));
     QVERIFY(t->result());
-    QCOMPARE(t->result()->timing_kind, std::string("modelled"));
+    QCOMPARE(std::string(edo::model::to_string(t->result()->timing_kind)), std::string("modelled"));
     QVERIFY2(visible_text(t).contains(QStringLiteral("times modelled for NVIDIA H200")), qPrintable(visible_text(t)));
     QVERIFY(!visible_text(t).contains(QStringLiteral("measured on: CPU")));
   }

@@ -135,7 +135,10 @@ void require_tuned_tables(const Workload& w, const TuneOptions& o) {
   std::string names;
   for (size_t i = 0; i < w.groups.size() && i < 5; ++i) names += (i ? ", " : "") + w.groups[i].name;
   if (w.groups.empty()) throw TuneError("the recording has no embedding tables to tune");
-  throw TuneError("no table matches --tables '" + o.tables + "' (tables: " + names + (w.groups.size() > 5 ? ", ..." : "") + ")");
+  std::string what;
+  std::vector<model::TuneReason> reasons;
+  model::say(what, reasons, {.code = model::Reason::kNoTableMatches, .name = o.tables, .detail = names + (w.groups.size() > 5 ? ", ..." : "")});
+  throw TuneError(what, std::move(reasons));
 }
 
 // Tables too small to matter (small_tables.h): kept as recorded, no candidates, not timed.
@@ -249,6 +252,13 @@ void add_result_candidates(const TableGroup& g, const std::vector<Candidate>& ca
   }
 }
 
+// A note of the run with advice in it: `before`, the advice (marked for the front ends to word,
+// TuneResult::note_reasons), `after`.
+void add_note(model::TuneResult& r, std::string before, model::TuneReason advice, const char* after = "") {
+  model::say_in_line(before, r.note_reasons, static_cast<uint32_t>(r.notes.size()), std::move(advice));
+  r.notes.push_back(before + after);
+}
+
 // The notes enumerating leaves: weights recorded or synthetic, CPU timing, the default error
 // limit, held-out replays the time limit skipped.
 void add_enumerate_notes(const TuneOptions& o, size_t tuned, size_t with_snapshot, size_t replays_skipped,
@@ -257,21 +267,21 @@ void add_enumerate_notes(const TuneOptions& o, size_t tuned, size_t with_snapsho
   // snapshot); summary.h weights_text() says "recorded for N of M tables" when some had.
   r.weights = with_snapshot == tuned ? "recorded" : "synthetic";
   if (with_snapshot < tuned)
-    r.notes.push_back("weights: no weight snapshot for " + std::to_string(tuned - with_snapshot) + " of " +
-                      std::to_string(tuned) + " tables: their errors are on synthetic weights (record with 'edo record "
-                      "--weights' for errors on the job's weights)");
-  if (r.backend == "cpu" && r.timing_kind == "measured")
+    add_note(r, "weights: no weight snapshot for " + std::to_string(tuned - with_snapshot) + " of " + std::to_string(tuned) +
+             " tables: their errors are on synthetic weights (",
+             {.code = model::Reason::kRecordWeights}, ")");
+  if (r.backend == "cpu" && r.timing_kind == model::RunTiming::kMeasured)
     r.notes.push_back("measured on the CPU: times are this CPU's; an offloaded table costs its baseline's lookups plus its "
                       "misses' transfer over a modelled 25 GB/s host link");
   if (o.max_error == kDefaultMaxError)
-    r.notes.push_back("max error " + number(kDefaultMaxError, "%g") +
-                      " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing "
-                      "do not): --max-error E to change it, --max-error inf for no limit");
+    add_note(r, "max error " + number(kDefaultMaxError, "%g") +
+                    " per table is the default (fp16, bf16 and int8 usually pass, fp8, int4, PQ, low rank and hashing do not): ",
+             {.code = model::Reason::kChangeMaxError});
   if (replays_skipped > 0)
-    r.notes.push_back("time limit: the held-out replay of the recorded order ran for the " + std::to_string(tuned - replays_skipped) +
-                      " largest tuned tables, not for the other " + std::to_string(replays_skipped) +
-                      " (their offload hit rates are the recorded LRU curve's, marked estimated; a larger --time-limit "
-                      "replays more)");
+    add_note(r, "time limit: the held-out replay of the recorded order ran for the " + std::to_string(tuned - replays_skipped) +
+                    " largest tuned tables, not for the other " + std::to_string(replays_skipped) +
+                    " (their offload hit rates are the recorded LRU curve's, marked estimated; ",
+             {.code = model::Reason::kLargerTimeLimit, .name = "replays more"}, ")");
 }
 
 // Nothing after enumerating reads an untuned group's statistics (no candidates to measure):
@@ -299,7 +309,9 @@ class ReplayBudget {
   // Marks the group's replay skipped once the share is used (and every later group's).
   void check(TableGroup& g) {
     if (until_ > 0 && (skipped_ > 0 || std::chrono::duration<double>(clock::now() - t0_).count() >= until_)) {
-      g.replay_skipped = "not replayed within --time-limit (the larger tables' replays took the set-up's share of it)";
+      // Kept in the candidates' parameters (hit_rate_estimated), in the command's words.
+      g.replay_skipped = model::command_words().say({.code = model::Reason::kWithinTimeLimit, .name = "not replayed"}) +
+                         " (the larger tables' replays took the set-up's share of it)";
       ++skipped_;
     }
   }
@@ -392,7 +404,10 @@ std::shared_ptr<kernels::Backend> make_tune_backend(const std::string& requested
   try {
     return kernels::make_backend(name);
   } catch (const std::runtime_error& e) {
-    throw TuneError(std::string(e.what()) + "; use --backend cpu (or auto) on this machine");
+    std::string what = std::string(e.what()) + "; ";
+    std::vector<model::TuneReason> reasons;
+    model::say(what, reasons, {.code = model::Reason::kUseCpuBackend});
+    throw TuneError(what, std::move(reasons));
   }
 }
 
@@ -447,34 +462,39 @@ void complete_measurements(const Enumerated& e, const TuneOptions& o, model::Tun
 
 // How far measuring got: the candidates the error gate left untimed, whether the run is
 // complete, why it stopped (also when only skipped candidates say so) and what the stop left out.
-void note_how_far_measuring_got(const Enumerated& e, const TuneOptions& o, const std::string& stop, model::TuneResult& r) {
+void note_how_far_measuring_got(const Enumerated& e, const TuneOptions& o, model::StopReason stop, model::TuneResult& r) {
+  using model::NotTimedCause;
   size_t gated = 0;
-  for (const auto& m : r.candidates) gated += m.note.rfind("not timed: error", 0) == 0;
+  for (const auto& m : r.candidates) gated += m.not_timed == NotTimedCause::kOverErrorLimit;
   if (gated)
-    r.notes.push_back(std::to_string(gated) + " candidate(s) over the error limit were not timed (their error is kept); "
-                      "a larger --max-error times them");
+    add_note(r, std::to_string(gated) + " candidate(s) over the error limit were not timed (their error is kept); ",
+             {.code = model::Reason::kLargerMaxError, .name = "times them"});
   for (const auto& m : r.candidates) r.candidates_measured += m.usable();
-  r.complete = stop.empty();
+  r.complete = stop == model::StopReason::kNone;
   bool skipped = false;
-  for (const auto& m : r.candidates) skipped = skipped || m.note == "not measured: would not finish within the time limit";
-  r.stop_reason = stop.empty() && skipped && o.time_limit_s > 0 ? "time limit" : stop;
-  if (r.stop_reason.empty()) return;
+  for (const auto& m : r.candidates) skipped = skipped || m.not_timed == NotTimedCause::kWouldNotFinish;
+  r.stop_reason = r.complete && skipped && o.time_limit_s > 0 ? model::StopReason::kTimeLimit : stop;
+  if (r.stop_reason == model::StopReason::kNone) return;
   r.complete = false;
   // What the stop left out, in one line (each candidate's note says why it has no time).
   size_t not_measured = 0, tables = 0, baselines = 0;
   for (size_t gi = 0; gi < e.w.groups.size(); ++gi) {
     size_t here = 0;
-    for (size_t at : e.index[gi]) here += r.candidates[at].note.rfind("not measured", 0) == 0;
+    for (size_t at : e.index[gi]) {
+      const NotTimedCause why = r.candidates[at].not_timed;
+      here += why != NotTimedCause::kNone && why != NotTimedCause::kOverErrorLimit;
+    }
     not_measured += here;
     tables += here > 0;
     baselines += !e.index[gi].empty() && !r.candidates[e.index[gi][0]].usable();
   }
   if (not_measured > 0)
-    r.notes.push_back("stopped by the " + r.stop_reason + ": " + std::to_string(not_measured) + " candidates of " +
-                      std::to_string(tables) + " tables were not measured" +
-                      (baselines ? "; " + std::to_string(baselines) + " tables without a measured baseline are kept as recorded"
-                                 : "; every tuned table's baseline was measured or predicted") +
-                      " (a larger --time-limit measures more)");
+    add_note(r, "stopped by the " + std::string(model::to_string(r.stop_reason)) + ": " + std::to_string(not_measured) +
+                    " candidates of " + std::to_string(tables) + " tables were not measured" +
+                    (baselines ? "; " + std::to_string(baselines) + " tables without a measured baseline are kept as recorded"
+                               : "; every tuned table's baseline was measured or predicted") +
+                    " (",
+             {.code = model::Reason::kLargerTimeLimit, .name = "measures more"}, ")");
 }
 
 // enumerate -> measure -> plan.
@@ -484,19 +504,22 @@ model::TuneResult tune_impl(const model::Profile& profile, model::Profile* owned
   const auto t0 = clock::now();
   if (!(o.max_error >= 0)) throw std::invalid_argument("max error must be a number >= 0");
   if (o.reps < 1 || o.batches < 1 || o.warmup < 0) throw std::invalid_argument("reps and batches must be >= 1");
-  if (o.objective != "least-change" && o.objective != "speed")
-    throw std::invalid_argument("objective '" + o.objective + "' is not least-change or speed");
   if (o.threads > 0) kernels::set_num_threads(o.threads);
   model::TuneResult r = result_header(o, backend);
   // Measured on the backend, or modelled for a GPU that is not here: one or the other for
   // every candidate.
   const TimingTarget target = choose_timing(profile, o, r.backend);
-  r.timing_kind = target.model ? "modelled" : "measured";
+  r.timing_kind = target.model ? model::RunTiming::kModelled : model::RunTiming::kMeasured;
   r.timing_device = target.model ? target.model->name : r.device;
 
   Enumerated e = enumerate(profile, snapshots, o, r, owned, t0, ssd_links_of(target, r.device));
-  if (!target.note.empty()) r.notes.insert(r.notes.begin(), target.note);
-  const std::string stop = MeasureScheduler(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr).run();
+  if (!target.note.empty()) {
+    // First: every other note moves one line down.
+    for (model::TuneReason& reason : r.note_reasons) ++reason.line;
+    r.notes.insert(r.notes.begin(), target.note);
+    r.note_reasons.insert(r.note_reasons.begin(), target.note_reasons.begin(), target.note_reasons.end());
+  }
+  const model::StopReason stop = MeasureScheduler(e, r, backend, o, progress, cancel, t0, target.model ? &*target.model : nullptr).run();
   complete_measurements(e, o, r);
   note_how_far_measuring_got(e, o, stop, r);
   for (auto& n : checkpointing_notes(profile, r)) r.notes.push_back(std::move(n));  // activation memory (issue 33)

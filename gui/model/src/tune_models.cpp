@@ -10,32 +10,10 @@
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
+#include "edo/gui/tune_words.h"
 #include "edo/tuner/summary.h"
 
 namespace edo::gui {
-
-QString dashboard_wording(const QString& tuner_text) {
-  // Whole phrases first (they read badly word by word), then single flags by the field that
-  // sets the same option in the Tuner view.
-  static const std::pair<const char*, const char*> kPhrases[] = {
-      {"--max-error E to change it, --max-error inf for no limit", "change it in the Max error field ('none' for no limit)"},
-      {"record with 'edo record --weights' for errors on the job's weights",
-       "record the job again with its weights (the weights option of edo record) for errors on the job's own weights"},
-      {"a larger --max-error times them", "a larger Max error times them"},
-      {"over --max-error", "over the Max error"},
-      {"use --backend cpu (or auto)", "choose Backend cpu (or auto)"},
-      {"outside --tables", "outside the tables tuned"},
-      {" (lower --measure-bytes)", ""},
-      {"--max-error inf", "Max error 'none'"},
-  };
-  static const std::pair<const char*, const char*> kFlags[] = {
-      {"--max-error", "Max error"}, {"--budget", "Budget"}, {"--backend", "Backend"}, {"--time-limit", "Time limit"},
-      {"--target-device NAME", "Target"}, {"--target-device", "Target"}};
-  QString text = tuner_text;
-  for (const auto& [from, to] : kPhrases) text.replace(QLatin1String(from), QLatin1String(to));
-  for (const auto& [from, to] : kFlags) text.replace(QLatin1String(from), QLatin1String(to));
-  return text;
-}
 
 namespace {
 
@@ -116,7 +94,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
   const double saved = static_cast<double>(recorded) - static_cast<double>(ch.device_bytes);
   if (role == TableNameRole) return QString::fromStdString(ch.table);
   if (role == Qt::ToolTipRole) {
-    if (column == kWhy || column == kTable) return column == kWhy ? dashboard_wording(QString::fromStdString(ch.why)) : QString::fromStdString(ch.table);
+    if (column == kWhy || column == kTable) return column == kWhy ? dashboard_text(ch.why, ch.why_reasons) : QString::fromStdString(ch.table);
     if (column == kStrategy && c) return QString::fromStdString(c->spec);
     if (column == kHeadroom && c) return policy_headroom_cell(*c).tip;
   }
@@ -145,7 +123,7 @@ QVariant PlanModel::cell(int row, int column, int role) const {
       const PolicyHeadroomCell h = c && ch.shares_with.empty() ? policy_headroom_cell(*c) : PolicyHeadroomCell{};
       return answer(role, h.text, h.sort);
     }
-    case kWhy: return answer(role, dashboard_wording(QString::fromStdString(ch.why)), QString::fromStdString(ch.why));
+    case kWhy: return answer(role, dashboard_text(ch.why, ch.why_reasons), QString::fromStdString(ch.why));
   }
   return {};
 }
@@ -190,7 +168,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
   if (role == Qt::ForegroundRole && !c.plannable(result_->allow_unvalidated)) return QColor(Qt::gray);
   if (role == Qt::ToolTipRole) {
     if (column == kStrategy) return QString::fromStdString(c.spec);
-    if (column == kNote || column == kTable) return column == kNote ? dashboard_wording(QString::fromStdString(c.note)) : QString::fromStdString(c.table);
+    if (column == kNote || column == kTable) return column == kNote ? dashboard_text(c.note, c.note_reasons) : QString::fromStdString(c.table);
     // Where the hit rate comes from (docs/tuning.md "Held-out validation"), and the figure in
     // parentheses: the whole recording's.
     if (column == kHitRate && c.hit_rate)
@@ -224,7 +202,7 @@ QVariant CandidatesModel::cell(int row, int column, int role) const {
     }
     case kRetraining: return answer(role, c.needs_retraining ? tr("yes") : tr("no"), c.needs_retraining ? 1 : 0);
     case kInPlan: return answer(role, in_plan ? QStringLiteral("✓") : QString(), in_plan ? 1 : 0);
-    case kNote: return answer(role, dashboard_wording(QString::fromStdString(c.note)), QString::fromStdString(c.note));
+    case kNote: return answer(role, dashboard_text(c.note, c.note_reasons), QString::fromStdString(c.note));
   }
   return {};
 }

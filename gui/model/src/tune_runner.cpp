@@ -11,6 +11,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
+#include "edo/gui/tune_words.h"
 
 namespace edo::gui {
 
@@ -92,9 +93,9 @@ void TuneRunner::start(const QString& path, const tuner::TuneOptions& options) {
         Q_EMIT self->finished(shared, not_saved);
       });
     } catch (const tuner::TuneError& e) {
-      fail(QString::fromStdString(e.what()));
+      fail(dashboard_error(e));
     } catch (const std::invalid_argument& e) {
-      fail(QString::fromStdString(e.what()));
+      fail(dashboard_error(e));
     } catch (const db::DbError& e) {
       fail(QString::fromStdString(e.what()));
     } catch (const std::bad_alloc&) {

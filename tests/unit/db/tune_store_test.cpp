@@ -184,7 +184,7 @@ TuneResult sample_result() {
   r.time_limit_s = 60;
   r.elapsed_s = 12.5;
   r.complete = false;
-  r.stop_reason = "time limit";
+  r.stop_reason = edo::model::StopReason::kTimeLimit;
   r.candidates_total = 3;
   r.candidates_measured = 2;
   r.tables.push_back({"model.emb.user", 1000, 16, "f32", 64000, 512, true, "", "synthetic", "adam", true});
@@ -265,7 +265,7 @@ TEST(TuneStore, RoundTripKeepsEverything) {
   EXPECT_DOUBLE_EQ(q->max_error, 0.05);
   EXPECT_EQ(q->tables_glob, "model.*");
   EXPECT_FALSE(q->complete);
-  EXPECT_EQ(q->stop_reason, "time limit");
+  EXPECT_EQ(edo::model::to_string(q->stop_reason), "time limit");
   EXPECT_EQ(q->candidates_measured, 2u);
   ASSERT_EQ(q->tables.size(), 2u);
   EXPECT_EQ(q->tables[1].shares_with, "model.emb.user");
@@ -317,27 +317,27 @@ TEST(TuneStore, ThePlanRecordsItsObjectiveAndOlderPlansWereSpeed) {
   const std::string path = temp_path("tune-objective.edodb");
   { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
   TuneResult r = sample_result();
-  r.objective = "least-change";
+  r.objective = edo::model::Objective::kLeastChange;
   r.candidates[0].step_us_lo = 9.5;
   r.candidates[0].step_us_hi = 10.75;
   {
     ProfileStore store(path, ProfileStore::Mode::kReadWrite);
     save_tune_result(store, r);
     const TuneResult q = load_tune_result(store, r.run_id);
-    EXPECT_EQ(q.objective, "least-change");
+    EXPECT_EQ(edo::model::to_string(q.objective), "least-change");
     EXPECT_EQ(q.candidates[0].step_us_lo, 9.5);
     EXPECT_EQ(q.candidates[0].step_us_hi, 10.75);
     EXPECT_TRUE(std::isnan(q.candidates[1].step_us_lo)) << "unknown stays unknown";
-    r.objective = "speed";
+    r.objective = edo::model::Objective::kSpeed;
     save_tune_plan(store, r);
-    EXPECT_EQ(load_tune_result(store, r.run_id).objective, "speed") << "a run's latest plan";
+    EXPECT_EQ(edo::model::to_string(load_tune_result(store, r.run_id).objective), "speed") << "a run's latest plan";
   }
   {
     // A schema-5 file: the column did not exist; migrating adds it as 'speed'.
     as_schema_version(path, 5, {"tune_plans.objective", "tune_candidates.step_us_lo", "tune_candidates.step_us_hi"});
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
-  EXPECT_EQ(load_tune_result(store, r.run_id).objective, "speed");
+  EXPECT_EQ(edo::model::to_string(load_tune_result(store, r.run_id).objective), "speed");
   EXPECT_TRUE(std::isnan(load_tune_result(store, r.run_id).candidates[0].step_us_lo));
   SQLite::Database raw(path, SQLite::OPEN_READONLY);
   EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),
@@ -492,16 +492,16 @@ TEST(TuneStore, CandidatesRecordWhereTheirTimeComesFrom) {
   const std::string path = temp_path("tune-timing-source.edodb");
   { ProfileStore(path, ProfileStore::Mode::kCreate).save(*std::make_unique<Profile>(sample_profile())); }
   TuneResult r = sample_result();
-  r.candidates[0].timing_kind = "measured";
-  r.candidates[1].timing_kind = "predicted";
+  r.candidates[0].timing_kind = edo::model::TimingKind::kMeasured;
+  r.candidates[1].timing_kind = edo::model::TimingKind::kPredicted;
   r.candidates[1].timing_from = "model.emb.item";
   {
     ProfileStore store(path, ProfileStore::Mode::kReadWrite);
     save_tune_result(store, r);
     const TuneResult q = load_tune_result(store, r.run_id);
-    EXPECT_EQ(q.candidates[0].timing_kind, "measured");
+    EXPECT_EQ(edo::model::to_string(q.candidates[0].timing_kind), "measured");
     EXPECT_EQ(q.candidates[0].timing_from, "");
-    EXPECT_EQ(q.candidates[1].timing_kind, "predicted");
+    EXPECT_EQ(edo::model::to_string(q.candidates[1].timing_kind), "predicted");
     EXPECT_EQ(q.candidates[1].timing_from, "model.emb.item");
   }
   {
@@ -510,7 +510,7 @@ TEST(TuneStore, CandidatesRecordWhereTheirTimeComesFrom) {
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const TuneResult q = load_tune_result(store, r.run_id);
-  EXPECT_EQ(q.candidates[1].timing_kind, "");
+  EXPECT_EQ(edo::model::to_string(q.candidates[1].timing_kind), "");
   EXPECT_EQ(q.candidates[1].timing_from, "");
   EXPECT_EQ(q.candidates[1].step_us, r.candidates[1].step_us);
   SQLite::Database raw(path, SQLite::OPEN_READONLY);
@@ -531,7 +531,7 @@ TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
   bad.feasible = false;
   bad.choices.clear();
   bad.complete = true;
-  bad.stop_reason.clear();
+  bad.stop_reason = edo::model::StopReason::kNone;
   save_tune_result(store, bad);
   EXPECT_EQ(load_latest_tune_result(store)->run_id, bad.run_id);
   const auto kept = load_latest_good_tune_result(store);
@@ -543,7 +543,7 @@ TEST(TuneStore, AFailedRunNeverHidesTheLastGoodPlan) {
   EXPECT_EQ(runs[0].run_id, good.run_id);
   EXPECT_TRUE(runs[0].feasible);
   EXPECT_FALSE(runs[0].complete);
-  EXPECT_EQ(runs[0].stop_reason, "time limit");
+  EXPECT_EQ(edo::model::to_string(runs[0].stop_reason), "time limit");
   EXPECT_EQ(runs[0].plan_device_bytes, 10400u);
   EXPECT_EQ(runs[1].run_id, bad.run_id);
   EXPECT_FALSE(runs[1].feasible);

@@ -20,7 +20,7 @@ TEST(TuneTiming, ModelledTimesRoundTripAndOlderRunsReadAsMeasured) {
   model::TuneResult modelled, measured;
   modelled.backend = measured.backend = "cpu";
   modelled.device = measured.device = "Some CPU, 2 threads, avx2";
-  modelled.timing_kind = "modelled";
+  modelled.timing_kind = edo::model::RunTiming::kModelled;
   modelled.timing_device = "NVIDIA H200";
   measured.timing_device = measured.device;
   {
@@ -28,15 +28,15 @@ TEST(TuneTiming, ModelledTimesRoundTripAndOlderRunsReadAsMeasured) {
     save_tune_result(store, modelled);
     save_tune_result(store, measured);
     const model::TuneResult a = load_tune_result(store, modelled.run_id), b = load_tune_result(store, measured.run_id);
-    EXPECT_EQ(a.timing_kind, "modelled");
+    EXPECT_EQ(edo::model::to_string(a.timing_kind), "modelled");
     EXPECT_EQ(a.timing_device, "NVIDIA H200");
-    EXPECT_EQ(b.timing_kind, "measured");
+    EXPECT_EQ(edo::model::to_string(b.timing_kind), "measured");
     EXPECT_EQ(b.timing_device, "Some CPU, 2 threads, avx2");
     const auto runs = list_tune_runs(store);
     ASSERT_EQ(runs.size(), 2u);
-    EXPECT_EQ(runs[0].timing_kind, "modelled");
+    EXPECT_EQ(edo::model::to_string(runs[0].timing_kind), "modelled");
     EXPECT_EQ(runs[0].timing_device, "NVIDIA H200");
-    EXPECT_EQ(runs[1].timing_kind, "measured");
+    EXPECT_EQ(edo::model::to_string(runs[1].timing_kind), "measured");
   }
   {
     // A schema-6 file: no timing columns; migrating adds them, its runs measured on their device.
@@ -48,7 +48,7 @@ TEST(TuneTiming, ModelledTimesRoundTripAndOlderRunsReadAsMeasured) {
   }
   ProfileStore store(path, ProfileStore::Mode::kReadOnly);
   const model::TuneResult old = load_tune_result(store, modelled.run_id);
-  EXPECT_EQ(old.timing_kind, "measured");
+  EXPECT_EQ(edo::model::to_string(old.timing_kind), "measured");
   EXPECT_EQ(old.timing_device, "Some CPU, 2 threads, avx2");
   SQLite::Database raw(path, SQLite::OPEN_READONLY);
   EXPECT_EQ(raw.execAndGet("SELECT value FROM edo_meta WHERE key = 'schema_version'").getString(),

@@ -233,7 +233,7 @@ const model::TuneCandidate* find(const model::TuneResult& r, const std::string& 
 TEST(TuneModelled, AGpuRecordingOnTheCpuIsModelledForItsGpu) {
   auto backend = kernels::make_backend("cpu");
   const model::TuneResult r = tune(gpu_recording("NVIDIA H200"), {}, cpu_options("auto"), *backend);
-  EXPECT_EQ(r.timing_kind, "modelled");
+  EXPECT_EQ(edo::model::to_string(r.timing_kind), "modelled");
   EXPECT_EQ(r.timing_device, "NVIDIA H200");
   EXPECT_EQ(r.backend, "cpu");  // the errors were computed there
   EXPECT_NE(summary_lines(r).at(0).find("modelled for NVIDIA H200"), std::string::npos) << summary_lines(r).at(0);
@@ -279,7 +279,7 @@ TEST(TuneModelled, WithoutAStoredMatchTheCpuMeasuresAndSaysHowToModel) {
   o.strategies = "fp16";
   o.reps = 1;
   const model::TuneResult r = tune(gpu_recording("NVIDIA H100 80GB HBM3"), {}, o, *backend);
-  EXPECT_EQ(r.timing_kind, "measured");
+  EXPECT_EQ(edo::model::to_string(r.timing_kind), "measured");
   EXPECT_EQ(r.timing_device, r.device);
   bool said = false;
   for (const auto& n : r.notes)
@@ -289,7 +289,7 @@ TEST(TuneModelled, WithoutAStoredMatchTheCpuMeasuresAndSaysHowToModel) {
   EXPECT_NE(summary_lines(r).at(0).find("measured on: CPU"), std::string::npos);
   // --backend cpu asks for CPU times even for a GPU whose profile is stored.
   const model::TuneResult c = tune(gpu_recording("NVIDIA H200"), {}, [&] { auto x = o; x.backend = "cpu"; return x; }(), *backend);
-  EXPECT_EQ(c.timing_kind, "measured");
+  EXPECT_EQ(edo::model::to_string(c.timing_kind), "measured");
 }
 
 TEST(TuneModelled, TargetDeviceModelsEvenACpuRecording) {
@@ -299,10 +299,10 @@ TEST(TuneModelled, TargetDeviceModelsEvenACpuRecording) {
   TuneOptions o = cpu_options("auto");
   o.strategies = "fp16";
   o.reps = 1;
-  EXPECT_EQ(tune(p, {}, o, *backend).timing_kind, "measured");  // an inference job on a CPU
+  EXPECT_EQ(edo::model::to_string(tune(p, {}, o, *backend).timing_kind), "measured");  // an inference job on a CPU
   o.target_device = "h200";
   const model::TuneResult r = tune(p, {}, o, *backend);
-  EXPECT_EQ(r.timing_kind, "modelled");
+  EXPECT_EQ(edo::model::to_string(r.timing_kind), "modelled");
   EXPECT_EQ(r.timing_device, "NVIDIA H200");
   o.target_device = "TPU v5";
   EXPECT_THROW(tune(p, {}, o, *backend), std::invalid_argument);
@@ -313,17 +313,17 @@ TEST(TuneModelled, ThePlanDocumentSaysHowItsTimesWereObtained) {
   r.backend = "cpu";
   r.device = "Some CPU";
   r.weights = "synthetic";
-  r.timing_kind = "modelled";
+  r.timing_kind = edo::model::RunTiming::kModelled;
   r.timing_device = "NVIDIA H200";
   const model::TuneResult back = plan_from_text(plan_to_json_text(r));
-  EXPECT_EQ(back.timing_kind, "modelled");
+  EXPECT_EQ(edo::model::to_string(back.timing_kind), "modelled");
   EXPECT_EQ(back.timing_device, "NVIDIA H200");
   EXPECT_EQ(plan_from_text(plan_to_yaml(r)).timing_device, "NVIDIA H200");
   // A plan written before timing was recorded: measured on its device.
   auto j = plan_to_json(r);
   j.erase("timing");
   const model::TuneResult old = plan_from_json(j);
-  EXPECT_EQ(old.timing_kind, "measured");
+  EXPECT_EQ(edo::model::to_string(old.timing_kind), "measured");
   EXPECT_EQ(old.timing_device, "Some CPU");
   j["timing"] = {{"kind", "guessed"}, {"device", "x"}};
   try {

@@ -22,7 +22,7 @@ struct Opt {
 };
 
 struct HandBuiltShape {
-  std::string objective = "least-change";
+  edo::model::Objective objective = edo::model::Objective::kLeastChange;
   uint32_t devices = 1;
   uint64_t rows = 1000;  // every table's
   uint32_t dim = 16;

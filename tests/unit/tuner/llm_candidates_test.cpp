@@ -126,6 +126,7 @@ TEST(TrainingLevers, SparseGradientIsRefusedWhenTheJobsWeightDecayCannotBeCarrie
   const model::TuneCandidate* c = tuned_lever(bad, "sparse_adam");
   ASSERT_NE(c, nullptr);
   EXPECT_NE(c->rejected.find("SparseAdam has no weight decay"), std::string::npos) << c->rejected;
+  EXPECT_EQ(c->rejection, edo::model::RejectionCause::kSparseGradientRefused);
   EXPECT_FALSE(c->plannable(true));
   // Adagrad with weight decay: torch.optim.Adagrad raises on a sparse gradient.
   const model::TuneResult ada = tune(testing::synthetic_profile({trained("adagrad", 0.1)}, 10), {}, lever_options(0));

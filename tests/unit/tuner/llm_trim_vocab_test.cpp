@@ -172,6 +172,10 @@ TEST(TrimVocab, ThePlannerTakesItUnderABudgetAndAListMustNameIt) {
   EXPECT_DOUBLE_EQ(c.error, 10.0 / 300.0);
   EXPECT_TRUE(c.needs_retraining);
   EXPECT_NE(r.choices[0].why.find("edo export --format vocab-remap --coverage 99.9"), std::string::npos) << r.choices[0].why;
+  // The command is a reason marked in the why (the dashboard words it without the flag).
+  ASSERT_EQ(r.choices[0].why_reasons.size(), 1u);
+  EXPECT_EQ(r.choices[0].why_reasons[0].code, edo::model::Reason::kVocabRemapExport);
+  EXPECT_EQ(r.choices[0].why_reasons[0].name, "99.9");
   o.strategies = "fp16";
   o.budget_bytes = 1 << 20;
   for (const auto& x : tune(p, {}, o).candidates) EXPECT_NE(x.optimizer, "trim_vocab");

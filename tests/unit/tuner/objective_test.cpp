@@ -26,7 +26,7 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 using testing::Opt;
 
 TuneResult hand_built(const std::vector<std::pair<std::string, std::vector<Opt>>>& tables, const std::string& objective) {
-  return testing::hand_built(tables, {.objective = objective});
+  return testing::hand_built(tables, {.objective = *edo::model::from_string<edo::model::Objective>(objective)});
 }
 
 const TuneCandidate& pick(const TuneResult& r, const std::string& table) {
@@ -46,7 +46,7 @@ TEST(Objective, LeastChangeKeepsEverythingAsRecordedWhenItFits) {
   for (const auto& ch : r.choices) EXPECT_NE(ch.why.find("nothing needs to change"), std::string::npos) << ch.why;
   // --objective speed: the fastest within the limit, as before.
   TuneResult s = r;
-  s.objective = "speed";
+  s.objective = edo::model::Objective::kSpeed;
   replan(s, 1024 * kMiB, INFINITY);
   EXPECT_EQ(pick(s, "a").strategy, "int8");
   EXPECT_EQ(s.plan_step_us, 100);
@@ -68,7 +68,7 @@ TEST(Objective, LosslessBeforeLossyEvenWithoutAnErrorLimit) {
   EXPECT_EQ(pick(r, "t").strategy, "pq");
   EXPECT_NE(r.choices[0].why.find("that change less need more memory"), std::string::npos) << r.choices[0].why;
   TuneResult s = r;
-  s.objective = "speed";
+  s.objective = edo::model::Objective::kSpeed;
   replan(s, 40 * kMiB, INFINITY);
   EXPECT_EQ(pick(s, "t").strategy, "pq");
 }
@@ -122,10 +122,10 @@ TEST(Objective, ThePlanDocumentRecordsItAndReadsItBack) {
   replan(r, 1024 * kMiB, INFINITY);
   const auto doc = plan_to_json(r);
   EXPECT_EQ(doc["objective"], "least-change");
-  EXPECT_EQ(plan_from_json(doc).objective, "least-change");
+  EXPECT_EQ(edo::model::to_string(plan_from_json(doc).objective), "least-change");
   auto old = doc;
   old.erase("objective");
-  EXPECT_EQ(plan_from_json(old).objective, "speed") << "plans made before objectives were the fastest";
+  EXPECT_EQ(edo::model::to_string(plan_from_json(old).objective), "speed") << "plans made before objectives were the fastest";
   old["objective"] = "cheapest";
   EXPECT_THROW(plan_from_json(old), PlanError);
   // The step-time interval of each choice travels too, and only as a [low, high] pair.

@@ -66,7 +66,7 @@ TuneResult sample_plan() {
   r.candidates_total = 40;
   r.candidates_measured = 31;
   r.complete = false;
-  r.stop_reason = "time limit";
+  r.stop_reason = edo::model::StopReason::kTimeLimit;
   r.notes = {"a note with \"quotes\"\nand a newline"};
   r.feasible = true;
   r.baseline_device_bytes = 5000000;

@@ -269,8 +269,12 @@ TEST(PlanSafety, ACandidateTheJobsOptimizerBreaksIsRejectedWithItsReasonInTheWhy
   // Recorded: fp32 weights and gradient (2w); a 16-bit format with its 16-bit gradient: w.
   const model::TuneResult r = tune(p, {}, cpu_options(t.weight_bytes + 1, "fp16,bf16"));
   for (const auto& c : r.candidates)
-    if (c.strategy == "fp16") EXPECT_NE(c.rejected.find("non-finite"), std::string::npos) << c.rejected;
-    else if (c.strategy == "bf16") EXPECT_TRUE(c.rejected.empty()) << c.rejected;
+    if (c.strategy == "fp16") {
+      EXPECT_EQ(c.rejection, edo::model::RejectionCause::kUnsafeInFormat);
+      EXPECT_NE(c.rejected.find("non-finite"), std::string::npos) << c.rejected;  // what the user reads
+    } else if (c.strategy == "bf16") {
+      EXPECT_TRUE(c.rejected.empty()) << c.rejected;
+    }
   ASSERT_TRUE(r.feasible);
   EXPECT_EQ(chosen(r, "emb")->strategy, "bf16");
   EXPECT_NE(choice(r, "emb")->why.find("rejected as unsafe for the job's training (fp16:"), std::string::npos)

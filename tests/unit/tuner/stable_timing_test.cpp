@@ -53,7 +53,7 @@ TEST(StableTiming, IdenticalTablesGetTheSamePlanInFiveOfFiveNoisyRuns) {
   for (int i = 0; i < 4; ++i) tables.push_back(testing::synthetic_table("t" + std::to_string(i), 4000, 16, 1.1, 20000, 7));
   const auto p = testing::synthetic_profile(tables, 10);
   TuneOptions o;
-  o.objective = "speed";
+  o.objective = edo::model::Objective::kSpeed;
   o.strategies = "fp16,bf16,int8";
   o.max_error = INFINITY;
   o.budget_bytes = uint64_t{1} << 30;
@@ -110,7 +110,7 @@ struct BurstyBackend : NoisyBackend {
 TEST(StableTiming, OnePlanInTwentyRunsWhenOtherWorkComesInBursts) {
   const auto p = testing::synthetic_profile({testing::synthetic_table("t0", 4000, 16, 1.1, 20000, 7)}, 10);
   TuneOptions o;
-  o.objective = "speed";
+  o.objective = edo::model::Objective::kSpeed;
   o.strategies = "fp16,bf16,int8";
   o.max_error = INFINITY;
   o.budget_bytes = 200000;  // fp32 (256000 bytes) does not fit: one of the three formats is chosen
@@ -130,7 +130,7 @@ TEST(StableTiming, OnePlanInTwentyRunsWhenOtherWorkComesInBursts) {
 // A result of one table `t` (rows x 16 or x 64 floats) and a helper adding measured candidates.
 model::TuneResult one_table(const std::string& objective, uint64_t rows, uint32_t dim, double lookups_per_step) {
   model::TuneResult r;
-  r.objective = objective;
+  r.objective = *edo::model::from_string<edo::model::Objective>(objective);
   model::TuneTable t;
   t.name = "t";
   t.rows = rows;

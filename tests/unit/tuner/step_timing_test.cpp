@@ -79,7 +79,7 @@ model::Table adam_table(bool training) {
 
 TuneOptions speed_options(const std::string& strategies) {
   TuneOptions o;
-  o.objective = "speed";
+  o.objective = edo::model::Objective::kSpeed;
   o.strategies = strategies;
   o.max_error = INFINITY;
   o.budget_bytes = uint64_t{1} << 30;
@@ -314,8 +314,8 @@ TEST(StepTiming, OnTheCpuBackendTheOptimizerCandidatesDiffer) {
     ASSERT_TRUE(adam.usable() && lever.usable()) << adam.note << lever.note;
     EXPECT_EQ(adam.step_covers, "forward+backward+adam update (dense gradient)");
     EXPECT_EQ(lever.step_covers, "forward+backward+rowwise adagrad update (sparse gradient)");
-    EXPECT_EQ(lever.timing_kind, "measured") << lever.note;
-    EXPECT_EQ(adam.timing_kind, "measured") << adam.note;
+    EXPECT_EQ(edo::model::to_string(lever.timing_kind), "measured") << lever.note;
+    EXPECT_EQ(edo::model::to_string(adam.timing_kind), "measured") << adam.note;
     // Timed on its own, not copied from the format's candidate: its own update time.
     EXPECT_NE(lever.update_us, adam.update_us) << fmt;
     EXPECT_NE(lever.step_us, adam.step_us) << fmt;

@@ -47,7 +47,7 @@ TEST(Summary, WeightsHaveOneWordingEverywhere) {
 TEST(Summary, ATimeLimitStopSaysSoAndNamesTheOption) {
   auto r = with_tables(1, 0);
   r.complete = false;
-  r.stop_reason = "time limit";
+  r.stop_reason = edo::model::StopReason::kTimeLimit;
   r.time_limit_s = 8;
   r.candidates_measured = 3;
   r.candidates_total = 40;
@@ -62,16 +62,16 @@ TEST(Summary, ATimeLimitStopSaysSoAndNamesTheOption) {
   EXPECT_NE(v.find("among the candidates measured before --time-limit stopped the run"), std::string::npos) << v;
   EXPECT_NE(v.find("--time-limit"), std::string::npos) << v;
   r.complete = true;
-  r.stop_reason.clear();
+  r.stop_reason = edo::model::StopReason::kNone;
   EXPECT_EQ(verdict_text(r).find("--time-limit"), std::string::npos) << verdict_text(r);
   r.complete = false;
-  r.stop_reason = "cancelled";
+  r.stop_reason = edo::model::StopReason::kCancelled;
   EXPECT_NE(run_text(r).find("Ctrl-C"), std::string::npos) << run_text(r);
 }
 
 TEST(Summary, NamesTheObjective) {
   auto r = with_tables(1, 0);
-  r.objective = "least-change";
+  r.objective = edo::model::Objective::kLeastChange;
   bool found = false;
   for (const auto& l : summary_lines(r)) found = found || l.find("objective: least-change") != std::string::npos;
   EXPECT_TRUE(found);

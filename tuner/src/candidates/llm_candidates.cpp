@@ -138,6 +138,7 @@ void check_training_lever_candidates(const TableGroup& g, const std::vector<Cand
     const std::string why = sparse_gradient_refusal(g);
     if (!why.empty()) {
       m.rejected = why;
+      m.rejection = model::RejectionCause::kSparseGradientRefused;
       m.note += sep + "numerically unsafe: " + why;
       continue;
     }

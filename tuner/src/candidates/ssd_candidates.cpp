@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache_policies.h"
+#include "edo/model/tune_reasons.h"
 #include "cache_replay.h"
 #include "ssd_replay.h"
 
@@ -67,12 +68,12 @@ double ssd_added_us(double fetches, double reads, uint64_t row_bytes, const SsdL
   double ssd_us = 0;
   if (links.storage && links.storage->row_qd32.reads_per_s > 0) {
     ssd_us = reads / links.storage->row_qd32.reads_per_s * 1e6;
-    basis = "SSD reads: " + std::to_string(links.storage->row_read_bytes) + "-byte random reads at queue depth 32 measured by edo bench --storage (" +
-            links.storage_source + ")";
+    basis = "SSD reads: " + std::to_string(links.storage->row_read_bytes) + "-byte random reads at queue depth 32 measured by " +
+            model::command_words().say({.code = model::Reason::kBenchStorage}) + " (" + links.storage_source + ")";
   } else {
     ssd_us = reads * static_cast<double>(row_bytes) / kTorchRecSsdBytesPerS * 1e6;
-    basis = "SSD reads: not measured (no storage figures in the device profile; 'edo bench --storage DIR --save-device NAME' "
-            "measures them): TorchRec's planner default of 100 MiB/s";
+    basis = "SSD reads: not measured (no storage figures in the device profile; " +
+            model::command_words().say({.code = model::Reason::kSaveStorageProfile}) + "): TorchRec's planner default of 100 MiB/s";
   }
   return link_us + ssd_us;
 }
@@ -94,7 +95,8 @@ double ssd_writeback_us(double writebacks, double ssd_writes, uint64_t row_bytes
   double ssd_us = 0;
   if (links.storage && links.storage->seq_write_gbs > 0) {
     ssd_us = ssd_writes * bytes / (links.storage->seq_write_gbs * 1e9) * 1e6;
-    basis = "SSD writes: sequential write bandwidth measured by edo bench --storage (" + links.storage_source +
+    basis = "SSD writes: sequential write bandwidth measured by " + model::command_words().say({.code = model::Reason::kBenchStorage}) +
+            " (" + links.storage_source +
             "; RocksDB writes logs and SST files, not rows in place)";
   } else {
     ssd_us = ssd_writes * bytes / kTorchRecSsdBytesPerS * 1e6;

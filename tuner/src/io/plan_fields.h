@@ -55,6 +55,8 @@ void fields_to_json(nlohmann::ordered_json& j, const R& r, const model::Record<R
           const T& v = r.*m;
           if (f.in_plan == model::InPlan::kNullIsDefault && v == defaults.*m) j[f.plan_key()] = nullptr;
           else if constexpr (std::is_same_v<T, std::string>) j[f.plan_key()] = valid_utf8(v);
+          else if constexpr (std::is_enum_v<T>) j[f.plan_key()] = std::string(model::to_string(v));
+          else if constexpr (std::is_same_v<T, std::vector<model::TuneReason>>) j[f.plan_key()] = model::encode_reasons(v);
           else if constexpr (std::is_same_v<T, double>) j[f.plan_key()] = number_or_null(v);
           else if constexpr (std::is_same_v<T, std::optional<double>>) j[f.plan_key()] = opt_or_null(v);
           else if constexpr (std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<int32_t>>)
@@ -82,7 +84,16 @@ void fields_from_json(const nlohmann::ordered_json& obj, R& r, const model::Reco
           T& v = r.*m;
           if (f.in_plan == model::InPlan::kNullIsDefault && obj[key].is_null()) v = defaults.*m;
           else if constexpr (std::is_same_v<T, std::string>) v = f.in_plan == model::InPlan::kRequired ? get_string(obj, key, where) : opt_string(obj, key, where);
-          else if constexpr (std::is_same_v<T, bool>) v = get_bool(obj, key, where);
+          else if constexpr (std::is_enum_v<T>) {
+            const std::string word = get_string(obj, key, where);
+            const std::optional<T> e = model::from_string<T>(word);
+            if (!e) fail(where + ": \"" + key + "\" is \"" + valid_utf8(word) + "\", not " + model::allowed_words<T>());
+            v = *e;
+          } else if constexpr (std::is_same_v<T, std::vector<model::TuneReason>>) {
+            std::optional<std::vector<model::TuneReason>> reasons = model::decode_reasons(get_string(obj, key, where));
+            if (!reasons) fail(where + ": \"" + key + "\" is not a list of reasons");
+            v = std::move(*reasons);
+          } else if constexpr (std::is_same_v<T, bool>) v = get_bool(obj, key, where);
           else if constexpr (std::is_same_v<T, std::optional<double>>) v = opt_number(obj, key, where, f.lo, f.hi);
           else if constexpr (std::is_same_v<T, double>) {
             v = get_number(obj, key, where, true, v);

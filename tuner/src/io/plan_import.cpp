@@ -348,19 +348,16 @@ void read_totals(const ordered_json& doc, TuneResult& r) {
 // How the run went and its options (added keys: plans written before each have its default).
 void read_run(const ordered_json& doc, TuneResult& r) {
   const bool feasible = r.feasible;  // whether "plan" is an object (read_totals)
+  // Plans written before objectives were recorded were the fastest within the error limit (the
+  // member's default); an unknown objective, stop reason or timing kind is refused by its enum.
   fields_from_json(doc, r, kPlanRunFields, "the plan");
   if (r.feasible != feasible) fail("\"feasible\" disagrees with \"plan\"");
-  // Plans written before objectives were recorded were the fastest within the error limit.
-  if (r.objective != "least-change" && r.objective != "speed")
-    fail("objective \"" + printable_name(r.objective) + "\" is neither least-change nor speed");
   // Plans written before the timing was recorded were measured on their backend's device.
   r.timing_device = r.device;
   if (doc.contains("timing")) {
     const ordered_json& timing = field(doc, "timing", "the plan");
     if (!timing.is_object()) fail("\"timing\" is not an object");
     fields_from_json(timing, r, kPlanTimingFields, "timing");
-    if (r.timing_kind != "measured" && r.timing_kind != "modelled")
-      fail("timing kind \"" + printable_name(r.timing_kind) + "\" is neither measured nor modelled");
   }
   if (auto it = doc.find("notes"); it != doc.end()) {
     if (!it->is_array()) fail("\"notes\" is not a list");
@@ -416,9 +413,11 @@ void read_step_timing(const ordered_json& t, TuneCandidate& c, const std::string
   if (auto ts = t.find("timing_source"); ts != t.end() && !ts->is_null()) {
     const std::string what = where + ": \"timing_source\"";
     if (!ts->is_object()) fail(what + " is not an object");
-    c.timing_kind = get_string(*ts, "kind", what);
-    if (c.timing_kind != "measured" && c.timing_kind != "twin" && c.timing_kind != "predicted")
-      fail(what + " kind \"" + printable_name(c.timing_kind) + "\" is not measured, twin or predicted");
+    const std::string kind = get_string(*ts, "kind", what);
+    const std::optional<model::TimingKind> timing_kind = model::from_string<model::TimingKind>(kind);
+    if (!timing_kind || *timing_kind == model::TimingKind::kNone)
+      fail(what + " kind \"" + printable_name(kind) + "\" is not measured, twin or predicted");
+    c.timing_kind = *timing_kind;
     c.timing_from = opt_string(*ts, "from", what);
   }
 }

@@ -115,8 +115,8 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
     j["step_phases_us"] = nullptr;
   // Where the step time comes from (issue 19 point 8): measured on this table, timed on an
   // identical one ("twin"), or predicted from its class's representative; null when unknown.
-  if (c && !c->timing_kind.empty()) {
-    j["timing_source"] = {{"kind", valid_utf8(c->timing_kind)},
+  if (c && c->timing_kind != model::TimingKind::kNone) {
+    j["timing_source"] = {{"kind", model::to_string(c->timing_kind)},
                           {"from", c->timing_from.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(c->timing_from))}};
   } else {
     j["timing_source"] = nullptr;
@@ -223,7 +223,8 @@ std::string document_to_yaml(const ordered_json& doc, const std::string& comment
 }
 
 std::string plan_to_yaml(const TuneResult& r) {
-  return document_to_yaml(plan_to_json(r), "edo plan (schema edo.plan/1): the same content as `edo export --format json`");
+  return document_to_yaml(plan_to_json(r), "edo plan (schema edo.plan/1): the same content as " +
+                                               model::command_words().say({.code = model::Reason::kWrittenByExport, .name = "json"}));
 }
 
 }  // namespace edo::tuner

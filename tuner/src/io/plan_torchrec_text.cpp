@@ -2,6 +2,7 @@
 // but through python_string().
 #include "plan_torchrec_text.h"
 
+#include "edo/model/tune_reasons.h"
 #include "edo/tuner/plan_io.h"
 
 namespace edo::tuner {
@@ -108,7 +109,8 @@ constexpr const char* kKeyValueTablesComment =
 // The file's first part: how to use it, its imports and the EdoCacheStatistics class.
 std::string torchrec_file_head() {
   std::string out;
-  out += "# edo plan for TorchRec's sharding planner, written by `edo export --format torchrec`\n";
+  out += "# edo plan for TorchRec's sharding planner, written by " +
+         model::command_words().say({.code = model::Reason::kWrittenByExport, .name = "torchrec"}) + "\n";
   out += "# (schema edo.plan/1). Recorded text (table names, the device) appears only in string\n";
   out += "# literals. Use:\n";
   out += "#   from this_file import constraints, data_types\n";

@@ -3,6 +3,8 @@
 #include "edo/tuner/device_profile.h"
 
 #include "edo/kernels/storage_probe.h"
+#include "edo/model/tune_reasons.h"
+#include "edo/tuner/tuner.h"
 
 #include <algorithm>
 #include <cctype>
@@ -27,7 +29,7 @@ double DeviceProfile::sectors_per_s() const {
 void check_device(const DeviceProfile& d, const std::string& where) {
   auto bad = [&](const std::string& what) {
     throw std::invalid_argument(where + ": " + what + " (an edo.device/1 profile needs sector_bytes, memory_gbs, onchip_gbs, "
-                                "host_link_gbs and launch_us; 'edo bench --backend cuda --save-device NAME' writes one)");
+                                "host_link_gbs and launch_us; " + model::command_words().say({.code = model::Reason::kSaveDeviceProfile}) + ")");
   };
   if (d.name.empty()) bad("no device name");
   auto positive = [&](double v, const char* field) {
@@ -89,7 +91,7 @@ DeviceProfile from_bench(const json& doc, const std::string& where) {
     // edo bench does not time launches.
     d.launch_us = 3;
     d.launch_basis = "nominal, not measured (edo bench does not time launches)";
-    d.source = "edo bench --backend cuda (" + where + ")";
+    d.source = model::command_words().say({.code = model::Reason::kBenchBackend, .name = "cuda"}) + " (" + where + ")";
   } else {
     // A CPU: 64-byte cache lines, STREAM triad as the streaming bandwidth, nothing launched.
     // On-chip reads (L1/L2) and the host link are nominal (a CPU has neither measured here).
@@ -100,7 +102,7 @@ DeviceProfile from_bench(const json& doc, const std::string& where) {
     d.host_link_basis = "25 GB/s: nominal (the CPU backend's modelled host link)";
     d.launch_us = 0;
     d.launch_basis = "no kernel launches on a CPU";
-    d.source = "edo bench --backend cpu (" + where + ")";
+    d.source = model::command_words().say({.code = model::Reason::kBenchBackend, .name = "cpu"}) + " (" + where + ")";
   }
   if (d.name.empty()) d.name = backend == "cuda" ? "CUDA device" : "CPU";
   return d;
@@ -131,8 +133,8 @@ DeviceProfile device_from_json(const json& doc, const std::string& where, const 
     if (doc.contains("storage") && !doc["storage"].is_null())
       d.storage = kernels::storage_to_json(kernels::storage_from_json(doc["storage"], where));  // checked, normalised
   } else {
-    throw std::invalid_argument(where + ": schema \"" + schema + "\" is neither " + kDeviceSchema +
-                                " nor edo.bench/1 (edo bench --json)");
+    throw std::invalid_argument(where + ": schema \"" + schema + "\" is neither " + kDeviceSchema + " nor edo.bench/1 (" +
+                                model::command_words().say({.code = model::Reason::kBenchJson}) + ")");
   }
   if (!name.empty()) d.name = name;
   check_device(d, where);
@@ -234,9 +236,10 @@ DeviceProfile resolve_target_device(const std::string& value) {
   if (auto d = find_stored_device(value)) return *d;
   std::error_code ec;
   if (!value.empty() && fs::is_regular_file(value, ec)) return device_from_json(read_json_file(value), value);
-  throw std::invalid_argument("--target-device '" + value + "' is neither a stored device (" + stored_device_names() +
-                              ") nor an edo.device/1 or edo.bench/1 JSON file; pick a stored one, or run 'edo bench --backend "
-                              "cuda --save-device NAME' on that GPU");
+  std::string what;
+  std::vector<model::TuneReason> reasons;
+  model::say(what, reasons, {.code = model::Reason::kUnknownTargetDevice, .name = value, .detail = stored_device_names()});
+  throw TuneArgumentError(what, std::move(reasons));
 }
 
 std::string save_device(const DeviceProfile& d) {

@@ -3,6 +3,8 @@
 // whether it was measured; add a measured GPU with `edo bench --backend cuda --save-device NAME`.
 #include "edo/tuner/device_profile.h"
 
+#include "edo/model/tune_reasons.h"
+
 namespace edo::tuner {
 
 const std::vector<DeviceProfile>& builtin_devices() {
@@ -10,9 +12,9 @@ const std::vector<DeviceProfile>& builtin_devices() {
     std::vector<DeviceProfile> v;
     DeviceProfile h200;
     h200.name = "NVIDIA H200";
-    h200.source =
-        "edo bench --backend cuda on an NVIDIA H200, 2026-11-30: fp32 gather 8.25 G rows/s of 512 B (dim 128, "
-        "sector bound), device-to-device copy 4222 GB/s";
+    h200.source = model::command_words().say({.code = model::Reason::kBenchBackend, .name = "cuda"}) +
+                  " on an NVIDIA H200, 2026-11-30: fp32 gather 8.25 G rows/s of 512 B (dim 128, sector bound), "
+                  "device-to-device copy 4222 GB/s";
     h200.sector_bytes = 32;
     // 8.25e9 rows/s x 16 sectors = 132 G sectors/s = 4224 GB/s of sectors: the gather ran at
     // the copy's bandwidth (issue 19, "an H200 measured 8.25 G fp32 rows/s sector bound").

@@ -120,6 +120,8 @@ void copy_variant(model::TuneCandidate& m, const model::TuneCandidate& src, cons
   m.measured = src.measured;
   m.measured_rows = src.measured_rows;
   m.note = src.note;
+  m.note_reasons = src.note_reasons;
+  m.not_timed = src.not_timed;
   m.timing_kind = src.timing_kind;
   m.timing_from = src.timing_from;
   if (c.added_us > 0) add_modelled_misses(m, c);
@@ -155,8 +157,10 @@ void record_measurement(model::TuneCandidate& m, const Measurement& x) {
   m.hit_rate = x.hit_rate;
   m.measured_rows = x.measured_rows;
   m.measured = true;
-  m.timing_kind = "measured";
+  m.timing_kind = model::TimingKind::kMeasured;
+  m.not_timed = model::NotTimedCause::kNone;
   m.note = x.note;
+  m.note_reasons.clear();
 }
 
 // Expected to pass --max-error without measuring (the defaults' bounds: docs/tuning.md "Error
@@ -272,7 +276,7 @@ MeasureScheduler::MeasureScheduler(Enumerated& e, model::TuneResult& r, kernels:
 
 MeasureScheduler::~MeasureScheduler() = default;
 
-std::string MeasureScheduler::run() {
+model::StopReason MeasureScheduler::run() {
   report("", "");
   for (int level = 0; level <= max_level_; ++level)
     for (size_t gi : level_order())
@@ -338,13 +342,15 @@ void MeasureScheduler::schedule(size_t gi, size_t ci) {
     return finish(gi, ci);
   }
   if (stopped()) {
-    m.note = "not measured: " + stop_;
+    m.note = "not measured: " + std::string(model::to_string(stop_));
+    m.not_timed = model::NotTimedCause::kStopped;
     ++done_;
     return;
   }
   if (same && !same->usable()) same = nullptr;  // recorded weights, nothing to take: measured here
   if (would_not_finish(gi, c, same != nullptr)) {
     m.note = kNotInTime;
+    m.not_timed = model::NotTimedCause::kWouldNotFinish;
     ++done_;
     return;
   }
@@ -364,15 +370,20 @@ void MeasureScheduler::take_from_representative(size_t gi, size_t ci, const mode
     m.error = lossless(c.strategy, c.baseline) ? 0.0 : same.error;
     if (!lossless(c.strategy, c.baseline)) m.note += "; error on " + from + "'s synthetic weights (the same distribution)";
     apply_held_out(m, c);
-  } else if (same.note.rfind("not timed: error", 0) == 0) {
+  } else if (same.not_timed == model::NotTimedCause::kOverErrorLimit) {
     m.error = same.error;
+    m.not_timed = same.not_timed;
     m.note = same.note + " (on " + from + "'s synthetic weights, the representative of its class)";
+    m.note_reasons = same.note_reasons;
   } else {
     // Why the representative was not measured is why this one was not (cancelled, the time
     // limit, an error).
-    const bool said = same.note.rfind("not measured: ", 0) == 0;
-    m.note = (said ? same.note : "not measured: " + (same.note.empty() ? std::string("no time") : same.note)) +
-             "; its class's representative " + from + " was not measured";
+    const bool said = same.not_timed != model::NotTimedCause::kNone;
+    const std::string prefix = said ? "" : "not measured: ";
+    m.note = prefix + (same.note.empty() && !said ? std::string("no time") : same.note) + "; its class's representative " + from +
+             " was not measured";
+    m.note_reasons = model::shifted(same.note_reasons, static_cast<uint32_t>(prefix.size()));
+    m.not_timed = model::NotTimedCause::kRepresentativeNot;
   }
 }
 
@@ -398,10 +409,11 @@ void MeasureScheduler::update_limit() {
 
 // Ctrl-C or the time limit: once stopped, every candidate still to measure says why.
 bool MeasureScheduler::stopped() {
-  if (stop_.empty() && cancel_ && cancel_->load()) stop_ = "cancelled";
+  using model::StopReason;
+  if (stop_ == StopReason::kNone && cancel_ && cancel_->load()) stop_ = StopReason::kCancelled;
   update_limit();
-  if (stop_.empty() && limit_ > 0 && elapsed() >= limit_) stop_ = "time limit";
-  return !stop_.empty();
+  if (stop_ == StopReason::kNone && limit_ > 0 && elapsed() >= limit_) stop_ = StopReason::kTimeLimit;
+  return stop_ != StopReason::kNone;
 }
 
 double MeasureScheduler::predict(const Candidate& c, size_t gi, double elems) const {
@@ -460,9 +472,12 @@ void MeasureScheduler::measure_here(size_t gi, size_t ci, const model::TuneCandi
     if (gate_ && !lossless(c.strategy, c.baseline) && !passes_gate(b, gi, ci, elems)) return;
     time_candidate(b, gi, ci, elems);
   } catch (const std::bad_alloc&) {
-    m.note = "not measured: does not fit in memory at " + std::to_string(rows) + " rows (lower --measure-bytes)";
+    m.note = "not measured: does not fit in memory at " + std::to_string(rows) + " rows";
+    model::say(m.note, m.note_reasons, {.code = model::Reason::kLowerMeasureBytes});
+    m.not_timed = model::NotTimedCause::kOutOfMemory;
   } catch (const std::exception& e) {
     m.note = std::string("not measured: ") + e.what();
+    m.not_timed = model::NotTimedCause::kFailed;
   }
   finish(gi, ci);
 }
@@ -493,13 +508,16 @@ bool MeasureScheduler::passes_gate(TableBench& b, size_t gi, size_t ci, double e
   const bool exact = row_format(c.strategy);
   if (e > gate_margin(c.strategy) * o_.max_error) {
     m.error = e;
+    m.not_timed = model::NotTimedCause::kOverErrorLimit;
     m.note = std::string("not timed: error ") + (exact ? "" : "about ") + number(e, "%.3g") +
-             (exact ? "" : " (on the reference rows)") + ", over --max-error " + number(o_.max_error, "%g");
+             (exact ? "" : " (on the reference rows)") + ", ";
+    model::say(m.note, m.note_reasons, {.code = model::Reason::kOverMaxError, .value = o_.max_error});
     finish(gi, ci);
     return false;
   }
   if (too_late(predict(c, gi, elems))) {
     m.note = kNotInTime;
+    m.not_timed = model::NotTimedCause::kWouldNotFinish;
     ++done_;
     return false;
   }

@@ -52,8 +52,8 @@ class MeasureScheduler {
   ~MeasureScheduler();
 
   // Fills every candidate's measurement (or its note saying why it has none); returns the
-  // reason measuring stopped early ("cancelled", "time limit"; "" when it did not).
-  std::string run();
+  // reason measuring stopped early (kNone when it did not).
+  model::StopReason run();
 
  private:
   class BenchCache;
@@ -113,7 +113,7 @@ class MeasureScheduler {
   // never set up is predicted from the largest setup so far.
   std::pair<double, double> setup_cost_{0, 0};  // (elements, seconds)
   uint64_t done_ = 0;
-  std::string stop_;
+  model::StopReason stop_ = model::StopReason::kNone;
 };
 
 }  // namespace edo::tuner

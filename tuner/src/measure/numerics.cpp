@@ -291,6 +291,7 @@ void check_training_numerics(const TableGroup& g, const std::vector<Candidate>& 
     const std::string sep = m.note.empty() ? "" : "; ";
     if (!v.safe) {
       m.rejected = v.why;
+      m.rejection = model::RejectionCause::kUnsafeInFormat;
       m.note += sep + "numerically unsafe: " + v.why;
       continue;
     }

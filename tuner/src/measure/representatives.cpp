@@ -126,11 +126,13 @@ void borrow_timing(model::TuneCandidate& m, const model::TuneCandidate& src, con
     m.forward_us = src.forward_us;
     m.backward_us = src.backward_us;
     m.update_us = src.update_us;
-    m.timing_kind = "twin";
-    m.note = "timed as " + from + " (same shape, dtype and access counts)" + (src.note.empty() ? "" : "; " + src.note);
+    m.timing_kind = model::TimingKind::kTwin;
+    const std::string said = "timed as " + from + " (same shape, dtype and access counts)" + (src.note.empty() ? "" : "; ");
+    m.note = said + src.note;
+    m.note_reasons = model::shifted(src.note_reasons, static_cast<uint32_t>(said.size()));
     return;
   }
-  m.timing_kind = "predicted";
+  m.timing_kind = model::TimingKind::kPredicted;
   const double scale = src_lookups > 0 ? lookups / src_lookups : 1.0;
   // Per lookup: the representative's time, or for offload its baseline's plus its extra cost
   // (the misses') at this table's recorded miss rate.

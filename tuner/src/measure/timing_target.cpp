@@ -52,7 +52,9 @@ TimingTarget choose_timing(const model::Profile& profile, const TuneOptions& o, 
   TimingTarget t;
   if (!o.target_device.empty()) {
     t.model = resolve_target_device(o.target_device);
-    t.note = "times modelled for " + t.model->name + " (--target-device), not measured: " + figures(*t.model);
+    t.note = "times modelled for " + t.model->name + " (";
+    model::say(t.note, t.note_reasons, {.code = model::Reason::kTargetDeviceGiven});
+    t.note += "), not measured: " + figures(*t.model);
     return t;
   }
   if (backend == "cuda" || !is_gpu_recording(profile)) return t;
@@ -67,9 +69,10 @@ TimingTarget choose_timing(const model::Profile& profile, const TuneOptions& o, 
     }
   }
   t.note = "the recording is of a GPU job (" + (gpus.empty() ? std::string("its GPU's name was not recorded") : joined(gpus)) +
-           ") and times are measured on this CPU" + (o.backend == "cpu" ? " (--backend cpu)" : "") +
-           ", which ranks formats unlike a GPU: --target-device NAME models a stored GPU instead (stored: " +
-           stored_device_names() + ")";
+           ") and times are measured on this CPU";
+  if (o.backend == "cpu") model::say(t.note, t.note_reasons, {.code = model::Reason::kCpuBackendGiven});
+  t.note += ", which ranks formats unlike a GPU: ";
+  model::say(t.note, t.note_reasons, {.code = model::Reason::kUseTargetDevice, .detail = stored_device_names()});
   return t;
 }
 

@@ -15,6 +15,7 @@ namespace edo::tuner {
 struct TimingTarget {
   std::optional<DeviceProfile> model;  // set: times modelled for it; unset: measured on the backend
   std::string note;                    // for the plan's notes ("" when there is nothing to say)
+  std::vector<model::TuneReason> note_reasons;  // marked in `note` (its line: 0)
 };
 
 // The GPU names a recording holds (its sessions' `gpus`, comma-separated), in order, once each.

@@ -60,7 +60,8 @@ std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
 
 // A trimmed vocabulary (trim_candidates.h): what it keeps, where the remap comes from, what the
 // head and its softmax give back outside the tables, and what held-out data loses.
-static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows) {
+// The remap's command is marked in `reasons` (offsets in the returned text).
+static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows, std::vector<model::TuneReason>& reasons) {
   if (!p.is_object()) return "";
   auto count = [&](const char* k) { return p.contains(k) && p[k].is_number() ? number(p[k].get<double>(), "%.0f") : std::string("?"); };
   auto text = [&](const char* k) { return p.contains(k) && p[k].is_string() ? p[k].get<std::string>() : std::string("?"); };
@@ -69,8 +70,9 @@ static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows) {
   };
   const std::string cov = text("vocab_coverage");
   std::string s = ", vocabulary trimmed to the " + cov + " % set: keeps " + count("kept_rows") + " of " + number(static_cast<double>(rows), "%.0f") +
-                  " token ids, the others read the UNK row (old id " + count("unk_old_id") +
-                  "; the id remap is `edo export --format vocab-remap --coverage " + cov + "`)";
+                  " token ids, the others read the UNK row (old id " + count("unk_old_id") + "; ";
+  model::say(s, reasons, {.code = model::Reason::kVocabRemapExport, .name = cov});
+  s += ")";
   const std::string kind = text("head_kind");
   if (kind == "untied")
     s += "; the untied head " + text("head") + " keeps the same rows (" + bytes("saved_head_bytes") +
@@ -84,7 +86,7 @@ static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows) {
 }
 
 // What the candidate is, in words.
-std::string describe(const model::TuneCandidate& c, uint64_t rows) {
+std::string describe(const model::TuneCandidate& c, uint64_t rows, std::vector<model::TuneReason>& reasons) {
   const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
   auto get = [&](const char* k) -> double { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
   std::string s;
@@ -136,7 +138,12 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows) {
       s += " (" + p["head"].get<std::string>() + "'s weights, gradient and optimizer state freed: " +
            number(p["saved_bytes"].get<double>(), "%.0f") + " bytes outside the tables)";
   }
-  if (c.optimizer == "trim_vocab") s += trim_vocab_text(p, rows);
+  if (c.optimizer == "trim_vocab") {
+    std::vector<model::TuneReason> trim_reasons;
+    const std::string trim = trim_vocab_text(p, rows, trim_reasons);
+    for (model::TuneReason& reason : model::shifted(trim_reasons, static_cast<uint32_t>(s.size()))) reasons.push_back(reason);
+    s += trim;
+  }
   if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
     std::string names;
     for (const auto& n : p["shared_by"])
@@ -155,34 +162,42 @@ int64_t candidate_loss(const model::TuneCandidate& c, bool baseline) {
          (baseline ? 0 : 1);
 }
 
+// The start of a why: what the candidate is and what it saves and costs against the table's
+// baseline (`base`), its error against the limit; the reasons it names marked in `reasons`.
+static std::string change_text(const model::TuneCandidate& c, const model::TuneCandidate* base, const model::TuneTable& t,
+                               double max_error, std::vector<model::TuneReason>& reasons) {
+  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
+  if (!base || &c == base) return "kept as recorded (" + c.strategy + ")" + (limit.empty() ? "" : ", error " + number(c.error, "%.3g") + limit);
+  std::string s = describe(c, t.rows, reasons) + ": ";
+  const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
+  s += saved >= 0 ? "saves " + model::format_bytes(static_cast<uint64_t>(saved)) : "adds " + model::format_bytes(static_cast<uint64_t>(-saved));
+  if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
+  const double dt = c.step_us - base->step_us;
+  s += ", step time " + format_duration_us(dt, true);
+  if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
+  s += ", error " + error_text(c);
+  if (c.validated) return s + limit;
+  s += " (its loss was not measured on held-out lookups; ";
+  model::say(s, reasons, {.code = model::Reason::kTakenUnvalidated});
+  return s + ")";
+}
+
 std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
-                   double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra) {
+                   double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra,
+                   std::vector<model::TuneReason>& reasons) {
   const model::TuneCandidate& c = r.candidates[ci];
   auto extra_of = [&](size_t i) {
     auto it = extra.find(i);
     return it == extra.end() ? int64_t{0} : it->second;
   };
-  const std::string limit = std::isfinite(max_error) ? " (limit " + number(max_error, "%g") + ")" : "";
-  std::string s;
-  if (!base || &c == base) {
-    s = "kept as recorded (" + c.strategy + ")";
-    if (!limit.empty()) s += ", error " + number(c.error, "%.3g") + limit;
-  } else {
-    s = describe(c, t.rows) + ": ";
-    const double saved = static_cast<double>(base->device_bytes) - static_cast<double>(c.device_bytes);
-    s += saved >= 0 ? "saves " + model::format_bytes(static_cast<uint64_t>(saved)) : "adds " + model::format_bytes(static_cast<uint64_t>(-saved));
-    if (base->device_bytes > 0) s += " (" + percent(std::fabs(saved) / static_cast<double>(base->device_bytes)) + ")";
-    const double dt = c.step_us - base->step_us;
-    s += ", step time " + format_duration_us(dt, true);
-    if (base->step_us > 0) s += " (" + number(100.0 * dt / base->step_us, "%+.0f") + "%)";
-    s += ", error " + error_text(c) + (c.validated ? limit : " (its loss was not measured on held-out lookups; taken because of --allow-unvalidated)");
-  }
-  s += hit_rate_words(c, r.timing_kind == "modelled");
+  std::string s = change_text(c, base, t, max_error, reasons);
+  const bool modelled = r.timing_kind == model::RunTiming::kModelled;
+  s += hit_rate_words(c, modelled);
   if (c.needs_retraining) s += "; needs retraining";
-  if (c.timing_kind == "predicted") s += "; time predicted from " + c.timing_from + " (its class's measured representative)";
-  else if (c.timing_kind == "twin") s += "; timed as " + c.timing_from + " (same shape and access counts)";
+  if (c.timing_kind == model::TimingKind::kPredicted) s += "; time predicted from " + c.timing_from + " (its class's measured representative)";
+  else if (c.timing_kind == model::TimingKind::kTwin) s += "; timed as " + c.timing_from + " (same shape and access counts)";
   if (!c.step_covers.empty()) s += "; step time: " + c.step_covers;
-  const bool least_change = r.objective == "least-change";
+  const bool least_change = r.objective == model::Objective::kLeastChange;
   const bool is_base = !base || &c == base;
   const int64_t loss = candidate_loss(c, is_base) + extra_of(ci);
   size_t better = 0, over = 0;  // better: faster (speed), or losing less (least change)
@@ -210,9 +225,9 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
   } else if (better) {
     s += "; " + std::to_string(better) + " faster need more memory than the budget leaves";
   } else if (is_base) {
-    s += r.timing_kind == "modelled" ? ": the fastest modelled" : ": the fastest measured";
+    s += modelled ? ": the fastest modelled" : ": the fastest measured";
   } else {
-    s += std::string(r.timing_kind == "modelled" ? "; the fastest modelled" : "; the fastest measured") +
+    s += std::string(modelled ? "; the fastest modelled" : "; the fastest measured") +
          (over ? " within the error limit" : "");
   }
   // Offload against the formats that fit (plan.cpp charge_slow_offloads): say which way it went.
@@ -239,7 +254,11 @@ std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandi
       }
     s += "; " + std::to_string(rejected) + " rejected as unsafe for the job's training (" + first->strategy + ": " + first->rejected + ")";
   }
-  if (unvalidated) s += "; " + std::to_string(unvalidated) + " not validated on held-out lookups, not chosen (--allow-unvalidated to allow)";
+  if (unvalidated) {
+    s += "; " + std::to_string(unvalidated) + " not validated on held-out lookups, not chosen (";
+    model::say(s, reasons, {.code = model::Reason::kAllowUnvalidated});
+    s += ")";
+  }
   if (!t.dense_use.empty())
     s += "; read whole every step (" + t.dense_use + "): kept in its recorded format (that reader reads the weight as it "
          "is), never offloaded, pruned, hashed or converted";

@@ -15,8 +15,9 @@ namespace edo::tuner {
 // printf of one number ("%.3g" ...).
 std::string number(double x, const char* fmt);
 
-// What the candidate is, in words ("offload to host with a device cache of 895 rows ...").
-std::string describe(const model::TuneCandidate& c, uint64_t rows);
+// What the candidate is, in words ("offload to host with a device cache of 895 rows ..."); the
+// reasons it names are marked in `reasons` (offsets in the returned text).
+std::string describe(const model::TuneCandidate& c, uint64_t rows, std::vector<model::TuneReason>& reasons);
 
 // ", hit rate 82% held out (...) (99% recorded)" for an offload candidate, "" otherwise; an
 // estimate says why it is one ("(estimated: recording has no ordered sample)"); `modelled`: the
@@ -43,8 +44,9 @@ using ExtraLoss = std::unordered_map<size_t, int64_t>;
 // the others out (under the speed objective: faster ones need more memory; under the
 // least-change objective: ones with less loss need more memory). `of_table`: the indices of
 // the table's candidates in r.candidates (the others of one table, without a scan of every
-// table's: 10,000 tables have 175,000 candidates).
+// table's: 10,000 tables have 175,000 candidates). The reasons it names are marked in `reasons`.
 std::string why_of(const model::TuneResult& r, size_t ci, const model::TuneCandidate* base, const model::TuneTable& t,
-                   double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra = {});
+                   double max_error, const std::vector<size_t>& of_table, const ExtraLoss& extra,
+                   std::vector<model::TuneReason>& reasons);
 
 }  // namespace edo::tuner

@@ -131,11 +131,13 @@ size_t frontier_points(size_t items) {
 // Why a table was not tuned, told apart by what the run stored: outside --tables, stored
 // quantised by the job (no format to encode from), or else too small to matter
 // (small_tables.h; enumerate() in tuner.cpp untunes tables for these three reasons only).
-std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t) {
+std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t, std::vector<model::TuneReason>& reasons) {
   if (glob_match(r.tables_glob, t.name) && !baseline_spec(t.dtype).empty())
     return "too small to matter: kept as recorded with its exact bytes, not timed (one of the smallest tables, together "
            "at most 1% of the budget)";
-  return "not tuned (outside --tables or not encodable): kept as recorded";
+  std::string why = "not tuned (";
+  model::say(why, reasons, {.code = model::Reason::kOutsideTables});
+  return why + "): kept as recorded";
 }
 
 // Offload caches grown with the budget left, priced (issue 34 point 3). The knapsack takes,
@@ -241,9 +243,12 @@ void make_choices(model::TuneResult& r, const std::map<std::string, size_t>& cho
     auto it = chosen.find(owner);
     if (it == chosen.end()) {
       ch.device_bytes = t.device_bytes;
-      ch.why = !t.tuned ? untuned_why(r, t)
+      ch.why = !t.tuned ? untuned_why(r, t, ch.why_reasons)
                         : "kept as recorded: its baseline was not measured (stopped early)";
-      if (!t.shares_with.empty()) ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
+      if (!t.shares_with.empty()) {
+        ch.why = "tied to " + t.shares_with + ": shares its weights, kept as recorded";
+        ch.why_reasons.clear();
+      }
       r.choices.push_back(std::move(ch));
       continue;
     }
@@ -263,7 +268,7 @@ void make_choices(model::TuneResult& r, const std::map<std::string, size_t>& cho
       ch.host_bytes = c.host_bytes;
       ch.ssd_bytes = c.ssd_bytes;
       auto b = baseline_of.find(owner);
-      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra);
+      ch.why = why_of(r, it->second, b == baseline_of.end() ? nullptr : b->second, t, max_error, of_table(owner), extra, ch.why_reasons);
     } else if (is_apart) {
       ch.shares_with.clear();
       ch.device_bytes = own_bytes(t);
@@ -342,7 +347,7 @@ void plan_total(model::TuneResult& r, uint64_t budget, double max_error) {
   // The host and SSD budgets (0: none) bound the whole plan's bytes on those tiers.
   const TierLimits limits{r.host_budget_bytes, r.ssd_budget_bytes};
   const Solution fastest = solve_plan(exact, room, frontier, Objective::kSpeed, limits);
-  Solution sol = solve_plan(items, room, frontier, r.objective == "least-change" ? Objective::kLeastLoss : Objective::kSpeed, limits);
+  Solution sol = solve_plan(items, room, frontier, r.objective, limits);
   if (sol.feasible) grow_caches_priced(r, items, item_table, room, sol);
   for (const auto& [b, us] : fastest.frontier) r.frontier.emplace_back(b + fixed, us);
   r.min_feasible_bytes = sol.min_feasible_bytes == UINT64_MAX ? UINT64_MAX : sol.min_feasible_bytes + fixed;

@@ -39,20 +39,20 @@ std::string weights_text(const model::TuneResult& r) {
 
 std::string timing_text(const model::TuneResult& r) {
   const std::string machine = std::string(r.backend == "cuda" ? "GPU" : "CPU") + " (" + r.device + ")";
-  if (r.timing_kind == "modelled")
+  if (r.timing_kind == model::RunTiming::kModelled)
     return "times modelled for " + r.timing_device + " (device model; no lookups timed), errors computed on the " + machine;
   return "measured on: " + machine;
 }
 
-std::string run_text(const model::TuneResult& r) {
+std::string run_text(const model::TuneResult& r, const model::ReasonWords& words) {
   std::string s = std::to_string(r.candidates_measured) + " of " + std::to_string(r.candidates_total) + " candidates " +
-                  (r.timing_kind == "modelled" ? "modelled" : "measured") + " in " + printf_text("%.0f", r.elapsed_s) + " s";
+                  std::string(model::to_string(r.timing_kind)) + " in " + printf_text("%.0f", r.elapsed_s) + " s";
   if (r.complete) return s;
-  if (r.stop_reason == "time limit")
-    return s + "; stopped by --time-limit" + (r.time_limit_s > 0 ? " " + printf_text("%g", r.time_limit_s) + " s" : "") +
-           ": the plan uses what was measured (a larger --time-limit measures more)";
-  if (r.stop_reason == "cancelled") return s + "; stopped by Ctrl-C: the plan uses what was measured";
-  return s + "; stopped early" + (r.stop_reason.empty() ? "" : " (" + r.stop_reason + ")");
+  if (r.stop_reason == model::StopReason::kTimeLimit)
+    return s + "; " + words.say({.code = model::Reason::kStoppedByTimeLimit, .value = r.time_limit_s > 0 ? r.time_limit_s : NAN}) +
+           ": the plan uses what was measured (" + words.say({.code = model::Reason::kLargerTimeLimit, .name = "measures more"}) + ")";
+  if (r.stop_reason == model::StopReason::kCancelled) return s + "; stopped by Ctrl-C: the plan uses what was measured";
+  return s + "; stopped early";
 }
 
 bool trains_in_low_precision(const model::TuneResult& r, const model::TuneCandidate& c) {
@@ -81,24 +81,33 @@ std::string error_text(const model::TuneCandidate& c) {
   return b;
 }
 
-std::string verdict_text(const model::TuneResult& r) {
-  // An early stop leaves candidates unmeasured: a verdict about budgets is about the measured
-  // ones only, and says so.
+namespace {
+
+// Why there is no plan, after "plan: none" or "no plan": " fits 1.00 MiB; the smallest ...".
+// An early stop leaves candidates unmeasured: a verdict about budgets is about the measured
+// ones only, and says so.
+std::string why_no_plan(const model::TuneResult& r, const model::ReasonWords& words) {
   const std::string measured =
-      r.complete ? "" : r.stop_reason == "time limit" ? " among the candidates measured before --time-limit stopped the run"
+      r.complete                                      ? ""
+      : r.stop_reason == model::StopReason::kTimeLimit ? " among the candidates measured " + words.say({.code = model::Reason::kBeforeTimeLimitStopped})
                                                       : " among the candidates measured before the run stopped";
-  if (!r.feasible) {
-    if (const std::string tiers = tier_shortfall(r); !tiers.empty()) return "plan: none fits: " + tiers + measured;
-    if (r.min_feasible_bytes == UINT64_MAX)
-      return "plan: none: some table has no measured candidate within the error limit" + measured +
-             (r.complete ? "; raise --max-error" : "; raise --time-limit or --max-error");
-    const std::string per = r.devices > 1 ? " per device" : "";
-    return "plan: none fits " + model::format_bytes(r.budget_bytes) + per +
-           (r.devices > 1 ? " on " + std::to_string(r.devices) + " devices" : "") + measured +
-           "; the smallest feasible budget is " + model::format_bytes(r.min_feasible_bytes) + per + " (" +
-           std::to_string(r.min_feasible_bytes) + " bytes)" +
-           (r.complete ? "" : ", of the measured candidates: a larger --time-limit may find a smaller one");
-  }
+  if (const std::string tiers = tier_shortfall(r, words); !tiers.empty()) return " fits: " + tiers + measured;
+  if (r.min_feasible_bytes == UINT64_MAX)
+    return ": some table has no measured candidate within the error limit" + measured + "; " +
+           words.say({.code = r.complete ? model::Reason::kRaiseMaxError : model::Reason::kRaiseTimeLimitOrMaxError});
+  const std::string per = r.devices > 1 ? " per device" : "";
+  return " fits " + model::format_bytes(r.budget_bytes) + per + (r.devices > 1 ? " on " + std::to_string(r.devices) + " devices" : "") +
+         measured + "; the smallest feasible budget is " + model::format_bytes(r.min_feasible_bytes) + per + " (" +
+         std::to_string(r.min_feasible_bytes) + " bytes)" +
+         (r.complete ? "" : ", of the measured candidates: " + words.say({.code = model::Reason::kLargerTimeLimit, .name = "may find a smaller one"}));
+}
+
+}  // namespace
+
+std::string no_plan_text(const model::TuneResult& r, const model::ReasonWords& words) { return "no plan" + why_no_plan(r, words); }
+
+std::string verdict_text(const model::TuneResult& r, const model::ReasonWords& words) {
+  if (!r.feasible) return "plan: none" + why_no_plan(r, words);
   const double saved = static_cast<double>(r.baseline_device_bytes) - static_cast<double>(r.plan_device_bytes);
   return "plan: " + model::format_bytes(r.plan_device_bytes) + " device" +
          (r.devices > 1 ? " over " + std::to_string(r.devices) + " devices" : "") +
@@ -109,23 +118,23 @@ std::string verdict_text(const model::TuneResult& r) {
          model::format_bytes(static_cast<uint64_t>(std::fabs(saved)));
 }
 
-std::vector<std::string> summary_lines(const model::TuneResult& r) {
+std::vector<std::string> summary_lines(const model::TuneResult& r, const model::ReasonWords& words) {
   std::vector<std::string> out;
   out.push_back(timing_text(r));
-  out.push_back("weights: " + weights_text(r) + "; " + run_text(r));
+  out.push_back("weights: " + weights_text(r) + "; " + run_text(r, words));
   std::string budget = "budget: " + model::format_bytes(r.budget_bytes);
   if (r.devices > 1) budget += " per device on " + std::to_string(r.devices) + " devices";
   if (r.host_budget_bytes > 0) budget += ", host " + model::format_bytes(r.host_budget_bytes);
   if (r.ssd_budget_bytes > 0) budget += ", SSD " + model::format_bytes(r.ssd_budget_bytes);
   if (std::isfinite(r.max_error)) budget += ", max error " + printf_text("%.3g", r.max_error) + " per table";
-  budget += "; objective: " + r.objective +
-            (r.objective == "speed" ? " (the fastest plan within the error limit)"
+  budget += "; objective: " + std::string(model::to_string(r.objective)) +
+            (r.objective == model::Objective::kSpeed ? " (the fastest plan within the error limit)"
                                     : " (the least loss that fits, then the fastest)");
   out.push_back(budget);
-  for (const auto& n : r.notes) out.push_back("note: " + n);
+  for (size_t i = 0; i < r.notes.size(); ++i) out.push_back("note: " + model::in_words(r.notes[i], r.note_reasons, words, static_cast<uint32_t>(i)));
   out.push_back("baseline: " + model::format_bytes(r.baseline_device_bytes) + " device, " +
                 format_duration_us(r.baseline_step_us) + " per step");
-  out.push_back(verdict_text(r));
+  out.push_back(verdict_text(r, words));
   return out;
 }
 

@@ -37,8 +37,11 @@ std::optional<model::TuneResult> load_latest_good_tune_result(const ProfileStore
 struct TuneRunSummary {
   int64_t run_id = 0;
   int64_t created_unix = 0;
-  std::string backend, device, objective, stop_reason;
-  std::string timing_kind = "measured", timing_device;  // schema 7 (older runs: measured on `device`)
+  std::string backend, device;
+  model::Objective objective = model::Objective::kSpeed;
+  model::StopReason stop_reason = model::StopReason::kNone;
+  model::RunTiming timing_kind = model::RunTiming::kMeasured;  // schema 7 (older runs: measured on `device`)
+  std::string timing_device;
   bool complete = true;
   bool feasible = false;
   uint64_t budget_bytes = 0;  // per device when devices > 1

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "edo/model/tune_vocabulary.h"
+
 namespace edo::tuner {
 
 struct PlanOption {
@@ -43,10 +45,10 @@ struct TierLimits {
 // A loss (error, retraining) in the integer units of PlanOption::loss: 1e-9 each.
 int64_t loss_units(double loss);
 
-// kSpeed: the least step time within the budget, then the least loss (an option that is as
-// fast and loses less is kept beside one with fewer bytes). kLeastLoss: the least loss within
-// the budget, then the least step time.
-enum class Objective { kSpeed, kLeastLoss };
+// The plan's objective (edo/model/tune_vocabulary.h). kSpeed: the least step time within the
+// budget, then the least loss (an option that is as fast and loses less is kept beside one with
+// fewer bytes). kLeastChange: the least loss within the budget, then the least step time.
+using Objective = model::Objective;
 
 struct PlanItem {
   std::vector<PlanOption> options;  // the options allowed (under the error limit); none: infeasible

@@ -1,6 +1,8 @@
 // The plan's summary in words, one text for every reader: `edo tune` and `edo report` print
 // it, the dashboard shows it, `edo tune` ends with its verdict line. Plain text (the caller
 // escapes it for HTML or a terminal); sizes by model::format_bytes, times by format_duration_us.
+// The advice in it (which option to change) is worded by `words`: the edo command's flags by
+// default, the dashboard's fields where it passes its own (edo/model/tune_reasons.h).
 #pragma once
 
 #include <string>
@@ -21,11 +23,15 @@ std::string timing_text(const model::TuneResult& result);
 
 // How the run went: "26 of 540 candidates measured in 71 s" and, when it stopped early, why
 // and what to do ("stopped by --time-limit 120 s: the plan uses what was measured").
-std::string run_text(const model::TuneResult& result);
+std::string run_text(const model::TuneResult& result, const model::ReasonWords& words = model::command_words());
 
 // The verdict: "plan: ... saves ..." or why there is none. When the run stopped early the
 // smallest budget named is that of the candidates measured, and the text says so.
-std::string verdict_text(const model::TuneResult& result);
+std::string verdict_text(const model::TuneResult& result, const model::ReasonWords& words = model::command_words());
+
+// An infeasible run's verdict as a sentence of its own, "no plan fits 1.00 MiB; ..." (`edo tune`'s
+// error line).
+std::string no_plan_text(const model::TuneResult& result, const model::ReasonWords& words = model::command_words());
 
 // Why no plan meets the host or SSD budget (`edo tune --host-budget`, `--ssd-budget`), or "":
 // for each tier over its budget in the plan the device budget gets without those limits,
@@ -33,7 +39,7 @@ std::string verdict_text(const model::TuneResult& result);
 // budget puts on the host (raise --host-budget)", then the smallest device budget that fits
 // within them when there is one. "" when the plan is feasible, no tier budget is set, or the
 // device budget alone is not met.
-std::string tier_shortfall(const model::TuneResult& result);
+std::string tier_shortfall(const model::TuneResult& result, const model::ReasonWords& words = model::command_words());
 
 // A plan over several devices (result.devices > 1): one line per device ("device 0: 93.3 MB,
 // 1.2K lookups/step") and one per table saying where it is ("t0: row_wise over devices 0, 1, 2
@@ -55,7 +61,7 @@ bool trains_in_low_precision(const model::TuneResult& result, const model::TuneC
 std::string error_text(const model::TuneCandidate& c);
 
 // Every line of the summary: timing (timing_text), weights and run, budget and objective, notes ("note:
-// ..."), baseline, verdict.
-std::vector<std::string> summary_lines(const model::TuneResult& result);
+// ...", their advice in `words`), baseline, verdict.
+std::vector<std::string> summary_lines(const model::TuneResult& result, const model::ReasonWords& words = model::command_words());
 
 }  // namespace edo::tuner

@@ -58,13 +58,13 @@ struct TuneOptions {
   // not timed at all (docs/tuning.md "Error gate").
   double max_error = kDefaultMaxError;
   // What the plan optimises (docs/tuning.md "Objective"):
-  //  "least-change": the plan that fits the budget with the least loss (the sum over tables of
+  //  least change: the plan that fits the budget with the least loss (the sum over tables of
   //    the error, plus kRetrainingLoss for each table that needs retraining), then the fastest:
   //    no lossy format and no retraining unless the budget needs them. An offload that slows
   //    the step counts the loss of an error of kNegligibleError (explain.h) when the table has a
   //    format of smaller error that fits and is no slower (plan.cpp charge_slow_offloads);
-  //  "speed": the fastest plan within the error limit (then the least loss, then bytes).
-  std::string objective = "least-change";
+  //  speed: the fastest plan within the error limit (then the least loss, then bytes).
+  model::Objective objective = model::Objective::kLeastChange;
   // Candidates that drop or merge rows by what they were fitted on (pruning) are chosen only
   // when their loss was measured on held-out lookups, unless this is set (`edo tune
   // --allow-unvalidated`): the recording could not say, and the user takes the risk.
@@ -117,9 +117,21 @@ using ProgressFn = std::function<void(const TuneProgress&)>;
 
 // A tuning that cannot start (no table matches --tables, a bad option, no CUDA device for
 // backend "cuda"): one line naming the problem and the fix.
+// Its message is in the edo command's words; `reasons` are marked in it (edo/model/tune_reasons.h)
+// for a front end that words them its own way.
 class TuneError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit TuneError(const std::string& what, std::vector<model::TuneReason> reasons = {})
+      : std::runtime_error(what), reasons(std::move(reasons)) {}
+  std::vector<model::TuneReason> reasons;
+};
+
+// A bad option value (std::invalid_argument, as every other) whose message marks its reasons.
+class TuneArgumentError : public std::invalid_argument {
+ public:
+  TuneArgumentError(const std::string& what, std::vector<model::TuneReason> reasons)
+      : std::invalid_argument(what), reasons(std::move(reasons)) {}
+  std::vector<model::TuneReason> reasons;
 };
 
 // Measures and plans. `weights` are the recording's snapshots (db::load_weight_snapshots), may

@@ -13,6 +13,10 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
+
+#include "edo/model/tune_reasons.h"
+#include "edo/model/tune_vocabulary.h"
 
 namespace edo::model {
 
@@ -30,10 +34,14 @@ namespace edo::model {
 //                          the member's default: NaN, infinity...) and 0 in a NOT NULL one
 //   bool                   INTEGER 0 or 1
 //   std::optional<double>  REAL, NULL when empty
+//   an enum of tune_vocabulary.h  TEXT, its word (to_string; a word from_string does not know
+//                          is a corrupt file or plan)
+//   std::vector<TuneReason>  TEXT, encode_reasons() (tune_reasons.h)
 template <class R>
 using Member = std::variant<std::string R::*, uint64_t R::*, int64_t R::*, uint32_t R::*, double R::*, bool R::*,
                             std::optional<double> R::*, int32_t R::*, std::optional<int64_t> R::*,
-                            std::optional<int32_t> R::*>;
+                            std::optional<int32_t> R::*, TimingKind R::*, RunTiming R::*, Objective R::*,
+                            StopReason R::*, RejectionCause R::*, std::vector<TuneReason> R::*>;
 
 // The range of a uint64_t field that holds any 64-bit value (an address, a stream handle): stored
 // as the signed integer of the same bits and read back unchecked.

@@ -15,6 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "edo/model/tune_reasons.h"
+#include "edo/model/tune_vocabulary.h"
+
 namespace edo::model {
 
 // One strategy for one table. Tables that share weights (ties) are tuned as one group: the
@@ -57,11 +60,11 @@ struct TuneCandidate {
   uint64_t measured_rows = 0;  // rows the time was measured on (< the table's rows: scaled rule)
   std::string note;            // how it was measured, or why it was not
   // Where step_us comes from (issue 19 point 8, docs/tuning.md "Representatives"):
-  // "measured" on this table; "twin": timed on `timing_from`, a table of the same shape,
-  // dtype and access counts; "predicted": `timing_from`'s per-lookup time (the representative
-  // of this table's class) times this table's lookups per step; "" when not timed (or a run
-  // stored before this was recorded).
-  std::string timing_kind;
+  // measured on this table; twin: timed on `timing_from`, a table of the same shape, dtype and
+  // access counts; predicted: `timing_from`'s per-lookup time (the representative of this
+  // table's class) times this table's lookups per step; kNone when not timed (or a run stored
+  // before this was recorded).
+  TimingKind timing_kind = TimingKind::kNone;
   std::string timing_from;
   // False for a candidate that drops or merges rows by what it was fitted on (pruning) whose
   // loss could not be measured on held-out lookups: its error is not a measurement (never
@@ -71,6 +74,13 @@ struct TuneCandidate {
   // e.g. the job's own optimizer, simulated in the candidate's storage format, made a row
   // non-finite. "" when it may be offered.
   std::string rejected;
+  // Why it has no step time, for the run that made it (not stored: a stored run's note says
+  // it in words; kNone in a loaded run).
+  NotTimedCause not_timed = NotTimedCause::kNone;
+  // What `rejected` is about (kNone in a run stored before schema 18, whose text says it).
+  RejectionCause rejection = RejectionCause::kNone;
+  // The reasons marked in `note` (edo/model/tune_reasons.h): what a front end words its own way.
+  std::vector<TuneReason> note_reasons{};
 
   bool usable() const { return measured && std::isfinite(step_us) && !std::isnan(error); }
   // What the plan may take (beside the error limit): measured, not rejected, and validated
@@ -118,6 +128,8 @@ struct TuneChoice {
   // Beside device_bytes and host_bytes (last, so that brace-initialised choices keep their
   // meaning): the table's bytes on the SSD (the ssd tier: the whole table; else 0).
   uint64_t ssd_bytes = 0;
+  // The reasons marked in `why` (edo/model/tune_reasons.h).
+  std::vector<TuneReason> why_reasons{};
 };
 
 // One recorded table as the tuner saw it (baseline).
@@ -151,10 +163,10 @@ struct TuneResult {
   std::string backend;         // "cpu" or "cuda"
   std::string device;          // CPU model or GPU name
   std::string weights;         // "recorded" (a weight snapshot for every tuned table) or "synthetic"
-  // How every step time of the plan was obtained, never mixed: "measured" on timing_device
-  // (this machine's backend, as `device` describes it) or "modelled" for timing_device (a GPU
+  // How every step time of the plan was obtained, never mixed: measured on timing_device
+  // (this machine's backend, as `device` describes it) or modelled for timing_device (a GPU
   // that is not here: edo/tuner/device_model.h), errors still computed on `backend`.
-  std::string timing_kind = "measured";
+  RunTiming timing_kind = RunTiming::kMeasured;
   std::string timing_device;
   // Options in force. budget_bytes is per device: a plan over `devices` devices holds at most
   // budget_bytes on each; its plan_device_bytes and frontier are totals over all devices, its
@@ -169,10 +181,10 @@ struct TuneResult {
   std::string tables_glob = "*";
   uint64_t seed = 0;
   double time_limit_s = 0;     // 0: none
-  // What the plan optimises (edo/tuner/tuner.h Objective): "least-change" (the least loss that
-  // fits the budget, then the fastest) or "speed" (the fastest within the error limit; every
-  // plan before objectives were recorded).
-  std::string objective = "speed";
+  // What the plan optimises: least change (the least loss that fits the budget, then the
+  // fastest) or speed (the fastest within the error limit; every plan before objectives were
+  // recorded).
+  Objective objective = Objective::kSpeed;
   // Candidates whose loss was not measured on held-out lookups may be chosen (`edo tune
   // --allow-unvalidated`); by default they are not (TuneCandidate::validated).
   bool allow_unvalidated = false;
@@ -182,11 +194,13 @@ struct TuneResult {
   // How it went.
   double elapsed_s = 0;
   bool complete = true;        // false: stopped (time limit, Ctrl-C) before every candidate was measured
-  std::string stop_reason;     // "", "time limit", "cancelled"
+  StopReason stop_reason = StopReason::kNone;
   uint64_t candidates_total = 0;
   uint64_t candidates_measured = 0;
   // Caveats a reader must know (synthetic weights, steps not recorded, modelled transfers...).
   std::vector<std::string> notes;
+  // The reasons marked in the notes (TuneReason::line: which note).
+  std::vector<TuneReason> note_reasons{};
 
   std::vector<TuneTable> tables;
   std::vector<TuneCandidate> candidates;

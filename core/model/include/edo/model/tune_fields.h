@@ -17,7 +17,7 @@
 namespace edo::model {
 
 // One `edo tune` run (tune_runs; its notes, one per line, and its id are the store's own).
-inline constexpr Record<TuneResult, 18> kTuneRunFields{"tune_runs", {{
+inline constexpr Record<TuneResult, 19> kTuneRunFields{"tune_runs", {{
     {"created_unix", "INTEGER NOT NULL", &TuneResult::created_unix},
     {"backend", "TEXT NOT NULL", &TuneResult::backend},
     {"device", "TEXT NOT NULL", &TuneResult::device},
@@ -36,6 +36,7 @@ inline constexpr Record<TuneResult, 18> kTuneRunFields{"tune_runs", {{
     {"timing_device", "TEXT NOT NULL DEFAULT ''", &TuneResult::timing_device},
     {"allow_unvalidated", "INTEGER NOT NULL DEFAULT 0", &TuneResult::allow_unvalidated},
     {"fine_tune", "INTEGER NOT NULL DEFAULT 0", &TuneResult::fine_tune},
+    {"note_reasons", "TEXT NOT NULL DEFAULT ''", &TuneResult::note_reasons},
 }}};
 
 // A plan of a run (tune_plans; its id and run_id are the store's own). The latest plan's
@@ -79,7 +80,7 @@ inline constexpr Record<TuneTable, 12> kTuneTableFields{"tune_tables", {{
 // Every candidate of a run (tune_candidates; id and run_id are the store's). In the plan: the
 // chosen candidate's keys in its table's object (a table kept as recorded: a default
 // candidate's values, "" or null).
-inline constexpr Record<TuneCandidate, 27> kTuneCandidateFields{"tune_candidates", {{
+inline constexpr Record<TuneCandidate, 29> kTuneCandidateFields{"tune_candidates", {{
     {"table_name", "TEXT NOT NULL", &TuneCandidate::table},
     {"strategy", "TEXT NOT NULL", &TuneCandidate::strategy},
     {"spec", "TEXT NOT NULL", &TuneCandidate::spec, nullptr, InPlan::kOptional},
@@ -107,11 +108,13 @@ inline constexpr Record<TuneCandidate, 27> kTuneCandidateFields{"tune_candidates
     {"validated", "INTEGER NOT NULL DEFAULT 1", &TuneCandidate::validated},
     {"rejected", "TEXT NOT NULL DEFAULT ''", &TuneCandidate::rejected},
     {"ssd_bytes", "INTEGER NOT NULL DEFAULT 0", &TuneCandidate::ssd_bytes},
+    {"note_reasons", "TEXT NOT NULL DEFAULT ''", &TuneCandidate::note_reasons},
+    {"rejection", "TEXT NOT NULL DEFAULT ''", &TuneCandidate::rejection},
 }}};
 
 // A plan's choice for one table (tune_choices; plan_id and candidate_id are the store's). In
 // the plan: the table's bytes, right after its strategy and params.
-inline constexpr Record<TuneChoice, 8> kTuneChoiceFields{"tune_choices", {{
+inline constexpr Record<TuneChoice, 9> kTuneChoiceFields{"tune_choices", {{
     {"table_name", "TEXT NOT NULL", &TuneChoice::table},
     {"shares_with", "TEXT NOT NULL", &TuneChoice::shares_with},
     {"device_bytes", "INTEGER NOT NULL", &TuneChoice::device_bytes, nullptr, InPlan::kRequired},
@@ -120,6 +123,7 @@ inline constexpr Record<TuneChoice, 8> kTuneChoiceFields{"tune_choices", {{
     {"why", "TEXT NOT NULL", &TuneChoice::why},
     {"sharding", "TEXT NOT NULL DEFAULT ''", &TuneChoice::sharding},
     {"ssd_bytes", "INTEGER NOT NULL DEFAULT 0", &TuneChoice::ssd_bytes},
+    {"why_reasons", "TEXT NOT NULL DEFAULT ''", &TuneChoice::why_reasons},
 }}};
 
 // One shard of a choice in a plan over several devices (tune_shards; plan_id, table_name and

@@ -13,12 +13,6 @@ namespace edo::gui {
 
 using TuneResultPtr = std::shared_ptr<const model::TuneResult>;
 
-// The tuner library words its notes for `edo tune`'s command line ("--max-error E to change
-// it"); the dashboard's user sets fields, not flags. The same text in the Tuner view's words:
-// flags become the fields that set them, and advice that only the command line can follow
-// names what to do without a flag.
-QString dashboard_wording(const QString& tuner_text);
-
 // "int8", "shared (with a)", "unchanged": what a plan choice does to its table.
 QString choice_strategy(const model::TuneResult& result, const model::TuneChoice& choice);
 
