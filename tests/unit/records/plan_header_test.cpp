@@ -34,18 +34,18 @@ model::TuneResult header_only_run() {
   r.candidates_total = 40;
   r.min_feasible_bytes = 1 << 18;
   r.complete = false;
-  r.stop_reason = "time limit";
+  r.stop_reason = model::StopReason::kTimeLimit;
   r.elapsed_s = 61.5;
   r.time_limit_s = 60;
   r.seed = 7;
   r.tables_glob = "emb.*";
   r.created_unix = 1'764'000'000;
-  r.objective = "least-change";
+  r.objective = model::Objective::kLeastChange;
   r.allow_unvalidated = true;
   r.fine_tune = true;
   r.host_budget_bytes = 5 << 20;
   r.ssd_budget_bytes = 9 << 20;
-  r.timing_kind = "modelled";
+  r.timing_kind = model::RunTiming::kModelled;
   r.timing_device = "NVIDIA B200";
   r.notes = {"a note"};
   r.devices = 1;
@@ -75,7 +75,7 @@ TEST(PlanHeader, EveryTopLevelKeyTravelsThroughJsonAndYaml) {
 
 TEST(PlanHeader, NoneIsNullAndReadsBackAsTheDefault) {
   model::TuneResult r = header_only_run();
-  r.stop_reason.clear();
+  r.stop_reason = model::StopReason::kNone;
   r.time_limit_s = 0;
   r.host_budget_bytes = 0;
   const auto doc = tuner::plan_to_json(r);
@@ -84,7 +84,7 @@ TEST(PlanHeader, NoneIsNullAndReadsBackAsTheDefault) {
   EXPECT_TRUE(doc["host_budget_bytes"].is_null());
   EXPECT_EQ(doc["ssd_budget_bytes"], 9u << 20);
   const model::TuneResult back = tuner::plan_from_json(doc);
-  EXPECT_EQ(back.stop_reason, "");
+  EXPECT_EQ(back.stop_reason, model::StopReason::kNone);
   EXPECT_EQ(back.time_limit_s, 0);
   EXPECT_EQ(back.host_budget_bytes, 0u);
   // A plan written before a key existed lacks it: its default.
@@ -112,7 +112,7 @@ TEST(PlanHeader, AWrongTypeOrRangeIsOneLineNamingTheKey) {
   EXPECT_EQ(refused("fine_tune", 1), "not a valid edo plan: the plan: \"fine_tune\" is not true or false");
   EXPECT_EQ(refused("budget_bytes", nullptr), "not a valid edo plan: the plan: \"budget_bytes\" is not a byte count (a whole number >= 0)");
   EXPECT_EQ(refused("feasible", false), "not a valid edo plan: \"feasible\" disagrees with \"plan\"");
-  EXPECT_EQ(refused("objective", "cheapest"), "not a valid edo plan: objective \"cheapest\" is neither least-change nor speed");
+  EXPECT_EQ(refused("objective", "cheapest"), "not a valid edo plan: the plan: \"objective\" is \"cheapest\", not speed or least-change");
 }
 
 }  // namespace
