@@ -25,8 +25,8 @@ import json
 import math
 
 from . import _loss
-from . import _state
-from ._state import R
+from ..runtime import _state
+from ..runtime._state import R
 
 CHECKS = 3
 TALLY_CALLS = 100000

@@ -20,13 +20,13 @@ import gc
 import os
 import weakref
 
-from . import _facts
-from . import _family
-from . import _state
-from . import _tables
-from . import _torchrec
-from . import _weights
-from ._state import R, ModState
+from ..facts import _facts
+from ..facts import _family
+from ..runtime import _state
+from ..runtime import _tables
+from ..facts import _torchrec
+from ..facts import _weights
+from ..runtime._state import R, ModState
 
 _MAX_SCANS = 64
 _MAX_PATHS = 200000

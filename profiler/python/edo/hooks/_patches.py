@@ -33,14 +33,14 @@ import threading
 from . import _compiled
 from . import _counting
 from . import _wrappers
-from . import _loss
+from ..facts import _loss
 from . import _naming
 from . import _optim
-from . import _state
-from . import _tables
+from ..runtime import _state
+from ..runtime import _tables
 from . import _trial
-from . import _weights
-from ._state import R
+from ..facts import _weights
+from ..runtime._state import R
 
 _tls = threading.local()   # per-thread call depths (optimizer step, jit.script), pickling flag
 

@@ -2,14 +2,14 @@
 momentum buffers) and the gradients, recorded with ``edo_table_set_extra_bytes``; one step
 mark per training step (unless the job calls ``edo.step()`` itself)."""
 
-from . import _facts
-from . import _family
-from . import _loss
-from . import _lowp
-from . import _state
-from . import _tables
-from ._state import R
-from ._tables import tensor_bytes
+from ..facts import _facts
+from ..facts import _family
+from ..facts import _loss
+from ..plan import _lowp
+from ..runtime import _state
+from ..runtime import _tables
+from ..runtime._state import R
+from ..runtime._tables import tensor_bytes
 
 
 class _OptCache(object):

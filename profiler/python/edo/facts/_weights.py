@@ -21,10 +21,10 @@ import os
 import sys
 import weakref
 
-from . import _devices
-from . import _native
-from . import _state
-from ._state import R
+from ..runtime import _devices
+from ..runtime import _native
+from ..runtime import _state
+from ..runtime._state import R
 
 
 def wanted():

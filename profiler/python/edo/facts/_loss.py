@@ -20,8 +20,8 @@ import os
 import sys
 import threading
 
-from . import _state
-from ._state import R
+from ..runtime import _state
+from ..runtime._state import R
 
 BATCH = 32
 MAX_NOTE = 60000   # bytes of one note (the protocol's limit is 60 KB)

@@ -9,9 +9,9 @@ import types
 import weakref
 
 from . import _compiled
-from . import _state
+from ..runtime import _state
 from ._counting import EdoPreHook, functional_body, pre_hook_body
-from ._state import R
+from ..runtime._state import R
 
 
 def make_hook(hs):

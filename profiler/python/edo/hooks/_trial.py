@@ -22,11 +22,11 @@ import json
 import os
 import sys
 
-from . import _lowp
+from ..plan import _lowp
 from . import _naming
-from . import _plan_file
-from . import _state
-from ._state import R
+from ..plan import _plan_file
+from ..runtime import _state
+from ..runtime._state import R
 
 _done = []
 _handle = []
@@ -120,7 +120,7 @@ def _merge(results, res):
 
 def apply_now(path):
     """Applies the plan at ``path`` to every live model; sends pytorch.plan_applied; one line."""
-    from . import _apply   # only with a plan to apply: not read at every job's start
+    from ..plan import _apply   # only with a plan to apply: not read at every job's start
     torch = R.torch
     if path is None:
         return None

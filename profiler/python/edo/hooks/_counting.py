@@ -8,14 +8,14 @@ host synchronisation. A module's own forward calls ``F.embedding`` too: the hook
 per-thread token that the functional wrapper consumes, so it is not counted twice.
 """
 
-from . import _facts
-from . import _family
-from . import _native
+from ..facts import _facts
+from ..facts import _family
+from ..runtime import _native
 from . import _naming
-from . import _state
-from . import _tables
-from ._state import R
-from ._devices import current_stream  # noqa: F401  (edo._counting.current_stream)
+from ..runtime import _state
+from ..runtime import _tables
+from ..runtime._state import R
+from ..runtime._devices import current_stream  # noqa: F401  (edo.hooks._counting.current_stream)
 
 
 def count(tab, idx):

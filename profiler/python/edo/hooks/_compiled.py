@@ -31,9 +31,9 @@ result and costs one Python call per lookup in a compiled graph.
 import typing
 
 from . import _counting
-from . import _state
-from . import _tables
-from ._state import R
+from ..runtime import _state
+from ..runtime import _tables
+from ..runtime._state import R
 
 OP_NAME = "edo::lookup"
 FUNCTIONAL = -1      # the key of a torch.nn.functional call: the weight names the table

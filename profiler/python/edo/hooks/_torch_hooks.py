@@ -32,16 +32,16 @@ import weakref
 
 from . import _compiled
 from . import _naming
-from . import _state
-from . import _tables
-from . import _weights
+from ..runtime import _state
+from ..runtime import _tables
+from ..facts import _weights
 from . import _wrappers
 from ._counting import EdoPreHook, count  # noqa: F401  (isinstance checks; edo.lookup)
 from ._wrappers import hook_of  # noqa: F401
 from ._optim import user_step  # noqa: F401
 from ._patches import patch, unpatch  # noqa: F401
-from ._state import R, backend, env_disabled  # noqa: F401
-from ._weights import snapshot_weights  # noqa: F401
+from ..runtime._state import R, backend, env_disabled  # noqa: F401
+from ..facts._weights import snapshot_weights  # noqa: F401
 
 
 def set_backend(b):

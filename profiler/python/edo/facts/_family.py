@@ -29,9 +29,9 @@ import json
 import os
 import weakref
 
-from . import _state
-from . import _tables
-from ._state import R
+from ..runtime import _state
+from ..runtime import _tables
+from ..runtime._state import R
 
 HEAD_PREFIX = "pytorch.lm_head."
 ACT_PREFIX = "pytorch.activation."
