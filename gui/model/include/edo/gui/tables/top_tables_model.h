@@ -2,7 +2,7 @@
 // of the recording's total, for the overview.
 #pragma once
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/gui/table_model_base.h"
 
 namespace edo::gui {

@@ -10,7 +10,7 @@
 #include <atomic>
 #include <memory>
 
-#include "edo/gui/tune_models.h"
+#include "edo/gui/tune/tune_models.h"
 #include "edo/tuner/tuner.h"
 
 namespace edo::gui {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
-#include "edo/gui/memory_timeline.h"
+#include "edo/gui/recording/memory_timeline.h"
 #include "edo/model/profile.h"
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/gui/table_model_base.h"
 #include "edo/model/rank_view.h"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/gui/table_model_base.h"
 #include "edo/model/processes.h"
 

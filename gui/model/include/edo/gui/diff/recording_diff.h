@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "edo/gui/loss_curve.h"
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/loss_curve.h"
+#include "edo/gui/recording/recording.h"
 
 namespace edo::gui {
 

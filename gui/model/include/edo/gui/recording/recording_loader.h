@@ -10,7 +10,7 @@
 
 #include <memory>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 
 namespace edo::gui {
 

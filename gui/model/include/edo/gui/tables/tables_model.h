@@ -6,7 +6,7 @@
 // "–", as in `edo report`.
 #pragma once
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/gui/table_model_base.h"
 
 namespace edo::gui {

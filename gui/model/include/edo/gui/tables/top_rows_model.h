@@ -2,7 +2,7 @@
 // running share down the list.
 #pragma once
 
-#include "edo/gui/table_detail.h"
+#include "edo/gui/tables/table_detail.h"
 #include "edo/gui/table_model_base.h"
 
 namespace edo::gui {

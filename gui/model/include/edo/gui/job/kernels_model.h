@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/gui/table_model_base.h"
 
 namespace edo::gui {

@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "edo/gui/recording_diff.h"
+#include "edo/gui/diff/recording_diff.h"
 
 namespace edo::gui {
 
