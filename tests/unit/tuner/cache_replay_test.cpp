@@ -16,8 +16,7 @@
 
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
-#include "recorded_steps.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

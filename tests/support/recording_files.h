@@ -1,5 +1,7 @@
-// Recordings for CLI tests: one `edo synth` recording made once per process, and a copy of it
-// for each test that writes to its file (tune runs, plans), so that tests never share results.
+// The recordings CLI tests read from disk: one `edo synth` recording made once per process, and
+// a copy of it for each test that writes to its file (tune runs, plans), so that tests never
+// share results. In-memory recordings: recordings.h. Needs run_command.cpp in the test target
+// (tests/integration/cli: run_command.h, temp_dir.h).
 #pragma once
 
 #include <gtest/gtest.h>
