@@ -87,11 +87,11 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
     plan, or an edo.plan/1 dict) names to the plan's choice, in place. Returns {table:
     {"strategy", "before_bytes", "after_bytes", "applied", "why", "optimizer"}}. The whole plan is
     validated first: edo.PlanError (one line) changes nothing. fp16/bf16 training tables keep fp32
-    optimizer state, updated by stochastic rounding. See edo/_apply.py and docs/tuning.md
+    optimizer state, updated by stochastic rounding. See edo/plan/_apply.py and docs/tuning.md
     ("Applying a plan"). ``optimizer``: the job's optimizer, for a table the plan moves to a sparse
-    gradient under SparseAdam (edo/_levers.py); ``allow_tying``: the model agrees to have its
+    gradient under SparseAdam (edo/plan/_levers.py); ``allow_tying``: the model agrees to have its
     untied LM head tied to its token table where the plan says so; ``vocab_remap``: the
-    ``edo export --format vocab-remap`` file of a token table the plan trims (edo/_vocab_trim.py)."""
+    ``edo export --format vocab-remap`` file of a token table the plan trims (edo/plan/_vocab_trim.py)."""
     from .plan._apply import apply_plan as _apply_plan
     return _apply_plan(model, plan, training=training, rows_read=rows_read, prefix=prefix, optimizer=optimizer,
                        allow_tying=allow_tying, vocab_remap=vocab_remap)

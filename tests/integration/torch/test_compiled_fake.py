@@ -1,4 +1,4 @@
-"""Unit tests of edo's counting operator (profiler/python/edo/_compiled.py) against the fake
+"""Unit tests of edo's counting operator (profiler/python/edo/hooks/_compiled.py) against the fake
 backend of test_hooks_fake.py: torch.compile (fullgraph=True, eager and aot_eager backends) and
 torch.export count exactly what the eager model counts, steps are marked, results do not change,
 and the operator passes torch.library.opcheck. Skipped on a torch without

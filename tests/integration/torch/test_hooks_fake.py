@@ -661,7 +661,7 @@ class ClassForwardTest(unittest.TestCase):
 
 
 class FastLookupTest(unittest.TestCase):
-    """edo._fastlookup (the C module, built where Python.h is) and the ctypes function it
+    """edo.runtime._fastlookup (the C module, built where Python.h is) and the ctypes function it
     replaces hand edo_table_lookup the same arguments and return its result: both are bound
     here to one recording C callback of edo_table_lookup's signature."""
 
