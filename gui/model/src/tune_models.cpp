@@ -1,4 +1,4 @@
-#include "edo/gui/tune_models.h"
+#include "edo/gui/tune/tune_models.h"
 
 #include <QColor>
 #include <QFont>
@@ -10,7 +10,7 @@
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/tune_words.h"
+#include "edo/gui/tune/tune_words.h"
 #include "edo/tuner/summary.h"
 
 namespace edo::gui {

@@ -1,4 +1,4 @@
-#include "edo/gui/tune_runner.h"
+#include "edo/gui/tune/tune_runner.h"
 
 #include <QCoreApplication>
 #include <QMetaObject>
@@ -11,7 +11,7 @@
 #include "edo/db/profile_store.h"
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
-#include "edo/gui/tune_words.h"
+#include "edo/gui/tune/tune_words.h"
 
 namespace edo::gui {
 

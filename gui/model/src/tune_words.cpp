@@ -1,6 +1,6 @@
 // The Tuner view's words for the tuner's reasons (tune_words.h). The fields named are the
 // form's (gui/views/tuner_view.cpp makeForm): Budget, Max error, Backend, Target, Time limit.
-#include "edo/gui/tune_words.h"
+#include "edo/gui/tune/tune_words.h"
 
 #include <cmath>
 

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "run_command.h"
-#include "synth_recording.h"
+#include "recording_files.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;

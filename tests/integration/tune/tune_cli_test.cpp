@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "run_command.h"
-#include "synth_recording.h"
+#include "recording_files.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;

@@ -18,7 +18,7 @@
 #include "edo/model/processes.h"
 #include "edo/model/profile_summary.h"
 #include "edo/model/rank_view.h"
-#include "test_profiles.h"
+#include "recordings.h"
 
 namespace edo::db {
 namespace {

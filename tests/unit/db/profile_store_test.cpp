@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "edo/db/tune_store.h"
-#include "test_profiles.h"
+#include "recordings.h"
 
 namespace edo::db {
 namespace {

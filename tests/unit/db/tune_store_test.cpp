@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "edo/db/weight_store.h"
-#include "test_profiles.h"
+#include "recordings.h"
 
 namespace edo::db {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "edo/db/tune_store.h"
-#include "test_profiles.h"
+#include "recordings.h"
 
 namespace edo::db {
 namespace {

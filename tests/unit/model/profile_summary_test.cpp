@@ -4,13 +4,13 @@
 
 #include <set>
 
-#include "../db/test_profiles.h"
+#include "recordings.h"
 
 namespace edo::model {
 namespace {
 
 TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
-  Profile p = db::testing::sample_profile();
+  Profile p = edo::testing::sample_profile();
   auto views = table_views(p);
   ASSERT_EQ(views.size(), 3u);
   // user (weights + optimizer state + gradients) first, lm_head (its weights are user's) right
@@ -34,7 +34,7 @@ TEST(TableViews, MergesSameNameAcrossSessionsAndSortsByBytes) {
 }
 
 TEST(TableViews, SameNameOtherShapeStaysSeparate) {
-  Profile p = db::testing::sample_profile();
+  Profile p = edo::testing::sample_profile();
   p.tables[3].rows = 5000;
   p.tables[3].aggregate = stats::TableAggregate(5000, stats::StatsConfig{});
   auto views = table_views(p);
@@ -52,7 +52,7 @@ TEST(TableViews, SameNameOtherShapeStaysSeparate) {
 }
 
 TEST(TableViews, ProgressCountsEveryViewAndGivesTheSameViews) {
-  Profile p = db::testing::sample_profile();
+  Profile p = edo::testing::sample_profile();
   std::vector<size_t> done;
   auto views = table_views(p, [&](size_t d, size_t total) {
     EXPECT_EQ(total, 3u);
@@ -68,7 +68,7 @@ TEST(TableViews, ProgressCountsEveryViewAndGivesTheSameViews) {
 }
 
 TEST(TableViews, TellWhichViewEachTableWentInto) {
-  Profile p = db::testing::sample_profile();
+  Profile p = edo::testing::sample_profile();
   p.tables[3].rows = 5000;  // session 2's user table: another shape, a view of its own
   p.tables[3].aggregate = stats::TableAggregate(5000, stats::StatsConfig{});
   std::vector<std::string> view_of_table;
@@ -81,13 +81,13 @@ TEST(TableViews, TellWhichViewEachTableWentInto) {
   }
   EXPECT_NE(view_of_table[0], view_of_table[3]);
   // Same shape: both processes' tables go into one view.
-  Profile q = db::testing::sample_profile();
+  Profile q = edo::testing::sample_profile();
   table_views(q, {}, &view_of_table);
   EXPECT_EQ(view_of_table[0], view_of_table[3]);
 }
 
 TEST(ProfileTotals, TiedWeightsAreCountedOnce) {
-  Profile p = db::testing::sample_profile();
+  Profile p = edo::testing::sample_profile();
   // user 64000 + item 1600 + user(session 2) 64000 + its optimizer state 128000 and gradients
   // 64000; lm_head is tied.
   const TableMemory m = p.table_memory();

@@ -13,7 +13,7 @@
 #include "edo/model/recording_fields.h"
 #include "edo/model/tune_fields.h"
 #include "record_columns.h"
-#include "test_profiles.h"
+#include "recordings.h"
 
 namespace edo::db {
 namespace {

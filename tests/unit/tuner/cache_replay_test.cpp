@@ -16,15 +16,14 @@
 
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
-#include "recorded_steps.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {
 
 constexpr uint64_t kRows = 4096;
 
-// Recorded as the tracer records it: one delta per step, merged in order (recorded_steps.h).
+// Recorded as the tracer records it: one delta per step, merged in order (tests/support/recordings.h).
 model::Table recorded(const std::string& name, const std::vector<std::vector<int64_t>>& steps, uint64_t sample_refs = 1 << 16) {
   return testing::recorded_steps(name, kRows, steps, sample_refs);
 }

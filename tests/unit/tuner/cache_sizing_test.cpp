@@ -19,8 +19,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
 #include "hand_built_plan.h"
-#include "recorded_steps.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -29,12 +28,12 @@ namespace {
 constexpr uint64_t kRows = 100000;
 
 model::Table recorded_steps(const std::string& name, const std::vector<std::vector<int64_t>>& steps) {
-  return testing::recorded_steps(name, kRows, steps);
+  return edo::testing::recorded_steps(name, kRows, steps);
 }
 
 
 TEST(CacheSizing, TheKneeIsWhereExtraRowsStopPayingNotWhereFiftyPercentIsReached) {
-  const model::Table t = recorded_steps("two", testing::two_level_steps());
+  const model::Table t = recorded_steps("two", edo::testing::two_level_steps());
   std::string why;
   const auto r = CacheReplay::of(t.aggregate, why);
   ASSERT_TRUE(r) << why;
@@ -51,7 +50,7 @@ TEST(CacheSizing, TheKneeIsWhereExtraRowsStopPayingNotWhereFiftyPercentIsReached
   // Past the knee nothing more is won: the new rows are never read again.
   EXPECT_NEAR(r->lru_hit_rate(kRows - 1), r->lru_hit_rate(knee), 0.01);
   // The candidates offer it, with its held-out rate, and every LRU size says where the knee is.
-  const auto p = testing::synthetic_profile({t}, 100);
+  const auto p = edo::testing::synthetic_profile({t}, 100);
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   // (A fitted size within 5 % of the knee stands for it: the sizes are merged at 5 %.)
   bool knee_offered = false;
@@ -85,7 +84,7 @@ TEST(CacheSizing, ATableThatNeverReachesFiftyPercentStillGetsAnHonestOffload) {
   EXPECT_TRUE(r->fitted_cache_rows(kRows).empty()) << "no size reaches 50 % hits before the cut";
   const uint64_t knee = r->knee_cache_rows(kRows);
   ASSERT_GT(knee, 0u);
-  const auto p = testing::synthetic_profile({t}, 10);
+  const auto p = edo::testing::synthetic_profile({t}, 10);
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   int offloads = 0;
   for (const Candidate& c : enumerate_candidates(g, [](const std::string&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {

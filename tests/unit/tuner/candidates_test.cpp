@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edo/kernels/encode.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {

@@ -17,7 +17,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "edo/tuner/tuner.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

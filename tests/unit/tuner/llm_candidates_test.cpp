@@ -13,7 +13,7 @@
 #include "step_timing.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -177,7 +177,7 @@ TEST(TrainingLevers, AFineTunePlanFreezesATableWhenOnlyThatFitsAndSaysSoInItsPla
 namespace edo::tuner {
 namespace {
 
-// The hooks' note of an untied head (profiler/python/edo/_family.py's fields).
+// The hooks' note of an untied head (profiler/python/edo/facts/_family.py's fields).
 void note_head(model::Profile& p, const std::string& table, bool tied, uint64_t rows, uint64_t dim) {
   const uint64_t w = rows * dim * 4;
   p.metadata["pytorch.lm_head." + table] = nlohmann::json{{"head", "lm_head"}, {"tied", tied}, {"rows", rows}, {"dim", dim},

@@ -18,7 +18,7 @@
 
 #include "edo/tuner/tuner.h"
 #include "edo/tuner/vocab_coverage.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "vocab_hand_stream.h"
 
 namespace edo::tuner {
@@ -153,7 +153,7 @@ TEST(TrimVocab, ThePlannerTakesItUnderABudgetAndAListMustNameIt) {
   t.weight_bytes = t.grad_bytes = 128;
   t.extra_by_kind = {{"grad", 128}};
   t.aggregate = testing::recorded_vocab(testing::hand_stream(), 1 << 16);
-  model::Profile p = testing::synthetic_profile({t}, 10);
+  model::Profile p = edo::testing::synthetic_profile({t}, 10);
   p.metadata["pytorch.lm_head.wte"] =
       R"({"head": "lm_head", "tied": false, "rows": 8, "dim": 4, "dtype": "fp32", "weight_bytes": 128, "grad_bytes": 128,)"
       R"( "optimizer_bytes": 0, "dense_reads_per_step": 1, "dense_read_bytes_per_step": 128})";

@@ -12,8 +12,7 @@
 #include "hand_built_plan.h"
 #include "mch_candidates.h"
 #include "mch_replay.h"
-#include "recorded_steps.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -23,8 +22,8 @@ constexpr uint64_t kMchRows = 100000;
 
 
 TableGroup mch_group(const std::vector<std::vector<int64_t>>& steps, uint64_t sample_refs = 1 << 16) {
-  const model::Table t = testing::recorded_steps("ids", kMchRows, steps, sample_refs);
-  const auto p = testing::synthetic_profile({t}, static_cast<double>(steps.size()));
+  const model::Table t = edo::testing::recorded_steps("ids", kMchRows, steps, sample_refs);
+  const auto p = edo::testing::synthetic_profile({t}, static_cast<double>(steps.size()));
   return build_workload(p, {}, "*").groups.at(0);
 }
 
@@ -63,7 +62,7 @@ TEST(MchCandidates, AnIdAdmittedThisStepReadsARowItDidNotHoldBefore) {
 }
 
 TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
-  const auto steps = testing::two_level_steps();
+  const auto steps = edo::testing::two_level_steps();
   TableGroup g = mch_group(steps);
   ASSERT_DOUBLE_EQ(g.lookups_per_step, 170.0);
   // 1000 bytes: far below the 1200 distinct ids read (10 + 190 + 1000 new) x 64 bytes.
@@ -115,7 +114,7 @@ TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
 TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
   // A sample bounded at 4096 of the 17,000 references keeps the rows under a lower threshold
   // (SHARDS): N slots are replayed as N x rate on them, the rates those of the sampled ids.
-  const auto steps = testing::two_level_steps();
+  const auto steps = edo::testing::two_level_steps();
   TableGroup g = mch_group(steps, 4096);
   g.budget_left_bytes = 1000;
   const auto cands = mch_of(g);
@@ -138,7 +137,7 @@ TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
 }
 
 TEST(MchCandidates, OfferedOnlyWhenTheDistinctIdsDoNotFitWhatTheBudgetLeaves) {
-  TableGroup g = mch_group(testing::two_level_steps());
+  TableGroup g = mch_group(edo::testing::two_level_steps());
   EXPECT_TRUE(mch_of(g).empty()) << "no budget";
   EXPECT_EQ(mch_not_offered(g), "no budget");
   g.budget_left_bytes = 1200 * 64;  // exactly the distinct ids' rows

@@ -12,7 +12,7 @@
 #include "edo/kernels/encode.h"
 #include "edo/kernels/workload.h"
 #include "edo/stats/weight_sample.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

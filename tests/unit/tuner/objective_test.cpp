@@ -12,7 +12,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
 #include "hand_built_plan.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -143,18 +143,18 @@ TEST(Objective, ThePlanDocumentRecordsItAndReadsItBack) {
 // A tied output layer (an LM head on the embedding's weights) has a dense gradient: no
 // sparse-gradient row-wise Adagrad for it; an untied training table of the same shape has one.
 TEST(Objective, NoSparseGradientOptimizerForATiedOutputLayer) {
-  auto emb = testing::synthetic_table("model.emb", 20000, 16, 1.1, 60000, 9);
+  auto emb = edo::testing::synthetic_table("model.emb", 20000, 16, 1.1, 60000, 9);
   emb.optimizer_bytes = 2 * emb.weight_bytes;
   emb.extra_by_kind = {{"adam.exp_avg", emb.weight_bytes}, {"adam.exp_avg_sq", emb.weight_bytes}};
-  auto head = testing::synthetic_table("model.lm_head", 20000, 16, 1.1, 20000, 10);
-  auto tied = testing::synthetic_profile({emb, head}, 10);
+  auto head = edo::testing::synthetic_table("model.lm_head", 20000, 16, 1.1, 20000, 10);
+  auto tied = edo::testing::synthetic_profile({emb, head}, 10);
   tied.ties.push_back({1, "model.emb", "model.lm_head"});
   auto size = [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
   const Workload wt = build_workload(tied, {}, "*");
   ASSERT_EQ(wt.groups.size(), 1u);
   ASSERT_FALSE(wt.groups[0].members.empty());
   for (const auto& c : enumerate_candidates(wt.groups[0], size)) EXPECT_NE(c.optimizer, "rowwise_adagrad") << c.spec;
-  const Workload wu = build_workload(testing::synthetic_profile({emb}, 10), {}, "*");
+  const Workload wu = build_workload(edo::testing::synthetic_profile({emb}, 10), {}, "*");
   size_t lever = 0;
   for (const auto& c : enumerate_candidates(wu.groups[0], size)) lever += c.optimizer == "rowwise_adagrad";
   EXPECT_GT(lever, 0u);

@@ -15,7 +15,7 @@
 #include "edo/tuner/summary.h"
 #include "edo/tuner/tuner.h"
 #include "numerics.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

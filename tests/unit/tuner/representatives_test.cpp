@@ -15,7 +15,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
 #include "representatives.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "recorded_steps.h"
+#include "recordings.h"
 #include "ssd_candidates.h"
 #include "ssd_replay.h"
 

@@ -14,7 +14,7 @@
 #include "edo/kernels/backend.h"
 #include "edo/kernels/strategy.h"
 #include "edo/tuner/tuner.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

@@ -13,7 +13,7 @@
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
 #include "step_timing.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {

@@ -13,7 +13,7 @@
 
 #include "edo/kernels/cuda.h"
 #include "edo/tuner/plan_io.h"
-#include "synthetic.h"
+#include "recordings.h"
 
 namespace edo::tuner {
 namespace {

@@ -23,7 +23,7 @@ void read_note(const std::string& text, TorchRecFacts& f) {
     for (const auto& x : j["features"])
       if (x.is_string()) f.features.push_back(x.get<std::string>());
   if (j.contains("bags") && j["bags"].is_number_unsigned()) f.bags = j["bags"].get<uint64_t>();
-  // Per feature, from the KeyedJaggedTensor (profiler/python/edo/_torchrec.py): kept only when
+  // Per feature, from the KeyedJaggedTensor (profiler/python/edo/facts/_torchrec.py): kept only when
   // both lists are whole (one unsigned count per feature), else the table's average is used.
   auto counts_of = [&](const char* key) {
     std::vector<uint64_t> out;

@@ -9,7 +9,7 @@
 //
 // The optimizers follow PyTorch's update rules (torch/optim/{sgd,adagrad,adam,sparse_adam}.py,
 // 1.13; foreach=False paths) and FBGEMM's EXACT_ROWWISE_ADAGRAD (one accumulator per row, the
-// mean of the row's squared gradient; edo.RowwiseAdagrad in profiler/python/edo/_apply.py is
+// mean of the row's squared gradient; edo.RowwiseAdagrad in profiler/python/edo/plan/_apply.py is
 // the same rule):
 //   sgd            w -= lr * g
 //   momentum sgd   b = mu * b + g (b = g at the first step), w -= lr * b

@@ -1,6 +1,6 @@
 // What the PyTorch hooks noted about a table as part of a language model (issue 33): its LM head
 // (metadata "pytorch.lm_head.NAME") and the activation memory its lookups produce per step
-// (metadata "pytorch.activation.NAME"); see profiler/python/edo/_family.py for how each figure is
+// (metadata "pytorch.activation.NAME"); see profiler/python/edo/facts/_family.py for how each figure is
 // measured. Read by `edo report` (text and JSON) and the dashboard, so all show the same figures.
 #pragma once
 

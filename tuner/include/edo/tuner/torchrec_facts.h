@@ -1,6 +1,6 @@
 // What a recording knows about its tables for `edo export --format torchrec`: the TorchRec
 // config name and features the PyTorch hook noted (metadata "torchrec.table.NAME", see
-// profiler/python/edo/_torchrec.py), lookups, bags and steps, and TorchRec's CacheStatistics
+// profiler/python/edo/facts/_torchrec.py), lookups, bags and steps, and TorchRec's CacheStatistics
 // from the recorded LRU curve.
 #pragma once
 
