@@ -19,9 +19,10 @@
  */
 #include "fastlookup.h"
 
+/* What arm() stored. count() works on a copy holding its own references: the Python code a
+ * call may run (a torch function mode, a module's __getattribute__) could let another thread
+ * disarm the record meanwhile. */
 typedef struct {
-  PyObject_HEAD
-  int armed;
   int bag;                /* an EmbeddingBag: one output row per bag */
   PyObject* backend;      /* R.backend, whose table_lookup is this module's lookup */
   PyObject* state;        /* _state.S */
@@ -32,6 +33,12 @@ typedef struct {
   long long handle;
   PyObject* act;          /* the table's activation entry (a list, _family.act_entry) */
   long long row_bytes;
+} Armed;
+
+typedef struct {
+  PyObject_HEAD
+  int armed;
+  Armed a;
 } Record;
 
 /* Bound once by bind_hooks(): the objects the checks compare with. */
@@ -56,21 +63,35 @@ static PyTypeObject* record_type = NULL;
 
 static int record_traverse(Record* r, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(r));
-  Py_VISIT(r->backend);
-  Py_VISIT(r->state);
-  Py_VISIT(r->weight);
-  Py_VISIT(r->table);
-  Py_VISIT(r->act);
+  Py_VISIT(r->a.backend);
+  Py_VISIT(r->a.state);
+  Py_VISIT(r->a.weight);
+  Py_VISIT(r->a.table);
+  Py_VISIT(r->a.act);
   return 0;
+}
+
+static void armed_release(Armed* a) {
+  Py_CLEAR(a->backend);
+  Py_CLEAR(a->state);
+  Py_CLEAR(a->weight);
+  Py_CLEAR(a->table);
+  Py_CLEAR(a->act);
+}
+
+/* A copy of `from` with references of its own (armed_release drops them). */
+static void armed_copy(const Armed* from, Armed* to) {
+  *to = *from;
+  Py_XINCREF(to->backend);
+  Py_XINCREF(to->state);
+  Py_XINCREF(to->weight);
+  Py_XINCREF(to->table);
+  Py_XINCREF(to->act);
 }
 
 static int record_clear(Record* r) {
   r->armed = 0;
-  Py_CLEAR(r->backend);
-  Py_CLEAR(r->state);
-  Py_CLEAR(r->weight);
-  Py_CLEAR(r->table);
-  Py_CLEAR(r->act);
+  armed_release(&r->a);
   return 0;
 }
 
@@ -106,16 +127,16 @@ static PyObject* record_arm(Record* r, PyObject* const* a, Py_ssize_t n) {
     PyErr_SetString(PyExc_TypeError, "Record.arm: the activation entry must be a list of 4+ items");
     return NULL;
   }
-  set_ref(&r->backend, a[0]);
-  set_ref(&r->state, a[1]);
-  set_ref(&r->weight, a[3]);
-  set_ref(&r->table, a[5]);
-  set_ref(&r->act, a[7]);
-  r->generation = generation;
-  r->weight_ptr = weight_ptr;
-  r->handle = handle;
-  r->row_bytes = row_bytes;
-  r->bag = bag;
+  set_ref(&r->a.backend, a[0]);
+  set_ref(&r->a.state, a[1]);
+  set_ref(&r->a.weight, a[3]);
+  set_ref(&r->a.table, a[5]);
+  set_ref(&r->a.act, a[7]);
+  r->a.generation = generation;
+  r->a.weight_ptr = weight_ptr;
+  r->a.handle = handle;
+  r->a.row_bytes = row_bytes;
+  r->a.bag = bag;
   r->armed = 1;
   Py_RETURN_NONE;
 }
@@ -174,8 +195,8 @@ static long long call_ll(PyObject* obj, PyObject* name) {
   return x;
 }
 
-/* The record still describes the process and the module: else it is disarmed (0). */
-static int still_valid(Record* r, PyObject* module) {
+/* The armed state still describes the process and the module (1). */
+static int still_valid(const Armed* r, PyObject* module) {
   int ok = attr_is(g.runtime, s_backend, r->backend) == 1 && attr_is(g.state_module, s_S, r->state) == 1;
   if (ok) {
     PyObject* gen = PyObject_GetAttr(r->state, s_generation);
@@ -192,7 +213,6 @@ static int still_valid(Record* r, PyObject* module) {
     ok = p != NULL && PyLong_AsVoidPtr(p) == r->weight_ptr;
     Py_XDECREF(p);
   }
-  if (!ok) record_clear(r);
   return ok;
 }
 
@@ -224,7 +244,7 @@ static int read_bags(PyObject* module, PyObject* args, Call* c) {
 }
 
 /* The common case's checks on the ids (and offsets): 1 with `c` filled, 0 otherwise. */
-static int read_call(Record* r, PyObject* module, PyObject* args, Call* c) {
+static int read_call(const Armed* r, PyObject* module, PyObject* args, Call* c) {
   if (!PyTuple_Check(args) || PyTuple_Size(args) < 1) return 0;
   PyObject* idx = PyTuple_GetItem(args, 0);
   if ((PyObject*)Py_TYPE(idx) != g.tensor_type) return 0;
@@ -265,7 +285,7 @@ static int list_add(PyObject* a, Py_ssize_t i, long long by) {
 }
 
 /* _family.account's work: the call's output bytes, and its gradient's when autograd records it. */
-static int account(Record* r, Call* c) {
+static int account(const Armed* r, Call* c) {
   const long long out = c->out_rows * r->row_bytes;
   int grad = attr_is(r->weight, s_requires_grad, Py_True);
   if (grad == 1) {
@@ -290,28 +310,34 @@ static PyObject* fc_count(PyObject* self, PyObject* const* a, Py_ssize_t n) {
     PyErr_SetString(PyExc_TypeError, "count(record, module, args): record must be a Record");
     return NULL;
   }
-  Record* r = (Record*)a[0];
-  if (!r->armed || fl_entry == NULL || g.runtime == NULL) Py_RETURN_FALSE;
-  if (attr_is(g.runtime, s_enabled, Py_True) != 1 || !still_valid(r, a[1])) {
+  Record* rec = (Record*)a[0];
+  if (!rec->armed || fl_entry == NULL || g.runtime == NULL) Py_RETURN_FALSE;
+  Armed r;
+  armed_copy(&rec->a, &r);
+  if (attr_is(g.runtime, s_enabled, Py_True) != 1 || !still_valid(&r, a[1])) {
+    if (!PyErr_Occurred()) record_clear(rec);   /* changed: the Python path checks and re-arms */
     PyErr_Clear();
+    armed_release(&r);
     Py_RETURN_FALSE;
   }
   Call c = {NULL, 0, 0, 0, NULL};
-  if (!read_call(r, a[1], a[2], &c)) {
+  if (!read_call(&r, a[1], a[2], &c)) {
     Py_XDECREF(c.shape);
     PyErr_Clear();
+    armed_release(&r);
     Py_RETURN_FALSE;
   }
-  const int rc = fl_entry((int64_t)r->handle, c.data, (uint64_t)c.n, (edo_index_type)c.type, EDO_HOST, NULL);
+  const int rc = fl_entry((int64_t)r.handle, c.data, (uint64_t)c.n, (edo_index_type)c.type, EDO_HOST, NULL);
   /* Counted: from here on the call is done, whatever happens to the bookkeeping below (a
    * failure there, out of memory, loses an activation figure, never the job's forward). */
-  if (PyObject_SetAttr(r->state, s_dirty, Py_True) < 0 || account(r, &c) < 0) PyErr_Clear();
+  if (PyObject_SetAttr(r.state, s_dirty, Py_True) < 0 || account(&r, &c) < 0) PyErr_Clear();
   Py_XDECREF(c.shape);
   if (rc < 0) {
-    PyObject* res = PyObject_CallFunction(g.on_failure, "Oi", r->table, rc);
+    PyObject* res = PyObject_CallFunction(g.on_failure, "Oi", r.table, rc);
     Py_XDECREF(res);
     PyErr_Clear();
   }
+  armed_release(&r);
   Py_RETURN_TRUE;
 }
 
