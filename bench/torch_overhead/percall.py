@@ -51,7 +51,7 @@ def job(rounds, block):
     import torch.nn as nn
     import torch.nn.functional as F
     import edo  # on PYTHONPATH under edo record
-    from edo import _counting
+    from edo.hooks import _counting
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -136,7 +136,7 @@ def job(rounds, block):
     edo_on(True)
     # The tracer's entry alone: the same ids handed to edo_table_lookup straight from ctypes
     # (the last step of the hook path; the rest of added_us is Python and torch's hook call).
-    from edo import _state
+    from edo.runtime import _state
     b = _state.R.backend
     h = edo.tables()["bag"]["handle"]
     ptr = ids.data_ptr()

@@ -51,7 +51,7 @@ def main():
     import torch.nn as nn
     import torch.nn.functional as F
     import edo
-    from edo import _torch_hooks as H
+    from edo.hooks import _torch_hooks as H
     torch.set_num_threads(1)
     H.patch()
     H.set_backend(NoopBackend())

@@ -18,10 +18,10 @@
 #include <cmath>
 
 #include "chart_util.h"
-#include "edo/gui/diff_model.h"
+#include "edo/gui/diff/diff_model.h"
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/recording_loader.h"
+#include "edo/gui/recording/recording_loader.h"
 
 namespace edo::gui {
 

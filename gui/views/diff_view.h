@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "edo/gui/recording.h"
-#include "edo/gui/recording_diff.h"
+#include "edo/gui/recording/recording.h"
+#include "edo/gui/diff/recording_diff.h"
 
 class QChartView;
 class QLabel;

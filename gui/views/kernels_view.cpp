@@ -7,7 +7,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
-#include "edo/gui/kernels_model.h"
+#include "edo/gui/job/kernels_model.h"
 #include "edo/gui/model_roles.h"
 #include "share_bar_delegate.h"
 #include "sorted_table.h"

@@ -4,7 +4,7 @@
 
 #include <QWidget>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 
 class QLabel;
 class QTableView;

@@ -25,7 +25,7 @@
 
 #include "diff_view.h"
 #include "edo/gui/format.h"
-#include "edo/gui/recording_loader.h"
+#include "edo/gui/recording/recording_loader.h"
 #include "kernels_view.h"
 #include "overview_view.h"
 #include "ranks_view.h"

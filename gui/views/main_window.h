@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 
 class QLabel;
 class QMenu;

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "edo/gui/model_roles.h"
-#include "edo/gui/ranks_model.h"
+#include "edo/gui/job/ranks_model.h"
 #include "share_bar_delegate.h"
 #include "sorted_table.h"
 

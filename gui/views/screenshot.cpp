@@ -9,7 +9,7 @@
 #include <QtGlobal>
 
 #include "diff_view.h"
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "main_window.h"
 #include "table_detail_view.h"
 

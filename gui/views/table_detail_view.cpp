@@ -20,9 +20,9 @@
 #include "detail_charts.h"
 #include "edo/gui/background.h"
 #include "edo/gui/format.h"
-#include "edo/gui/llm_text.h"
-#include "edo/gui/table_fields.h"
-#include "edo/gui/top_rows_model.h"
+#include "edo/gui/tables/llm_text.h"
+#include "edo/gui/tables/table_fields.h"
+#include "edo/gui/tables/top_rows_model.h"
 #include "share_bar_delegate.h"
 
 namespace edo::gui {

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "edo/gui/recording.h"
-#include "edo/gui/table_detail.h"
+#include "edo/gui/recording/recording.h"
+#include "edo/gui/tables/table_detail.h"
 
 class QChartView;
 class QComboBox;

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "edo/gui/model_roles.h"
-#include "edo/gui/tables_model.h"
+#include "edo/gui/tables/tables_model.h"
 
 namespace edo::gui {
 

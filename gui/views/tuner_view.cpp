@@ -28,7 +28,7 @@
 #include "chart_util.h"
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/tune_runner.h"
+#include "edo/gui/tune/tune_runner.h"
 #include "edo/tuner/device_profile.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/model/profile_summary.h"

@@ -7,8 +7,8 @@
 
 #include <QWidget>
 
-#include "edo/gui/recording.h"
-#include "edo/gui/tune_models.h"
+#include "edo/gui/recording/recording.h"
+#include "edo/gui/tune/tune_models.h"
 #include "edo/tuner/tuner.h"
 
 class QChartView;

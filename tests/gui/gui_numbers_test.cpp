@@ -10,14 +10,14 @@
 #include <cmath>
 #include <map>
 
-#include "edo/gui/diff_model.h"
-#include "edo/gui/kernels_model.h"
+#include "edo/gui/diff/diff_model.h"
+#include "edo/gui/job/kernels_model.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/recording_loader.h"
-#include "edo/gui/table_detail.h"
-#include "edo/gui/tables_model.h"
-#include "edo/gui/top_tables_model.h"
-#include "edo/gui/tune_models.h"
+#include "edo/gui/recording/recording_loader.h"
+#include "edo/gui/tables/table_detail.h"
+#include "edo/gui/tables/tables_model.h"
+#include "edo/gui/tables/top_tables_model.h"
+#include "edo/gui/tune/tune_models.h"
 #include "gui_test_support.h"
 
 using namespace edo;

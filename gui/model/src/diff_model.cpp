@@ -1,4 +1,4 @@
-#include "edo/gui/diff_model.h"
+#include "edo/gui/diff/diff_model.h"
 
 #include <QColor>
 #include <QFont>

@@ -1,4 +1,4 @@
-#include "edo/gui/kernels_model.h"
+#include "edo/gui/job/kernels_model.h"
 
 #include <algorithm>
 #include <map>

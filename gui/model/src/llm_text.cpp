@@ -1,4 +1,4 @@
-#include "edo/gui/llm_text.h"
+#include "edo/gui/tables/llm_text.h"
 
 #include <QStringList>
 

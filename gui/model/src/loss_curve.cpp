@@ -1,4 +1,4 @@
-#include "edo/gui/loss_curve.h"
+#include "edo/gui/recording/loss_curve.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
-#include "edo/gui/memory_timeline.h"
+#include "edo/gui/recording/memory_timeline.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
-#include "edo/gui/table_fields.h"
+#include "edo/gui/tables/table_fields.h"
 
 namespace edo::gui {
 

@@ -1,4 +1,4 @@
-#include "edo/gui/ranks_model.h"
+#include "edo/gui/job/ranks_model.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 
 #include <map>
 

@@ -1,10 +1,10 @@
-#include "edo/gui/recording_diff.h"
+#include "edo/gui/diff/recording_diff.h"
 
 #include <QObject>
 
 #include <map>
 
-#include "edo/gui/table_fields.h"
+#include "edo/gui/tables/table_fields.h"
 
 namespace edo::gui {
 

@@ -1,4 +1,4 @@
-#include "edo/gui/recording_loader.h"
+#include "edo/gui/recording/recording_loader.h"
 
 #include "edo/db/tune_store.h"
 #include "recording_torchrec_facts.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "edo/db/profile_store.h"
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 #include "edo/model/profile.h"
 #include "edo/model/profile_summary.h"
 #include "edo/tuner/plan_io.h"

@@ -1,4 +1,4 @@
-#include "edo/gui/sessions_model.h"
+#include "edo/gui/job/sessions_model.h"
 
 #include <QColor>
 

@@ -1,9 +1,9 @@
-#include "edo/gui/table_detail.h"
+#include "edo/gui/tables/table_detail.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "edo/gui/table_fields.h"
+#include "edo/gui/tables/table_fields.h"
 
 namespace edo::gui {
 

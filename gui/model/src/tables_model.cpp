@@ -1,11 +1,11 @@
-#include "edo/gui/tables_model.h"
+#include "edo/gui/tables/tables_model.h"
 
 #include <QColor>
 
 #include "edo/gui/format.h"
-#include "edo/gui/llm_text.h"
+#include "edo/gui/tables/llm_text.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/table_fields.h"
+#include "edo/gui/tables/table_fields.h"
 
 namespace edo::gui {
 

@@ -1,4 +1,4 @@
-#include "edo/gui/top_rows_model.h"
+#include "edo/gui/tables/top_rows_model.h"
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"

@@ -1,10 +1,10 @@
-#include "edo/gui/top_tables_model.h"
+#include "edo/gui/tables/top_tables_model.h"
 
 #include <algorithm>
 
 #include "edo/gui/format.h"
 #include "edo/gui/model_roles.h"
-#include "edo/gui/table_fields.h"
+#include "edo/gui/tables/table_fields.h"
 
 namespace edo::gui {
 

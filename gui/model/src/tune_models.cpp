@@ -1,4 +1,4 @@
-#include "edo/gui/tune_models.h"
+#include "edo/gui/tune/tune_models.h"
 
 #include <QColor>
 #include <QFont>

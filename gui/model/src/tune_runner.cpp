@@ -1,4 +1,4 @@
-#include "edo/gui/tune_runner.h"
+#include "edo/gui/tune/tune_runner.h"
 
 #include <QCoreApplication>
 #include <QMetaObject>

@@ -5,7 +5,7 @@
 
 #include <QChart>
 
-#include "edo/gui/table_detail.h"
+#include "edo/gui/tables/table_detail.h"
 
 namespace edo::gui {
 

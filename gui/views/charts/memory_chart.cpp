@@ -13,7 +13,7 @@
 
 #include "chart_util.h"
 #include "edo/gui/format.h"
-#include "edo/gui/memory_timeline.h"
+#include "edo/gui/recording/memory_timeline.h"
 
 namespace edo::gui {
 

@@ -5,7 +5,7 @@
 
 #include <QChart>
 
-#include "edo/gui/recording.h"
+#include "edo/gui/recording/recording.h"
 
 namespace edo::gui {
 

@@ -16,8 +16,8 @@ turns the PyTorch hooks off. Nothing here changes what the job computes.
 import os as _os
 import sys as _sys
 
-from . import _native  # noqa: F401  (edo._native: the ctypes binding)
-from ._plan_file import PlanError  # noqa: F401
+from .runtime import _native  # noqa: F401  (edo.runtime._native: the ctypes binding)
+from .plan._plan_file import PlanError  # noqa: F401
 
 __all__ = ["instrument", "step", "register_table", "lookup", "tables", "available",
            "enabled", "disable", "enable", "snapshot_weights", "apply_plan", "load_plan",
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 
 
 def _hooks():
-    from . import _torch_hooks
+    from .hooks import _torch_hooks
     return _torch_hooks
 
 
@@ -92,21 +92,21 @@ def apply_plan(model, plan, training=None, rows_read=None, prefix="", optimizer=
     gradient under SparseAdam (edo/_levers.py); ``allow_tying``: the model agrees to have its
     untied LM head tied to its token table where the plan says so; ``vocab_remap``: the
     ``edo export --format vocab-remap`` file of a token table the plan trims (edo/_vocab_trim.py)."""
-    from ._apply import apply_plan as _apply_plan
+    from .plan._apply import apply_plan as _apply_plan
     return _apply_plan(model, plan, training=training, rows_read=rows_read, prefix=prefix, optimizer=optimizer,
                        allow_tying=allow_tying, vocab_remap=vocab_remap)
 
 
 def load_plan(plan):
     """The tables of a plan (a list of dicts with the plan JSON's table keys)."""
-    from ._plan_file import load_plan as _load
+    from .plan._plan_file import load_plan as _load
     return _load(plan)
 
 
 def RowwiseAdagrad(params, lr=0.01, eps=1e-8, weight_decay=0.0):
     """Row-wise Adagrad for embedding tables (FBGEMM's EXACT_ROWWISE_ADAGRAD): one fp32
     accumulator per row. What a plan's "optimizer": "rowwise_adagrad" assumes."""
-    from ._apply import RowwiseAdagrad as _R
+    from .plan._apply import RowwiseAdagrad as _R
     return _R(params, lr=lr, eps=eps, weight_decay=weight_decay)
 
 

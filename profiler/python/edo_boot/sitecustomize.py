@@ -44,7 +44,7 @@ def _chain():
 
 def _patch_torch():
     try:
-        from edo import _torch_hooks
+        from edo.hooks import _torch_hooks
         _torch_hooks.patch()
     except Exception as e:
         try:

@@ -172,7 +172,7 @@ static PyType_Slot record_slots[] = {
     {Py_tp_doc, "One embedding module's state armed for edo._fastlookup.count (fastcount.c)."},
     {0, NULL}};
 
-static PyType_Spec record_spec = {"edo._fastlookup.Record", sizeof(Record), 0,
+static PyType_Spec record_spec = {"edo.runtime._fastlookup.Record", sizeof(Record), 0,
                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, record_slots};
 
 /* ---- count -------------------------------------------------------------------------------- */

@@ -17,9 +17,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import edo  # noqa: E402
-from edo import _compiled  # noqa: E402
-from edo import _torch_hooks as H  # noqa: E402
-from edo._state import R  # noqa: E402
+from edo.hooks import _compiled  # noqa: E402
+from edo.hooks import _torch_hooks as H  # noqa: E402
+from edo.runtime._state import R  # noqa: E402
 from test_hooks_fake import FakeBackend, bincount  # noqa: E402
 
 H.patch()
@@ -206,7 +206,7 @@ class WithoutTheOperatorTest(unittest.TestCase):
         R.op, R.hook_impl, R.functional_impl, R.loss_impl, R.fullgraph_seen = self.saved
 
     def test_fullgraph_registers_the_tables_and_says_what_is_not_counted(self):
-        from edo import _native
+        from edo.runtime import _native
         _native._warned.discard("fullgraph")
         torch.manual_seed(0)
         m = Rec()

@@ -1,5 +1,6 @@
-"""Unit tests of the C fast path of an embedding forward (edo._fastlookup.count, _fastcount.py)
-against the fake backend of test_hooks_fake.py, reached through edo._fastlookup.lookup as the
+"""Unit tests of the C fast path of an embedding forward (edo.runtime._fastlookup.count,
+hooks/_fastcount.py) against the fake backend of test_hooks_fake.py, reached through
+edo.runtime._fastlookup.lookup as the
 native backend is (the fake's counting behind a ctypes callback bound as edo_table_lookup).
 
 The fast path must count exactly what the Python path counts (ids, activation bytes, the last
@@ -16,9 +17,11 @@ import weakref
 import torch
 import torch.nn as nn
 
-from edo import _counting, _family, _fastcount, _state
-from edo import _torch_hooks as H
-from edo._state import R
+from edo.facts import _family
+from edo.hooks import _counting, _fastcount
+from edo.hooks import _torch_hooks as H
+from edo.runtime import _state
+from edo.runtime._state import R
 
 from test_hooks_fake import FakeBackend, bincount
 

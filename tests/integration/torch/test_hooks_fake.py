@@ -22,10 +22,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import edo
-from edo import _native
-from edo import _counting, _facts, _loss, _patches, _state, _torchrec
-from edo import _torch_hooks as H
-from edo._state import R
+from edo.runtime import _native
+from edo.facts import _facts, _loss, _torchrec
+from edo.hooks import _counting, _patches
+from edo.runtime import _state
+from edo.hooks import _torch_hooks as H
+from edo.runtime._state import R
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -672,9 +674,9 @@ class FastLookupTest(unittest.TestCase):
 
     def test_same_arguments_and_results_as_ctypes(self):
         try:
-            from edo import _fastlookup  # noqa: F401
+            from edo.runtime import _fastlookup  # noqa: F401
         except ImportError:
-            self.skipTest("edo._fastlookup was not built (no Python.h): ctypes only")
+            self.skipTest("edo.runtime._fastlookup was not built (no Python.h): ctypes only")
         seen = []
         cb = self.PROTO(lambda *a: seen.append(a) or -len(seen))
         via_ctypes = ctypes.cast(cb, self.PROTO)
@@ -1077,7 +1079,7 @@ class BootTest(unittest.TestCase):
                 assert 'torch' not in sys.modules, 'torch imported early'
                 assert 'edo' not in sys.modules, 'edo imported early'
                 import torch
-                from edo import _torch_hooks as H
+                from edo.hooks import _torch_hooks as H
                 assert H.patched(), 'not patched'
                 e = torch.nn.Embedding(5, 2)
                 assert H.hook_of(e) is not None, 'no hook'
@@ -1101,7 +1103,7 @@ class BootTest(unittest.TestCase):
         pp = os.pathsep.join([self.boot, self.pkg])
         r = _run("""
             import torch, edo
-            from edo import _torch_hooks as H
+            from edo.hooks import _torch_hooks as H
             e = torch.nn.Embedding(5, 2)
             assert not H.patched()
             assert not e._forward_pre_hooks and H.hook_of(e) is None

@@ -21,35 +21,71 @@ import tempfile
 PACKAGE = "edo"
 
 
-def imports_of(path, modules):
-    """The package modules a source file imports (names without the package: "_state",
-    "__init__" for the package itself), at any depth of the file."""
+def module_name(package_dir, path):
+    """A source file's module, dotted from the package ("hooks._counting"); a package's own
+    __init__ is "__init__" (the top) or "hooks.__init__"."""
+    return os.path.relpath(path, package_dir)[:-3].replace(os.sep, ".")
+
+
+def resolve(parts, names, modules, relative):
+    """The modules that ``from <parts> import <names>`` reads (``parts``: the dotted package
+    or module below edo, [] for edo itself). A name that is a module is that module; any other
+    name comes from ``parts`` itself: its module, or its package's __init__ (in a relative
+    import such a name of a package is not counted, as before the package had sub-packages)."""
+    base = ".".join(parts)
+    found = set()
+    for name in names:
+        sub = base + "." + name if base else name
+        if sub in modules:
+            found.add(sub)
+        elif base in modules:
+            found.add(base)
+        elif relative:
+            continue
+        else:
+            found.add(base + ".__init__" if base else "__init__")
+    return found
+
+
+def imports_of(path, modules, package_dir):
+    """The package modules a source file imports (dotted below the package: "runtime._state",
+    "__init__" for the package itself), at any depth of the file. The parent packages' __init__
+    that Python runs on the way to a sub-module are not counted: every module would import edo's."""
     tree = ast.parse(open(path).read(), filename=path)
+    me = module_name(package_dir, path)
+    here = me.split(".")[:-1]                   # the package the file lies in
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1:              # from . import a, b / from .a import x
-                names = [node.module] if node.module else [a.name for a in node.names]
-            elif node.level == 0 and node.module == PACKAGE:   # from edo import a (or a name)
-                names = [a.name if a.name in modules else "__init__" for a in node.names]
-            elif node.level == 0 and node.module and node.module.startswith(PACKAGE + "."):
-                names = [node.module.split(".")[1]]
-            else:
-                continue
-            found.update(n.split(".")[0] for n in names)
+            if node.level >= 1:                 # from . import a / from ..b import c / from .a import x
+                up = node.level - 1
+                if up > len(here):
+                    continue
+                parts = here[:len(here) - up] + (node.module.split(".") if node.module else [])
+                found |= resolve(parts, [a.name for a in node.names], modules, relative=True)
+            elif node.module == PACKAGE or (node.module or "").startswith(PACKAGE + "."):
+                parts = node.module.split(".")[1:]     # from edo import a / from edo.b import c
+                found |= resolve(parts, [a.name for a in node.names], modules, relative=False)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == PACKAGE:
                     found.add("__init__")
                 elif a.name.startswith(PACKAGE + "."):
-                    found.add(a.name.split(".")[1])
+                    parts = a.name.split(".")[1:]
+                    found |= resolve(parts[:-1], parts[-1:], modules, relative=False)
     return found & modules
 
 
 def import_graph(package_dir):
-    modules = {f[:-3] for f in os.listdir(package_dir) if f.endswith(".py")}
-    return {m: sorted(imports_of(os.path.join(package_dir, m + ".py"), modules) - {m})
-            for m in sorted(modules)}
+    paths = {}
+    for folder, dirs, files in os.walk(package_dir):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(folder, f)
+                paths[module_name(package_dir, path)] = path
+    modules = set(paths)
+    return {m: sorted(imports_of(paths[m], modules, package_dir) - {m}) for m in sorted(modules)}
 
 
 def cycles(graph):
@@ -79,7 +115,8 @@ def cycles(graph):
 
 def self_check():
     """The checker finds a circle closed by an import inside a function, and the package's
-    own __init__ in one; and none in a package whose imports point one way."""
+    own __init__ in one; none in a package whose imports point one way; and one between
+    modules of two sub-packages."""
     with tempfile.TemporaryDirectory() as d:
         files = {"__init__.py": "def f():\n    from . import _top\n",
                  "_top.py": "from . import _mid\n",
@@ -99,13 +136,25 @@ def self_check():
         found = sorted(" -> ".join(c) for c in cycles(import_graph(d)))
         if found != ["__init__ -> _top -> _mid -> _base -> __init__"]:
             return "the checker found %s where `import edo` inside a function closes one circle" % found
+    with tempfile.TemporaryDirectory() as d:
+        files = {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "",
+                 "low/_x.py": "def f():\n    from ..high._y import Y\n",
+                 "high/_y.py": "from ..low import _x\nY = 1\n",
+                 "high/_z.py": "import edo.low._x\nfrom . import _y\n"}
+        for name, text in files.items():
+            os.makedirs(os.path.join(d, os.path.dirname(name)), exist_ok=True)
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        found = sorted(" -> ".join(c) for c in cycles(import_graph(d)))
+        if found != ["high._y -> low._x -> high._y"]:
+            return "the checker found %s where two sub-packages' modules import each other" % found
     return None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-    ap.add_argument("--package", help="the package folder (default: SOURCE/profiler/python/edo)")
+    ap.add_argument("--package", help="the package folder, sub-packages included (default: SOURCE/profiler/python/edo)")
     ap.add_argument("--build", help=argparse.SUPPRESS)
     a = ap.parse_args()
     problem = self_check()

@@ -36,7 +36,7 @@ except ImportError:
     sys.exit(SKIP)
 
 import edo  # noqa: E402
-from edo import _apply, _lowp, _plan_file  # noqa: E402
+from edo.plan import _apply, _lowp, _plan_file  # noqa: E402
 import trial_job  # noqa: E402
 
 print("torch %s (%s)" % (torch.__version__, sys.executable))

@@ -127,7 +127,7 @@ TEST(MchCli, ExportsCarryTheModuleAndTorchRecBuildsIt) {
   // edo's Python package reads the plan (edo.apply_plan's validator) and keeps the table as it is.
   if (!std::string(EDO_PYTHON3).empty()) {
     const auto r = run_command("PYTHONPATH=" + std::string(EDO_PYTHON_PKG) + " " + EDO_PYTHON3 +
-                               " -c \"import sys; from edo._plan_file import load_plan; from edo._apply import _NO_MODULE; "
+                               " -c \"import sys; from edo.plan._plan_file import load_plan; from edo.plan._apply import _NO_MODULE; "
                                "p = load_plan(sys.argv[1]); print('loaded', 'mch' in _NO_MODULE)\" " + dir + "/plan.json");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("loaded True"), std::string::npos) << r.out << r.err;
