@@ -8,18 +8,15 @@
  * passed once to `bind(address)`. It does not link libedo_trace.so (the preload library stays
  * the only copy in the process) and uses the limited API (abi3): one build serves every
  * CPython >= 3.10. Where it is absent (no Python.h at build time) _native.py keeps ctypes.
+ *
+ * fastcount.c adds the rest of the common eager case of an nn.Embedding / nn.EmbeddingBag
+ * forward (its checks and activation accounting) to the same module: `count(record, module,
+ * args)`.
  */
-#define Py_LIMITED_API 0x030A0000
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-
-#include "edo/edo.h"
-
-typedef int (*lookup_fn)(int64_t, const void*, uint64_t, edo_index_type, edo_device, void*);
+#include "fastlookup.h"
 
 /* One libedo_trace.so per process: its entry point, set by bind(). */
-static lookup_fn g_lookup = NULL;
+edo_lookup_fn fl_entry = NULL;
 
 static PyObject* fl_bind(PyObject* self, PyObject* address) {
   (void)self;
@@ -29,7 +26,7 @@ static PyObject* fl_bind(PyObject* self, PyObject* address) {
       PyErr_SetString(PyExc_ValueError, "bind: the address of edo_table_lookup is 0");
     return NULL;
   }
-  g_lookup = (lookup_fn)p;
+  fl_entry = (edo_lookup_fn)p;
   Py_RETURN_NONE;
 }
 
@@ -50,7 +47,7 @@ static PyObject* fl_lookup(PyObject* self, PyObject* const* args, Py_ssize_t nar
                     "lookup(table, indices, count, index_type, device, stream) takes 6 arguments");
     return NULL;
   }
-  if (g_lookup == NULL) {
+  if (fl_entry == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "lookup: call bind(address of edo_table_lookup) first");
     return NULL;
   }
@@ -65,7 +62,7 @@ static PyObject* fl_lookup(PyObject* self, PyObject* const* args, Py_ssize_t nar
   /* The GIL stays held (ctypes would release it): the call copies the ids into a queue and
    * never waits, and handing the GIL over to another thread on every forward would cost more
    * than the call itself. */
-  const int rc = g_lookup((int64_t)table, indices, (uint64_t)count, (edo_index_type)type,
+  const int rc = fl_entry((int64_t)table, indices, (uint64_t)count, (edo_index_type)type,
                           (edo_device)device, stream);
   return PyLong_FromLong(rc);
 }
@@ -80,4 +77,11 @@ static struct PyModuleDef fl_module = {PyModuleDef_HEAD_INIT, "_fastlookup",
                                        "edo_table_lookup without ctypes (see fastlookup.c).", -1,
                                        fl_methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__fastlookup(void) { return PyModule_Create(&fl_module); }
+PyMODINIT_FUNC PyInit__fastlookup(void) {
+  PyObject* m = PyModule_Create(&fl_module);
+  if (m != NULL && fastcount_init(m) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

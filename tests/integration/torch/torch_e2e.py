@@ -17,7 +17,8 @@ CASE:
   no-preload  the package on PYTHONPATH without libedo_trace.so: one warning, same results.
   disabled    EDO_TORCH=0 under `edo record`: no table, same results.
   no-torch    a job that never imports torch, and a python without torch: untouched.
-  unit        the fake-backend unit tests (test_hooks_fake.py, test_compiled_fake.py).
+  unit        the fake-backend unit tests (test_hooks_fake.py, test_compiled_fake.py,
+              test_fastcount_fake.py).
 
 This driver needs only the standard library; the workloads run with a torch-capable
 interpreter: $EDO_TEST_PYTHON, else /usr/bin/python3, else python3 on PATH. Without one,
@@ -384,8 +385,8 @@ def case_no_torch(ctx):
 def case_unit(ctx):
     py, _ = ctx.python
     # test_compiled_fake.py: edo's operator under torch.compile / torch.export (skips itself on
-    # a torch without torch.library.custom_op).
-    for tests in ("test_hooks_fake.py", "test_compiled_fake.py"):
+    # a torch without torch.library.custom_op); test_fastcount_fake.py: the forward's C fast path.
+    for tests in ("test_hooks_fake.py", "test_compiled_fake.py", "test_fastcount_fake.py"):
         r = run([py, os.path.join(HERE, tests), "-v"],
                 clean_env({"PYTHONPATH": ctx.pkg}), expect=None)
         sys.stdout.write(r.stderr[-6000:])

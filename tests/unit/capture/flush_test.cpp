@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,12 +199,68 @@ TEST(IngestQueue, IsBoundedByBytes) {
   EXPECT_EQ(q.push_copy(0, x, 4, EDO_I32, 4), IngestQueue::Push::kOk) << "recycled bytes are free again";
 }
 
+// 64-bit ids that all fit in [0, 2^31) are queued as int32 (half the bytes, the same values);
+// a batch with one id outside (negative, 2^31 and up) keeps its 64 bits.
+TEST(IngestQueue, SixtyFourBitIdsThatFitAreQueuedAs32Bit) {
+  IngestQueue q(1 << 20);
+  const int64_t fit[] = {0, 5, 2147483647}, neg[] = {7, -1}, big[] = {2147483648, 1};
+  ASSERT_EQ(q.push_copy(0, fit, 3, EDO_I64, 8), IngestQueue::Push::kOk);
+  ASSERT_EQ(q.push_copy(0, neg, 2, EDO_I64, 8), IngestQueue::Push::kOk);
+  ASSERT_EQ(q.push_copy(0, big, 2, EDO_I64, 8), IngestQueue::Push::kOk);
+  auto work = q.take();
+  ASSERT_EQ(work.size(), 3u);
+  EXPECT_EQ(work[0]->type, EDO_I32);
+  EXPECT_EQ(work[0]->bytes, 12u);
+  const auto* n = reinterpret_cast<const int32_t*>(work[0]->data.get());
+  EXPECT_EQ(std::vector<int32_t>(n, n + 3), (std::vector<int32_t>{0, 5, 2147483647}));
+  for (int i : {1, 2}) {
+    EXPECT_EQ(work[i]->type, EDO_I64);
+    EXPECT_EQ(work[i]->bytes, 16u);
+  }
+  EXPECT_EQ(std::memcmp(work[1]->data.get(), neg, 16), 0);
+  EXPECT_EQ(std::memcmp(work[2]->data.get(), big, 16), 0);
+  q.recycle(work);
+}
+
+// The recycled buffers kept grow with what one take() handed over (beyond kPoolBytes), so a
+// backlog the background thread caught up with is served again without new memory; they
+// shrink back once takes are small again, and never hold more than the bound leaves free.
+TEST(IngestQueue, PoolFollowsTheBacklogWithinTheBound) {
+  const uint64_t batch = 64 << 10, big = IngestQueue::kPoolBytes + (8 << 20);
+  const std::vector<int64_t> ids(batch / 8, int64_t{1} << 40);
+  IngestQueue q(uint64_t{64} << 20);
+  for (uint64_t b = 0; b < big; b += batch) ASSERT_EQ(q.push_copy(0, ids.data(), ids.size(), EDO_I64, 8), IngestQueue::Push::kOk);
+  auto work = q.take();
+  q.recycle(work);
+  EXPECT_EQ(q.pooled_bytes(), big) << "the whole backlog's buffers are kept";
+  for (int i = 0; i < 200; ++i) q.take();  // idle: the peak decays
+  EXPECT_EQ(q.pooled_bytes(), IngestQueue::kPoolBytes);
+
+  // A bound below kPoolBytes: buffers queued and kept together stay within it.
+  IngestQueue small(uint64_t{4} << 20);
+  auto push_mib = [&](uint64_t mib) {
+    for (uint64_t b = 0; b < (mib << 20); b += batch)
+      ASSERT_EQ(small.push_copy(0, ids.data(), ids.size(), EDO_I64, 8), IngestQueue::Push::kOk);
+  };
+  push_mib(3);
+  auto first = small.take();
+  push_mib(1);  // while the first 3 MiB are being counted: fresh buffers
+  small.recycle(first);
+  EXPECT_EQ(small.pooled_bytes(), uint64_t{3} << 20);
+  auto second = small.take();
+  small.recycle(second);
+  EXPECT_EQ(small.pooled_bytes(), uint64_t{4} << 20) << "all of it, the bound";
+  push_mib(4);
+  EXPECT_EQ(small.pooled_bytes(), 0u) << "every kept buffer was reused";
+  EXPECT_EQ(small.push_copy(0, ids.data(), 1, EDO_I64, 8), IngestQueue::Push::kFull);
+}
+
 // The background thread sleeps through small pushes (its periodic wake-up takes them) and is
 // woken once a quarter of the bound is queued, or by a window marker: a waiter whose deadline
 // is an hour away returns (a missed wake-up hangs the test until ctest's timeout).
 TEST(IngestQueue, WakesTheConsumerForAQuarterOfTheBoundOrAMarker) {
   IngestQueue q(4096);  // wakes at 1024 bytes
-  const std::vector<int64_t> ids(64, 3);
+  const std::vector<int64_t> ids(64, int64_t{1} << 40);  // past int32: queued as 8 bytes each
   const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
   for (int round = 0; round < 2; ++round) {
     std::thread consumer([&] { EXPECT_FALSE(q.wait_until(far)); });

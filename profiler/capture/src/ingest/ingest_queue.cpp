@@ -4,7 +4,29 @@
 #include <cstring>
 #include <new>
 
+#include "edo/edo.h"
+
 namespace edo::capture {
+
+namespace {
+
+// True when every id lies in [0, 2^31): it then travels as an int32 of the same value.
+bool fits_int32(const int64_t* ids, uint64_t n) {
+  uint64_t high = 0;
+  for (uint64_t i = 0; i < n; ++i) high |= uint64_t(ids[i]) >> 31;
+  return high == 0;
+}
+
+void narrow_copy(const int64_t* ids, uint64_t n, int32_t* out) {
+  for (uint64_t i = 0; i < n; ++i) out[i] = int32_t(ids[i]);
+}
+
+void delete_all(std::vector<Batch*>& batches) {
+  for (Batch* b : batches) delete b;
+  batches.clear();
+}
+
+}  // namespace
 
 IngestQueue::~IngestQueue() {
   for (Batch* b : queue_) delete b;
@@ -13,7 +35,9 @@ IngestQueue::~IngestQueue() {
 
 IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uint64_t count, int type,
                                          size_t elem_bytes) {
-  const size_t bytes = size_t(count) * elem_bytes;
+  const bool narrow =
+      type == EDO_I64 && elem_bytes == 8 && fits_int32(static_cast<const int64_t*>(indices), count);
+  const size_t bytes = size_t(count) * (narrow ? 4 : elem_bytes);
   Batch* b = nullptr;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -37,9 +61,10 @@ IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uin
     return Push::kNoMemory;
   }
   // The copy happens outside the lock: callers on several threads copy in parallel.
-  std::memcpy(b->data.get(), indices, bytes);
+  if (narrow) narrow_copy(static_cast<const int64_t*>(indices), count, reinterpret_cast<int32_t*>(b->data.get()));
+  else std::memcpy(b->data.get(), indices, bytes);
   b->table = table;
-  b->type = type;
+  b->type = narrow ? EDO_I32 : type;
   b->count = count;
   b->bytes = bytes;
   bool notify = false;
@@ -47,6 +72,7 @@ IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uin
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(b);
     unseen_bytes_ += bytes;
+    last_bytes_ = bytes;
     if (!wake_ && unseen_bytes_ >= wake_bytes_) notify = wake_ = true;
   }
   if (notify) cv_.notify_one();
@@ -64,28 +90,74 @@ void IngestQueue::push_window_marker() {
 }
 
 std::vector<Batch*> IngestQueue::take() {
-  std::vector<Batch*> work;
-  std::lock_guard<std::mutex> lk(mu_);
-  work.swap(queue_);
-  unseen_bytes_ = 0;
-  wake_ = false;
+  std::vector<Batch*> work, trimmed, fresh;
+  size_t want = 0, size = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    work.swap(queue_);
+    take_peak_ = std::max(unseen_bytes_, take_peak_ - take_peak_ / kPeakDecay);
+    want = top_up_count_locked(unseen_bytes_);
+    size = last_bytes_;
+    unseen_bytes_ = 0;
+    wake_ = false;
+    trim_pool_locked(trimmed);
+  }
+  delete_all(trimmed);
+  // Allocated and touched here, outside the lock: the page faults are this thread's.
+  for (size_t i = 0; i < want; ++i) {
+    auto* b = new (std::nothrow) Batch();
+    if (b) b->data.reset(new (std::nothrow) char[size]);
+    if (!b || !b->data) {
+      delete b;
+      break;
+    }
+    std::memset(b->data.get(), 0, size);
+    b->capacity = size;
+    fresh.push_back(b);
+  }
+  if (!fresh.empty()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (Batch* b : fresh) pool_bytes_ += b->capacity;
+    pool_.insert(pool_.end(), fresh.begin(), fresh.end());
+    trim_pool_locked(trimmed);
+  }
+  delete_all(trimmed);
   return work;
+}
+
+size_t IngestQueue::top_up_count_locked(uint64_t cycle) const {
+  // The batches just taken come back only after they are counted: until then the pool alone
+  // serves the caller, for about as many bytes as this cycle's. Once the pool holds two
+  // cycles' buffers (a background thread that keeps up) this finds enough and adds nothing.
+  if (last_bytes_ == 0 || pool_bytes_ >= cycle) return 0;
+  const uint64_t room = max_bytes_ - std::min(max_bytes_, queued_bytes_ + pool_bytes_);
+  return size_t(std::min(cycle - pool_bytes_, room) / last_bytes_);
+}
+
+void IngestQueue::trim_pool_locked(std::vector<Batch*>& out) {
+  const uint64_t room = max_bytes_ - std::min(max_bytes_, queued_bytes_);
+  const uint64_t keep = std::min(room, std::max(kPoolBytes, take_peak_));
+  while (pool_bytes_ > keep && !pool_.empty()) {
+    pool_bytes_ -= pool_.back()->capacity;
+    out.push_back(pool_.back());
+    pool_.pop_back();
+  }
 }
 
 void IngestQueue::recycle(std::vector<Batch*>& done) {
   uint64_t freed = 0;
   for (Batch* b : done) freed += b->bytes;
-  std::lock_guard<std::mutex> lk(mu_);
-  queued_bytes_ -= std::min(queued_bytes_, freed);
-  for (Batch* b : done) {
-    if (pool_bytes_ + b->capacity <= pool_max_) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queued_bytes_ -= std::min(queued_bytes_, freed);
+    for (Batch* b : done) {
       pool_bytes_ += b->capacity;
       pool_.push_back(b);
-    } else {
-      delete b;
     }
+    done.clear();
+    trim_pool_locked(done);
   }
-  done.clear();
+  delete_all(done);
 }
 
 void IngestQueue::put_back(std::vector<Batch*>& rest) {
@@ -108,6 +180,11 @@ void IngestQueue::request_stop() {
     stop_ = true;
   }
   cv_.notify_all();
+}
+
+uint64_t IngestQueue::pooled_bytes() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return pool_bytes_;
 }
 
 void IngestQueue::clear_stop() {

@@ -2,6 +2,16 @@
 // copies a batch in (bounded by EDO_MAX_BUFFER_MB), the background thread takes all of them
 // and gives the buffers back for reuse. The queue also carries the background thread's wake-up
 // reasons (work, stop).
+//
+// The caller's cost is the copy and, when no recycled buffer is free, the kernel's page faults
+// on fresh memory (about 1 us per 6 KiB batch, more than the rest of the call). Two things keep
+// it off the caller: 64-bit ids that all lie in [0, 2^31) are queued as 32-bit ids (the same
+// values: half the bytes to copy and to fault in), and the pool of recycled buffers grows with
+// the backlog the background thread takes at once (a decaying peak), so that a backlog it has
+// caught up with once is served again without new memory. When the pool holds less than the
+// caller pushed since the last take (the first cycles, a backlog that grows), take() tops it up
+// with fresh buffers touched on the background thread: the next cycle's batches find memory
+// whose page faults were taken off the caller's thread.
 #pragma once
 
 #include <algorithm>
@@ -30,27 +40,29 @@ class IngestQueue {
   // smaller pushes wait for its next periodic wake-up (at most 20 ms, lifecycle.cpp), so a
   // caller pushing a few KiB per call never pays for a futex wake-up and a context switch.
   static constexpr uint64_t kWakeBytes = uint64_t{1} << 20;
-  // Recycled buffers kept for reuse, by capacity (and at most the bound): a backlog of this
-  // size, while the background thread is behind, is served without new memory. Fresh memory
-  // costs the caller page faults (about 1 us per 6 KiB batch).
+  // Recycled buffers kept for reuse, by capacity: at least this much, or the peak of the bytes
+  // one take() handed over (decaying by 1/kPeakDecay a take, so an idle job gives a burst's
+  // memory back within seconds); buffers and queued bytes together stay within the bound.
   static constexpr uint64_t kPoolBytes = uint64_t{16} << 20;
+  static constexpr uint64_t kPeakDecay = 64;
 
   explicit IngestQueue(uint64_t max_bytes)
       : max_bytes_(max_bytes),
-        wake_bytes_(std::max<uint64_t>(1, std::min(kWakeBytes, max_bytes / 4))),
-        pool_max_(std::min(kPoolBytes, max_bytes)) {}
+        wake_bytes_(std::max<uint64_t>(1, std::min(kWakeBytes, max_bytes / 4))) {}
   ~IngestQueue();
   IngestQueue(const IngestQueue&) = delete;
   IngestQueue& operator=(const IngestQueue&) = delete;
 
   enum class Push { kOk, kFull, kNoMemory };
-  // Copies `count` indices of `elem_bytes` each; wakes the background thread when the queue
-  // holds wake_bytes_ (a quarter of the bound, at most kWakeBytes).
+  // Copies `count` indices of `type` (EDO_I32 / EDO_I64) of `elem_bytes` each (EDO_I64 ids in
+  // [0, 2^31) as EDO_I32); wakes the background thread when the queue holds wake_bytes_ (a
+  // quarter of the bound, at most kWakeBytes).
   Push push_copy(int64_t table, const void* indices, uint64_t count, int type, size_t elem_bytes);
   // A marker that closes every table's drift window when the background thread reaches it.
   void push_window_marker();
 
-  // Everything queued so far (oldest first); give the batches back with recycle().
+  // Everything queued so far (oldest first); give the batches back with recycle(). Tops the
+  // pool up first (see above).
   std::vector<Batch*> take();
   void recycle(std::vector<Batch*>& done);
   // Batches taken but not counted go back to the front of the queue, oldest first.
@@ -62,10 +74,11 @@ class IngestQueue {
   void request_stop();
   void clear_stop();  // a failed exec: the session goes on
 
+  uint64_t pooled_bytes();  // capacity of the recycled buffers kept now (tests)
+
  private:
   const uint64_t max_bytes_;
   const uint64_t wake_bytes_;
-  const uint64_t pool_max_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Batch*> queue_;  // mu_
@@ -73,6 +86,14 @@ class IngestQueue {
   uint64_t queued_bytes_ = 0;  // mu_
   uint64_t unseen_bytes_ = 0;  // mu_: pushed since the last take()
   uint64_t pool_bytes_ = 0;    // mu_: capacity held by pool_
+  uint64_t take_peak_ = 0;     // mu_: decaying peak of the bytes one take() handed over
+  size_t last_bytes_ = 0;      // mu_: the size of the latest batch pushed (top-up buffers')
+
+  // How many buffers of last_bytes_ the pool lacks for `cycle` bytes (the top-up).
+  size_t top_up_count_locked(uint64_t cycle) const;
+
+  // The pool's buffers beyond what it may keep now, moved to `out` (deleted outside mu_).
+  void trim_pool_locked(std::vector<Batch*>& out);
   bool wake_ = false;          // mu_: the consumer has reason to run now
   bool stop_ = false;          // mu_
 };

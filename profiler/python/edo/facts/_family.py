@@ -181,12 +181,9 @@ def account(tab, idx, weight, bags=None, n=None):
     ``n``: ``idx.numel()`` when the caller has it already.
     On every eager lookup: kept to a few attribute reads (the shape is kept as torch gives it
     and turned into a list only when a note is sent)."""
-    s = _state.S
-    a = s.act_step.get(tab.name)
+    a = _state.S.act_step.get(tab.name)
     if a is None:
-        # [output bytes, gradient bytes, calls, last shape, table, bytes of one output row]
-        a = s.act_step[tab.name] = [0, 0, 0, None, tab, tab.dim * _elem(weight)]
-        ensure_exit()
+        a = act_entry(tab, weight)
     if bags is None:
         out = (idx.numel() if n is None else n) * a[5]
         a[3] = idx.shape
@@ -197,6 +194,18 @@ def account(tab, idx, weight, bags=None, n=None):
     if weight.requires_grad and R.torch.is_grad_enabled():
         a[1] += out
     a[2] += 1
+
+
+def act_entry(tab, weight):
+    """The table's activation entry: [output bytes, gradient bytes, calls, last shape (an int:
+    shape [int, dim]), table, bytes of one output row]. Kept for the life of the state and zeroed
+    at each step (end_step), so _fastcount's C side can hold it."""
+    s = _state.S
+    a = s.act_step.get(tab.name)
+    if a is None:
+        a = s.act_step[tab.name] = [0, 0, 0, None, tab, tab.dim * _elem(weight)]
+        ensure_exit()
+    return a
 
 
 def _shape_list(a):
@@ -226,6 +235,8 @@ def end_step():
     s = _state.S
     if s.act_step:
         for name, a in s.act_step.items():
+            if not a[2]:
+                continue   # no call this step
             total = a[0] + a[1]
             prev = s.act_peak.get(name)
             if prev is None or total > prev:
@@ -234,7 +245,7 @@ def end_step():
                 doc = {"output_bytes": a[0], "grad_bytes": a[1], "peak_bytes": total, "calls": a[2],
                        "shape": _shape_list(a), "dtype": tab.dtype}
                 _state.backend().note(ACT_PREFIX + name, json.dumps(doc, sort_keys=True))
-        s.act_step = {}
+            a[0:4] = [0, 0, 0, None]
     for h in s.heads.values():
         if h.calls > h.max_calls:
             h.max_calls = h.calls

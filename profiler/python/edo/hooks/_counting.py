@@ -10,6 +10,7 @@ per-thread token that the functional wrapper consumes, so it is not counted twic
 
 from ..facts import _facts
 from ..facts import _family
+from . import _fastcount
 from ..runtime import _native
 from . import _naming
 from ..runtime import _state
@@ -142,7 +143,7 @@ class EdoPreHook(object, metaclass=_HookType):
     registered since (``State.generation``). While torch.compile / torch.export trace the hook,
     it puts edo's counting operator into the graph instead (``_compiled``), keyed by ``key``."""
 
-    __slots__ = ("key", "state", "generation", "mod_state", "bag")
+    __slots__ = ("key", "state", "generation", "mod_state", "bag", "fast")
 
     def __init__(self, key=-1):
         self.key = key
@@ -150,6 +151,7 @@ class EdoPreHook(object, metaclass=_HookType):
         self.generation = -1
         self.mod_state = None
         self.bag = False   # the module is an EmbeddingBag (its activation is one row per bag)
+        self.fast = _fastcount.new_record()   # what the forward's C fast path checks (or None)
 
     def count_eager(self, module, idx, offsets=None, direct=False):
         """Counts ``idx`` (None: called with keywords) for ``module``; what the operator's
@@ -194,6 +196,9 @@ class EdoPreHook(object, metaclass=_HookType):
                 bags = _family.bags_of(module, idx, offsets) if self.bag else None
                 _family.account(tab, idx, w, bags, n)
             if direct:
+                fast = self.fast
+                if fast is not None and not fast.armed:
+                    _fastcount.arm(fast, s, st, w, self.bag)
                 return True
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:

@@ -32,6 +32,7 @@ import threading
 
 from . import _compiled
 from . import _counting
+from . import _fastcount
 from . import _wrappers
 from ..facts import _loss
 from . import _naming
@@ -489,6 +490,7 @@ def patch():
             R.compiling = getattr(comp, "is_compiling", None)
             if R.compiling is not None:
                 R.op = _compiled.register(torch)
+            _fastcount.install(torch, _state, _counting._lookup_failed)
             _dynamo_compat()
             if _weights.wanted():
                 _weights.ensure_exit_hooks()
@@ -522,5 +524,6 @@ def unpatch():
             R.head_hook.remove()
             R.head_hook = None
         R.compiling = None
+        R.fast_compiling = None
         R.op = None
         R.patched = False

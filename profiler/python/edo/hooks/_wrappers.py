@@ -9,6 +9,7 @@ import types
 import weakref
 
 from . import _compiled
+from . import _fastcount
 from ..runtime import _state
 from ._counting import EdoPreHook, functional_body, pre_hook_body
 from ..runtime._state import R
@@ -35,6 +36,7 @@ def make_hook(hs):
             return count_eager(module, None)
         return count_eager(module, args[0], args[1] if len(args) > 1 else None, direct)
     _edo_pre_hook._edo_hook = hs
+    _edo_pre_hook._edo_fast = hs.fast   # wrap_forward's forward hands it to _fastcount.count
     return _edo_pre_hook
 
 
@@ -90,15 +92,23 @@ def wrap_forward(orig, functional, fname):
     calling torch's original ``functional.FNAME``): edo's functional wrapper, which would only
     find the call already counted, costs nothing then (0.4-0.9 us a call). That holds while
     ``functional.FNAME`` is still edo's wrapper (installed before this is called); a function
-    another tool put there since is called through ``orig``, as before."""
+    another tool put there since is called through ``orig``, as before.
+
+    Before the hook, a direct call goes to _fastcount's C function where this torch has one
+    (R.fast_compiling): it counts the common eager call without running Python code, or leaves
+    it to the hook. Asking ``compiling()`` first keeps torch.compile from tracing it."""
     wrapper = getattr(functional, fname)
     direct = _direct_forward(orig, functional)
+    fast = _fastcount.count
 
     @functools.wraps(orig)
     def forward(self, *args, **kwargs):
         hook = self._edo_hook
         if hook is not None:
             if direct is not None and getattr(functional, fname) is wrapper:
+                compiling = R.fast_compiling
+                if compiling is not None and not compiling() and fast(hook._edo_fast, self, args):
+                    return direct(self, *args, **kwargs)
                 if hook(self, args, True) is True:
                     return direct(self, *args, **kwargs)
             else:

@@ -42,6 +42,9 @@ class Runtime(object):
         # torch.library.custom_op, < 2.4: then the old graph-break / fullgraph-skip hooks).
         self.compiling = None
         self.op = None
+        # What the patched forward asks before _fastlookup.count (hooks/_fastcount): the
+        # is_compiling above, or a constant False on torch 1.x; None: no fast path here.
+        self.fast_compiling = None
         self.next_key = 0          # the next forward pre-hook's key (the operator's module key)
         self.modules_by_key = {}   # key -> (weakref of the module, its EdoPreHook)
         self.fullgraph_seen = False  # a torch.compile(fullgraph=True) was made
@@ -86,7 +89,7 @@ class State(object):
         self.head_ids = set()                      # id() of the nn.Linear modules found as heads
         self.head_modules = {}                     # id(head module) -> (weakref(module), _family.Head)
         self.head_weights = {}                     # id(untied head weight) -> _family.Head
-        self.act_step = {}                         # table name -> [output, grad bytes, calls, shape, Table] this step
+        self.act_step = {}                         # table name -> [output, grad bytes, calls, shape, Table, row bytes] this step (_family.act_entry)
         self.act_peak = {}                         # table name -> the most activation bytes sent for one step
         self.opt_cache = weakref.WeakKeyDictionary()
         self.released = False                      # CUPTI handed to torch.profiler
