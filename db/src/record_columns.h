@@ -17,6 +17,7 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/model/fields.h"
+#include "edo/model/strategy_params_json.h"
 
 namespace edo::db {
 
@@ -107,6 +108,8 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
           if (std::isfinite(v)) s.bind(i, v);
           else if (nullable(f.sql)) s.bind(i);  // "none" (not measured, no limit)
           else s.bind(i, 0.0);
+        } else if constexpr (std::is_same_v<T, model::StrategyParams>) {
+          s.bind(i, model::params_to_text(v));
         } else {
           s.bind(i, static_cast<int64_t>(v));
         }
@@ -133,6 +136,12 @@ void read_one(const SQLite::Column& c, R& r, const model::Field<R>& f, const R& 
         else if constexpr (std::is_same_v<T, uint64_t>) {
           if (c.getInt64() < 0) throw OutOfRange(std::string(table) + "." + f.column + " is " + std::to_string(c.getInt64()) + ", not a count");
           v = static_cast<uint64_t>(c.getInt64());
+        } else if constexpr (std::is_same_v<T, model::StrategyParams>) {
+          try {
+            v = model::params_from_text(c.getString());
+          } catch (const std::invalid_argument& e) {
+            throw OutOfRange(std::string(table) + "." + f.column + ": " + e.what());
+          }
         } else {
           const int64_t x = c.getInt64();
           if (x < f.lo || x > f.hi)

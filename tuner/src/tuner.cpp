@@ -235,7 +235,7 @@ void add_result_candidates(const TableGroup& g, const std::vector<Candidate>& ca
     m.table = g.name;
     m.strategy = c.strategy;
     m.spec = c.spec;
-    m.params_json = c.params_json;
+    m.params = c.params;
     m.optimizer = c.optimizer;
     m.device_bytes = c.device_bytes;
     m.host_bytes = c.host_bytes;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "edo/model/strategy_params.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -25,7 +26,7 @@ using SizeFn = std::function<FormatSize(const std::string& spec, uint64_t rows, 
 struct Candidate {
   std::string strategy;        // kernels strategy name
   std::string spec;            // kernels spec (what is encoded and measured)
-  std::string params_json;     // the parameters a reader needs (JSON object)
+  model::StrategyParams params;  // the parameters a reader needs
   std::string optimizer;       // "" (as recorded / inference), "rowwise_adagrad", "sparse_adam",
                                // "sparse_adagrad", "frozen", "tie_head" (llm_candidates.h) or
                                // "trim_vocab" (trim_candidates.h)

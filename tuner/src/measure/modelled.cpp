@@ -19,8 +19,7 @@ Measurement model_candidate(const TableBench& b, const TableGroup& g, const Cand
       hit = *c.heldout_hit_rate;
     } else if (c.recorded_hit_rate) {
       hit = *c.recorded_hit_rate;
-    } else if (kernels::StrategySpec::parse(c.spec).params.count("policy") &&
-               kernels::StrategySpec::parse(c.spec).params.at("policy") == "lru") {
+    } else if (c.params.policy == "lru") {
       hit = b.lru_hit_rate(std::min<uint64_t>(b.rows(), c.cache_rows), o.seed);
     }
     out.hit_rate = hit;

@@ -14,6 +14,8 @@
 #include <string>
 #include <variant>
 
+#include "edo/model/strategy_params.h"
+
 namespace edo::model {
 
 // The member a field holds, by its C++ type. How each type is stored:
@@ -24,9 +26,10 @@ namespace edo::model {
 //                          the member's default: NaN, infinity...) and 0 in a NOT NULL one
 //   bool                   INTEGER 0 or 1
 //   std::optional<double>  REAL, NULL when empty
+//   StrategyParams         TEXT, their JSON object (strategy_params_json.h)
 template <class R>
 using Member = std::variant<std::string R::*, uint64_t R::*, int64_t R::*, uint32_t R::*, double R::*, bool R::*,
-                            std::optional<double> R::*>;
+                            std::optional<double> R::*, StrategyParams R::*>;
 
 // Where a field is in the plan document: not there, optional (older plans lack it: the member
 // keeps its default), or required.

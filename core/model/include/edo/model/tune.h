@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "edo/model/strategy_params.h"
+
 namespace edo::model {
 
 // One strategy for one table. Tables that share weights (ties) are tuned as one group: the
@@ -25,7 +27,7 @@ struct TuneCandidate {
   std::string table;           // the table (group owner) it is for
   std::string strategy;        // "fp32", "int8", "pq", "offload", ...
   std::string spec;            // the kernels' strategy spec, e.g. "offload:cache=0.05:policy=lru"
-  std::string params_json;     // the strategy's parameters as a JSON object ("{}" when none)
+  StrategyParams params;       // the strategy's parameters, typed (stored and exported as a JSON object)
   // Training jobs: the optimizer the candidate assumes: "" for an inference job or the
   // recorded optimizer kept, "rowwise_adagrad" for the optimizer-state lever.
   std::string optimizer;
