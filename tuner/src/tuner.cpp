@@ -62,10 +62,10 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-FormatSize kernels_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize kernels_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   FormatSize f{s.device_bytes, s.host_bytes};
-  if (kernels::StrategySpec::parse(spec).name == "pruned" && kept < rows) {
+  if (spec.name == "pruned" && kept < rows) {
     // Without counts every row is kept; a pruned table stores kept rows of dim fp32 values.
     f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
   }

@@ -56,7 +56,7 @@ TEST(CacheSizing, TheKneeIsWhereExtraRowsStopPayingNotWhereFiftyPercentIsReached
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   // (A fitted size within 5 % of the knee stands for it: the sizes are merged at 5 %.)
   bool knee_offered = false;
-  for (const Candidate& c : enumerate_candidates(g, [](const std::string&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
+  for (const Candidate& c : enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
     if (c.strategy != "offload" || c.spec.find("policy=lru") == std::string::npos) continue;
     ASSERT_TRUE(c.params.knee_rows) << model::params_to_text(c.params);
     const uint64_t knee_rows = *c.params.knee_rows;
@@ -89,7 +89,7 @@ TEST(CacheSizing, ATableThatNeverReachesFiftyPercentStillGetsAnHonestOffload) {
   const auto p = testing::synthetic_profile({t}, 10);
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   int offloads = 0;
-  for (const Candidate& c : enumerate_candidates(g, [](const std::string&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
+  for (const Candidate& c : enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
     if (c.strategy != "offload") continue;
     ++offloads;
     EXPECT_EQ(c.cache_rows, knee);

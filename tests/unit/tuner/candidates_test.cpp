@@ -39,10 +39,10 @@ TableGroup group_of(const model::Profile& p) {
 }
 
 // The size function the tuner uses (tuner.cpp), through enumerate_candidates' seam.
-FormatSize tuner_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize tuner_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   FormatSize f{s.device_bytes, s.host_bytes};
-  if (kernels::StrategySpec::parse(spec).name == "pruned") f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
+  if (spec.name == "pruned") f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
   return f;
 }
 

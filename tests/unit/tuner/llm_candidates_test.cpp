@@ -19,8 +19,8 @@
 namespace edo::tuner {
 namespace {
 
-FormatSize lever_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize lever_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   return {s.device_bytes, s.host_bytes};
 }
 

@@ -59,7 +59,8 @@ TableGroup token_group(bool tied, uint64_t sample_refs = 1 << 16) {
 
 Candidate baseline_of(const TableGroup& g) {
   Candidate c;
-  c.strategy = c.spec = "fp32";
+  c.strategy = "fp32";
+  c.set_spec("fp32");
   c.baseline = true;
   c.device_bytes = g.recorded_device_bytes();
   return c;
@@ -114,7 +115,7 @@ TEST(TrimVocab, TiedTableIsOfferedThoughReadWholeAndItsHeadFreesNothingApart) {
   EXPECT_EQ(out[1].device_bytes, 384u);
   EXPECT_EQ(p.saved_logit_bytes_per_step, 2u * 100 * 3 * 4);
   // Through enumerate_candidates, a table read whole keeps only its baseline and the trims.
-  const auto all = enumerate_candidates(g, [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) {
+  const auto all = enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) {
     return FormatSize{rows * dim * 4, 0};
   });
   size_t trims = 0;
@@ -189,7 +190,7 @@ TEST(ActivationBytes, LowRankCountsItsIntermediateAndGradient) {
   g.activation->output_bytes = g.activation->grad_bytes = 100 * 16 * 4;
   TableGroup none = g;
   none.activation.reset();
-  const SizeFn size = [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
+  const SizeFn size = [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
   const std::vector<Candidate> a = enumerate_candidates(g, size), b = enumerate_candidates(none, size);
   auto lowrank = [](const std::vector<Candidate>& v) {
     std::map<uint64_t, const Candidate*> by_rank;

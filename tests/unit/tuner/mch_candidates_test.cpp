@@ -29,7 +29,7 @@ TableGroup mch_group(const std::vector<std::vector<int64_t>>& steps, uint64_t sa
   return build_workload(p, {}, "*").groups.at(0);
 }
 
-FormatSize fp32_size(const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return {rows * dim * 4, 0}; }
+FormatSize fp32_size(const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) { return {rows * dim * 4, 0}; }
 
 std::vector<Candidate> mch_of(const TableGroup& g) {
   std::vector<Candidate> out;

@@ -40,7 +40,8 @@ TableGroup scan_group(bool trained, const std::string& optimizer, bool fresh = f
 std::vector<Candidate> ssd_of(const TableGroup& g, const SsdLinks& links) {
   std::vector<Candidate> out(1);
   out[0].baseline = true;
-  out[0].strategy = out[0].spec = "fp32";
+  out[0].strategy = "fp32";
+  out[0].set_spec("fp32");
   add_ssd_candidates(g, {100000, 0}, links, out);  // a host budget below the table's 262144 bytes
   out.erase(out.begin());
   return out;

@@ -73,7 +73,7 @@ TEST(StrategyParams, AStoredRunFromBeforeReadsIntoTheTypedFieldsAndWritesBackThe
 TEST(StrategyParams, TodaysProducersWriteTheTextEdoWroteBefore) {
   const auto p = testing::synthetic_profile({testing::synthetic_table("t", 50000, 32, 1.1, 60000, 1)}, 4);
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
-  const auto cands = enumerate_candidates(g, [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) {
+  const auto cands = enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) {
     return FormatSize{rows * dim * 4, 0};
   });
   std::vector<std::string> texts;

@@ -19,6 +19,11 @@ namespace edo::tuner {
 using model::StrategyParams;
 using P = model::StrategyParams;
 
+void Candidate::set_spec(const std::string& text) {
+  kernel = kernels::StrategySpec::parse(text);
+  spec = text;
+}
+
 std::string baseline_spec(const std::string& dtype) {
   const auto t = parse_dtype(dtype);
   if (!t) return "";
@@ -86,7 +91,7 @@ struct Builder {
            uint64_t cache_rows = 0, std::optional<double> recorded = std::nullopt, bool baseline = false) {
     Candidate c;
     c.strategy = strategy;
-    c.spec = spec;
+    c.set_spec(spec);
     c.params = std::move(params);
     c.level = level;
     // A training job cannot train an inference format in place (step_timing.h).
@@ -94,7 +99,7 @@ struct Builder {
     c.cache_rows = cache_rows;
     c.recorded_hit_rate = recorded;
     c.baseline = baseline;
-    const FormatSize w = size(spec, g.rows, g.dim, kept_rows);
+    const FormatSize w = size(c.kernel, g.rows, g.dim, kept_rows);
     const bool offload = strategy == "offload";
     // Tables with identical weights (g.identical): the baseline keeps them apart, as
     // recorded; every other candidate shares one copy (and one optimizer state).
@@ -227,7 +232,7 @@ void add_offload_size(Builder& b, const OffloadEvidence& ev, uint64_t k, uint64_
       for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? ev.replay->lru_hit_rate(k) : ev.replay->static_hit_rate(k);
     if (is_lru) {
       const uint32_t element_bytes = model::dtype_size(g.dtype) == 2 ? 2 : 4;
-      const uint64_t own = b.size(spec, g.rows, g.dim, 0).device_bytes;
+      const uint64_t own = b.size(b.out[at].kernel, g.rows, g.dim, 0).device_bytes;
       const uint64_t fbgemm = fbgemm_cache_device_bytes(g.rows, g.dim, element_bytes, static_cast<double>(k) / R, algorithm == "lfu", false);
       for (size_t j = at; j < b.out.size(); ++j) b.out[j].device_bytes = b.out[j].device_bytes - own + fbgemm;
     }

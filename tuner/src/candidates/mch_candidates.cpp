@@ -122,6 +122,7 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
       p.set(&P::steps_approximated, "step boundaries every " + std::to_string(g.lookups_per_step) + " lookups (the recording's average step)");
     m.strategy = "mch";
     m.spec = base.spec;
+    m.kernel = base.kernel;
     m.needs_retraining = true;  // the model is trained with the remap: its rows are slots, not ids
     m.level = 0;
     m.measure_as = 0;  // the rows are read as the baseline's (the remap's search is not timed)
@@ -130,7 +131,7 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
     m.validated = true;
     // N rows in the recorded format, the module's buffers, and the recorded optimizer state and
     // gradients sized to N rows.
-    const FormatSize w = size(base.spec, n, g.dim, 0);
+    const FormatSize w = size(base.kernel, n, g.dim, 0);
     const double share = static_cast<double>(n) / R;
     m.device_bytes = w.device_bytes + module +
                      (training ? static_cast<uint64_t>(std::llround(static_cast<double>(g.optimizer_bytes + g.grad_bytes) * share)) : 0);

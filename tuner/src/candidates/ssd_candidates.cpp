@@ -143,6 +143,7 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
       if (links.storage) p.set(&P::ssd_read_us, 1e6 / links.storage->row_qd32.reads_per_s).set(&P::ssd_queue_depth, 32);
       c.strategy = "ssd";
       c.spec = base.spec;
+      c.kernel = base.kernel;
       c.level = 0;
       c.measure_as = 0;  // the lookups are the baseline's, served from the device cache
       c.added_us = added;

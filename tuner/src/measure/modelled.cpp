@@ -24,7 +24,7 @@ Measurement model_candidate(const TableBench& b, const TableGroup& g, const Cand
     }
     out.hit_rate = hit;
   }
-  const LookupTraffic t = lookup_traffic(c.spec, g.dim, hit, d.sector_bytes);
+  const LookupTraffic t = lookup_traffic(c.kernel, g.dim, hit, d.sector_bytes);
   out.step_us = modelled_step_us(t, g.lookups_per_step, d);
   // A model has no spread: equal traffic is an exact tie (fp16 and bf16), broken by loss.
   out.step_us_lo = out.step_us_hi = out.step_us;
