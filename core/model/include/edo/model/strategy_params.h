@@ -64,45 +64,22 @@ struct StrategyParams {
   std::optional<std::string> vocab_coverage;
   std::optional<uint64_t> kept_rows;
   std::optional<double> held_out_lost_fraction;
-  std::optional<uint64_t> unk_old_id;
-  std::optional<uint64_t> held_out_lookups;
-  std::optional<uint64_t> held_out_lost_lookups;
-  std::optional<uint64_t> held_out_streams;
-  std::optional<uint64_t> saved_table_bytes;
-  std::optional<uint64_t> remap_bytes;
+  std::optional<uint64_t> unk_old_id, held_out_lookups, held_out_lost_lookups, held_out_streams, saved_table_bytes, remap_bytes;
   // lowrank, pq, multihash, qr
-  std::optional<uint64_t> rank;
-  std::optional<uint64_t> activation_bytes;
-  std::optional<uint64_t> m;
-  std::optional<uint64_t> k;
-  std::optional<uint64_t> iters;
-  std::optional<uint64_t> sample;
-  std::optional<uint64_t> buckets;
+  std::optional<uint64_t> rank, activation_bytes, m, k, iters, sample, buckets;
   // mch (mch_candidates.cpp): the module's arguments and its held-out rates
-  std::optional<uint64_t> slots;
-  std::optional<uint64_t> eviction_interval;
-  std::optional<double> decay_exponent;
-  std::optional<double> hit_rate;
-  std::optional<double> insert_rate;
-  std::optional<double> collision_rate;
-  std::optional<double> eviction_rate;
-  std::optional<double> own_row_rate;
+  std::optional<uint64_t> slots, eviction_interval;
+  std::optional<double> decay_exponent, hit_rate, insert_rate, collision_rate, eviction_rate, own_row_rate;
   std::optional<uint64_t> module_bytes;
   std::optional<std::string> steps_approximated;
   // ssd (ssd_candidates.cpp): both caches, the two-level replay, the links, training's writes
-  std::optional<uint64_t> device_cache_rows;
-  std::optional<uint64_t> host_cache_rows;
-  std::optional<double> device_hit_rate;
-  std::optional<double> host_hit_rate;
-  std::optional<double> ssd_reads_per_step;
-  std::optional<double> host_fetches_per_step;
+  std::optional<uint64_t> device_cache_rows, host_cache_rows;
+  std::optional<double> device_hit_rate, host_hit_rate, ssd_reads_per_step, host_fetches_per_step;
   std::optional<uint64_t> row_bytes;
   std::optional<double> host_link_gbs;
   std::optional<std::string> storage;
-  std::optional<double> writebacks_per_step;
-  std::optional<double> ssd_writes_per_step;
-  std::optional<std::string> storage_writes;
-  std::optional<std::string> optimizer;
+  std::optional<double> writebacks_per_step, ssd_writes_per_step;
+  std::optional<std::string> storage_writes, optimizer;
   std::optional<uint64_t> optimizer_state_bytes;
   std::optional<std::string> optimizer_why;
   std::optional<double> ssd_read_us;
@@ -118,16 +95,10 @@ struct StrategyParams {
   std::optional<std::string> gradient;
   std::optional<uint64_t> gradient_rows_per_step;
   std::optional<std::string> gradient_rows_basis;
-  std::optional<uint64_t> dense_gradient_bytes;
-  std::optional<uint64_t> sparse_gradient_bytes;
-  std::optional<std::string> optimizer_from;
-  std::optional<std::string> head;
+  std::optional<uint64_t> dense_gradient_bytes, sparse_gradient_bytes;
+  std::optional<std::string> optimizer_from, head;
   std::optional<std::string> head_kind;  // trim_vocab: "tied" or "untied"
-  std::optional<uint64_t> saved_bytes;
-  std::optional<uint64_t> saved_weight_bytes;
-  std::optional<uint64_t> saved_gradient_bytes;
-  std::optional<uint64_t> saved_optimizer_bytes;
-  std::optional<uint64_t> saved_head_bytes;
+  std::optional<uint64_t> saved_bytes, saved_weight_bytes, saved_gradient_bytes, saved_optimizer_bytes, saved_head_bytes;
   std::optional<uint64_t> saved_logit_bytes_per_step;
 
   // Keys this edo does not know (a newer edo's), or whose value it cannot type: kept as their
