@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-
 #include "edo/model/profile.h"
 #include "step_timing.h"
 

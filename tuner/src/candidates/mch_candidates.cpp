@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 #include "cache_replay.h"
 #include "edo/stats/ordered_sample.h"
 

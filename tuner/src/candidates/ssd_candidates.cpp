@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 #include "cache_policies.h"
 #include "cache_replay.h"
 #include "ssd_replay.h"

@@ -1,6 +1,5 @@
 #include "trim_candidates.h"
 
-
 #include "edo/model/profile.h"
 #include "activation_notes.h"
 #include "edo/tuner/vocab_coverage.h"

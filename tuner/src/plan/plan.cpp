@@ -6,7 +6,6 @@
 #include <map>
 #include <unordered_map>
 
-
 #include "edo/model/weights.h"
 #include "edo/tuner/optimizer.h"
 #include "edo/text/glob.h"
