@@ -18,6 +18,7 @@
 
 #include "edo/db/profile_store.h"
 #include "edo/model/fields.h"
+#include "edo/model/strategy_params_json.h"
 
 namespace edo::db {
 
@@ -118,6 +119,8 @@ void bind_one(SQLite::Statement& s, int i, const R& r, const model::Field<R>& f)
           if (std::isfinite(v)) s.bind(i, v);
           else if (nullable(f.sql)) s.bind(i);  // "none" (not measured, no limit)
           else s.bind(i, 0.0);
+        } else if constexpr (std::is_same_v<T, model::StrategyParams>) {
+          s.bind(i, model::params_to_text(v));
         } else {
           s.bind(i, static_cast<int64_t>(v));  // a uint64_t: its bits
         }
@@ -160,6 +163,12 @@ void read_one(const SQLite::Column& c, bool nullable, R& r, const model::Field<R
           v = std::move(*reasons);
         } else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, double>) {
           v = c.getDouble();
+        } else if constexpr (std::is_same_v<T, model::StrategyParams>) {
+          try {
+            v = model::params_from_text(c.getString());
+          } catch (const std::invalid_argument& e) {
+            throw OutOfRange(std::string(table) + "." + f.column + ": " + e.what());
+          }
         } else {
           const int64_t x = c.getInt64();
           if constexpr (std::is_same_v<T, bool>) v = x != 0;

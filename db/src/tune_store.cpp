@@ -83,13 +83,7 @@ void write_candidates(SQLite::Database& d, TuneResult& r) {
   cand.bind(":run_id", r.run_id);
   for (TuneCandidate& c : r.candidates) {
     cand.reset();
-    if (c.params_json.empty()) {  // no parameters: an empty JSON object, as the column says
-      TuneCandidate with_params = c;
-      with_params.params_json = "{}";
-      bind_fields(cand, with_params, kCandidates, 1);
-    } else {
-      bind_fields(cand, c, kCandidates, 1);
-    }
+    bind_fields(cand, c, kCandidates, 1);
     cand.exec();
     c.id = d.getLastInsertRowid();
   }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 
+#include "edo/model/strategy_params_json.h"
 #include "edo/gui/diff/diff_model.h"
 #include "edo/gui/format.h"
 #include "edo/gui/job/kernels_model.h"
@@ -854,9 +855,9 @@ class ModelTests : public QObject {
     QVERIFY(candidates.index(2, CandidatesModel::kHitRate).data(Qt::ToolTipRole).toString().startsWith(QStringLiteral("estimated")));
     // The policy headroom (issue 34): optimal minus FBGEMM's chosen algorithm, in points, with
     // every policy's held-out rate in the tooltip; "–" without replays and for other strategies.
-    held.params_json = R"({"cache_rows":100,"policy":"lru","cache_policy":"lfu","policy_headroom":0.125,)"
+    held.params = edo::model::params_from_text(R"({"cache_rows":100,"policy":"lru","cache_policy":"lfu","policy_headroom":0.125,)"
                        R"("policy_replays":{"cache_rows":100,"slots":128,"sample_rate":1,"lru":0.5,"lfu":0.625,)"
-                       R"("fbgemm_lru":0.5,"fbgemm_lfu":0.625,"fbgemm_lru_prefetch":0.375,"optimal":0.75}})";
+                       R"("fbgemm_lru":0.5,"fbgemm_lfu":0.625,"fbgemm_lru_prefetch":0.375,"optimal":0.75}})");
     r->candidates = {fp16, held, estimated};
     r->choices[0].candidate = 1;
     candidates.setResult(r);

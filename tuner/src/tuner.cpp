@@ -62,10 +62,10 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-FormatSize kernels_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize kernels_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   FormatSize f{s.device_bytes, s.host_bytes};
-  if (kernels::StrategySpec::parse(spec).name == "pruned" && kept < rows) {
+  if (spec.name == "pruned" && kept < rows) {
     // Without counts every row is kept; a pruned table stores kept rows of dim fp32 values.
     f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
   }
@@ -238,7 +238,7 @@ void add_result_candidates(const TableGroup& g, const std::vector<Candidate>& ca
     m.table = g.name;
     m.strategy = c.strategy;
     m.spec = c.spec;
-    m.params_json = c.params_json;
+    m.params = c.params;
     m.optimizer = c.optimizer;
     m.device_bytes = c.device_bytes;
     m.host_bytes = c.host_bytes;

@@ -2,8 +2,6 @@
 
 #include <QColor>
 #include <QFont>
-#include <QJsonDocument>
-#include <QJsonObject>
 
 #include <cmath>
 #include <utility>
@@ -39,20 +37,19 @@ struct PolicyHeadroomCell {
 PolicyHeadroomCell policy_headroom_cell(const model::TuneCandidate& c) {
   PolicyHeadroomCell out;
   if (c.strategy != "offload") return out;
-  const QJsonObject p = QJsonDocument::fromJson(QByteArray::fromStdString(c.params_json)).object();
-  const QJsonValue h = p.value(QStringLiteral("policy_headroom")), policy = p.value(QStringLiteral("cache_policy"));
-  if (!h.isDouble() || !policy.isString()) {
+  const model::StrategyParams& p = c.params;
+  if (!p.policy_headroom || !p.cache_policy) {
     out.tip = QObject::tr("no policy replay (edo's own static hot set, or no ordered sample in the recording)");
     return out;
   }
-  out.text = QObject::tr("%1 pts (%2)").arg(100.0 * h.toDouble(), 0, 'f', 1).arg(policy.toString().toUpper());
-  out.sort = h.toDouble();
-  const QJsonObject r = p.value(QStringLiteral("policy_replays")).toObject();
-  auto rate = [&](const char* k) { return format_share(r.value(QLatin1String(k)).toDouble()); };
+  out.text = QObject::tr("%1 pts (%2)").arg(100.0 * *p.policy_headroom, 0, 'f', 1).arg(QString::fromStdString(*p.cache_policy).toUpper());
+  out.sort = *p.policy_headroom;
+  const model::PolicyReplays r = p.policy_replays.value_or(model::PolicyReplays{});
+  auto rate = [](const std::optional<double>& v) { return format_share(v.value_or(0.0)); };
   out.tip = QObject::tr("held out, at FBGEMM's %1 slots: optimal %2; FBGEMM LRU %3, LFU %4, LRU with prefetch %5; "
                         "fully associative LRU %6, LFU %7")
-                .arg(r.value(QStringLiteral("slots")).toInteger())
-                .arg(rate("optimal"), rate("fbgemm_lru"), rate("fbgemm_lfu"), rate("fbgemm_lru_prefetch"), rate("lru"), rate("lfu"));
+                .arg(static_cast<qulonglong>(r.slots.value_or(0)))
+                .arg(rate(r.optimal), rate(r.fbgemm_lru), rate(r.fbgemm_lfu), rate(r.fbgemm_lru_prefetch), rate(r.lru), rate(r.lfu));
   return out;
 }
 

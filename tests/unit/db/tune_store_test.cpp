@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "edo/db/weight_store.h"
+#include "edo/model/strategy_params_json.h"
 #include "recordings.h"
 
 namespace edo::db {
@@ -202,7 +203,7 @@ TuneResult sample_result() {
   TuneCandidate b = a;
   b.strategy = "offload";
   b.spec = "offload:cache=0.1:policy=lru";
-  b.params_json = R"({"cache":0.1,"policy":"lru"})";
+  b.params = edo::model::params_from_text(R"({"cache":0.1,"policy":"lru"})");  // "cache": a key this edo does not know
   b.device_bytes = 10400;
   b.host_bytes = 64000;
   b.step_us = 14;
@@ -274,14 +275,15 @@ TEST(TuneStore, RoundTripKeepsEverything) {
   EXPECT_EQ(q->notes, r.notes);
   ASSERT_EQ(q->candidates.size(), 3u);
   EXPECT_EQ(q->candidates[1].spec, "offload:cache=0.1:policy=lru");
-  EXPECT_EQ(q->candidates[1].params_json, r.candidates[1].params_json);
+  EXPECT_EQ(q->candidates[1].params.policy, "lru");
+  EXPECT_EQ(edo::model::params_to_text(q->candidates[1].params), R"({"cache":0.1,"policy":"lru"})") << "unknown keys kept, in order";
   EXPECT_EQ(q->candidates[1].host_bytes, 64000u);
   EXPECT_EQ(q->candidates[1].hit_rate, std::optional<double>(0.8));
   EXPECT_EQ(q->candidates[1].recorded_hit_rate, std::optional<double>(0.82));
   EXPECT_FALSE(q->candidates[0].hit_rate.has_value());
   EXPECT_TRUE(std::isnan(q->candidates[2].step_us));
   EXPECT_FALSE(q->candidates[2].measured);
-  EXPECT_EQ(q->candidates[2].params_json, "{}");
+  EXPECT_EQ(q->candidates[2].params, edo::model::StrategyParams{});
   EXPECT_TRUE(q->feasible);
   EXPECT_EQ(q->plan_device_bytes, 10400u);
   ASSERT_EQ(q->choices.size(), 2u);
@@ -446,7 +448,8 @@ TEST(TuneStore, TheSsdTierAndPerTierBudgetsRoundTripAndOlderFilesHaveNone) {
   TuneCandidate s = r.candidates[0];
   s.strategy = "ssd";
   s.spec = "fp32";
-  s.params_json = R"({"device_cache_rows":10,"host_cache_rows":100,"device_hit_rate":0.5,"host_hit_rate":0.25,"ssd_reads_per_step":3})";
+  s.params = edo::model::params_from_text(
+      R"({"device_cache_rows":10,"host_cache_rows":100,"device_hit_rate":0.5,"host_hit_rate":0.25,"ssd_reads_per_step":3})");
   s.device_bytes = 1000;
   s.host_bytes = 6400;
   s.ssd_bytes = 64000;

@@ -7,6 +7,7 @@
 //    0..99) hits nothing afterwards, an LRU of 100 rows misses each new row once.
 // The C job got caches of 895 and 998 rows and expected 0.74-0.79 hits on its scan
 // table; the exact stream gives 0.
+#include "edo/model/strategy_params_json.h"
 #include "cache_replay.h"
 
 #include <gtest/gtest.h>
@@ -109,8 +110,7 @@ TEST(CacheReplay, SaysWhyThereIsNone) {
 const model::TuneCandidate* offload(const model::TuneResult& r, const std::string& table, const std::string& policy, uint64_t k) {
   for (const auto& c : r.candidates) {
     if (c.table != table || c.strategy != "offload" || !c.optimizer.empty()) continue;
-    const auto p = nlohmann::json::parse(c.params_json);
-    if (p.value("policy", "") == policy && p.value("cache_rows", uint64_t{0}) == k) return &c;
+    if (c.params.policy == policy && c.params.cache_rows == k) return &c;
   }
   return nullptr;
 }
@@ -138,10 +138,10 @@ TEST(CacheReplay, ThePlanReportsEachCachesHeldOutHitRateBesideTheRecordedOne) {
   // the whole recording's coverage says 70 %.
   const model::TuneCandidate* late_static = nullptr;
   for (const auto& c : r.candidates)
-    if (c.table == "late" && c.strategy == "offload" && c.params_json.find("\"static\"") != std::string::npos) late_static = &c;
+    if (c.table == "late" && c.strategy == "offload" && c.params.policy == "static") late_static = &c;
   ASSERT_NE(late_static, nullptr);
   ASSERT_TRUE(late_static->heldout_hit_rate && late_static->recorded_hit_rate);
-  EXPECT_EQ(*late_static->heldout_hit_rate, 0.0) << late_static->params_json;
+  EXPECT_EQ(*late_static->heldout_hit_rate, 0.0) << model::params_to_text(late_static->params);
   EXPECT_GT(*late_static->recorded_hit_rate, 0.5);
   // Without an ordered sample: today's estimate, said to be one.
   const model::TuneCandidate* old = nullptr;
@@ -149,7 +149,8 @@ TEST(CacheReplay, ThePlanReportsEachCachesHeldOutHitRateBesideTheRecordedOne) {
     if (c.table == "old" && c.strategy == "offload") old = &c;
   ASSERT_NE(old, nullptr);
   EXPECT_FALSE(old->heldout_hit_rate);
-  EXPECT_NE(old->params_json.find("recording has no ordered sample"), std::string::npos);
+  ASSERT_TRUE(old->params.hit_rate_estimated);
+  EXPECT_NE(old->params.hit_rate_estimated->find("recording has no ordered sample"), std::string::npos);
   // The plan's words and JSON: under a budget only offload meets, each table is offloaded.
   model::TuneResult tight = r;
   replan(tight, 260000, INFINITY);  // under one table's 262144 bytes as recorded

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "edo/model/strategy_params_json.h"
 #include "cache_policies.h"
 #include "cache_replay.h"
 #include "candidates.h"
@@ -54,11 +55,11 @@ TEST(CacheSizing, TheKneeIsWhereExtraRowsStopPayingNotWhereFiftyPercentIsReached
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   // (A fitted size within 5 % of the knee stands for it: the sizes are merged at 5 %.)
   bool knee_offered = false;
-  for (const Candidate& c : enumerate_candidates(g, [](const std::string&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
+  for (const Candidate& c : enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
     if (c.strategy != "offload" || c.spec.find("policy=lru") == std::string::npos) continue;
-    const auto params = nlohmann::json::parse(c.params_json);
-    const auto knee_rows = params.at("knee_rows").get<uint64_t>();
-    EXPECT_NEAR(static_cast<double>(knee_rows), static_cast<double>(knee), 0.05 * static_cast<double>(knee)) << c.params_json;
+    ASSERT_TRUE(c.params.knee_rows) << model::params_to_text(c.params);
+    const uint64_t knee_rows = *c.params.knee_rows;
+    EXPECT_NEAR(static_cast<double>(knee_rows), static_cast<double>(knee), 0.05 * static_cast<double>(knee)) << model::params_to_text(c.params);
     knee_offered = knee_offered || c.cache_rows == knee_rows;
     ASSERT_TRUE(c.heldout_hit_rate);
     EXPECT_EQ(*c.heldout_hit_rate, r->lru_hit_rate(c.cache_rows));
@@ -87,7 +88,7 @@ TEST(CacheSizing, ATableThatNeverReachesFiftyPercentStillGetsAnHonestOffload) {
   const auto p = edo::testing::synthetic_profile({t}, 10);
   const TableGroup g = build_workload(p, {}, "*").groups.at(0);
   int offloads = 0;
-  for (const Candidate& c : enumerate_candidates(g, [](const std::string&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
+  for (const Candidate& c : enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t, uint32_t, uint64_t) { return FormatSize{}; })) {
     if (c.strategy != "offload") continue;
     ++offloads;
     EXPECT_EQ(c.cache_rows, knee);
@@ -103,7 +104,7 @@ TEST(CacheSizing, ATableThatNeverReachesFiftyPercentStillGetsAnHonestOffload) {
 }
 
 uint64_t cache_rows_of(const model::TuneCandidate* c) {
-  return c ? nlohmann::json::parse(c->params_json).value("cache_rows", uint64_t{0}) : 0;
+  return c ? c->params.cache_rows.value_or(0) : 0;
 }
 
 // Offload options of one table that tie in time and loss: 20 rows (the smallest), 250 (the
@@ -119,10 +120,13 @@ model::TuneResult tied_offloads() {
   for (size_t i = 1; i < 4; ++i) {
     auto& c = r.candidates[i];
     c.spec = "offload:policy=lru";
-    c.params_json = nlohmann::json{{"cache_rows", sizes[i - 1]}, {"policy", "lru"}, {"knee_rows", 250}, {"cache_policy", "lru"},
-                                   {"policy_headroom", 0.25},
-                                   {"policy_replays", {{"fbgemm_lru", 0.5}, {"fbgemm_lfu", 0.25}, {"optimal", 0.75}}}}
-                        .dump();
+    using P = model::StrategyParams;
+    model::PolicyReplays replays;
+    replays.fbgemm_lru = 0.5;
+    replays.fbgemm_lfu = 0.25;
+    replays.optimal = 0.75;
+    c.params.set(&P::cache_rows, sizes[i - 1]).set(&P::policy, "lru").set(&P::knee_rows, 250).set(&P::cache_policy, "lru");
+    c.params.set(&P::policy_headroom, 0.25).set(&P::policy_replays, replays);
     c.hit_rate = c.heldout_hit_rate = std::vector<double>{0.3, 0.5, 0.52}[i - 1];
   }
   return r;
@@ -153,11 +157,7 @@ TEST(CacheSizing, ThePlanGrowsATiedCacheToItsKneeWithTheBudgetLeft) {
 
 TEST(CacheSizing, ThePlanRecordCarriesTheCachePolicyAndItsHeadroom) {
   model::TuneResult r = tied_offloads();
-  {
-    auto p = nlohmann::json::parse(r.candidates[2].params_json);
-    p["cache_policy"] = "lfu";
-    r.candidates[2].params_json = p.dump();
-  }
+  r.candidates[2].params.cache_policy = "lfu";
   replan(r, 20000, INFINITY);
   const auto doc = nlohmann::json::parse(plan_to_json_text(r));
   const auto& t = doc.at("tables").at(0);
@@ -166,11 +166,11 @@ TEST(CacheSizing, ThePlanRecordCarriesTheCachePolicyAndItsHeadroom) {
   // Read back: the policy travels in the params (where the exports read it).
   const model::TuneResult back = plan_from_text(plan_to_json_text(r));
   ASSERT_EQ(back.candidates.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(back.candidates[0].params_json).at("cache_policy"), "lfu");
+  EXPECT_EQ(back.candidates[0].params.cache_policy, "lfu");
   // The YAML carries the same.
   const std::string yaml = plan_to_yaml(r);
   EXPECT_NE(yaml.find("\"cache_policy\": \"lfu\""), std::string::npos) << yaml;
-  EXPECT_EQ(nlohmann::json::parse(plan_from_text(yaml).candidates.at(0).params_json).at("cache_policy"), "lfu");
+  EXPECT_EQ(plan_from_text(yaml).candidates.at(0).params.cache_policy, "lfu");
   // TorchRec's CacheAlgorithm follows it.
   EXPECT_NE(plan_to_torchrec(r).find("CacheAlgorithm.LFU"), std::string::npos);
   // Not a cache algorithm FBGEMM has: one line naming the field and the fix.

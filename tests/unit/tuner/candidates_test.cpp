@@ -22,8 +22,7 @@ namespace {
 // lxu_state 8 a slot (LRU) or 8 a table row + 1 (LFU), cache_index_table_map 4 a table row, 44
 // bytes of small buffers (split_table_batched_embeddings_ops_training.py, _apply_cache_state).
 uint64_t fbgemm_bytes(const Candidate& c, uint64_t rows, uint32_t dim) {
-  const auto p = nlohmann::json::parse(c.params_json);
-  const bool lfu = p.at("cache_policy") == "lfu";
+  const bool lfu = c.params.cache_policy.value() == "lfu";
   const auto wanted = static_cast<uint64_t>(static_cast<double>(rows) * (static_cast<double>(c.cache_rows) / static_cast<double>(rows)));
   const uint64_t slots = std::max<uint64_t>(1, (wanted + 31) / 32) * 32;
   return slots * dim * 4 + slots * 8 + (lfu ? (rows + 1) * 8 : slots * 8) + rows * 4 + 44;
@@ -40,10 +39,10 @@ TableGroup group_of(const model::Profile& p) {
 }
 
 // The size function the tuner uses (tuner.cpp), through enumerate_candidates' seam.
-FormatSize tuner_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize tuner_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t kept) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   FormatSize f{s.device_bytes, s.host_bytes};
-  if (kernels::StrategySpec::parse(spec).name == "pruned") f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
+  if (spec.name == "pruned") f.device_bytes -= (rows - kept) * uint64_t{dim} * 4;
   return f;
 }
 

@@ -2,6 +2,7 @@
 // the split of a recording into a fitted first half and a held-out second half, and a pruned
 // table's error on the held-out lookups. Recordings whose right answer is known by hand: a
 // job whose rows 1000..1999 are first read in its second half, and a stationary one.
+#include "edo/model/strategy_params_json.h"
 #include "edo/model/first_seen.h"
 
 #include <gtest/gtest.h>
@@ -93,7 +94,8 @@ TEST(HeldOut, APrunedTablesErrorIsWhatItsHeldOutLookupsLose) {
   // Half the second half's lookups read rows 1000..1999, which the first half never read.
   EXPECT_DOUBLE_EQ(pd->error, std::sqrt(0.5)) << pd->note;
   EXPECT_NE(pd->note.find("held-out"), std::string::npos) << pd->note;
-  EXPECT_NE(pd->params_json.find("held_out_lost_fraction"), std::string::npos) << pd->params_json;
+  ASSERT_TRUE(pd->params.held_out_lost_fraction) << model::params_to_text(pd->params);
+  EXPECT_DOUBLE_EQ(*pd->params.held_out_lost_fraction, 0.5);
   EXPECT_EQ(ps->error, 0.0) << "every row the second half reads was read in the first";
   // Under a budget only pruning meets, the stationary table is pruned and the drifting one is
   // not (its held-out error is over the default limit): no plan keeps both within 0.02.

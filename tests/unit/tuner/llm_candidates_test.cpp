@@ -19,8 +19,8 @@
 namespace edo::tuner {
 namespace {
 
-FormatSize lever_size(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t) {
-  const auto s = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim, nullptr);
+FormatSize lever_size(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t) {
+  const auto s = kernels::strategy_size(spec, rows, dim, nullptr);
   return {s.device_bytes, s.host_bytes};
 }
 
@@ -66,10 +66,9 @@ TEST(TrainingLevers, SparseGradientHoldsOneRowAndOneIndexPerLookupOfAStep) {
   EXPECT_FALSE(c->needs_retraining);
   // Weights (1,280,000) + Adam's two moments (2,560,000) + 5000 x (16 x 4 + 8) gradient bytes.
   EXPECT_EQ(c->device_bytes, uint64_t{1280000} + 2560000 + 5000 * 72);
-  const auto p = nlohmann::json::parse(c->params_json);
-  EXPECT_EQ(p["gradient"], "sparse");
-  EXPECT_EQ(p["sparse_gradient_bytes"], 360000);
-  EXPECT_EQ(p["dense_gradient_bytes"], 1280000);
+  EXPECT_EQ(c->params.gradient, "sparse");
+  EXPECT_EQ(c->params.sparse_gradient_bytes, 360000u);
+  EXPECT_EQ(c->params.dense_gradient_bytes, 1280000u);
   EXPECT_EQ(lever_of(cands, "frozen"), nullptr) << "freezing is offered only for a fine-tune";
 }
 
@@ -202,10 +201,9 @@ TEST(TrainingLevers, AnUntiedHeadOfTheTablesShapeGetsATieCandidateWithTheHeadsBy
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(c->needs_retraining);
   EXPECT_EQ(c->device_bytes, uint64_t{1280000} * 4) << "the table keeps its own weights, state and dense gradient";
-  const auto params = nlohmann::json::parse(c->params_json);
-  EXPECT_EQ(params["head"], "lm_head");
-  EXPECT_EQ(params["saved_bytes"], uint64_t{1280000} * 4);
-  EXPECT_EQ(params["saved_optimizer_bytes"], uint64_t{1280000} * 2);
+  EXPECT_EQ(c->params.head, "lm_head");
+  EXPECT_EQ(c->params.saved_bytes, uint64_t{1280000} * 4);
+  EXPECT_EQ(c->params.saved_optimizer_bytes, uint64_t{1280000} * 2);
   // Chosen nowhere by default: what it frees is outside the tables.
   ASSERT_EQ(r.choices.size(), 1u);
   EXPECT_NE(r.candidates[static_cast<size_t>(r.choices[0].candidate)].optimizer, "tie_head");

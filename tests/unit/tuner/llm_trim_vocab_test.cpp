@@ -59,8 +59,8 @@ TableGroup token_group(bool tied, uint64_t sample_refs = 1 << 16) {
 
 Candidate baseline_of(const TableGroup& g) {
   Candidate c;
-  c.strategy = c.spec = "fp32";
-  c.params_json = "{}";
+  c.strategy = "fp32";
+  c.set_spec("fp32");
   c.baseline = true;
   c.device_bytes = g.recorded_device_bytes();
   return c;
@@ -84,18 +84,18 @@ TEST(TrimVocab, UntiedTableHandComputed) {
     EXPECT_EQ(c.device_bytes, want_bytes[i]) << i;
     ASSERT_TRUE(c.held_out_error);
     EXPECT_DOUBLE_EQ(*c.held_out_error, lost[i] / 300.0);
-    const auto p = nlohmann::json::parse(c.params_json);
-    EXPECT_EQ(p["vocab_coverage"], cov[i]);
-    EXPECT_EQ(p["kept_rows"], 8 - dropped[i]);
-    EXPECT_EQ(p["unk_old_id"], 1) << "the lowest kept id, as edo export --format vocab-remap";
-    EXPECT_EQ(p["held_out_lost_lookups"], lost[i]);
-    EXPECT_EQ(p["held_out_lookups"], 300);
-    EXPECT_EQ(p["saved_table_bytes"], 64 * dropped[i]);
-    EXPECT_EQ(p["remap_bytes"], 64);
-    EXPECT_EQ(p["head"], "lm_head");
-    EXPECT_EQ(p["head_kind"], "untied");
-    EXPECT_EQ(p["saved_head_bytes"], 64 * dropped[i]);
-    EXPECT_EQ(p["saved_logit_bytes_per_step"], 2 * 100 * dropped[i] * 4);
+    const model::StrategyParams& p = c.params;
+    EXPECT_EQ(p.vocab_coverage, cov[i]);
+    EXPECT_EQ(p.kept_rows, 8 - dropped[i]);
+    EXPECT_EQ(p.unk_old_id, 1u) << "the lowest kept id, as edo export --format vocab-remap";
+    EXPECT_EQ(p.held_out_lost_lookups, lost[i]);
+    EXPECT_EQ(p.held_out_lookups, 300u);
+    EXPECT_EQ(p.saved_table_bytes, 64 * dropped[i]);
+    EXPECT_EQ(p.remap_bytes, 64u);
+    EXPECT_EQ(p.head, "lm_head");
+    EXPECT_EQ(p.head_kind, "untied");
+    EXPECT_EQ(p.saved_head_bytes, 64 * dropped[i]);
+    EXPECT_EQ(p.saved_logit_bytes_per_step, 2 * 100 * dropped[i] * 4);
   }
   // The rows kept are the export's remap's.
   std::string why;
@@ -109,13 +109,13 @@ TEST(TrimVocab, TiedTableIsOfferedThoughReadWholeAndItsHeadFreesNothingApart) {
   std::vector<Candidate> out;
   add_trim_vocab_candidates(g, baseline_of(g), out);
   ASSERT_EQ(out.size(), 2u);
-  const auto p = nlohmann::json::parse(out[1].params_json);
-  EXPECT_EQ(p["head_kind"], "tied");
-  EXPECT_EQ(p["saved_head_bytes"], 0);
+  const model::StrategyParams& p = out[1].params;
+  EXPECT_EQ(p.head_kind, "tied");
+  EXPECT_EQ(p.saved_head_bytes, 0u);
   EXPECT_EQ(out[1].device_bytes, 384u);
-  EXPECT_EQ(p["saved_logit_bytes_per_step"], 2 * 100 * 3 * 4);
+  EXPECT_EQ(p.saved_logit_bytes_per_step, 2u * 100 * 3 * 4);
   // Through enumerate_candidates, a table read whole keeps only its baseline and the trims.
-  const auto all = enumerate_candidates(g, [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) {
+  const auto all = enumerate_candidates(g, [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) {
     return FormatSize{rows * dim * 4, 0};
   });
   size_t trims = 0;
@@ -194,12 +194,12 @@ TEST(ActivationBytes, LowRankCountsItsIntermediateAndGradient) {
   g.activation->output_bytes = g.activation->grad_bytes = 100 * 16 * 4;
   TableGroup none = g;
   none.activation.reset();
-  const SizeFn size = [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
+  const SizeFn size = [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
   const std::vector<Candidate> a = enumerate_candidates(g, size), b = enumerate_candidates(none, size);
   auto lowrank = [](const std::vector<Candidate>& v) {
     std::map<uint64_t, const Candidate*> by_rank;
     for (const auto& c : v)
-      if (c.strategy == "lowrank" && c.optimizer.empty()) by_rank[nlohmann::json::parse(c.params_json)["rank"].get<uint64_t>()] = &c;
+      if (c.strategy == "lowrank" && c.optimizer.empty()) by_rank[c.params.rank.value_or(0)] = &c;
     return by_rank;
   };
   const auto with = lowrank(a), without = lowrank(b);
@@ -207,8 +207,8 @@ TEST(ActivationBytes, LowRankCountsItsIntermediateAndGradient) {
   for (uint64_t r : {2u, 4u, 8u}) {
     ASSERT_TRUE(with.count(r) && without.count(r)) << r;
     EXPECT_EQ(with.at(r)->device_bytes - without.at(r)->device_bytes, 100 * r * 4 * 2) << r;
-    EXPECT_EQ(nlohmann::json::parse(with.at(r)->params_json)["activation_bytes"], 100 * r * 4 * 2);
-    EXPECT_FALSE(nlohmann::json::parse(without.at(r)->params_json).contains("activation_bytes"));
+    EXPECT_EQ(with.at(r)->params.activation_bytes, 100 * r * 4 * 2);
+    EXPECT_FALSE(without.at(r)->params.activation_bytes);
   }
 }
 

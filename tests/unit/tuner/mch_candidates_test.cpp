@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "edo/model/strategy_params_json.h"
 #include "candidates.h"
 #include "edo/tuner/plan_io.h"
 #include "edo/tuner/tuner.h"
@@ -27,7 +28,7 @@ TableGroup mch_group(const std::vector<std::vector<int64_t>>& steps, uint64_t sa
   return build_workload(p, {}, "*").groups.at(0);
 }
 
-FormatSize fp32_size(const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return {rows * dim * 4, 0}; }
+FormatSize fp32_size(const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) { return {rows * dim * 4, 0}; }
 
 std::vector<Candidate> mch_of(const TableGroup& g) {
   std::vector<Candidate> out;
@@ -70,8 +71,8 @@ TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
   const auto cands = mch_of(g);
   ASSERT_FALSE(cands.empty());
   for (const Candidate& c : cands) {
-    const auto p = nlohmann::json::parse(c.params_json);
-    const uint64_t n = p.at("slots").get<uint64_t>();
+    const model::StrategyParams& p = c.params;
+    const uint64_t n = p.slots.value();
     EXPECT_GE(n, 2u);
     EXPECT_LT(n, 1200u) << "fewer slots than distinct ids";
     // 17,000 lookups whole in the sample: the cut at 70 % (11,900) is step 70's first lookup.
@@ -79,23 +80,23 @@ TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
     cfg.slots = n;
     const MchStats want = replay_mch(steps, cfg, 70);
     ASSERT_EQ(want.lookups, 30u * 170);
-    EXPECT_EQ(p.at("heldout").at("heldout_steps"), 30);
-    EXPECT_EQ(p.at("heldout").at("sample_rate"), 1.0);
-    EXPECT_FALSE(p.contains("steps_approximated"));
-    EXPECT_DOUBLE_EQ(p.at("hit_rate").get<double>(), want.hit_rate());
-    EXPECT_DOUBLE_EQ(p.at("insert_rate").get<double>(), want.insert_rate());
-    EXPECT_DOUBLE_EQ(p.at("eviction_rate").get<double>(), want.eviction_rate());
-    EXPECT_DOUBLE_EQ(p.at("own_row_rate").get<double>(), want.trained_row_rate());
-    EXPECT_DOUBLE_EQ(p.at("collision_rate").get<double>(), double(want.miss_row_reads) / double(want.lookups));
+    EXPECT_EQ(p.heldout.value().heldout_steps, 30u);
+    EXPECT_EQ(p.heldout.value().sample_rate, 1.0);
+    EXPECT_FALSE(p.steps_approximated);
+    EXPECT_DOUBLE_EQ(p.hit_rate.value(), want.hit_rate());
+    EXPECT_DOUBLE_EQ(p.insert_rate.value(), want.insert_rate());
+    EXPECT_DOUBLE_EQ(p.eviction_rate.value(), want.eviction_rate());
+    EXPECT_DOUBLE_EQ(p.own_row_rate.value(), want.trained_row_rate());
+    EXPECT_DOUBLE_EQ(p.collision_rate.value(), double(want.miss_row_reads) / double(want.lookups));
     ASSERT_TRUE(c.heldout_hit_rate);
     EXPECT_DOUBLE_EQ(*c.heldout_hit_rate, want.hit_rate());
     ASSERT_TRUE(c.held_out_error);
     EXPECT_DOUBLE_EQ(*c.held_out_error, 1.0 - want.trained_row_rate());
-    EXPECT_EQ(p.at("policy"), "distance_lfu");
-    EXPECT_EQ(p.at("eviction_interval"), 1);
+    EXPECT_EQ(p.policy, "distance_lfu");
+    EXPECT_EQ(p.eviction_interval, 1u);
     // N fp32 rows of 16, 32 B of buffers a slot, a history of int(170 x 1.25) = 212 entries.
     EXPECT_EQ(c.device_bytes, n * 64 + n * 32 + 212 * 16 + 16);
-    EXPECT_EQ(p.at("module_bytes"), n * 32 + 212 * 16 + 16);
+    EXPECT_EQ(p.module_bytes, n * 32 + 212 * 16 + 16);
     EXPECT_TRUE(c.needs_retraining);
     EXPECT_EQ(c.measure_as, 0);
     EXPECT_EQ(c.spec, "fp32");
@@ -103,12 +104,12 @@ TEST(MchCandidates, RatesAreTheReplayOfTheHeldOutSteps) {
   // The stream's answers by construction: the 200 reused rows stay in their slots, and only the
   // new row of each round (1 in 17) is never held before it is read.
   const auto big = std::max_element(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    return nlohmann::json::parse(a.params_json)["slots"] < nlohmann::json::parse(b.params_json)["slots"];
+    return a.params.slots < b.params.slots;
   });
-  const auto p = nlohmann::json::parse(big->params_json);
+  const model::StrategyParams& p = big->params;
   // The largest N offered is the LRU knee (past the 200 reused rows plus a step's new ones).
-  ASSERT_GE(p["slots"].get<uint64_t>(), 220u) << p.dump();
-  EXPECT_NEAR(p["own_row_rate"].get<double>(), 16.0 / 17.0, 1e-12) << p.dump();
+  ASSERT_GE(p.slots.value(), 220u) << model::params_to_text(p);
+  EXPECT_NEAR(p.own_row_rate.value(), 16.0 / 17.0, 1e-12) << model::params_to_text(p);
 }
 
 TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
@@ -120,19 +121,18 @@ TEST(MchCandidates, ASampledRecordingReplaysNTimesTheRateSlots) {
   const auto cands = mch_of(g);
   ASSERT_FALSE(cands.empty());
   for (const Candidate& c : cands) {
-    const auto p = nlohmann::json::parse(c.params_json);
-    const double rate = p.at("heldout").at("sample_rate").get<double>();
+    const model::HeldOutReplay heldout = c.params.heldout.value();
+    const double rate = heldout.sample_rate.value();
     ASSERT_LT(rate, 1.0);
-    const uint64_t n = p.at("slots").get<uint64_t>();
-    EXPECT_EQ(p.at("heldout").at("sampled_slots").get<uint64_t>(),
-              std::max<uint64_t>(2, static_cast<uint64_t>(std::llround(static_cast<double>(n) * rate))));
+    const uint64_t n = c.params.slots.value();
+    EXPECT_EQ(heldout.sampled_slots.value(), std::max<uint64_t>(2, static_cast<uint64_t>(std::llround(static_cast<double>(n) * rate))));
     MchConfig cfg;
     cfg.slots = n;
     const MchStats whole = replay_mch(steps, cfg, 70);
     // Against the exact replay of the whole stream: at rate 1/4 the 17-slot table (4 sampled
     // slots for the 10 hot rows' sampled few) is off by 0.065, the knee's by 0.007.
-    EXPECT_NEAR(p.at("hit_rate").get<double>(), whole.hit_rate(), 0.07) << n;
-    EXPECT_NEAR(p.at("own_row_rate").get<double>(), whole.trained_row_rate(), 0.07) << n;
+    EXPECT_NEAR(c.params.hit_rate.value(), whole.hit_rate(), 0.07) << n;
+    EXPECT_NEAR(c.params.own_row_rate.value(), whole.trained_row_rate(), 0.07) << n;
   }
 }
 
@@ -154,7 +154,7 @@ TEST(MchCandidates, ThePlanCarriesTheModuleThroughJsonAndYaml) {
   model::TuneResult r = testing::hand_built({{"ids", {{"fp32", 6400000, 10.0}, {"mch", 50000, 10.0, 0.06, true}}}});
   r.candidates[1].spec = "fp32";
   r.candidates[1].heldout_hit_rate = 0.97;
-  r.candidates[1].params_json = nlohmann::json{{"slots", 500},
+  r.candidates[1].params = model::params_from_json(nlohmann::ordered_json{{"slots", 500},
                                                {"policy", "distance_lfu"},
                                                {"eviction_interval", 1},
                                                {"decay_exponent", 1.0},
@@ -164,8 +164,8 @@ TEST(MchCandidates, ThePlanCarriesTheModuleThroughJsonAndYaml) {
                                                {"eviction_rate", 0.03},
                                                {"own_row_rate", 0.94},
                                                {"module_bytes", 19408},
-                                               {"heldout", {{"fit_fraction", 0.7}, {"sample_rate", 1.0}, {"heldout_steps", 30}}}}
-                                    .dump();
+                                               {"heldout", {{"fit_fraction", 0.7}, {"sample_rate", 1.0}, {"heldout_steps", 30}}}});
+  ASSERT_TRUE(r.candidates[1].params.unknown.empty()) << "every key typed";
   replan(r, 100000, INFINITY);
   ASSERT_EQ(testing::chosen(r, "ids"), &r.candidates[1]);
   EXPECT_NE(r.choices[0].why.find("managed collision, 500 slots (TorchRec MCH, distance_lfu, eviction every 1 steps)"), std::string::npos)
@@ -176,7 +176,8 @@ TEST(MchCandidates, ThePlanCarriesTheModuleThroughJsonAndYaml) {
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->strategy, "mch");
     EXPECT_EQ(c->spec, "fp32");
-    EXPECT_EQ(nlohmann::json::parse(c->params_json), nlohmann::json::parse(r.candidates[1].params_json));
+    EXPECT_EQ(c->params, r.candidates[1].params);
+    EXPECT_EQ(model::params_to_text(c->params), model::params_to_text(r.candidates[1].params));
     ASSERT_TRUE(c->heldout_hit_rate);
     EXPECT_DOUBLE_EQ(*c->heldout_hit_rate, 0.97);
   }

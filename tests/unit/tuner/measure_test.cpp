@@ -69,16 +69,16 @@ TEST(ScaledRule, MeasuredBatchesHitTheRecordedHotSetAtTheRecordedRate) {
 
 TEST(ScaledRule, SpecsKeepCacheRowsAndRowsPerBucket) {
   Candidate off;
-  off.spec = "offload:cache=0.0010005:policy=lru";
+  off.set_spec("offload:cache=0.0010005:policy=lru");
   off.cache_rows = 1000;
-  const auto s = kernels::StrategySpec::parse(measured_spec(off, 1'000'000, 100'000));
+  const auto s = measured_spec(off, 1'000'000, 100'000);
   EXPECT_EQ(static_cast<uint64_t>(std::stod(s.params.at("cache")) * 100000), 1000u);
   Candidate mh;
-  mh.spec = "multihash:buckets=250000:k=2";
-  EXPECT_EQ(kernels::StrategySpec::parse(measured_spec(mh, 1'000'000, 100'000)).params.at("buckets"), "25000");
+  mh.set_spec("multihash:buckets=250000:k=2");
+  EXPECT_EQ(measured_spec(mh, 1'000'000, 100'000).params.at("buckets"), "25000");
   Candidate same;
-  same.spec = "pq:m=4";
-  EXPECT_EQ(measured_spec(same, 1'000'000, 1'000'000), "pq:m=4");
+  same.set_spec("pq:m=4");
+  EXPECT_EQ(measured_spec(same, 1'000'000, 1'000'000).to_string(), "pq:m=4");
 }
 
 // Full weights whose rows differ in scale, so that the error depends on which rows are hot.
@@ -133,7 +133,7 @@ TEST(ErrorEstimate, SnapshotEstimateMatchesTheFullTableErrorWithinTenPercent) {
       const double truth = kernels::reconstruction_error(*full, w.data(), counts.data());
       Candidate c;
       c.strategy = spec;
-      c.spec = spec;
+      c.set_spec(spec);
       const Measurement m = bench.measure(c, *kernels_backend, o);
       EXPECT_NEAR(m.error, truth, 0.10 * truth) << spec << " zipf " << zipf;
       EXPECT_GT(m.step_us, 0);
@@ -171,8 +171,8 @@ TEST(ErrorGate, ExactForRowFormatsAndNoHigherThanTheMarginForFittedOnes) {
     TableBench bench(work.groups[0], o, uint64_t{1} << 30, 3);
     ASSERT_EQ(bench.recorded_weights(), recorded);
     auto backend = kernels::make_backend("cpu");
-    for (const auto& c : enumerate_candidates(work.groups[0], [](const std::string& spec, uint64_t rows, uint32_t dim, uint64_t) {
-           const auto z = kernels::strategy_size(kernels::StrategySpec::parse(spec), rows, dim);
+    for (const auto& c : enumerate_candidates(work.groups[0], [](const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t) {
+           const auto z = kernels::strategy_size(spec, rows, dim);
            return FormatSize{z.device_bytes, z.host_bytes};
          })) {
       const double gate = bench.reference_error(c, o);
@@ -227,7 +227,7 @@ TEST(PairedTiming, ALoadThatComesAndGoesSlowsBothAlike) {
   FakeBackend backend;
   Candidate c;
   c.strategy = "int8";
-  c.spec = "int8";
+  c.set_spec("int8");
   // Paired with a baseline of 850 us: twice as slow, whatever the load did meanwhile.
   EXPECT_DOUBLE_EQ(bench.measure(c, backend, o, 850.0).step_us, 1700.0);
   // Alone, the candidate's time is whatever the load made of it.
@@ -246,7 +246,7 @@ TEST(OffloadOnTheCpu, TheBaselinePlusTheMissesTransfer) {
   auto backend = kernels::make_backend("cpu");
   Candidate c;
   c.strategy = "offload";
-  c.spec = "offload:cache=0.02:policy=static";
+  c.set_spec("offload:cache=0.02:policy=static");
   c.cache_rows = 1000;
   const Measurement m = bench.measure(c, *backend, o, 1234.0);
   ASSERT_TRUE(m.hit_rate);

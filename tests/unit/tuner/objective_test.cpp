@@ -149,7 +149,7 @@ TEST(Objective, NoSparseGradientOptimizerForATiedOutputLayer) {
   auto head = edo::testing::synthetic_table("model.lm_head", 20000, 16, 1.1, 20000, 10);
   auto tied = edo::testing::synthetic_profile({emb, head}, 10);
   tied.ties.push_back({1, "model.emb", "model.lm_head"});
-  auto size = [](const std::string&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
+  auto size = [](const kernels::StrategySpec&, uint64_t rows, uint32_t dim, uint64_t) { return FormatSize{rows * dim * 4, 0}; };
   const Workload wt = build_workload(tied, {}, "*");
   ASSERT_EQ(wt.groups.size(), 1u);
   ASSERT_FALSE(wt.groups[0].members.empty());

@@ -35,7 +35,7 @@ model::TuneResult offload_or_format(double fp16_us, double offload_us, double fp
                                                     {"offload", 20000, offload_us}}}});
   auto& c = r.candidates[3];
   c.spec = "offload:policy=lru";
-  c.params_json = nlohmann::json{{"cache_rows", 300}, {"policy", "lru"}}.dump();
+  c.params.set(&model::StrategyParams::cache_rows, 300).set(&model::StrategyParams::policy, "lru");
   c.hit_rate = c.heldout_hit_rate = 0.57;
   return r;
 }
@@ -91,7 +91,8 @@ model::TuneResult two_cached(double a_hits, double b_hits, uint32_t b_dim) {
     auto& c = r.candidates[i];
     const bool small = i == 1 || i == 4;
     c.spec = "offload:policy=lru";
-    c.params_json = nlohmann::json{{"cache_rows", small ? 20 : 250}, {"policy", "lru"}, {"knee_rows", 250}}.dump();
+    c.params.set(&model::StrategyParams::cache_rows, small ? 20 : 250).set(&model::StrategyParams::policy, "lru");
+    c.params.set(&model::StrategyParams::knee_rows, 250);
     c.hit_rate = c.heldout_hit_rate = small ? 0.3 : (i == 2 ? b_hits : a_hits);
   }
   return r;
@@ -99,7 +100,7 @@ model::TuneResult two_cached(double a_hits, double b_hits, uint32_t b_dim) {
 
 uint64_t rows_chosen(const model::TuneResult& r, const std::string& t) {
   const auto* c = testing::chosen(r, t);
-  return c ? nlohmann::json::parse(c->params_json).value("cache_rows", uint64_t{0}) : 0;
+  return c ? c->params.cache_rows.value_or(0) : 0;
 }
 
 TEST(OffloadValue, TheBudgetLeftGoesToTheRowsThatAvoidTheMostMissedBytesPerByte) {

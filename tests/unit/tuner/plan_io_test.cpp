@@ -2,6 +2,7 @@
 // in every format (quotes, newlines, escape sequences, code, non-ASCII), never code in the
 // TorchRec file (checked by importing it with Python); plan import refuses malformed plans
 // with one line.
+#include "edo/model/strategy_params_json.h"
 #include "edo/tuner/plan_io.h"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ TuneCandidate cand(const std::string& table, const std::string& strategy, const 
   c.table = table;
   c.strategy = strategy;
   c.spec = spec;
-  c.params_json = params;
+  c.params = model::params_from_text(params);
   c.device_bytes = device;
   c.host_bytes = host;
   c.step_us = us;

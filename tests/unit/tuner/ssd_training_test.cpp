@@ -8,7 +8,6 @@
 //    with no host cache (L2) each goes to the SSD, 1000 write-backs and 1000 SSD writes a step.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 
 #include "recordings.h"
 #include "ssd_candidates.h"
@@ -41,7 +40,8 @@ TableGroup scan_group(bool trained, const std::string& optimizer, bool fresh = f
 std::vector<Candidate> ssd_of(const TableGroup& g, const SsdLinks& links) {
   std::vector<Candidate> out(1);
   out[0].baseline = true;
-  out[0].strategy = out[0].spec = "fp32";
+  out[0].strategy = "fp32";
+  out[0].set_spec("fp32");
   add_ssd_candidates(g, {100000, 0}, links, out);  // a host budget below the table's 262144 bytes
   out.erase(out.begin());
   return out;
@@ -84,36 +84,38 @@ void expect_trained(bool fresh, uint64_t rows, Each each) {
   ASSERT_EQ(trained.size(), served.size());
   for (size_t i = 0; i < trained.size(); ++i) {
     const Candidate &t = trained[i], &s = served[i];
-    const auto p = nlohmann::json::parse(t.params_json);
-    ASSERT_EQ(p["device_cache_rows"], nlohmann::json::parse(s.params_json)["device_cache_rows"]);
+    const model::StrategyParams& p = t.params;
+    ASSERT_EQ(p.device_cache_rows, s.params.device_cache_rows);
     // Row-wise Adagrad's state: one fp32 for each row, on the device.
     EXPECT_EQ(t.device_bytes, s.device_bytes + rows * 4);
     EXPECT_EQ(t.host_bytes, s.host_bytes);
     EXPECT_EQ(t.ssd_bytes, rows * 64);
     EXPECT_EQ(t.optimizer, "rowwise_adagrad");
     EXPECT_TRUE(t.needs_retraining);
-    EXPECT_EQ(p["optimizer"], "rowwise_adagrad");
-    EXPECT_EQ(p["optimizer_state_bytes"], rows * 4);
-    EXPECT_NE(p["optimizer_why"].get<std::string>().find("adam"), std::string::npos);
+    EXPECT_EQ(p.optimizer, "rowwise_adagrad");
+    EXPECT_EQ(p.optimizer_state_bytes, rows * 4);
+    ASSERT_TRUE(p.optimizer_why);
+    EXPECT_NE(p.optimizer_why->find("adam"), std::string::npos);
     each(p, t.added_us - s.added_us);
   }
 }
 
 TEST(SsdTraining, ATrainedTableIsOfferedWithItsStateAndWriteBacks) {
   int whole_cycle = 0, smallest_no_l2 = 0;
-  expect_trained(false, 4096, [&](const nlohmann::json& p, double more_us) {
-    ASSERT_GE(p["device_cache_rows"].get<uint64_t>(), 1000u);
+  expect_trained(false, 4096, [&](const model::StrategyParams& p, double more_us) {
+    ASSERT_GE(p.device_cache_rows.value_or(0), 1000u);
     ++whole_cycle;
-    EXPECT_DOUBLE_EQ(p["writebacks_per_step"].get<double>(), 0);
-    EXPECT_DOUBLE_EQ(p["ssd_writes_per_step"].get<double>(), 0);
+    EXPECT_EQ(p.writebacks_per_step, 0.0);
+    EXPECT_EQ(p.ssd_writes_per_step, 0.0);
     EXPECT_DOUBLE_EQ(more_us, 0);
   });
-  expect_trained(true, 10000, [&](const nlohmann::json& p, double more_us) {
-    ASSERT_EQ(p["device_cache_rows"], 32);
-    if (p["host_cache_rows"] != 0) return;
+  expect_trained(true, 10000, [&](const model::StrategyParams& p, double more_us) {
+    ASSERT_EQ(p.device_cache_rows, 32u);
+    if (p.host_cache_rows != 0u) return;
     ++smallest_no_l2;
-    EXPECT_DOUBLE_EQ(p["writebacks_per_step"].get<double>(), 1000);
-    EXPECT_DOUBLE_EQ(p["ssd_writes_per_step"].get<double>(), 1000);
+    ASSERT_TRUE(p.writebacks_per_step && p.ssd_writes_per_step);
+    EXPECT_DOUBLE_EQ(*p.writebacks_per_step, 1000);
+    EXPECT_DOUBLE_EQ(*p.ssd_writes_per_step, 1000);
     EXPECT_DOUBLE_EQ(more_us, 2.56 + 610.3515625);  // SsdTraining.WriteBackTimeByHand's figures
   });
   EXPECT_GT(whole_cycle, 0);

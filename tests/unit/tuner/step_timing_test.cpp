@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "edo/model/strategy_params_json.h"
 #include "edo/kernels/backend.h"
 #include "edo/kernels/strategy.h"
 #include "edo/kernels/training.h"
@@ -167,7 +168,7 @@ TEST(StepTiming, AnOffloadTrainedByTheBackendKeepsItsHeldOutHitRate) {
   for (const auto& c : r.candidates) {
     if (c.strategy != "offload") continue;
     ++offloads;
-    ASSERT_TRUE(c.heldout_hit_rate) << c.spec << ": " << c.params_json;
+    ASSERT_TRUE(c.heldout_hit_rate) << c.spec << ": " << model::params_to_text(c.params);
     ASSERT_TRUE(c.hit_rate) << c.spec;
     EXPECT_EQ(*c.hit_rate, *c.heldout_hit_rate) << c.spec;
     EXPECT_NE(c.step_covers.find("forward+backward"), std::string::npos) << c.step_covers;

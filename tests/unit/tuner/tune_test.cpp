@@ -3,6 +3,7 @@
 // frontier is non-dominated, a strongly skewed table gets an offload cache while a uniform one
 // does not, a fixed seed gives the same plan, Ctrl-C (the cancel flag) keeps what was measured,
 // ties, identical tables and untuned tables are accounted, bad options are one-line errors.
+#include "edo/model/strategy_params_json.h"
 #include "edo/tuner/tuner.h"
 
 #include <gtest/gtest.h>
@@ -67,8 +68,8 @@ TEST_F(TuneSkew, RecordsTheMachineAndMeasuresEverything) {
       // The hit rate the plan uses is the held-out one: fitted on the first 70 % of the
       // recorded order, replayed on the rest (cache_replay.h).
       EXPECT_EQ(*c.hit_rate, *c.heldout_hit_rate);
-      const auto params = nlohmann::json::parse(c.params_json);
-      const double k = params["cache_rows"].get<double>();
+      ASSERT_TRUE(c.params.cache_rows) << c.spec;
+      const double k = static_cast<double>(*c.params.cache_rows);
       const double rows = c.table == "small" ? 2000 : 100000;
       if (c.spec.find("static") != std::string::npos) {
         // A hot set scored on lookups it was not fitted to does not beat the whole recording's
@@ -343,7 +344,7 @@ TEST(Tune, IdenticalTablesMayShareOneCopy) {
     std::string s;
     for (const auto& n : r.notes) s += "\nnote: " + n;
     for (const auto& c : r.candidates)
-      s += "\n" + c.table + " " + c.spec + " " + c.params_json + " " + std::to_string(c.device_bytes) + " B, error " +
+      s += "\n" + c.table + " " + c.spec + " " + model::params_to_text(c.params) + " " + std::to_string(c.device_bytes) + " B, error " +
            std::to_string(c.error) + " " + c.note;
     return s;
   }();
@@ -359,7 +360,7 @@ TEST(Tune, IdenticalTablesMayShareOneCopy) {
   const auto* owner = chosen(r, owner_name);
   ASSERT_NE(owner, nullptr);
   EXPECT_EQ(owner->strategy, "fp32");
-  EXPECT_NE(owner->params_json.find("shared_by"), std::string::npos) << owner->params_json;
+  EXPECT_EQ(owner->params.shared_by, std::vector<std::string>{member_name}) << model::params_to_text(owner->params);
   EXPECT_EQ(owner->device_bytes, a.weight_bytes);
   for (const auto& ch : r.choices) {
     if (ch.table == owner_name) { EXPECT_NE(ch.why.find("one copy shared with " + member_name), std::string::npos) << ch.why; }
@@ -378,7 +379,7 @@ TEST(Tune, IdenticalTablesMayShareOneCopy) {
   // Sharing made slower: the baseline keeps the pair apart, each table with its own copy.
   TuneResult apart = r;
   for (auto& c : apart.candidates)
-    if (c.params_json.find("shared_by") != std::string::npos) c.step_us *= 2;  // sharing made slower
+    if (c.params.shared_by) c.step_us *= 2;  // sharing made slower
   replan(apart, 10 * a.weight_bytes, 0);
   ASSERT_TRUE(apart.feasible);
   for (const auto& ch : apart.choices) {

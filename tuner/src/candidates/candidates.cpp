@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "cache_policies.h"
 #include "activation_notes.h"
 #include "cache_replay.h"
@@ -18,7 +16,13 @@
 
 namespace edo::tuner {
 
-using ordered_json = nlohmann::ordered_json;
+using model::StrategyParams;
+using P = model::StrategyParams;
+
+void Candidate::set_spec(const std::string& text) {
+  kernel = kernels::StrategySpec::parse(text);
+  spec = text;
+}
 
 std::string baseline_spec(const std::string& dtype) {
   const auto t = parse_dtype(dtype);
@@ -83,19 +87,19 @@ struct Builder {
     return dense_grad ? to / from : (D * to + 8.0) / (D * from + 8.0);
   }
 
-  void add(const std::string& strategy, const std::string& spec, ordered_json params, int level, bool retrain, Trainable tr,
+  void add(const std::string& strategy, const std::string& spec, StrategyParams params, int level, bool retrain, Trainable tr,
            uint64_t cache_rows = 0, std::optional<double> recorded = std::nullopt, bool baseline = false) {
     Candidate c;
     c.strategy = strategy;
-    c.spec = spec;
-    c.params_json = params.dump();
+    c.set_spec(spec);
+    c.params = std::move(params);
     c.level = level;
     // A training job cannot train an inference format in place (step_timing.h).
     c.needs_retraining = retrain || (training() && !baseline && training_needs_retraining(strategy));
     c.cache_rows = cache_rows;
     c.recorded_hit_rate = recorded;
     c.baseline = baseline;
-    const FormatSize w = size(spec, g.rows, g.dim, kept_rows);
+    const FormatSize w = size(c.kernel, g.rows, g.dim, kept_rows);
     const bool offload = strategy == "offload";
     // Tables with identical weights (g.identical): the baseline keeps them apart, as
     // recorded; every other candidate shares one copy (and one optimizer state).
@@ -109,9 +113,7 @@ struct Builder {
     c.device_bytes = w.device_bytes + (offload ? 0 : state + grads) + (apart ? g.identical_bytes : 0);
     c.host_bytes = w.host_bytes + (offload ? state + grads : 0);
     if (apart || shared) {
-      ordered_json p = ordered_json::parse(c.params_json);
-      p[apart ? "apart_from" : "shared_by"] = g.identical;
-      c.params_json = p.dump();
+      c.params.set(apart ? &P::apart_from : &P::shared_by, g.identical);
       c.needs_retraining = c.needs_retraining || (shared && training());
     }
     out.push_back(c);
@@ -139,16 +141,16 @@ struct Builder {
 // Row formats no larger than the baseline: fp16/bf16, int8, int4, fp8.
 void add_row_formats(Builder& b, const std::string& base, const Trainable& dense) {
   if (base == "fp32") {
-    b.add("fp16", "fp16", ordered_json::object(), 1, false, dense);
-    b.add("bf16", "bf16", ordered_json::object(), 1, false, dense);
+    b.add("fp16", "fp16", {}, 1, false, dense);
+    b.add("bf16", "bf16", {}, 1, false, dense);
   } else if (base == "fp16") {
-    b.add("bf16", "bf16", ordered_json::object(), 2, false, dense);
+    b.add("bf16", "bf16", {}, 2, false, dense);
   } else if (base == "bf16") {
-    b.add("fp16", "fp16", ordered_json::object(), 2, false, dense);
+    b.add("fp16", "fp16", {}, 2, false, dense);
   }
-  b.add("int8", "int8", ordered_json::object(), 1, false, dense);
-  b.add("int4", "int4", ordered_json::object(), 1, false, dense);
-  if (base != "fp8") b.add("fp8", "fp8", ordered_json{{"scale", "row"}}, 2, false, dense);
+  b.add("int8", "int8", {}, 1, false, dense);
+  b.add("int4", "int4", {}, 1, false, dense);
+  if (base != "fp8") b.add("fp8", "fp8", StrategyParams().set(&P::scale, "row"), 2, false, dense);
 }
 
 // The offload cache sizes offered: fitted on the replay's earlier part, else from the recorded
@@ -185,24 +187,17 @@ struct OffloadEvidence {
 // The LRU candidate's params (what FBGEMM runs): its algorithm (TorchRec's CacheAlgorithm) is
 // the one of more held-out hits in FBGEMM's own set-associative cache, LRU when nothing says.
 // Returns that algorithm.
-std::string add_policy_params(ordered_json& params, const OffloadEvidence& ev, const std::optional<PolicyRates>& pr) {
+std::string add_policy_params(StrategyParams& params, const OffloadEvidence& ev, const std::optional<PolicyRates>& pr) {
   std::string algorithm = "lru";
   if (pr) {
     algorithm = pr->chosen;
-    params["policy_replays"] = {{"cache_rows", pr->cache_rows},
-                                {"slots", pr->slots},
-                                {"sample_rate", ev.policies->rate()},
-                                {"lru", pr->lru},
-                                {"lfu", pr->lfu},
-                                {"fbgemm_lru", pr->fbgemm_lru},
-                                {"fbgemm_lfu", pr->fbgemm_lfu},
-                                {"fbgemm_lru_prefetch", pr->fbgemm_lru_prefetch},
-                                {"optimal", pr->optimal}};
-    params["policy_headroom"] = pr->headroom();
+    params.set(&P::policy_replays, model::PolicyReplays{pr->cache_rows, pr->slots, ev.policies->rate(), pr->lru, pr->lfu, pr->fbgemm_lru,
+                                                        pr->fbgemm_lfu, pr->fbgemm_lru_prefetch, pr->optimal});
+    params.set(&P::policy_headroom, pr->headroom());
   } else if (ev.replay) {
-    params["policy_replays_missing"] = ev.why_no_policies;
+    params.set(&P::policy_replays_missing, ev.why_no_policies);
   }
-  params["cache_policy"] = algorithm;
+  params.set(&P::cache_policy, algorithm);
   return algorithm;
 }
 
@@ -221,14 +216,14 @@ void add_offload_size(Builder& b, const OffloadEvidence& ev, uint64_t k, uint64_
   if (ev.policies) pr = ev.policies->at(k, g.rows);
   for (const char* policy : {"lru", "static"}) {
     const bool is_lru = std::string(policy) == "lru";
-    ordered_json params{{"cache_rows", k}, {"policy", policy}};
+    StrategyParams params;
+    params.set(&P::cache_rows, k).set(&P::policy, policy);
     if (ev.replay) {
-      params["heldout"] = {{"fit_fraction", CacheReplay::kFitFraction}, {"sample_rate", ev.replay->rate()},
-                           {"heldout_sampled_refs", ev.replay->held_out_refs()}};
+      params.set(&P::heldout, model::HeldOutReplay{CacheReplay::kFitFraction, ev.replay->rate(), {}, {}, ev.replay->held_out_refs()});
     } else {
-      params["hit_rate_estimated"] = ev.why_no_replay;
+      params.set(&P::hit_rate_estimated, ev.why_no_replay);
     }
-    if (is_lru && knee > 0) params["knee_rows"] = knee;
+    if (is_lru && knee > 0) params.set(&P::knee_rows, knee);
     const std::string algorithm = is_lru ? add_policy_params(params, ev, pr) : "lru";
     const size_t at = b.out.size();
     const std::string spec = "offload:cache=" + frac + ":policy=" + policy;
@@ -237,7 +232,7 @@ void add_offload_size(Builder& b, const OffloadEvidence& ev, uint64_t k, uint64_
       for (size_t j = at; j < b.out.size(); ++j) b.out[j].heldout_hit_rate = is_lru ? ev.replay->lru_hit_rate(k) : ev.replay->static_hit_rate(k);
     if (is_lru) {
       const uint32_t element_bytes = model::dtype_size(g.dtype) == 2 ? 2 : 4;
-      const uint64_t own = b.size(spec, g.rows, g.dim, 0).device_bytes;
+      const uint64_t own = b.size(b.out[at].kernel, g.rows, g.dim, 0).device_bytes;
       const uint64_t fbgemm = fbgemm_cache_device_bytes(g.rows, g.dim, element_bytes, static_cast<double>(k) / R, algorithm == "lfu", false);
       for (size_t j = at; j < b.out.size(); ++j) b.out[j].device_bytes = b.out[j].device_bytes - own + fbgemm;
     }
@@ -268,13 +263,11 @@ void add_pruned_candidate(Builder& b) {
   const TableGroup& g = b.g;
   if (!(g.counts.mode() == stats::CountMode::kExact && g.counts.unique_rows() < g.rows && g.counts.unique_rows() > 0)) return;
   b.kept_rows = g.counts.unique_rows();
-  ordered_json params{{"kept_rows", b.kept_rows}};
+  StrategyParams params;
+  params.set(&P::kept_rows, b.kept_rows);
   const model::HeldOut h = held_out_of(g);
-  if (h.valid) {
-    params["held_out_lost_fraction"] = h.lost_fraction();
-    params["held_out_lookups"] = h.held_out_lookups;
-  }
-  if (h.valid && g.first_seen.size() > 1) params["held_out_streams"] = g.first_seen.size();
+  if (h.valid) params.set(&P::held_out_lost_fraction, h.lost_fraction()).set(&P::held_out_lookups, h.held_out_lookups);
+  if (h.valid && g.first_seen.size() > 1) params.set(&P::held_out_streams, g.first_seen.size());
   const size_t at = b.out.size();
   const double D = g.dim;
   b.add("pruned", "pruned", params, 3, true, Trainable{static_cast<double>(b.kept_rows) * D, static_cast<double>(b.kept_rows)});
@@ -299,14 +292,16 @@ void add_fitted_candidates(Builder& b) {
     // With a recorded activation, the rows x r intermediate (and its gradient) per step.
     const uint64_t act = lowrank_activation_bytes(g, r);
     const size_t at = b.out.size();
-    b.add("lowrank", "lowrank:rank=" + std::to_string(r), act ? ordered_json{{"rank", r}, {"activation_bytes", act}} : ordered_json{{"rank", r}},
-          4, false, Trainable{R * r + double(r) * D, R + r});
+    StrategyParams params;
+    params.set(&P::rank, r);
+    if (act) params.set(&P::activation_bytes, act);
+    b.add("lowrank", "lowrank:rank=" + std::to_string(r), params, 4, false, Trainable{R * r + double(r) * D, R + r});
     for (size_t i = at; i < b.out.size(); ++i) b.out[i].device_bytes += act;
   }
   for (uint32_t dsub : {8u, 16u}) {
     if (g.dim % dsub != 0 || g.dim / dsub < 1) continue;
     const uint32_t m = g.dim / dsub;
-    b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", ordered_json{{"m", m}, {"k", 256}, {"iters", 5}, {"sample", 16384}}, 4,
+    b.add("pq", "pq:m=" + std::to_string(m) + ":iters=5:sample=16384", StrategyParams().set(&P::m, m).set(&P::k, 256).set(&P::iters, 5).set(&P::sample, 16384), 4,
           false, Trainable{256.0 * m * dsub, 256.0 * m});
   }
 }
@@ -318,12 +313,12 @@ void add_hashing_candidates(Builder& b) {
   const double R = static_cast<double>(g.rows), D = g.dim;
   for (uint64_t div : {4u, 16u}) {
     const uint64_t buckets = g.rows / div;
-    b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", ordered_json{{"buckets", buckets}, {"k", 2}}, 5, true,
+    b.add("multihash", "multihash:buckets=" + std::to_string(buckets) + ":k=2", StrategyParams().set(&P::buckets, buckets).set(&P::k, 2), 5, true,
           Trainable{static_cast<double>(buckets) * D, static_cast<double>(buckets)});
   }
   for (uint64_t m : {4u, 16u}) {
     const double q = std::ceil(R / static_cast<double>(m));
-    b.add("qr", "qr:m=" + std::to_string(m), ordered_json{{"m", m}}, 5, true, Trainable{(q + m) * D, q + m});
+    b.add("qr", "qr:m=" + std::to_string(m), StrategyParams().set(&P::m, m), 5, true, Trainable{(q + m) * D, q + m});
   }
 }
 
@@ -335,12 +330,12 @@ std::vector<Candidate> enumerate_candidates(const TableGroup& g, const SizeFn& s
   if (base.empty() || g.rows == 0 || g.dim == 0) return {};
   const double R = static_cast<double>(g.rows), D = g.dim;
   const Trainable dense{R * D, R};
-  b.add(base, base, ordered_json::object(), 0, false, dense, 0, std::nullopt, true);
+  b.add(base, base, {}, 0, false, dense, 0, std::nullopt, true);
   // Identical tables: their baseline format with one shared copy (measured as the baseline:
   // the same spec on the same lookups).
   if (!g.identical.empty()) {
     const size_t at = b.out.size();
-    b.add(base, base, ordered_json::object(), 1, false, dense);
+    b.add(base, base, {}, 1, false, dense);
     b.out[at].measure_as = 0;
   }
   // A table read whole by something other than its lookups (a head's F.linear on its weight)

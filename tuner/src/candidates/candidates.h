@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "edo/kernels/strategy.h"
+#include "edo/model/strategy_params.h"
 #include "workload.h"
 
 namespace edo::tuner {
@@ -20,12 +22,15 @@ struct FormatSize {
   uint64_t device_bytes = 0;
   uint64_t host_bytes = 0;
 };
-using SizeFn = std::function<FormatSize(const std::string& spec, uint64_t rows, uint32_t dim, uint64_t kept_rows)>;
+using SizeFn = std::function<FormatSize(const kernels::StrategySpec& spec, uint64_t rows, uint32_t dim, uint64_t kept_rows)>;
 
 struct Candidate {
   std::string strategy;        // kernels strategy name
-  std::string spec;            // kernels spec (what is encoded and measured)
-  std::string params_json;     // the parameters a reader needs (JSON object)
+  // The kernels' spec (what is encoded and measured): its text, as stored and exported, and
+  // that text parsed once (set_spec), which the sizes, encoders and models take.
+  std::string spec;
+  kernels::StrategySpec kernel;
+  model::StrategyParams params;  // the parameters a reader needs
   std::string optimizer;       // "" (as recorded / inference), "rowwise_adagrad", "sparse_adam",
                                // "sparse_adagrad", "frozen", "tie_head" (llm_candidates.h) or
                                // "trim_vocab" (trim_candidates.h)
@@ -50,6 +55,9 @@ struct Candidate {
   std::optional<double> held_out_error;
   // Pruning: its loss was measured on held-out lookups (model::TuneCandidate::validated).
   bool validated = true;
+
+  // Sets `spec` and `kernel`; throws std::invalid_argument for text that is not a kernels spec.
+  void set_spec(const std::string& text);
 };
 
 // Cache sizes (rows) for offload: the recorded LRU curve's first points at or above 50, 80, 90,

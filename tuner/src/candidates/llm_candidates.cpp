@@ -4,12 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "edo/model/profile.h"
 #include "step_timing.h"
 
 namespace edo::tuner {
+
+using P = model::StrategyParams;
 
 namespace {
 
@@ -79,16 +79,11 @@ void add_training_lever_candidates(const TableGroup& g, Candidate base, std::vec
       // The optimizer state is the recorded one: SparseAdam keeps exp_avg and exp_avg_sq per
       // element as Adam does, Adagrad its sum (torch/optim/sparse_adam.py, adagrad.py).
       c.device_bytes = base.device_bytes - g.grad_bytes + grad;
-      nlohmann::ordered_json params = nlohmann::ordered_json::parse(base.params_json);
-      params["gradient"] = "sparse";
-      params["gradient_rows_per_step"] = static_cast<uint64_t>(rows);
-      params["gradient_rows_basis"] =
-          "lookups per step (the recording's mean, rounded up: it keeps no per-step maximum): one value row and one int64 "
-          "index per lookup, uncoalesced, as nn.Embedding(sparse=True) makes it";
-      params["dense_gradient_bytes"] = g.grad_bytes;
-      params["sparse_gradient_bytes"] = grad;
-      params["optimizer_from"] = lever_optimizer_kind(g);
-      c.params_json = params.dump();
+      c.params.set(&P::gradient, "sparse").set(&P::gradient_rows_per_step, static_cast<uint64_t>(rows));
+      c.params.set(&P::gradient_rows_basis,
+                   "lookups per step (the recording's mean, rounded up: it keeps no per-step maximum): one value row and one int64 "
+                   "index per lookup, uncoalesced, as nn.Embedding(sparse=True) makes it");
+      c.params.set(&P::dense_gradient_bytes, g.grad_bytes).set(&P::sparse_gradient_bytes, grad).set(&P::optimizer_from, lever_optimizer_kind(g));
       out.push_back(c);
     }
   }
@@ -102,10 +97,7 @@ void add_training_lever_candidates(const TableGroup& g, Candidate base, std::vec
     c.needs_retraining = false;
     c.device_bytes = weights;
     c.host_bytes = 0;
-    nlohmann::ordered_json params = nlohmann::ordered_json::parse(base.params_json);
-    params["saved_gradient_bytes"] = g.grad_bytes;
-    params["saved_optimizer_bytes"] = g.optimizer_bytes;
-    c.params_json = params.dump();
+    c.params.set(&P::saved_gradient_bytes, g.grad_bytes).set(&P::saved_optimizer_bytes, g.optimizer_bytes);
     out.push_back(c);
   }
   // Tying an untied head of the same shape: the head's weights, gradient and optimizer state go.
@@ -117,13 +109,9 @@ void add_training_lever_candidates(const TableGroup& g, Candidate base, std::vec
     c.measure_as = 0;           // the lookups are the baseline's; the head's matmul stays
     // Tied, the table's gradient is dense (the head's reaches every row), as autograd keeps it.
     if (step.training) c.device_bytes = base.device_bytes - g.grad_bytes + std::max(g.grad_bytes, weights);
-    nlohmann::ordered_json params = nlohmann::ordered_json::parse(base.params_json);
-    params["head"] = g.untied_head;
-    params["saved_bytes"] = g.head_weight_bytes + g.head_grad_bytes + g.head_optimizer_bytes;
-    params["saved_weight_bytes"] = g.head_weight_bytes;
-    params["saved_gradient_bytes"] = g.head_grad_bytes;
-    params["saved_optimizer_bytes"] = g.head_optimizer_bytes;
-    c.params_json = params.dump();
+    c.params.set(&P::head, g.untied_head).set(&P::saved_bytes, g.head_weight_bytes + g.head_grad_bytes + g.head_optimizer_bytes);
+    c.params.set(&P::saved_weight_bytes, g.head_weight_bytes).set(&P::saved_gradient_bytes, g.head_grad_bytes);
+    c.params.set(&P::saved_optimizer_bytes, g.head_optimizer_bytes);
     out.push_back(c);
   }
 }

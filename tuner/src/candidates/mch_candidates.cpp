@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
-
 #include "cache_replay.h"
 #include "edo/stats/ordered_sample.h"
 
 namespace edo::tuner {
+
+using P = model::StrategyParams;
 
 namespace {
 
@@ -90,7 +90,7 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
   const std::vector<std::vector<int64_t>> replayed(steps.begin() + static_cast<std::ptrdiff_t>(first), steps.end());
   const bool even = std::fmod(static_cast<double>(s->end - s->begin), g.lookups_per_step) == 0 &&
                     std::floor(g.lookups_per_step) == g.lookups_per_step;
-  const Candidate& base = out.front();
+  const Candidate base = out.front();  // a copy: out grows below (a reference would dangle)
   const double R = static_cast<double>(g.rows);
   const bool training = g.optimizer_bytes > 0 || g.grad_bytes > 0;
   for (uint64_t n : sizes) {
@@ -111,29 +111,17 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
     const double hit = st.hit_rate(), insert = st.insert_rate(), own = st.trained_row_rate();
     const double collision = static_cast<double>(st.miss_row_reads) / static_cast<double>(st.lookups);
     const uint64_t module = mch_module_bytes(n, c.policy, g.lookups_per_step, c.eviction_interval);
-    nlohmann::ordered_json params{{"slots", n},
-                                  {"policy", mch_policy_name(c.policy)},
-                                  {"eviction_interval", c.eviction_interval},
-                                  {"decay_exponent", c.decay_exponent},
-                                  {"hit_rate", hit},
-                                  {"insert_rate", insert},
-                                  {"collision_rate", collision},
-                                  {"eviction_rate", st.eviction_rate()},
-                                  {"own_row_rate", own},
-                                  {"module_bytes", module},
-                                  {"heldout",
-                                   {{"fit_fraction", CacheReplay::kFitFraction},
-                                    {"sample_rate", rate},
-                                    {"sampled_slots", c.slots},
-                                    {"heldout_steps", st.steps},
-                                    {"heldout_sampled_refs", st.lookups}}}};
-    if (!even)
-      params["steps_approximated"] =
-          "step boundaries every " + std::to_string(g.lookups_per_step) + " lookups (the recording's average step)";
     Candidate m;
+    model::StrategyParams& p = m.params;
+    p.set(&P::slots, n).set(&P::policy, mch_policy_name(c.policy)).set(&P::eviction_interval, c.eviction_interval);
+    p.set(&P::decay_exponent, c.decay_exponent).set(&P::hit_rate, hit).set(&P::insert_rate, insert).set(&P::collision_rate, collision);
+    p.set(&P::eviction_rate, st.eviction_rate()).set(&P::own_row_rate, own).set(&P::module_bytes, module);
+    p.set(&P::heldout, model::HeldOutReplay{CacheReplay::kFitFraction, rate, c.slots, st.steps, st.lookups});
+    if (!even)
+      p.set(&P::steps_approximated, "step boundaries every " + std::to_string(g.lookups_per_step) + " lookups (the recording's average step)");
     m.strategy = "mch";
     m.spec = base.spec;
-    m.params_json = params.dump();
+    m.kernel = base.kernel;
     m.needs_retraining = true;  // the model is trained with the remap: its rows are slots, not ids
     m.level = 0;
     m.measure_as = 0;  // the rows are read as the baseline's (the remap's search is not timed)
@@ -142,7 +130,7 @@ void add_mch_candidates(const TableGroup& g, const SizeFn& size, std::vector<Can
     m.validated = true;
     // N rows in the recorded format, the module's buffers, and the recorded optimizer state and
     // gradients sized to N rows.
-    const FormatSize w = size(base.spec, n, g.dim, 0);
+    const FormatSize w = size(base.kernel, n, g.dim, 0);
     const double share = static_cast<double>(n) / R;
     m.device_bytes = w.device_bytes + module +
                      (training ? static_cast<uint64_t>(std::llround(static_cast<double>(g.optimizer_bytes + g.grad_bytes) * share)) : 0);

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include <nlohmann/json.hpp>
-
 #include "cache_policies.h"
 #include "edo/model/tune_reasons.h"
 #include "cache_replay.h"
 #include "ssd_replay.h"
 
 namespace edo::tuner {
+
+using P = model::StrategyParams;
 
 namespace {
 
@@ -112,7 +112,7 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
   const auto replay = fit ? PolicyReplay::of(g.counts, g.lookups_per_step, why_not) : std::nullopt;
   if (!fit || !replay) return;
   const uint64_t row_bytes = g.weight_bytes / g.rows;
-  const Candidate& base = out.front();
+  const Candidate base = out.front();  // a copy: out grows below (a reference would dangle)
   const bool training = g.optimizer_bytes > 0 || g.grad_bytes > 0;
   std::string optimizer_why;
   const std::string optimizer = training ? ssd_optimizer(g, optimizer_why) : "";
@@ -130,36 +130,21 @@ void add_ssd_candidates(const TableGroup& g, const TierBudgets& budgets, const S
       const double writebacks = g.lookups_per_step * n.share(n.writebacks), ssd_writes = g.lookups_per_step * n.share(n.ssd_writes);
       if (training) added += ssd_writeback_us(writebacks, ssd_writes, row_bytes, links, write_basis);
       const uint64_t device = ssd_device_cache_bytes(l1, row_bytes);
-      nlohmann::ordered_json params{{"device_cache_rows", l1},
-                                    {"host_cache_rows", l2},
-                                    {"device_hit_rate", n.device_rate()},
-                                    {"host_hit_rate", n.host_rate()},
-                                    {"ssd_reads_per_step", reads},
-                                    {"host_fetches_per_step", fetches},
-                                    {"row_bytes", row_bytes},
-                                    {"host_link_gbs", links.host_link_gbs},
-                                    {"storage", basis},
-                                    {"cache_policy", "lru"},
-                                    {"heldout",
-                                     {{"fit_fraction", CacheReplay::kFitFraction},
-                                      {"sample_rate", replay->rate()},
-                                      {"heldout_sampled_refs", n.refs}}}};
-      if (training) {
-        params["writebacks_per_step"] = writebacks;
-        params["ssd_writes_per_step"] = ssd_writes;
-        params["storage_writes"] = write_basis;
-        params["optimizer"] = "rowwise_adagrad";
-        params["optimizer_state_bytes"] = ssd_optimizer_state_bytes(g.rows);
-        if (!optimizer_why.empty()) params["optimizer_why"] = optimizer_why;
-      }
-      if (links.storage) {
-        params["ssd_read_us"] = 1e6 / links.storage->row_qd32.reads_per_s;
-        params["ssd_queue_depth"] = 32;
-      }
       Candidate c;
+      model::StrategyParams& p = c.params;
+      p.set(&P::device_cache_rows, l1).set(&P::host_cache_rows, l2).set(&P::device_hit_rate, n.device_rate());
+      p.set(&P::host_hit_rate, n.host_rate()).set(&P::ssd_reads_per_step, reads).set(&P::host_fetches_per_step, fetches);
+      p.set(&P::row_bytes, row_bytes).set(&P::host_link_gbs, links.host_link_gbs).set(&P::storage, basis).set(&P::cache_policy, "lru");
+      p.set(&P::heldout, model::HeldOutReplay{CacheReplay::kFitFraction, replay->rate(), {}, {}, n.refs});
+      if (training) {
+        p.set(&P::writebacks_per_step, writebacks).set(&P::ssd_writes_per_step, ssd_writes).set(&P::storage_writes, write_basis);
+        p.set(&P::optimizer, "rowwise_adagrad").set(&P::optimizer_state_bytes, ssd_optimizer_state_bytes(g.rows));
+        if (!optimizer_why.empty()) p.set(&P::optimizer_why, optimizer_why);
+      }
+      if (links.storage) p.set(&P::ssd_read_us, 1e6 / links.storage->row_qd32.reads_per_s).set(&P::ssd_queue_depth, 32);
       c.strategy = "ssd";
       c.spec = base.spec;
-      c.params_json = params.dump();
+      c.kernel = base.kernel;
       c.level = 0;
       c.measure_as = 0;  // the lookups are the baseline's, served from the device cache
       c.added_us = added;

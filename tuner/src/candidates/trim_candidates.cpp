@@ -1,12 +1,12 @@
 #include "trim_candidates.h"
 
-#include <nlohmann/json.hpp>
-
 #include "edo/model/profile.h"
 #include "activation_notes.h"
 #include "edo/tuner/vocab_coverage.h"
 
 namespace edo::tuner {
+
+using P = model::StrategyParams;
 
 namespace {
 
@@ -57,19 +57,12 @@ void add_trim_vocab_candidates(const TableGroup& g, Candidate base, std::vector<
     const uint64_t dropped = g.rows - kept;
     const uint64_t logits = 2 * tokens * dropped * logit_element;  // the logits and their gradient
     c.held_out_error = t.held_out_lookups ? static_cast<double>(t.held_out_lost) / static_cast<double>(t.held_out_lookups) : 0.0;
-    nlohmann::ordered_json params = nlohmann::ordered_json::parse(base.params_json);
-    params["vocab_coverage"] = coverage_arg(bp);
-    params["kept_rows"] = kept;
-    params["unk_old_id"] = remap->unk_old;
-    params["held_out_lookups"] = t.held_out_lookups;
-    params["held_out_lost_lookups"] = t.held_out_lost;
-    params["saved_table_bytes"] = t.table_bytes_saved;
-    params["remap_bytes"] = remap_bytes;
-    params["head"] = g.lm_head->name;
-    params["head_kind"] = g.lm_head->tied ? "tied" : "untied";
-    params["saved_head_bytes"] = t.head_bytes_saved;
-    params["saved_logit_bytes_per_step"] = logits;
-    c.params_json = params.dump();
+    model::StrategyParams& p = c.params;
+    p.set(&P::vocab_coverage, coverage_arg(bp)).set(&P::kept_rows, kept).set(&P::unk_old_id, remap->unk_old);
+    p.set(&P::held_out_lookups, t.held_out_lookups).set(&P::held_out_lost_lookups, t.held_out_lost);
+    p.set(&P::saved_table_bytes, t.table_bytes_saved).set(&P::remap_bytes, remap_bytes).set(&P::head, g.lm_head->name);
+    p.set(&P::head_kind, g.lm_head->tied ? "tied" : "untied").set(&P::saved_head_bytes, t.head_bytes_saved);
+    p.set(&P::saved_logit_bytes_per_step, logits);
     out.push_back(c);
   }
 }

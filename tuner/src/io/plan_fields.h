@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edo/model/fields.h"
+#include "edo/model/strategy_params_json.h"
 #include "text.h"
 
 namespace edo::tuner::plan_read {
@@ -61,6 +62,7 @@ void fields_to_json(nlohmann::ordered_json& j, const R& r, const model::Record<R
           else if constexpr (std::is_same_v<T, std::optional<double>>) j[f.plan_key()] = opt_or_null(v);
           else if constexpr (std::is_same_v<T, std::optional<int64_t>> || std::is_same_v<T, std::optional<int32_t>>)
             j[f.plan_key()] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+          else if constexpr (std::is_same_v<T, model::StrategyParams>) j[f.plan_key()] = model::params_to_json(v);
           else j[f.plan_key()] = v;
         },
         f.member);
@@ -95,7 +97,10 @@ void fields_from_json(const nlohmann::ordered_json& obj, R& r, const model::Reco
             v = std::move(*reasons);
           } else if constexpr (std::is_same_v<T, bool>) v = get_bool(obj, key, where);
           else if constexpr (std::is_same_v<T, std::optional<double>>) v = opt_number(obj, key, where, f.lo, f.hi);
-          else if constexpr (std::is_same_v<T, double>) {
+          else if constexpr (std::is_same_v<T, model::StrategyParams>) {
+            if (!obj.contains(key) || !obj[key].is_object()) fail(where + ": \"" + key + "\" is not an object");
+            v = model::params_from_json(obj[key]);
+          } else if constexpr (std::is_same_v<T, double>) {
             v = get_number(obj, key, where, true, v);
             if (v > f.hi) fail(where + ": \"" + key + "\" is more than " + std::to_string(f.hi));
           } else {

@@ -437,7 +437,7 @@ TuneCandidate read_candidate(const ordered_json& t, TuneCandidate c, const std::
     if (strategy != "offload") fail(where + ": \"cache_policy\" is set on a table that is not offloaded; set it to null");
     with_policy["cache_policy"] = *cp;
   }
-  c.params_json = with_policy.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  c.params = model::params_from_json(with_policy);
   c.device_bytes = ch.device_bytes;
   c.host_bytes = ch.host_bytes;
   c.ssd_bytes = ch.ssd_bytes;

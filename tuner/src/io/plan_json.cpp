@@ -23,12 +23,6 @@ using model::TuneResult;
 
 namespace {
 
-ordered_json params_of(const TuneCandidate& c) {
-  if (c.params_json.empty()) return ordered_json::object();
-  ordered_json p = ordered_json::parse(c.params_json, nullptr, /*allow_exceptions=*/false);
-  return p.is_object() ? p : ordered_json::object();
-}
-
 // A table's "strategy" and "params": its candidate's, "shared" with its owner, or "unchanged".
 void strategy_json(ordered_json& j, const TuneChoice& ch, const TuneCandidate* c) {
   if (!ch.shares_with.empty()) {
@@ -42,7 +36,7 @@ void strategy_json(ordered_json& j, const TuneChoice& ch, const TuneCandidate* c
     j["params"] = {{"same_weights_as", valid_utf8(c->table)}};
   } else if (c) {
     j["strategy"] = valid_utf8(c->strategy);
-    j["params"] = params_of(*c);
+    j["params"] = model::params_to_json(c->params);
   } else {
     j["strategy"] = "unchanged";
     j["params"] = ordered_json::object();
@@ -94,11 +88,9 @@ ordered_json choice_json(const TuneResult& r, const TuneChoice& ch) {
   // hit rates at FBGEMM's slots: cache_policies.h); null for other strategies, for edo's static
   // hot set, and for the headroom when the recording has no ordered sample.
   {
-    const ordered_json p = c && c->strategy == "offload" ? params_of(*c) : ordered_json::object();
-    auto cp = p.find("cache_policy");
-    auto hr = p.find("policy_headroom");
-    j["cache_policy"] = cp != p.end() && cp->is_string() ? *cp : ordered_json(nullptr);
-    j["policy_headroom"] = hr != p.end() && hr->is_number() ? *hr : ordered_json(nullptr);
+    const bool offload = c && c->strategy == "offload";
+    j["cache_policy"] = offload && c->params.cache_policy ? ordered_json(*c->params.cache_policy) : ordered_json(nullptr);
+    j["policy_headroom"] = offload && c->params.policy_headroom ? ordered_json(*c->params.policy_headroom) : ordered_json(nullptr);
   }
   j["shares_with"] = ch.shares_with.empty() ? ordered_json(nullptr) : ordered_json(valid_utf8(ch.shares_with));
   j["measured_rows"] = c ? c->measured_rows : 0;

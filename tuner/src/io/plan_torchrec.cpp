@@ -77,41 +77,39 @@ std::string config_name_of(const std::string& path) {
   return path;
 }
 
-// The rows a pruned table keeps (params "kept_rows"), 0 when absent or not a positive integer.
-uint64_t kept_rows_of(const TuneCandidate& c) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  if (p.is_object() && p.contains("kept_rows") && p["kept_rows"].is_number_unsigned()) return p["kept_rows"].get<uint64_t>();
-  return 0;
-}
+// The rows a pruned table keeps (params "kept_rows"), 0 when absent.
+uint64_t kept_rows_of(const TuneCandidate& c) { return c.params.kept_rows.value_or(0); }
 
 // A managed-collision choice (mch_candidates.h) as the arguments of TorchRec's
 // MCHManagedCollisionModule (torchrec 1.9.2 torchrec/modules/mc_modules.py line 1089: zch_size,
 // eviction_policy, eviction_interval, input_hash_size) and the rates edo predicts for it.
 std::string mch_module_of(const TuneCandidate& c, uint64_t rows) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  auto num = [&](const char* k, double d) { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : d; };
-  const std::string policy = p.is_object() && p.contains("policy") && p["policy"].is_string() ? p["policy"].get<std::string>() : "distance_lfu";
+  const model::StrategyParams& p = c.params;
+  const std::string policy = p.policy.value_or("distance_lfu");
   const char* cls = policy == "lfu" ? "LFU_EvictionPolicy" : policy == "lru" ? "LRU_EvictionPolicy" : "DistanceLFU_EvictionPolicy";
-  std::string s = "{\"zch_size\": " + std::to_string(static_cast<uint64_t>(num("slots", 0))) +
-                  ", \"eviction_policy\": \"" + cls + "\", \"decay_exponent\": " + python_number(num("decay_exponent", 1.0)) +
-                  ", \"eviction_interval\": " + std::to_string(static_cast<uint64_t>(num("eviction_interval", 1))) +
+  std::string s = "{\"zch_size\": " + std::to_string(p.slots.value_or(0)) + ", \"eviction_policy\": \"" + cls +
+                  "\", \"decay_exponent\": " + python_number(p.decay_exponent.value_or(1.0)) +
+                  ", \"eviction_interval\": " + std::to_string(p.eviction_interval.value_or(1)) +
                   ", \"input_hash_size\": " + std::to_string(rows) + ", \"predicted\": {";
-  const char* keys[] = {"hit_rate", "insert_rate", "collision_rate", "eviction_rate", "own_row_rate"};
-  for (size_t i = 0; i < 5; ++i) s += std::string(i ? ", " : "") + "\"" + keys[i] + "\": " + python_number(num(keys[i], 0.0));
+  const std::pair<const char*, std::optional<double>> rates[] = {{"hit_rate", p.hit_rate},
+                                                                 {"insert_rate", p.insert_rate},
+                                                                 {"collision_rate", p.collision_rate},
+                                                                 {"eviction_rate", p.eviction_rate},
+                                                                 {"own_row_rate", p.own_row_rate}};
+  for (size_t i = 0; i < 5; ++i) {
+    const double v = rates[i].second.value_or(0.0);
+    s += std::string(i ? ", " : "") + "\"" + rates[i].first + "\": " + python_number(std::isfinite(v) ? v : 0.0);
+  }
   return s + "}}";
 }
 
 double cache_load_factor(const TuneCandidate& c, uint64_t rows) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  if (p.is_object() && p.contains("cache_rows") && p["cache_rows"].is_number() && rows > 0)
-    return p["cache_rows"].get<double>() / static_cast<double>(rows);
-  if (p.is_object() && p.contains("cache") && p["cache"].is_number()) return p["cache"].get<double>();
+  if (c.params.cache_rows && rows > 0) return static_cast<double>(*c.params.cache_rows) / static_cast<double>(rows);
   return 0.0;
 }
 
 bool lru_policy(const TuneCandidate& c) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  return !(p.is_object() && p.contains("policy") && p["policy"] == "static");
+  return c.params.policy != "static";
 }
 
 // Python list of numbers / strings.
@@ -199,9 +197,7 @@ std::string stats_of(const TorchRecFacts* f, std::optional<std::pair<double, dou
 // (a plan's params "cache_policy": "lru" or "lfu", LRU when absent: FBGEMM's
 // CacheAlgorithm.LRU / LFU, fbgemm_gpu/split_table_batched_embeddings_ops_common.py).
 std::string cache_algorithm_of(const TuneCandidate& c) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  if (p.is_object() && p.contains("cache_policy") && p["cache_policy"] == "lfu") return "LFU";
-  return "LRU";
+  return c.params.cache_policy == "lfu" ? "LFU" : "LRU";
 }
 
 // The miss rate the plan measured for an offload at its cache (held out when it was), for
@@ -224,7 +220,7 @@ std::optional<KeyValueSizing> ssd_choice(const TuneCandidate& c, const model::Tu
   }
   dt = data_type_of(ssd_row_format(c, *t), true, why_not);
   if (dt.empty()) return std::nullopt;
-  auto kv = key_value_sizing(c.params_json, t->rows, t->dim, dt == "FP16" ? 2 : 4, why_not);
+  auto kv = key_value_sizing(c.params, t->rows, t->dim, dt == "FP16" ? 2 : 4, why_not);
   if (!kv || !t->training) dt.clear();
   if (kv && !t->training)
     why_not = "TorchRec's inference (quant) sharders have no key-value kernel (BaseQuantEmbeddingSharder.compute_kernels: quant, "
@@ -246,7 +242,7 @@ std::string key_value_constraint(const KeyValueSizing& kv) {
 // A trained table's entry names the optimizer TorchRec must train it with ("optimizer") and,
 // when the job's was another, why it changes (the candidate's "optimizer_why").
 std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bool in_constraints, bool training) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
+  const model::StrategyParams& p = c.params;
   std::string s = "{\"device_cache_rows\": " + std::to_string(kv.device_cache_rows) +
                   ", \"host_cache_rows\": " + std::to_string(kv.host_cache_rows) +
                   ", \"l1_rows\": " + std::to_string(kv.l1_sets * kFbgemmWays) +
@@ -255,15 +251,18 @@ std::string key_value_entry(const TuneCandidate& c, const KeyValueSizing& kv, bo
                   ", \"in_constraints\": " + (in_constraints ? "True" : "False");
   if (training) {
     s += ", \"optimizer\": \"EXACT_ROWWISE_ADAGRAD\"";
-    if (p.is_object() && p.contains("optimizer_why") && p["optimizer_why"].is_string())
-      s += ", \"optimizer_why\": " + python_string(p["optimizer_why"].get<std::string>());
+    if (p.optimizer_why) s += ", \"optimizer_why\": " + python_string(*p.optimizer_why);
   }
   s += ", \"replayed\": {";
-  const char* keys[] = {"device_hit_rate", "host_hit_rate", "ssd_reads_per_step", "writebacks_per_step", "ssd_writes_per_step"};
+  const std::pair<const char*, std::optional<double>> replayed[] = {{"device_hit_rate", p.device_hit_rate},
+                                                                    {"host_hit_rate", p.host_hit_rate},
+                                                                    {"ssd_reads_per_step", p.ssd_reads_per_step},
+                                                                    {"writebacks_per_step", p.writebacks_per_step},
+                                                                    {"ssd_writes_per_step", p.ssd_writes_per_step}};
   bool first = true;
-  for (const char* k : keys)
-    if (p.is_object() && p.contains(k) && p[k].is_number()) {
-      s += std::string(first ? "" : ", ") + "\"" + k + "\": " + python_number(p[k].get<double>());
+  for (const auto& [k, v] : replayed)
+    if (v && std::isfinite(*v)) {
+      s += std::string(first ? "" : ", ") + "\"" + k + "\": " + python_number(*v);
       first = false;
     }
   return s + "}}";

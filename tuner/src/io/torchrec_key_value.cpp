@@ -26,14 +26,9 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 }  // namespace
 
-std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, uint64_t rows, uint32_t dim,
-                                               uint32_t element_bytes, std::string& why_not) {
-  const auto p = nlohmann::json::parse(params_json.empty() ? "{}" : params_json, nullptr, false);
-  auto count = [&](const char* key) -> std::optional<uint64_t> {
-    if (p.is_object() && p.contains(key) && p[key].is_number_unsigned()) return p[key].get<uint64_t>();
-    return std::nullopt;
-  };
-  const auto device_rows = count("device_cache_rows"), host_rows = count("host_cache_rows");
+std::optional<KeyValueSizing> key_value_sizing(const model::StrategyParams& p, uint64_t rows, uint32_t dim, uint32_t element_bytes,
+                                               std::string& why_not) {
+  const auto device_rows = p.device_cache_rows, host_rows = p.host_cache_rows;
   if (!device_rows || !host_rows) {
     why_not = "the plan's ssd params have no device_cache_rows and host_cache_rows (whole row counts)";
     return std::nullopt;
@@ -78,7 +73,7 @@ std::string ssd_row_format(const model::TuneCandidate& c, const model::TuneTable
 nlohmann::ordered_json key_value_params_json(const model::TuneCandidate& c, const model::TuneTable& t) {
   const std::string f = ssd_row_format(c, t);
   std::string why_not;
-  const auto kv = f == "fp32" || f == "fp16" ? key_value_sizing(c.params_json, t.rows, t.dim, f == "fp16" ? 2 : 4, why_not) : std::nullopt;
+  const auto kv = f == "fp32" || f == "fp16" ? key_value_sizing(c.params, t.rows, t.dim, f == "fp16" ? 2 : 4, why_not) : std::nullopt;
   if (!kv) return nullptr;
   return {{"max_l1_cache_size", kv->max_l1_cache_mb}, {"l2_cache_size", kv->l2_cache_gb}, {"l1_rows", kv->l1_sets * kFbgemmWays}};
 }

@@ -47,11 +47,11 @@ struct KeyValueSizing {
   uint64_t l2_cache_gb = 0;        // KeyValueParams.l2_cache_size (0: no L2)
 };
 
-// The sizes for an ssd choice's params (JSON text) on a table of `rows` rows of `dim` elements
-// of `element_bytes`; nullopt (and why_not, one line) when the params lack the cache rows or
+// The sizes for an ssd choice's params on a table of `rows` rows of `dim` elements of
+// `element_bytes`; nullopt (and why_not, one line) when the params lack the cache rows or
 // TorchRec cannot build an L1 that large.
-std::optional<KeyValueSizing> key_value_sizing(const std::string& params_json, uint64_t rows, uint32_t dim,
-                                               uint32_t element_bytes, std::string& why_not);
+std::optional<KeyValueSizing> key_value_sizing(const model::StrategyParams& p, uint64_t rows, uint32_t dim, uint32_t element_bytes,
+                                               std::string& why_not);
 
 // The row format an ssd choice keeps its rows in: its spec when that is a row format (plan
 // import requires one), else the table's recorded dtype ("fp32" when none).

@@ -10,6 +10,7 @@
 
 #include "edo/kernels/formats/row_formats.h"
 #include "edo/kernels/strategy.h"
+#include "modelled.h"
 
 namespace edo::tuner {
 
@@ -46,7 +47,10 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
 }  // namespace
 
 LookupTraffic lookup_traffic(const std::string& spec_text, uint32_t dim, double hit_rate, double sector) {
-  const kernels::StrategySpec s = kernels::StrategySpec::parse(spec_text);
+  return lookup_traffic(kernels::StrategySpec::parse(spec_text), dim, hit_rate, sector);
+}
+
+LookupTraffic lookup_traffic(const kernels::StrategySpec& s, uint32_t dim, double hit_rate, double sector) {
   const double D = dim;
   LookupTraffic t;
   // Every lookup reads its int64 index and writes its bag's fp32 output row, streamed.

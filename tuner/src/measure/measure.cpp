@@ -39,9 +39,9 @@ uint64_t measured_rows(uint64_t rows, uint32_t dim, uint64_t cap_bytes) {
   return std::max(fit, std::min<uint64_t>(rows, uint64_t{1} << 18));
 }
 
-std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured) {
-  if (measured == rows) return c.spec;
-  kernels::StrategySpec s = kernels::StrategySpec::parse(c.spec);
+kernels::StrategySpec measured_spec(const Candidate& c, uint64_t rows, uint64_t measured) {
+  if (measured == rows) return c.kernel;
+  kernels::StrategySpec s = c.kernel;
   char buf[48];
   if (s.name == "offload") {
     const uint64_t k = std::min(c.cache_rows, measured);
@@ -51,7 +51,7 @@ std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured) 
     const double b = std::stod(s.params["buckets"]) * static_cast<double>(measured) / static_cast<double>(rows);
     s.params["buckets"] = std::to_string(std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(b))));
   }
-  return s.to_string();
+  return s;
 }
 
 double weighted_error(const kernels::EncodedTable& table, const ReferenceRows& ref) {
@@ -316,8 +316,7 @@ double TableBench::reference_error(const Candidate& c, const TuneOptions& o) con
   kernels::EncodeOptions eo;
   eo.counts = counts.data();
   eo.seed = o.seed;
-  const std::string spec = measured_spec(c, g_.rows, n);
-  const auto table = kernels::encode(kernels::StrategySpec::parse(spec), ref_.values.data(), n, g_.dim, eo);
+  const auto table = kernels::encode(measured_spec(c, g_.rows, n), ref_.values.data(), n, g_.dim, eo);
   ReferenceRows own;
   own.positions.resize(n);
   for (uint64_t i = 0; i < n; ++i) own.positions[i] = i;
@@ -359,11 +358,10 @@ double TableBench::lru_hit_rate(uint64_t slots, uint64_t seed) const {
   return counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
 }
 
-double TableBench::offload_hit_rate(const Candidate& c, const std::string& spec, double measured, bool fresh_lru,
+double TableBench::offload_hit_rate(const Candidate& c, const kernels::StrategySpec& s, double measured, bool fresh_lru,
                                     const TuneOptions& o) const {
   if (c.heldout_hit_rate) return *c.heldout_hit_rate;
   if (!fresh_lru) return measured;
-  const kernels::StrategySpec s = kernels::StrategySpec::parse(spec);
   const auto policy = s.params.find("policy");
   if (policy == s.params.end() || policy->second != "lru") return measured;
   const auto cache = s.params.find("cache");
@@ -389,15 +387,16 @@ std::pair<double, double> spread_of(const std::vector<double>& v) {
 
 }  // namespace
 
-std::unique_ptr<kernels::EncodedTable> TableBench::encode_measured(const std::string& spec, const TuneOptions& o) const {
+std::unique_ptr<kernels::EncodedTable> TableBench::encode_measured(const kernels::StrategySpec& spec, const TuneOptions& o) const {
   kernels::EncodeOptions eo;
   eo.counts = counts_.data();
   eo.seed = o.seed;
-  return kernels::encode(kernels::StrategySpec::parse(spec), weights_.data(), rows_, g_.dim, eo);
+  return kernels::encode(spec, weights_.data(), rows_, g_.dim, eo);
 }
 
 kernels::EncodedTable& TableBench::baseline_table(const TuneOptions& o) {
-  if (!base_table_) base_table_ = encode_measured(baseline_spec(g_.dtype), o);
+  // A baseline spec is a bare format name: a spec without parameters.
+  if (!base_table_) base_table_ = encode_measured(kernels::StrategySpec{baseline_spec(g_.dtype), {}}, o);
   return *base_table_;
 }
 
@@ -410,7 +409,7 @@ Measurement TableBench::measure(const Candidate& c, kernels::Backend& backend, c
   Measurement out;
   out.covers = step_covers(train_, false);
   out.measured_rows = rows_;
-  const std::string spec = measured_spec(c, g_.rows, rows_);
+  const kernels::StrategySpec spec = measured_spec(c, g_.rows, rows_);
   const auto table = encode_measured(spec, o);
   out.error = weighted_error(*table, ref_);
   auto loaded = backend.load(*table, work_);

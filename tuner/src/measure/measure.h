@@ -49,7 +49,7 @@ uint64_t measured_rows(uint64_t rows, uint32_t dim, uint64_t cap_bytes);
 // A kernels spec for the measured table: the candidate's spec with its row-count parameters
 // rescaled from `rows` to `measured` (offload: same cache rows, capped; hashing: same rows per
 // bucket).
-std::string measured_spec(const Candidate& c, uint64_t rows, uint64_t measured);
+kernels::StrategySpec measured_spec(const Candidate& c, uint64_t rows, uint64_t measured);
 
 struct Measurement {
   double step_us = 0;
@@ -122,7 +122,7 @@ class TableBench {
   // all the rows they read would hit every access after the first pass), an LRU policy's rate
   // on a fresh stream from the access model (lru_hit_rate()); else `measured`, what the
   // backend's cache hit (< 0: none).
-  double offload_hit_rate(const Candidate& c, const std::string& spec, double measured, bool fresh_lru,
+  double offload_hit_rate(const Candidate& c, const kernels::StrategySpec& spec, double measured, bool fresh_lru,
                           const TuneOptions& o) const;
 
   // Encodes, checks the error, times the lookups. Throws std::invalid_argument for a spec the
@@ -145,7 +145,7 @@ class TableBench {
  private:
   // The measured rows encoded as `spec` (with their recorded counts and the run's seed): what
   // every candidate's error and timing start from.
-  std::unique_ptr<kernels::EncodedTable> encode_measured(const std::string& spec, const TuneOptions& options) const;
+  std::unique_ptr<kernels::EncodedTable> encode_measured(const kernels::StrategySpec& spec, const TuneOptions& options) const;
   // The baseline's encoded table, made on first use and kept for this setup's paired timing.
   kernels::EncodedTable& baseline_table(const TuneOptions& options);  // (training updates it in place)
 
@@ -194,7 +194,7 @@ class TableBench {
   PhaseReps time_forward(kernels::LoadedTable& loaded, const PassScale& scale, kernels::Backend& backend,
                          const TuneOptions& o, bool paired);
   Phases modelled_backward_update(const PassScale& scale, double fwd_us, bool scale_base) const;
-  std::string model_offload_step(const Candidate& c, const std::string& spec, kernels::LoadedTable& loaded,
+  std::string model_offload_step(const Candidate& c, const kernels::StrategySpec& spec, kernels::LoadedTable& loaded,
                                  const TrainingStep& step, const PassScale& scale, const TuneOptions& o, Phases& med,
                                  Measurement& out) const;
   std::string model_untrained_phases(const Candidate& c, const kernels::Backend& backend, const PassScale& scale,

@@ -181,7 +181,7 @@ TableBench::Phases TableBench::modelled_backward_update(const PassScale& scale, 
 // Offload on the CPU: the baseline's forward plus the host link: each missed row fetched for
 // the forward and written back after its update, and the optimizer state (kept on the host
 // with offload) of every updated row read and written; the backward and update modelled.
-std::string TableBench::model_offload_step(const Candidate& c, const std::string& spec, kernels::LoadedTable& loaded,
+std::string TableBench::model_offload_step(const Candidate& c, const kernels::StrategySpec& spec, kernels::LoadedTable& loaded,
                                            const TrainingStep& step, const PassScale& scale, const TuneOptions& o,
                                            Phases& med, Measurement& out) const {
   const double hit = std::max(0.0, offload_hit_rate(c, spec, loaded.hit_rate(), true, o));
@@ -232,13 +232,14 @@ Measurement TableBench::measure_training(const Candidate& c, kernels::Backend& b
   if (!c.baseline && !base_known_) {
     Candidate b;
     b.strategy = b.spec = baseline_spec(g_.dtype);
+    b.kernel.name = b.spec;  // a bare format name: a spec without parameters
     b.baseline = true;
     measure_training(b, backend, o, std::numeric_limits<double>::quiet_NaN());
   }
   Measurement out;
   out.measured_rows = rows_;
   const TrainingStep step = candidate_step(train_, c);
-  const std::string spec = measured_spec(c, g_.rows, rows_);
+  const kernels::StrategySpec spec = measured_spec(c, g_.rows, rows_);
   const auto table = encode_measured(spec, o);
   out.error = weighted_error(*table, ref_);
   // Offload on the CPU: the baseline's step plus the modelled transfers (as in measure()).

@@ -19,13 +19,12 @@ Measurement model_candidate(const TableBench& b, const TableGroup& g, const Cand
       hit = *c.heldout_hit_rate;
     } else if (c.recorded_hit_rate) {
       hit = *c.recorded_hit_rate;
-    } else if (kernels::StrategySpec::parse(c.spec).params.count("policy") &&
-               kernels::StrategySpec::parse(c.spec).params.at("policy") == "lru") {
+    } else if (c.params.policy == "lru") {
       hit = b.lru_hit_rate(std::min<uint64_t>(b.rows(), c.cache_rows), o.seed);
     }
     out.hit_rate = hit;
   }
-  const LookupTraffic t = lookup_traffic(c.spec, g.dim, hit, d.sector_bytes);
+  const LookupTraffic t = lookup_traffic(c.kernel, g.dim, hit, d.sector_bytes);
   out.step_us = modelled_step_us(t, g.lookups_per_step, d);
   // A model has no spread: equal traffic is an exact tie (fp16 and bf16), broken by loss.
   out.step_us_lo = out.step_us_hi = out.step_us;

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "edo/model/profile_summary.h"
 #include "edo/text/duration.h"
 #include "edo/tuner/optimizer.h"
@@ -32,28 +30,24 @@ std::string number(double x, const char* fmt) {
 // `modelled`: a modelled plan's hit rate is the one the model used, not a measurement.
 std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
   if (!c.hit_rate && !c.heldout_hit_rate) return "";
+  const model::StrategyParams& p = c.params;
   std::string s;
   if (c.heldout_hit_rate) {
     s = ", hit rate " + percent(*c.heldout_hit_rate) + " held out (fitted on the first 70% of the lookups, replayed on the rest)";
   } else {
-    const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-    const std::string why = p.is_object() && p.contains("hit_rate_estimated") && p["hit_rate_estimated"].is_string()
-                                ? p["hit_rate_estimated"].get<std::string>()
-                                : "";
+    const std::string why = p.hit_rate_estimated.value_or("");
     s = ", hit rate " + percent(*c.hit_rate) + (why.empty() ? (modelled ? " modelled" : " measured") : " (estimated: " + why + ")");
   }
   if (c.recorded_hit_rate) s += " (" + percent(*c.recorded_hit_rate) + " recorded)";
   // FBGEMM's cache under the algorithm the plan picks, and how far Belady's optimal replacement
   // is above it (cache_policies.h): what a better policy could still win at this size.
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  if (p.is_object() && p.contains("policy_replays") && p["policy_replays"].is_object() && p.contains("cache_policy") &&
-      p["cache_policy"].is_string() && p.contains("policy_headroom") && p["policy_headroom"].is_number()) {
-    const auto& r = p["policy_replays"];
-    const bool lfu = p["cache_policy"] == "lfu";
-    const char* key = lfu ? "fbgemm_lfu" : "fbgemm_lru";
-    if (r.contains(key) && r[key].is_number() && r.contains("optimal") && r["optimal"].is_number())
-      s += "; FBGEMM " + std::string(lfu ? "LFU" : "LRU") + " " + percent(r[key].get<double>()) + " held out, policy headroom " +
-           number(100.0 * p["policy_headroom"].get<double>(), "%.1f") + " points (optimal " + percent(r["optimal"].get<double>()) + ")";
+  if (p.policy_replays && p.cache_policy && p.policy_headroom) {
+    const model::PolicyReplays& r = *p.policy_replays;
+    const bool lfu = p.cache_policy == "lfu";
+    const std::optional<double>& fbgemm = lfu ? r.fbgemm_lfu : r.fbgemm_lru;
+    if (fbgemm && r.optimal)
+      s += "; FBGEMM " + std::string(lfu ? "LFU" : "LRU") + " " + percent(*fbgemm) + " held out, policy headroom " +
+           number(100.0 * *p.policy_headroom, "%.1f") + " points (optimal " + percent(*r.optimal) + ")";
   }
   return s;
 }
@@ -61,69 +55,66 @@ std::string hit_rate_words(const model::TuneCandidate& c, bool modelled) {
 // A trimmed vocabulary (trim_candidates.h): what it keeps, where the remap comes from, what the
 // head and its softmax give back outside the tables, and what held-out data loses.
 // The remap's command is marked in `reasons` (offsets in the returned text).
-static std::string trim_vocab_text(const nlohmann::json& p, uint64_t rows, std::vector<model::TuneReason>& reasons) {
-  if (!p.is_object()) return "";
-  auto count = [&](const char* k) { return p.contains(k) && p[k].is_number() ? number(p[k].get<double>(), "%.0f") : std::string("?"); };
-  auto text = [&](const char* k) { return p.contains(k) && p[k].is_string() ? p[k].get<std::string>() : std::string("?"); };
-  auto bytes = [&](const char* k) {
-    return p.contains(k) && p[k].is_number_unsigned() ? model::format_bytes(p[k].get<uint64_t>()) : std::string("?");
-  };
-  const std::string cov = text("vocab_coverage");
-  std::string s = ", vocabulary trimmed to the " + cov + " % set: keeps " + count("kept_rows") + " of " + number(static_cast<double>(rows), "%.0f") +
-                  " token ids, the others read the UNK row (old id " + count("unk_old_id") + "; ";
+static std::string trim_vocab_text(const model::StrategyParams& p, uint64_t rows, std::vector<model::TuneReason>& reasons) {
+  auto count = [](const std::optional<uint64_t>& v) { return v ? number(static_cast<double>(*v), "%.0f") : std::string("?"); };
+  auto text = [](const std::optional<std::string>& v) { return v.value_or("?"); };
+  auto bytes = [](const std::optional<uint64_t>& v) { return v ? model::format_bytes(*v) : std::string("?"); };
+  const std::string cov = text(p.vocab_coverage);
+  std::string s = ", vocabulary trimmed to the " + cov + " % set: keeps " + count(p.kept_rows) + " of " + number(static_cast<double>(rows), "%.0f") +
+                  " token ids, the others read the UNK row (old id " + count(p.unk_old_id) + "; ";
   model::say(s, reasons, {.code = model::Reason::kVocabRemapExport, .name = cov});
   s += ")";
-  const std::string kind = text("head_kind");
+  const std::string kind = text(p.head_kind);
   if (kind == "untied")
-    s += "; the untied head " + text("head") + " keeps the same rows (" + bytes("saved_head_bytes") +
+    s += "; the untied head " + text(p.head) + " keeps the same rows (" + bytes(p.saved_head_bytes) +
          " of its weights, gradient and optimizer state freed outside the tables)";
   else if (kind == "tied")
-    s += "; the tied head " + text("head") + " shrinks with the table";
-  s += " and its softmax computes only the kept ids' logits (" + bytes("saved_logit_bytes_per_step") +
-       " less of logits and their gradient per step); " + count("held_out_lost_lookups") + " of " + count("held_out_lookups") +
+    s += "; the tied head " + text(p.head) + " shrinks with the table";
+  s += " and its softmax computes only the kept ids' logits (" + bytes(p.saved_logit_bytes_per_step) +
+       " less of logits and their gradient per step); " + count(p.held_out_lost_lookups) + " of " + count(p.held_out_lookups) +
        " held-out lookups fall on dropped ids";
   return s;
 }
 
 // What the candidate is, in words.
 std::string describe(const model::TuneCandidate& c, uint64_t rows, std::vector<model::TuneReason>& reasons) {
-  const auto p = nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  auto get = [&](const char* k) -> double { return p.is_object() && p.contains(k) && p[k].is_number() ? p[k].get<double>() : 0.0; };
+  const model::StrategyParams& p = c.params;
+  auto get = [](const auto& v) -> double { return v ? static_cast<double>(*v) : 0.0; };
   std::string s;
   if (c.strategy == "offload") {
-    const double k = get("cache_rows");
+    const double k = get(p.cache_rows);
     s = "offload to host with a device cache of " + number(k, "%.0f") + " rows (" +
         number(100.0 * k / std::max<double>(1, static_cast<double>(rows)), "%.2g") + "% of rows, " +
-        (p.is_object() && p.value("policy", "") == "static" ? "static hot set" : "LRU") + ")";
+        (p.policy == "static" ? "static hot set" : "LRU") + ")";
   } else if (c.strategy == "pq") {
-    s = "product quantisation, " + number(get("m"), "%.0f") + " sub-spaces";
+    s = "product quantisation, " + number(get(p.m), "%.0f") + " sub-spaces";
   } else if (c.strategy == "lowrank") {
-    s = "low rank " + number(get("rank"), "%.0f");
-    if (get("activation_bytes") > 0)
-      s += " (its lookups' rows x " + number(get("rank"), "%.0f") + " intermediate and gradient add " +
-           model::format_bytes(static_cast<uint64_t>(get("activation_bytes"))) + " per step, counted)";
+    s = "low rank " + number(get(p.rank), "%.0f");
+    if (get(p.activation_bytes) > 0)
+      s += " (its lookups' rows x " + number(get(p.rank), "%.0f") + " intermediate and gradient add " +
+           model::format_bytes(*p.activation_bytes) + " per step, counted)";
   } else if (c.strategy == "multihash") {
-    s = "multi-hash into " + number(get("buckets"), "%.0f") + " buckets";
+    s = "multi-hash into " + number(get(p.buckets), "%.0f") + " buckets";
   } else if (c.strategy == "qr") {
-    s = "quotient-remainder, " + number(get("m"), "%.0f") + " rows per quotient";
+    s = "quotient-remainder, " + number(get(p.m), "%.0f") + " rows per quotient";
   } else if (c.strategy == "mch") {
     // Managed collision (mch_candidates.h): the error is the held-out share of lookups read from
     // a row that is not their id's own (a miss reads the shared miss row, N-1): those lookups
     // train and read a row other ids share, the collisions a hashed table has on every id.
-    s = "managed collision, " + number(get("slots"), "%.0f") + " slots (TorchRec MCH, " + p.value("policy", std::string("?")) +
-        ", eviction every " + number(get("eviction_interval"), "%.0f") + " steps): held out " + percent(get("hit_rate")) + " hits, " +
-        percent(get("insert_rate")) + " inserts, " + percent(get("collision_rate")) + " collisions, " + percent(get("eviction_rate")) +
-        " evictions; " + percent(get("own_row_rate")) + " of lookups read a row their id held before the step";
+    s = "managed collision, " + number(get(p.slots), "%.0f") + " slots (TorchRec MCH, " + p.policy.value_or("?") +
+        ", eviction every " + number(get(p.eviction_interval), "%.0f") + " steps): held out " + percent(get(p.hit_rate)) + " hits, " +
+        percent(get(p.insert_rate)) + " inserts, " + percent(get(p.collision_rate)) + " collisions, " + percent(get(p.eviction_rate)) +
+        " evictions; " + percent(get(p.own_row_rate)) + " of lookups read a row their id held before the step";
   } else if (c.strategy == "ssd") {
     // The SSD tier (ssd_candidates.h): both caches' sizes and the held-out two-level replay.
-    s = "on the SSD behind a device cache of " + number(get("device_cache_rows"), "%.0f") + " rows and a host cache of " +
-        number(get("host_cache_rows"), "%.0f") + " rows (LRU, as FBGEMM's SSD TBE): held out " + percent(get("device_hit_rate")) +
-        " of lookups from the device cache, " + percent(get("host_hit_rate")) + " from the host cache, " +
-        number(get("ssd_reads_per_step"), "%.4g") + " SSD reads per step";
+    s = "on the SSD behind a device cache of " + number(get(p.device_cache_rows), "%.0f") + " rows and a host cache of " +
+        number(get(p.host_cache_rows), "%.0f") + " rows (LRU, as FBGEMM's SSD TBE): held out " + percent(get(p.device_hit_rate)) +
+        " of lookups from the device cache, " + percent(get(p.host_hit_rate)) + " from the host cache, " +
+        number(get(p.ssd_reads_per_step), "%.4g") + " SSD reads per step";
   } else if (c.strategy == "pruned") {
-    s = "pruned to the " + number(get("kept_rows"), "%.0f") + " rows read";
-    if (p.is_object() && p.contains("held_out_lost_fraction"))
-      s += " (" + number(100.0 * get("held_out_lost_fraction"), "%.3g") +
+    s = "pruned to the " + number(get(p.kept_rows), "%.0f") + " rows read";
+    if (p.held_out_lost_fraction)
+      s += " (" + number(100.0 * *p.held_out_lost_fraction, "%.3g") +
            "% of the second half's lookups read rows the first half did not)";
   } else {
     s = c.strategy;
@@ -134,9 +125,9 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows, std::vector<m
   if (c.optimizer == "frozen") s += ", frozen for the fine-tune (no gradient, no optimizer state)";
   if (c.optimizer == "tie_head") {
     s += ", its untied LM head tied to it";
-    if (p.is_object() && p.contains("head") && p["head"].is_string() && p.contains("saved_bytes") && p["saved_bytes"].is_number())
-      s += " (" + p["head"].get<std::string>() + "'s weights, gradient and optimizer state freed: " +
-           number(p["saved_bytes"].get<double>(), "%.0f") + " bytes outside the tables)";
+    if (p.head && p.saved_bytes)
+      s += " (" + *p.head + "'s weights, gradient and optimizer state freed: " + number(get(p.saved_bytes), "%.0f") +
+           " bytes outside the tables)";
   }
   if (c.optimizer == "trim_vocab") {
     std::vector<model::TuneReason> trim_reasons;
@@ -144,10 +135,9 @@ std::string describe(const model::TuneCandidate& c, uint64_t rows, std::vector<m
     for (model::TuneReason& reason : model::shifted(trim_reasons, static_cast<uint32_t>(s.size()))) reasons.push_back(reason);
     s += trim;
   }
-  if (p.is_object() && p.contains("shared_by") && p["shared_by"].is_array()) {
+  if (p.shared_by) {
     std::string names;
-    for (const auto& n : p["shared_by"])
-      if (n.is_string()) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    for (const auto& n : *p.shared_by) names += (names.empty() ? "" : ", ") + n;
     s += ", one copy shared with " + names + " (same weights)";
   }
   return s;

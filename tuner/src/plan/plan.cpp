@@ -6,8 +6,6 @@
 #include <map>
 #include <unordered_map>
 
-#include <nlohmann/json.hpp>
-
 #include "edo/model/weights.h"
 #include "edo/tuner/optimizer.h"
 #include "edo/text/glob.h"
@@ -157,14 +155,8 @@ std::string untuned_why(const model::TuneResult& r, const model::TuneTable& t, s
 // cache_replay.h). Ties: plan order, then the smaller cache. Steps are taken until none fits.
 void grow_caches_priced(const model::TuneResult& r, const std::vector<PlanItem>& items, const std::vector<size_t>& item_table,
                         uint64_t room, Solution& sol) {
-  auto params = [&](size_t id) {
-    const auto& c = r.candidates[id];
-    return nlohmann::json::parse(c.params_json.empty() ? "{}" : c.params_json, nullptr, false);
-  };
-  auto rows_of = [](const nlohmann::json& p, const char* key) -> uint64_t {
-    return p.is_object() && p.contains(key) && p[key].is_number_unsigned() ? p[key].get<uint64_t>() : 0;
-  };
-  auto lru = [](const nlohmann::json& p) { return p.is_object() && p.contains("policy") && p["policy"] == "lru"; };
+  auto params = [&](size_t id) -> const model::StrategyParams& { return r.candidates[id].params; };
+  auto lru = [](const model::StrategyParams& p) { return p.policy == "lru"; };
   auto hits = [&](size_t id) {
     const auto& c = r.candidates[id];
     return c.heldout_hit_rate ? *c.heldout_hit_rate : c.hit_rate ? *c.hit_rate : 0.0;
@@ -183,8 +175,8 @@ void grow_caches_priced(const model::TuneResult& r, const std::vector<PlanItem>&
       const size_t id = sol.chosen[k];
       const auto& c = r.candidates[id];
       if (c.strategy != "offload") continue;
-      const auto p = params(id);
-      const uint64_t knee = rows_of(p, "knee_rows"), have = rows_of(p, "cache_rows");
+      const auto& p = params(id);
+      const uint64_t knee = p.knee_rows.value_or(0), have = p.cache_rows.value_or(0);
       const PlanOption* now = option(k, id);
       if (knee <= have || !lru(p) || !now) continue;
       const model::TuneTable& t = r.tables[item_table[k]];
@@ -192,8 +184,8 @@ void grow_caches_priced(const model::TuneResult& r, const std::vector<PlanItem>&
       for (const auto& o : items[k].options) {
         const auto& oc = r.candidates[o.id];
         if (oc.strategy != "offload" || oc.optimizer != c.optimizer || o.loss > now->loss || o.step_us > now->step_us) continue;
-        const auto op = params(o.id);
-        const uint64_t rows = rows_of(op, "cache_rows");
+        const auto& op = params(o.id);
+        const uint64_t rows = op.cache_rows.value_or(0);
         if (!lru(op) || rows <= have || rows > knee) continue;
         if (sol.device_bytes - now->device_bytes + o.device_bytes > room) continue;
         const double gained = hits(o.id) - hits(id);
@@ -229,10 +221,7 @@ void make_choices(model::TuneResult& r, const std::map<std::string, size_t>& cho
   // Identical (untied) tables kept apart by the chosen candidate: owner -> their names.
   std::map<std::string, std::vector<std::string>> apart;
   for (const auto& [owner, ci] : chosen) {
-    const auto p = nlohmann::json::parse(r.candidates[ci].params_json.empty() ? "{}" : r.candidates[ci].params_json, nullptr, false);
-    if (p.is_object() && p.contains("apart_from") && p["apart_from"].is_array())
-      for (const auto& n : p["apart_from"])
-        if (n.is_string()) apart[owner].push_back(n.get<std::string>());
+    if (const auto& from = r.candidates[ci].params.apart_from) apart[owner] = *from;
   }
   auto own_bytes = [&](const model::TuneTable& t) { return t.rows * t.dim * uint64_t{model::dtype_size(t.dtype)}; };
   for (const auto& t : r.tables) {
@@ -273,7 +262,7 @@ void make_choices(model::TuneResult& r, const std::map<std::string, size_t>& cho
       ch.shares_with.clear();
       ch.device_bytes = own_bytes(t);
       ch.why = "kept apart as recorded (its weights are the same as " + t.shares_with + "'s)";
-    } else if (c.params_json.find("shared_by") != std::string::npos) {
+    } else if (c.params.shared_by) {
       ch.why = "holds the same weights as " + t.shares_with + ": shares its copy (" + c.spec + ")";
     } else {
       ch.why = "tied to " + t.shares_with + ": shares its weights and their format (" + c.spec + ")";

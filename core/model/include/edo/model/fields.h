@@ -18,6 +18,8 @@
 #include "edo/model/tune_reasons.h"
 #include "edo/model/tune_vocabulary.h"
 
+#include "edo/model/strategy_params.h"
+
 namespace edo::model {
 
 // The member a field holds, by its C++ type. How each type is stored:
@@ -37,11 +39,13 @@ namespace edo::model {
 //   an enum of tune_vocabulary.h  TEXT, its word (to_string; a word from_string does not know
 //                          is a corrupt file or plan)
 //   std::vector<TuneReason>  TEXT, encode_reasons() (tune_reasons.h)
+//   StrategyParams         TEXT, their JSON object (strategy_params_json.h)
 template <class R>
 using Member = std::variant<std::string R::*, uint64_t R::*, int64_t R::*, uint32_t R::*, double R::*, bool R::*,
                             std::optional<double> R::*, int32_t R::*, std::optional<int64_t> R::*,
                             std::optional<int32_t> R::*, TimingKind R::*, RunTiming R::*, Objective R::*,
-                            StopReason R::*, RejectionCause R::*, std::vector<TuneReason> R::*>;
+                            StopReason R::*, RejectionCause R::*, std::vector<TuneReason> R::*,
+                            StrategyParams R::*>;
 
 // The range of a uint64_t field that holds any 64-bit value (an address, a stream handle): stored
 // as the signed integer of the same bits and read back unchecked.

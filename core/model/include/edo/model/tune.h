@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "edo/model/strategy_params.h"
 #include "edo/model/tune_reasons.h"
 #include "edo/model/tune_vocabulary.h"
 
@@ -28,7 +29,7 @@ struct TuneCandidate {
   std::string table;           // the table (group owner) it is for
   std::string strategy;        // "fp32", "int8", "pq", "offload", ...
   std::string spec;            // the kernels' strategy spec, e.g. "offload:cache=0.05:policy=lru"
-  std::string params_json;     // the strategy's parameters as a JSON object ("{}" when none)
+  StrategyParams params;       // the strategy's parameters, typed (stored and exported as a JSON object)
   // Training jobs: the optimizer the candidate assumes: "" for an inference job or the
   // recorded optimizer kept, "rowwise_adagrad" for the optimizer-state lever.
   std::string optimizer;

@@ -84,7 +84,7 @@ inline constexpr Record<TuneCandidate, 29> kTuneCandidateFields{"tune_candidates
     {"table_name", "TEXT NOT NULL", &TuneCandidate::table},
     {"strategy", "TEXT NOT NULL", &TuneCandidate::strategy},
     {"spec", "TEXT NOT NULL", &TuneCandidate::spec, nullptr, InPlan::kOptional},
-    {"params", "TEXT NOT NULL", &TuneCandidate::params_json},
+    {"params", "TEXT NOT NULL", &TuneCandidate::params},
     {"optimizer", "TEXT NOT NULL", &TuneCandidate::optimizer, nullptr, InPlan::kOptional},
     {"device_bytes", "INTEGER NOT NULL", &TuneCandidate::device_bytes},
     {"host_bytes", "INTEGER NOT NULL", &TuneCandidate::host_bytes},
