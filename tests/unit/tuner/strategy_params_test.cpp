@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "candidates.h"
-#include "synthetic.h"
+#include "recordings.h"
 #include "workload.h"
 
 namespace edo::tuner {
