@@ -1,6 +1,7 @@
 #include "edo/gui/recording/recording_loader.h"
 
 #include "edo/db/tune_store.h"
+#include "ui_thread.h"
 #include "recording_torchrec_facts.h"
 
 #include <QCoreApplication>
@@ -20,7 +21,7 @@ struct Abandoned {};  // thrown from progress callbacks to stop a load nobody wa
 
 struct RecordingLoader::Job {
   QString path;
-  std::atomic<bool> cancelled{false};
+  std::atomic<bool> abandoned{false};  // another file was opened, or the loader is gone
   QPointer<RecordingLoader> owner;  // read on the owner's thread only
   std::chrono::steady_clock::time_point last_progress{};
 };
@@ -33,7 +34,7 @@ RecordingLoader::~RecordingLoader() { cancel(); }
 
 void RecordingLoader::cancel() {
   for (auto* job : {&job_, &facts_job_}) {
-    if (*job) (*job)->cancelled = true;
+    if (*job) (*job)->abandoned = true;
     job->reset();
   }
 }
@@ -45,29 +46,19 @@ void RecordingLoader::open(const QString& path) {
   job->path = path;
   job->owner = this;
   job_ = job;
-  // Results are posted to the application object's thread (the UI thread, which owns this
-  // loader) and dropped there when the job was abandoned or the loader is gone.
-  auto post = [job](auto fn) {
-    QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
-        [job, fn = std::move(fn)]() mutable {
-          if (job->cancelled || !job->owner) return;
-          fn(job->owner.data());
-        },
-        Qt::QueuedConnection);
-  };
+  auto post = ui_thread_poster(job);
   (void)QtConcurrent::run([job, post] {
     try {
       db::ProfileStore store(job->path.toStdString(), db::ProfileStore::Mode::kReadOnly);
       // The latest tune run is small (candidates and a plan): it comes with the outline.
       std::optional<model::TuneResult> tune = db::load_latest_tune_result(store);
       RecordingPtr outline = make_outline(job->path, store.load_outline(), tune);
-      if (job->cancelled) return;
+      if (job->abandoned) return;
       post([job, outline](RecordingLoader* self) { self->deliver_outline(job, outline); });
 
       // Progress at most every 30 ms: enough for a smooth bar without flooding the UI thread.
       auto report = [&](double fraction, const QString& what, bool force) {
-        if (job->cancelled) throw Abandoned{};
+        if (job->abandoned) throw Abandoned{};
         auto now = std::chrono::steady_clock::now();
         if (!force && now - job->last_progress < std::chrono::milliseconds(30)) return;
         job->last_progress = now;
@@ -81,13 +72,13 @@ void RecordingLoader::open(const QString& path) {
         report(0.5 + 0.5 * static_cast<double>(done) / static_cast<double>(total),
                QStringLiteral("Summarising: table %1 of %2").arg(done).arg(total), done == total);
       }, std::move(tune));
-      if (job->cancelled) return;
+      if (job->abandoned) return;
       post([job, full](RecordingLoader* self) { self->deliver_loaded(job, full); });
       // Stage 3, with the statistics already shown: the TorchRec facts (their held-out replays
       // take longer than the statistics), abandoned when another file is opened.
       try {
         fill_torchrec_facts(*full, &store, [&](size_t, size_t) {
-          if (job->cancelled) throw Abandoned{};
+          if (job->abandoned) throw Abandoned{};
         });
       } catch (const std::exception& e) {  // the recording is shown: only the TorchRec export misses them
         full->torchrec_facts->fail(e.what());

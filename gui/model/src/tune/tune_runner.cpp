@@ -12,6 +12,7 @@
 #include "edo/db/tune_store.h"
 #include "edo/db/weight_store.h"
 #include "edo/gui/tune/tune_words.h"
+#include "ui_thread.h"
 
 namespace edo::gui {
 
@@ -44,15 +45,7 @@ void TuneRunner::start(const QString& path, const tuner::TuneOptions& options) {
   job->options = options;
   job->owner = this;
   job_ = job;
-  auto post = [job](auto fn) {
-    QMetaObject::invokeMethod(
-        QCoreApplication::instance(),
-        [job, fn = std::move(fn)]() mutable {
-          if (job->abandoned || !job->owner) return;
-          fn(job->owner.data());
-        },
-        Qt::QueuedConnection);
-  };
+  auto post = ui_thread_poster(job);
   (void)QtConcurrent::run([job, post] {
     auto fail = [&](const QString& reason) {
       post([job, reason](TuneRunner* self) {
