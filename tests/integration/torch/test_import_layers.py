@@ -27,11 +27,11 @@ def module_name(package_dir, path):
     return os.path.relpath(path, package_dir)[:-3].replace(os.sep, ".")
 
 
-def resolve(parts, names, modules, relative):
+def resolve(parts, names, modules):
     """The modules that ``from <parts> import <names>`` reads (``parts``: the dotted package
     or module below edo, [] for edo itself). A name that is a module is that module; any other
-    name comes from ``parts`` itself: its module, or its package's __init__ (in a relative
-    import such a name of a package is not counted, as before the package had sub-packages)."""
+    name comes from ``parts`` itself: its module, or its package's __init__ (``from .. import
+    lookup`` in edo/plan reads edo's __init__, relative or not)."""
     base = ".".join(parts)
     found = set()
     for name in names:
@@ -40,9 +40,7 @@ def resolve(parts, names, modules, relative):
             found.add(sub)
         elif base in modules:
             found.add(base)
-        elif relative:
-            continue
-        else:
+        else:                                   # a name defined by a package's __init__
             found.add(base + ".__init__" if base else "__init__")
     return found
 
@@ -62,17 +60,17 @@ def imports_of(path, modules, package_dir):
                 if up > len(here):
                     continue
                 parts = here[:len(here) - up] + (node.module.split(".") if node.module else [])
-                found |= resolve(parts, [a.name for a in node.names], modules, relative=True)
+                found |= resolve(parts, [a.name for a in node.names], modules)
             elif node.module == PACKAGE or (node.module or "").startswith(PACKAGE + "."):
                 parts = node.module.split(".")[1:]     # from edo import a / from edo.b import c
-                found |= resolve(parts, [a.name for a in node.names], modules, relative=False)
+                found |= resolve(parts, [a.name for a in node.names], modules)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == PACKAGE:
                     found.add("__init__")
                 elif a.name.startswith(PACKAGE + "."):
                     parts = a.name.split(".")[1:]
-                    found |= resolve(parts[:-1], parts[-1:], modules, relative=False)
+                    found |= resolve(parts[:-1], parts[-1:], modules)
     return found & modules
 
 
@@ -115,8 +113,8 @@ def cycles(graph):
 
 def self_check():
     """The checker finds a circle closed by an import inside a function, and the package's
-    own __init__ in one; none in a package whose imports point one way; and one between
-    modules of two sub-packages."""
+    own __init__ in one; none in a package whose imports point one way; one between modules
+    of two sub-packages; and one closed by a name of edo's __init__ imported relatively."""
     with tempfile.TemporaryDirectory() as d:
         files = {"__init__.py": "def f():\n    from . import _top\n",
                  "_top.py": "from . import _mid\n",
@@ -148,6 +146,15 @@ def self_check():
         found = sorted(" -> ".join(c) for c in cycles(import_graph(d)))
         if found != ["high._y -> low._x -> high._y"]:
             return "the checker found %s where two sub-packages' modules import each other" % found
+        # A name that edo's __init__ defines, imported relatively from a sub-package
+        # (`from .. import lookup`), reads the __init__: the circle plan/_apply once closed.
+        with open(os.path.join(d, "low/_x.py"), "w") as f:
+            f.write("def f():\n    from .. import lookup\n")
+        with open(os.path.join(d, "__init__.py"), "w") as f:
+            f.write("def lookup():\n    from .low import _x\n")
+        found = sorted(" -> ".join(c) for c in cycles(import_graph(d)))
+        if found != ["__init__ -> low._x -> __init__"]:
+            return "the checker found %s where `from .. import lookup` reads edo's __init__" % found
     return None
 
 

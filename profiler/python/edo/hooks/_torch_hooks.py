@@ -7,6 +7,7 @@ The work is split by job, each in its own module:
              table's name is decided (the naming rule is documented there)
   _tables    registration with the tracer, ties, lookup by data pointer
   _counting  eager counting: a call's ids handed to the tracer, its activation accounted
+  _calls     edo.register_table and edo.lookup once torch is patched (also plan/_apply's)
   _wrappers  the hooks that call it: the patched forward, pre-hooks, functional wrappers
   _compiled  edo's operator, counting inside graphs of torch.compile / torch.export
   _devices   the current CUDA stream of a tensor's device
@@ -30,13 +31,12 @@ own exceptions (one warning, then carries on).
 import collections
 import weakref
 
-from . import _compiled
+from . import _calls
 from . import _naming
 from ..runtime import _state
 from ..runtime import _tables
-from ..facts import _weights
 from . import _wrappers
-from ._counting import EdoPreHook, count  # noqa: F401  (isinstance checks; edo.lookup)
+from ._counting import EdoPreHook, count  # noqa: F401  (isinstance checks)
 from ._wrappers import hook_of  # noqa: F401
 from ._optim import user_step  # noqa: F401
 from ._patches import patch, unpatch  # noqa: F401
@@ -106,39 +106,12 @@ def register_table(name, weight):
         import torch  # noqa: F401
         del torch
         patch()
-    if not R.patched:
-        return None
-    try:
-        with R.lock:
-            tab = _tables.register_weight(name, weight)
-        if tab is not None and _weights.wanted():
-            _weights.ensure_exit_hooks()
-        return tab
-    except Exception as e:
-        _state.internal_error("register_table", e)
-        return None
+    return _calls.register_table(name, weight)
 
 
 def lookup(table, indices):
     """edo.lookup: counts one batch of row ids read from a registered table (or its name)."""
-    if not R.enabled or table is None:
-        return
-    try:
-        if isinstance(table, str):
-            table = _state.S.tables.get(table)
-            if table is None:
-                return
-        compiling = R.compiling
-        if R.op is not None and compiling is not None and compiling():
-            # Traced by torch.compile / torch.export: the operator goes into the graph.
-            if isinstance(indices, R.torch.Tensor) and table.key >= 0:
-                R.op(indices, None, _compiled.table_key(table))
-            return
-        if R.backend is None:
-            backend()
-        count(table, indices)
-    except Exception as e:
-        _state.internal_error("lookup", e)
+    _calls.lookup(table, indices)
 
 
 def tables():

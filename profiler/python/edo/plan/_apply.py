@@ -161,8 +161,8 @@ def _make_classes():
             op = (torch.ops.quantized.embedding_bag_byte_rowwise_offsets if self.bits == 8
                   else torch.ops.quantized.embedding_bag_4bit_rowwise_offsets)
             if self._edo_handle is not None:
-                from .. import lookup
-                lookup(self._edo_handle, input)
+                from ..hooks import _calls
+                _calls.lookup(self._edo_handle, input)
             shape = None
             last = self.include_last_offset
             if not self.bag:
@@ -394,12 +394,11 @@ def _register_with_edo(new, name):
     # Under `edo record` the converted table is what the job now holds: registering its packed
     # rows lets the second recording measure them (the loop of `edo diff --plan`).
     try:
-        from .. import _hooks
-        h = _hooks()
-        if h.env_disabled() or not h.patched():
+        from ..runtime._state import R, env_disabled
+        if env_disabled() or not R.patched:
             return
-        from .. import register_table
-        new._edo_handle = register_table(name, new.packed)
+        from ..hooks import _calls
+        new._edo_handle = _calls.register_table(name, new.packed)
     except Exception:
         pass
 
