@@ -1,5 +1,5 @@
 """ctypes binding of the edo C API (profiler/include/edo/edo.h); edo_table_lookup, called on
-every embedding forward, through the small C module edo._fastlookup where it was built.
+every embedding forward, through the small C module edo.runtime._fastlookup where it was built.
 
 The library is found, in order:
   1. in the process's global symbol namespace (``edo record`` LD_PRELOADs
@@ -9,7 +9,7 @@ The library is found, in order:
   3. otherwise a no-op backend is used and one warning is printed.
 
 Every backend has the same methods, so tests can pass a fake object instead
-(``edo._torch_hooks.set_backend``).
+(``edo.hooks._torch_hooks.set_backend``).
 """
 
 import ctypes
@@ -127,7 +127,7 @@ class NativeBackend(object):
         self._lib = lib
         self._register = reg
         self._lookup = look
-        # The per-lookup call goes straight to edo._fastlookup's C function bound to this
+        # The per-lookup call goes straight to edo.runtime._fastlookup's C function bound to this
         # library's entry (no ctypes argument conversion), or to the ctypes function where
         # that module was not built; same arguments as the method below, one Python frame
         # less on every embedding forward.
@@ -171,7 +171,7 @@ class NativeBackend(object):
 
 
 def fast_lookup(look):
-    """edo._fastlookup.lookup calling ``look``'s C function (a ctypes function of
+    """edo.runtime._fastlookup.lookup calling ``look``'s C function (a ctypes function of
     edo_table_lookup's signature), or None where the module was not built."""
     try:
         from . import _fastlookup
