@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -219,6 +220,63 @@ TEST(IngestQueue, SixtyFourBitIdsThatFitAreQueuedAs32Bit) {
   }
   EXPECT_EQ(std::memcmp(work[1]->data.get(), neg, 16), 0);
   EXPECT_EQ(std::memcmp(work[2]->data.get(), big, 16), 0);
+  q.recycle(work);
+}
+
+// The narrowing copy checks and copies in one pass, block by block: an id outside [0, 2^31) at
+// any place (the first block, a block's last id, the tail after the last whole block) still
+// sends the whole batch as it was, 64-bit, into a buffer that already held a narrowed part.
+TEST(IngestQueue, AnIdThatDoesNotFitAnywhereKeepsTheBatchExact) {
+  IngestQueue q(1 << 20);
+  constexpr size_t n = 37;  // two blocks of 16 and a tail of 5
+  for (int64_t odd : {int64_t{2147483648}, int64_t{-1}, INT64_MIN, INT64_MAX, int64_t{1} << 40}) {
+    for (size_t at = 0; at < n; ++at) {
+      std::vector<int64_t> ids(n);
+      for (size_t i = 0; i < n; ++i) ids[i] = int64_t(i * 1000 + 2147400000 * (i % 2));  // up to 2^31 - 48k: all fit
+      ids[at] = odd;
+      ASSERT_EQ(q.push_copy(3, ids.data(), n, EDO_I64, 8), IngestQueue::Push::kOk);
+      auto work = q.take();
+      ASSERT_EQ(work.size(), 1u);
+      EXPECT_EQ(work[0]->type, EDO_I64) << "id " << odd << " at " << at;
+      EXPECT_EQ(work[0]->bytes, n * 8);
+      EXPECT_EQ(work[0]->count, n);
+      EXPECT_EQ(work[0]->table, 3);
+      EXPECT_EQ(std::memcmp(work[0]->data.get(), ids.data(), n * 8), 0) << "id " << odd << " at " << at;
+      q.recycle(work);  // the next batch reuses this buffer: its narrowed bytes must not show
+    }
+  }
+  std::vector<int64_t> fit(n);
+  for (size_t i = 0; i < n; ++i) fit[i] = i == n - 1 ? 2147483647 : int64_t(i * 7);
+  ASSERT_EQ(q.push_copy(3, fit.data(), n, EDO_I64, 8), IngestQueue::Push::kOk);
+  auto work = q.take();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0]->type, EDO_I32);
+  EXPECT_EQ(work[0]->bytes, n * 4);
+  const auto* got = reinterpret_cast<const int32_t*>(work[0]->data.get());
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(int64_t(got[i]), fit[i]) << i;
+  q.recycle(work);
+}
+
+// A 64-bit batch is first given room for 4 bytes an id: one that then does not fit in int32 is
+// refused exactly when its 8 bytes an id would not fit (kFull, as before the narrowing), and
+// the bytes it held are free again.
+TEST(IngestQueue, AWideBatchIsBoundedByItsEightBytesAnId) {
+  IngestQueue q(64);
+  const int64_t wide[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, int64_t{1} << 40};  // 40 bytes narrowed, 80 as they are
+  EXPECT_EQ(q.push_copy(0, wide, 10, EDO_I64, 8), IngestQueue::Push::kFull);
+  const int64_t fit[16] = {};
+  EXPECT_EQ(q.push_copy(0, fit, 16, EDO_I64, 8), IngestQueue::Push::kOk) << "all 64 bytes are free";
+  EXPECT_EQ(q.push_copy(0, fit, 1, EDO_I64, 8), IngestQueue::Push::kFull);
+  auto work = q.take();
+  ASSERT_EQ(work.size(), 1u);
+  q.recycle(work);
+  EXPECT_EQ(q.push_copy(0, wide, 8, EDO_I64, 8), IngestQueue::Push::kOk) << "8 ids that fit: 32 bytes";
+  EXPECT_EQ(q.push_copy(0, wide + 2, 8, EDO_I64, 8), IngestQueue::Push::kFull) << "64 bytes past the 32 left";
+  EXPECT_EQ(q.push_copy(0, wide + 6, 4, EDO_I64, 8), IngestQueue::Push::kOk) << "32 bytes as they are: exactly the room left";
+  work = q.take();
+  ASSERT_EQ(work.size(), 2u);
+  EXPECT_EQ(work[1]->type, EDO_I64);
+  EXPECT_EQ(std::memcmp(work[1]->data.get(), wide + 6, 32), 0);
   q.recycle(work);
 }
 

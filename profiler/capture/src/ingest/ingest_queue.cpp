@@ -10,15 +10,30 @@ namespace edo::capture {
 
 namespace {
 
-// True when every id lies in [0, 2^31): it then travels as an int32 of the same value.
-bool fits_int32(const int64_t* ids, uint64_t n) {
+// Copies `n` 64-bit ids into `out` as int32 while checking that every one lies in [0, 2^31)
+// (then the int32 is the same value); false as soon as one does not (the block it lies in has
+// been written, nothing after it: the caller copies all the ids again, 64-bit). One pass over
+// the ids, not a check and then a copy: the same 6 KiB are read once. The blocks' fixed trip
+// count lets GCC's -O2 vectorizer (cost model "very cheap": a loop whose count it knows) turn
+// each block into SSE2 shifts, ORs and shuffles; the loop over all n ids it leaves scalar (a
+// check and a copy of 768 ids: ~0.4 us, one block-wise pass: ~0.1 us on the CI VM).
+bool narrow_copy_if_fits(const int64_t* ids, uint64_t n, int32_t* out) {
+  constexpr uint64_t kBlock = 16;
+  uint64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    uint64_t high = 0;
+    for (uint64_t j = 0; j < kBlock; ++j) {
+      high |= uint64_t(ids[i + j]) >> 31;
+      out[i + j] = int32_t(ids[i + j]);
+    }
+    if (high != 0) return false;
+  }
   uint64_t high = 0;
-  for (uint64_t i = 0; i < n; ++i) high |= uint64_t(ids[i]) >> 31;
+  for (; i < n; ++i) {
+    high |= uint64_t(ids[i]) >> 31;
+    out[i] = int32_t(ids[i]);
+  }
   return high == 0;
-}
-
-void narrow_copy(const int64_t* ids, uint64_t n, int32_t* out) {
-  for (uint64_t i = 0; i < n; ++i) out[i] = int32_t(ids[i]);
 }
 
 void delete_all(std::vector<Batch*>& batches) {
@@ -35,8 +50,9 @@ IngestQueue::~IngestQueue() {
 
 IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uint64_t count, int type,
                                          size_t elem_bytes) {
-  const bool narrow =
-      type == EDO_I64 && elem_bytes == 8 && fits_int32(static_cast<const int64_t*>(indices), count);
+  // 64-bit ids are first taken for ids that fit (4 bytes each, the common case); the narrowing
+  // copy finds out whether they do (widen() takes the rest).
+  const bool narrow = type == EDO_I64 && elem_bytes == 8;
   const size_t bytes = size_t(count) * (narrow ? 4 : elem_bytes);
   Batch* b = nullptr;
   {
@@ -50,29 +66,69 @@ IngestQueue::Push IngestQueue::push_copy(int64_t table, const void* indices, uin
     }
   }
   if (!b) b = new (std::nothrow) Batch();
-  if (b && b->capacity < bytes) {
-    b->data.reset(new (std::nothrow) char[bytes]);
-    b->capacity = b->data ? bytes : 0;
-  }
-  if (!b || !b->data) {
+  if (!reserve(b, bytes)) {
     std::lock_guard<std::mutex> lk(mu_);
     queued_bytes_ -= bytes;
     delete b;
     return Push::kNoMemory;
   }
   // The copy happens outside the lock: callers on several threads copy in parallel.
-  if (narrow) narrow_copy(static_cast<const int64_t*>(indices), count, reinterpret_cast<int32_t*>(b->data.get()));
-  else std::memcpy(b->data.get(), indices, bytes);
-  b->table = table;
-  b->type = narrow ? EDO_I32 : type;
-  b->count = count;
+  b->type = type;
   b->bytes = bytes;
+  if (!narrow) {
+    std::memcpy(b->data.get(), indices, bytes);
+  } else if (narrow_copy_if_fits(static_cast<const int64_t*>(indices), count, reinterpret_cast<int32_t*>(b->data.get()))) {
+    b->type = EDO_I32;
+  } else {
+    const Push p = widen(b, indices, count);
+    if (p != Push::kOk) return p;
+  }
+  b->table = table;
+  b->count = count;
+  return enqueue(b);
+}
+
+bool IngestQueue::reserve(Batch* b, size_t bytes) {
+  if (b && b->capacity < bytes) {
+    b->data.reset(new (std::nothrow) char[bytes]);
+    b->capacity = b->data ? bytes : 0;
+  }
+  return b && b->data;
+}
+
+IngestQueue::Push IngestQueue::widen(Batch* b, const void* indices, uint64_t count) {
+  // Accounted as 4 bytes an id so far: the bound is checked again for 8, so that a batch is
+  // refused (kFull) exactly when its 64-bit copy would not fit, as if it had been sized so first.
+  const size_t wide = size_t(count) * 8;
+  bool full = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    full = queued_bytes_ - b->bytes + wide > max_bytes_;
+    queued_bytes_ = full ? queued_bytes_ - b->bytes : queued_bytes_ - b->bytes + wide;
+  }
+  if (full || !reserve(b, wide)) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!full) queued_bytes_ -= wide;
+    if (b->data) {
+      pool_bytes_ += b->capacity;
+      pool_.push_back(b);
+    } else {
+      delete b;
+    }
+    return full ? Push::kFull : Push::kNoMemory;
+  }
+  std::memcpy(b->data.get(), indices, wide);
+  b->bytes = wide;
+  return Push::kOk;
+}
+
+IngestQueue::Push IngestQueue::enqueue(Batch* b) {
   bool notify = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(b);
-    unseen_bytes_ += bytes;
-    last_bytes_ = bytes;
+    unseen_bytes_ += b->bytes;
+    last_bytes_ = b->bytes;
     if (!wake_ && unseen_bytes_ >= wake_bytes_) notify = wake_ = true;
   }
   if (notify) cv_.notify_one();

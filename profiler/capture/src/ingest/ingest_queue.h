@@ -89,6 +89,12 @@ class IngestQueue {
   uint64_t take_peak_ = 0;     // mu_: decaying peak of the bytes one take() handed over
   size_t last_bytes_ = 0;      // mu_: the size of the latest batch pushed (top-up buffers')
 
+  // push_copy's steps: `b` given room for `bytes` (false: no memory); a batch of 64-bit ids
+  // that did not fit in int32 copied again as they are; the filled batch queued.
+  static bool reserve(Batch* b, size_t bytes);
+  Push widen(Batch* b, const void* indices, uint64_t count);
+  Push enqueue(Batch* b);
+
   // How many buffers of last_bytes_ the pool lacks for `cycle` bytes (the top-up).
   size_t top_up_count_locked(uint64_t cycle) const;
 
