@@ -154,6 +154,48 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual((self.python_calls, said), (0, ["lookup:-3"]))
         self.assertEqual(_state.S.act_step["emb"][2], 1, "the call is still accounted")
 
+    def test_a_function_put_on_F_after_edo_is_called_by_the_python_path(self):
+        # The forward's C path checks that F.embedding is still edo's wrapper itself (count's
+        # functional/fname/wrapper arguments): another tool's function must be called.
+        m = self.armed_model()
+        F = torch.nn.functional
+        edo_wrapper = F.embedding
+        seen = []
+
+        def tool(*a, **k):
+            seen.append(a[0])
+            return edo_wrapper(*a, **k)
+        F.embedding = tool
+        try:
+            ids = torch.tensor([5, 6, 6])
+            m.emb(ids)
+            m.emb(ids)
+        finally:
+            F.embedding = edo_wrapper
+        self.assertEqual((len(seen), self.python_calls), (2, 2))
+        self.assertEqual(self.fake.count_of("emb"), bincount(ids, ids))
+        m.emb(ids)
+        self.assertEqual(self.python_calls, 2, "edo's wrapper back: the C path again")
+
+    def test_a_compile_session_leaves_the_call_to_the_python_path(self):
+        # Where the forward asks torch.compiler.is_dynamo_compiling() (_fastcount._compile_gate),
+        # count() reads torch.compiler._is_compiling_flag itself: set by a compile or export
+        # session, is_compiling() is then True and the hook's compiled path must run.
+        comp = getattr(torch, "compiler", None)
+        if R.fast_compiling is not getattr(comp, "is_dynamo_compiling", None):
+            self.skipTest("the forward asks %r: no compile flag read in C" % (R.fast_compiling,))
+        m = self.armed_model()
+        comp._is_compiling_flag = True
+        try:
+            self.assertTrue(comp.is_compiling())
+            m.emb(torch.tensor([1, 2]))
+        finally:
+            comp._is_compiling_flag = False
+        self.assertGreater(self.python_calls, 0, "the C path took a call during a compile session")
+        calls = self.python_calls
+        m.emb(torch.tensor([1, 2]))
+        self.assertEqual(self.python_calls, calls, "the flag cleared: the C path again")
+
     def test_the_record_keeps_nothing_alive(self):
         m = self.armed_model()
         w = weakref.ref(m.emb.weight)

@@ -5,9 +5,10 @@ Each module's hook state (_counting.EdoPreHook) holds a ``Record``. The Python p
 (``count_eager``) counts a call, then arms the record with what it checked (the backend, the
 state object and its generation, the weight and its pointer) and what it wrote to (the table,
 its activation entry in _family). The patched forward (_wrappers.wrap_forward) calls
-``count(record, module, args)`` first: it re-checks all of that, counts the call and does the
-activation accounting the Python path would have done, or returns False untouched (not armed,
-not the common case, state changed) and the Python path runs as before.
+``count(record, module, args, functional, fname, wrapper)`` first: it re-checks all of that
+(and that ``functional.fname`` is still edo's ``wrapper``, and no compile session runs), counts
+the call and does the activation accounting the Python path would have done, or returns False
+untouched (not armed, not the common case, state changed) and the Python path runs as before.
 
 Used only where nothing else has to see the call: the C module was built, the backend is the
 native library reached through that module, torch.compile cannot be tracing (torch >= 2.3, whose
@@ -32,15 +33,43 @@ def install(torch, state_module, on_failure):
     R.fast_compiling = None
     if _fastlookup is None:
         return
+    flag_owner = None
     if R.compiling is not None:
-        gate = R.compiling   # dynamo folds it to True while tracing: count is never traced
+        gate, flag_owner = _compile_gate(torch)   # dynamo folds it to True: count is never traced
     elif int(torch.__version__.split(".")[0]) < 2:
         gate = False.__bool__   # torch 1.x: nothing traces Python code (a C call: no frame)
     else:
         return   # torch 2.0-2.2: the hooks run under torch._dynamo.disable (_patches)
     _fastlookup.bind_hooks(R, state_module, torch.Tensor, torch.strided, torch.int64, torch.int32,
-                           torch.is_grad_enabled, on_failure)
+                           torch.is_grad_enabled, on_failure, flag_owner)
     R.fast_compiling = gate
+
+
+# The only names torch.compiler.is_compiling may read for _compile_gate's cheaper check.
+_IS_COMPILING_NAMES = frozenset(("torch", "jit", "is_scripting", "_is_compiling_flag"))
+
+
+def _compile_gate(torch):
+    """The function the forward calls before ``count`` (which must not run while dynamo traces
+    the forward), and the module whose ``_is_compiling_flag`` count() reads (None: none).
+
+    ``torch.compiler.is_compiling()`` is True while dynamo traces (it folds the call to True:
+    torch/_dynamo/variables/torch.py, constant_fold_functions, torch 2.15) and, run eagerly, is
+    ``_is_compiling_flag`` (torch/compiler/__init__.py: ``if torch.jit.is_scripting(): return
+    False else: return _is_compiling_flag``; the flag is held by a compile or export session,
+    _compile_session_context / _export's _compiling_state_context). Dynamo folds
+    ``is_dynamo_compiling()`` to True as well, and run eagerly it is one frame returning False
+    where is_compiling is two (it calls is_scripting): asking it and reading the flag in C gives
+    the same answer for ~50 ns less a call. Only where is_compiling's code reads no other name
+    (checked here); elsewhere the forward asks is_compiling itself."""
+    comp = getattr(torch, "compiler", None)
+    cheap = getattr(comp, "is_dynamo_compiling", None)
+    code = getattr(R.compiling, "__code__", None)
+    if (cheap is not None and code is not None and hasattr(comp, "_is_compiling_flag")
+            and getattr(R.compiling, "__globals__", None) is vars(comp)
+            and set(code.co_names) <= _IS_COMPILING_NAMES):
+        return cheap, comp
+    return R.compiling, None
 
 
 def new_record():
