@@ -178,13 +178,50 @@ static PyType_Spec record_spec = {"edo.runtime._fastlookup.Record", sizeof(Recor
 
 /* ---- count -------------------------------------------------------------------------------- */
 
-/* obj.name is `want` (identity); -1 on an error. */
-static int attr_is(PyObject* obj, PyObject* name, PyObject* want) {
-  PyObject* v = PyObject_GetAttr(obj, name);
+/* obj.name (a new reference) where obj is a module object (torch.nn.functional, torch.compiler,
+ * edo's _state): read from its dict, which is what PyObject_GetAttr finds for a name the dict
+ * holds (a plain module's class has no descriptor of these names), without the type lookups
+ * first. Any other object, and a name the dict lacks (a PEP 562 __getattr__), by PyObject_GetAttr. */
+static PyObject* module_attr(PyObject* obj, PyObject* name) {
+  if (Py_IS_TYPE(obj, &PyModule_Type)) {
+    PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(obj), name);   /* borrowed */
+    if (v != NULL) {
+      Py_INCREF(v);
+      return v;
+    }
+    if (PyErr_Occurred()) return NULL;
+  }
+  return PyObject_GetAttr(obj, name);
+}
+
+/* module.name for an embedding module, from its instance dict (PyObject_GenericGetDict): nn.Module
+ * keeps _parameters and EmbeddingBag its include_last_offset there (torch/nn/modules/module.py
+ * __init__: super().__setattr__("_parameters", {}); sparse.py: self.include_last_offset = ...),
+ * and nn.Module's class-level __getattr__ hook costs a call and two type lookups a read (0.02-0.03
+ * us). That is PyObject_GetAttr's answer while the module's class has no data descriptor of the
+ * name: _fastcount.arm checks it before arming. A name the dict lacks: PyObject_GetAttr. */
+static PyObject* module_instance_attr(PyObject* module, PyObject* name) {
+  PyObject* d = PyObject_GenericGetDict(module, NULL);
+  PyObject* v = d != NULL && PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
+  Py_XINCREF(v);
+  Py_XDECREF(d);
+  if (v != NULL) return v;
+  PyErr_Clear();
+  return PyObject_GetAttr(module, name);
+}
+
+/* obj.name is `want` (identity); -1 on an error. `get`: how obj's attribute is read. */
+static int attr_is_by(PyObject* (*get)(PyObject*, PyObject*), PyObject* obj, PyObject* name,
+                      PyObject* want) {
+  PyObject* v = get(obj, name);
   if (v == NULL) return -1;
   const int same = v == want;
   Py_DECREF(v);
   return same;
+}
+
+static int attr_is(PyObject* obj, PyObject* name, PyObject* want) {
+  return attr_is_by(PyObject_GetAttr, obj, name, want);
 }
 
 /* obj.name() as a C integer; -1 with an exception set on an error. */
@@ -198,14 +235,15 @@ static long long call_ll(PyObject* obj, PyObject* name) {
 
 /* The armed state still describes the process and the module (1). */
 static int still_valid(const Armed* r, PyObject* module) {
-  int ok = attr_is(g.runtime, s_backend, r->backend) == 1 && attr_is(g.state_module, s_S, r->state) == 1;
+  int ok = attr_is(g.runtime, s_backend, r->backend) == 1 &&
+           attr_is_by(module_attr, g.state_module, s_S, r->state) == 1;
   if (ok) {
     PyObject* gen = PyObject_GetAttr(r->state, s_generation);
     ok = gen != NULL && PyLong_AsLongLong(gen) == r->generation;
     Py_XDECREF(gen);
   }
   if (ok) {
-    PyObject* params = PyObject_GetAttr(module, s_parameters);
+    PyObject* params = module_instance_attr(module, s_parameters);
     ok = params != NULL && PyDict_Check(params) && PyDict_GetItemWithError(params, s_weight) == r->weight;
     Py_XDECREF(params);
   }
@@ -233,7 +271,7 @@ static int read_bags(PyObject* module, PyObject* args, Call* c) {
   if ((PyObject*)Py_TYPE(offsets) != g.tensor_type) return 0;
   long long bags = call_ll(offsets, s_numel);
   if (bags < 0) return 0;
-  PyObject* last = PyObject_GetAttr(module, s_include_last_offset);
+  PyObject* last = module_instance_attr(module, s_include_last_offset);
   if (last == NULL) return 0;
   const int t = PyObject_IsTrue(last);
   Py_DECREF(last);
@@ -329,10 +367,10 @@ static int account(const Armed* r, Call* c) {
  * is_compiling() is that flag outside dynamo; dynamo's own tracing the forward's
  * is_dynamo_compiling() answered). 1: the fast path may go on. */
 static int forward_may_skip(PyObject* functional, PyObject* fname, PyObject* wrapper) {
-  PyObject* f = PyObject_GetAttr(functional, fname);
+  PyObject* f = module_attr(functional, fname);
   const int same = f == wrapper;
   Py_XDECREF(f);
-  if (same && g.flag_owner != NULL) return attr_is(g.flag_owner, s_is_compiling_flag, Py_False) == 1;
+  if (same && g.flag_owner != NULL) return attr_is_by(module_attr, g.flag_owner, s_is_compiling_flag, Py_False) == 1;
   return same;
 }
 

@@ -196,6 +196,31 @@ class FastPathTest(unittest.TestCase):
         m.emb(torch.tensor([1, 2]))
         self.assertEqual(self.python_calls, calls, "the flag cleared: the C path again")
 
+    def test_a_class_property_over_an_attribute_the_c_path_reads_keeps_it_off(self):
+        # count() reads include_last_offset (and _parameters) from the module's own dict, which
+        # getattr only agrees with while no data descriptor of the name is on the class: such a
+        # module is never armed, and its bags are what the property says.
+        class LastOffsetBag(nn.EmbeddingBag):
+            @property
+            def include_last_offset(self):
+                return True
+
+            @include_last_offset.setter
+            def include_last_offset(self, v):
+                self.__dict__["include_last_offset"] = v   # what the dict says: False
+
+        m = nn.Module()
+        m.bag = LastOffsetBag(50, 4)
+        H.instrument(m)
+        _state.S.dense_checks_left = 0
+        ids, offsets = torch.tensor([1, 2, 3, 4, 49]), torch.tensor([0, 2, 5])
+        for _ in range(3):
+            m.bag(ids, offsets)
+        self.assertEqual(_state.S.act_step["bag"][0], 3 * 2 * 4 * 4, "2 bags a call, not 3")
+        self.assertEqual(self.fake.count_of("bag"), bincount(ids, ids, ids))
+        self.assertEqual(self.python_calls, 3)
+        self.assertFalse(self.record(m.bag).armed)
+
     def test_the_record_keeps_nothing_alive(self):
         m = self.armed_model()
         w = weakref.ref(m.emb.weight)

@@ -198,7 +198,7 @@ class EdoPreHook(object, metaclass=_HookType):
             if direct:
                 fast = self.fast
                 if fast is not None and not fast.armed:
-                    _fastcount.arm(fast, s, st, w, self.bag)
+                    _fastcount.arm(fast, s, st, w, self.bag, module)
                 return True
             s.tls.pending = w   # the functional wrapper the forward calls next skips it
         except Exception as e:

@@ -77,13 +77,32 @@ def new_record():
     return _fastlookup.Record() if _fastlookup is not None else None
 
 
-def arm(record, state, st, weight, bag):
+def arm(record, state, st, weight, bag, module):
     """After the Python path counted a direct call of the module (ModState ``st``, checked
     against ``weight`` just now): lets ``count`` take the next ones while nothing changes."""
     b = R.backend
     if (R.fast_compiling is None or state.dense_checks_left > 0
-            or getattr(b, "table_lookup", None) is not _fastlookup.lookup):
+            or getattr(b, "table_lookup", None) is not _fastlookup.lookup
+            or not _dict_reads_hold(type(module))):
         return
     tab = st.table
     a = _family.act_entry(tab, weight)
     record.arm(b, state, state.generation, weight, st.ptr, tab, tab.handle, a, a[5], bag)
+
+
+# What count() reads from the module's instance dict (fastcount.c, module_instance_attr).
+_DICT_READS = ("_parameters", "include_last_offset")
+
+
+def _dict_reads_hold(cls):
+    """A read from the instance dict is what getattr returns: no class in cls's MRO defines a
+    data descriptor (a property, a slot) of those names, which would come first."""
+    for name in _DICT_READS:
+        for k in cls.__mro__:
+            d = k.__dict__.get(name)
+            if d is not None:
+                t = type(d)
+                if hasattr(t, "__set__") or hasattr(t, "__delete__"):
+                    return False
+                break
+    return True
