@@ -183,7 +183,7 @@ static PyType_Spec record_spec = {"edo.runtime._fastlookup.Record", sizeof(Recor
  * holds (a plain module's class has no descriptor of these names), without the type lookups
  * first. Any other object, and a name the dict lacks (a PEP 562 __getattr__), by PyObject_GetAttr. */
 static PyObject* module_attr(PyObject* obj, PyObject* name) {
-  if (Py_IS_TYPE(obj, &PyModule_Type)) {
+  if (Py_TYPE(obj) == &PyModule_Type) {   /* exactly a module: not a subclass with descriptors */
     PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(obj), name);   /* borrowed */
     if (v != NULL) {
       Py_INCREF(v);
