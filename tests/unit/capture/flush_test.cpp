@@ -264,6 +264,7 @@ TEST(IngestQueue, AWideBatchIsBoundedByItsEightBytesAnId) {
   IngestQueue q(64);
   const int64_t wide[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, int64_t{1} << 40};  // 40 bytes narrowed, 80 as they are
   EXPECT_EQ(q.push_copy(0, wide, 10, EDO_I64, 8), IngestQueue::Push::kFull);
+  EXPECT_EQ(q.pooled_bytes(), 40u) << "its buffer (narrowed, 40 bytes) is kept for the next batch";
   const int64_t fit[16] = {};
   EXPECT_EQ(q.push_copy(0, fit, 16, EDO_I64, 8), IngestQueue::Push::kOk) << "all 64 bytes are free";
   EXPECT_EQ(q.push_copy(0, fit, 1, EDO_I64, 8), IngestQueue::Push::kFull);

@@ -107,14 +107,19 @@ IngestQueue::Push IngestQueue::widen(Batch* b, const void* indices, uint64_t cou
     queued_bytes_ = full ? queued_bytes_ - b->bytes : queued_bytes_ - b->bytes + wide;
   }
   if (full || !reserve(b, wide)) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!full) queued_bytes_ -= wide;
-    if (b->data) {
-      pool_bytes_ += b->capacity;
-      pool_.push_back(b);
-    } else {
-      delete b;
+    std::vector<Batch*> trimmed;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!full) queued_bytes_ -= wide;
+      if (b->data) {  // back to the pool, within what it may keep (it may be a fresh buffer)
+        pool_bytes_ += b->capacity;
+        pool_.push_back(b);
+        b = nullptr;
+        trim_pool_locked(trimmed);
+      }
     }
+    delete b;
+    delete_all(trimmed);
     return full ? Push::kFull : Push::kNoMemory;
   }
   std::memcpy(b->data.get(), indices, wide);
