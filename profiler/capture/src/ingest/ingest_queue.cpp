@@ -112,8 +112,7 @@ IngestQueue::Push IngestQueue::widen(Batch* b, const void* indices, uint64_t cou
       std::lock_guard<std::mutex> lk(mu_);
       if (!full) queued_bytes_ -= wide;
       if (b->data) {  // back to the pool, within what it may keep (it may be a fresh buffer)
-        pool_bytes_ += b->capacity;
-        pool_.push_back(b);
+        pool_locked(b);
         b = nullptr;
         trim_pool_locked(trimmed);
       }
@@ -167,19 +166,16 @@ std::vector<Batch*> IngestQueue::take() {
   // Allocated and touched here, outside the lock: the page faults are this thread's.
   for (size_t i = 0; i < want; ++i) {
     auto* b = new (std::nothrow) Batch();
-    if (b) b->data.reset(new (std::nothrow) char[size]);
-    if (!b || !b->data) {
+    if (!reserve(b, size)) {
       delete b;
       break;
     }
     std::memset(b->data.get(), 0, size);
-    b->capacity = size;
     fresh.push_back(b);
   }
   if (!fresh.empty()) {
     std::lock_guard<std::mutex> lk(mu_);
-    for (Batch* b : fresh) pool_bytes_ += b->capacity;
-    pool_.insert(pool_.end(), fresh.begin(), fresh.end());
+    for (Batch* b : fresh) pool_locked(b);
     trim_pool_locked(trimmed);
   }
   delete_all(trimmed);
@@ -193,6 +189,11 @@ size_t IngestQueue::top_up_count_locked(uint64_t cycle) const {
   if (last_bytes_ == 0 || pool_bytes_ >= cycle) return 0;
   const uint64_t room = max_bytes_ - std::min(max_bytes_, queued_bytes_ + pool_bytes_);
   return size_t(std::min(cycle - pool_bytes_, room) / last_bytes_);
+}
+
+void IngestQueue::pool_locked(Batch* b) {
+  pool_bytes_ += b->capacity;
+  pool_.push_back(b);
 }
 
 void IngestQueue::trim_pool_locked(std::vector<Batch*>& out) {
@@ -211,10 +212,7 @@ void IngestQueue::recycle(std::vector<Batch*>& done) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     queued_bytes_ -= std::min(queued_bytes_, freed);
-    for (Batch* b : done) {
-      pool_bytes_ += b->capacity;
-      pool_.push_back(b);
-    }
+    for (Batch* b : done) pool_locked(b);
     done.clear();
     trim_pool_locked(done);
   }

@@ -98,6 +98,8 @@ class IngestQueue {
   // How many buffers of last_bytes_ the pool lacks for `cycle` bytes (the top-up).
   size_t top_up_count_locked(uint64_t cycle) const;
 
+  // `b` into the pool of recycled buffers (trim_pool_locked then bounds the pool).
+  void pool_locked(Batch* b);
   // The pool's buffers beyond what it may keep now, moved to `out` (deleted outside mu_).
   void trim_pool_locked(std::vector<Batch*>& out);
   bool wake_ = false;          // mu_: the consumer has reason to run now
