@@ -237,6 +237,76 @@ void BM_TracerEveryStatistic(benchmark::State& state) { tracer_stream(state, Sta
 // state, what a table costs after its exact prefix of 2^22 references).
 void BM_TracerSampled(benchmark::State& state) { tracer_stream(state, sampled_cfg()); }
 
+// The tracer's streams of the two PyTorch benches (issue 32), every statistic, ns per index:
+//  * DLRM-like (bench/torch_overhead/bench.py: examples/dlrm_like.py's six tables, 300 to 50,000
+//    rows, all below exact_lru_rows_limit, so exact stacks for the whole run): ~61,000 indices
+//    a step over 46 steps; a delta taken and a drift window closed every 40 steps (the 1 s
+//    flush at ~25 ms a step) and at the end.
+//  * one repeated call (bench/torch_overhead/percall.py): the same 768 uniform ids into a
+//    100,000-row table, 6,000 calls (past the table's 2^22-reference exact prefix).
+struct SmallTable {
+  uint64_t rows;
+  double alpha;
+  size_t per_step;
+};
+constexpr SmallTable kDlrmTables[] = {{20000, 1.05, 2048 * 6}, {50000, 1.2, 2048 * 8}, {1000, 0.9, 2048 * 6},
+                                      {5000, 1.3, 2048 * 6},  {10000, 1.1, 2048},    {300, 0.8, 2048 * 2}};
+constexpr int kDlrmSteps = 46;
+
+void BM_TracerDlrmTables(benchmark::State& state) {
+  static const std::vector<std::vector<std::vector<int64_t>>> steps = [] {
+    std::vector<std::vector<std::vector<int64_t>>> v;
+    uint64_t seed = 11;
+    for (const auto& t : kDlrmTables) {
+      ZipfGenerator gen(t.rows, t.alpha, seed++);
+      std::vector<std::vector<int64_t>> per(kDlrmSteps, std::vector<int64_t>(t.per_step));
+      for (auto& s : per) gen.fill(s.data(), s.size());
+      v.push_back(std::move(per));
+    }
+    return v;
+  }();
+  double n = 0;
+  for (auto _ : state) {
+    std::vector<std::unique_ptr<TableIngestor>> ing;
+    for (const auto& t : kDlrmTables) ing.push_back(std::make_unique<TableIngestor>(t.rows, StatsConfig{}));
+    for (int s = 0; s < kDlrmSteps; ++s) {
+      for (size_t k = 0; k < ing.size(); ++k) ing[k]->add(steps[k][size_t(s)].data(), steps[k][size_t(s)].size());
+      if (s % 40 == 39 || s + 1 == kDlrmSteps)
+        for (auto& i : ing) {
+          i->close_window();
+          benchmark::DoNotOptimize(i->take_delta().serialize());
+        }
+    }
+  }
+  for (const auto& t : kDlrmTables) n += static_cast<double>(t.per_step) * kDlrmSteps;
+  const double items = static_cast<double>(state.iterations()) * n;
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.counters["ns_per_idx"] = benchmark::Counter(items * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_TracerRepeatedCall(benchmark::State& state) {
+  static const std::vector<int64_t> ids = [] {
+    std::vector<int64_t> v(768);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (auto& r : v) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      r = static_cast<int64_t>(x % 100000);
+    }
+    return v;
+  }();
+  constexpr int kCalls = 6000;
+  for (auto _ : state) {
+    TableIngestor ing(100000, StatsConfig{});
+    for (int c = 0; c < kCalls; ++c) {
+      ing.add(ids.data(), ids.size());
+      if (c % 1000 == 999) benchmark::DoNotOptimize(ing.take_delta().serialize());
+    }
+  }
+  const double items = static_cast<double>(state.iterations()) * kCalls * 768.0;
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.counters["ns_per_idx"] = benchmark::Counter(items * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 BENCHMARK(BM_PlainLoop)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ExactCount)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TakeDelta)->Unit(benchmark::kMillisecond);
@@ -249,6 +319,8 @@ BENCHMARK(BM_TracerPlainCounts)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TracerCountsOnly)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TracerEveryStatistic)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TracerSampled)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TracerDlrmTables)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TracerRepeatedCall)->Unit(benchmark::kMillisecond);
 
 // Collects M idx/s from the runs for the summary.
 class Collector : public benchmark::ConsoleReporter {

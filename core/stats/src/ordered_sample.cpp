@@ -119,9 +119,23 @@ void OrderedSampler::keep(uint64_t row) {
                  pending_.end());
 }
 
+// The per-index loop (every reference of a table that keeps them all, at first): one hash per
+// index for both the test and the level, the bound checked inline; keep() only when a
+// reference is one too many (it lowers the threshold).
 void OrderedSampler::add(const uint64_t* rows, size_t n) {
-  for (size_t i = 0; i < n; ++i, ++position_)
-    if (OrderedSample::keeps(rows[i], threshold_)) keep(rows[i]);
+  uint64_t t = threshold_;
+  for (size_t i = 0; i < n; ++i, ++position_) {
+    const uint64_t h = hash::sample_hash(rows[i]) & hash::kSampleMask;
+    if (h >= t) continue;  // keeps(): the sample test of row_hash.h
+    if (kept_ >= max_refs_) {
+      keep(rows[i]);
+      t = threshold_;
+      continue;
+    }
+    pending_.push_back({position_, rows[i]});
+    ++kept_;
+    ++by_level_[hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h))];  // level_of()
+  }
 }
 
 void OrderedSampler::skip(uint64_t n) {

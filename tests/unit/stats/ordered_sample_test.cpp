@@ -132,5 +132,61 @@ TEST(OrderedSample, ReferencesCountedOnADeviceEndTheOrder) {
   EXPECT_EQ(a.ordered_sample()->end, 5u);
 }
 
+
+// The sampler's batched loop against its definition, one reference at a time: a reference is
+// kept iff its row's hash is below the threshold; one reference too many halves the threshold
+// until the whole stream's kept references fit, and drops the pending ones above it. Small
+// bounds so that the threshold falls many times, in the middle of batches of every size.
+TEST(OrderedSample, TheBatchedLoopKeepsWhatOneReferenceAtATimeKeeps) {
+  for (uint64_t bound : {1u, 7u, 64u, 1000u}) {
+    std::vector<uint64_t> stream(20000);
+    uint64_t x = 0x243f6a8885a308d3ull + bound;
+    for (auto& r : stream) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      r = x % 3000;
+    }
+    // the definition
+    uint64_t t = OrderedSample::kFullThreshold;
+    std::vector<OrderedRef> want;
+    std::vector<uint64_t> t_after(stream.size());  // the threshold once reference p is in
+    for (uint64_t p = 0; p < stream.size(); ++p) {
+      t_after[p] = t;
+      if (!OrderedSample::keeps(stream[p], t)) continue;
+      want.push_back({p, stream[p]});
+      while (t > 0) {
+        uint64_t whole = 0;  // the whole stream's references so far at threshold t
+        for (uint64_t q = 0; q <= p; ++q) whole += OrderedSample::keeps(stream[q], t);
+        if (whole <= bound) break;
+        t >>= 1;
+      }
+      std::erase_if(want, [&](const OrderedRef& r) { return !OrderedSample::keeps(r.row, t); });
+      t_after[p] = t;
+    }
+    OrderedSampler s(bound);
+    std::vector<OrderedRef> got;
+    for (size_t off = 0, k = 1; off < stream.size(); off += k, k = k * 3 % 1009 + 1) {
+      const size_t n = std::min(k, stream.size() - off);
+      s.add(stream.data() + off, n);
+      EXPECT_EQ(s.threshold(), t_after[off + n - 1]) << "bound " << bound << " after " << off + n;
+      EXPECT_LE(s.kept(), bound);
+      if (k % 5 == 0) {
+        OrderedSample part = s.take();
+        got.insert(got.end(), part.refs.begin(), part.refs.end());
+      }
+    }
+    const OrderedSample last = s.take();
+    got.insert(got.end(), last.refs.begin(), last.refs.end());
+    // references handed out before a later halving are dropped by the collector's merge
+    std::erase_if(got, [&](const OrderedRef& r) { return !OrderedSample::keeps(r.row, s.threshold()); });
+    EXPECT_EQ(s.threshold(), t) << "bound " << bound;
+    ASSERT_EQ(got.size(), want.size()) << "bound " << bound;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].position, want[i].position);
+      EXPECT_EQ(got[i].row, want[i].row);
+    }
+    EXPECT_EQ(s.kept(), want.size()) << "bound " << bound;
+  }
+}
+
 }  // namespace
 }  // namespace edo::stats
