@@ -11,6 +11,8 @@
 // timestamp order (the old markers flagged in a bitmap as they are met), not from a walk of
 // the counts per reference; the markers that moved are counted by their rank in that order.
 // Every distance is the one a move-to-front list gives (MattsonBatchTest).
+#include <emmintrin.h>
+
 #include <algorithm>
 
 #include "internal.h"
@@ -28,66 +30,52 @@ __attribute__((always_inline)) inline uint32_t chunk_pc(uint64_t x) {
   return static_cast<uint32_t>(kPop ? static_cast<uint64_t>(__builtin_popcountll(x)) : popcount_swar(x));
 }
 
-// kAbove.m[w][k]: the bytes of a ChunkBits' counts[k] that count words after word w.
-struct AboveMasks {
-  uint64_t m[kChunkWords][kChunkWords / 8];
-  constexpr AboveMasks() : m{} {
-    for (size_t w = 0; w < kChunkWords; ++w)
-      for (size_t k = 0; k < kChunkWords / 8; ++k)
-        for (size_t b = 0; b < 8; ++b)
-          if (8 * k + b > w) m[w][k] |= uint64_t{0xff} << (8 * b);
+// The chunk's two sets of positions below kChunk, as one bitmap of 2 x kChunkWords words: the
+// chunk's live markers (by position, words [0, 32)) and the old markers that moved (by rank,
+// words [32, 64)), answering "how many after i in i's set". A count per word (a byte: at most
+// 64) is kept in four SSE registers for the whole loop (byte w & 15 of counts[w >> 4]), so
+// a flip is four byte adds of a table row and a query is the byte sum of the counts under a
+// mask (psadbw), with no store of a count the next reference must wait for.
+constexpr size_t kSetWords = 2 * kChunkWords;
+struct SetTables {
+  alignas(64) uint8_t above[kSetWords][kSetWords];   // 0xff at the words after w in w's set
+  alignas(64) uint8_t one[2][kSetWords][kSetWords];  // [add] at word w: +1 (add) or -1
+  constexpr SetTables() : above{}, one{} {
+    for (size_t w = 0; w < kSetWords; ++w)
+      for (size_t b = 0; b < kSetWords; ++b) {
+        above[w][b] = b > w && b / kChunkWords == w / kChunkWords ? 0xff : 0;
+        one[1][w][b] = b == w ? 1 : 0;
+        one[0][w][b] = b == w ? 0xff : 0;
+      }
   }
 };
-constexpr AboveMasks kAbove{};
+constexpr SetTables kSets{};
 
-// A set of positions below kChunk with a count per word, answering "how many after i". The
-// counts are bytes packed 8 to a uint64 and summed under a mask with scalar arithmetic: the
-// loop updates a count and reads them all again in the next reference, and a vector load of
-// counts just stored one at a time waits for the stores to retire (store forwarding fails),
-// where 8-byte loads of 8-byte stores are forwarded.
-struct ChunkBits {
-  static constexpr size_t kPacked = kChunkWords / 8;
-  uint64_t words[kChunkWords];
-  uint64_t counts[kPacked];  // byte b of counts[i]: set positions in words[8 * i + b]
-  void clear() {
-    std::fill(words, words + kChunkWords, 0);
-    std::fill(counts, counts + kPacked, 0);
+struct SetCounts {
+  __m128i c[4];
+  __attribute__((always_inline)) void add_row(const uint8_t* row) {
+    for (int k = 0; k < 4; ++k) c[k] = _mm_add_epi8(c[k], _mm_load_si128(reinterpret_cast<const __m128i*>(row) + k));
   }
-  void set(size_t i) {
-    words[i >> 6] |= uint64_t{1} << (i & 63);
-    counts[i >> 9] += uint64_t{1} << (8 * ((i >> 6) & 7));
-  }
-  // Sets position i (add) or clears it (!add; it is set): no branch.
-  void flip(size_t i, bool add) {
-    words[i >> 6] ^= uint64_t{1} << (i & 63);
-    const uint64_t one = uint64_t{1} << (8 * ((i >> 6) & 7));
-    counts[i >> 9] += add ? one : 0 - one;  // a set byte is >= 1: no borrow into the next
-  }
-  template <bool kPop>
-  __attribute__((always_inline)) uint32_t after(size_t i) const {
-    constexpr uint64_t kEven = 0x00ff00ff00ff00ffull;
-    const size_t w = i >> 6;
-    uint32_t n = chunk_pc<kPop>(words[w] & (~uint64_t{1} << (i & 63)));
-    // the counts of words after w: per packed word, the bytes above w's, as 16-bit lanes
-    // (at most 4 x 2 x 64 each), then the lanes summed by a multiply
-    const uint64_t* mask = kAbove.m[w];
-    uint64_t lanes = 0;
-    for (size_t k = 0; k < kPacked; ++k) {
-      const uint64_t x = counts[k] & mask[k];
-      lanes += (x & kEven) + ((x >> 8) & kEven);
-    }
-    return n + static_cast<uint32_t>((lanes * 0x0001000100010001ull) >> 48);
+  // The counts of the words after w in w's set.
+  __attribute__((always_inline)) uint32_t after_word(size_t w) const {
+    const __m128i* m = reinterpret_cast<const __m128i*>(kSets.above[w]);
+    __m128i s = _mm_add_epi8(_mm_and_si128(c[0], _mm_load_si128(m)), _mm_and_si128(c[1], _mm_load_si128(m + 1)));
+    s = _mm_add_epi8(s, _mm_add_epi8(_mm_and_si128(c[2], _mm_load_si128(m + 2)), _mm_and_si128(c[3], _mm_load_si128(m + 3))));
+    s = _mm_sad_epu8(s, _mm_setzero_si128());
+    s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+    return static_cast<uint32_t>(_mm_cvtsi128_si32(s));
   }
 };
 
 // What pass 2 does with a reference (ChunkScratch::code): a first reference ever (kFirstEver), a
-// previous reference in the chunk (its position), or an old marker (kOldMarker | its rank).
-constexpr uint32_t kFirstEver = 0xffffffffu, kOldMarker = 1u << 16, kPosMask = kOldMarker - 1;
+// previous reference in the chunk (its position), or an old marker (kOldMarker | its rank):
+// the code is the reference's bit in the chunk's sets.
+constexpr uint32_t kFirstEver = 0xffffffffu, kOldMarker = kChunk, kPosMask = kOldMarker - 1;
 
 struct ChunkScratch {
   uint32_t code[kChunk];
   uint32_t old_after[kChunk];  // first references in the chunk of old ids: L(p)
-  ChunkBits sets[2];           // [0]: the chunk's live markers (by position); [1]: old markers moved (by rank)
+  uint64_t words[kSetWords];   // the chunk's sets (SetTables)
 };
 
 }  // namespace
@@ -97,6 +85,7 @@ template <bool kPop>
 __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint64_t* ids, size_t n, DistanceTally& out,
                                                                       uint64_t max_distinct) {
   ChunkScratch sc;
+  static_assert(kChunk <= kOldMarker && kOldMarker * 2 == kSetWords * 64, "codes are bits of the sets");
   uint32_t* __restrict last = last_.data();
   uint32_t* __restrict owner = owner_.data();
   uint64_t* __restrict qbits = qbits_.data();
@@ -135,9 +124,9 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   // Pass 2, in stream order: the distances. A previous reference in the chunk: the chunk's
   // live markers after it; an old marker: L(p), less the markers after it that moved, plus
   // the chunk's live markers. One path for both (they alternate at random on a skewed trace).
-  ChunkBits* sets = sc.sets;
-  sets[0].clear();
-  sets[1].clear();
+  uint64_t* __restrict words = sc.words;
+  std::fill(words, words + kSetWords, 0);
+  SetCounts counts{{_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()}};
   uint64_t* __restrict bins = out.bins.data();
   uint64_t cold = 0, hits = 0, maxd = out.max_distance;
   uint32_t in_chunk = 0;  // the chunk's live markers
@@ -146,16 +135,21 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
     if (c == kFirstEver) {
       ++cold;
       ++in_chunk;
-      sets[0].flip(j, true);
+      words[j >> 6] |= uint64_t{1} << (j & 63);
+      counts.add_row(kSets.one[1][j >> 6]);
       continue;
     }
-    const bool old = (c & kOldMarker) != 0;
-    const uint32_t x = c & kPosMask;
-    const uint32_t a = sets[old].template after<kPop>(x);
+    const uint32_t old = c / kOldMarker;
+    const size_t w = c >> 6;
+    const uint64_t bit = uint64_t{1} << (c & 63);
+    const uint32_t a = chunk_pc<kPop>(words[w] & (0 - (bit << 1))) + counts.after_word(w);
     const uint64_t d = old ? sc.old_after[j] + in_chunk - a : a;
-    sets[old].flip(x, old);  // the old marker's rank joins the moved; the chunk's q is cleared
+    // the old marker's rank joins the moved; the chunk's q is cleared
+    words[w] ^= bit;
+    counts.add_row(kSets.one[old][w]);
     in_chunk += old;
-    sets[0].flip(j, true);
+    words[j >> 6] |= uint64_t{1} << (j & 63);
+    counts.add_row(kSets.one[1][j >> 6]);
     ++bins[StackDistanceHistogram::bin_of(d)];
     ++hits;
     maxd = d > maxd ? d : maxd;
@@ -165,7 +159,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   out.max_distance = maxd;
   // The chunk's live markers join the stack.
   for (size_t w = 0; w < kChunkWords; ++w)
-    for (uint64_t x = sets[0].words[w]; x; x &= x - 1) {
+    for (uint64_t x = words[w]; x; x &= x - 1) {
       const uint64_t t = t0 + w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
       bits_[t >> 6] |= uint64_t{1} << (t & 63);
       ++block_[t >> kBlockShift];
