@@ -32,6 +32,20 @@ TEST(StackDistanceHistogramTest, BinsAreLogLinearAndContiguous) {
   for (uint64_t d = 0; d < 5000; ++d) EXPECT_EQ(H::bin_of(d), d < 256 ? d : H::bin_of(d)) << d;
 }
 
+// The exact stack's tally bins without a branch: the same bins as the histogram's.
+TEST(StackDistanceHistogramTest, TallyBinsAreTheHistogramsBins) {
+  using H = StackDistanceHistogram;
+  for (uint64_t d = 0; d < (1u << 16); ++d) ASSERT_EQ(detail::DistanceTally::bin_of(d), H::bin_of(d)) << d;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t d = rng() >> (rng() % 64);
+    ASSERT_EQ(detail::DistanceTally::bin_of(d), H::bin_of(d)) << d;
+  }
+  for (uint32_t o = 0; o < 64; ++o)
+    for (uint64_t d : {uint64_t{1} << o, (uint64_t{1} << o) - 1, (uint64_t{1} << o) + 1, ~uint64_t{0} >> o})
+      ASSERT_EQ(detail::DistanceTally::bin_of(d), H::bin_of(d)) << d;
+}
+
 TEST(StackDistanceHistogramTest, HitsBelowInterpolatesAndColdIsSeparate) {
   StackDistanceHistogram h;
   h.add(0);
