@@ -116,6 +116,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
       ++olds;  // its code is set by the sweep
     } else {
       sc.code[j] = static_cast<uint32_t>(p - 1 - t0);
+      sc.old_after[j] = 0;
     }
     last[id] = static_cast<uint32_t>(t0 + j + 1);
     owner[t0 + j] = static_cast<uint32_t>(id + 1);
@@ -143,7 +144,10 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
     const size_t w = c >> 6;
     const uint64_t bit = uint64_t{1} << (c & 63);
     const uint32_t a = chunk_pc<kPop>(words[w] & (0 - (bit << 1))) + counts.after_word(w);
-    const uint64_t d = old ? sc.old_after[j] + in_chunk - a : a;
+    // read whatever the reference is (pass 1 wrote 0 for a previous reference in the chunk):
+    // a load only when old is a branch the compiler keeps, taken at random
+    const uint32_t base = sc.old_after[j] + in_chunk;
+    const uint64_t d = old ? base - a : a;
     // the old marker's rank joins the moved; the chunk's q is cleared
     words[w] ^= bit;
     counts.add_row(kSets.one[old][w]);
