@@ -380,6 +380,9 @@ class MattsonStack {
   std::vector<uint8_t> qblock_;
   uint64_t cap_ = 0, now_ = 0, live_ = 0;
   uint64_t id_bound_ = UINT64_MAX;
+  // The last chunk's references switched often between old markers and previous references in
+  // the chunk: the next chunk's pass 1 tells them apart without a branch.
+  bool chunk_mixed_ = false;
 };
 
 // The exact stack of a large table (StatsConfig::exact_lru_distinct_limit) also hands over to

@@ -99,6 +99,51 @@ TEST(MattsonBatchTest, BaselineLoopMatchesMoveToFront) {
   detail::MattsonStack::use_baseline_loop_for_test(false);
 }
 
+// Whole chunks of 2048 references on a few thousand ids, old markers and references within the
+// chunk interleaved at random: the chunk loop's pass 1 then tells them apart without a branch
+// (MattsonStack::chunk_mixed_). On 200 ids every distance is below 256, a bin of its own, so
+// the tally is the exact multiset of distances.
+void whole_chunks_match_move_to_front() {
+  for (const uint64_t ids : {uint64_t{200}, uint64_t{3000}, uint64_t{20000}}) {
+    const size_t n = 60000;
+    const auto s = mixed_stream(ids, n, ids * 17 + 1);
+    std::mt19937_64 rng(ids + 1);
+    detail::MattsonStack stack;
+    detail::DistanceTally tally;
+    MoveToFront mtf;
+    StackDistanceHistogram want;
+    for (size_t off = 0; off < n;) {
+      const size_t len = std::min<size_t>(n - off, 2048 + rng() % 6000);
+      ASSERT_EQ(stack.reference_batch(s.data() + off, len, tally), len);
+      for (size_t i = off; i < off + len; ++i) {
+        const uint64_t d = mtf.reference(s[i]);
+        if (d == detail::MattsonStack::kCold)
+          want.add_cold();
+        else
+          want.add(d);
+      }
+      off += len;
+    }
+    StackDistanceHistogram got;
+    tally.add_to(got);
+    EXPECT_EQ(got.bins(), want.bins()) << "ids " << ids;
+    EXPECT_EQ(got.cold(), want.cold()) << "ids " << ids;
+    EXPECT_EQ(got.max_distance(), want.max_distance()) << "ids " << ids;
+    std::vector<uint64_t> order;
+    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(id); });
+    std::vector<uint64_t> expect(mtf.most_recent_first().rbegin(), mtf.most_recent_first().rend());
+    EXPECT_EQ(order, expect) << "ids " << ids;
+  }
+}
+
+TEST(MattsonBatchTest, WholeChunksOfInterleavedReferencesMatchMoveToFront) { whole_chunks_match_move_to_front(); }
+
+TEST(MattsonBatchTest, BaselineLoopOnWholeChunksMatchesMoveToFront) {
+  detail::MattsonStack::use_baseline_loop_for_test(true);
+  whole_chunks_match_move_to_front();
+  detail::MattsonStack::use_baseline_loop_for_test(false);
+}
+
 TEST(MattsonBatchTest, StopsAtTheFirstNewIdBeyondMaxDistinct) {
   const auto s = mixed_stream(5000, 40000, 3);
   for (const uint64_t limit : {uint64_t{1}, uint64_t{24}, uint64_t{1000}, uint64_t{4999}}) {

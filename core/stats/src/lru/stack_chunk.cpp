@@ -14,6 +14,7 @@
 #include <emmintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "internal.h"
 
@@ -24,6 +25,12 @@ namespace {
 constexpr size_t kChunk = 2048;  // references per chunk: the per-chunk scratch is ~20 KiB of stack
 constexpr size_t kChunkWords = kChunk / 64;
 constexpr size_t kChunkPrefetch = 16;  // the last timestamp of the id this many references ahead
+// Pass 1 tells old markers from references in the chunk without a branch where more than n / 16
+// of the last chunk's references switched between the two, on a stack of at most 2^16 ids:
+// on a larger one the ids' timestamps miss the cache, and the branch (predicted, so the loads
+// of the references after it issue early) measured faster.
+constexpr uint32_t kMixedBelow = 16;
+constexpr uint64_t kMixedLive = uint64_t{1} << 16;
 
 template <bool kPop>
 __attribute__((always_inline)) inline uint32_t chunk_pc(uint64_t x) {
@@ -86,41 +93,67 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
                                                                       uint64_t max_distinct) {
   ChunkScratch sc;
   static_assert(kChunk <= kOldMarker && kOldMarker * 2 == kSetWords * 64, "codes are bits of the sets");
-  uint32_t* __restrict last = last_.data();
-  uint32_t* __restrict owner = owner_.data();
-  uint64_t* __restrict qbits = qbits_.data();
-  uint8_t* __restrict qblock = qblock_.data();
   const uint64_t t0 = now_;
   // Pass 1: previous timestamps, the ids' new ones; an old marker is flagged, and its owner
   // slot (free once the id moves) holds the chunk position of the id's first reference.
   uint64_t fresh = 0;
   size_t olds = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (j + kChunkPrefetch < n)
-      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
-                                                       static_cast<uintptr_t>(ids[j + kChunkPrefetch]) * sizeof(uint32_t)),
-                         1, 3);
-    const uint64_t id = ids[j];
-    const uint32_t p = last[id];
-    if (p == 0) {
-      if (live_ + fresh >= max_distinct) {
-        n = j;
-        break;
+  // An old marker or a previous reference in the chunk: by a branch where the last chunk's
+  // references rarely switched between the two (a large table's are nearly all old markers; a
+  // repeated call's come in long runs), else told apart with no branch (an old marker is
+  // flagged and its owner slot takes j; a reference in the chunk flags nothing and writes j to
+  // its own owner slot, written again just below).
+  // (The loop's pointers and counts are the lambda's own locals: through its captures the
+  // compiler reloads them after every store.)
+  auto pass1 = [ids, t0, live = live_, max_distinct, code = sc.code, old_after = sc.old_after, last_p = last_.data(), owner_p = owner_.data(),
+                qbits_p = qbits_.data(), qblock_p = qblock_.data(), &n, &fresh, &olds](auto branch_free) {
+    uint32_t* __restrict last = last_p;
+    uint32_t* __restrict owner = owner_p;
+    uint64_t* __restrict qbits = qbits_p;
+    uint8_t* __restrict qblock = qblock_p;
+    const size_t m = n;
+    uint64_t f = 0;
+    size_t o = 0, j = 0;
+    for (; j < m; ++j) {
+      if (j + kChunkPrefetch < m)
+        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
+                                                         static_cast<uintptr_t>(ids[j + kChunkPrefetch]) * sizeof(uint32_t)),
+                           1, 3);
+      const uint64_t id = ids[j];
+      const uint32_t p = last[id];
+      if (p == 0) {
+        if (live + f >= max_distinct) break;
+        ++f;
+        code[j] = kFirstEver;
+      } else if constexpr (decltype(branch_free)::value) {
+        const uint32_t q = p - 1;
+        const bool is_old = p <= t0;
+        qbits[q >> 6] |= uint64_t{is_old} << (q & 63);
+        qblock[q >> kBlockShift] |= static_cast<uint8_t>(is_old);
+        owner[is_old ? q : t0 + j] = static_cast<uint32_t>(j);
+        o += is_old;
+        code[j] = q - static_cast<uint32_t>(t0);  // an old marker's code and L(p) are set by the sweep
+        old_after[j] = 0;
+      } else if (p <= t0) {
+        qbits[(p - 1) >> 6] |= uint64_t{1} << ((p - 1) & 63);
+        qblock[(p - 1) >> kBlockShift] = 1;
+        owner[p - 1] = static_cast<uint32_t>(j);
+        ++o;  // its code is set by the sweep
+      } else {
+        code[j] = static_cast<uint32_t>(p - 1 - t0);
+        old_after[j] = 0;
       }
-      ++fresh;
-      sc.code[j] = kFirstEver;
-    } else if (p <= t0) {
-      qbits[(p - 1) >> 6] |= uint64_t{1} << ((p - 1) & 63);
-      qblock[(p - 1) >> kBlockShift] = 1;
-      owner[p - 1] = static_cast<uint32_t>(j);
-      ++olds;  // its code is set by the sweep
-    } else {
-      sc.code[j] = static_cast<uint32_t>(p - 1 - t0);
-      sc.old_after[j] = 0;
+      last[id] = static_cast<uint32_t>(t0 + j + 1);
+      owner[t0 + j] = static_cast<uint32_t>(id + 1);
     }
-    last[id] = static_cast<uint32_t>(t0 + j + 1);
-    owner[t0 + j] = static_cast<uint32_t>(id + 1);
-  }
+    n = j;
+    fresh = f;
+    olds = o;
+  };
+  if (chunk_mixed_)
+    pass1(std::true_type{});
+  else
+    pass1(std::false_type{});
   sweep_old_markers<kPop>(olds, sc.old_after, sc.code);
   // Pass 2, in stream order: the distances. A previous reference in the chunk: the chunk's
   // live markers after it; an old marker: L(p), less the markers after it that moved, plus
@@ -131,6 +164,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   uint64_t* __restrict bins = out.bins.data();
   uint64_t cold = 0, hits = 0, maxd = out.max_distance;
   uint32_t in_chunk = 0;  // the chunk's live markers
+  uint32_t switches = 0, last_old = 0;  // between old markers and references in the chunk
   for (size_t j = 0; j < n; ++j) {
     const uint32_t c = sc.code[j];
     if (c == kFirstEver) {
@@ -141,6 +175,8 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
       continue;
     }
     const uint32_t old = c / kOldMarker;
+    switches += old ^ last_old;
+    last_old = old;
     const size_t w = c >> 6;
     const uint64_t bit = uint64_t{1} << (c & 63);
     const uint32_t a = chunk_pc<kPop>(words[w] & (0 - (bit << 1))) + counts.after_word(w);
@@ -158,6 +194,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
     ++hits;
     maxd = d > maxd ? d : maxd;
   }
+  chunk_mixed_ = switches * kMixedBelow > n && live_ <= kMixedLive;
   out.cold += cold;
   out.hits += hits;
   out.max_distance = maxd;
