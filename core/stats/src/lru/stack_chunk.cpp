@@ -31,6 +31,8 @@ constexpr size_t kChunkPrefetch = 16;  // the last timestamp of the id this many
 // of the references after it issue early) measured faster.
 constexpr uint32_t kMixedBelow = 16;
 constexpr uint64_t kMixedLive = uint64_t{1} << 16;
+// The sweep takes a block's flagged old markers word by word where it has more than this many.
+constexpr uint32_t kDenseFlags = 64;
 
 template <bool kPop>
 __attribute__((always_inline)) inline uint32_t chunk_pc(uint64_t x) {
@@ -220,6 +222,8 @@ __attribute__((always_inline)) inline void MattsonStack::sweep_old_markers(size_
   constexpr uint64_t kWordsInBlock = uint64_t{1} << (kBlockShift - 6);
   uint64_t* __restrict qbits = qbits_.data();
   uint8_t* __restrict qblock = qblock_.data();
+  const uint32_t* __restrict owner = owner_.data();
+  const uint64_t live = live_;
   uint64_t before = 0;  // live markers before the current block
   uint32_t r = 0;
   const uint64_t blocks = (now_ + (uint64_t{1} << kBlockShift) - 1) >> kBlockShift;
@@ -230,21 +234,52 @@ __attribute__((always_inline)) inline void MattsonStack::sweep_old_markers(size_
       continue;
     }
     qblock[b] = 0;
-    uint64_t at = before;  // live markers before the current word
-    uint32_t removed = 0;
-    for (uint64_t w = b * kWordsInBlock; w < (b + 1) * kWordsInBlock; ++w) {
-      const uint64_t bw = bits_[w];
-      for (uint64_t x = qbits[w]; x; x &= x - 1) {
-        const uint32_t bit = static_cast<uint32_t>(__builtin_ctzll(x));
-        const uint32_t j = owner_[w * 64 + bit];
-        // live markers after p: all of them, less those before p and p itself
-        old_after[j] = static_cast<uint32_t>(live_ - (at + chunk_pc<kPop>(bw & ((uint64_t{1} << bit) - 1))) - 1);
-        code[j] = kOldMarker | r++;
+    // The block's 8 words first (a fixed loop): the live markers before each, the flags, the
+    // markers removed; then its flagged markers. A few (the usual case: old markers scattered
+    // over the stack): in one loop, the next flagged word taken by masks when one runs out (a
+    // loop per word, ended at random, mispredicted about once a word). Many (a run of markers
+    // that moved together, as a repeated call's): word by word, the loops' ends predicted.
+    const uint64_t wb = b * kWordsInBlock;
+    uint64_t q[kWordsInBlock + 1], bw[kWordsInBlock];
+    uint64_t at[kWordsInBlock];  // live markers before each word
+    uint64_t sum = before;
+    uint32_t removed = 0, words_left = 0;
+    for (uint64_t k = 0; k < kWordsInBlock; ++k) {
+      q[k] = qbits[wb + k];
+      bw[k] = bits_[wb + k];
+      at[k] = sum;
+      sum += chunk_pc<kPop>(bw[k]);
+      removed += chunk_pc<kPop>(q[k]);
+      words_left |= static_cast<uint32_t>(q[k] != 0) << k;
+      bits_[wb + k] = bw[k] & ~q[k];
+      qbits[wb + k] = 0;
+    }
+    q[kWordsInBlock] = 0;
+    // old_after / code of the marker at `bit` of word k
+    auto take = [&](uint32_t k, uint32_t bit) {
+      const uint32_t j = owner[(wb + k) * 64 + bit];
+      // live markers after p: all of them, less those before p and p itself
+      old_after[j] = static_cast<uint32_t>(live - (at[k] + chunk_pc<kPop>(bw[k] & ((uint64_t{1} << bit) - 1))) - 1);
+      code[j] = kOldMarker | r++;
+    };
+    if (removed > kDenseFlags) {
+      for (uint32_t k = 0; k < kWordsInBlock; ++k)
+        for (uint64_t x = q[k]; x; x &= x - 1) take(k, static_cast<uint32_t>(__builtin_ctzll(x)));
+    } else {
+      uint64_t x = 0;
+      uint32_t k = 0;
+      for (uint32_t i = 0; i < removed; ++i) {
+        // all ones where word k has run out: the next flagged word by masks (the compiler
+        // makes a branch of a select here)
+        const uint64_t next = 0 - static_cast<uint64_t>(x == 0);
+        const uint32_t next32 = static_cast<uint32_t>(next);
+        const uint32_t nk = static_cast<uint32_t>(__builtin_ctz(words_left | (1u << kWordsInBlock)));
+        x = (q[nk] & next) | (x & ~next);
+        k = (nk & next32) | (k & ~next32);
+        words_left &= ~((1u << nk) & next32);
+        take(k, static_cast<uint32_t>(__builtin_ctzll(x)));
+        x &= x - 1;
       }
-      at += chunk_pc<kPop>(bw);
-      removed += chunk_pc<kPop>(qbits[w]);
-      bits_[w] = bw & ~qbits[w];
-      qbits[w] = 0;
     }
     before += in_block;
     block_[b] -= removed;
