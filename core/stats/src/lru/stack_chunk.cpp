@@ -200,14 +200,23 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   out.cold += cold;
   out.hits += hits;
   out.max_distance = maxd;
-  // The chunk's live markers join the stack.
-  for (size_t w = 0; w < kChunkWords; ++w)
-    for (uint64_t x = words[w]; x; x &= x - 1) {
-      const uint64_t t = t0 + w * 64 + static_cast<uint64_t>(__builtin_ctzll(x));
-      bits_[t >> 6] |= uint64_t{1} << (t & 63);
-      ++block_[t >> kBlockShift];
-      ++super_[t >> kSuperShift];
-    }
+  // The chunk's live markers join the stack, a word at a time: chunk word w is timestamps
+  // t0 + 64 w + [0, 64), the top of one bitmap word and the bottom of the next (each within
+  // one block and one super block).
+  const uint64_t tw = t0 >> 6;
+  const uint32_t off = static_cast<uint32_t>(t0 & 63);
+  for (size_t w = 0; w < (n + 63) / 64; ++w) {
+    const uint64_t x = words[w];
+    const uint64_t lo = x << off, hi = off ? x >> (64 - off) : 0;
+    const uint64_t w0 = tw + w, w1 = w0 + 1;
+    bits_[w0] |= lo;
+    bits_[w1] |= hi;
+    const uint32_t c0 = chunk_pc<kPop>(lo), c1 = chunk_pc<kPop>(hi);
+    block_[w0 >> (kBlockShift - 6)] += c0;
+    block_[w1 >> (kBlockShift - 6)] += c1;
+    super_[w0 >> (kSuperShift - 6)] += c0;
+    super_[w1 >> (kSuperShift - 6)] += c1;
+  }
   now_ = t0 + n;
   live_ += fresh;
   return n;
@@ -289,6 +298,20 @@ __attribute__((always_inline)) inline void MattsonStack::sweep_old_markers(size_
 }
 
 
+namespace {
+// The largest id of a batch: AVX2 compares 4 at a time (no 64-bit compare below SSE4.2).
+__attribute__((target("popcnt,avx2"))) uint64_t largest_fast(const uint64_t* ids, size_t n) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, ids[i]);
+  return m;
+}
+uint64_t largest_base(const uint64_t* ids, size_t n) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, ids[i]);
+  return m;
+}
+}  // namespace
+
 __attribute__((target("popcnt,avx2"))) size_t MattsonStack::chunk_fast(const uint64_t* ids, size_t n, DistanceTally& out,
                                                                         uint64_t max_distinct) {
   return chunk_loop<true>(ids, n, out, max_distinct);
@@ -298,9 +321,7 @@ size_t MattsonStack::chunk_base(const uint64_t* ids, size_t n, DistanceTally& ou
 }
 
 size_t MattsonStack::reference_batch(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct) {
-  uint64_t max_id = 0;
-  for (size_t i = 0; i < n; ++i) max_id = std::max(max_id, ids[i]);
-  if (n) grow_ids(max_id);
+  if (n) grow_ids(stack_fast_loops() ? largest_fast(ids, n) : largest_base(ids, n));
   size_t done = 0;
   while (done < n) {
     if (now_ == cap_) compact();
