@@ -113,10 +113,20 @@ void OrderedSampler::keep(uint64_t row) {
     ++level_;
     threshold_ = level_ > hash::kSampleModBits ? 0 : OrderedSample::kFullThreshold >> level_;
   }
+  // The pending references above the new threshold are dropped later (drop_unkept()): before
+  // the vector would grow, and at take(). Dropping them here cost a pass over every pending
+  // reference per halving, and on a skewed table whose kept references sit on a few hot rows
+  // a halving frees only a few of them, so the next one comes a few references later.
+  unkept_pending_ = true;
+}
+
+void OrderedSampler::drop_unkept() {
+  if (!unkept_pending_) return;
   const uint64_t t = threshold_;
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                 [t](const OrderedRef& r) { return !OrderedSample::keeps(r.row, t); }),
                  pending_.end());
+  unkept_pending_ = false;
 }
 
 // The per-index loop: one hash per index for both the sample test and the level, and no
@@ -157,6 +167,9 @@ void OrderedSampler::add(const uint64_t* rows, size_t n) {
       by_level_[hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h))] += in;
     }
     kept_ = kept;
+    // The vector grows only for kept references: it holds at most twice the references kept
+    // at the current threshold, as before (state_bound.cpp's 2 x 16 bytes a reference).
+    if (pending_.capacity() < pending_.size() + k) drop_unkept();
     const size_t base = pending_.size();
     if (pending_.capacity() < base + k) pending_.reserve(std::max(base + k, 2 * pending_.capacity()));
     for (size_t j = 0; j < k; ++j) pending_.push_back({block[j].position, block[j].row});
@@ -174,6 +187,7 @@ void OrderedSampler::skip(uint64_t n) {
 }
 
 OrderedSample OrderedSampler::take() {
+  drop_unkept();
   OrderedSample s;
   s.threshold = threshold_;
   s.begin = begin_;
