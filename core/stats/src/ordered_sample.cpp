@@ -102,6 +102,7 @@ uint32_t OrderedSampler::level_of(uint64_t row) {
 }
 
 void OrderedSampler::keep(uint64_t row) {
+  if (pending_.size() == pending_.capacity()) drop_unkept();  // grow only for kept references
   pending_.push_back({position_, row});
   ++kept_;
   ++by_level_[level_of(row)];
