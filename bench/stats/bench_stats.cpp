@@ -7,6 +7,8 @@
 //   ns per index beside the tracer's budget (issue 32: <= 20 ns per index, every statistic)
 //   bench_trace_overhead's tracer stream (hashed counts and their deltas; every statistic)
 //   vs a plain counts[row]++ of the same batches, as ns per index beside that budget
+//   the tracer streams of the two PyTorch benches, every statistic, ns per index (diagnostic:
+//   bench/torch_overhead's DLRM-like tables and its repeated 768-id call)
 // Usage: bench_stats [--benchmark_* flags] [--smoke]   (--smoke: 1 M refs, for ctest)
 #include <benchmark/benchmark.h>
 

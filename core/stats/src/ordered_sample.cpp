@@ -102,6 +102,7 @@ uint32_t OrderedSampler::level_of(uint64_t row) {
 }
 
 void OrderedSampler::keep(uint64_t row) {
+  if (pending_.size() == pending_.capacity()) drop_unkept();  // grow only for kept references
   pending_.push_back({position_, row});
   ++kept_;
   ++by_level_[level_of(row)];
@@ -113,28 +114,71 @@ void OrderedSampler::keep(uint64_t row) {
     ++level_;
     threshold_ = level_ > hash::kSampleModBits ? 0 : OrderedSample::kFullThreshold >> level_;
   }
+  // The pending references above the new threshold are dropped later (drop_unkept()): before
+  // the vector would grow, and at take(). Dropping them here cost a pass over every pending
+  // reference per halving, and on a skewed table whose kept references sit on a few hot rows
+  // a halving frees only a few of them, so the next one comes a few references later.
+  unkept_pending_ = true;
+}
+
+void OrderedSampler::drop_unkept() {
+  if (!unkept_pending_) return;
   const uint64_t t = threshold_;
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                 [t](const OrderedRef& r) { return !OrderedSample::keeps(r.row, t); }),
                  pending_.end());
+  unkept_pending_ = false;
 }
 
-// The per-index loop (every reference of a table that keeps them all, at first): one hash per
-// index for both the test and the level, the bound checked inline; keep() only when a
-// reference is one too many (it lowers the threshold).
+// The per-index loop: one hash per index for both the sample test and the level, and no
+// branch on the test (a table kept at about half its rows would mispredict every other index):
+// 256 indices at a time, each written past the kept ones in a scratch block on the stack (no
+// zeroed vector growth) and the count advanced by the test's result, then the kept ones
+// appended. The bound is checked per index (predicted: it is reached rarely); the reference
+// one too many goes through keep(), which lowers the threshold.
 void OrderedSampler::add(const uint64_t* rows, size_t n) {
-  uint64_t t = threshold_;
-  for (size_t i = 0; i < n; ++i, ++position_) {
-    const uint64_t h = hash::sample_hash(rows[i]) & hash::kSampleMask;
-    if (h >= t) continue;  // keeps(): the sample test of row_hash.h
-    if (kept_ >= max_refs_) {
-      keep(rows[i]);
-      t = threshold_;
-      continue;
+  struct Raw {
+    uint64_t position, row;
+  };
+  constexpr size_t kBlock = 256;
+  Raw block[kBlock];
+  size_t i = 0;
+  while (i < n) {
+    const uint64_t t = threshold_;
+    if (t == 0) {  // nothing is kept any more
+      position_ += n - i;
+      return;
     }
-    pending_.push_back({position_, rows[i]});
-    ++kept_;
-    ++by_level_[hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h))];  // level_of()
+    const size_t stop = std::min(n, i + kBlock);
+    size_t k = 0;
+    uint64_t kept = kept_;
+    const uint64_t room = max_refs_;
+    bool over = false;
+    for (; i < stop; ++i, ++position_) {
+      const uint64_t h = hash::sample_hash(rows[i]) & hash::kSampleMask;
+      const bool in = h < t;  // keeps(): the sample test of row_hash.h
+      if (__builtin_expect(in && kept >= room, 0)) {
+        over = true;
+        break;
+      }
+      block[k] = {position_, rows[i]};
+      k += in;
+      kept += in;
+      // level_of(); a row not kept adds to a level below the threshold's (never read)
+      by_level_[hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h))] += in;
+    }
+    kept_ = kept;
+    // The vector grows only for kept references: it holds at most twice the references kept
+    // at the current threshold, as before (state_bound.cpp's 2 x 16 bytes a reference).
+    if (pending_.capacity() < pending_.size() + k) drop_unkept();
+    const size_t base = pending_.size();
+    if (pending_.capacity() < base + k) pending_.reserve(std::max(base + k, 2 * pending_.capacity()));
+    for (size_t j = 0; j < k; ++j) pending_.push_back({block[j].position, block[j].row});
+    if (over) {
+      keep(rows[i]);  // the one too many: the threshold falls
+      ++i;
+      ++position_;
+    }
   }
 }
 
@@ -144,6 +188,7 @@ void OrderedSampler::skip(uint64_t n) {
 }
 
 OrderedSample OrderedSampler::take() {
+  drop_unkept();
   OrderedSample s;
   s.threshold = threshold_;
   s.begin = begin_;

@@ -80,6 +80,7 @@ class OrderedSampler {
 
  private:
   void keep(uint64_t row);
+  void drop_unkept();  // drops the pending references the threshold no longer keeps
   static uint32_t level_of(uint64_t row);  // halvings of the full threshold that still keep it
 
   uint64_t max_refs_;
@@ -90,6 +91,7 @@ class OrderedSampler {
   std::array<uint64_t, hash::kSampleModBits + 2> by_level_{};  // kept references per level
   std::vector<OrderedRef> pending_;
   bool valid_ = true;
+  bool unkept_pending_ = false;  // the threshold fell since pending_ was last filtered
 };
 
 }  // namespace edo::stats
