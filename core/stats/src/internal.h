@@ -365,6 +365,15 @@ class MattsonStack {
   // reference_batch()'s chunk (stack_chunk.cpp), compiled with popcnt + AVX2 and for the baseline.
   template <bool kPop>
   size_t chunk_loop(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct);
+  struct ChunkPass1 {
+    size_t n;        // references taken (a new id beyond max_distinct ends the chunk)
+    uint64_t fresh;  // first references ever among them
+    size_t olds;     // old markers flagged for the sweep
+  };
+  template <bool kBranchFree>
+  ChunkPass1 chunk_pass1(const uint64_t* ids, size_t n, uint64_t max_distinct, uint32_t* code, uint32_t* old_after);
+  template <bool kPop>
+  void join_chunk_markers(const uint64_t* words, size_t n, uint64_t t0);
   template <bool kPop>
   void sweep_old_markers(size_t olds, uint32_t* old_after, uint32_t* code);
   size_t chunk_fast(const uint64_t* ids, size_t n, DistanceTally& out, uint64_t max_distinct);

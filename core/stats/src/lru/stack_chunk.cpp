@@ -92,6 +92,81 @@ struct ChunkScratch {
 
 }  // namespace
 
+// Pass 1 of a chunk: each reference's previous timestamp and its new one; an old marker is
+// flagged, and its owner slot (free once the id moves) holds the chunk position of the id's
+// first reference. An old marker or a previous reference in the chunk: by a branch where the
+// last chunk's references rarely switched between the two (a large table's are nearly all old
+// markers; a repeated call's come in long runs), else (kBranchFree) told apart with no branch
+// (an old marker is flagged and its owner slot takes j; a reference in the chunk flags nothing
+// and writes j to its own owner slot, written again just below). The arrays are read through
+// local restrict pointers: through members the compiler reloads them after every store.
+template <bool kBranchFree>
+__attribute__((always_inline)) inline MattsonStack::ChunkPass1 MattsonStack::chunk_pass1(const uint64_t* ids, size_t m,
+                                                                                        uint64_t max_distinct,
+                                                                                        uint32_t* code, uint32_t* old_after) {
+  uint32_t* __restrict last = last_.data();
+  uint32_t* __restrict owner = owner_.data();
+  uint64_t* __restrict qbits = qbits_.data();
+  uint8_t* __restrict qblock = qblock_.data();
+  const uint64_t t0 = now_, live = live_;
+  uint64_t f = 0;
+  size_t o = 0, j = 0;
+  for (; j < m; ++j) {
+    if (j + kChunkPrefetch < m)
+      __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
+                                                       static_cast<uintptr_t>(ids[j + kChunkPrefetch]) * sizeof(uint32_t)),
+                         1, 3);
+    const uint64_t id = ids[j];
+    const uint32_t p = last[id];
+    if (p == 0) {
+      if (live + f >= max_distinct) break;
+      ++f;
+      code[j] = kFirstEver;
+    } else if constexpr (kBranchFree) {
+      const uint32_t q = p - 1;
+      const bool is_old = p <= t0;
+      qbits[q >> 6] |= uint64_t{is_old} << (q & 63);
+      qblock[q >> kBlockShift] |= static_cast<uint8_t>(is_old);
+      owner[is_old ? q : t0 + j] = static_cast<uint32_t>(j);
+      o += is_old;
+      code[j] = q - static_cast<uint32_t>(t0);  // an old marker's code and L(p) are set by the sweep
+      old_after[j] = 0;
+    } else if (p <= t0) {
+      qbits[(p - 1) >> 6] |= uint64_t{1} << ((p - 1) & 63);
+      qblock[(p - 1) >> kBlockShift] = 1;
+      owner[p - 1] = static_cast<uint32_t>(j);
+      ++o;  // its code is set by the sweep
+    } else {
+      code[j] = static_cast<uint32_t>(p - 1 - t0);
+      old_after[j] = 0;
+    }
+    last[id] = static_cast<uint32_t>(t0 + j + 1);
+    owner[t0 + j] = static_cast<uint32_t>(id + 1);
+  }
+  return {j, f, o};
+}
+
+// The chunk's live markers (bit j of `words`: timestamp t0 + j) join the stack, a word at a time:
+// chunk word w is timestamps t0 + 64 w + [0, 64), the top of one bitmap word and the bottom of
+// the next (each within one block and one super block).
+template <bool kPop>
+__attribute__((always_inline)) inline void MattsonStack::join_chunk_markers(const uint64_t* words, size_t n, uint64_t t0) {
+  const uint64_t tw = t0 >> 6;
+  const uint32_t off = static_cast<uint32_t>(t0 & 63);
+  for (size_t w = 0; w < (n + 63) / 64; ++w) {
+    const uint64_t x = words[w];
+    const uint64_t lo = x << off, hi = off ? x >> (64 - off) : 0;
+    const uint64_t w0 = tw + w, w1 = w0 + 1;
+    bits_[w0] |= lo;
+    bits_[w1] |= hi;
+    const uint32_t c0 = chunk_pc<kPop>(lo), c1 = chunk_pc<kPop>(hi);
+    block_[w0 >> (kBlockShift - 6)] += c0;
+    block_[w1 >> (kBlockShift - 6)] += c1;
+    super_[w0 >> (kSuperShift - 6)] += c0;
+    super_[w1 >> (kSuperShift - 6)] += c1;
+  }
+}
+
 // One chunk (n <= kChunk, within the capacity): returns how many ids were referenced.
 template <bool kPop>
 __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint64_t* ids, size_t n, DistanceTally& out,
@@ -99,66 +174,12 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   ChunkScratch sc;
   static_assert(kChunk <= kOldMarker && kOldMarker * 2 == kSetWords * 64, "codes are bits of the sets");
   const uint64_t t0 = now_;
-  // Pass 1: previous timestamps, the ids' new ones; an old marker is flagged, and its owner
-  // slot (free once the id moves) holds the chunk position of the id's first reference.
-  uint64_t fresh = 0;
-  size_t olds = 0;
-  // An old marker or a previous reference in the chunk: by a branch where the last chunk's
-  // references rarely switched between the two (a large table's are nearly all old markers; a
-  // repeated call's come in long runs), else told apart with no branch (an old marker is
-  // flagged and its owner slot takes j; a reference in the chunk flags nothing and writes j to
-  // its own owner slot, written again just below).
-  // (The loop's pointers and counts are the lambda's own locals: through its captures the
-  // compiler reloads them after every store.)
-  auto pass1 = [ids, t0, live = live_, max_distinct, code = sc.code, old_after = sc.old_after, last_p = last_.data(), owner_p = owner_.data(),
-                qbits_p = qbits_.data(), qblock_p = qblock_.data(), &n, &fresh, &olds](auto branch_free) {
-    uint32_t* __restrict last = last_p;
-    uint32_t* __restrict owner = owner_p;
-    uint64_t* __restrict qbits = qbits_p;
-    uint8_t* __restrict qblock = qblock_p;
-    const size_t m = n;
-    uint64_t f = 0;
-    size_t o = 0, j = 0;
-    for (; j < m; ++j) {
-      if (j + kChunkPrefetch < m)
-        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(last) +
-                                                         static_cast<uintptr_t>(ids[j + kChunkPrefetch]) * sizeof(uint32_t)),
-                           1, 3);
-      const uint64_t id = ids[j];
-      const uint32_t p = last[id];
-      if (p == 0) {
-        if (live + f >= max_distinct) break;
-        ++f;
-        code[j] = kFirstEver;
-      } else if constexpr (decltype(branch_free)::value) {
-        const uint32_t q = p - 1;
-        const bool is_old = p <= t0;
-        qbits[q >> 6] |= uint64_t{is_old} << (q & 63);
-        qblock[q >> kBlockShift] |= static_cast<uint8_t>(is_old);
-        owner[is_old ? q : t0 + j] = static_cast<uint32_t>(j);
-        o += is_old;
-        code[j] = q - static_cast<uint32_t>(t0);  // an old marker's code and L(p) are set by the sweep
-        old_after[j] = 0;
-      } else if (p <= t0) {
-        qbits[(p - 1) >> 6] |= uint64_t{1} << ((p - 1) & 63);
-        qblock[(p - 1) >> kBlockShift] = 1;
-        owner[p - 1] = static_cast<uint32_t>(j);
-        ++o;  // its code is set by the sweep
-      } else {
-        code[j] = static_cast<uint32_t>(p - 1 - t0);
-        old_after[j] = 0;
-      }
-      last[id] = static_cast<uint32_t>(t0 + j + 1);
-      owner[t0 + j] = static_cast<uint32_t>(id + 1);
-    }
-    n = j;
-    fresh = f;
-    olds = o;
-  };
-  if (chunk_mixed_)
-    pass1(std::true_type{});
-  else
-    pass1(std::false_type{});
+  // Pass 1: previous timestamps, the ids' new ones (chunk_pass1).
+  const ChunkPass1 p1 = chunk_mixed_ ? chunk_pass1<true>(ids, n, max_distinct, sc.code, sc.old_after)
+                                     : chunk_pass1<false>(ids, n, max_distinct, sc.code, sc.old_after);
+  n = p1.n;
+  const uint64_t fresh = p1.fresh;
+  const size_t olds = p1.olds;
   sweep_old_markers<kPop>(olds, sc.old_after, sc.code);
   // Pass 2, in stream order: the distances. A previous reference in the chunk: the chunk's
   // live markers after it; an old marker: L(p), less the markers after it that moved, plus
@@ -203,23 +224,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
   out.cold += cold;
   out.hits += hits;
   out.max_distance = maxd;
-  // The chunk's live markers join the stack, a word at a time: chunk word w is timestamps
-  // t0 + 64 w + [0, 64), the top of one bitmap word and the bottom of the next (each within
-  // one block and one super block).
-  const uint64_t tw = t0 >> 6;
-  const uint32_t off = static_cast<uint32_t>(t0 & 63);
-  for (size_t w = 0; w < (n + 63) / 64; ++w) {
-    const uint64_t x = words[w];
-    const uint64_t lo = x << off, hi = off ? x >> (64 - off) : 0;
-    const uint64_t w0 = tw + w, w1 = w0 + 1;
-    bits_[w0] |= lo;
-    bits_[w1] |= hi;
-    const uint32_t c0 = chunk_pc<kPop>(lo), c1 = chunk_pc<kPop>(hi);
-    block_[w0 >> (kBlockShift - 6)] += c0;
-    block_[w1 >> (kBlockShift - 6)] += c1;
-    super_[w0 >> (kSuperShift - 6)] += c0;
-    super_[w1 >> (kSuperShift - 6)] += c1;
-  }
+  join_chunk_markers<kPop>(words, n, t0);
   now_ = t0 + n;
   live_ += fresh;
   return n;
