@@ -47,6 +47,33 @@ std::vector<uint64_t> mixed_stream(uint64_t ids, size_t n, uint64_t seed) {
   return s;
 }
 
+// The references through the move-to-front list, their distances into `want`.
+void feed_list(MoveToFront& mtf, StackDistanceHistogram& want, const uint64_t* refs, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t d = mtf.reference(refs[i]);
+    if (d == detail::MattsonStack::kCold)
+      want.add_cold();
+    else
+      want.add(d);
+  }
+}
+
+// The stack after a stream against the move-to-front list fed the same references: the
+// tallied histogram (bins, cold references, largest distance) and the LRU order handed to SHARDS
+// (oldest first: the list read backwards).
+void expect_stack_matches(const detail::MattsonStack& stack, detail::DistanceTally& tally,
+                          const StackDistanceHistogram& want, const MoveToFront& mtf, uint64_t ids) {
+  StackDistanceHistogram got;
+  tally.add_to(got);
+  EXPECT_EQ(got.bins(), want.bins()) << "ids " << ids;
+  EXPECT_EQ(got.cold(), want.cold()) << "ids " << ids;
+  EXPECT_EQ(got.max_distance(), want.max_distance()) << "ids " << ids;
+  std::vector<uint64_t> order;
+  stack.for_each_oldest_first([&](uint64_t id) { order.push_back(id); });
+  std::vector<uint64_t> expect(mtf.most_recent_first().rbegin(), mtf.most_recent_first().rend());
+  EXPECT_EQ(order, expect) << "ids " << ids;
+}
+
 void distances_match_move_to_front() {
   for (const uint64_t ids : {uint64_t{1}, uint64_t{5}, uint64_t{700}, uint64_t{9000}, uint64_t{70000}}) {
     const size_t n = ids >= 70000 ? 160000 : 60000;
@@ -60,13 +87,7 @@ void distances_match_move_to_front() {
       // batches of random length, from 1 reference to several compactions' worth
       const size_t len = std::min<size_t>(n - off, 1 + rng() % (rng() % 4 ? 300 : 20000));
       ASSERT_EQ(stack.reference_batch(s.data() + off, len, tally), len);
-      for (size_t i = off; i < off + len; ++i) {
-        const uint64_t d = mtf.reference(s[i]);
-        if (d == detail::MattsonStack::kCold)
-          want.add_cold();
-        else
-          want.add(d);
-      }
+      feed_list(mtf, want, s.data() + off, len);
       off += len;
       // now and then one reference through the single-reference path (checked here, in
       // neither histogram)
@@ -75,17 +96,8 @@ void distances_match_move_to_front() {
         ++off;
       }
     }
-    StackDistanceHistogram got;
-    tally.add_to(got);
     EXPECT_EQ(stack.distinct(), mtf.size());
-    EXPECT_EQ(got.bins(), want.bins()) << "ids " << ids;
-    EXPECT_EQ(got.cold(), want.cold()) << "ids " << ids;
-    EXPECT_EQ(got.max_distance(), want.max_distance()) << "ids " << ids;
-    // The LRU order handed to SHARDS: oldest first is the list read backwards.
-    std::vector<uint64_t> order;
-    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(id); });
-    std::vector<uint64_t> expect(mtf.most_recent_first().rbegin(), mtf.most_recent_first().rend());
-    EXPECT_EQ(order, expect) << "ids " << ids;
+    expect_stack_matches(stack, tally, want, mtf, ids);
   }
 }
 
@@ -115,24 +127,10 @@ void whole_chunks_match_move_to_front() {
     for (size_t off = 0; off < n;) {
       const size_t len = std::min<size_t>(n - off, 2048 + rng() % 6000);
       ASSERT_EQ(stack.reference_batch(s.data() + off, len, tally), len);
-      for (size_t i = off; i < off + len; ++i) {
-        const uint64_t d = mtf.reference(s[i]);
-        if (d == detail::MattsonStack::kCold)
-          want.add_cold();
-        else
-          want.add(d);
-      }
+      feed_list(mtf, want, s.data() + off, len);
       off += len;
     }
-    StackDistanceHistogram got;
-    tally.add_to(got);
-    EXPECT_EQ(got.bins(), want.bins()) << "ids " << ids;
-    EXPECT_EQ(got.cold(), want.cold()) << "ids " << ids;
-    EXPECT_EQ(got.max_distance(), want.max_distance()) << "ids " << ids;
-    std::vector<uint64_t> order;
-    stack.for_each_oldest_first([&](uint64_t id) { order.push_back(id); });
-    std::vector<uint64_t> expect(mtf.most_recent_first().rbegin(), mtf.most_recent_first().rend());
-    EXPECT_EQ(order, expect) << "ids " << ids;
+    expect_stack_matches(stack, tally, want, mtf, ids);
   }
 }
 
