@@ -304,16 +304,8 @@ struct DistanceTally {
     const size_t need = size_t{StackDistanceHistogram::bin_of(bound)} + 1;
     if (bins.size() < need) bins.resize(need, 0);
   }
-  // StackDistanceHistogram::bin_of(d) without its branch (d below 256 or not comes at random
-  // in a stack's loop): with o = max(7, floor(log2 d)), the bin is 128 o - 896 + (d >> (o - 7)),
-  // which is d itself below 256.
-  static uint32_t bin_of(uint64_t d) {
-    static_assert(StackDistanceHistogram::kExactBelow == 256 && StackDistanceHistogram::kSubBinsPerOctave == 128);
-    const uint32_t z = static_cast<uint32_t>(__builtin_clzll(d | 128));  // 63 - o
-    return ((63u - z) << 7) - 896u + static_cast<uint32_t>(d >> (56u - z));
-  }
   void add(uint64_t d) {
-    ++bins[bin_of(d)];
+    ++bins[StackDistanceHistogram::bin_of(d)];
     ++hits;
     max_distance = d > max_distance ? d : max_distance;
   }

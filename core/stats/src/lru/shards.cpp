@@ -168,18 +168,15 @@ void ShardsSampler::sample_window() {
 
 // Slot in hot_reuse_ of a hot reference's reuse time d, the i-th of its batch (see internal.h:
 // kReuseCopies copies of the exact bins d < 256, then StackDistanceHistogram bins >= 256).
-// Branch-free with masks: hot reuse times straddle 256 at random, and bin_of's branch
-// mispredicted on a large share of hot references. The copies, picked by i, break the
-// store-forwarding chain of increments to the same few small bins (the hottest rows).
+// Branch-free (bin_of has no branch, the copy is picked with masks): hot reuse times straddle
+// 256 at random, and a branch mispredicted on a large share of hot references. The copies,
+// picked by i, break the store-forwarding chain of increments to the same few small bins (the
+// hottest rows).
 inline uint32_t reuse_slot(uint64_t d, size_t i) {
-  constexpr uint32_t kE = StackDistanceHistogram::kExactBelow, kS = StackDistanceHistogram::kSubBinsPerOctave;
-  constexpr uint32_t kC = ShardsSampler::kReuseCopies;
-  const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(d | 1));
-  const uint32_t sh = (o - 7) & -static_cast<uint32_t>(o > 7);
-  const uint32_t big = (kC - 1) * kE + kE + (o - 8) * kS + static_cast<uint32_t>((d >> sh) & (kS - 1));
-  const uint32_t small = static_cast<uint32_t>(d) + (static_cast<uint32_t>(i) & (kC - 1)) * kE;
+  constexpr uint32_t kE = StackDistanceHistogram::kExactBelow, kC = ShardsSampler::kReuseCopies;
   const uint32_t m = -static_cast<uint32_t>(d < kE);
-  return (small & m) | (big & ~m);
+  const uint32_t copy = ((static_cast<uint32_t>(i) & (kC - 1)) & m) | ((kC - 1) & ~m);
+  return StackDistanceHistogram::bin_of(d) + copy * kE;
 }
 
 void ShardsSampler::process(const uint64_t* rows, size_t n) {

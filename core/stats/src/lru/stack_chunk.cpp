@@ -216,7 +216,7 @@ __attribute__((always_inline)) inline size_t MattsonStack::chunk_loop(const uint
     in_chunk += old;
     words[j >> 6] |= uint64_t{1} << (j & 63);
     counts.add_row(kSets.one[1][j >> 6]);
-    ++bins[DistanceTally::bin_of(d)];
+    ++bins[StackDistanceHistogram::bin_of(d)];
     ++hits;
     maxd = d > maxd ? d : maxd;
   }

@@ -90,11 +90,14 @@ class StackDistanceHistogram {
   double cold() const { return cold_; }
   bool empty() const { return total() == 0.0; }
 
+  // Below kExactBelow the distance itself; above, kExactBelow + (o - 8) kSubBinsPerOctave + the
+  // 7 bits after the leading one, o = floor(log2 d). Without a branch (the stacks' loops meet
+  // distances on both sides at random): with o = max(7, floor(log2 d)) both cases are
+  // 128 o - 896 + (d >> (o - 7)).
   static uint32_t bin_of(uint64_t distance) {
-    if (distance < kExactBelow) return static_cast<uint32_t>(distance);
-    const uint32_t o = 63u - static_cast<uint32_t>(__builtin_clzll(distance));  // >= 8
-    const uint32_t sub = static_cast<uint32_t>((distance >> (o - 7)) & (kSubBinsPerOctave - 1));
-    return kExactBelow + (o - 8) * kSubBinsPerOctave + sub;
+    static_assert(kExactBelow == 256 && kSubBinsPerOctave == 128, "the formula below");
+    const uint32_t z = static_cast<uint32_t>(__builtin_clzll(distance | 128));  // 63 - o
+    return ((63u - z) << 7) - 896u + static_cast<uint32_t>(distance >> (56u - z));
   }
   static uint64_t bin_lower(uint32_t bin);  // smallest distance in bin
   static uint64_t bin_upper(uint32_t bin);  // one past the largest distance in bin
