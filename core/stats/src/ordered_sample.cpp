@@ -96,10 +96,12 @@ bool OrderedSample::check(std::string_view& in, uint64_t rows) {
   return true;
 }
 
-uint32_t OrderedSampler::level_of(uint64_t row) {
-  const uint64_t h = hash::sample_hash(row) & hash::kSampleMask;
-  return hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h));
-}
+namespace {
+// The halvings of the full threshold that still keep a row whose sample hash (masked) is h.
+uint32_t level_of_hash(uint64_t h) { return hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h)); }
+}  // namespace
+
+uint32_t OrderedSampler::level_of(uint64_t row) { return level_of_hash(hash::sample_hash(row) & hash::kSampleMask); }
 
 void OrderedSampler::keep(uint64_t row) {
   if (pending_.size() == pending_.capacity()) drop_unkept();  // grow only for kept references
@@ -164,8 +166,7 @@ void OrderedSampler::add(const uint64_t* rows, size_t n) {
       block[k] = {position_, rows[i]};
       k += in;
       kept += in;
-      // level_of(); a row not kept adds to a level below the threshold's (never read)
-      by_level_[hash::kSampleModBits - static_cast<uint32_t>(std::bit_width(h))] += in;
+      by_level_[level_of_hash(h)] += in;  // a row not kept adds 0
     }
     kept_ = kept;
     // The vector grows only for kept references: it holds at most twice the references kept

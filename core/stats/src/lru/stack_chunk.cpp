@@ -17,7 +17,6 @@
 #include <emmintrin.h>
 
 #include <algorithm>
-#include <type_traits>
 
 #include "internal.h"
 
@@ -82,7 +81,7 @@ struct SetCounts {
 // What pass 2 does with a reference (ChunkScratch::code): a first reference ever (kFirstEver), a
 // previous reference in the chunk (its position), or an old marker (kOldMarker | its rank):
 // the code is the reference's bit in the chunk's sets.
-constexpr uint32_t kFirstEver = 0xffffffffu, kOldMarker = kChunk, kPosMask = kOldMarker - 1;
+constexpr uint32_t kFirstEver = 0xffffffffu, kOldMarker = kChunk;
 
 struct ChunkScratch {
   uint32_t code[kChunk];
